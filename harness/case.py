@@ -1,0 +1,300 @@
+"""Cases: one experiment each, a YAML file validated strictly.
+
+Unknown keys, wrong types, plans that do not add up to the layer count and
+unknown expected states are errors naming the file, the line and the key path
+(e.g. ``cases/x.yaml:14: plans.halves: plan '21+20' covers 41 layers, the case
+has 42``). See DESIGN.md "Cases" and `cases/*.yaml` for the format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import CaseError, PlanError
+from harness.ert import CmdState, state_from_name
+from harness.plan import Plan, make_plan
+from harness.yamlio import DuplicateKeyError, KeyPath, load_yaml_with_lines
+
+NOP = "nop"
+DEFAULT_TRIALS = 3
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_ROLE = re.compile(r"[a-z][a-z0-9_]*")
+MAX_BUFFER_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class Command:
+    """One run a decode layer adds to the runlist."""
+
+    kernel: str
+    instructions: str            # "nop" or an absolute path to an insts.bin
+    buffers: tuple[int, ...]
+    latency_us: float | None = None
+    opcode: int = 3
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    description: str
+    source: str
+    pack: str
+    xclbins: dict[str, str]      # role -> file name inside the pack
+    layers: int
+    runlist_context: str
+    per_layer: tuple[Command, ...]
+    plans: tuple[Plan, ...]
+    expect: dict[str, CmdState]
+    trials: int
+    deadline_s: float | None
+    file: str
+    sha256: str
+
+    def plan(self, name: str) -> Plan:
+        for plan in self.plans:
+            if plan.name == name:
+                return plan
+        raise CaseError(f"case {self.name} has no plan {name!r} "
+                        f"(plans: {', '.join(p.name for p in self.plans)})")
+
+    @property
+    def runs_per_layer(self) -> int:
+        return len(self.per_layer)
+
+
+# -- finding cases -------------------------------------------------------------
+
+def case_dirs() -> list[Path]:
+    """Where shipped cases are looked for: $HARNESS_CASES, ./cases, the source tree's."""
+    dirs = []
+    if os.environ.get("HARNESS_CASES"):
+        dirs.append(Path(os.environ["HARNESS_CASES"]))
+    dirs.append(Path.cwd() / "cases")
+    dirs.append(Path(__file__).resolve().parent.parent / "cases")
+    unique: list[Path] = []
+    for d in dirs:
+        if d.is_dir() and d.resolve() not in [u.resolve() for u in unique]:
+            unique.append(d)
+    return unique
+
+
+def shipped_cases() -> list[Path]:
+    seen: dict[str, Path] = {}
+    for folder in case_dirs():
+        for path in sorted(folder.glob("*.yaml")):
+            seen.setdefault(path.stem, path)
+    return sorted(seen.values(), key=lambda p: p.stem)
+
+
+def find_case(ref: str) -> Path:
+    """A case by file path or by name (``minicpm5-2b-decode``)."""
+    path = Path(ref)
+    if path.suffix in (".yaml", ".yml") or os.sep in ref or path.exists():
+        if not path.is_file():
+            raise CaseError(f"case file {ref} does not exist")
+        return path
+    for candidate in shipped_cases():
+        if candidate.stem == ref:
+            return candidate
+    names = ", ".join(p.stem for p in shipped_cases()) or "none found"
+    raise CaseError(f"no case named {ref!r}; shipped cases: {names} "
+                    "(or give a path to a case file)")
+
+
+def load_case(ref: str | Path) -> Case:
+    path = find_case(str(ref))
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise CaseError(f"cannot read case file {path}: {err.strerror}") from None
+    return parse_case(raw, str(path))
+
+
+# -- validation ----------------------------------------------------------------
+
+class _Checker:
+    def __init__(self, file: str, lines: dict[KeyPath, int]) -> None:
+        self.file = file
+        self.lines = lines
+
+    def error(self, path: KeyPath, message: str) -> CaseError:
+        line = self.lines.get(path)
+        probe = path
+        while line is None and probe:
+            probe = probe[:-1]
+            line = self.lines.get(probe)
+        where = f"{self.file}:{line}" if line else self.file
+        dotted = _dotted(path) or "(top level)"
+        return CaseError(f"{where}: {dotted}: {message}")
+
+    def mapping(self, value: Any, path: KeyPath, allowed: set[str],
+                required: set[str]) -> dict:
+        if not isinstance(value, dict):
+            raise self.error(path, f"expected a mapping, got {_kind(value)}")
+        for key in value:
+            if not isinstance(key, str) or key not in allowed:
+                raise self.error(path + (key,), f"unknown key {key!r}; allowed: "
+                                                f"{', '.join(sorted(allowed))}")
+        for key in sorted(required):
+            if key not in value:
+                raise self.error(path, f"missing required key {key!r}")
+        return value
+
+    def string(self, value: Any, path: KeyPath, pattern: re.Pattern | None = None) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(path, f"expected a non-empty string, got {_kind(value)}")
+        if pattern is not None and not pattern.fullmatch(value):
+            raise self.error(path, f"{value!r} is not a valid name (letters, digits, "
+                                   "'.', '_', '-')")
+        return value
+
+    def integer(self, value: Any, path: KeyPath, low: int, high: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(path, f"expected an integer, got {_kind(value)}")
+        if not low <= value <= high:
+            raise self.error(path, f"{value} is out of range {low}..{high}")
+        return value
+
+    def number(self, value: Any, path: KeyPath, low: float, high: float) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(path, f"expected a number, got {_kind(value)}")
+        if not low <= value <= high:
+            raise self.error(path, f"{value} is out of range {low}..{high}")
+        return float(value)
+
+
+def parse_case(raw: bytes, file: str) -> Case:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CaseError(f"{file}: not UTF-8 text (byte {err.start})") from None
+    try:
+        data, lines = load_yaml_with_lines(text)
+    except DuplicateKeyError as err:
+        raise CaseError(f"{file}:{err.line}: {err}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{file}:{mark.line + 1}" if mark else file
+        problem = getattr(err, "problem", None) or str(err)
+        raise CaseError(f"{where}: not valid YAML: {problem}") from None
+    check = _Checker(file, lines)
+    top = check.mapping(data, (), {"case", "description", "source", "pack", "xclbins",
+                                   "decode", "plans", "expect", "trials", "deadline_s"},
+                        {"case", "description", "pack", "xclbins", "decode", "plans"})
+    name = check.string(top["case"], ("case",), _NAME)
+    description = check.string(top["description"], ("description",))
+    source = check.string(top["source"], ("source",)) if "source" in top else ""
+    pack = check.string(top["pack"], ("pack",), _NAME)
+
+    xclbins_raw = top["xclbins"]
+    if not isinstance(xclbins_raw, dict) or not xclbins_raw:
+        raise check.error(("xclbins",), "expected a mapping of role to file name, e.g. "
+                                        "{layer: layer.xclbin}")
+    xclbins: dict[str, str] = {}
+    for role, filename in xclbins_raw.items():
+        if not isinstance(role, str) or not _ROLE.fullmatch(role):
+            raise check.error(("xclbins", role), f"role {role!r} must be a lower-case name "
+                                                 "such as attn, mm, layer, dequant")
+        xclbins[role] = check.string(filename, ("xclbins", role))
+
+    decode = check.mapping(top["decode"], ("decode",), {"layers", "runlist_context",
+                                                        "per_layer"},
+                           {"layers", "runlist_context", "per_layer"})
+    layers = check.integer(decode["layers"], ("decode", "layers"), 1, 10_000)
+    context = check.string(decode["runlist_context"], ("decode", "runlist_context"))
+    if context not in xclbins:
+        raise check.error(("decode", "runlist_context"),
+                          f"{context!r} is not one of the case's xclbins "
+                          f"({', '.join(xclbins)})")
+    per_layer = _commands(check, decode["per_layer"], Path(file).parent)
+
+    plans_raw = top["plans"]
+    if not isinstance(plans_raw, dict) or not plans_raw:
+        raise check.error(("plans",), "expected a mapping of plan name to spec, e.g. "
+                                      "{monolithic: \"42\", halves: \"21+21\"}")
+    plans = []
+    for plan_name, spec in plans_raw.items():
+        path = ("plans", plan_name)
+        if not isinstance(plan_name, str) or not _NAME.fullmatch(plan_name):
+            raise check.error(path, f"plan name {plan_name!r} must be a simple name")
+        try:
+            plans.append(make_plan(plan_name, spec, layers))
+        except PlanError as err:
+            raise check.error(path, str(err)) from None
+
+    expect: dict[str, CmdState] = {}
+    if "expect" in top:
+        if not isinstance(top["expect"], dict):
+            raise check.error(("expect",), f"expected a mapping of plan name to state, got "
+                                           f"{_kind(top['expect'])}")
+        for plan_name, state in top["expect"].items():
+            path = ("expect", plan_name)
+            if plan_name not in plans_raw:
+                raise check.error(path, f"no plan named {plan_name!r} "
+                                        f"(plans: {', '.join(plans_raw)})")
+            try:
+                expect[plan_name] = state_from_name(check.string(state, path))
+            except ValueError as err:
+                raise check.error(path, str(err)) from None
+
+    trials = (check.integer(top["trials"], ("trials",), 1, 1000)
+              if "trials" in top else DEFAULT_TRIALS)
+    deadline = (check.number(top["deadline_s"], ("deadline_s",), 0.1, 86_400)
+                if "deadline_s" in top else None)
+    return Case(name, description, source, pack, xclbins, layers, context, per_layer,
+                tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest())
+
+
+def _commands(check: _Checker, value: Any, base: Path) -> tuple[Command, ...]:
+    path: KeyPath = ("decode", "per_layer")
+    if not isinstance(value, list) or not value:
+        raise check.error(path, "expected a non-empty list of commands")
+    commands = []
+    for i, item in enumerate(value):
+        here = path + (i,)
+        entry = check.mapping(item, here, {"kernel", "instructions", "buffers", "latency_us",
+                                           "opcode"}, {"kernel", "buffers"})
+        kernel = check.string(entry["kernel"], here + ("kernel",))
+        instructions = entry.get("instructions", NOP)
+        check.string(instructions, here + ("instructions",))
+        if instructions != NOP:
+            insts = (base / instructions).resolve()
+            if not insts.is_file():
+                raise check.error(here + ("instructions",),
+                                  f"instruction file {insts} does not exist (use 'nop' for "
+                                  "the one-NOOP stream)")
+            instructions = str(insts)
+        buffers_raw = entry["buffers"]
+        if not isinstance(buffers_raw, list):
+            raise check.error(here + ("buffers",), f"expected a list of buffer sizes in "
+                                                   f"bytes, got {_kind(buffers_raw)}")
+        buffers = tuple(check.integer(b, here + ("buffers", j), 1, MAX_BUFFER_BYTES)
+                        for j, b in enumerate(buffers_raw))
+        latency = (check.number(entry["latency_us"], here + ("latency_us",), 0, 3.6e9)
+                   if "latency_us" in entry else None)
+        opcode = (check.integer(entry["opcode"], here + ("opcode",), 0, 2**32 - 1)
+                  if "opcode" in entry else 3)
+        commands.append(Command(kernel, instructions, buffers, latency, opcode))
+    return tuple(commands)
+
+
+def _dotted(path: KeyPath) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return f"{type(value).__name__} {value!r}"

@@ -1,0 +1,48 @@
+"""The `runlist-harness` command line (click)."""
+
+from __future__ import annotations
+
+import click
+
+from harness import __version__
+from harness.errors import HarnessError
+
+EXIT_CODES = """\b
+Exit codes:
+  0  every trial completed (or the command succeeded)
+  1  a trial failed on the device (real or simulated)
+  2  bad input: a file, option or argument is wrong
+  3  environment not ready (no NPU, no pyxrt, server unreachable)
+  4  harness fault: a worker crashed or missed its deadline"""
+
+
+class HarnessGroup(click.Group):
+    """Prints a `HarnessError` as one line and exits with its code; no traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except HarnessError as err:
+            click.echo(f"error: {err}", err=True)
+            ctx.exit(int(err.exit_code))
+
+
+@click.group(cls=HarnessGroup, epilog=EXIT_CODES,
+             context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="runlist-harness")
+def main() -> None:
+    """Reproduce, bisect and report XRT runlist failures on AMD XDNA 2 NPUs.
+
+    Runs on a real NPU through pyxrt, or on the simulated stack that ships
+    with the harness when there is none.
+    """
+
+
+def _register() -> None:
+    from harness.cli import cases_cmd, xclbin_cmd
+
+    main.add_command(xclbin_cmd.xclbin)
+    main.add_command(cases_cmd.cases)
+
+
+_register()

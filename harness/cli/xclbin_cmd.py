@@ -1,0 +1,42 @@
+"""`runlist-harness xclbin inspect`."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from harness.errors import ExitCode, XclbinError
+from harness.xclbin import read_xclbin
+from harness.xclbin_view import render_text, summary
+
+
+@click.group()
+def xclbin() -> None:
+    """Look inside xclbin files (no XRT needed)."""
+
+
+@xclbin.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object a file.")
+def inspect(files: tuple[str, ...], as_json: bool) -> None:
+    """Show uuid, kernels and their arguments, partition, sections and hashes.
+
+    A file byte-identical to one FastFlowLM shipped is named ("known as
+    Qwen3-1.7B-NPU2/layer.xclbin"). A malformed file is one error line and
+    exit status 2; the other files are still shown.
+    """
+    results = []
+    failed = False
+    for path in files:
+        try:
+            results.append(read_xclbin(path))
+        except XclbinError as err:
+            click.echo(f"error: {err}", err=True)
+            failed = True
+    if as_json:
+        click.echo(json.dumps([summary(x) for x in results], indent=2))
+    elif results:
+        click.echo("\n\n".join(render_text(x) for x in results))
+    if failed:
+        raise SystemExit(int(ExitCode.BAD_INPUT))

@@ -1,0 +1,121 @@
+"""YAML in and out: safe loading (with line numbers when asked) and atomic writes.
+
+Files a user gives us and reports we write are precious: writes go to a
+temporary file in the same folder, are fsynced, then renamed over the target,
+so a crash leaves either the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+# A path into a document: mapping keys and sequence indices.
+KeyPath = tuple[Any, ...]
+
+
+class DuplicateKeyError(ValueError):
+    def __init__(self, key: Any, line: int) -> None:
+        super().__init__(f"key {key!r} appears twice (second time on line {line})")
+        self.key = key
+        self.line = line
+
+
+def load_yaml_text(text: str) -> Any:
+    """Safe-load YAML (the C loader when PyYAML has one; never an unsafe loader)."""
+    return yaml.load(text, Loader=_SafeLoader)  # the safe C loader, never an unsafe one
+
+
+def load_yaml_with_lines(text: str) -> tuple[Any, dict[KeyPath, int]]:
+    """Safe-load YAML and map every key path to its 1-based line.
+
+    Raises `yaml.YAMLError` for bad syntax and `DuplicateKeyError` for a key
+    given twice (PyYAML would silently keep the last one).
+    """
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        lines: dict[KeyPath, int] = {}
+        _walk(loader, node, (), lines)
+        return loader.construct_document(node), lines
+    finally:
+        loader.dispose()
+
+
+def _walk(loader: yaml.SafeLoader, node: yaml.Node, path: KeyPath,
+          lines: dict[KeyPath, int]) -> None:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            try:
+                hashable = key in seen
+            except TypeError:
+                hashable = False
+            if hashable:
+                raise DuplicateKeyError(key, key_node.start_mark.line + 1)
+            try:
+                seen.add(key)
+            except TypeError:
+                pass
+            _walk(loader, value_node, path + (key,), lines)
+            lines[path + (key,)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(loader, item, path + (index,), lines)
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_SafeDumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=100)
+
+
+def write_atomic(path: str | Path, text: str | bytes, *, overwrite: bool = True) -> None:
+    """Write `text` to `path` via temp file + fsync + rename.
+
+    With ``overwrite=False`` an existing file is never replaced
+    (`FileExistsError`), and the check and the rename are one step (a hard
+    link), so a racing writer cannot be clobbered either.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if overwrite:
+            os.replace(tmp, target)
+        else:
+            os.link(tmp, target)
+            os.unlink(tmp)
+        tmp = ""
+        _fsync_dir(target.parent)
+    finally:
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,39 @@
+"""Shared fixtures: real FastFlowLM xclbins (when present) and synthesized ones."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.xclbin_writer import flm_spec, synthesize
+
+PROJECT = Path(__file__).resolve().parent.parent
+SHARED_XCLBINS = Path(os.environ.get("HARNESS_SHARED_XCLBINS",
+                                     PROJECT.parent / "shared" / "xclbins"))
+
+
+@pytest.fixture(scope="session")
+def shared_xclbins() -> Path:
+    """The real FastFlowLM xclbins beside the project; tests skip cleanly without them."""
+    if not (SHARED_XCLBINS / "Qwen3-1.7B-NPU2" / "layer.xclbin").is_file():
+        pytest.skip(f"real FastFlowLM xclbins not present at {SHARED_XCLBINS}")
+    return SHARED_XCLBINS
+
+
+@pytest.fixture
+def synth_xclbin(tmp_path: Path):
+    """Write a synthesized FastFlowLM-shaped xclbin and return its path."""
+    def make(name: str = "Synthetic-NPU2/layer", filename: str = "layer.xclbin") -> Path:
+        path = tmp_path / filename
+        path.write_bytes(synthesize(flm_spec(name)))
+        return path
+    return make
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run every test from its own folder so nothing lands in the checkout."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HARNESS_CASES", str(PROJECT / "cases"))

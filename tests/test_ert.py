@@ -1,0 +1,85 @@
+"""Command states: STACK.md 2 (ert_cmd_state table) and 3 (pyxrt enum lacks RUNNING)."""
+
+from __future__ import annotations
+
+import enum
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.ert import (
+    CmdState,
+    parse_xrt_error,
+    state_from_int,
+    state_from_name,
+    state_from_pyxrt,
+)
+
+TABLE = {"NEW": 1, "QUEUED": 2, "RUNNING": 3, "COMPLETED": 4, "ERROR": 5, "ABORT": 6,
+         "SUBMITTED": 7, "TIMEOUT": 8, "NORESPONSE": 9, "SKERROR": 10, "SKCRASHED": 11}
+
+
+def test_table_matches_ert_h():
+    assert {s.name: s.value for s in CmdState} == TABLE
+
+
+def test_unknown_value_is_kept_not_raised():
+    state = state_from_int(42)
+    assert state.name == "unknown (42)"
+    assert state.value == 42 and not state.known
+    assert state_from_name("unknown (42)") == 42
+
+
+def test_done_rule_is_xrts_greater_or_equal_completed():
+    assert not CmdState.RUNNING.done and not CmdState.NEW.done
+    assert CmdState.COMPLETED.done and CmdState.TIMEOUT.done and state_from_int(99).done
+
+
+class FakePyxrtState(enum.Enum):
+    """Like pybind11's enum: members have .value/.name, are not ints, no RUNNING."""
+
+    ERT_CMD_STATE_NEW = 1
+    ERT_CMD_STATE_COMPLETED = 4
+    ERT_CMD_STATE_TIMEOUT = 8
+
+
+def test_from_pyxrt_enum_uses_value():
+    assert state_from_pyxrt(FakePyxrtState.ERT_CMD_STATE_TIMEOUT) is CmdState.TIMEOUT
+    assert state_from_pyxrt(3) is CmdState.RUNNING   # the binding cannot name it, ints can
+    assert state_from_pyxrt("ERT_CMD_STATE_ABORT") is CmdState.ABORT
+
+
+def test_from_pyxrt_rejects_garbage_with_valueerror():
+    with pytest.raises(ValueError):
+        state_from_pyxrt(object())
+
+
+def test_parse_runlist_message_with_health_lines():
+    msg = ("runlist failed execution (ERT_CMD_STATE_TIMEOUT)\n"
+           "Kernel Instance: MLIR_AIE\n"
+           "txn_op_idx = 0xFFFFFFFF\n"
+           "ctx_pc           = 0x28B060AD\n"
+           "fatal_error_type = 0x00000000\n")
+    failure = parse_xrt_error(msg)
+    assert failure.state is CmdState.TIMEOUT
+    assert failure.is_runlist
+    assert failure.kernel_instance == "MLIR_AIE"
+    assert failure.health == {"txn_op_idx": 0xFFFFFFFF, "ctx_pc": 0x28B060AD,
+                              "fatal_error_type": 0}
+
+
+def test_parse_messages_without_or_with_unknown_state():
+    assert parse_xrt_error("something else broke").state is None
+    odd = parse_xrt_error("runlist failed execution (ERT_CMD_STATE_FROZEN)")
+    assert odd.state is None and odd.state_text == "unknown (ERT_CMD_STATE_FROZEN)"
+
+
+@given(st.text())
+def test_parse_never_raises(text):
+    parse_xrt_error(text)
+
+
+@given(st.integers(min_value=-2**31, max_value=2**31))
+def test_any_int_converts(value):
+    assert state_from_int(value).value == value

@@ -1,0 +1,86 @@
+"""Plan syntax and arithmetic (DESIGN.md "Cases": "42", "21+21", "even:K", "max:N")."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.errors import PlanError
+from harness.plan import make_plan, parse_plan, plan_for_depth
+
+
+def test_examples():
+    assert parse_plan("42", 42) == (42,)
+    assert parse_plan(42, 42) == (42,)
+    assert parse_plan("21+21", 42) == (21, 21)
+    assert parse_plan(" 14 + 14 +14 ", 42) == (14, 14, 14)
+    assert parse_plan("even:3", 42) == (14, 14, 14)
+    assert parse_plan("even:4", 42) == (11, 11, 10, 10)
+    assert parse_plan("max:24", 42) == (24, 18)
+    assert parse_plan("max:50", 42) == (42,)
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("21+20", "covers 41 layers, the case has 42"),
+    ("43", "covers 43"),
+    ("0+42", "empty runlist"),
+    ("even:0", "N >= 1"),
+    ("even:43", "only 42 layers"),
+    ("max:0", "N >= 1"),
+    ("half", "does not parse"),
+    ("21,21", "does not parse"),
+    ("", "does not parse"),
+    (True, "must be a string"),
+    (4.5, "must be a string"),
+])
+def test_errors_name_the_plan(spec, words):
+    with pytest.raises(PlanError, match=words):
+        parse_plan(spec, 42)
+
+
+def test_label():
+    assert make_plan("halves", "21+21", 42).label == "halves 21+21"
+    assert plan_for_depth(42).label == "42"
+    assert plan_for_depth(42, 21).chunks == (21, 21)
+    assert plan_for_depth(42, "even:3").chunks == (14, 14, 14)
+
+
+depths = st.integers(min_value=1, max_value=2000)
+
+
+@given(depths, st.integers(min_value=1, max_value=2000))
+def test_even_property(depth, k):
+    if k > depth:
+        with pytest.raises(PlanError):
+            parse_plan(f"even:{k}", depth)
+        return
+    chunks = parse_plan(f"even:{k}", depth)
+    assert len(chunks) == k and sum(chunks) == depth
+    assert min(chunks) >= 1 and max(chunks) - min(chunks) <= 1
+    assert list(chunks) == sorted(chunks, reverse=True)
+
+
+@given(depths, st.integers(min_value=1, max_value=3000))
+def test_max_property(depth, n):
+    chunks = parse_plan(f"max:{n}", depth)
+    assert sum(chunks) == depth and all(1 <= c <= n for c in chunks)
+    assert all(c == n for c in chunks[:-1])
+    assert len(chunks) == -(-depth // n)
+
+
+@given(st.lists(st.integers(min_value=1, max_value=500), min_size=1, max_size=30))
+def test_explicit_property(sizes):
+    spec = "+".join(map(str, sizes))
+    assert parse_plan(spec, sum(sizes)) == tuple(sizes)
+    with pytest.raises(PlanError, match="covers"):
+        parse_plan(spec, sum(sizes) + 1)
+
+
+@given(st.text(max_size=30), depths)
+def test_parser_only_raises_plan_error(text, depth):
+    try:
+        chunks = parse_plan(text, depth)
+    except PlanError:
+        return
+    assert sum(chunks) == depth and all(c >= 1 for c in chunks)
