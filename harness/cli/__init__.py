@@ -39,10 +39,11 @@ def main() -> None:
 
 
 def _register() -> None:
-    from harness.cli import cases_cmd, xclbin_cmd
+    from harness.cli import cases_cmd, sim_cmd, xclbin_cmd
 
     main.add_command(xclbin_cmd.xclbin)
     main.add_command(cases_cmd.cases)
+    main.add_command(sim_cmd.sim)
 
 
 _register()

@@ -1,0 +1,122 @@
+"""How many commands per second the simulated stack runs, in process, on one core.
+
+Three figures, each measured in this run:
+- full cycle: create 42 runs, set their 8 arguments, add them to a runlist,
+  execute and wait (what the harness does for every trial);
+- re-execute: execute and wait on an already built runlist of 42;
+- baseline: the same Python loop of object creation and calls with every
+  simulated pyxrt call replaced by a no-op, to show what the loop costs.
+The target is 100,000 commands/s for the full cycle.
+
+Usage: python benchmarks/sim_throughput.py [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import harness.sim.pyxrt as pyxrt
+from harness.sim import control
+from harness.txn import nop_stream, word_count
+from harness.xclbin_writer import flm_spec, synthesize
+
+DEPTH = 42
+TARGET = 100_000
+
+
+def setup(folder: Path):
+    path = folder / "layer.xclbin"
+    path.write_bytes(synthesize(flm_spec("Bench/layer")))
+    control.configure("staging")
+    dev = pyxrt.device(0)
+    x = pyxrt.xclbin(str(path))
+    dev.register_xclbin(x)
+    ctx = pyxrt.hw_context(dev, x.get_uuid())
+    k = pyxrt.kernel(ctx, "MLIR_AIE")
+    stream = nop_stream(8)
+    instr = pyxrt.bo(dev, len(stream), pyxrt.bo.cacheable, k.group_id(1))
+    instr.write(np.frombuffer(stream, dtype=np.uint8), 0)
+    instr.sync(pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+    bufs = [pyxrt.bo(dev, 4096, pyxrt.bo.host_only, k.group_id(3 + i)) for i in range(5)]
+    return ctx, k, instr, word_count(stream), bufs
+
+
+class _Null:
+    """Stands in for every pyxrt object in the baseline loop."""
+
+    def __init__(self, *args):
+        pass
+
+    def set_arg(self, index, value):
+        pass
+
+    def add(self, run):
+        pass
+
+    def execute(self):
+        pass
+
+    def wait(self):
+        pass
+
+
+def full_cycle(runlist_cls, run_cls, ctx, k, instr, words, bufs) -> None:
+    rl = runlist_cls(ctx)
+    for _ in range(DEPTH):
+        r = run_cls(k)
+        r.set_arg(0, 3)
+        r.set_arg(1, instr)
+        r.set_arg(2, words)
+        for i, b in enumerate(bufs):
+            r.set_arg(3 + i, b)
+        rl.add(r)
+    rl.execute()
+    rl.wait()
+
+
+def rate(fn, seconds: float) -> float:
+    fn()                                   # warm up
+    count, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        fn()
+        count += 1
+    return count * DEPTH / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="time per figure")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx, k, instr, words, bufs = setup(Path(tmp))
+        full = rate(lambda: full_cycle(pyxrt.runlist, pyxrt.run, ctx, k, instr, words, bufs),
+                    args.seconds)
+        built = pyxrt.runlist(ctx)
+        for _ in range(DEPTH):
+            r = pyxrt.run(k)
+            for i, v in enumerate([3, instr, words, *bufs]):
+                r.set_arg(i, v)
+            built.add(r)
+
+        def again() -> None:
+            built.execute()
+            built.wait()
+
+        reexec = rate(again, args.seconds)
+        baseline = rate(lambda: full_cycle(_Null, _Null, ctx, k, instr, words, bufs),
+                        args.seconds)
+    print(f"simulated stack, staging profile, runlists of {DEPTH}, one core, this run:")
+    print(f"  full cycle   {full:12,.0f} commands/s   ({full / TARGET:.2f}x the "
+          f"{TARGET:,}/s target)")
+    print(f"  re-execute   {reexec:12,.0f} commands/s")
+    print(f"  baseline     {baseline:12,.0f} commands/s   (the loop with no-op calls; "
+          f"full cycle costs {baseline / full:.1f}x it)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""`runlist-harness sim profiles|exec`."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import click
+
+from harness.sim.host_script import run_host_script
+from harness.sim.profiles import CATALOGUE, parse_profile
+
+
+@click.group()
+def sim() -> None:
+    """The simulated XDNA stack: its profiles, and running your own pyxrt scripts on it."""
+
+
+@sim.command()
+def profiles() -> None:
+    """List the profile tokens: documented flavours, device, hypotheses, modes.
+
+    Combine tokens with commas, e.g. --profile mainline,inflight-cap:40. A
+    profile with any 'deviation' token is a hypothesis, and reports say so.
+    """
+    width = min(shutil.get_terminal_size((100, 20)).columns, 120)
+    for doc in CATALOGUE:
+        head = f"{doc.syntax:<28} {doc.kind:<10} "
+        text = f"{doc.assumes} [source: {doc.source}]"
+        click.echo(textwrap.fill(text, width=width, initial_indent=head,
+                                 subsequent_indent=" " * len(head)))
+
+
+@sim.command("exec", context_settings={"ignore_unknown_options": True,
+                                       "allow_interspersed_args": False})
+@click.option("--profile", default="staging", show_default=True,
+              help="Simulated stack profile (see `sim profiles`).")
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def exec_script(profile: str, script: str, args: tuple[str, ...]) -> None:
+    """Run SCRIPT, written for the real pyxrt, with `import pyxrt` bound to the simulator."""
+    parsed = parse_profile(profile)
+    click.echo(f"backend: simulated stack, profile {parsed.name} (not hardware)", err=True)
+    run_host_script(script, list(args), parsed)

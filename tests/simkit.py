@@ -1,0 +1,76 @@
+"""Helpers for driving the simulated pyxrt the way host code drives the real one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+import harness.sim.pyxrt as pyxrt
+from harness.sim import control
+from harness.txn import nop_stream, word_count
+from harness.xclbin_writer import flm_spec, synthesize
+
+
+class Rig:
+    """One device, one or more contexts, and runs built IRON-style (3, instr, ninstr, bos)."""
+
+    def __init__(self, folder: Path, profile: str = "staging", *, columns: int = 8,
+                 latencies: dict[str, float] | None = None) -> None:
+        self.folder = folder
+        self.stack = control.configure(profile, latencies=latencies)
+        self.dev = pyxrt.device(0)
+        self.ctx, self.kernel = self.context("layer", columns=columns)
+        self.instr = self.instructions(columns)
+        self.bufs = [pyxrt.bo(self.dev, 4096, pyxrt.bo.host_only, self.kernel.group_id(3 + i))
+                     for i in range(5)]
+
+    def context(self, stem: str, *, columns: int = 8, start: int = 0):
+        spec = replace(flm_spec(f"Rig/{stem}", columns=columns), start_columns=(start,))
+        path = self.folder / f"{stem}.xclbin"
+        path.write_bytes(synthesize(spec))
+        x = pyxrt.xclbin(str(path))
+        self.dev.register_xclbin(x)
+        ctx = pyxrt.hw_context(self.dev, x.get_uuid())
+        return ctx, pyxrt.kernel(ctx, x.get_kernels()[0].get_name())
+
+    def instructions(self, columns: int, *, sync: bool = True):
+        stream = nop_stream(columns, self.stack.device.dev_gen)
+        bo = pyxrt.bo(self.dev, len(stream), pyxrt.bo.cacheable, self.kernel.group_id(1))
+        bo.write(np.frombuffer(stream, dtype=np.uint8), 0)
+        if sync:
+            bo.sync(pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+        self.words = word_count(stream)
+        return bo
+
+    def run(self, kernel=None, instr=None, ninstr: int | None = None):
+        kernel = kernel or self.kernel
+        r = pyxrt.run(kernel)
+        r.set_arg(0, 3)
+        r.set_arg(1, instr or self.instr)
+        r.set_arg(2, self.words if ninstr is None else ninstr)
+        for i, b in enumerate(self.bufs):
+            r.set_arg(3 + i, b)
+        return r
+
+    def runlist(self, depth: int, ctx=None, kernel=None):
+        rl = pyxrt.runlist(ctx or self.ctx)
+        runs = [self.run(kernel) for _ in range(depth)]
+        for r in runs:
+            rl.add(r)
+        return rl, runs
+
+
+def outcome(rl) -> str:
+    """Execute and wait; 'COMPLETED' or the first line of the RuntimeError."""
+    rl.execute()
+    try:
+        rl.wait()
+    except RuntimeError as err:
+        return str(err).splitlines()[0]
+    return "COMPLETED"
+
+
+def states(runs) -> list[str]:
+    return [r.state().name.replace("ERT_CMD_STATE_", "") for r in runs]

@@ -1,0 +1,358 @@
+"""The simulated stack, one behaviour of STACK.md per test, each naming its fact."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from simkit import Rig, outcome, states
+
+import harness.sim.pyxrt as pyxrt
+from harness.sim import control
+from harness.sim.stack import MAINLINE_TIMEOUT_US, STAGING_TDR_US
+
+TIMEOUT_MSG = "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
+ABORT_MSG = "runlist failed execution (ERT_CMD_STATE_ABORT)"
+NEW_MSG = "runlist failed execution (ERT_CMD_STATE_NEW)"
+
+
+def chain_sizes(rig: Rig) -> list[int]:
+    return [len(job.commands) for job in rig.stack.jobs]
+
+
+# -- STACK.md 2: XRT runlists -------------------------------------------------------
+
+@pytest.mark.parametrize("depth, chains", [(42, [24, 18]), (36, [24, 12]), (21, [21]),
+                                           (28, [24, 4]), (24, [24]), (49, [24, 24, 1])])
+def test_stack2_runlist_is_submitted_as_chains_of_24(tmp_path, depth, chains):
+    rig = Rig(tmp_path)
+    rl, runs = rig.runlist(depth)
+    assert outcome(rl) == "COMPLETED"
+    assert chain_sizes(rig) == chains
+    assert set(states(runs)) == {"COMPLETED"}
+
+
+def test_stack2_empty_runlist_execute_is_a_no_op(tmp_path):
+    rig = Rig(tmp_path)
+    rl = pyxrt.runlist(rig.ctx)
+    rl.execute()
+    rl.wait()
+    assert chain_sizes(rig) == []
+
+
+def test_stack2_error_walk_offsets_error_index_by_24_per_chain(tmp_path):
+    # npu1 reports the true index: run 30 is chain 1, error_index 6.
+    rig = Rig(tmp_path, "device:npu1,hang-at:30", columns=4)
+    rl, runs = rig.runlist(42)
+    assert outcome(rl) == TIMEOUT_MSG
+    assert states(runs) == ["COMPLETED"] * 30 + ["TIMEOUT"] + ["ABORT"] * 11
+    assert [job.error_index for job in rig.stack.jobs] == [0, 6]
+
+
+def test_stack2_good_hang_good_is_timeout_then_abort_under_staging(tmp_path):
+    rig = Rig(tmp_path, "device:npu1,hang-at:1", columns=4)
+    rl, runs = rig.runlist(3)
+    assert outcome(rl) == TIMEOUT_MSG
+    assert states(runs) == ["COMPLETED", "TIMEOUT", "ABORT"]
+
+
+def test_stack2_failure_message_carries_health_lines(tmp_path):
+    rig = Rig(tmp_path, "inflight-cap:40")
+    rl, _ = rig.runlist(42)
+    rl.execute()
+    with pytest.raises(RuntimeError) as info:
+        rl.wait()
+    lines = str(info.value).splitlines()
+    assert lines[0] == TIMEOUT_MSG
+    assert "Kernel Instance: MLIR_AIE" in lines
+    assert "txn_op_idx = 0xFFFFFFFF" in lines
+    assert any(line.startswith("fatal_error_type = ") for line in lines)
+
+
+def test_stack2_run_wait_ms_returns_timeout_when_the_host_wait_expires(tmp_path):
+    rig = Rig(tmp_path, "slow:layer:500000")          # one command takes 0.5 s
+    r = rig.run()
+    r.start()
+    assert r.wait(100) == pyxrt.ert_cmd_state.ERT_CMD_STATE_TIMEOUT   # host gave up
+    assert r.state().value == 3                         # still RUNNING on the device
+    assert r.wait() == pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED
+
+
+def test_stack2_add_rules(tmp_path):
+    rig = Rig(tmp_path)
+    other_ctx, other_kernel = rig.context("attn")
+    rl = pyxrt.runlist(rig.ctx)
+    with pytest.raises(RuntimeError, match="hardware context"):
+        rl.add(rig.run(other_kernel))
+    member = rig.run()
+    rl.add(member)
+    with pytest.raises(RuntimeError, match="already associated with a runlist"):
+        rl.add(member)
+    with pytest.raises(RuntimeError, match="cannot be explicitly started"):
+        member.start()
+    rl.execute()
+    with pytest.raises(RuntimeError, match="must be idle before adding"):
+        rl.add(rig.run())
+    with pytest.raises(RuntimeError, match="must be idle before submitting"):
+        rl.execute()
+    rl.wait()
+    with pytest.raises(RuntimeError, match="uninitialized runlist"):
+        pyxrt.runlist().add(rig.run())
+
+
+# -- STACK.md 3: the binding's quirks ---------------------------------------------------
+
+def test_stack3_runlist_wait_timeout_raises_typeerror(tmp_path):
+    rig = Rig(tmp_path)
+    rl, _ = rig.runlist(2)
+    rl.execute()
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        rl.wait(1000)
+    rl.wait()
+
+
+def test_stack3_enum_has_no_running_member():
+    assert "ERT_CMD_STATE_RUNNING" not in pyxrt.ert_cmd_state.__members__
+    assert not hasattr(pyxrt.ert_cmd_state, "ERT_CMD_STATE_RUNNING")
+    running = pyxrt.ert_cmd_state(3)
+    assert running.value == 3 and running.name == "???"
+    assert pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED != 4      # not equal to plain ints
+
+
+def test_stack3_more_arguments_than_declared_raises(tmp_path):
+    rig = Rig(tmp_path)
+    with pytest.raises(RuntimeError, match="declares 8 arguments, 9 were given"):
+        rig.kernel(3, rig.instr, rig.words, *rig.bufs, rig.bufs[0])
+    with pytest.raises(RuntimeError, match="no argument 8"):
+        pyxrt.run(rig.kernel).set_arg(8, rig.bufs[0])
+
+
+def test_stack3_corrupt_xclbin_raises_runtimeerror(tmp_path):
+    bad = tmp_path / "bad.xclbin"
+    bad.write_bytes(b"xclbin2\0" + b"\0" * 100)
+    with pytest.raises(RuntimeError, match="truncated header"):
+        pyxrt.xclbin(str(bad))
+
+
+def test_stack3_group_ids_come_from_connectivity(tmp_path):
+    rig = Rig(tmp_path)
+    assert rig.kernel.group_id(1) == 1 and rig.kernel.group_id(3) == 0
+
+
+def test_stack3_flm_elf_path_calls_3_0_0_bos(tmp_path):
+    rig = Rig(tmp_path)
+    elf_path = tmp_path / "layer.elf"
+    elf_path.write_bytes(b"\x7fELF" + b"\0" * 60)
+    mod = pyxrt.module(pyxrt.elf(str(elf_path)))
+    k = pyxrt.ext.kernel(rig.ctx, mod, "MLIR_AIE")
+    r = k(3, 0, 0, *rig.bufs)
+    assert r.wait() == pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED
+    with pytest.raises(RuntimeError, match="not a valid ELF"):
+        pyxrt.elf(str(rig.folder / "layer.xclbin"))
+
+
+# -- STACK.md 4: the driver --------------------------------------------------------------
+
+def test_stack4_staging_timeout_after_2s_of_no_progress(tmp_path):
+    rig = Rig(tmp_path, "hang-at:5")
+    rl, runs = rig.runlist(10)
+    assert outcome(rl) == TIMEOUT_MSG
+    hung_since = 5 * 50.0   # five 50 us commands ran, then nothing
+    assert rig.stack.now == pytest.approx(hung_since + STAGING_TDR_US)
+
+
+def test_stack4_mainline_aborts_after_60s_never_timeout(tmp_path):
+    started = time.monotonic()
+    rig = Rig(tmp_path, "mainline,device:npu1,hang-at:1", columns=4)
+    rl, runs = rig.runlist(3)
+    assert outcome(rl) == ABORT_MSG
+    assert states(runs) == ["COMPLETED", "ABORT", "ABORT"]
+    assert rig.stack.now >= MAINLINE_TIMEOUT_US
+    assert time.monotonic() - started < 5        # virtual clock: 60 s cost no wall time
+
+
+@pytest.mark.parametrize("offset_ms", [0, 300, 1000, 1999])
+def test_stack4_oot_device_wide_watchdog_takes_2_to_4s(tmp_path, offset_ms):
+    rig = Rig(tmp_path, "oot,hang-at:0")
+    other_ctx, other_kernel = rig.context("attn", columns=8)
+    warm = rig.run()                               # move the clock to the offset
+    rig.stack.run_until(lambda: False, offset_ms * 1000.0)
+    warm.start()
+    warm.wait()
+    hung_at = rig.stack.now
+    rl, _ = rig.runlist(3)
+    queued, _ = rig.runlist(2, ctx=other_ctx, kernel=other_kernel)
+    rl.execute()
+    queued.execute()                               # pending on another context
+    with pytest.raises(RuntimeError, match=r"ERT_CMD_STATE_TIMEOUT"):
+        rl.wait()
+    waited = rig.stack.now - hung_at
+    assert 2_000_000 < waited <= 4_000_000
+    with pytest.raises(RuntimeError, match=r"ERT_CMD_STATE_ABORT"):
+        queued.wait()                              # device-wide: the rest ABORT
+
+
+def test_stack4_four_jobs_in_flight_per_context(tmp_path):
+    rig = Rig(tmp_path)
+    rl, _ = rig.runlist(24 * 6)
+    rl.execute()
+    ctx = rig.ctx._ctx
+    assert len(ctx.inflight) == 4 and len(ctx.backlog) == 2
+    rl.wait()
+    assert chain_sizes(rig) == [24] * 6
+
+
+def test_stack4_chain_over_4k_fails_after_submit_and_stays_new(tmp_path):
+    rig = Rig(tmp_path, "xrt-chain:40")        # 40 x (52 + 60) bytes > 4096
+    rl, runs = rig.runlist(42)
+    assert outcome(rl) == NEW_MSG
+    assert states(runs)[:2] == ["NEW", "ABORT"]
+    fits = Rig(tmp_path, "xrt-chain:36")       # 36 x 112 = 4032 bytes
+    assert outcome(fits.runlist(42)[0]) == "COMPLETED"
+
+
+def test_stack4_out_of_tree_caps_a_chain_at_64(tmp_path):
+    from dataclasses import replace
+
+    from harness.xclbin_writer import flm_spec, synthesize
+    path = tmp_path / "tiny.xclbin"          # a kernel without arguments: 52-byte slots
+    path.write_bytes(synthesize(replace(flm_spec("tiny"), args=())))
+    for profile, expected in [("oot,xrt-chain:65", NEW_MSG), ("staging,xrt-chain:65",
+                                                                 "COMPLETED")]:
+        control.configure(profile)
+        dev = pyxrt.device(0)
+        x = pyxrt.xclbin(str(path))
+        dev.register_xclbin(x)
+        ctx = pyxrt.hw_context(dev, x.get_uuid())
+        mod = pyxrt.module(pyxrt.elf(b"\x7fELF" + bytes(60)))
+        k = pyxrt.ext.kernel(ctx, mod, "MLIR_AIE")
+        rl = pyxrt.runlist(ctx)
+        for _ in range(65):
+            rl.add(pyxrt.run(k))
+        assert outcome(rl) == expected, profile
+
+
+def test_stack4_mixed_opcodes_in_a_chain_stay_new(tmp_path):
+    rig = Rig(tmp_path)
+    elf_kernel = pyxrt.ext.kernel(rig.ctx, pyxrt.module(pyxrt.elf(b"\x7fELF" + bytes(60))),
+                                  "MLIR_AIE")
+    rl = pyxrt.runlist(rig.ctx)
+    rl.add(rig.run())
+    elf_run = pyxrt.run(elf_kernel)
+    rl.add(elf_run)
+    assert outcome(rl) == NEW_MSG
+
+
+def test_stack4_npu4_class_reports_error_index_0_on_timeouts(tmp_path):
+    rig = Rig(tmp_path, "hang-at:30")          # npu5, PCI 17f0
+    rl, runs = rig.runlist(42)
+    assert outcome(rl) == TIMEOUT_MSG
+    # The hang was at run 30, but the firmware says index 0 of chain 1: XRT blames run 24.
+    assert states(runs) == ["COMPLETED"] * 24 + ["TIMEOUT"] + ["ABORT"] * 17
+
+
+def test_stack4_firmware_error_ends_chain_error_at_the_failing_command(tmp_path):
+    rig = Rig(tmp_path)
+    unsynced = rig.instructions(8, sync=False)       # the device copy is all zeros
+    rl = pyxrt.runlist(rig.ctx)
+    runs = [rig.run(instr=unsynced if i == 5 else None) for i in range(10)]
+    for r in runs:
+        rl.add(r)
+    assert outcome(rl) == "runlist failed execution (ERT_CMD_STATE_ERROR)"
+    assert states(runs) == ["COMPLETED"] * 5 + ["ERROR"] + ["ABORT"] * 4
+
+
+def test_stack4_ninstr_counts_words(tmp_path):
+    rig = Rig(tmp_path)
+    assert rig.run(ninstr=rig.words).wait() is not None
+    r = rig.run(ninstr=rig.words - 1)                 # one word short of the stream
+    r.start()
+    assert r.wait() == pyxrt.ert_cmd_state.ERT_CMD_STATE_ERROR
+
+
+def test_stack4_context_is_reset_after_a_hang_and_new_work_runs(tmp_path):
+    rig = Rig(tmp_path, "inflight-cap:40")
+    assert outcome(rig.runlist(42)[0]) == TIMEOUT_MSG
+    assert outcome(rig.runlist(21)[0]) == "COMPLETED"
+    assert outcome(rig.runlist(42)[0]) == TIMEOUT_MSG
+
+
+def test_stack4_kernel_latency_from_case_or_default(tmp_path):
+    rig = Rig(tmp_path, latencies={"layer/MLIR_AIE": 100.0})
+    outcome(rig.runlist(42)[0])
+    assert rig.stack.now == pytest.approx(4200.0)
+    plain = Rig(tmp_path)
+    outcome(plain.runlist(42)[0])
+    assert plain.stack.now == pytest.approx(42 * 50.0)
+
+
+def test_stack4_slow_kernel_trips_staging_but_not_when_it_progresses(tmp_path):
+    assert outcome(Rig(tmp_path, "slow:layer:3000000").runlist(2)[0]) == TIMEOUT_MSG
+    assert outcome(Rig(tmp_path, "slow:layer:1000000").runlist(3)[0]) == "COMPLETED"
+    # mainline counts whole jobs: 24 one-second commands fit in 60 s, 21 three-second
+    # commands in one chain do not
+    assert outcome(Rig(tmp_path, "mainline,slow:MLIR_AIE:1000000").runlist(24)[0]) \
+        == "COMPLETED"
+    assert outcome(Rig(tmp_path, "mainline,slow:MLIR_AIE:3000000,xrt-chain:30").runlist(21)[0]) \
+        == ABORT_MSG
+
+
+def test_stack5_overlapping_partitions_time_share_the_array(tmp_path):
+    rig = Rig(tmp_path)
+    attn_ctx, attn_kernel = rig.context("attn")
+    a, _ = rig.runlist(20)
+    b, _ = rig.runlist(20, ctx=attn_ctx, kernel=attn_kernel)
+    a.execute()
+    b.execute()
+    a.wait()
+    b.wait()
+    assert rig.stack.now == pytest.approx(40 * 50.0)        # one after the other
+
+
+def test_stack5_disjoint_partitions_run_side_by_side(tmp_path):
+    rig = Rig(tmp_path, columns=4)
+    right_ctx, right_kernel = rig.context("right", columns=4, start=4)
+    a, _ = rig.runlist(20)
+    b, _ = rig.runlist(20, ctx=right_ctx, kernel=right_kernel)
+    a.execute()
+    b.execute()
+    a.wait()
+    b.wait()
+    assert rig.stack.now == pytest.approx(20 * 50.0)
+
+
+# -- the upstream observations under the inflight-cap hypothesis --------------------------
+
+@pytest.mark.parametrize("chunks, expected", [
+    ([28], ["COMPLETED"]), ([36], ["COMPLETED"]), ([42], [TIMEOUT_MSG]),
+    ([21, 21], ["COMPLETED", "COMPLETED"]),
+])
+def test_inflight_cap_40_reproduces_issue_712(tmp_path, chunks, expected):
+    rig = Rig(tmp_path, "inflight-cap:40")
+    assert [outcome(rig.runlist(n)[0]) for n in chunks] == expected
+
+
+def test_documented_profile_does_not_produce_the_failure(tmp_path):
+    rig = Rig(tmp_path)
+    assert outcome(rig.runlist(42)[0]) == "COMPLETED"
+
+
+def test_flaky_is_reproducible_per_seed(tmp_path):
+    def run_all(seed: int) -> list[str]:
+        rig = Rig(tmp_path, f"flaky:0.3,seed:{seed}")
+        return [outcome(rig.runlist(10)[0]) for _ in range(20)]
+    first = run_all(7)
+    assert first == run_all(7)
+    assert TIMEOUT_MSG in first and "COMPLETED" in first
+    assert first != run_all(8)
+
+
+def test_realtime_mode_really_blocks(tmp_path):
+    rig = Rig(tmp_path, "realtime,hang-at:0")
+    r = rig.run()
+    rl = pyxrt.runlist(rig.ctx)
+    rl.add(r)
+    rl.execute()
+    started = time.monotonic()
+    assert rig.stack.run_until(lambda: False, 300_000.0) is False   # 0.3 s, for real
+    assert time.monotonic() - started >= 0.29
