@@ -34,6 +34,10 @@ def synth_xclbin(tmp_path: Path):
 
 @pytest.fixture(autouse=True)
 def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run every test from its own folder so nothing lands in the checkout."""
+    """Run every test from its own folder, with its own cache, and without the caller's
+    XRT/FastFlowLM settings, so nothing lands in the checkout or leaks in from the machine."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HARNESS_CASES", str(PROJECT / "cases"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
+    for name in ("FLM_XCLBIN_PATH", "XILINX_XRT", "HARNESS_SIM_PROFILE"):
+        monkeypatch.delenv(name, raising=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from harness import __version__
@@ -39,11 +41,20 @@ def main() -> None:
 
 
 def _register() -> None:
-    from harness.cli import cases_cmd, sim_cmd, xclbin_cmd
+    from harness.cli import cases_cmd, run_cmd, sim_cmd, xclbin_cmd, xclbins_cmd
 
     main.add_command(xclbin_cmd.xclbin)
+    main.add_command(xclbins_cmd.xclbins)
     main.add_command(cases_cmd.cases)
+    main.add_command(run_cmd.run)
+    main.add_command(run_cmd.reproduce)
+    main.add_command(run_cmd.worker)
     main.add_command(sim_cmd.sim)
 
 
 _register()
+
+
+def reproduce_main() -> None:
+    """The `reproduce_ert_timeout` console script: `runlist-harness reproduce`."""
+    main(args=["reproduce", *sys.argv[1:]], prog_name="reproduce_ert_timeout")

@@ -1,0 +1,134 @@
+"""Which XRT module the harness drives: the real `pyxrt` or the simulated one.
+
+This is the only module that knows the difference. Everything else receives
+`Backend.xrt`, a module with the pyxrt surface, and runs the same code either
+way. `auto` takes hardware when `pyxrt` imports and an NPU device node exists,
+else the simulated stack, and says which.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import importlib
+import os
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from harness.errors import BadInput, EnvironmentNotReady
+from harness.sim.profiles import Profile, parse_profile
+
+XRT_SUBMIT_SIZE = 24          # STACK.md 2: hard-wired in runlist_impl
+KINDS = ("auto", "xrt", "sim")
+
+
+@dataclass
+class Backend:
+    kind: str                         # "xrt" or "sim"
+    xrt: ModuleType
+    profile: Profile | None = None
+    reason: str = ""                  # why auto chose this backend
+    latencies: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def simulated(self) -> bool:
+        return self.kind == "sim"
+
+    @property
+    def submit_size(self) -> int:
+        return self.profile.xrt_chain if self.profile else XRT_SUBMIT_SIZE
+
+    def describe(self) -> str:
+        """The first line of output: which stack the results come from."""
+        if not self.simulated:
+            origin = getattr(self.xrt, "__file__", "?")
+            return f"backend: hardware NPU through pyxrt ({origin})"
+        assert self.profile is not None
+        nature = ("documented limits" if self.profile.documented
+                  else "hypothesis " + ",".join(self.profile.deviations))
+        tail = f"; {self.reason}" if self.reason else ""
+        return (f"backend: SIMULATED stack, profile {self.profile.name} ({nature}); "
+                f"not hardware evidence{tail}")
+
+    def as_report(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "simulated": self.simulated,
+            "pyxrt": getattr(self.xrt, "__file__", None),
+        }
+        if self.profile is not None:
+            out.update({"profile": self.profile.name,
+                        "documented": self.profile.documented,
+                        "deviations": self.profile.deviations,
+                        "realtime": self.profile.realtime})
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+    def prepare_trial(self, seed: int) -> None:
+        """Give each trial a fresh simulated device (and its own seed); no-op on hardware."""
+        if self.simulated:
+            from harness.sim import control
+            control.configure(self.profile.with_seed(seed), latencies=self.latencies)
+
+    def device_clock_ms(self) -> float | None:
+        """Simulated device time; hardware offers no device clock through pyxrt."""
+        if not self.simulated:
+            return None
+        from harness.sim import control
+        return control.current().now / 1000.0
+
+    def driver_timeout_s(self) -> float:
+        """The longest time the driver may take to notice a hang (for deadlines)."""
+        if self.simulated:
+            return {"staging": 2.0, "oot": 4.0, "mainline": 60.0}[self.profile.flavour]
+        return 60.0     # the flavour is not known here: assume mainline's 60 s
+
+
+def npu_nodes(root: str = "/") -> list[str]:
+    return sorted(glob.glob(os.path.join(root, "dev", "accel", "accel*")))
+
+
+def import_pyxrt() -> tuple[ModuleType | None, str]:
+    try:
+        return importlib.import_module("pyxrt"), ""
+    except Exception as err:  # an XRT install can fail to load in many ways
+        return None, f"{type(err).__name__}: {err}"
+
+
+def choose_backend(kind: str = "auto", profile: str | None = None, *,
+                   realtime: bool = False) -> Backend:
+    if kind not in KINDS:
+        raise BadInput(f"--backend {kind!r}: use one of {', '.join(KINDS)}")
+    if kind == "xrt" and profile:
+        raise BadInput("--profile applies to the simulated stack only; drop it or use "
+                       "--backend sim")
+    if kind in ("auto", "xrt") and not profile:
+        module, why = import_pyxrt()
+        nodes = npu_nodes()
+        if module is not None and nodes:
+            return Backend("xrt", module, reason=f"pyxrt imported, {nodes[0]} present")
+        if kind == "xrt":
+            if module is None:
+                raise EnvironmentNotReady(
+                    f"pyxrt does not import ({why}); run `source /opt/xilinx/xrt/setup.sh` "
+                    "or use --backend sim")
+            raise EnvironmentNotReady("no NPU device node under /dev/accel; check that the "
+                                      "amdxdna driver is loaded (`runlist-harness probe`) "
+                                      "or use --backend sim")
+        reason = ("no pyxrt" if module is None else "no NPU device node") + \
+            ", so the simulated stack"
+    else:
+        reason = "" if kind == "sim" else "a profile was given, so the simulated stack"
+    parsed = parse_profile(profile)
+    if realtime:
+        parsed = parsed.with_realtime()
+    from harness.sim import pyxrt as sim_pyxrt
+    return Backend("sim", sim_pyxrt, parsed, reason)
+
+
+def trial_seed(base: int, plan: str, trial: int) -> int:
+    """A reproducible seed per trial, so a flaky profile varies across trials but not runs."""
+    digest = hashlib.sha256(f"{base}/{plan}/{trial}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")

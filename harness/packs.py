@@ -1,0 +1,209 @@
+"""Where a case's xclbins come from, and importing packs into `xclbins/<pack>/`.
+
+Search order (STACK.md 5 for FastFlowLM's own places):
+1. ``--xclbins DIR`` (the files directly, or ``DIR/<pack>/``);
+2. ``xclbins/<pack>/`` in the current folder, then in the harness checkout;
+3. FastFlowLM: ``$FLM_XCLBIN_PATH/<pack>/``, ``xclbins/<pack>/`` beside the
+   ``flm`` binary, ``share/flm/xclbins/<pack>/`` under its prefix and the usual
+   prefixes.
+The ``xrt-validate`` pack is XRT's own validate.xclbin, read out of the
+``xrt_smi_*.a`` archive of the XRT install (or an older install's loose file).
+
+With the simulated stack and no pack anywhere, synthesized stand-ins with the
+same kernel signatures are written to a cache folder, and the report says so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.case import Case
+from harness.errors import BadInput, EnvironmentNotReady, XclbinError
+from harness.xclbin import read_xclbin
+from harness.xclbin_view import known_as
+from harness.xclbin_writer import flm_spec, synthesize, validate_spec
+from harness.yamlio import dump_yaml, write_atomic
+
+VALIDATE_PACK = "xrt-validate"
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class ResolvedPack:
+    name: str
+    files: dict[str, Path]               # role -> file
+    source: str                          # where it was found, or "synthesized stand-ins"
+    searched: list[str] = field(default_factory=list)
+    stand_ins: bool = False
+
+
+def pack_dirs(pack: str, xclbins_dir: str | None = None) -> list[Path]:
+    dirs: list[Path] = []
+    if xclbins_dir:
+        base = Path(xclbins_dir)
+        dirs += [base, base / pack]
+    dirs += [Path.cwd() / "xclbins" / pack, PROJECT / "xclbins" / pack]
+    env = os.environ.get("FLM_XCLBIN_PATH")
+    if env:
+        dirs += [Path(env) / pack, Path(env)]
+    flm = shutil.which("flm")
+    if flm:
+        bindir = Path(flm).resolve().parent
+        dirs += [bindir / "xclbins" / pack, bindir.parent / "share" / "flm" / "xclbins" / pack]
+    dirs += [Path(p) / pack for p in ("/usr/share/flm/xclbins", "/usr/local/share/flm/xclbins",
+                                      "/opt/fastflowlm/share/flm/xclbins")]
+    unique: list[Path] = []
+    for d in dirs:
+        if d not in unique:
+            unique.append(d)
+    return unique
+
+
+def validate_sources() -> list[Path]:
+    roots = [Path(os.environ["XILINX_XRT"])] if os.environ.get("XILINX_XRT") else []
+    roots.append(Path("/opt/xilinx/xrt"))
+    found: list[Path] = []
+    for root in roots:
+        found += sorted((root / "share" / "amdxdna" / "bins").glob("xrt_smi_*.a"))
+        found += sorted((root / "amdxdna" / "bins").glob("*/validate.xclbin"))
+    return found
+
+
+def resolve_pack(case: Case, *, xclbins_dir: str | None = None,
+                 simulated: bool) -> ResolvedPack:
+    searched: list[str] = []
+    if case.pack == VALIDATE_PACK and not xclbins_dir:
+        found = _validate_from_xrt(case, searched)
+        if found:
+            return found
+    else:
+        for folder in pack_dirs(case.pack, xclbins_dir):
+            searched.append(str(folder))
+            files = {role: folder / name for role, name in case.xclbins.items()}
+            if all(f.is_file() for f in files.values()):
+                return ResolvedPack(case.pack, files, str(folder), searched)
+    if simulated:
+        return stand_ins(case, searched)
+    missing = ", ".join(case.xclbins.values())
+    raise EnvironmentNotReady(
+        f"pack {case.pack} ({missing}) not found; searched: {'; '.join(searched) or 'nowhere'}. "
+        f"Give --xclbins DIR or import it with `runlist-harness xclbins import SRC --pack "
+        f"{case.pack}`")
+
+
+def _validate_from_xrt(case: Case, searched: list[str]) -> ResolvedPack | None:
+    for source in validate_sources():
+        searched.append(str(source))
+        if source.suffix == ".xclbin":
+            data = source.read_bytes()
+        else:
+            data = read_ar_member(source, "validate.xclbin")
+            if data is None:
+                continue
+        folder = _cache_dir() / VALIDATE_PACK
+        target = folder / "validate.xclbin"
+        write_atomic(target, data)
+        files = {role: target for role in case.xclbins}
+        return ResolvedPack(case.pack, files, str(source), searched)
+    return None
+
+
+def read_ar_member(archive: Path, name: str) -> bytes | None:
+    """One member of a Unix `ar` archive (GNU long names included), or None."""
+    data = archive.read_bytes()
+    if not data.startswith(b"!<arch>\n"):
+        return None
+    at, long_names = 8, b""
+    while at + 60 <= len(data):
+        header = data[at:at + 60]
+        raw_name = header[:16].decode("ascii", "replace").strip()
+        try:
+            size = int(header[48:58].decode("ascii").strip())
+        except ValueError:
+            return None
+        body = data[at + 60:at + 60 + size]
+        if raw_name == "//":
+            long_names = body
+        elif raw_name.startswith("/") and raw_name[1:].isdigit():
+            start = int(raw_name[1:])
+            end = long_names.find(b"/\n", start)
+            raw_name = long_names[start:end].decode("utf-8", "replace")
+        if raw_name.rstrip("/") == name:
+            return body
+        at += 60 + size + (size & 1)
+    return None
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    folder = Path(base) / "xdna-runlist-harness"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+    except OSError:
+        folder = Path(tempfile.gettempdir()) / "xdna-runlist-harness"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+
+def stand_ins(case: Case, searched: list[str]) -> ResolvedPack:
+    """Synthesized xclbins with the case's kernel signatures (simulated stack only)."""
+    folder = _cache_dir() / "stand-ins" / case.pack
+    kernels = {c.kernel for c in case.per_layer}
+    files: dict[str, Path] = {}
+    for role, name in case.xclbins.items():
+        if case.pack == VALIDATE_PACK or "DPU" in kernels and role == case.runlist_context:
+            spec = validate_spec(f"{case.pack}/{role}")
+        else:
+            spec = flm_spec(f"{case.pack}/{role}")
+        target = folder / name
+        data = synthesize(spec)
+        if not target.is_file() or target.read_bytes() != data:
+            write_atomic(target, data)
+        files[role] = target
+    return ResolvedPack(case.pack, files, f"synthesized stand-ins in {folder}", searched,
+                        stand_ins=True)
+
+
+# -- import ------------------------------------------------------------------------------
+
+def import_pack(source: str, *, pack: str | None = None, dest_root: str = "xclbins",
+                force: bool = False) -> tuple[Path, list[dict]]:
+    """Copy a pack's xclbins into ``dest_root/<pack>/`` and write its manifest.yaml."""
+    src = Path(source)
+    if not src.is_dir():
+        raise BadInput(f"{source} is not a folder; give a FastFlowLM pack folder "
+                       "(e.g. .../xclbins/Qwen3-1.7B-NPU2) or a model folder")
+    if pack and (src / pack).is_dir():
+        src = src / pack
+    files = sorted(src.glob("*.xclbin"))
+    if not files:
+        subpacks = sorted(p.name for p in src.iterdir() if p.is_dir() and any(p.glob("*.xclbin")))
+        hint = (f"; it holds packs {', '.join(subpacks[:8])}"
+                f"{' ...' if len(subpacks) > 8 else ''}: add --pack NAME" if subpacks else "")
+        raise BadInput(f"no .xclbin files in {src}{hint}")
+    name = pack or src.name
+    target = Path(dest_root) / name
+    entries = []
+    for file in files:
+        try:
+            meta = read_xclbin(file)
+        except XclbinError as err:
+            raise BadInput(f"cannot import {file}: {err}") from None
+        destination = target / file.name
+        if destination.exists() and not force \
+                and destination.read_bytes() != file.read_bytes():
+            raise BadInput(f"{destination} exists and differs from {file}; pass --force to "
+                           "replace it")
+        entries.append({"file": file.name, "size": meta.size, "sha256": meta.sha256,
+                        "uuid": meta.uuid, "kernels": [k.name for k in meta.kernels],
+                        "known_as": known_as(meta), "source": str(file.resolve())})
+    for file in files:
+        write_atomic(target / file.name, file.read_bytes())
+    manifest = {"pack": name, "imported_from": str(src.resolve()), "files": entries}
+    write_atomic(target / "manifest.yaml", dump_yaml(manifest))
+    return target, entries

@@ -1,0 +1,241 @@
+"""Run a case's plans trial by trial into a report: the main job.
+
+Before each trial its ``in-flight`` entry is on disk; after it, its outcome.
+Ctrl-C marks the running trial ``interrupted`` and keeps the file; ``resume``
+finishes such a report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.backend import Backend, choose_backend, trial_seed
+from harness.case import Case, load_case
+from harness.errors import BadInput, ReportError, XclbinError
+from harness.isolation import run_isolated
+from harness.packs import ResolvedPack, resolve_pack
+from harness.plan import Plan
+from harness.report import PlanRecord, Report, ReportFile, load_report, utc_now
+from harness.session import CommandSpec, TrialResult, TrialSpec, run_trial
+from harness.verdict import judge
+from harness.xclbin import read_xclbin
+from harness.xclbin_view import identity
+
+# progress(text, done): a trial starting (done=False) or finished (done=True)
+Progress = Callable[[str, bool], None]
+STARTUP_S = 15.0          # a worker's own start-up (python, numpy, pyxrt) within a deadline
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run; the report on disk holds everything so far."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path))
+        self.path = path
+
+
+@dataclass
+class RunOptions:
+    trials: int
+    isolate: bool = True
+    deadline_s: float | None = None
+    continue_after_failure: bool = False
+    seed: int = 0
+
+
+def check_pack(case: Case, pack: ResolvedPack) -> None:
+    """What real XRT would crash on or refuse, caught before any trial starts."""
+    for role, path in pack.files.items():
+        try:
+            meta = read_xclbin(path)
+        except XclbinError as err:
+            raise BadInput(f"{role} xclbin: {err}") from None
+        if role != case.runlist_context:
+            continue
+        for i, cmd in enumerate(case.per_layer):
+            try:
+                kernel = meta.kernel(cmd.kernel)
+            except XclbinError as err:
+                raise BadInput(f"{case.file}: decode.per_layer[{i}]: {err}") from None
+            data_args = len(kernel.args) - 3
+            if data_args < 0:
+                raise BadInput(f"kernel {kernel.name} in {path} has {len(kernel.args)} "
+                               "arguments; an NPU kernel needs opcode, instr and ninstr first")
+            if len(cmd.buffers) > data_args:
+                raise BadInput(f"{case.file}: decode.per_layer[{i}].buffers: {len(cmd.buffers)} "
+                               f"buffers, but {kernel.name} in {path} takes {data_args} "
+                               "(real XRT crashes on extra arguments)")
+
+
+def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
+    """Worst case for one trial: start-up, plus each runlist hanging until the driver's
+    timeout fires, plus the time its commands take, with margin."""
+    latency_s = max((c.latency_us or 50.0) for c in case.per_layer) / 1e6
+    per_chunk = [backend.driver_timeout_s() * 1.5 + 2.0 + n * case.runs_per_layer * latency_s
+                 for n in plan.chunks]
+    return round(STARTUP_S + sum(per_chunk), 1)
+
+
+def trial_spec(case: Case, pack: ResolvedPack, plan_name: str, chunks: list[int], index: int,
+               options: RunOptions) -> TrialSpec:
+    return TrialSpec(
+        plan=plan_name, chunks=list(chunks), trial=index,
+        seed=trial_seed(options.seed, plan_name, index),
+        xclbins={role: str(path) for role, path in pack.files.items()},
+        runlist_context=case.runlist_context,
+        per_layer=[CommandSpec(c.kernel, c.instructions, list(c.buffers), c.opcode)
+                   for c in case.per_layer],
+        continue_after_failure=options.continue_after_failure)
+
+
+def case_latencies(case: Case) -> dict[str, float]:
+    return {f"{case.runlist_context}/{c.kernel}": c.latency_us
+            for c in case.per_layer if c.latency_us is not None}
+
+
+class Runner:
+    def __init__(self, case: Case, backend: Backend, pack: ResolvedPack, handle: ReportFile,
+                 options: RunOptions, progress: Progress | None = None) -> None:
+        self.case = case
+        self.backend = backend
+        self.pack = pack
+        self.handle = handle
+        self.options = options
+        self.progress = progress or (lambda text, done: None)
+        backend.latencies = case_latencies(case)
+
+    @property
+    def report(self) -> Report:
+        return self.handle.report
+
+    def spec(self, plan: PlanRecord, index: int) -> TrialSpec:
+        return trial_spec(self.case, self.pack, plan.name, plan.chunks, index, self.options)
+
+    def run(self) -> Report:
+        total = sum(max(0, self.options.trials - len(p.finished())) for p in self.report.plans)
+        done = 0
+        for plan in self.report.plans:
+            while len(plan.finished()) < self.options.trials:
+                done += 1
+                self.trial(plan, done, total)
+        self.report.verdict = judge(self.report.plans, self.report.backend).to_dict()
+        self.report.finished = utc_now()
+        self.handle.save()
+        return self.report
+
+    def trial(self, plan: PlanRecord, number: int, total: int) -> TrialResult:
+        index = len(plan.trials)
+        spec = self.spec(plan, index)
+        placeholder = TrialResult(index, "in-flight", seed=spec.seed, started=utc_now())
+        plan.trials.append(placeholder)
+        self.handle.save()
+        self.progress(f"[{number}/{total}] {plan.label}: trial {index + 1} running", False)
+        try:
+            if self.options.isolate:
+                deadline = self.options.deadline_s or self.case.deadline_s or \
+                    derive_deadline(self.case, Plan(plan.name, plan.spec,
+                                                    tuple(plan.chunks)), self.backend)
+                result = run_isolated(spec, self.backend.as_report(), deadline,
+                                      self.backend.latencies)
+            else:
+                result = run_trial(spec, self.backend)
+        except KeyboardInterrupt:
+            placeholder.status = "interrupted"
+            placeholder.error = "interrupted by the user (Ctrl-C)"
+            self.handle.save()
+            raise Interrupted(self.handle.path) from None
+        result.started = placeholder.started
+        plan.trials[index] = result
+        self.handle.save()
+        self.progress(f"[{number}/{total}] {plan.label}: trial {index + 1} {result.state}"
+                      + _timing(result), True)
+        return result
+
+
+def _timing(result: TrialResult) -> str:
+    device = sum(r.device_ms or 0.0 for r in result.runlists)
+    if any(r.device_ms is not None for r in result.runlists):
+        return f" ({device:.1f} ms simulated device time)"
+    return f" ({(result.wall_ms or 0.0) / 1000:.1f} s)" if result.wall_ms else ""
+
+
+def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Plan],
+               options: RunOptions, command: str, environment: dict[str, Any]) -> Report:
+    backend_info = backend.as_report()
+    backend_info["isolation"] = options.isolate
+    return Report(
+        command=command,
+        harness={"version": __version__, "python": platform.python_version(),
+                 "argv": list(sys.argv)},
+        backend=backend_info,
+        case={"name": case.name, "file": str(Path(case.file).resolve()),
+              "sha256": case.sha256, "source": case.source, "layers": case.layers,
+              "runlist_context": case.runlist_context, "runs_per_layer": case.runs_per_layer},
+        settings={"trials": options.trials, "isolate": options.isolate,
+                  "deadline_s": options.deadline_s,
+                  "continue_after_failure": options.continue_after_failure,
+                  "seed": options.seed},
+        environment=environment,
+        artifacts={"pack": {"name": pack.name, "source": pack.source,
+                            "stand_ins": pack.stand_ins, "searched": pack.searched},
+                   "xclbins": [identity(read_xclbin(path), role)
+                               for role, path in pack.files.items()]},
+        plans=[PlanRecord(p.name, p.spec, list(p.chunks),
+                          case.expect[p.name].name if p.name in case.expect else None)
+               for p in plans],
+    )
+
+
+def resume(path: str, progress: Progress | None = None) -> tuple[Runner, Report]:
+    """Reopen an interrupted report: in-flight trials become interrupted, the rest run."""
+    report = load_report(path)
+    case = load_case(report.case["file"])
+    if case.sha256 != report.case.get("sha256"):
+        raise ReportError(f"{report.case['file']} changed since {path} was written "
+                          "(sha256 differs); start a new run instead of resuming")
+    backend = choose_backend(report.backend["kind"], report.backend.get("profile"))
+    files = {}
+    for entry in report.artifacts.get("xclbins", []):
+        current = Path(entry["path"])
+        if not current.is_file() or \
+                hashlib.sha256(current.read_bytes()).hexdigest() != entry["sha256"]:
+            raise ReportError(f"{current} is missing or changed since {path} was written; "
+                              "start a new run instead of resuming")
+        files[entry["role"]] = current
+    pack_info = report.artifacts.get("pack", {})
+    pack = ResolvedPack(pack_info.get("name", case.pack), files, pack_info.get("source", ""),
+                        pack_info.get("searched", []), pack_info.get("stand_ins", False))
+    for plan in report.plans:
+        for trial in plan.trials:
+            if trial.status == "in-flight":
+                trial.status = "interrupted"
+                trial.error = "the harness stopped while this trial ran (found on resume)"
+    settings = report.settings
+    options = RunOptions(trials=int(settings["trials"]), isolate=bool(settings["isolate"]),
+                         deadline_s=settings.get("deadline_s"),
+                         continue_after_failure=bool(settings["continue_after_failure"]),
+                         seed=int(settings.get("seed", 0)))
+    report.finished = None
+    handle = ReportFile(Path(path), report)
+    handle.save()
+    return Runner(case, backend, pack, handle, options, progress), report
+
+
+def start(case_ref: str, plans: list[Plan] | None, options: RunOptions, *,
+          backend: Backend, xclbins_dir: str | None, out: str | None, force: bool,
+          command: str, environment: dict[str, Any],
+          progress: Progress | None = None) -> Runner:
+    case = load_case(case_ref)
+    pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=backend.simulated)
+    check_pack(case, pack)
+    report = new_report(case, backend, pack, plans or list(case.plans), options, command,
+                        environment)
+    handle = ReportFile.create(report, out=out, name=case.name, force=force)
+    return Runner(case, backend, pack, handle, options, progress)

@@ -1,0 +1,121 @@
+"""Report files: versioned loading, atomic incremental writes, verdicts."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from harness.errors import ReportError
+from harness.report import PlanRecord, Report, ReportFile, load_report
+from harness.session import RunlistOutcome, TrialResult
+from harness.verdict import judge
+from harness.yamlio import write_atomic
+
+
+def minimal_report() -> Report:
+    return Report(command="run", harness={"version": "x"}, backend={"simulated": True,
+                                                                     "profile": "staging"},
+                  case={"name": "c"}, settings={"trials": 1})
+
+
+def test_round_trip(tmp_path):
+    report = minimal_report()
+    trial = TrialResult(0, "failed", 1.5, 7, [RunlistOutcome(0, 42, [24, 18], "TIMEOUT", 8,
+                                                             0, 0, "device")])
+    report.plans = [PlanRecord("monolithic", "42", [42], "TIMEOUT", [trial])]
+    handle = ReportFile.create(report, out=str(tmp_path / "r.yaml"))
+    loaded = load_report(handle.path)
+    assert loaded.plans[0].trials[0].runlists[0].chains == [24, 18]
+    assert loaded.plans[0].trials[0].state == "TIMEOUT"
+    assert handle.path.read_text().startswith("# xdna-runlist-harness report: SIMULATED")
+
+
+def test_unknown_schema_is_refused_by_name(tmp_path):
+    path = tmp_path / "future.yaml"
+    path.write_text("schema: xdna-runlist-harness/report/v9\n")
+    with pytest.raises(ReportError, match="unknown report schema 'xdna-runlist-harness/"
+                                          "report/v9'"):
+        load_report(path)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[1, 2]", "not a report"),
+    ("schema: xdna-runlist-harness/report/v1\n", "malformed report"),
+    ("key: [unclosed\n", "not valid YAML"),
+])
+def test_broken_reports(tmp_path, text, words):
+    path = tmp_path / "broken.yaml"
+    path.write_text(text)
+    with pytest.raises(ReportError, match=words):
+        load_report(path)
+
+
+def test_extra_sections_survive(tmp_path):
+    report = minimal_report()
+    report.sections["bisect"] = {"log": [1, 2]}
+    handle = ReportFile.create(report, out=str(tmp_path / "r.yaml"))
+    assert load_report(handle.path).sections["bisect"] == {"log": [1, 2]}
+
+
+def test_atomic_write_leaves_old_or_new_never_half(tmp_path, monkeypatch):
+    path = tmp_path / "r.yaml"
+    write_atomic(path, "old\n")
+
+    def broken_fsync(fd):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError):
+        write_atomic(path, "new\n")
+    assert path.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.yaml"]      # no temp file left
+
+
+def test_write_atomic_without_overwrite_refuses(tmp_path):
+    path = tmp_path / "r.yaml"
+    write_atomic(path, "mine\n")
+    with pytest.raises(FileExistsError):
+        write_atomic(path, "theirs\n", overwrite=False)
+    assert path.read_text() == "mine\n"
+
+
+def plan(name, chunks, expect, states):
+    trials = []
+    for i, state in enumerate(states):
+        status = {"COMPLETED": "completed", "deadline": "deadline"}.get(state, "failed")
+        trials.append(TrialResult(i, status, runlists=[RunlistOutcome(0, 1, [1], state
+                                                                      if status != "deadline"
+                                                                      else None)]))
+    return PlanRecord(name, "+".join(map(str, chunks)), chunks, expect, trials)
+
+
+SIM = {"simulated": True, "profile": "staging", "documented": True}
+HW = {"simulated": False}
+
+
+@pytest.mark.parametrize("plans, backend, reproduced, words", [
+    ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 3),
+      plan("halves", [21, 21], "COMPLETED", ["COMPLETED"] * 3)], HW, True,
+     "reproduced: monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 -> chunking "
+     "avoids the failure"),
+    ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 3),
+      plan("halves", [21, 21], "COMPLETED", ["TIMEOUT", "COMPLETED", "COMPLETED"])], HW,
+     True, "chunking does not avoid the failure"),
+    ([plan("monolithic", [42], "TIMEOUT", ["ABORT"] * 2)], HW, True,
+     "monolithic 42 expected TIMEOUT, saw ABORT"),
+    ([plan("monolithic", [42], "TIMEOUT", ["COMPLETED"] * 3)], SIM, False,
+     "the documented limits do not produce the failure; a hardware run is the test"),
+    ([plan("monolithic", [42], "TIMEOUT", ["COMPLETED"] * 3)], HW, False,
+     "this machine does not show the failure"),
+    ([plan("monolithic", [42], "TIMEOUT", ["deadline"] * 2)], HW, None, "inconclusive"),
+    ([plan("monolithic", [36], "COMPLETED", ["COMPLETED"] * 3)], HW, None,
+     "all plans completed"),
+    ([plan("monolithic", [36], "COMPLETED", ["TIMEOUT"] * 3)], HW, None,
+     "expected to complete: monolithic 36"),
+])
+def test_verdicts(plans, backend, reproduced, words):
+    verdict = judge(plans, backend)
+    assert verdict.reproduced is reproduced
+    assert words in verdict.text
+    assert ("SIMULATED" in verdict.text) == backend["simulated"]

@@ -1,0 +1,158 @@
+"""`run` and `reproduce` as a user types them (CliRunner, trials in-process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.report import SCHEMA, load_report
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def report_of(result) -> Path:
+    line = [x for x in result.stdout.splitlines() if x.startswith("report: ")][-1]
+    return Path(line.split("report: ", 1)[1])
+
+
+def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
+    result = invoke("reproduce", "--no-isolate", "--backend", "sim")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("backend: SIMULATED stack, profile staging (documented limits)")
+    assert lines[1].startswith("verdict: not reproduced: monolithic 42: COMPLETED 3/3; "
+                               "halves 21+21: COMPLETED 3/3")
+    assert "documented limits do not produce the failure; a hardware run is the test" \
+        in lines[1]
+    assert "synthesized stand-ins" in result.output
+    report = load_report(report_of(result))
+    assert report.schema == SCHEMA and report.simulated
+    assert report.artifacts["pack"]["stand_ins"] is True
+    assert [len(p.trials) for p in report.plans] == [3, 3]
+    assert report.verdict["reproduced"] is False
+
+
+def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
+    result = invoke("reproduce", "--no-isolate", "--profile", "inflight-cap:40")
+    assert result.exit_code == 1
+    assert "verdict: reproduced: monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 " \
+           "-> chunking avoids the failure" in result.output
+    report = load_report(report_of(result))
+    monolithic, halves = report.plans
+    assert {t.state for t in monolithic.trials} == {"TIMEOUT"}
+    assert {t.state for t in halves.trials} == {"COMPLETED"}
+    outcome = monolithic.trials[0].runlists[0]
+    assert outcome.chains == [24, 18] and outcome.source == "device"
+    assert outcome.failing_run == 0 and outcome.failing_chain == 0
+    assert outcome.health["txn_op_idx"] == 0xFFFFFFFF
+    assert "runlist failed execution (ERT_CMD_STATE_TIMEOUT)" in outcome.message
+    assert outcome.device_ms == pytest.approx(2000.0, abs=1.0)
+    assert report.backend["deviations"] == ["inflight-cap:40"]
+
+
+def test_run_plan_specs_and_skipped_chunks():
+    result = invoke("run", "minicpm5-2b-decode", "--no-isolate", "--trials", "1",
+                    "--profile", "hang-at:10", "--plan", "monolithic", "--plan", "max:14",
+                    "--plan", "5+37")
+    assert result.exit_code == 1
+    report = load_report(report_of(result))
+    names = [p.name for p in report.plans]
+    assert names == ["monolithic", "14+14+14", "5+37"]
+    split = report.plan("5+37").trials[0].runlists
+    assert [r.state for r in split] == ["COMPLETED", "TIMEOUT"]
+    chunked = report.plan("14+14+14").trials[0].runlists
+    assert [r.state for r in chunked] == ["TIMEOUT", None, None]
+    assert [r.skipped for r in chunked] == [False, True, True]
+
+
+def test_continue_after_failure_runs_later_chunks():
+    result = invoke("run", "minicpm5-2b-decode", "--no-isolate", "--trials", "1",
+                    "--profile", "hang-at:10", "--plan", "max:14", "--continue-after-failure")
+    report = load_report(report_of(result))
+    assert [r.state for r in report.plans[0].trials[0].runlists] == ["TIMEOUT"] * 3
+
+
+def test_json_output_is_the_report():
+    result = invoke("run", "qwen3-1.7b-decode", "--no-isolate", "--trials", "1", "--json",
+                    "--backend", "sim")
+    data = json.loads(result.stdout)
+    assert data["schema"] == SCHEMA and data["backend"]["simulated"] is True
+    assert data["plans"][0]["trials"][0]["runlists"][0]["chains"] == [24, 4]
+
+
+def test_out_is_never_overwritten_without_force(tmp_path):
+    out = tmp_path / "mine.yaml"
+    out.write_text("precious\n")
+    result = CliRunner().invoke(main, ["run", "nop-depth", "--no-isolate", "--trials", "1",
+                                       "--out", str(out)])
+    assert result.exit_code == 2 and "exists" in result.output
+    assert out.read_text() == "precious\n"
+    forced = invoke("run", "nop-depth", "--no-isolate", "--trials", "1", "--out", str(out),
+                    "--force")
+    assert forced.exit_code == 0 and load_report(out).case["name"] == "nop-depth"
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (["run", "minicpm5-2b-decode", "--plan", "21+20", "--no-isolate"], 2, "covers 41"),
+    (["run", "no-such-case"], 2, "no case named"),
+    (["run"], 2, "give a CASE"),
+    (["run", "nop-depth", "--backend", "xrt", "--profile", "mainline"], 2,
+     "simulated stack only"),
+    (["run", "nop-depth", "--profile", "turbo"], 2, "unknown profile token"),
+    (["run", "nop-depth", "--backend", "xrt"], 3, "pyxrt does not import"),
+])
+def test_bad_input_and_environment_errors(args, code, words):
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == code, result.output
+    assert words in result.output and "Traceback" not in result.output
+
+
+def test_hardware_run_lists_every_place_searched(monkeypatch, tmp_path):
+    from harness.case import load_case
+    from harness.errors import EnvironmentNotReady
+    from harness.packs import resolve_pack
+    monkeypatch.setenv("FLM_XCLBIN_PATH", str(tmp_path / "flm"))
+    with pytest.raises(EnvironmentNotReady) as info:
+        resolve_pack(load_case("minicpm5-2b-decode"), xclbins_dir=str(tmp_path / "given"),
+                     simulated=False)
+    message = str(info.value)
+    for place in (tmp_path / "given", Path("xclbins") / "MiniCPM5-2B-NPU2",
+                  tmp_path / "flm" / "MiniCPM5-2B-NPU2"):
+        assert str(place) in message
+
+
+def test_real_pack_is_used_and_named(shared_xclbins):
+    result = invoke("run", "qwen3-1.7b-decode", "--no-isolate", "--trials", "1",
+                    "--xclbins", str(shared_xclbins), "--backend", "sim")
+    assert result.exit_code == 0
+    report = load_report(report_of(result))
+    layer = [x for x in report.artifacts["xclbins"] if x["role"] == "layer"][0]
+    assert layer["known_as"][0] == "Qwen3-1.7B-NPU2/layer.xclbin"
+    assert layer["synthetic"] is False and not report.artifacts["pack"]["stand_ins"]
+
+
+def test_too_many_buffers_for_the_kernel_is_refused_before_any_trial(tmp_path):
+    from harness.case import find_case
+    text = find_case("nop-depth").read_text().replace("buffers: [4096]",
+                                                      "buffers: [1, 1, 1, 1, 1, 1]")
+    case = tmp_path / "wide.yaml"
+    case.write_text(text)
+    result = CliRunner().invoke(main, ["run", str(case), "--no-isolate"])
+    assert result.exit_code == 2
+    assert "6 buffers, but DPU" in result.output and "takes 5" in result.output
+    assert not Path("reports").exists()
+
+
+def test_reproduce_ert_timeout_entry_point(monkeypatch):
+    from harness.cli import reproduce_main
+    monkeypatch.setattr("sys.argv", ["reproduce_ert_timeout", "--no-isolate", "--trials", "1",
+                                     "--profile", "inflight-cap:40"])
+    with pytest.raises(SystemExit) as info:
+        reproduce_main()
+    assert info.value.code == 1

@@ -1,0 +1,68 @@
+"""One trial through the pyxrt API, in process, against the simulated stack."""
+
+from __future__ import annotations
+
+from harness.backend import choose_backend
+from harness.session import CommandSpec, TrialSpec, chain_split, run_trial
+from harness.txn import nop_stream
+from harness.xclbin_writer import flm_spec, synthesize
+
+
+def spec_for(tmp_path, chunks, *, instructions="nop", roles=("attn", "layer"), columns=8):
+    files = {}
+    for role in roles:
+        path = tmp_path / f"{role}.xclbin"
+        path.write_bytes(synthesize(flm_spec(f"S/{role}", columns=columns)))
+        files[role] = str(path)
+    return TrialSpec(plan="p", chunks=chunks, trial=0, seed=5, xclbins=files,
+                     runlist_context="layer",
+                     per_layer=[CommandSpec("MLIR_AIE", instructions, [4096] * 5)])
+
+
+def test_chain_split():
+    assert chain_split(42, 24) == [24, 18]
+    assert chain_split(24, 24) == [24]
+    assert chain_split(0, 24) == []
+
+
+def test_every_xclbin_gets_a_live_context(tmp_path):
+    backend = choose_backend("sim", "staging")
+    result = run_trial(spec_for(tmp_path, [42], roles=("attn", "mm", "layer", "dequant")),
+                       backend)
+    assert result.status == "completed"
+    from harness.sim import control
+    labels = {job.ctx.label for job in control.current().jobs}
+    assert labels == {"layer"}                       # runlists only in the layer context
+    assert result.runlists[0].chains == [24, 18] and result.runlists[0].device_ms == 2.1
+
+
+def test_user_instruction_file(tmp_path):
+    insts = tmp_path / "insts.bin"
+    insts.write_bytes(nop_stream(8))
+    result = run_trial(spec_for(tmp_path, [3], instructions=str(insts)),
+                       choose_backend("sim", "staging"))
+    assert result.status == "completed"
+
+
+def test_bad_instruction_file_is_a_firmware_error(tmp_path):
+    insts = tmp_path / "insts.bin"
+    insts.write_bytes(b"\0" * 64)
+    result = run_trial(spec_for(tmp_path, [3], instructions=str(insts)),
+                       choose_backend("sim", "staging"))
+    assert result.status == "failed" and result.state == "ERROR"
+    assert result.runlists[0].failing_run == 0
+
+
+def test_setup_refused_by_the_stack_is_a_failed_trial(tmp_path):
+    # an 8-column partition on a 4-column NPU1: XRT refuses the hardware context
+    result = run_trial(spec_for(tmp_path, [3]), choose_backend("sim", "device:npu1"))
+    assert result.status == "failed"
+    assert "set-up failed" in result.error and "hardware context" in result.error
+
+
+def test_each_trial_gets_a_fresh_device(tmp_path):
+    backend = choose_backend("sim", "inflight-cap:40")
+    first = run_trial(spec_for(tmp_path, [42]), backend)
+    second = run_trial(spec_for(tmp_path, [21, 21]), backend)
+    assert first.state == "TIMEOUT" and second.state == "COMPLETED"
+    assert second.runlists[0].device_ms == 21 * 0.05
