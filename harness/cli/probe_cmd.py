@@ -1,0 +1,42 @@
+"""`runlist-harness probe`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from harness.errors import ExitCode
+from harness.probe import probe as run_probe
+from harness.probe import ready, render
+from harness.probe.sources import Sources
+from harness.yamlio import dump_yaml
+
+
+@click.command()
+@click.option("--root", type=click.Path(exists=True, file_okay=False), default="/",
+              show_default=True,
+              help="Read /proc, /sys, /dev, /etc and /lib/modules under this folder (a copied "
+                   "or fabricated tree); ioctls and `flm` are then not queried.")
+@click.option("--json", "as_json", is_flag=True, help="Everything, as JSON.")
+@click.option("--yaml", "as_yaml", is_flag=True, help="Everything, as YAML.")
+@click.option("--require-npu", is_flag=True,
+              help="Exit 3 unless an NPU is present and no check FAILs.")
+def probe(root: str, as_json: bool, as_yaml: bool, require_npu: bool) -> None:
+    """Fingerprint this machine's NPU stack and check it is ready, naming each fix.
+
+    Reads the device nodes, PCI identity and generation, firmware, driver
+    flavour and its parameters, the XRT libraries this process really maps,
+    memlock, and FastFlowLM; then prints PASS/WARN/FAIL lines.
+    """
+    src = Sources.live() if Path(root) == Path("/") else Sources(root=Path(root))
+    facts = run_probe(src)
+    if as_json:
+        click.echo(json.dumps(facts, indent=2))
+    elif as_yaml:
+        click.echo(dump_yaml(facts), nl=False)
+    else:
+        click.echo(render(facts))
+    if require_npu and not ready(facts):
+        raise SystemExit(int(ExitCode.ENV_NOT_READY))

@@ -1,0 +1,159 @@
+"""Where the probe reads from: a root folder, and injectable readers for what is not a file.
+
+Every file read goes through `Sources.root` (default ``/``), so tests and
+post-mortems can point the probe at a copied or fabricated tree. What cannot
+come from a tree (DRM ioctls, this process's memory maps, importing pyxrt,
+running `flm`, rlimits) comes from callables that tests replace.
+"""
+
+from __future__ import annotations
+
+import getpass
+import importlib
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import psutil
+
+from harness.probe import drm
+
+UNREADABLE = "unreadable"
+
+
+@dataclass
+class Identity:
+    """Whose permissions to judge files by. With `emulate`, mode bits are checked here
+    (for fake trees); otherwise the operating system decides."""
+
+    uid: int
+    gids: tuple[int, ...]
+    user: str
+    emulate: bool = False
+
+    @property
+    def root(self) -> bool:
+        return self.uid == 0
+
+
+def real_identity() -> Identity:
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = str(os.geteuid())
+    return Identity(os.geteuid(), tuple(os.getgroups()) + (os.getegid(),), user)
+
+
+def _import_pyxrt() -> tuple[ModuleType | None, str]:
+    try:
+        return importlib.import_module("pyxrt"), ""
+    except Exception as err:  # an XRT install can fail to load in many ways
+        return None, f"{type(err).__name__}: {err}"
+
+
+def _read_maps() -> str:
+    try:
+        return Path("/proc/self/maps").read_text()
+    except OSError:
+        return ""
+
+
+def _run(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (done.stdout or done.stderr).strip() or None
+
+
+def _memlock() -> tuple[int, int] | None:
+    try:
+        return psutil.Process().rlimit(psutil.RLIMIT_MEMLOCK)
+    except (AttributeError, psutil.Error, OSError):
+        return None
+
+
+@dataclass
+class Sources:
+    root: Path = Path("/")
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    identity: Identity = field(default_factory=real_identity)
+    drm: drm.DrmQuery | None = None
+    read_maps: Callable[[], str] = _read_maps
+    import_pyxrt: Callable[[], tuple[ModuleType | None, str]] = _import_pyxrt
+    run: Callable[[list[str]], str | None] | None = None
+    memlock: Callable[[], tuple[int, int] | None] = _memlock
+    open_device: bool = True
+
+    @classmethod
+    def live(cls) -> Sources:
+        """This machine, with the real ioctls and the real `flm`."""
+        return cls(drm=drm.RealDrm(), run=_run)
+
+    @property
+    def fake(self) -> bool:
+        return self.root != Path("/")
+
+    def path(self, absolute: str | Path) -> Path:
+        return self.root / str(absolute).lstrip("/")
+
+    def read(self, absolute: str | Path) -> str | None:
+        """A file's text (stripped); None when absent; UNREADABLE when permission is denied."""
+        path = self.path(absolute)
+        if not path.exists():
+            return None
+        if self.identity.emulate and not self.allowed(path, 4):
+            return UNREADABLE
+        try:
+            return path.read_text(errors="replace").strip()
+        except PermissionError:
+            return UNREADABLE
+        except OSError:
+            return None
+
+    def allowed(self, path: Path, want: int) -> bool:
+        """Emulated permission check: want is 4 (read), 2 (write) or 6 (both)."""
+        who = self.identity
+        if not who.emulate:
+            flags = (os.R_OK if want & 4 else 0) | (os.W_OK if want & 2 else 0)
+            return os.access(path, flags)
+        if who.root:
+            return True
+        st = path.stat()
+        if st.st_uid == who.uid:
+            bits = st.st_mode >> 6
+        elif st.st_gid in who.gids:
+            bits = st.st_mode >> 3
+        else:
+            bits = st.st_mode
+        return bits & want == want
+
+    def which(self, program: str) -> Path | None:
+        if not self.fake:
+            found = shutil.which(program, path=self.env.get("PATH"))
+            return Path(found) if found else None
+        for folder in (self.env.get("PATH") or "").split(os.pathsep):
+            if folder:
+                candidate = self.path(folder) / program
+                if candidate.is_file():
+                    return candidate
+        return None
+
+    def environment(self, name: str) -> str | None:
+        return self.env.get(name)
+
+
+def as_plain(value: Any) -> Any:
+    """Paths to strings, recursively, for YAML/JSON output."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: as_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_plain(v) for v in value]
+    return value

@@ -1,0 +1,43 @@
+"""The machine: kernel and its boot flags, distribution, CPU, memory, the user."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.probe.sources import Sources
+
+BOOT_FLAGS = ("iommu", "amd_iommu", "iommu.passthrough", "amd_iommu_dump")
+
+
+def system_facts(src: Sources) -> dict[str, Any]:
+    cmdline = src.read("/proc/cmdline") or ""
+    flags = {}
+    for word in cmdline.split():
+        key, _, value = word.partition("=")
+        if key in BOOT_FLAGS:
+            flags[key] = value or True
+    cpuinfo = src.read("/proc/cpuinfo") or ""
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines()
+                  if line.startswith("model name")), None)
+    cores = sum(1 for line in cpuinfo.splitlines() if line.startswith("processor")) or None
+    meminfo = src.read("/proc/meminfo") or ""
+    mem_kb = next((int(line.split()[1]) for line in meminfo.splitlines()
+                   if line.startswith("MemTotal:")), None)
+    return {
+        "kernel": src.read("/proc/sys/kernel/osrelease"),
+        "boot_flags": flags,
+        "distribution": _os_release(src),
+        "cpu": model,
+        "cpus": cores,
+        "memory_gib": round(mem_kb / 1024 / 1024, 1) if mem_kb else None,
+        "user": src.identity.user,
+        "root": src.identity.root,
+    }
+
+
+def _os_release(src: Sources) -> str | None:
+    text = src.read("/etc/os-release") or src.read("/usr/lib/os-release") or ""
+    for line in text.splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip().strip('"')
+    return None

@@ -1,0 +1,91 @@
+"""XRT as this process really loads it.
+
+`LD_LIBRARY_PATH` does not decide which `libxrt_core*.so` a process maps;
+`/proc/self/maps` shows what it did (the trap of ROCm/FastFlowLM#712). So:
+import pyxrt, open the device when an NPU is there (which loads the driver
+plugin), then read the maps and compare the libraries with the XRT install
+pyxrt came from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from harness.probe.sources import Sources
+
+_LIB = re.compile(r"/(lib(?:xrt[\w+-]*|xdp[\w-]*|xrt_driver_\w+)\.so(?:\.[\d.]+)?)$")
+_VERSION = re.compile(r"\.so\.(\d+(?:\.\d+)*)$")
+
+
+def mapped_libraries(maps_text: str) -> list[dict[str, Any]]:
+    """Distinct XRT libraries in a /proc/<pid>/maps text, with the version in their name."""
+    seen: dict[str, dict[str, Any]] = {}
+    for line in maps_text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 6:
+            continue
+        path = parts[5].strip()
+        match = _LIB.search(path)
+        if not match or path in seen:
+            continue
+        version = _VERSION.search(path)
+        name = match.group(1)
+        seen[path] = {"path": path, "name": name.split(".so", 1)[0],
+                      "version": version.group(1) if version else None}
+    return list(seen.values())
+
+
+def _install_version(module_file: str | None) -> tuple[str | None, str | None]:
+    """(XRT install folder, BUILD_VERSION from its version.json) for a pyxrt file."""
+    if not module_file:
+        return None, None
+    path = Path(module_file)
+    for folder in list(path.parents)[:4]:
+        candidate = folder / "version.json"
+        if candidate.is_file():
+            try:
+                data = json.loads(candidate.read_text())
+            except (OSError, ValueError):
+                return str(folder), None
+            return str(folder), str(data.get("BUILD_VERSION") or "") or None
+    return None, None
+
+
+def xrt_facts(src: Sources, npu_present: bool) -> dict[str, Any]:
+    module, error = src.import_pyxrt()
+    facts: dict[str, Any] = {
+        "XILINX_XRT": src.environment("XILINX_XRT"),
+        "LD_LIBRARY_PATH": src.environment("LD_LIBRARY_PATH"),
+        "pyxrt": None,
+    }
+    if module is None:
+        facts["pyxrt_error"] = error
+    else:
+        file = getattr(module, "__file__", None)
+        folder, version = _install_version(file)
+        facts["pyxrt"] = {"file": file, "xrt_install": folder, "xrt_version": version,
+                          "has_runlist": hasattr(module, "runlist")}
+        if npu_present and src.open_device and not src.fake:
+            try:
+                module.device(0)            # loads the driver plugin into this process
+                facts["device_opened"] = True
+            except Exception as err:
+                facts["device_opened"] = f"{type(err).__name__}: {err}"
+    facts["mapped"] = mapped_libraries(src.read_maps())
+    facts["validate_archive"] = _validate_archives(src)
+    return facts
+
+
+def _validate_archives(src: Sources) -> list[str]:
+    roots = [src.environment("XILINX_XRT") or "", "/opt/xilinx/xrt"]
+    found: list[str] = []
+    for root in filter(None, roots):
+        for pattern in ("share/amdxdna/bins/xrt_smi_*.a", "amdxdna/bins/*/validate.xclbin"):
+            for path in sorted(src.path(root).glob(pattern)):
+                shown = "/" + str(path.relative_to(src.root)) if src.fake else str(path)
+                if shown not in found:
+                    found.append(shown)
+    return found

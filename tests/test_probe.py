@@ -1,0 +1,257 @@
+"""The probe against fabricated machine trees (STACK.md 4 and 5 say where each fact lives)."""
+
+from __future__ import annotations
+
+import json
+import struct
+import types
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.probe import probe, ready, render
+from harness.probe.drm import DrmVersion
+from harness.probe.sources import Identity, Sources
+from harness.probe.xrt import mapped_libraries
+
+RELEASE = "7.0.0-31-generic"
+ME = Identity(uid=54321, gids=(54321,), user="porter", emulate=True)
+ROOT = Identity(uid=0, gids=(0,), user="root", emulate=True)
+
+
+class CannedDrm:
+    def __init__(self, version=(0, 7, 0), firmware=(1, 1, 2, 65), columns=8, power=0):
+        self.answers = {8: struct.pack("<IIII", *firmware),
+                        1: struct.pack("<IHH", 0x200000, columns, 6) + bytes(32),
+                        9: bytes([power]) + bytes(7)}
+        self.drm_version = DrmVersion("amdxdna", *version)
+
+    def version(self, node):
+        return self.drm_version
+
+    def get_info(self, node, param, size):
+        return self.answers.get(param)
+
+
+class Tree:
+    """A fake machine under tmp_path."""
+
+    def __init__(self, base: Path) -> None:
+        self.root = base / "machine"
+        self.write("/proc/sys/kernel/osrelease", RELEASE)
+        self.write("/proc/cmdline", f"BOOT_IMAGE=/vmlinuz-{RELEASE} root=UUID=x iommu=pt quiet")
+        self.write("/proc/cpuinfo", "".join(
+            f"processor\t: {i}\nmodel name\t: AMD RYZEN AI MAX+ 395 w/ Radeon 8060S\n\n"
+            for i in range(32)))
+        self.write("/proc/meminfo", "MemTotal:       131072000 kB\n")
+        self.write("/etc/os-release", 'PRETTY_NAME="Ubuntu 26.04 LTS"\n')
+        self.maps = ""
+        self.pyxrt = None
+
+    def write(self, path: str, text: str, mode: int = 0o644) -> Path:
+        target = self.root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(mode)
+        return target
+
+    def npu(self, device="17f0", revision="0x11", fw="1.1.2.65", mode=0o660) -> None:
+        self.write("/dev/accel/accel0", "", mode)
+        base = "/sys/class/accel/accel0/device"
+        self.write(f"{base}/vendor", "0x1022")
+        self.write(f"{base}/device", f"0x{device}")
+        self.write(f"{base}/revision", revision)
+        self.write(f"{base}/fw_version", fw)
+        self.write(f"{base}/vbnv", "RyzenAI-npu5")
+        self.write(f"{base}/device_type", "1")
+
+    def module(self, params: dict[str, str], *, version: str | None = None,
+               module_file: str | None = None, name: str = "amdxdna",
+               param_mode: int = 0o644) -> None:
+        (self.root / "sys" / "module" / name / "parameters").mkdir(parents=True, exist_ok=True)
+        for key, value in params.items():
+            self.write(f"/sys/module/{name}/parameters/{key}", value, param_mode)
+        if version:
+            self.write(f"/sys/module/{name}/version", version)
+        if module_file:
+            self.write(f"/lib/modules/{RELEASE}/modules.dep", f"{module_file}: \n")
+
+    def xrt(self, version: str = "2.26.0", runlist: bool = True) -> None:
+        folder = self.root / "opt" / "xilinx" / "xrt"
+        self.write("/opt/xilinx/xrt/version.json", json.dumps({"BUILD_VERSION": version}))
+        module = types.SimpleNamespace(__file__=str(folder / "python" / "pyxrt.so"))
+        if runlist:
+            module.runlist = object
+        self.pyxrt = module
+
+    def sources(self, identity: Identity = ME, drm=None, memlock=(2**63, 2**63)) -> Sources:
+        return Sources(root=self.root, env={"PATH": "/usr/bin:/bin"}, identity=identity,
+                       drm=drm, read_maps=lambda: self.maps,
+                       import_pyxrt=lambda: (self.pyxrt, "ModuleNotFoundError: no pyxrt")
+                       if self.pyxrt is None else (self.pyxrt, ""),
+                       memlock=lambda: memlock)
+
+
+def statuses(facts) -> dict[str, str]:
+    return {c["name"]: c["status"] for c in facts["checks"]}
+
+
+@pytest.fixture
+def tree(tmp_path) -> Tree:
+    return Tree(tmp_path)
+
+
+def test_strix_halo_with_the_in_tree_driver(tree):
+    tree.npu()
+    tree.module({"aie2_max_col": "8"},
+                module_file="kernel/drivers/accel/amdxdna/amdxdna.ko.zst")
+    tree.xrt()
+    facts = probe(tree.sources(ROOT, CannedDrm()))
+    assert facts["npu"]["generation"] == "NPU5 Strix Halo"
+    assert facts["driver"]["flavour"] == "mainline"
+    assert facts["driver"]["version"] is None
+    assert RELEASE in facts["driver"]["version_note"]          # the kernel release instead
+    assert "60 s" in facts["driver"]["timeout_rule"]
+    ioctl = facts["npu"]["ioctl"]
+    assert ioctl["driver_version"] == "0.7.0" and ioctl["firmware"] == "1.1.2.65"
+    assert ioctl["columns"] == 8 and ioctl["power_mode"] == "default"
+    assert facts["system"]["boot_flags"] == {"iommu": "pt"}
+    assert facts["system"]["cpus"] == 32
+    assert statuses(facts)["driver version"] == "PASS"
+    assert statuses(facts)["firmware"] == "PASS"
+    assert "NPU5 Strix Halo" in render(facts)
+
+
+def test_dkms_staging_box(tree):
+    tree.npu(revision="0x10")
+    tree.module({"tdr_timeout_ms": "2000", "force_cmdlist": "1"}, version="2.21.0_20260101",
+                module_file="updates/dkms/amdxdna.ko")
+    facts = probe(tree.sources(ROOT, CannedDrm()))
+    driver = facts["driver"]
+    assert facts["npu"]["generation"] == "NPU4 Strix"
+    assert driver["flavour"] == "staging" and driver["version"] == "2.21.0_20260101"
+    assert driver["timeout_setting"] == "2000"
+    assert driver["parameters"] == {"force_cmdlist": "1", "tdr_timeout_ms": "2000"}
+    assert "no progress for tdr_timeout_ms" in driver["timeout_rule"]
+
+
+def test_out_of_tree_legacy_box(tree):
+    tree.npu(revision="0x20")
+    tree.module({"timeout_in_sec": "2"}, version="1.5.0")
+    facts = probe(tree.sources(ROOT, CannedDrm()))
+    assert facts["npu"]["generation"] == "NPU6 Krackan"
+    assert facts["driver"]["flavour"] == "oot"
+    assert facts["driver"]["timeout_setting"] == "2"
+    assert "two silent checks" in facts["driver"]["timeout_rule"]
+
+
+def test_non_root_user_facing_0600_parameters(tree):
+    tree.npu(mode=0o600)
+    tree.module({"tdr_timeout_ms": "2000", "force_cmdlist": "0"}, param_mode=0o600)
+    facts = probe(tree.sources(ME, CannedDrm()))
+    assert facts["driver"]["parameters"] == {"force_cmdlist": "unreadable",
+                                             "tdr_timeout_ms": "unreadable"}
+    assert facts["driver"]["flavour"] == "staging"       # the names alone say staging
+    assert facts["npu"]["nodes"][0]["openable"] is False
+    assert statuses(facts)["device access"] == "FAIL"
+    assert not ready(facts)
+
+
+def test_machine_without_npu(tree):
+    facts = probe(tree.sources())
+    assert facts["npu"] == {"present": False, "nodes": []}
+    assert facts["driver"]["loaded"] is False
+    text = render(facts)
+    assert text.splitlines()[0].startswith("no NPU:")
+    assert statuses(facts)["device node"] == "FAIL"
+
+
+MAPS = """\
+7f0000000000-7f0000100000 r-xp 00000000 103:02 123 /opt/fastflowlm/lib/libxrt_coreutil.so.2.21.75
+7f0000100000-7f0000200000 r--p 00100000 103:02 123 /opt/fastflowlm/lib/libxrt_coreutil.so.2.21.75
+7f0000300000-7f0000400000 r-xp 00000000 103:02 124 /opt/fastflowlm/lib/libxrt_driver_xdna.so.2.21.75
+7f0000500000-7f0000600000 r-xp 00000000 103:02 125 /usr/lib/x86_64-linux-gnu/libc.so.6
+"""
+
+
+def test_mapped_libxrt_differs_from_the_imported_pyxrt(tree):
+    tree.npu()
+    tree.module({"tdr_timeout_ms": "2000"})
+    tree.xrt(version="2.26.0")
+    tree.maps = MAPS
+    facts = probe(tree.sources(ROOT, CannedDrm()))
+    mapped = facts["xrt"]["mapped"]
+    assert [m["name"] for m in mapped] == ["libxrt_coreutil", "libxrt_driver_xdna"]
+    assert mapped[0]["version"] == "2.21.75"
+    check = [c for c in facts["checks"] if c["name"] == "mapped XRT"][0]
+    assert check["status"] == "WARN"
+    assert "XRT 2.26.0" in check["detail"] and "2.21.75" in check["detail"]
+    assert "LD_LIBRARY_PATH" in check["fix"]
+
+
+def test_two_xrt_builds_mapped_fail(tree):
+    tree.xrt(version="2.26.0")
+    tree.maps = MAPS + "7f1-7f2 r-xp 0 0:0 9 /opt/xilinx/xrt/lib/libxrt_coreutil.so.2.26.0\n"
+    assert len([m for m in mapped_libraries(tree.maps)
+                if m["name"] == "libxrt_coreutil"]) == 2
+    assert statuses(probe(tree.sources()))["mapped XRT"] == "FAIL"
+
+
+def test_pyxrt_without_runlist_fails(tree):
+    tree.xrt(runlist=False)
+    assert statuses(probe(tree.sources()))["pyxrt"] == "FAIL"
+
+
+def test_old_firmware_and_driver_fail_with_fixes(tree):
+    tree.npu(fw="1.0.0.166")
+    tree.module({})
+    facts = probe(tree.sources(ROOT, CannedDrm(version=(0, 1, 0), firmware=(1, 0, 0, 166))))
+    checks = {c["name"]: c for c in facts["checks"]}
+    assert checks["driver version"]["status"] == "FAIL" and "0.6" in checks["driver version"]["fix"]
+    assert checks["firmware"]["status"] == "FAIL"
+
+
+def test_memlock_and_flm(tree):
+    tree.write("/usr/bin/flm", "#!/bin/sh\n", 0o755)
+    tree.write("/usr/bin/model_list.json", json.dumps(
+        {"model_path": "~/.config/flm/models",
+         "models": {"qwen3": {"1.7b": {"name": "Qwen3-1.7B-NPU2"}, "4b": {"name": "x"}}}}))
+    (tree.root / "usr" / "bin" / "xclbins" / "Qwen3-1.7B-NPU2").mkdir(parents=True)
+    facts = probe(tree.sources(memlock=(64 * 1024, 64 * 1024)))
+    assert facts["memlock"]["enough"] is False
+    assert statuses(facts)["memlock"] == "WARN"
+    flm = facts["flm"]
+    assert flm["binary"] == "/usr/bin/flm" and flm["model_list"]["models"] == 2
+    assert flm["xclbin_folders"][0]["packs"] == ["Qwen3-1.7B-NPU2"]
+
+
+def test_probe_cli_on_a_tree(tree):
+    tree.npu()
+    result = CliRunner().invoke(main, ["probe", "--root", str(tree.root), "--json"])
+    assert result.exit_code == 0
+    facts = json.loads(result.stdout)
+    assert facts["npu"]["generation"] == "NPU5 Strix Halo"
+    assert facts["npu"]["ioctl"]["queried"] is False
+    again = CliRunner().invoke(main, ["probe", "--root", str(tree.root), "--require-npu"])
+    assert again.exit_code == 3
+
+
+def test_probe_here_reports_no_npu_cleanly():
+    result = CliRunner().invoke(main, ["probe"])
+    assert result.exit_code == 0
+    if "no NPU" not in result.stdout:
+        pytest.skip("this machine has an NPU")
+    assert result.stdout.startswith("no NPU:")
+    assert CliRunner().invoke(main, ["probe", "--require-npu"]).exit_code == 3
+
+
+def test_run_embeds_the_fingerprint():
+    from harness.report import load_report
+    result = CliRunner().invoke(main, ["run", "nop-depth", "--no-isolate", "--trials", "1",
+                                       "--backend", "sim"])
+    path = [x for x in result.stdout.splitlines() if x.startswith("report: ")][0][8:]
+    environment = load_report(path).environment
+    assert {"system", "npu", "driver", "xrt", "memlock", "flm", "checks"} <= set(environment)
+    assert environment["system"]["kernel"]
