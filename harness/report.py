@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,13 @@ class PlanRecord:
 
 
 def _trial_dict(trial: TrialResult) -> dict[str, Any]:
-    out = asdict(trial)
+    # Fields that say nothing (None, or a runlist not skipped) are left out: sweeps write
+    # thousands of runlist outcomes, and a reader loses nothing.
+    out = {k: v for k, v in asdict(trial).items() if v is not None and k != "runlists"}
     out["state"] = trial.state
+    out["runlists"] = [{k: v for k, v in asdict(r).items()
+                        if v is not None and not (k == "skipped" and v is False)}
+                       for r in trial.runlists]
     return out
 
 
@@ -170,11 +176,19 @@ def load_report(path: str | Path) -> Report:
 
 
 class ReportFile:
-    """A report on disk, rewritten atomically after every change."""
+    """A report on disk, rewritten atomically after every change.
 
-    def __init__(self, path: Path, report: Report) -> None:
+    `min_interval_s` lets fast in-process simulated runs (thousands of trials of
+    microseconds each) skip rewrites closer together than that; trials on hardware
+    or in workers keep it at 0, so every in-flight entry reaches the disk.
+    """
+
+    def __init__(self, path: Path, report: Report, min_interval_s: float = 0.0) -> None:
         self.path = path
         self.report = report
+        self.min_interval_s = min_interval_s
+        self._saved_at = 0.0
+        self._write_s = 0.0
 
     @classmethod
     def create(cls, report: Report, *, out: str | None, folder: str = "reports",
@@ -202,5 +216,13 @@ class ReportFile:
             header += ": SIMULATED stack, not hardware evidence"
         return header + "\n" + dump_yaml(self.report.to_dict())
 
-    def save(self) -> None:
+    def save(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        # Throttled saves also wait three times as long as the last write took, so a big
+        # report never costs more than a fraction of the run.
+        interval = max(self.min_interval_s, 3 * self._write_s) if self.min_interval_s else 0
+        if not force and interval and now - self._saved_at < interval:
+            return
         write_atomic(self.path, self.text())
+        self._saved_at = time.monotonic()
+        self._write_s = self._saved_at - now

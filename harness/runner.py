@@ -1,7 +1,7 @@
 """Run a case's plans trial by trial into a report: the main job.
 
 Before each trial its ``in-flight`` entry is on disk; after it, its outcome.
-Ctrl-C marks the running trial ``interrupted`` and keeps the file; ``resume``
+Ctrl-C marks the running trial ``interrupted`` and keeps the file; ``reopen``
 finishes such a report.
 """
 
@@ -31,6 +31,9 @@ from harness.xclbin_view import identity
 # progress(text, done): a trial starting (done=False) or finished (done=True)
 Progress = Callable[[str, bool], None]
 STARTUP_S = 15.0          # a worker's own start-up (python, numpy, pyxrt) within a deadline
+# In-process simulated trials cannot hang the machine; their report is rewritten at most
+# this often (and always at the end), so sweeps of thousands of trials stay fast.
+IN_PROCESS_SAVE_INTERVAL_S = 0.5
 
 
 class Interrupted(Exception):
@@ -110,6 +113,8 @@ class Runner:
         self.options = options
         self.progress = progress or (lambda text, done: None)
         backend.latencies = case_latencies(case)
+        if backend.simulated and not options.isolate:
+            handle.min_interval_s = IN_PROCESS_SAVE_INTERVAL_S
 
     @property
     def report(self) -> Report:
@@ -127,7 +132,7 @@ class Runner:
                 self.trial(plan, done, total)
         self.report.verdict = judge(self.report.plans, self.report.backend).to_dict()
         self.report.finished = utc_now()
-        self.handle.save()
+        self.handle.save(force=True)
         return self.report
 
     def trial(self, plan: PlanRecord, number: int, total: int) -> TrialResult:
@@ -136,7 +141,8 @@ class Runner:
         placeholder = TrialResult(index, "in-flight", seed=spec.seed, started=utc_now())
         plan.trials.append(placeholder)
         self.handle.save()
-        self.progress(f"[{number}/{total}] {plan.label}: trial {index + 1} running", False)
+        counter = f"[{number}/{total}]" if total else f"[{number}]"
+        self.progress(f"{counter} {plan.label}: trial {index + 1} running", False)
         try:
             if self.options.isolate:
                 deadline = self.options.deadline_s or self.case.deadline_s or \
@@ -149,12 +155,12 @@ class Runner:
         except KeyboardInterrupt:
             placeholder.status = "interrupted"
             placeholder.error = "interrupted by the user (Ctrl-C)"
-            self.handle.save()
+            self.handle.save(force=True)
             raise Interrupted(self.handle.path) from None
         result.started = placeholder.started
         plan.trials[index] = result
         self.handle.save()
-        self.progress(f"[{number}/{total}] {plan.label}: trial {index + 1} {result.state}"
+        self.progress(f"{counter} {plan.label}: trial {index + 1} {result.state}"
                       + _timing(result), True)
         return result
 
@@ -193,8 +199,9 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
     )
 
 
-def resume(path: str, progress: Progress | None = None) -> tuple[Runner, Report]:
-    """Reopen an interrupted report: in-flight trials become interrupted, the rest run."""
+def reopen(path: str, progress: Progress | None = None) -> tuple[Runner, Report]:
+    """Reopen a report to add trials to it: the case and every xclbin must be unchanged,
+    and trials it shows in flight become interrupted."""
     report = load_report(path)
     case = load_case(report.case["file"])
     if case.sha256 != report.case.get("sha256"):
@@ -216,7 +223,8 @@ def resume(path: str, progress: Progress | None = None) -> tuple[Runner, Report]
         for trial in plan.trials:
             if trial.status == "in-flight":
                 trial.status = "interrupted"
-                trial.error = "the harness stopped while this trial ran (found on resume)"
+                trial.error = ("the harness stopped while this trial ran (found when the report "
+                               "was reopened)")
     settings = report.settings
     options = RunOptions(trials=int(settings["trials"]), isolate=bool(settings["isolate"]),
                          deadline_s=settings.get("deadline_s"),
@@ -235,7 +243,7 @@ def start(case_ref: str, plans: list[Plan] | None, options: RunOptions, *,
     case = load_case(case_ref)
     pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=backend.simulated)
     check_pack(case, pack)
-    report = new_report(case, backend, pack, plans or list(case.plans), options, command,
-                        environment)
+    report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
+                        options, command, environment)
     handle = ReportFile.create(report, out=out, name=case.name, force=force)
     return Runner(case, backend, pack, handle, options, progress)

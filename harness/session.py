@@ -25,7 +25,7 @@ import numpy as np
 from harness.backend import Backend
 from harness.ert import CmdState, parse_xrt_error, state_from_pyxrt
 from harness.txn import DEV_GEN_AIE2P, DEV_GEN_NPU1, nop_stream, word_count
-from harness.xclbin import read_xclbin
+from harness.xclbin import read_xclbin_cached
 
 NOP = "nop"
 
@@ -132,7 +132,7 @@ class _Loaded:
             self.dev.register_xclbin(x)
             self.contexts[role] = xrt.hw_context(self.dev, x.get_uuid())
             if role == spec.runlist_context:
-                part = read_xclbin(path).partition
+                part = read_xclbin_cached(path).partition
                 columns = part.column_width if part else 4
         self.ctx = self.contexts[spec.runlist_context]
         dev_gen = _dev_gen(xrt, self.dev)
@@ -248,6 +248,9 @@ def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
         result.error = f"set-up failed: {err}"
     finally:
         del loaded
-        gc.collect()
+        if not backend.simulated:
+            # Release every context and buffer now, even any held by a reference cycle,
+            # so the next trial does not start beside what a hang may have poisoned.
+            gc.collect()
     result.wall_ms = round((time.perf_counter() - started) * 1000.0, 3)
     return result

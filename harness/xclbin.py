@@ -13,6 +13,7 @@ file offset; the parser never lets another exception out.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import struct
@@ -203,6 +204,21 @@ def read_xclbin(path: str | Path) -> Xclbin:
     except OSError as err:
         raise XclbinError(f"cannot read {path}: {err.strerror or err}") from None
     return parse_xclbin(data, str(path))
+
+
+def read_xclbin_cached(path: str | Path) -> Xclbin:
+    """`read_xclbin`, remembered while the file's size and mtime stay the same (trials
+    re-open the same four files thousands of times in a sweep)."""
+    try:
+        st = Path(path).stat()
+    except OSError as err:
+        raise XclbinError(f"cannot read {path}: {err.strerror or err}") from None
+    return _cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached(path: str, mtime_ns: int, size: int) -> Xclbin:
+    return read_xclbin(path)
 
 
 def parse_xclbin(data: bytes, path: str | None = None) -> Xclbin:

@@ -92,6 +92,7 @@ def write_atomic(path: str | Path, text: str | bytes, *, overwrite: bool = True)
     data = text.encode("utf-8") if isinstance(text, str) else text
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.fchmod(fd, _mode_for(target))
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -106,6 +107,17 @@ def write_atomic(path: str | Path, text: str | bytes, *, overwrite: bool = True)
     finally:
         if tmp and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _mode_for(target: Path) -> int:
+    """Keep a replaced file's mode; a new file gets the usual 0666 less the umask
+    (mkstemp alone would leave it 0600)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -41,7 +41,15 @@ def main() -> None:
 
 
 def _register() -> None:
-    from harness.cli import cases_cmd, probe_cmd, run_cmd, sim_cmd, xclbin_cmd, xclbins_cmd
+    from harness.cli import (
+        cases_cmd,
+        probe_cmd,
+        run_cmd,
+        search_cmd,
+        sim_cmd,
+        xclbin_cmd,
+        xclbins_cmd,
+    )
 
     main.add_command(xclbin_cmd.xclbin)
     main.add_command(xclbins_cmd.xclbins)
@@ -49,6 +57,8 @@ def _register() -> None:
     main.add_command(run_cmd.run)
     main.add_command(run_cmd.reproduce)
     main.add_command(run_cmd.worker)
+    main.add_command(search_cmd.bisect)
+    main.add_command(search_cmd.sweep)
     main.add_command(sim_cmd.sim)
     main.add_command(probe_cmd.probe)
 

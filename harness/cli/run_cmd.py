@@ -18,7 +18,7 @@ from harness.cli.options import (
 from harness.environment import collect_environment
 from harness.errors import BadInput
 from harness.report import Report
-from harness.runner import Interrupted, Runner, RunOptions, resume, start
+from harness.runner import Interrupted, Runner, RunOptions, reopen, start
 
 DEFAULT_CASE = "minicpm5-2b-decode"
 INTERRUPTED_EXIT = 130
@@ -97,7 +97,7 @@ def run(case_ref, plan_refs, resume_path, backend_kind, profile, realtime, seed,
         if case_ref or plan_refs:
             raise BadInput("--resume takes its case and plans from the report; drop CASE and "
                            "--plan")
-        runner, report = resume(resume_path, progress_line)
+        runner, report = reopen(resume_path, progress_line)
         line = f"resuming {resume_path}: " + ("SIMULATED stack, profile "
                                                f"{report.backend.get('profile')}"
                                                if report.simulated else "hardware NPU")

@@ -17,6 +17,7 @@ module raises instead, naming the kernel.
 from __future__ import annotations
 
 import itertools
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from harness.errors import XclbinError
 from harness.sim import control
 from harness.sim.stack import START_CU, START_NPU, Command, Context, Job, Stack
 from harness.txn import TxnError, check_stream
-from harness.xclbin import read_xclbin
+from harness.xclbin import read_xclbin_cached
 
 XCL_BO_FLAGS_NONE = 0
 
@@ -146,7 +147,7 @@ class xclbin:
 
     def __init__(self, path: str) -> None:
         try:
-            self._meta = read_xclbin(path)
+            self._meta = read_xclbin_cached(path)
         except XclbinError as err:
             raise RuntimeError(str(err)) from None
         self._path = str(path)
@@ -385,14 +386,16 @@ _fault_cache: dict[tuple, str | None] = {}
 
 
 class run:
-    __slots__ = ("_kernel", "_args", "_job", "_final", "_runlist")
+    __slots__ = ("_kernel", "_args", "_job", "_final", "_runlist", "__weakref__")
 
     def __init__(self, k: kernel | None = None) -> None:
         self._kernel = k
         self._args: dict[int, Any] = {}
         self._job: Job | None = None
         self._final: int | None = None
-        self._runlist: runlist | None = None
+        # XRT's run_impl keeps a plain pointer to its runlist, cleared when the list dies;
+        # a weak reference does the same without a run <-> runlist reference cycle.
+        self._runlist: weakref.ref | None = None
 
     def _k(self) -> kernel:
         if self._kernel is None:
@@ -414,7 +417,7 @@ class run:
 
     def start(self) -> None:
         k = self._k()
-        if self._runlist is not None:
+        if self._runlist is not None and self._runlist() is not None:
             raise RuntimeError("Run object belongs to a runlist and cannot be explicitly "
                                "started")
         stack = k._hwctx._stack
@@ -487,9 +490,9 @@ class runlist:
         if r._k()._hwctx is not self._hwctx:
             raise RuntimeError("run object's hardware context does not match the "
                                "runlist's hardware context")
-        if r._runlist is not None:
+        if r._runlist is not None and r._runlist() is not None:
             raise RuntimeError("Run object already associated with a runlist")
-        r._runlist = self
+        r._runlist = weakref.ref(self)
         self._runs.append(r)
 
     def execute(self) -> None:

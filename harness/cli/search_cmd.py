@@ -1,0 +1,218 @@
+"""`runlist-harness bisect` and `sweep`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from harness.bisect import FLAKY_CHOICES
+from harness.case import Case, load_case
+from harness.cli.options import backend_options, make_backend, trial_options
+from harness.environment import collect_environment
+from harness.errors import BadInput, ReportError
+from harness.report import load_report, utc_now
+from harness.runner import Interrupted, Runner, RunOptions, reopen, start
+from harness.search import BisectSettings, Prober, bisection_from_log, run_bisect
+from harness.sweep import (
+    grid_text,
+    parse_depths,
+    parse_list,
+    plot_grid,
+    require_matplotlib,
+    run_sweep,
+    sweep_section,
+)
+
+INTERRUPTED_EXIT = 130
+
+
+def say(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def quiet_progress(text: str, done: bool) -> None:
+    """Per-trial progress only on a terminal (the search prints its own lines)."""
+    if sys.stderr.isatty():
+        click.echo(f"\r\033[K{text}", err=True, nl=False)
+
+
+def _start(case_ref, command, backend, trials, no_isolate, deadline, continue_after_failure,
+           seed, xclbins_dir, out, force) -> tuple[Runner, Case]:
+    case = load_case(case_ref)
+    options = RunOptions(trials=trials, isolate=not no_isolate, deadline_s=deadline,
+                         continue_after_failure=continue_after_failure, seed=seed)
+    return start(case_ref, [], options, backend=backend, xclbins_dir=xclbins_dir, out=out,
+                 force=force, command=command, environment=collect_environment(backend),
+                 progress=quiet_progress), case
+
+
+def _finish(runner: Runner, as_json: bool, lines: list[str]) -> None:
+    if sys.stderr.isatty():
+        click.echo("\r\033[K", err=True, nl=False)
+    if as_json:
+        click.echo(json.dumps(runner.report.to_dict(), indent=2))
+    else:
+        click.echo("\n".join(lines + [f"report: {runner.handle.path}"]))
+
+
+@click.command()
+@click.argument("case_ref", metavar="CASE", required=False)
+@click.option("--lo", type=click.IntRange(1, None), help="A depth (or chunk size) believed "
+              "to complete; the search starts above it.")
+@click.option("--hi", type=click.IntRange(1, None), help="A depth (or chunk size) believed "
+              "to fail; the search ends there.")
+@click.option("--chunk", "chunk_spec", default=None,
+              help="Cut every probed depth this way: a chunk size (21) or even:K / max:N. "
+                   "Default: one runlist.")
+@click.option("--chunks-at", "chunks_at", type=click.IntRange(1, None), default=None,
+              help="The other direction: at this fixed depth, find the largest chunk size "
+                   "that completes (--lo/--hi then bound the chunk size; default 1..DEPTH).")
+@click.option("--flaky-as", type=click.Choice(FLAKY_CHOICES), default="good",
+              show_default=True,
+              help="How a depth with mixed outcomes counts: good (it can complete; find the "
+                   "first depth that never does), bad (find the first that ever fails), or "
+                   "skip (as git bisect skip; the answer may become a range).")
+@click.option("--max-trials", type=click.IntRange(1, None), default=None,
+              help="Stop cleanly after this many trials, keeping everything.")
+@click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False),
+              help="Continue the bisect logged in this report (trials it holds are reused).")
+@click.option("--rerun", is_flag=True,
+              help="With --replay: run the logged bisect again from scratch, into a new "
+                   "report (e.g. on another machine or firmware).")
+@backend_options
+@trial_options
+def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay_path, rerun,
+           backend_kind, profile, realtime, seed, trials, xclbins_dir, out, force, no_isolate,
+           deadline, continue_after_failure, as_json) -> None:
+    """Find the smallest depth at which one runlist (or the given chunking) fails.
+
+    Bisects over depth with K trials per probed depth (default 5), classifies
+    each (good / bad / flaky / skip), re-tests both neighbours of the boundary,
+    and prints one line such as `first failing depth 38 (37: COMPLETED 5/5;
+    38: TIMEOUT 5/5)`. Exits 0 when the search ends, whatever it found.
+    """
+    if replay_path and not rerun:
+        if case_ref or lo or hi or chunks_at:
+            raise BadInput("--replay continues the logged bisect; drop CASE, --lo, --hi and "
+                           "--chunks-at (or add --rerun to run it again)")
+        runner, report = reopen(replay_path, quiet_progress)
+        settings, bisection = _logged(report)
+        click.echo(f"continuing the bisect in {replay_path}")
+        _bisect(runner, settings, max_trials, as_json, bisection)
+        return
+    if replay_path:
+        report = load_report(replay_path)
+        settings, _ = _logged(report)
+        case_ref = report.case["file"]
+        backend = make_backend(report.backend["kind"], report.backend.get("profile"), False)
+        if trials:
+            settings.trials = trials
+    else:
+        if not case_ref:
+            raise BadInput("give a CASE, or --replay REPORT")
+        backend = make_backend(backend_kind, profile, realtime)
+        settings = _settings(lo, hi, chunk_spec, chunks_at, flaky_as, trials)
+    runner, _ = _start(case_ref, "bisect", backend, settings.trials, no_isolate, deadline,
+                       continue_after_failure, seed, xclbins_dir, out, force)
+    if replay_path:
+        runner.report.sections["bisect"] = {"settings": settings.to_dict(), "log": [],
+                                            "replay_of": report.run_id}
+    click.echo(backend.describe())
+    _bisect(runner, settings, max_trials, as_json)
+
+
+def _settings(lo, hi, chunk_spec, chunks_at, flaky_as, trials) -> BisectSettings:
+    if chunks_at:
+        if chunk_spec:
+            raise BadInput("--chunk and --chunks-at are two different searches; give one")
+        lo, hi = lo or 1, hi or chunks_at
+        mode = "chunk"
+    else:
+        if lo is None or hi is None:
+            raise BadInput("give --lo A --hi B: a depth believed to complete and one "
+                           "believed to fail")
+        mode = "depth"
+    if lo >= hi:
+        raise BadInput(f"--lo {lo} must be below --hi {hi}")
+    settings = BisectSettings(mode, lo, hi, trials or 5, chunk_spec, chunks_at, flaky_as)
+    try:
+        settings.plan(hi)                 # a bad --chunk spec fails here, not mid-search
+    except Exception as err:
+        raise BadInput(f"--chunk {chunk_spec!r}: {err}") from None
+    return settings
+
+
+def _logged(report) -> tuple[BisectSettings, object]:
+    section = report.sections.get("bisect")
+    if not section or "settings" not in section:
+        raise ReportError("this report holds no bisect log (it was not written by `bisect`)")
+    settings = BisectSettings(**section["settings"])
+    return settings, bisection_from_log(settings, section, report.plans)
+
+
+def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisection=None):
+    try:
+        answer = run_bisect(runner, settings, max_trials, say, bisection)
+    except Interrupted as stop:
+        say(f"interrupted; everything so far is in {stop.path} (continue it with "
+            f"`runlist-harness bisect --replay {stop.path}`)")
+        raise SystemExit(INTERRUPTED_EXIT) from None
+    _finish(runner, as_json, [answer.text] + [f"note: {n}" for n in answer.notes])
+
+
+@click.command()
+@click.argument("case_ref", metavar="CASE")
+@click.option("--depths", "depths_text", required=True,
+              help="Depths to run: A..B, A..B:STEP or a list such as 28,36,42.")
+@click.option("--chunks", "chunks_text", required=True,
+              help="Chunk sizes (layers per runlist), e.g. 1,8,21,24,42.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Also draw the grid as a heatmap PNG (needs the plot extra).")
+@click.option("--max-trials", type=click.IntRange(1, None), default=None,
+              help="Stop cleanly after this many trials, keeping everything.")
+@backend_options
+@trial_options
+def sweep(case_ref, depths_text, chunks_text, plot_path, max_trials, backend_kind, profile,
+          realtime, seed, trials, xclbins_dir, out, force, no_isolate, deadline,
+          continue_after_failure, as_json) -> None:
+    """Run every depth x chunk-size cell, K trials each (default 3), into one report.
+
+    Prints the grid of outcomes (counts where mixed); --plot draws it, with the
+    source (hardware, or SIMULATED and its profile) in the title.
+    """
+    depths = parse_depths(depths_text)
+    chunks = parse_list(chunks_text, "--chunks")
+    if plot_path:
+        require_matplotlib()
+    backend = make_backend(backend_kind, profile, realtime)
+    runner, case = _start(case_ref, "sweep", backend, trials or 3, no_isolate, deadline,
+                          continue_after_failure, seed, xclbins_dir, out, force)
+    click.echo(backend.describe())
+    prober = Prober(runner, trials or 3, max_trials)
+    try:
+        cells, complete = run_sweep(prober, depths, chunks, say)
+    except Interrupted as stop:
+        say(f"interrupted; everything so far is in {stop.path}")
+        raise SystemExit(INTERRUPTED_EXIT) from None
+    report = runner.report
+    report.sections["sweep"] = sweep_section(cells, depths, chunks, complete)
+    grid = grid_text(cells, depths, chunks)
+    failing = sorted({c.depth for c in cells if c.counts and c.counts.get("COMPLETED", 0) == 0})
+    summary = (f"sweep of {case.name}: {len(depths)} depths x {len(chunks)} chunk sizes, "
+               f"{sum(len(p.trials) for p in report.plans)} trials"
+               + ("" if complete else " (stopped by the budget)")
+               + (f"; every trial failed in some cell from depth {failing[0]}"
+                  if failing else "; no cell failed every trial"))
+    report.verdict = {"reproduced": None, "text": summary}
+    report.finished = utc_now()
+    runner.handle.save(force=True)
+    lines = [summary, grid]
+    if plot_path:
+        source = ("SIMULATED, profile " + str(report.backend.get("profile"))
+                  if report.simulated else "hardware")
+        plot_grid(cells, depths, chunks, plot_path,
+                  f"{case.name}: share of trials completed ({source})")
+        lines.append(f"plot: {plot_path}")
+    _finish(runner, as_json, lines)
