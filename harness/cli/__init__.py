@@ -44,8 +44,10 @@ def _register() -> None:
     from harness.cli import (
         cases_cmd,
         probe_cmd,
+        report_cmd,
         run_cmd,
         search_cmd,
+        serve_cmd,
         sim_cmd,
         xclbin_cmd,
         xclbins_cmd,
@@ -61,6 +63,9 @@ def _register() -> None:
     main.add_command(search_cmd.sweep)
     main.add_command(sim_cmd.sim)
     main.add_command(probe_cmd.probe)
+    main.add_command(report_cmd.report)
+    main.add_command(serve_cmd.serve_probe)
+    main.add_command(serve_cmd.pack)
 
 
 _register()

@@ -24,6 +24,10 @@ def system_facts(src: Sources) -> dict[str, Any]:
     mem_kb = next((int(line.split()[1]) for line in meminfo.splitlines()
                    if line.startswith("MemTotal:")), None)
     return {
+        # hostname and machine id tell machines apart in `report compare`; `report render`
+        # redacts both by default.
+        "hostname": src.read("/proc/sys/kernel/hostname") or src.read("/etc/hostname"),
+        "machine_id": src.read("/etc/machine-id"),
         "kernel": src.read("/proc/sys/kernel/osrelease"),
         "boot_flags": flags,
         "distribution": _os_release(src),

@@ -1,0 +1,126 @@
+"""`runlist-harness report render|compare|validate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from harness import compare as comparing
+from harness import render as rendering
+from harness.errors import ExitCode, ReportError
+from harness.redact import redact
+from harness.report import load_report
+from harness.schema import check
+from harness.yamlio import DuplicateKeyError, load_yaml_with_lines
+
+
+@click.group()
+def report() -> None:
+    """Turn reports into Markdown for upstream issues, compare them, check them."""
+
+
+def _data(path: str, do_redact: bool) -> dict[str, Any]:
+    data = load_report(path).to_dict()          # refuses unknown schemas and broken files
+    return redact(data) if do_redact else data
+
+
+@report.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["md", "text"]), default="md",
+              show_default=True)
+@click.option("--redact/--no-redact", "do_redact", default=None,
+              help="Replace host name, user, home folders, machine id, serials, MAC and IP "
+                   "addresses with placeholders. Default: on for md, off for text.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Write to this file instead of stdout (never over an existing file).")
+def render(file: str, fmt: str, do_redact: bool | None, out: str | None) -> None:
+    """Render a report: Markdown that pastes into a GitHub issue, or plain text."""
+    if do_redact is None:
+        do_redact = fmt == "md"
+    data = _data(file, do_redact)
+    text = rendering.render_markdown(data) if fmt == "md" else rendering.render_text(data)
+    _emit(text, out)
+
+
+@report.command("compare")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "md"]), default="text",
+              show_default=True)
+@click.option("--redact/--no-redact", "do_redact", default=None,
+              help="As for render. Default: on for md, off for text.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None)
+def compare_cmd(files: tuple[str, ...], fmt: str, do_redact: bool | None,
+                out: str | None) -> None:
+    """One matrix across reports: a column per report, labelled by what differs (firmware,
+    driver, its parameters, XRT, profile, machine); a row per plan; differing cells marked."""
+    if len(files) < 2:
+        raise ReportError("give at least two reports to compare")
+    if do_redact is None:
+        do_redact = fmt == "md"
+    matrix = comparing.build([(f, _data(f, do_redact)) for f in files])
+    text = comparing.render_markdown(matrix) if fmt == "md" else comparing.render_text(matrix)
+    _emit(text, out)
+
+
+def _emit(text: str, out: str | None) -> None:
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    from harness.yamlio import write_atomic
+    try:
+        write_atomic(out, text, overwrite=False)
+    except FileExistsError:
+        raise ReportError(f"{out} exists; choose another --out") from None
+    click.echo(f"wrote {out}")
+
+
+@report.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def validate(files: tuple[str, ...]) -> None:
+    """Check reports against the report schema; per file: valid, or what is wrong where."""
+    bad = 0
+    for file in files:
+        problems = validate_file(file)
+        if problems:
+            bad += 1
+            for problem in problems[:20]:
+                click.echo(f"{file}: {problem}")
+            if len(problems) > 20:
+                click.echo(f"{file}: ... and {len(problems) - 20} more")
+        else:
+            click.echo(f"{file}: valid")
+    if bad:
+        raise SystemExit(int(ExitCode.BAD_INPUT))
+
+
+def validate_file(file: str) -> list[str]:
+    try:
+        text = Path(file).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        return [f"cannot read: {err}"]
+    try:
+        data, lines = load_yaml_with_lines(text)
+    except DuplicateKeyError as err:
+        return [f"line {err.line}: {err}"]
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        return [f"{where}not valid YAML ({getattr(err, 'problem', None) or err})"]
+    if not isinstance(data, dict):
+        return ["not a report: the top level must be a mapping"]
+    if data.get("schema") != "xdna-runlist-harness/report/v1":
+        return [f"unknown report schema {data.get('schema')!r}; this harness validates "
+                "xdna-runlist-harness/report/v1"]
+    out = []
+    for problem in check(data):
+        line = lines.get(problem.path)
+        probe = problem.path
+        while line is None and probe:
+            probe = probe[:-1]
+            line = lines.get(probe)
+        out.append(f"line {line}: {problem.where()}: {problem.message}" if line
+                   else f"{problem.where()}: {problem.message}")
+    return out

@@ -1,0 +1,271 @@
+"""Reports as Markdown that pastes straight into a GitHub issue, or as plain text.
+
+Markdown: a title that says SIMULATED (and the profile) when it was not
+hardware, the verdict in one line, a table of plans and outcome counts (or
+the bisect log, or the sweep grid), the failing runs, the environment, the
+xclbin identities, and the whole report as YAML in a collapsed `<details>`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.bisect import counts_text
+from harness.yamlio import dump_yaml
+
+MAX_FAILING_ROWS = 20
+# GitHub refuses issue comments over 65,536 characters.
+MAX_EMBEDDED_YAML = 50_000
+
+
+def title(data: dict[str, Any]) -> str:
+    case = (data.get("case") or {}).get("name", "?")
+    backend = data.get("backend") or {}
+    if backend.get("simulated"):
+        return (f"{case}: SIMULATED stack, profile {backend.get('profile')} "
+                "(not hardware evidence)")
+    if backend.get("kind") == "flm-server":
+        return f"{case}: through a running flm serve"
+    generation = ((data.get("environment") or {}).get("npu") or {}).get("generation")
+    return f"{case}: hardware NPU" + (f" ({generation})" if generation else "")
+
+
+def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
+    npu = env.get("npu") or {}
+    ioctl = npu.get("ioctl") or {}
+    driver = env.get("driver") or {}
+    xrt = env.get("xrt") or {}
+    pyxrt = xrt.get("pyxrt") or {}
+    memlock = env.get("memlock") or {}
+    system = env.get("system") or {}
+    if npu.get("present") is False:
+        generation = "none on this machine"
+    else:
+        generation = npu.get("generation") or "unknown"
+    if driver.get("loaded"):
+        version = driver.get("version") or ioctl.get("driver_version") or "version unknown"
+        driver_text = f"{driver.get('module')} {version}, flavour {driver.get('flavour')}"
+    else:
+        driver_text = "not loaded" if driver else "not recorded"
+    firmware = ioctl.get("firmware") or (npu.get("sysfs") or {}).get("fw_version")
+    xrt_text = (f"{pyxrt.get('xrt_version') or 'version unknown'} ({pyxrt.get('file')})"
+                if pyxrt else (f"pyxrt does not import ({xrt.get('pyxrt_error')})"
+                               if xrt else "not recorded"))
+    mapped = [lib.get("path", "") for lib in xrt.get("mapped") or []]
+    return [
+        ("NPU generation", generation),
+        ("kernel", str(system.get("kernel") or "?")),
+        ("driver", driver_text),
+        ("timeout rule", driver.get("timeout_rule") or "-"),
+        ("firmware", firmware or "unknown"),
+        ("power mode", ioctl.get("power_mode") or "unknown"),
+        ("XRT", xrt_text),
+        ("XRT libraries mapped", ", ".join(mapped) if mapped else "none"),
+        ("memlock", f"soft {memlock.get('soft')}, hard {memlock.get('hard')}"),
+        ("distribution", str(system.get("distribution") or "?")),
+    ]
+
+
+def failing_rows(data: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for plan in data.get("plans") or []:
+        label = _plan_label(plan)
+        for trial in plan.get("trials") or []:
+            if trial.get("status") in ("deadline", "crashed", "interrupted"):
+                rows.append([label, str(trial.get("index")), "-", "-", "-", "-",
+                             trial.get("status"), "-", _first_line(trial.get("error"))])
+            for outcome in trial.get("runlists") or []:
+                if outcome.get("state") in (None, "COMPLETED"):
+                    continue
+                chains = "+".join(map(str, outcome.get("chains") or []))
+                rows.append([label, str(trial.get("index")), str(outcome.get("index")),
+                             f"{outcome.get('runs')} ({chains})",
+                             _opt(outcome.get("failing_run")), _opt(outcome.get("failing_chain")),
+                             str(outcome.get("state")), _opt(outcome.get("source")),
+                             _first_line(outcome.get("message"))])
+    return rows
+
+
+def _opt(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0][:160] if text and text.strip() else "-"
+
+
+def _plan_label(plan: dict[str, Any]) -> str:
+    cut = "+".join(str(c) for c in plan.get("chunks") or [])
+    name = str(plan.get("name"))
+    return cut if name == cut else f"{name} {cut}"
+
+
+def _counts(plan: dict[str, Any]) -> str:
+    summary = plan.get("summary") or {}
+    return counts_text(summary.get("by_state") or {})
+
+
+def plan_rows(data: dict[str, Any]) -> list[list[str]]:
+    return [[_plan_label(p), str(len(p.get("trials") or [])), _counts(p),
+             p.get("expect") or "-"] for p in data.get("plans") or []]
+
+
+def bisect_rows(section: dict[str, Any]) -> list[list[str]]:
+    return [[str(i + 1), str(e.get("x")), str(e.get("plan")),
+             "confirmation" if e.get("confirmation") else "bisection",
+             counts_text(e.get("counts") or {}), str(e.get("class"))]
+            for i, e in enumerate(section.get("log") or [])]
+
+
+def sweep_table(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    chunks = section.get("chunks") or []
+    cells = {(c["depth"], c["chunk"]): counts_text(c.get("counts") or {})
+             for c in section.get("cells") or []}
+    header = ["depth \\ chunk"] + [str(c) for c in chunks]
+    rows = [[str(d)] + [cells.get((d, c), "-") for c in chunks]
+            for d in section.get("depths") or []]
+    return header, rows
+
+
+def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for x in (data.get("artifacts") or {}).get("xclbins") or []:
+        known = ", ".join(x.get("known_as") or []) or ("synthetic stand-in" if
+                                                       x.get("synthetic") else "-")
+        rows.append([str(x.get("role")), str(x.get("uuid")), str(x.get("sha256")), known])
+    return rows
+
+
+def _yaml_for_embedding(data: dict[str, Any]) -> tuple[str, str]:
+    text = dump_yaml(data)
+    if len(text) <= MAX_EMBEDDED_YAML:
+        return text, ""
+    slim = dict(data)
+    slim["plans"] = [{k: v for k, v in p.items() if k != "trials"} for p in data["plans"]]
+    note = (f"The full report is {len(text) // 1024} KiB, too big for an issue comment: "
+            "attach the file. Shown here without the per-trial detail.")
+    text = dump_yaml(slim)
+    if len(text) > MAX_EMBEDDED_YAML:
+        text = text[:MAX_EMBEDDED_YAML] + "\n# ... cut here: attach the report file\n"
+    return text, note
+
+
+# -- Markdown ---------------------------------------------------------------------------
+
+def _cell(value: Any) -> str:
+    # "<" opens an HTML tag on GitHub: placeholders like <user-1> must stay visible.
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;") \
+        .replace("\n", "<br>")
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |",
+             "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    backend = data.get("backend") or {}
+    lines = [f"## xdna-runlist-harness: {title(data)}", ""]
+    if backend.get("simulated"):
+        nature = ("the documented stack" if backend.get("documented", True)
+                  else "the documented stack plus the hypothesis "
+                  + ", ".join(backend.get("deviations") or []))
+        lines += [f"> **SIMULATED.** These results come from the harness's model of {nature},"
+                  " not from an NPU.", ""]
+    verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
+    lines += [f"**Verdict:** {_cell(verdict)}", ""]
+    if data.get("bisect"):
+        section = data["bisect"]
+        answer = section.get("answer") or {}
+        lines += ["### Bisect", "", f"**Answer:** {_cell(answer.get('text', 'unfinished'))}", ""]
+        lines += md_table(["step", "probed", "plan", "kind", "outcome", "class"],
+                          bisect_rows(section)) + [""]
+    elif data.get("sweep"):
+        header, rows = sweep_table(data["sweep"])
+        lines += ["### Sweep", ""] + md_table(header, rows) + [""]
+    elif data.get("plans"):
+        lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected"],
+                                              plan_rows(data)) + [""]
+    if data.get("server"):
+        lines += server_markdown(data["server"])
+    failing = failing_rows(data)
+    if failing:
+        shown = failing[:MAX_FAILING_ROWS]
+        lines += ["### Failing runs", ""]
+        lines += md_table(["plan", "trial", "runlist", "runs (chains)", "failing run",
+                           "chain", "state", "from", "message"], shown)
+        if len(failing) > len(shown):
+            lines.append(f"\n{len(failing) - len(shown)} more failing runlists in the report.")
+        lines.append("")
+    lines += ["### Environment", ""] + md_table(["", ""], [list(r) for r in environment_rows(
+        data.get("environment") or {})]) + [""]
+    xclbins = xclbin_rows(data)
+    if xclbins:
+        stand_ins = ((data.get("artifacts") or {}).get("pack") or {}).get("stand_ins")
+        lines += ["### xclbins", ""]
+        if stand_ins:
+            lines += ["Synthesized stand-ins with the kernel signatures of the pack (no real "
+                      "pack was present).", ""]
+        lines += md_table(["role", "uuid", "sha256", "known as"], xclbins) + [""]
+    yaml_text, note = _yaml_for_embedding(data)
+    fence = "`" * max(3, _longest_backticks(yaml_text) + 1)
+    lines += ["<details>", "<summary>Full report (YAML)</summary>", ""]
+    if note:
+        lines += [note, ""]
+    lines += [f"{fence}yaml", yaml_text.rstrip("\n"), fence, "", "</details>", ""]
+    return "\n".join(lines)
+
+
+def server_markdown(server: dict[str, Any]) -> list[str]:
+    rows = [[str(r.get("index")), str(r.get("model")), str(r.get("outcome")),
+             _opt(r.get("state")), _opt(r.get("decoding_speed_tps")), _opt(r.get("wall_ms")),
+             _first_line(r.get("error"))] for r in server.get("requests") or []]
+    lines = ["### Server", ""]
+    lines += md_table(["request", "model", "outcome", "state", "decode tok/s", "wall ms",
+                       "error"], rows) + [""]
+    checks = server.get("checks") or []
+    if checks:
+        lines += md_table(["check", "status", "detail"],
+                          [[c.get("name", ""), c.get("status", ""), c.get("detail", "")]
+                           for c in checks]) + [""]
+    return lines
+
+
+def _longest_backticks(text: str) -> int:
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
+# -- plain text -------------------------------------------------------------------------
+
+def render_text(data: dict[str, Any]) -> str:
+    lines = [title(data), "verdict: " + ((data.get("verdict") or {}).get("text")
+                                        or "no verdict (the run did not finish)")]
+    if data.get("bisect"):
+        answer = (data["bisect"].get("answer") or {}).get("text", "unfinished")
+        lines += ["", f"bisect: {answer}"]
+        lines += [f"  {row[0]:>3}. {row[1]:>5} {row[3]:<12} {row[4]} -> {row[5]}"
+                  for row in bisect_rows(data["bisect"])]
+    elif data.get("sweep"):
+        header, rows = sweep_table(data["sweep"])
+        lines += ["", "  ".join(header)] + ["  ".join(r) for r in rows]
+    else:
+        lines += ["", "plans:"] + [f"  {r[0]:<24} {r[2]}" + (f"   (expected {r[3]})"
+                                                            if r[3] != "-" else "")
+                                   for r in plan_rows(data)]
+    failing = failing_rows(data)
+    if failing:
+        lines += ["", "failing runs:"]
+        lines += [f"  {r[0]} trial {r[1]} runlist {r[2]}: {r[6]}, failing run {r[4]} "
+                  f"(chain {r[5]}), from the {r[7]}: {r[8]}" for r in failing[:MAX_FAILING_ROWS]]
+    lines += ["", "environment:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
+        data.get("environment") or {})]
+    xclbins = xclbin_rows(data)
+    if xclbins:
+        lines += ["", "xclbins:"] + [f"  {r[0]:<8} {r[1]}  {r[3]}" for r in xclbins]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,318 @@
+"""Reports for upstream: schema, validate, render (read as a browser would), redact, compare."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from harness.cli import main
+from harness.compare import build
+from harness.redact import redact
+from harness.schema import check, report_schema
+from harness.yamlio import dump_yaml, load_yaml_text
+
+CANARIES = {
+    "hostname": "canary-host-7731",
+    "user": "canaryuser",
+    "machine_id": "c0ffee00c0ffee00c0ffee00c0ffee00",
+    "serial": "SN-CANARY-4455",
+    "mac": "de:ad:be:ef:00:42",
+    "ipv4": "10.11.12.13",
+    "ipv6": "fe80::dead:beef:1234:5678",
+}
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def written(result) -> Path:
+    return Path([x for x in result.stdout.splitlines() if x.startswith("report: ")][0][8:])
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, Path]:
+    """One report of each kind the harness writes, made on the simulated stack."""
+    folder = tmp_path_factory.mktemp("reports")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.setenv("XDG_CACHE_HOME", str(folder / ".cache"))
+        made = {
+            "documented": written(invoke("reproduce", "--no-isolate", "--trials", "2",
+                                         "--backend", "sim")),
+            "cap40": written(invoke("reproduce", "--no-isolate", "--trials", "2",
+                                    "--profile", "inflight-cap:40")),
+            "bisect": written(invoke("bisect", "minicpm5-2b-decode", "--lo", "30", "--hi",
+                                     "45", "--trials", "1", "--profile", "inflight-cap:37",
+                                     "--no-isolate")),
+            "sweep": written(invoke("sweep", "minicpm5-2b-decode", "--depths", "36..40",
+                                    "--chunks", "21,42", "--trials", "1", "--profile",
+                                    "inflight-cap:37", "--no-isolate")),
+            "deadline": written(invoke("run", "nop-depth", "--plan", "monolithic", "--trials",
+                                       "1", "--profile", "mainline,hang-at:1", "--realtime",
+                                       "--deadline", "0.8")),
+        }
+    return {name: folder / path for name, path in made.items()}
+
+
+def data_of(path: Path) -> dict:
+    return load_yaml_text(path.read_text())
+
+
+# -- schema ---------------------------------------------------------------------------
+
+def test_every_report_kind_validates_with_a_real_validator(reports):
+    validator = jsonschema.Draft202012Validator(report_schema())
+    jsonschema.Draft202012Validator.check_schema(report_schema())
+    for name, path in reports.items():
+        errors = sorted(validator.iter_errors(data_of(path)), key=str)
+        assert not errors, f"{name}: {errors[:3]}"
+        assert check(data_of(path)) == [], name
+
+
+def test_an_in_flight_report_validates(reports, tmp_path):
+    data = data_of(reports["documented"])
+    data["plans"][0]["trials"].append({"index": 2, "status": "in-flight",
+                                       "state": "in-flight", "runlists": [],
+                                       "started": "2026-01-01T00:00:00Z"})
+    data["finished"] = None
+    jsonschema.validate(data, report_schema())
+    assert check(data) == []
+
+
+def mutate(data: dict, rng) -> dict:
+    """Change one value somewhere in the document to something of another type."""
+    data = copy.deepcopy(data)
+    paths = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                paths.append(path + (k,))
+                walk(v, path + (k,))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                paths.append(path + (i,))
+                walk(v, path + (i,))
+    walk(data, ())
+    target = rng.choice(paths)
+    parent = data
+    for part in target[:-1]:
+        parent = parent[part]
+    choice = rng.choice(["drop", "string", "negative", "list", "null", "extra"])
+    if choice == "drop" and isinstance(parent, dict):
+        del parent[target[-1]]
+    elif choice == "string":
+        parent[target[-1]] = "bogus"
+    elif choice == "negative":
+        parent[target[-1]] = -5
+    elif choice == "list":
+        parent[target[-1]] = [1, "x"]
+    elif choice == "null":
+        parent[target[-1]] = None
+    elif isinstance(parent, dict):
+        parent["unexpected_key"] = 1
+    return data
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture])
+@given(st.randoms(use_true_random=False))
+def test_the_built_in_checker_agrees_with_jsonschema(reports, rng):
+    base = data_of(reports["cap40"])
+    broken = mutate(base, rng)
+    valid_here = not check(broken)
+    valid_there = jsonschema.Draft202012Validator(report_schema()).is_valid(broken)
+    assert valid_here == valid_there
+
+
+# -- report validate --------------------------------------------------------------------
+
+def test_validate_good_reports(reports):
+    result = invoke("report", "validate", *map(str, reports.values()))
+    assert result.exit_code == 0
+    assert result.stdout.count(": valid") == len(reports)
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda t: t.replace("status: failed", "status: exploded", 1),
+     r"line \d+: plans\[0\]\.trials\[0\]\.status: 'exploded' is not one of"),
+    (lambda t: t.replace("runs: 42", "runs: forty-two", 1),
+     r"line \d+: plans\[0\]\.trials\[0\]\.runlists\[0\]\.runs: expected integer"),
+    (lambda t: re.sub(r"^run_id: .*\n", "", t, flags=re.M), r"missing required key 'run_id'"),
+    (lambda t: t.replace("schema: xdna-runlist-harness/report/v1", "schema: other/v3"),
+     "unknown report schema 'other/v3'"),
+    (lambda t: t + "  : [broken\n", "not valid YAML"),
+])
+def test_validate_names_what_is_wrong_where(reports, tmp_path, edit, words):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(edit(reports["cap40"].read_text()))
+    result = CliRunner().invoke(main, ["report", "validate", str(broken)])
+    assert result.exit_code == 2
+    assert re.search(words, result.stdout), result.stdout
+
+
+@pytest.mark.parametrize("command", ["render", "compare"])
+def test_render_and_compare_refuse_broken_reports(reports, tmp_path, command):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("schema: xdna-runlist-harness/report/v1\nrun_id: x\n")
+    args = ["report", command, str(broken)] + ([str(reports["cap40"])]
+                                               if command == "compare" else [])
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert "malformed report" in result.output and "Traceback" not in result.output
+
+
+# -- render, read as a browser would ---------------------------------------------------
+
+def html_of(markdown: str) -> str:
+    return MarkdownIt("commonmark").enable("table").render(markdown)
+
+
+def test_markdown_renders_the_tables_and_the_yaml(reports):
+    md = invoke("report", "render", str(reports["cap40"])).stdout
+    html = html_of(md)
+    assert re.search(r"<h2>[^<]*SIMULATED stack, profile staging,inflight-cap:40", html)
+    assert "<strong>Verdict:</strong> reproduced: monolithic 42: TIMEOUT 2/2" in html
+    plans = re.search(r"<h3>Plans</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
+    headers = re.findall(r"<th>(.*?)</th>", plans)
+    assert headers == ["plan", "trials", "outcome", "expected"]
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>",
+                                                                      plans, re.S)[1:]]
+    assert rows == [["monolithic 42", "2", "TIMEOUT 2/2", "TIMEOUT"],
+                    ["halves 21+21", "2", "COMPLETED 2/2", "COMPLETED"]]
+    failing = re.search(r"<h3>Failing runs</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
+    assert "<td>42 (24+18)</td>" in failing and "<td>TIMEOUT</td>" in failing
+    details = re.search(r"<details>(.*?)</details>", html, re.S).group(1)
+    assert "<summary>Full report (YAML)</summary>" in details
+    code = re.search(r'<code class="language-yaml">(.*?)</code>', details, re.S).group(1)
+    assert "schema: xdna-runlist-harness/report/v1" in code
+    assert load_yaml_text(code.replace("&lt;", "<").replace("&gt;", ">")
+                          .replace("&quot;", '"').replace("&amp;", "&"))["run_id"]
+
+
+def test_bisect_and_sweep_render_their_own_sections(reports):
+    bisect = html_of(invoke("report", "render", str(reports["bisect"])).stdout)
+    assert "<strong>Answer:</strong> first failing depth 38" in bisect
+    sweep = html_of(invoke("report", "render", str(reports["sweep"])).stdout)
+    table = re.search(r"<h3>Sweep</h3>\s*<table>(.*?)</table>", sweep, re.S).group(1)
+    assert re.findall(r"<th>(.*?)</th>", table) == ["depth \\ chunk", "21", "42"]
+    assert "<td>TIMEOUT 1/1</td>" in table
+
+
+def test_text_render(reports):
+    text = invoke("report", "render", "--format", "text", str(reports["deadline"])).stdout
+    assert text.startswith("nop-depth: SIMULATED stack")
+    assert "deadline" in text and "environment:" in text
+
+
+def test_hardware_title_has_no_simulated(reports, tmp_path):
+    data = data_of(reports["documented"])
+    data["backend"] = {"kind": "xrt", "simulated": False, "pyxrt": "/opt/xilinx/pyxrt.so"}
+    data["environment"]["npu"] = {"present": True, "generation": "NPU5 Strix Halo",
+                                  "nodes": []}
+    data["verdict"]["text"] = data["verdict"]["text"].split(" [SIMULATED")[0]
+    path = tmp_path / "hw.yaml"
+    path.write_text(dump_yaml(data))
+    md = invoke("report", "render", str(path)).stdout
+    assert md.splitlines()[0] == "## xdna-runlist-harness: minicpm5-2b-decode: hardware NPU " \
+                                 "(NPU5 Strix Halo)"
+    assert "SIMULATED" not in md.split("<details>")[0]
+
+
+# -- redaction --------------------------------------------------------------------------
+
+def planted(path: Path, tmp_path: Path) -> Path:
+    data = data_of(path)
+    c = CANARIES
+    system = data["environment"]["system"]
+    system.update({"hostname": c["hostname"], "user": c["user"], "machine_id": c["machine_id"]})
+    data["environment"]["npu"]["sysfs"] = {"serial_number": c["serial"], "fw_version": "1.1.2.65"}
+    data["environment"]["xrt"]["LD_LIBRARY_PATH"] = f"/home/{c['user']}/xrt/lib:/opt/x"
+    data["harness"]["argv"] = ["runlist-harness", "--xclbins",
+                               f"/home/{c['user']}/packs", f"--host={c['hostname']}"]
+    trial = data["plans"][0]["trials"][0]
+    trial["runlists"][0]["message"] = (f"runlist failed on {c['hostname']} "
+                                       f"({c['ipv4']}, {c['ipv6']}, nic {c['mac']}) "
+                                       f"machine {c['machine_id']} board {c['serial']}")
+    data["case"]["file"] = f"/home/{c['user']}/cases/x.yaml"
+    out = tmp_path / "planted.yaml"
+    out.write_text(dump_yaml(data))
+    return out
+
+
+def test_no_canary_survives_redaction(reports, tmp_path):
+    path = planted(reports["cap40"], tmp_path)
+    md = invoke("report", "render", str(path)).stdout
+    for name, value in CANARIES.items():
+        assert value not in md, name
+        assert value.upper() not in md, name
+    assert "<hostname>" in md and "&lt;hostname>" in md      # YAML and table forms
+    assert "/home/<user-" in md and "1.1.2.65" in md             # versions are not IPs
+    md5 = data_of(path)["artifacts"]["xclbins"][0]["md5"]
+    assert md5 in md                                              # identities stay
+    plain = invoke("report", "render", "--no-redact", str(path)).stdout
+    assert CANARIES["hostname"] in plain and CANARIES["ipv4"] in plain
+
+
+def test_redaction_is_stable(reports, tmp_path):
+    data = redact(data_of(planted(reports["cap40"], tmp_path)))
+    text = dump_yaml(data)
+    host = data["environment"]["system"]["hostname"]
+    assert text.count(host) >= 3        # system.hostname, argv, the message: one placeholder
+    assert re.findall(r"<ip-\d+>", text)
+
+
+# -- compare -----------------------------------------------------------------------------
+
+def test_compare_labels_columns_by_what_differs(reports, tmp_path):
+    hardware = data_of(reports["cap40"])
+    hardware["backend"] = {"kind": "xrt", "simulated": False}
+    hardware["environment"]["npu"] = {"present": True, "ioctl": {"firmware": "1.1.2.65"}}
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(dump_yaml(hardware))
+    result = invoke("report", "compare", str(reports["documented"]), str(reports["cap40"]),
+                    str(hw))
+    assert result.exit_code == 0
+    out = result.stdout
+    assert out.startswith("compare 3 reports; columns differ by: profile, firmware")
+    row = [line for line in out.splitlines() if line.startswith("monolithic 42")][0]
+    cells = re.split(r"\s{2,}", row.strip())
+    assert cells[1:] == ["COMPLETED 2/2", "TIMEOUT 2/2 *", "TIMEOUT 2/2 *"]
+    assert "SIMULATED staging,inflight-cap:40" in out and "hardware, firmware 1.1.2.65" in out
+
+
+def test_compare_markdown_as_html(reports):
+    md = invoke("report", "compare", "--format", "md", str(reports["documented"]),
+                str(reports["cap40"])).stdout
+    html = html_of(md)
+    headers = re.findall(r"<th>(.*?)</th>", html)
+    assert headers == ["plan", "SIMULATED staging", "SIMULATED staging,inflight-cap:40"]
+    assert "<td><strong>TIMEOUT 2/2</strong> ≠</td>" in html
+
+
+def test_compare_sweeps_by_cell(reports):
+    matrix = build([(str(p), data_of(p)) for p in (reports["sweep"], reports["sweep"])])
+    assert [r[0] for r in matrix.rows][:2] == ["depth 36 chunk 21", "depth 36 chunk 42"]
+    assert not any(any(marks) for _, _, marks in matrix.rows)
+
+
+def test_compare_needs_two_reports(reports):
+    result = CliRunner().invoke(main, ["report", "compare", str(reports["cap40"])])
+    assert result.exit_code == 2 and "at least two" in result.output
+
+
+def test_render_out_never_overwrites(reports, tmp_path):
+    out = tmp_path / "issue.md"
+    out.write_text("mine")
+    result = CliRunner().invoke(main, ["report", "render", str(reports["cap40"]), "--out",
+                                       str(out)])
+    assert result.exit_code == 2 and out.read_text() == "mine"
