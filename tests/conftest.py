@@ -41,3 +41,17 @@ def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
     for name in ("FLM_XCLBIN_PATH", "XILINX_XRT", "HARNESS_SIM_PROFILE"):
         monkeypatch.delenv(name, raising=False)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `npu` need real hardware: pyxrt that imports and an NPU node."""
+    if not any("npu" in item.keywords for item in items):
+        return
+    from harness.backend import import_pyxrt, npu_nodes
+    module, why = import_pyxrt()
+    if module is not None and npu_nodes():
+        return
+    reason = f"needs an XDNA NPU and pyxrt ({why or 'no /dev/accel/accel* node'})"
+    for item in items:
+        if "npu" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=reason))
