@@ -26,6 +26,7 @@ import psutil
 from harness.session import TrialResult, TrialSpec
 
 STDERR_TAIL = 2000
+KILL_WAIT_S = 10.0
 PR_SET_PDEATHSIG = 1
 
 
@@ -56,11 +57,17 @@ def run_isolated(spec: TrialSpec, backend: dict[str, Any], deadline_s: float,
         _, stderr = proc.communicate(payload.encode(), timeout=deadline_s)
     except subprocess.TimeoutExpired:
         kill_tree(proc.pid)
-        _, stderr = proc.communicate()
-        reader.join(timeout=5)
+        try:
+            _, stderr = proc.communicate(timeout=KILL_WAIT_S)
+            how = "the worker's process tree was killed"
+        except subprocess.TimeoutExpired:
+            # A process blocked inside the driver cannot die until the driver lets go.
+            stderr = b""
+            how = (f"the worker did not die within {KILL_WAIT_S:g} s of SIGKILL (stuck in the "
+                   "driver?); it is left behind")
+        reader.join(timeout=KILL_WAIT_S)
         return TrialResult(spec.trial, "deadline", _ms(started), spec.seed,
-                           error=f"no answer within the {deadline_s:g} s deadline; the "
-                                 f"worker's process tree was killed. "
+                           error=f"no answer within the {deadline_s:g} s deadline; {how}. "
                                  f"{_tail(stderr)}".strip())
     except BaseException:
         kill_tree(proc.pid)

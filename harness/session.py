@@ -179,12 +179,17 @@ def run_chunk(loaded: _Loaded, backend: Backend, index: int, layers: int) -> Run
     outcome = RunlistOutcome(index, len(runs), chain_split(len(runs), backend.submit_size))
     device_before = backend.device_clock_ms()
     started = time.perf_counter()
-    rl.execute()
+    errors = []
+    try:
+        rl.execute()
+    except RuntimeError as err:
+        # XRT: a failed submit still leaves the list running; it must be waited on.
+        errors.append(f"execute: {err}")
     try:
         rl.wait()
-        message = None
     except RuntimeError as err:
-        message = str(err)
+        errors.append(str(err))
+    message = "\n".join(errors) or None
     outcome.wall_ms = round((time.perf_counter() - started) * 1000.0, 3)
     device_after = backend.device_clock_ms()
     if device_before is not None and device_after is not None:
@@ -205,7 +210,9 @@ def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
     # device's (a host-side expiry would have returned, not raised).
     outcome.source = "device"
     state = failure.state
-    for position, r in enumerate(runs):
+    submit_failed = message.startswith("execute: ")
+    # After a failed submit the runs were never sent: their NEW says nothing about a chain.
+    for position, r in enumerate(runs if state is not None or not submit_failed else []):
         try:
             run_state = state_from_pyxrt(r.state())
         except Exception:
@@ -217,7 +224,8 @@ def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
                 state = run_state
             break
     if state is None:
-        outcome.state, outcome.state_code = failure.state_text, None
+        outcome.state = "submit-failed" if submit_failed else failure.state_text
+        outcome.state_code = None
     else:
         outcome.state, outcome.state_code = state.name, int(state.value)
 

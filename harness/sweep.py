@@ -63,6 +63,14 @@ class Cell:
                         for state, n in sorted(self.counts.items(), key=lambda kv: -kv[1]))
 
 
+def cell_plan(depth: int, chunk: int) -> Plan:
+    return plan_for_depth(depth, min(chunk, depth))
+
+
+def distinct_plans(depths: list[int], chunks: list[int]) -> set[tuple[int, ...]]:
+    return {cell_plan(d, c).chunks for d in depths for c in chunks}
+
+
 def run_sweep(prober: Prober, depths: list[int], chunks: list[int], say: Say
               ) -> tuple[list[Cell], bool]:
     """Measure every cell (sharing identical plans); False when the budget ran out."""
@@ -71,7 +79,7 @@ def run_sweep(prober: Prober, depths: list[int], chunks: list[int], say: Say
     complete = True
     for depth in depths:
         for chunk in chunks:
-            plan = plan_for_depth(depth, min(chunk, depth))
+            plan = cell_plan(depth, chunk)
             key = plan.chunks
             if key not in measured and complete:
                 try:

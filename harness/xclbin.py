@@ -8,7 +8,9 @@ AIE_PARTITION, MEM_TOPOLOGY and (GROUP_)CONNECTIVITY, the last two because
 `kernel.group_id(arg)` is answered from them.
 
 Every malformed input raises `XclbinError` naming what is wrong and at which
-file offset; the parser never lets another exception out.
+file offset; the parser never lets another exception out. (The module is
+longer than most here because the format is: each section's structure and the
+bounds checks that guard it are kept side by side.)
 """
 
 from __future__ import annotations

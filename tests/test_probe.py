@@ -255,3 +255,18 @@ def test_run_embeds_the_fingerprint():
     environment = load_report(path).environment
     assert {"system", "npu", "driver", "xrt", "memlock", "flm", "checks"} <= set(environment)
     assert environment["system"]["kernel"]
+
+
+def test_memlock_against_a_model(tree, tmp_path):
+    mib = 1024 * 1024
+    roomy = probe(tree.sources(memlock=(200 * mib, 200 * mib)), need_bytes=150 * mib)
+    assert roomy["memlock"]["enough"] is True and statuses(roomy)["memlock"] == "PASS"
+    tight = probe(tree.sources(memlock=(200 * mib, 200 * mib)), need_bytes=2020 * mib)
+    assert tight["memlock"]["needed"] == 2020 * mib and statuses(tight)["memlock"] == "WARN"
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.q4nx").write_bytes(bytes(1024))
+    result = CliRunner().invoke(main, ["probe", "--json", "--model-dir", str(model)])
+    assert json.loads(result.stdout)["memlock"]["needed"] == 100 * mib   # the floor wins
+    bad = CliRunner().invoke(main, ["probe", "--model-dir", str(tmp_path)])
+    assert bad.exit_code == 2 and "no model.q4nx" in bad.output

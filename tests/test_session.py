@@ -66,3 +66,15 @@ def test_each_trial_gets_a_fresh_device(tmp_path):
     second = run_trial(spec_for(tmp_path, [21, 21]), backend)
     assert first.state == "TIMEOUT" and second.state == "COMPLETED"
     assert second.runlists[0].device_ms == 21 * 0.05
+
+
+def test_a_failed_submit_is_recorded_and_the_list_still_waited_on(tmp_path, monkeypatch):
+    from harness.sim import runs
+    waited = []
+    monkeypatch.setattr(runs.runlist, "execute",
+                        lambda self: (_ for _ in ()).throw(RuntimeError("submit ioctl failed")))
+    monkeypatch.setattr(runs.runlist, "wait", lambda self, *a: waited.append(True))
+    result = run_trial(spec_for(tmp_path, [3]), choose_backend("sim", "staging"))
+    outcome = result.runlists[0]
+    assert result.status == "failed" and outcome.state == "submit-failed"
+    assert outcome.message == "execute: submit ioctl failed" and waited == [True]

@@ -53,19 +53,11 @@ def _register() -> None:
         xclbins_cmd,
     )
 
-    main.add_command(xclbin_cmd.xclbin)
-    main.add_command(xclbins_cmd.xclbins)
-    main.add_command(cases_cmd.cases)
-    main.add_command(run_cmd.run)
-    main.add_command(run_cmd.reproduce)
-    main.add_command(run_cmd.worker)
-    main.add_command(search_cmd.bisect)
-    main.add_command(search_cmd.sweep)
-    main.add_command(sim_cmd.sim)
-    main.add_command(probe_cmd.probe)
-    main.add_command(report_cmd.report)
-    main.add_command(serve_cmd.serve_probe)
-    main.add_command(serve_cmd.pack)
+    for command in (xclbin_cmd.xclbin, xclbins_cmd.xclbins, cases_cmd.cases, run_cmd.run,
+                    run_cmd.reproduce, run_cmd.worker, search_cmd.bisect, search_cmd.sweep,
+                    sim_cmd.sim, probe_cmd.probe, report_cmd.report, serve_cmd.serve_probe,
+                    serve_cmd.pack):
+        main.add_command(command)
 
 
 _register()

@@ -8,10 +8,12 @@ from collections.abc import Callable
 import click
 
 from harness.backend import KINDS, Backend, choose_backend
-from harness.case import Case
+from harness.case import Case, load_case
+from harness.environment import collect_environment
 from harness.errors import ExitCode, PlanError
 from harness.plan import Plan, make_plan
 from harness.report import Report
+from harness.runner import Runner, RunOptions, start
 
 
 def backend_options(fn: Callable) -> Callable:
@@ -60,6 +62,22 @@ def make_backend(kind: str, profile: str | None, realtime: bool) -> Backend:
     return choose_backend(kind, profile, realtime=realtime)
 
 
+def start_runner(case_ref: str, plans: list[Plan] | None, command: str, backend: Backend, *,
+                 trials: int | None, no_isolate: bool, deadline: float | None,
+                 continue_after_failure: bool, seed: int, xclbins_dir: str | None,
+                 out: str | None, force: bool, progress=None) -> tuple[Runner, Case]:
+    """Load the case, find its pack, open the report: what every trial-running command does.
+    `plans` None means the case's own plans; an empty list, plans added as the search goes."""
+    case = load_case(case_ref)
+    options = RunOptions(trials=trials or case.trials, isolate=not no_isolate,
+                         deadline_s=deadline, continue_after_failure=continue_after_failure,
+                         seed=seed)
+    runner = start(case_ref, plans, options, backend=backend, xclbins_dir=xclbins_dir,
+                   out=out, force=force, command=command,
+                   environment=collect_environment(backend), progress=progress)
+    return runner, case
+
+
 def plans_from_refs(case: Case, refs: tuple[str, ...]) -> list[Plan]:
     """`--plan` values: a plan name of the case, or a spec like 21+21 / even:3 / max:24."""
     if not refs:
@@ -86,6 +104,36 @@ def exit_code(report: Report) -> ExitCode:
     if "failed" in statuses:
         return ExitCode.DEVICE_FAILURE
     return ExitCode.OK
+
+
+class TrialBar:
+    """A bar of trials done on stderr, drawn only on a terminal; a search (bisect,
+    sweep) gives an estimate of its total, so the bar says roughly how far it is."""
+
+    WIDTH = 30
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total = max(total, 1)
+        self.done = 0
+        self.label = label
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, text: str, done: bool) -> None:
+        if done:
+            self.done += 1
+        if self.tty:
+            filled = min(self.WIDTH, self.WIDTH * self.done // self.total)
+            bar = "#" * filled + "." * (self.WIDTH - filled)
+            click.echo(f"\r\033[K{self.label} [{bar}] {self.done}/~{self.total} trials",
+                       err=True, nl=False)
+
+    def say(self, text: str) -> None:
+        """A line of its own above the bar."""
+        click.echo(("\r\033[K" if self.tty else "") + text, err=True)
+
+    def close(self) -> None:
+        if self.tty:
+            click.echo("\r\033[K", err=True, nl=False)
 
 
 def progress_line(text: str, done: bool) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from harness.errors import ExitCode
+from harness.errors import BadInput, ExitCode
 from harness.probe import probe as run_probe
 from harness.probe import ready, render
 from harness.probe.sources import Sources
@@ -23,7 +23,11 @@ from harness.yamlio import dump_yaml
 @click.option("--yaml", "as_yaml", is_flag=True, help="Everything, as YAML.")
 @click.option("--require-npu", is_flag=True,
               help="Exit 3 unless an NPU is present and no check FAILs.")
-def probe(root: str, as_json: bool, as_yaml: bool, require_npu: bool) -> None:
+@click.option("--model-dir", type=click.Path(exists=True, file_okay=False), default=None,
+              help="A model folder: the memlock check then asks for room for its model.q4nx "
+                   "(the weights live in pinned buffers), not just FastFlowLM's 100 MiB.")
+def probe(root: str, as_json: bool, as_yaml: bool, require_npu: bool,
+          model_dir: str | None) -> None:
     """Fingerprint this machine's NPU stack and check it is ready, naming each fix.
 
     Reads the device nodes, PCI identity and generation, firmware, driver
@@ -31,7 +35,13 @@ def probe(root: str, as_json: bool, as_yaml: bool, require_npu: bool) -> None:
     memlock, and FastFlowLM; then prints PASS/WARN/FAIL lines.
     """
     src = Sources.live() if Path(root) == Path("/") else Sources(root=Path(root))
-    facts = run_probe(src)
+    need = None
+    if model_dir:
+        weights = Path(model_dir) / "model.q4nx"
+        if not weights.is_file():
+            raise BadInput(f"{model_dir} has no model.q4nx to size the memlock need from")
+        need = weights.stat().st_size
+    facts = run_probe(src, need_bytes=need)
     if as_json:
         click.echo(json.dumps(facts, indent=2))
     elif as_yaml:

@@ -13,12 +13,12 @@ from harness.cli.options import (
     make_backend,
     plans_from_refs,
     progress_line,
+    start_runner,
     trial_options,
 )
-from harness.environment import collect_environment
 from harness.errors import BadInput
 from harness.report import Report
-from harness.runner import Interrupted, Runner, RunOptions, reopen, start
+from harness.runner import Interrupted, Runner, reopen
 
 DEFAULT_CASE = "minicpm5-2b-decode"
 INTERRUPTED_EXIT = 130
@@ -69,13 +69,6 @@ def _detail(plan) -> str:
     return f"chains {chains}" if chains else ""
 
 
-def _options(case_trials: int, trials: int | None, no_isolate: bool, deadline: float | None,
-             continue_after_failure: bool, seed: int) -> RunOptions:
-    return RunOptions(trials=trials or case_trials, isolate=not no_isolate,
-                      deadline_s=deadline, continue_after_failure=continue_after_failure,
-                      seed=seed)
-
-
 @click.command()
 @click.argument("case_ref", metavar="CASE", required=False)
 @click.option("--plan", "plan_refs", multiple=True,
@@ -105,14 +98,12 @@ def run(case_ref, plan_refs, resume_path, backend_kind, profile, realtime, seed,
         return
     if not case_ref:
         raise BadInput("give a CASE (a shipped case name or a case file), or --resume REPORT")
-    case = load_case(case_ref)
     backend = make_backend(backend_kind, profile, realtime)
-    runner = start(case_ref, plans_from_refs(case, plan_refs),
-                   _options(case.trials, trials, no_isolate, deadline, continue_after_failure,
-                            seed),
-                   backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                   command="run", environment=collect_environment(backend),
-                   progress=progress_line)
+    runner, _ = start_runner(
+        case_ref, plans_from_refs(load_case(case_ref), plan_refs), "run", backend,
+        trials=trials, no_isolate=no_isolate, deadline=deadline,
+        continue_after_failure=continue_after_failure, seed=seed, xclbins_dir=xclbins_dir,
+        out=out, force=force, progress=progress_line)
     _execute(runner, as_json, backend.describe())
 
 
@@ -130,14 +121,11 @@ def reproduce(case_ref, backend_kind, profile, realtime, seed, trials, xclbins_d
     the verdict says so plainly, and --profile inflight-cap:40 plays the
     hypothesis that the firmware wedges on deep runlists.
     """
-    case = load_case(case_ref)
     backend = make_backend(backend_kind, profile, realtime)
-    runner = start(case_ref, list(case.plans),
-                   _options(case.trials, trials, no_isolate, deadline, continue_after_failure,
-                            seed),
-                   backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                   command="reproduce", environment=collect_environment(backend),
-                   progress=progress_line)
+    runner, _ = start_runner(
+        case_ref, None, "reproduce", backend, trials=trials, no_isolate=no_isolate,
+        deadline=deadline, continue_after_failure=continue_after_failure, seed=seed,
+        xclbins_dir=xclbins_dir, out=out, force=force, progress=progress_line)
     _execute(runner, as_json, backend.describe())
 
 

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
-import sys
+import math
 
 import click
 
 from harness.bisect import FLAKY_CHOICES
-from harness.case import Case, load_case
-from harness.cli.options import backend_options, make_backend, trial_options
-from harness.environment import collect_environment
+from harness.cli.options import (
+    TrialBar,
+    backend_options,
+    make_backend,
+    start_runner,
+    trial_options,
+)
 from harness.errors import BadInput, ReportError
 from harness.report import load_report, utc_now
-from harness.runner import Interrupted, Runner, RunOptions, reopen, start
+from harness.runner import Interrupted, Runner, reopen
 from harness.search import BisectSettings, Prober, bisection_from_log, run_bisect
 from harness.sweep import (
+    distinct_plans,
     grid_text,
     parse_depths,
     parse_list,
@@ -28,29 +33,10 @@ from harness.sweep import (
 INTERRUPTED_EXIT = 130
 
 
-def say(text: str) -> None:
-    click.echo(text, err=True)
-
-
-def quiet_progress(text: str, done: bool) -> None:
-    """Per-trial progress only on a terminal (the search prints its own lines)."""
-    if sys.stderr.isatty():
-        click.echo(f"\r\033[K{text}", err=True, nl=False)
-
-
-def _start(case_ref, command, backend, trials, no_isolate, deadline, continue_after_failure,
-           seed, xclbins_dir, out, force) -> tuple[Runner, Case]:
-    case = load_case(case_ref)
-    options = RunOptions(trials=trials, isolate=not no_isolate, deadline_s=deadline,
-                         continue_after_failure=continue_after_failure, seed=seed)
-    return start(case_ref, [], options, backend=backend, xclbins_dir=xclbins_dir, out=out,
-                 force=force, command=command, environment=collect_environment(backend),
-                 progress=quiet_progress), case
-
-
 def _finish(runner: Runner, as_json: bool, lines: list[str]) -> None:
-    if sys.stderr.isatty():
-        click.echo("\r\033[K", err=True, nl=False)
+    bar = runner.progress
+    if isinstance(bar, TrialBar):
+        bar.close()
     if as_json:
         click.echo(json.dumps(runner.report.to_dict(), indent=2))
     else:
@@ -97,7 +83,7 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
         if case_ref or lo or hi or chunks_at:
             raise BadInput("--replay continues the logged bisect; drop CASE, --lo, --hi and "
                            "--chunks-at (or add --rerun to run it again)")
-        runner, report = reopen(replay_path, quiet_progress)
+        runner, report = reopen(replay_path)
         settings, bisection = _logged(report)
         click.echo(f"continuing the bisect in {replay_path}")
         _bisect(runner, settings, max_trials, as_json, bisection)
@@ -114,8 +100,10 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
             raise BadInput("give a CASE, or --replay REPORT")
         backend = make_backend(backend_kind, profile, realtime)
         settings = _settings(lo, hi, chunk_spec, chunks_at, flaky_as, trials)
-    runner, _ = _start(case_ref, "bisect", backend, settings.trials, no_isolate, deadline,
-                       continue_after_failure, seed, xclbins_dir, out, force)
+    runner, _ = start_runner(case_ref, [], "bisect", backend, trials=settings.trials,
+                             no_isolate=no_isolate, deadline=deadline,
+                             continue_after_failure=continue_after_failure, seed=seed,
+                             xclbins_dir=xclbins_dir, out=out, force=force)
     if replay_path:
         runner.report.sections["bisect"] = {"settings": settings.to_dict(), "log": [],
                                             "replay_of": report.run_id}
@@ -153,11 +141,15 @@ def _logged(report) -> tuple[BisectSettings, object]:
 
 
 def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisection=None):
+    width = max(settings.hi - settings.lo, 2)
+    estimate = (math.ceil(math.log2(width)) + 2) * settings.trials
+    bar = TrialBar(min(estimate, max_trials or estimate), "bisect")
+    runner.progress = bar
     try:
-        answer = run_bisect(runner, settings, max_trials, say, bisection)
+        answer = run_bisect(runner, settings, max_trials, bar.say, bisection)
     except Interrupted as stop:
-        say(f"interrupted; everything so far is in {stop.path} (continue it with "
-            f"`runlist-harness bisect --replay {stop.path}`)")
+        bar.say(f"interrupted; everything so far is in {stop.path} (continue it with "
+                f"`runlist-harness bisect --replay {stop.path}`)")
         raise SystemExit(INTERRUPTED_EXIT) from None
     _finish(runner, as_json, [answer.text] + [f"note: {n}" for n in answer.notes])
 
@@ -187,14 +179,19 @@ def sweep(case_ref, depths_text, chunks_text, plot_path, max_trials, backend_kin
     if plot_path:
         require_matplotlib()
     backend = make_backend(backend_kind, profile, realtime)
-    runner, case = _start(case_ref, "sweep", backend, trials or 3, no_isolate, deadline,
-                          continue_after_failure, seed, xclbins_dir, out, force)
+    runner, case = start_runner(case_ref, [], "sweep", backend, trials=trials or 3,
+                                no_isolate=no_isolate, deadline=deadline,
+                                continue_after_failure=continue_after_failure, seed=seed,
+                                xclbins_dir=xclbins_dir, out=out, force=force)
     click.echo(backend.describe())
+    total = len(distinct_plans(depths, chunks)) * (trials or 3)
+    bar = TrialBar(min(total, max_trials or total), "sweep")
+    runner.progress = bar
     prober = Prober(runner, trials or 3, max_trials)
     try:
-        cells, complete = run_sweep(prober, depths, chunks, say)
+        cells, complete = run_sweep(prober, depths, chunks, bar.say)
     except Interrupted as stop:
-        say(f"interrupted; everything so far is in {stop.path}")
+        bar.say(f"interrupted; everything so far is in {stop.path}")
         raise SystemExit(INTERRUPTED_EXIT) from None
     report = runner.report
     report.sections["sweep"] = sweep_section(cells, depths, chunks, complete)

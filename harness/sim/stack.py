@@ -25,7 +25,8 @@ the profile (`harness.sim.profiles`):
 Time is a virtual clock: a job's sub-command completion times are computed
 when it starts, so a healthy job costs one event however long it is, and a
 60 s timeout costs no wall time. In realtime mode the same events are
-reached by sleeping.
+reached by sleeping. (One module on purpose: the driver's rules and the
+firmware share the event queue and each job's timeline.)
 """
 
 from __future__ import annotations
