@@ -17,6 +17,8 @@ from types import ModuleType
 from typing import Any
 
 from harness.errors import BadInput, EnvironmentNotReady
+from harness.sim import control
+from harness.sim import pyxrt as sim_pyxrt
 from harness.sim.profiles import Profile, parse_profile
 
 XRT_SUBMIT_SIZE = 24          # STACK.md 2: hard-wired in runlist_impl
@@ -30,6 +32,8 @@ class Backend:
     profile: Profile | None = None
     reason: str = ""                  # why auto chose this backend
     latencies: dict[str, float] = field(default_factory=dict)
+    # On hardware, what the probe found the loaded driver's timeout to be.
+    hardware_timeout_s: float | None = None
 
     @property
     def simulated(self) -> bool:
@@ -67,23 +71,24 @@ class Backend:
         return out
 
     def prepare_trial(self, seed: int) -> None:
-        """Give each trial a fresh simulated device (and its own seed); no-op on hardware."""
+        """Give each trial a fresh simulated device and its own seed (from the trial's and
+        the profile's `seed:S`); no-op on hardware."""
         if self.simulated:
-            from harness.sim import control
-            control.configure(self.profile.with_seed(seed), latencies=self.latencies)
+            mixed = (seed + self.profile.seed * 1_000_003) % 2**32
+            control.configure(self.profile.with_seed(mixed), latencies=self.latencies)
 
     def device_clock_ms(self) -> float | None:
         """Simulated device time; hardware offers no device clock through pyxrt."""
         if not self.simulated:
             return None
-        from harness.sim import control
         return control.current().now / 1000.0
 
     def driver_timeout_s(self) -> float:
         """The longest time the driver may take to notice a hang (for deadlines)."""
         if self.simulated:
             return {"staging": 2.0, "oot": 4.0, "mainline": 60.0}[self.profile.flavour]
-        return 60.0     # the flavour is not known here: assume mainline's 60 s
+        # Unknown flavour: assume the slowest rule, mainline's 60 s.
+        return self.hardware_timeout_s or 60.0
 
 
 def npu_nodes(root: str = "/") -> list[str]:
@@ -124,7 +129,6 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
     parsed = parse_profile(profile)
     if realtime:
         parsed = parsed.with_realtime()
-    from harness.sim import pyxrt as sim_pyxrt
     return Backend("sim", sim_pyxrt, parsed, reason)
 
 

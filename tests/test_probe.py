@@ -270,3 +270,15 @@ def test_memlock_against_a_model(tree, tmp_path):
     assert json.loads(result.stdout)["memlock"]["needed"] == 100 * mib   # the floor wins
     bad = CliRunner().invoke(main, ["probe", "--model-dir", str(tmp_path)])
     assert bad.exit_code == 2 and "no model.q4nx" in bad.output
+
+
+@pytest.mark.parametrize("facts, seconds", [
+    ({"flavour": "staging", "timeout_setting": "5000"}, 5.0),
+    ({"flavour": "staging", "timeout_setting": "unreadable"}, 2.0),
+    ({"flavour": "oot", "timeout_setting": "3"}, 6.0),
+    ({"flavour": "mainline"}, 60.0),
+    ({"loaded": False, "flavour": None}, None),
+])
+def test_driver_timeout_for_deadlines(facts, seconds):
+    from harness.probe.driver import timeout_seconds
+    assert timeout_seconds(facts) == seconds

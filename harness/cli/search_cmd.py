@@ -136,8 +136,12 @@ def _logged(report) -> tuple[BisectSettings, object]:
     section = report.sections.get("bisect")
     if not section or "settings" not in section:
         raise ReportError("this report holds no bisect log (it was not written by `bisect`)")
-    settings = BisectSettings(**section["settings"])
-    return settings, bisection_from_log(settings, section, report.plans)
+    try:
+        settings = BisectSettings(**section["settings"])
+        return settings, bisection_from_log(settings, section, report.plans)
+    except (TypeError, KeyError, ValueError) as err:
+        raise ReportError(f"the bisect log in this report is malformed ({type(err).__name__}: "
+                          f"{err})") from None
 
 
 def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisection=None):

@@ -95,3 +95,20 @@ def _flavour(module: str, module_file: str | None, version: str | None,
     if not in_tree:
         in_tree.append("no version file and no tdr_timeout_ms: the in-tree parameter set")
     return "mainline", in_tree
+
+
+def timeout_seconds(facts: dict[str, Any]) -> float | None:
+    """How long the loaded driver takes, at most, to notice a hang (for trial deadlines)."""
+    flavour = facts.get("flavour")
+    setting = facts.get("timeout_setting")
+    try:
+        value = float(setting) if setting not in (None, UNREADABLE) else None
+    except ValueError:
+        value = None
+    if flavour == "staging":
+        return (value or 2000.0) / 1000.0
+    if flavour == "oot":
+        return 2 * (value or 2.0)
+    if flavour == "mainline":
+        return 60.0
+    return None
