@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.case import Case
@@ -153,13 +153,16 @@ def _cache_dir() -> Path:
 def stand_ins(case: Case, searched: list[str]) -> ResolvedPack:
     """Synthesized xclbins with the case's kernel signatures (simulated stack only)."""
     folder = _cache_dir() / "stand-ins" / case.pack
-    kernels = {c.kernel for c in case.per_layer}
+    kernel = case.per_layer[0].kernel
     files: dict[str, Path] = {}
     for role, name in case.xclbins.items():
-        if case.pack == VALIDATE_PACK or "DPU" in kernels and role == case.runlist_context:
+        runlist_role = role == case.runlist_context
+        if case.pack == VALIDATE_PACK or (runlist_role and kernel == "DPU"):
             spec = validate_spec(f"{case.pack}/{role}")
         else:
             spec = flm_spec(f"{case.pack}/{role}")
+        if runlist_role and spec.kernel_name != kernel:
+            spec = replace(spec, kernel_name=kernel)
         target = folder / name
         data = synthesize(spec)
         if not target.is_file() or target.read_bytes() != data:

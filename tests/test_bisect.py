@@ -48,7 +48,7 @@ def test_deterministic_boundary_found_within_log2_plus_2_probes(lo, width, data)
     assert set(bisection.order) <= set(range(lo, hi + 1))
 
 
-def test_the_done_criterion_shape():
+def test_1_to_128_takes_nine_probes():
     bisection = Bisection(1, 128)
     assert drive(bisection, lambda x: TO if x >= 38 else OK) == 9     # ceil(log2 128) + 2
     assert bisection.answer().text == \

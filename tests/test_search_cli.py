@@ -30,7 +30,7 @@ def trials_in(report) -> int:
     return sum(len(p.trials) for p in report.plans)
 
 
-def test_bisect_finds_38_within_the_trial_budget_of_the_issue():
+def test_bisect_finds_38_within_log2_plus_2_probes_of_k_trials():
     k = 3
     result = invoke("bisect", "minicpm5-2b-decode", "--lo", "1", "--hi", "128", "--trials",
                     str(k), "--profile", CAP, "--no-isolate")

@@ -11,6 +11,8 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 from fakeflm import Behaviour, FakeFlm
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.flm_client import FlmClient
@@ -197,3 +199,15 @@ def test_find_tag():
     assert find_tag(model_list, "minicpm5:2b")["size"] == 2
     assert find_tag(model_list, "Qwen3-1.7B-NPU2")["size"] == 1
     assert find_tag(model_list, "llama:8b") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_q4nx_reader_only_raises_bad_input(tmp_path_factory, data):
+    from harness.errors import BadInput
+    path = tmp_path_factory.mktemp("q4nx") / "model.q4nx"
+    path.write_bytes(data)
+    try:
+        read_q4nx(path)
+    except BadInput:
+        pass
