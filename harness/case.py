@@ -72,12 +72,13 @@ class Case:
 # -- finding cases -------------------------------------------------------------
 
 def case_dirs() -> list[Path]:
-    """Where shipped cases are looked for: $HARNESS_CASES, ./cases, the source tree's."""
+    """Where shipped cases are looked for: $HARNESS_CASES, ./cases, then the checkout's
+    cases/ (an editable install) or the installed package's copy (harness/cases)."""
+    here = Path(__file__).resolve().parent
     dirs = []
     if os.environ.get("HARNESS_CASES"):
         dirs.append(Path(os.environ["HARNESS_CASES"]))
-    dirs.append(Path.cwd() / "cases")
-    dirs.append(Path(__file__).resolve().parent.parent / "cases")
+    dirs += [Path.cwd() / "cases", here.parent / "cases", here / "cases"]
     unique: list[Path] = []
     for d in dirs:
         if d.is_dir() and d.resolve() not in [u.resolve() for u in unique]:

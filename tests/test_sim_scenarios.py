@@ -297,28 +297,21 @@ def test_stack4_slow_kernel_trips_staging_but_not_when_it_progresses(tmp_path):
         == ABORT_MSG
 
 
-def test_stack5_overlapping_partitions_time_share_the_array(tmp_path):
-    rig = Rig(tmp_path)
-    attn_ctx, attn_kernel = rig.context("attn")
+@pytest.mark.parametrize("columns, second_start, commands_in_sequence", [
+    (8, 0, 40),     # both contexts on columns 0-7: one runlist after the other
+    (4, 4, 20),     # columns 0-3 and 4-7: side by side
+])
+def test_stack5_overlapping_partitions_time_share_the_array(tmp_path, columns, second_start,
+                                                           commands_in_sequence):
+    rig = Rig(tmp_path, columns=columns)
+    other_ctx, other_kernel = rig.context("other", columns=columns, start=second_start)
     a, _ = rig.runlist(20)
-    b, _ = rig.runlist(20, ctx=attn_ctx, kernel=attn_kernel)
+    b, _ = rig.runlist(20, ctx=other_ctx, kernel=other_kernel)
     a.execute()
     b.execute()
     a.wait()
     b.wait()
-    assert rig.stack.now == pytest.approx(40 * 50.0)        # one after the other
-
-
-def test_stack5_disjoint_partitions_run_side_by_side(tmp_path):
-    rig = Rig(tmp_path, columns=4)
-    right_ctx, right_kernel = rig.context("right", columns=4, start=4)
-    a, _ = rig.runlist(20)
-    b, _ = rig.runlist(20, ctx=right_ctx, kernel=right_kernel)
-    a.execute()
-    b.execute()
-    a.wait()
-    b.wait()
-    assert rig.stack.now == pytest.approx(20 * 50.0)
+    assert rig.stack.now == pytest.approx(commands_in_sequence * 50.0)
 
 
 # -- the upstream observations under the inflight-cap hypothesis --------------------------
