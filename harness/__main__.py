@@ -1,3 +1,3 @@
 from harness.cli import main
 
-main()
+main(prog_name="runlist-harness")

@@ -130,8 +130,11 @@ def sweep_table(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
     rows = []
     for x in (data.get("artifacts") or {}).get("xclbins") or []:
-        known = ", ".join(x.get("known_as") or []) or ("synthetic stand-in" if
-                                                       x.get("synthetic") else "-")
+        names = x.get("known_as") or []
+        if names:
+            known = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
+        else:
+            known = "synthetic stand-in" if x.get("synthetic") else "-"
         rows.append([str(x.get("role")), str(x.get("uuid")), str(x.get("sha256")), known])
     return rows
 

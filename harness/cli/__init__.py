@@ -15,7 +15,8 @@ Exit codes:
   1  a trial failed on the device (real or simulated)
   2  bad input: a file, option or argument is wrong
   3  environment not ready (no NPU, no pyxrt, server unreachable)
-  4  harness fault: a worker crashed or missed its deadline"""
+  4  harness fault: a worker crashed or missed its deadline
+  130  interrupted (Ctrl-C); the report keeps everything so far"""
 
 
 class HarnessGroup(click.Group):
