@@ -128,7 +128,9 @@ class Bisection:
         if confirmation:
             self.confirmed.add(x)
 
-    def is_confirmation(self, x: int) -> bool:
+    @property
+    def confirming(self) -> bool:
+        """The interval is closed: what `next_x` returns now re-tests a neighbour."""
         return not self._open()
 
     # -- the answer ---------------------------------------------------------------

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.bisect import counts_text
-from harness.render import md_table
+from harness.render import md_table, record_label
 
 
 def attributes(data: dict[str, Any]) -> dict[str, str]:
@@ -44,9 +44,7 @@ def row_outcomes(data: dict[str, Any]) -> dict[str, dict[str, int]]:
                 for c in sweep.get("cells") or []}
     rows = {}
     for plan in data.get("plans") or []:
-        cut = "+".join(str(c) for c in plan.get("chunks") or [])
-        label = cut if plan.get("name") == cut else f"{plan.get('name')} {cut}"
-        rows[label] = (plan.get("summary") or {}).get("by_state") or {}
+        rows[record_label(plan)] = (plan.get("summary") or {}).get("by_state") or {}
     return rows
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from harness.case import Case
 from harness.errors import BadInput, EnvironmentNotReady, XclbinError
+from harness.probe.xrt import validate_files
 from harness.xclbin import read_xclbin
 from harness.xclbin_view import known_as
 from harness.xclbin_writer import flm_spec, synthesize, validate_spec
@@ -63,16 +64,6 @@ def pack_dirs(pack: str, xclbins_dir: str | None = None) -> list[Path]:
     return unique
 
 
-def validate_sources() -> list[Path]:
-    roots = [Path(os.environ["XILINX_XRT"])] if os.environ.get("XILINX_XRT") else []
-    roots.append(Path("/opt/xilinx/xrt"))
-    found: list[Path] = []
-    for root in roots:
-        found += sorted((root / "share" / "amdxdna" / "bins").glob("xrt_smi_*.a"))
-        found += sorted((root / "amdxdna" / "bins").glob("*/validate.xclbin"))
-    return found
-
-
 def resolve_pack(case: Case, *, xclbins_dir: str | None = None,
                  simulated: bool) -> ResolvedPack:
     searched: list[str] = []
@@ -96,7 +87,7 @@ def resolve_pack(case: Case, *, xclbins_dir: str | None = None,
 
 
 def _validate_from_xrt(case: Case, searched: list[str]) -> ResolvedPack | None:
-    for source in validate_sources():
+    for source in validate_files(Path("/"), os.environ.get("XILINX_XRT")):
         searched.append(str(source))
         if source.suffix == ".xclbin":
             data = source.read_bytes()

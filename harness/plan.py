@@ -13,6 +13,7 @@ Sizes must be positive and add up to the layer count.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.errors import PlanError
@@ -33,9 +34,14 @@ class Plan:
 
     @property
     def label(self) -> str:
-        """``monolithic 42`` or ``halves 21+21``: the name and the cut."""
-        cut = "+".join(str(c) for c in self.chunks)
-        return cut if self.name == cut else f"{self.name} {cut}"
+        return plan_label(self.name, self.chunks)
+
+
+def plan_label(name: str, chunks: Sequence[int]) -> str:
+    """``monolithic 42`` or ``halves 21+21``: the name and the cut (just ``21+21`` when the
+    name is the cut)."""
+    cut = "+".join(str(c) for c in chunks)
+    return cut if name == cut else f"{name} {cut}"
 
 
 def parse_plan(spec: str | int, layers: int) -> tuple[int, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.bisect import counts_text
+from harness.plan import plan_label
 from harness.yamlio import dump_yaml
 
 MAX_FAILING_ROWS = 20
@@ -69,7 +70,7 @@ def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
 def failing_rows(data: dict[str, Any]) -> list[list[str]]:
     rows = []
     for plan in data.get("plans") or []:
-        label = _plan_label(plan)
+        label = record_label(plan)
         for trial in plan.get("trials") or []:
             if trial.get("status") in ("deadline", "crashed", "interrupted"):
                 rows.append([label, str(trial.get("index")), "-", "-", "-", "-",
@@ -94,10 +95,9 @@ def _first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0][:160] if text and text.strip() else "-"
 
 
-def _plan_label(plan: dict[str, Any]) -> str:
-    cut = "+".join(str(c) for c in plan.get("chunks") or [])
-    name = str(plan.get("name"))
-    return cut if name == cut else f"{name} {cut}"
+def record_label(plan: dict[str, Any]) -> str:
+    """A report's plan entry labelled as `harness.plan.plan_label` does."""
+    return plan_label(str(plan.get("name")), plan.get("chunks") or [])
 
 
 def _counts(plan: dict[str, Any]) -> str:
@@ -106,7 +106,7 @@ def _counts(plan: dict[str, Any]) -> str:
 
 
 def plan_rows(data: dict[str, Any]) -> list[list[str]]:
-    return [[_plan_label(p), str(len(p.get("trials") or [])), _counts(p),
+    return [[record_label(p), str(len(p.get("trials") or [])), _counts(p),
              p.get("expect") or "-"] for p in data.get("plans") or []]
 
 

@@ -19,7 +19,9 @@ from typing import Any
 
 import yaml
 
+from harness.bisect import counts_text
 from harness.errors import ReportError
+from harness.plan import plan_label
 from harness.session import TrialResult
 from harness.yamlio import dump_yaml, load_yaml_text, write_atomic
 
@@ -42,8 +44,7 @@ class PlanRecord:
 
     @property
     def label(self) -> str:
-        cut = "+".join(str(c) for c in self.chunks)
-        return cut if self.name == cut else f"{self.name} {cut}"
+        return plan_label(self.name, self.chunks)
 
     def finished(self) -> list[TrialResult]:
         return [t for t in self.trials if t.status in FINISHED]
@@ -58,13 +59,9 @@ class PlanRecord:
         return {"trials": len(self.finished()), "by_state": by_state, "by_status": by_status}
 
     def counts_text(self) -> str:
-        """``TIMEOUT 3/3`` or ``COMPLETED 2/3, TIMEOUT 1/3``; ``no trials`` when empty."""
-        summary = self.summary()
-        total = summary["trials"]
-        if not total:
-            return "no finished trials"
-        parts = sorted(summary["by_state"].items(), key=lambda kv: (-kv[1], kv[0]))
-        return ", ".join(f"{state} {n}/{total}" for state, n in parts)
+        """``TIMEOUT 3/3`` or ``COMPLETED 2/3, TIMEOUT 1/3``; ``no finished trials``."""
+        by_state = self.summary()["by_state"]
+        return counts_text(by_state) if by_state else "no finished trials"
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "spec": self.spec, "chunks": list(self.chunks),

@@ -93,7 +93,7 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
     complete = True
     try:
         while (x := bisection.next_x()) is not None:
-            confirming = bisection.is_confirmation(x)
+            confirming = bisection.confirming
             left, steps = bisection.steps_left()
             plan = settings.plan(x)
             cut = "" if plan.label == str(x) else f" ({plan.label})"

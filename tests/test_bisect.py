@@ -17,7 +17,7 @@ def drive(bisection: Bisection, outcome) -> int:
     probes = 0
     while (x := bisection.next_x()) is not None:
         probes += 1
-        bisection.record(x, outcome(x), confirmation=bisection.is_confirmation(x))
+        bisection.record(x, outcome(x), confirmation=bisection.confirming)
         assert probes < 1000
     return probes
 

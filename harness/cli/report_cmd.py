@@ -14,7 +14,7 @@ from harness.errors import ExitCode, ReportError
 from harness.redact import redact
 from harness.report import load_report
 from harness.schema import check
-from harness.yamlio import DuplicateKeyError, load_yaml_with_lines
+from harness.yamlio import DuplicateKeyError, load_yaml_with_lines, write_atomic
 
 
 @click.group()
@@ -69,7 +69,6 @@ def _emit(text: str, out: str | None) -> None:
     if out is None:
         click.echo(text, nl=False)
         return
-    from harness.yamlio import write_atomic
     try:
         write_atomic(out, text, overwrite=False)
     except FileExistsError:

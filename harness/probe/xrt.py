@@ -79,13 +79,17 @@ def xrt_facts(src: Sources, npu_present: bool) -> dict[str, Any]:
     return facts
 
 
-def _validate_archives(src: Sources) -> list[str]:
-    roots = [src.environment("XILINX_XRT") or "", "/opt/xilinx/xrt"]
-    found: list[str] = []
-    for root in filter(None, roots):
+def validate_files(root: Path, xilinx_xrt: str | None) -> list[Path]:
+    """XRT's validate artefacts under `root`: the `xrt_smi_*.a` archives of an install, or
+    an older install's loose `validate.xclbin` (STACK.md 7)."""
+    found: list[Path] = []
+    for install in filter(None, (xilinx_xrt, "/opt/xilinx/xrt")):
+        base = root / install.lstrip("/")
         for pattern in ("share/amdxdna/bins/xrt_smi_*.a", "amdxdna/bins/*/validate.xclbin"):
-            for path in sorted(src.path(root).glob(pattern)):
-                shown = "/" + str(path.relative_to(src.root)) if src.fake else str(path)
-                if shown not in found:
-                    found.append(shown)
+            found += [p for p in sorted(base.glob(pattern)) if p not in found]
     return found
+
+
+def _validate_archives(src: Sources) -> list[str]:
+    return ["/" + str(p.relative_to(src.root)) if src.fake else str(p)
+            for p in validate_files(src.root, src.environment("XILINX_XRT"))]
