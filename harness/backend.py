@@ -17,6 +17,8 @@ from types import ModuleType
 from typing import Any
 
 from harness.errors import BadInput, EnvironmentNotReady
+from harness.ert import NO_STATE_IN_MESSAGE, STATE_IN_MESSAGE, expected_message_form
+from harness.probe.driver import timeout_seconds
 from harness.sim import control
 from harness.sim import pyxrt as sim_pyxrt
 from harness.sim.profiles import Profile, parse_profile
@@ -32,8 +34,9 @@ class Backend:
     profile: Profile | None = None
     reason: str = ""                  # why auto chose this backend
     latencies: dict[str, float] = field(default_factory=dict)
-    # On hardware, what the probe found the loaded driver's timeout to be.
+    # On hardware, what the probe found: the loaded driver's timeout, pyxrt's XRT version.
     hardware_timeout_s: float | None = None
+    hardware_xrt_version: str | None = None
 
     @property
     def simulated(self) -> bool:
@@ -68,7 +71,28 @@ class Backend:
                         "realtime": self.profile.realtime})
         if self.reason:
             out["reason"] = self.reason
+        out["xrt"] = self.xrt_release()
         return out
+
+    def xrt_release(self) -> dict[str, Any]:
+        """Which XRT release answers, and the failure message form it writes."""
+        if self.simulated:
+            release = self.profile.release
+            return {"release": release.name, "tag": release.tag,
+                    "message_form": STATE_IN_MESSAGE if release.state_in_message
+                    else NO_STATE_IN_MESSAGE,
+                    "source": f"simulated as Xilinx/XRT {release.tag}"}
+        return {"release": self.hardware_xrt_version,
+                "message_form": expected_message_form(self.hardware_xrt_version),
+                "source": "BUILD_VERSION of the XRT install pyxrt came from"}
+
+    def adopt_environment(self, environment: dict[str, Any]) -> None:
+        """On hardware, take the driver's timeout and the XRT version from the probe."""
+        if self.simulated:
+            return
+        self.hardware_timeout_s = timeout_seconds(environment.get("driver") or {})
+        pyxrt = (environment.get("xrt") or {}).get("pyxrt") or {}
+        self.hardware_xrt_version = pyxrt.get("xrt_version")
 
     def prepare_trial(self, seed: int) -> None:
         """Give each trial a fresh simulated device and its own seed (from the trial's and

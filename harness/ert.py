@@ -101,6 +101,23 @@ def state_from_pyxrt(value: Any) -> CmdState:
         raise ValueError(f"cannot read a command state from {value!r}") from None
 
 
+STATE_IN_MESSAGE = "state in message"
+NO_STATE_IN_MESSAGE = "no state in message"
+
+
+def expected_message_form(version: str | None) -> str:
+    """The runlist failure message an XRT release writes, from its version (BUILD_VERSION,
+    e.g. 2.21.75): the state came with PR #9408, after tag 202610.2.21.21 and in 2.21.75."""
+    numbers = tuple(int(n) for n in re.findall(r"\d+", version or "")[:3])
+    if len(numbers) < 3:
+        return "unknown (XRT version not known)"
+    if numbers < (2, 21, 22):
+        return NO_STATE_IN_MESSAGE
+    if numbers >= (2, 21, 75):
+        return STATE_IN_MESSAGE
+    return "unknown (a 2.21 build between 2.21.21 and 2.21.75)"
+
+
 _STATE_IN_TEXT = re.compile(r"ERT_CMD_STATE_([A-Z_]+)")
 _HEALTH_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(0[xX][0-9a-fA-F]+|-?\d+)\s*$")
 _KERNEL_LINE = re.compile(r"^\s*Kernel Instance\s*:\s*(\S.*?)\s*$")
@@ -152,3 +169,55 @@ def parse_xrt_error(message: str) -> XrtFailure:
         if pair:
             health[pair.group(1)] = int(pair.group(2), 0)
     return XrtFailure(state, state_text, headline, kernel_instance, health)
+
+
+@dataclass(frozen=True)
+class LocatedFailure:
+    """Which member run XRT blamed for a failed runlist, as far as pyxrt lets us see."""
+
+    index: int | None
+    state: CmdState | None
+    how: str
+
+
+def locate_failure(states: list[CmdState], message_state: CmdState | None,
+                   submit_size: int) -> LocatedFailure:
+    """Find XRT's failing run from the member runs' states after `runlist.wait()` raised.
+
+    XRT (`runlist_impl::wait`, every release) leaves runs before the failing one NEW,
+    gives the failing run the chain's state and marks every later run ABORT; a chain
+    the driver never ran stays NEW, and so does its failing run. The driver writes
+    `error_index` only for firmware errors and timeouts, so a NEW or ABORT chain
+    blames its first run. Hence, with F the first run neither NEW nor COMPLETED:
+    F itself, unless F reads ABORT because the failing run before it reads NEW
+    (the message says NEW, or names no state and F is the second run of a chain);
+    with no such run, the last run (nothing after it to mark ABORT).
+    """
+    first = next((i for i, s in enumerate(states) if s not in (CmdState.NEW,
+                                                                 CmdState.COMPLETED)), None)
+    if first is None:
+        if not states:
+            return LocatedFailure(None, message_state, "not located: the runlist has no runs")
+        if message_state not in (None, CmdState.NEW):
+            return LocatedFailure(None, message_state,
+                                  f"not located: no member run reads {message_state.name}, the "
+                                  "state the message names")
+        return LocatedFailure(len(states) - 1, CmdState.NEW,
+                              "the last run: every member reads NEW, so XRT's failing run "
+                              "had a NEW chain and no later run to mark ABORT")
+    seen = states[first]
+    if seen == CmdState.ABORT and first > 0:
+        if message_state == CmdState.NEW:
+            return LocatedFailure(first - 1, CmdState.NEW,
+                                  "the run before the first ABORT: the message says NEW, and "
+                                  "a chain left NEW gives its failing run NEW")
+        if message_state is None and first % submit_size == 1:
+            return LocatedFailure(first - 1, CmdState.NEW,
+                                  "the run before the first ABORT: the message names no "
+                                  "state, and an ABORT chain blames its first run, so the "
+                                  f"first ABORT at run {first} (second of its chain) follows "
+                                  "a failing run that read NEW")
+    how = "the first member run neither NEW nor COMPLETED"
+    if message_state is not None and message_state != seen:
+        how += f" (it reads {seen.name}; the message says {message_state.name})"
+    return LocatedFailure(first, message_state or seen, how)

@@ -31,7 +31,8 @@ def title(data: dict[str, Any]) -> str:
     return f"{case}: hardware NPU" + (f" ({generation})" if generation else "")
 
 
-def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
+def environment_rows(env: dict[str, Any], backend: dict[str, Any] | None = None
+                     ) -> list[tuple[str, str]]:
     npu = env.get("npu") or {}
     ioctl = npu.get("ioctl") or {}
     driver = env.get("driver") or {}
@@ -62,9 +63,33 @@ def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
         ("power mode", ioctl.get("power_mode") or "unknown"),
         ("XRT", xrt_text),
         ("XRT libraries mapped", ", ".join(mapped) if mapped else "none"),
+        ("XRT that answered", _answering_xrt((backend or {}).get("xrt"))),
         ("memlock", f"soft {memlock.get('soft')}, hard {memlock.get('hard')}"),
         ("distribution", str(system.get("distribution") or "?")),
     ]
+
+
+FORM_TEXT = {"state in message": "runlist errors name the state",
+             "no state in message": "runlist errors name no state"}
+
+
+def _answering_xrt(xrt: dict[str, Any] | None) -> str:
+    if not xrt:
+        return "not recorded"
+    form = FORM_TEXT.get(str(xrt.get("message_form")), "runlist error form unknown")
+    return f"{xrt.get('release') or 'version unknown'}, {form} ({xrt.get('source')})"
+
+
+def located_notes(data: dict[str, Any]) -> list[str]:
+    """How the failing runs were located, each way once."""
+    seen: list[str] = []
+    for plan in data.get("plans") or []:
+        for trial in plan.get("trials") or []:
+            for outcome in trial.get("runlists") or []:
+                how = outcome.get("located_by")
+                if how and how not in seen and outcome.get("state") not in (None, "COMPLETED"):
+                    seen.append(how)
+    return seen
 
 
 def failing_rows(data: dict[str, Any]) -> list[list[str]]:
@@ -201,9 +226,12 @@ def render_markdown(data: dict[str, Any]) -> str:
                            "chain", "state", "from", "message"], shown)
         if len(failing) > len(shown):
             lines.append(f"\n{len(failing) - len(shown)} more failing runlists in the report.")
+        notes = located_notes(data)
+        if notes:
+            lines += ["", "Failing run located as: " + "; ".join(_cell(n) for n in notes) + "."]
         lines.append("")
     lines += ["### Environment", ""] + md_table(["", ""], [list(r) for r in environment_rows(
-        data.get("environment") or {})]) + [""]
+        data.get("environment") or {}, data.get("backend"))]) + [""]
     xclbins = xclbin_rows(data)
     if xclbins:
         stand_ins = ((data.get("artifacts") or {}).get("pack") or {}).get("stand_ins")
@@ -266,8 +294,11 @@ def render_text(data: dict[str, Any]) -> str:
         lines += ["", "failing runs:"]
         lines += [f"  {r[0]} trial {r[1]} runlist {r[2]}: {r[6]}, failing run {r[4]} "
                   f"(chain {r[5]}), from the {r[7]}: {r[8]}" for r in failing[:MAX_FAILING_ROWS]]
+    notes = located_notes(data)
+    if notes:
+        lines += ["  located as: " + "; ".join(notes)]
     lines += ["", "environment:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
-        data.get("environment") or {})]
+        data.get("environment") or {}, data.get("backend"))]
     xclbins = xclbin_rows(data)
     if xclbins:
         lines += ["", "xclbins:"] + [f"  {r[0]:<8} {r[1]}  {r[3]}" for r in xclbins]

@@ -22,7 +22,6 @@ from harness.errors import BadInput, ReportError, XclbinError
 from harness.isolation import run_isolated
 from harness.packs import ResolvedPack, resolve_pack
 from harness.plan import Plan
-from harness.probe.driver import timeout_seconds
 from harness.report import PlanRecord, Report, ReportFile, load_report, utc_now
 from harness.session import CommandSpec, TrialResult, TrialSpec, run_trial
 from harness.verdict import judge
@@ -75,7 +74,7 @@ def check_pack(case: Case, pack: ResolvedPack) -> None:
             if len(cmd.buffers) > data_args:
                 raise BadInput(f"{case.file}: decode.per_layer[{i}].buffers: {len(cmd.buffers)} "
                                f"buffers, but {kernel.name} in {path} takes {data_args} "
-                               "(real XRT crashes on extra arguments)")
+                               "(run.set_arg past the kernel's arguments raises IndexError)")
 
 
 def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
@@ -209,8 +208,7 @@ def reopen(path: str, progress: Progress | None = None) -> tuple[Runner, Report]
         raise ReportError(f"{report.case['file']} changed since {path} was written "
                           "(sha256 differs); start a new run instead of resuming")
     backend = choose_backend(report.backend["kind"], report.backend.get("profile"))
-    if not backend.simulated:
-        backend.hardware_timeout_s = timeout_seconds(report.environment.get("driver") or {})
+    backend.adopt_environment(report.environment)
     files = {}
     for entry in report.artifacts.get("xclbins", []):
         current = Path(entry["path"])
@@ -244,8 +242,7 @@ def start(case_ref: str, plans: list[Plan] | None, options: RunOptions, *,
           command: str, environment: dict[str, Any],
           progress: Progress | None = None) -> Runner:
     case = load_case(case_ref)
-    if not backend.simulated:
-        backend.hardware_timeout_s = timeout_seconds(environment.get("driver") or {})
+    backend.adopt_environment(environment)
     pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=backend.simulated)
     check_pack(case, pack)
     report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,

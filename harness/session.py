@@ -20,10 +20,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from harness.backend import Backend
-from harness.ert import CmdState, parse_xrt_error, state_from_pyxrt
+from harness.ert import (
+    NO_STATE_IN_MESSAGE,
+    STATE_IN_MESSAGE,
+    CmdState,
+    LocatedFailure,
+    locate_failure,
+    parse_xrt_error,
+    state_from_pyxrt,
+)
 from harness.txn import DEV_GEN_AIE2P, DEV_GEN_NPU1, nop_stream, word_count
 from harness.xclbin import read_xclbin_cached
 
@@ -76,6 +82,8 @@ class RunlistOutcome:
     message: str | None = None
     health: dict[str, int] | None = None
     skipped: bool = False
+    message_form: str | None = None      # "state in message" (XRT >= 2.21.75) or not (2.20)
+    located_by: str | None = None        # how the failing run was found
 
 
 @dataclass
@@ -128,9 +136,9 @@ class _Loaded:
         self.contexts: dict[str, Any] = {}
         columns = 0
         for role, path in spec.xclbins.items():
-            x = xrt.xclbin(path)
-            self.dev.register_xclbin(x)
-            self.contexts[role] = xrt.hw_context(self.dev, x.get_uuid())
+            # register_xclbin returns the uuid in every release (pyxrt.cpp)
+            self.contexts[role] = xrt.hw_context(self.dev,
+                                                 self.dev.register_xclbin(xrt.xclbin(path)))
             if role == spec.runlist_context:
                 part = read_xclbin_cached(path).partition
                 columns = part.column_width if part else 4
@@ -153,7 +161,7 @@ class _Loaded:
     def _buffer(self, size: int, flags: Any, group: int, content: bytes | None) -> Any:
         bo = self.xrt.bo(self.dev, size, flags, group)
         if content is not None:
-            bo.write(np.frombuffer(content, dtype=np.uint8), 0)
+            bo.write(content, 0)        # the binding takes any buffer (py::buffer)
         bo.sync(self.xrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
         return bo
 
@@ -209,25 +217,32 @@ def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
     # runlist.wait() blocks until the device answers, so a state in its error is the
     # device's (a host-side expiry would have returned, not raised).
     outcome.source = "device"
-    state = failure.state
-    submit_failed = message.startswith("execute: ")
-    # After a failed submit the runs were never sent: their NEW says nothing about a chain.
-    for position, r in enumerate(runs if state is not None or not submit_failed else []):
+    outcome.message_form = STATE_IN_MESSAGE if failure.state is not None else \
+        NO_STATE_IN_MESSAGE
+    if message.startswith("execute: "):
+        # The runs were never sent: their NEW says nothing about a chain.
+        outcome.state = failure.state.name if failure.state else "submit-failed"
+        outcome.state_code = int(failure.state) if failure.state else None
+        outcome.located_by = "not located: the submit failed"
+        return
+    states = []
+    for r in runs:
         try:
-            run_state = state_from_pyxrt(r.state())
-        except Exception:
-            continue
-        if run_state != CmdState.COMPLETED:
-            outcome.failing_run = position
-            outcome.failing_chain = position // submit_size
-            if state is None:
-                state = run_state
+            states.append(state_from_pyxrt(r.state()))
+        except Exception as err:  # a binding that cannot report member states
+            outcome.located_by = f"not located: run.state() failed ({type(err).__name__})"
+            states = None
             break
-    if state is None:
-        outcome.state = "submit-failed" if submit_failed else failure.state_text
-        outcome.state_code = None
+    located = (locate_failure(states, failure.state, submit_size) if states is not None
+               else LocatedFailure(None, failure.state, outcome.located_by or ""))
+    outcome.located_by = located.how
+    if located.index is not None:
+        outcome.failing_run = located.index
+        outcome.failing_chain = located.index // submit_size
+    if located.state is None:
+        outcome.state, outcome.state_code = failure.state_text, None
     else:
-        outcome.state, outcome.state_code = state.name, int(state.value)
+        outcome.state, outcome.state_code = located.state.name, int(located.state.value)
 
 
 def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:

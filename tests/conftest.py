@@ -12,6 +12,8 @@ from harness.xclbin_writer import flm_spec, synthesize
 PROJECT = Path(__file__).resolve().parent.parent
 SHARED_XCLBINS = Path(os.environ.get("HARNESS_SHARED_XCLBINS",
                                      PROJECT.parent / "shared" / "xclbins"))
+SHARED_REFERENCE = Path(os.environ.get("HARNESS_SHARED_REFERENCE",
+                                       PROJECT.parent / "shared" / "reference"))
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 import harness.sim.pyxrt as pyxrt
+from harness.elf_writer import control_code_elf
 from harness.sim import control
 from harness.txn import nop_stream, word_count
 from harness.xclbin_writer import flm_spec, synthesize
@@ -74,3 +75,10 @@ def outcome(rl) -> str:
 
 def states(runs) -> list[str]:
     return [r.state().name.replace("ERT_CMD_STATE_", "") for r in runs]
+
+
+def nop_elf(folder: Path, columns: int) -> str:
+    """A control-code ELF holding the one-NOOP TXN for `columns` columns; its path."""
+    path = folder / f"nop{columns}.elf"
+    path.write_bytes(control_code_elf(nop_stream(columns)))
+    return str(path)

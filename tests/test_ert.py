@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from harness.ert import (
     CmdState,
+    locate_failure,
     parse_xrt_error,
     state_from_int,
     state_from_name,
@@ -83,3 +84,40 @@ def test_parse_never_raises(text):
 @given(st.integers(min_value=-2**31, max_value=2**31))
 def test_any_int_converts(value):
     assert state_from_int(value).value == value
+
+
+# -- locating XRT's failing run from member states (STACK.md 2, runlist_impl::wait) ------
+
+@st.composite
+def failed_runlists(draw):
+    """A failed runlist as XRT leaves it: the chain that failed, its state and error_index
+    as the driver writes them (only ERROR and TIMEOUT carry an index), the member states."""
+    size = draw(st.sampled_from([24, 24, 24, 2, 5]))
+    runs = draw(st.integers(1, 120))
+    chains = (runs + size - 1) // size
+    chain = draw(st.integers(0, chains - 1))
+    in_chain = min(size, runs - chain * size)
+    state = draw(st.sampled_from([CmdState.TIMEOUT, CmdState.ERROR, CmdState.ABORT,
+                                  CmdState.NEW]))
+    index = draw(st.integers(0, in_chain - 1)) if state in (CmdState.TIMEOUT,
+                                                            CmdState.ERROR) else 0
+    failing = chain * size + index
+    states = [CmdState.NEW] * failing + [state] + [CmdState.ABORT] * (runs - failing - 1)
+    return size, states, failing, state
+
+
+@given(failed_runlists(), st.booleans())
+def test_locate_failure_finds_xrts_failing_run(case, state_in_message):
+    size, states, failing, state = case
+    located = locate_failure(states, state if state_in_message else None, size)
+    if size > 1 or state_in_message or state != CmdState.NEW:
+        assert (located.index, located.state) == (failing, state)
+
+
+def test_locate_failure_reads_the_new_runs_before_the_failing_one():
+    states = [CmdState.NEW] * 24 + [CmdState.TIMEOUT] + [CmdState.ABORT] * 17
+    located = locate_failure(states, None, 24)          # XRT 2.20: no state in the message
+    assert (located.index, located.state) == (24, CmdState.TIMEOUT)
+    assert located.how == "the first member run neither NEW nor COMPLETED"
+    located = locate_failure([CmdState.NEW] * 42, None, 24)
+    assert located.index == 41 and located.state == CmdState.NEW

@@ -56,6 +56,38 @@ def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
     assert report.backend["deviations"] == ["inflight-cap:40"]
 
 
+@pytest.mark.parametrize("release, form", [
+    ("2.20", "no state in message"), ("2.21.21", "no state in message"),
+    ("2.21", "state in message"), ("2.23", "state in message"), ("2.25", "state in message"),
+    ("master", "state in message")])
+def test_reproduce_hang_at_30_finds_run_24_chain_1_timeout_under_every_xrt(release, form):
+    # NPU5: the firmware leaves error_index 0, so XRT's walk blames run 24 (chain 1); runs
+    # 0-23 read NEW, 24 TIMEOUT, 25-41 ABORT. Without a state in the message (2.20) the
+    # state must come from run 24, never NEW from the runs before it.
+    result = invoke("reproduce", "--no-isolate", "--trials", "1", "--profile",
+                    f"hang-at:30,xrt:{release}")
+    assert result.exit_code == 1, result.output
+    assert "failing run 24 (chain 1), TIMEOUT from the device" in result.output
+    report = load_report(report_of(result))
+    outcome = report.plans[0].trials[0].runlists[0]
+    assert (outcome.state, outcome.failing_run, outcome.failing_chain) == ("TIMEOUT", 24, 1)
+    assert outcome.message_form == form
+    assert outcome.located_by == "the first member run neither NEW nor COMPLETED"
+    assert report.backend["xrt"]["release"] == release
+    assert report.backend["xrt"]["message_form"] == form
+
+
+def test_a_chain_left_new_is_located_on_the_run_before_the_first_abort():
+    # xrt-chain:40 overflows the 4 KiB chain buffer: the driver rejects chain 0, header NEW;
+    # its failing run (error_index 0) reads NEW like the runs XRT never touched
+    for release in ("2.20", "master"):
+        result = invoke("run", "minicpm5-2b-decode", "--no-isolate", "--trials", "1", "--plan",
+                        "42", "--profile", f"xrt-chain:40,xrt:{release}")
+        outcome = load_report(report_of(result)).plans[0].trials[0].runlists[0]
+        assert (outcome.state, outcome.failing_run, outcome.failing_chain) == ("NEW", 0, 0)
+        assert outcome.located_by.startswith("the run before the first ABORT")
+
+
 def test_run_plan_specs_and_skipped_chunks():
     result = invoke("run", "minicpm5-2b-decode", "--no-isolate", "--trials", "1",
                     "--profile", "hang-at:10", "--plan", "monolithic", "--plan", "max:14",

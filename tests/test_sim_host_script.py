@@ -7,19 +7,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
 from harness.xclbin_writer import flm_spec, synthesize
 
-SCRIPT = Path(__file__).parent / "scripts" / "iron_host.py"
+SCRIPTS = Path(__file__).parent / "scripts"
+SCRIPT = SCRIPTS / "iron_host.py"
 
 
-def exec_script(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def exec_script(tmp_path: Path, *args: str, script: Path = SCRIPT,
+                depth: str | None = "42") -> subprocess.CompletedProcess:
     xclbin = tmp_path / "layer.xclbin"
     xclbin.write_bytes(synthesize(flm_spec("Host/layer")))
+    tail = [depth] if depth else []
     return subprocess.run([sys.executable, "-m", "harness", "sim", "exec", *args,
-                           str(SCRIPT), str(xclbin), "42"],
+                           str(script), str(xclbin), *tail],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -43,12 +47,52 @@ def test_sim_profiles_lists_every_token():
     result = CliRunner().invoke(main, ["sim", "profiles"])
     assert result.exit_code == 0
     for token in ("staging", "mainline", "oot", "inflight-cap:N", "xrt-chain:N", "hang-at:K",
-                  "slow:KERNEL:US", "flaky:P", "realtime"):
+                  "slow:KERNEL:US", "flaky:P", "realtime", "xrt:RELEASE"):
         assert token in result.output
     assert "documented" in result.output and "deviation" in result.output
+    # every rule is listed with the source it was read from
+    flat = " ".join(result.output.split())
+    from harness.sim.rules import RULES
+    for rule in RULES:
+        assert f"{rule.text} [source: {rule.source}]" in flat
 
 
 def test_unknown_profile_token_is_bad_input():
     result = CliRunner().invoke(main, ["sim", "exec", "--profile", "wobbly", str(SCRIPT)])
     assert result.exit_code == 2
     assert "unknown profile token 'wobbly'" in result.output
+
+
+@pytest.mark.parametrize("release", ["2.20", "2.23", "master"])
+def test_xrt_test_style_script_runs_unchanged(tmp_path, release):
+    # XRT's own tests idiom: uuid = device.register_xclbin(x); kernel(device, uuid, name, mode)
+    done = exec_script(tmp_path, "--profile", f"xrt:{release}",
+                       script=SCRIPTS / "xrt_style_host.py", depth=None)
+    assert done.returncode == 0, done.stderr
+    assert "run ERT_CMD_STATE_COMPLETED; mapped 1024 bytes" in done.stdout
+
+
+def test_sub_buffer_script_runs_unchanged(tmp_path):
+    done = exec_script(tmp_path, script=SCRIPTS / "subbuffer_host.py", depth="30")
+    assert done.returncode == 0, done.stderr
+    assert "runlist of 30 over sub-buffers completed" in done.stdout
+    assert "first data buffer at +4096" in done.stdout
+
+
+@pytest.mark.parametrize("release, message", [
+    ("2.20", "runlist failed execution"),               # no state before PR #9408
+    ("2.21", "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"),
+    ("master", "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"),
+])
+def test_member_states_after_a_failed_runlist_read_as_real_xrt_leaves_them(tmp_path, release,
+                                                                          message):
+    # hang at run 30 of 42 on NPU5: the firmware leaves error_index 0, so XRT blames run 24
+    done = exec_script(tmp_path, "--profile", f"hang-at:30,xrt:{release}",
+                       script=SCRIPTS / "member_states_host.py")
+    assert done.returncode == 1, done.stderr
+    assert "states: NEWx24 TIMEOUTx1 ABORTx17" in done.stdout
+    assert f"message: {message}\n" in done.stdout
+    assert "failing run 24 (TIMEOUT)" in done.stdout
+    ok = exec_script(tmp_path, "--profile", f"xrt:{release}",
+                     script=SCRIPTS / "member_states_host.py")
+    assert ok.returncode == 0 and "states: NEWx42" in ok.stdout       # success leaves NEW

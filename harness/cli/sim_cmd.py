@@ -9,6 +9,7 @@ import click
 
 from harness.sim.host_script import run_host_script
 from harness.sim.profiles import CATALOGUE, parse_profile
+from harness.sim.rules import RULES
 
 
 @click.group()
@@ -18,17 +19,24 @@ def sim() -> None:
 
 @sim.command()
 def profiles() -> None:
-    """List the profile tokens: documented flavours, device, hypotheses, modes.
+    """List the profile tokens (documented flavours, device, XRT release, hypotheses, modes),
+    then every rule the simulated stack plays, each with where it was read.
 
     Combine tokens with commas, e.g. --profile mainline,inflight-cap:40. A
     profile with any 'deviation' token is a hypothesis, and reports say so.
     """
     width = min(shutil.get_terminal_size((100, 20)).columns, 120)
+    click.echo("profile tokens:")
     for doc in CATALOGUE:
-        head = f"{doc.syntax:<28} {doc.kind:<10} "
+        head = f"  {doc.syntax:<34} {doc.kind:<10} "
         text = f"{doc.assumes} [source: {doc.source}]"
         click.echo(textwrap.fill(text, width=width, initial_indent=head,
                                  subsequent_indent=" " * len(head)))
+    click.echo("\nrules of the documented stack:")
+    for rule in RULES:
+        head = f"  {rule.layer:<9} "
+        click.echo(textwrap.fill(f"{rule.text} [source: {rule.source}]", width=width,
+                                 initial_indent=head, subsequent_indent=" " * len(head)))
 
 
 @sim.command("exec", context_settings={"ignore_unknown_options": True,

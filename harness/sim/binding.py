@@ -1,75 +1,79 @@
-"""The pyxrt objects of the simulated stack: enums, xclbin, device, hw_context, buffers, ELF.
+"""The pyxrt objects of the simulated stack: enums, xclbin, device, hw_context, buffers,
+ELF, program, module, graph.
 
-Same names, constructors and failure types as Xilinx/XRT's binding
-(`src/python/pybind11/src/pyxrt.cpp`, STACK.md 3): pybind11-style enums that
-equal only themselves (`ert_cmd_state` has no RUNNING member, yet a running
-command still reports value 3), `xclbin(path)` raising RuntimeError on a
-corrupt file, buffers whose device copy changes only on `sync`.
+Same names, constructors, overloads and failure types as Xilinx/XRT's binding
+(`src/python/pybind11/src/pyxrt.cpp`) of the XRT release the profile names
+(`harness.sim.releases`): an overload the release does not have is a TypeError,
+a name it does not have an AttributeError. Kernels, runs and runlists, where
+XRT's execution rules live, are in `harness.sim.runs`.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from harness.elf import ElfError, parse_elf
 from harness.errors import XclbinError
 from harness.sim import control
+from harness.sim.pybind import (
+    SIZE_T,
+    UINT,
+    Gated,
+    Overload,
+    PybindEnum,
+    buffer,
+    cfg_params,
+    dispatch,
+    incompatible,
+    instance_of,
+    make_enum,
+    never,
+    text,
+)
+from harness.sim.releases import BINDING_2_23, GRAPH_AIE, HW_CONTEXT_ELF, XrtRelease
 from harness.sim.stack import Context, Stack
+from harness.txn import TxnError, parse_header
 from harness.xclbin import read_xclbin_cached
 
 XCL_BO_FLAGS_NONE = 0
+BDF = "0000:c7:00.1"
+TIMEOUT_VALUE = 8
 
 
-# -- pybind11-style enums ---------------------------------------------------------
-
-class PybindEnum:
-    """Like a pybind11 `py::enum_` value: any int, `.name`/`.value`, equal only to
-    values of the same enum (never to plain ints), `???` for unnamed values."""
-
-    __slots__ = ("_value",)
-    _names: dict[int, str] = {}
-    __members__: dict[str, Any] = {}
-
-    def __init__(self, value: int) -> None:
-        self._value = int(value)
-
-    @property
-    def value(self) -> int:
-        return self._value
-
-    @property
-    def name(self) -> str:
-        return self._names.get(self._value, "???")
-
-    def __int__(self) -> int:
-        return self._value
-
-    __index__ = __int__
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self._value))
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__}.{self.name}: {self._value}>"
-
-    def __str__(self) -> str:
-        return f"{type(self).__name__}.{self.name}"
+def release() -> XrtRelease:
+    return control.current().profile.release
 
 
-def make_enum(name: str, members: dict[str, int]) -> type[PybindEnum]:
-    cls = type(name, (PybindEnum,), {"__slots__": (),
-                                      "_names": {v: k for k, v in members.items()}})
-    for key, value in members.items():
-        setattr(cls, key, cls(value))
-    cls.__members__ = {key: getattr(cls, key) for key in members}
-    return cls
+def since(feature: str):
+    return lambda r: r.has(feature)
 
+
+def until(feature: str):
+    return lambda r: not r.has(feature)
+
+
+def gated(value: Any, present) -> Gated:
+    return Gated(value, present, release)
+
+
+def overloaded(name: str, owner: str, overloads: list[Overload], args, kwargs, *,
+               constructor: bool = False) -> Any:
+    return dispatch(name, overloads, release(), f"pyxrt.{owner}", args, kwargs,
+                    constructor=constructor)
+
+
+def not_initialized(what: str) -> RuntimeError:
+    # The real binding dereferences an empty handle here and crashes the process; the
+    # simulator says so instead (a deliberate exception, see tests/test_sim_surface.py).
+    return RuntimeError(f"{what} object is not initialized (the real binding would crash "
+                        "on this empty handle)")
+
+
+# -- enums ----------------------------------------------------------------------------
 
 # RUNNING (3) is deliberately absent, as in the binding.
 ert_cmd_state = make_enum("ert_cmd_state", {
@@ -82,133 +86,345 @@ xclBOSyncDirection = make_enum("xclBOSyncDirection", {
     "XCL_BO_SYNC_BO_GMIO_TO_AIE": 2, "XCL_BO_SYNC_BO_AIE_TO_GMIO": 3})
 xrt_info_device = make_enum("xrt_info_device", {
     "bdf": 0, "interface_uuid": 1, "kdma": 2, "max_clock_frequency_mhz": 3, "m2m": 4,
-    "name": 5, "nodma": 6, "offline": 7})
-
-TIMEOUT_VALUE = 8
-BDF = "0000:c7:00.1"
-
-
-def enumerate_devices() -> int:
-    return 1
+    "name": 5, "nodma": 6, "offline": 7, "electrical": 8, "thermal": 9, "mechanical": 10,
+    "memory": 11, "platform": 12, "pcie_info": 13, "host": 14, "dynamic_regions": 15,
+    "vmr": 16})
+xrt_msg_level = make_enum("xrt_msg_level", {
+    "emergency": 0, "alert": 1, "critical": 2, "error": 3, "warning": 4, "notice": 5,
+    "info": 6, "debug": 7})
+# .export_values(): the levels are module attributes too
+emergency, alert, critical, error, warning, notice, info, debug = \
+    (getattr(xrt_msg_level, n) for n in xrt_msg_level.__members__)
 
 
 def as_state(value: int) -> PybindEnum:
     return ert_cmd_state(value)
 
 
-# -- xclbin, uuid, device, hw_context ----------------------------------------------
+def enumerate_devices() -> int:
+    return 1
+
+
+def log_message(level: PybindEnum, tag: str, message: str) -> None:
+    if not isinstance(level, xrt_msg_level):
+        raise incompatible("log_message", ["(arg0: pyxrt.xrt_msg_level, arg1: str, arg2: str) "
+                                           "-> None"], "pyxrt", [level, tag, message])
+    # XRT's default verbosity (xrt.ini Runtime.verbosity = 4) prints warning and worse.
+    if level.value <= xrt_msg_level.warning.value:
+        print(f"[XRT] {level.name.upper()}: {tag}: {message}", file=sys.stderr)
+
+
+# -- uuid, xclbin ----------------------------------------------------------------------
 
 class uuid:
-    def __init__(self, text: str) -> None:
-        self._text = str(text)
+    def __init__(self, uuid_str: str) -> None:
+        if not isinstance(uuid_str, str):
+            raise incompatible("__init__", ["(arg0: str)"], "pyxrt.uuid", [uuid_str],
+                               constructor=True)
+        self._text = uuid_str.lower()
 
     def to_string(self) -> str:
         return self._text
 
+    def __repr__(self) -> str:
+        return f"<pyxrt.uuid {self._text}>"
+
 
 class xclbin:
+    class xclbinip:
+        def __init__(self, name: str | None = None) -> None:
+            self._name = name
+
+        def get_name(self) -> str:
+            if self._name is None:
+                raise not_initialized("xclbinip")
+            return self._name
+
     class xclbinkernel:
-        def __init__(self, name: str, nargs: int) -> None:
+        def __init__(self, name: str | None = None, nargs: int = 0) -> None:
             self._name, self._nargs = name, nargs
 
         def get_name(self) -> str:
+            if self._name is None:
+                raise not_initialized("xclbinkernel")
             return self._name
 
         def get_num_args(self) -> int:
+            if self._name is None:
+                raise not_initialized("xclbinkernel")
             return self._nargs
 
     class xclbinmem:
-        def __init__(self, bank) -> None:
+        def __init__(self, bank=None) -> None:
             self._bank = bank
 
+        def _b(self):
+            if self._bank is None:
+                raise not_initialized("xclbinmem")
+            return self._bank
+
         def get_tag(self) -> str:
-            return self._bank.tag
+            return self._b().tag
 
         def get_base_address(self) -> int:
-            return self._bank.base_address
+            return self._b().base_address
 
         def get_size_kb(self) -> int:
-            return self._bank.size_kb
+            return self._b().size_kb
 
         def get_used(self) -> bool:
-            return self._bank.used
+            return self._b().used
 
         def get_index(self) -> int:
-            return self._bank.index
+            return self._b().index
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._meta = None
+        self._path = ""
+        overloaded("__init__", "xclbin", [
+            Overload("()", (), lambda: None),
+            Overload("(arg0: str)", (("filename", text),), self._load),
+            Overload("(arg0: axlf)", (("axlf_data", never),), lambda _: None),
+        ], args, kwargs, constructor=True)
+
+    def _load(self, path: str) -> None:
         try:
             self._meta = read_xclbin_cached(path)
         except XclbinError as err:
             raise RuntimeError(str(err)) from None
-        self._path = str(path)
+        self._path = path
+
+    def _m(self):
+        if self._meta is None:
+            raise not_initialized("xclbin")
+        return self._meta
 
     def get_uuid(self) -> uuid:
-        return uuid(self._meta.uuid)
+        return uuid(self._m().uuid)
 
     def get_kernels(self) -> list[xclbin.xclbinkernel]:
-        return [xclbin.xclbinkernel(k.name, len(k.args)) for k in self._meta.kernels]
+        return [xclbin.xclbinkernel(k.name, len(k.args)) for k in self._m().kernels]
 
     def get_xsa_name(self) -> str:
-        return self._meta.vbnv
+        return self._m().vbnv
 
     def get_mems(self) -> list[xclbin.xclbinmem]:
-        return [xclbin.xclbinmem(bank) for bank in self._meta.mem_topology]
+        return [xclbin.xclbinmem(bank) for bank in self._m().mem_topology]
 
+    def get_axlf(self) -> Any:
+        # pybind11 cannot return `const axlf*`: the type is not registered with it.
+        raise TypeError("Unable to convert function return value to a Python type! The "
+                        "signature was\n\t(self: pyxrt.xclbin) -> axlf")
+
+
+class xclbinip_vector(list):
+    pass
+
+
+class xclbinkernel_vector(list):
+    pass
+
+
+class xclbinmem_vector(list):
+    pass
+
+
+# -- device ------------------------------------------------------------------------------
 
 class device:
-    def __init__(self, index: int | str | None = None) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._stack: Stack | None = None
         self._registered: dict[str, xclbin] = {}
-        if index is None:
-            return
-        if index not in (0, BDF):
-            raise RuntimeError(f"No such device '{index}' (the simulated stack has one NPU, "
-                               f"index 0, {BDF})")
+        overloaded("__init__", "device", [
+            Overload("()", (), lambda: None),
+            Overload("(index: int)", (("index", UINT),), self._open_index),
+            Overload("(bdf: str)", (("bdf", text),), self._open_bdf),
+        ], args, kwargs, constructor=True)
+
+    def _open_index(self, index: int) -> None:
+        if index != 0:
+            raise RuntimeError(f"No such device index '{index}' (the simulated stack has one "
+                               f"NPU, index 0, {BDF})")
+        self._stack = control.current()
+
+    def _open_bdf(self, bdf: str) -> None:
+        if bdf != BDF:
+            raise RuntimeError(f"No such device '{bdf}' (the simulated NPU is {BDF})")
         self._stack = control.current()
 
     def _open(self) -> Stack:
         if self._stack is None:
-            raise RuntimeError("device object is not initialized")
+            raise not_initialized("device")
         return self._stack
 
-    def register_xclbin(self, x: xclbin) -> None:
+    def register_xclbin(self, x: xclbin) -> uuid:
+        if not isinstance(x, xclbin):
+            raise incompatible("register_xclbin", ["(self: pyxrt.device, xclbin: pyxrt.xclbin)"
+                                                   " -> pyxrt.uuid"], "pyxrt.device", [x])
         self._open()
-        self._registered[x._meta.uuid] = x
+        meta = x._m()
+        self._registered[meta.uuid] = x
+        return uuid(meta.uuid)
 
-    def load_xclbin(self, x: xclbin | str) -> uuid:
-        raise RuntimeError("load_xclbin is not supported on this device; use "
-                           "register_xclbin() and hw_context()")
+    def load_xclbin(self, *args: Any, **kwargs: Any) -> uuid:
+        def refuse(_: Any) -> uuid:
+            if release().has(BINDING_2_23):
+                import warnings
+                warnings.warn("pyxrt.device.load_xclbin() is deprecated; use "
+                              "pyxrt.hw_context(device, xclbin) or pyxrt.hw_context(device, "
+                              "xclbin_path) instead", DeprecationWarning, stacklevel=3)
+            self._open()
+            # Not XRT's text: the NPU shim has no legacy xclbin download.
+            raise RuntimeError("load_xclbin: this NPU loads no xclbin through the legacy path; "
+                               "use register_xclbin() and hw_context()")
+        return overloaded("load_xclbin", "device", [
+            Overload("(self: pyxrt.device, xclbin_path: str) -> pyxrt.uuid",
+                     (("xclbin_path", text),), refuse),
+            Overload("(self: pyxrt.device, xclbin: pyxrt.xclbin) -> pyxrt.uuid",
+                     (("xclbin", instance_of(xclbin)),), refuse),
+        ], args, kwargs)
 
     def get_xclbin_uuid(self) -> uuid:
+        self._open()
         return uuid("00000000-0000-0000-0000-000000000000")
 
     def get_info(self, key: PybindEnum) -> str:
-        model = self._open().device
-        if key == xrt_info_device.bdf:
-            return BDF
-        if key == xrt_info_device.name:
-            return f"RyzenAI-{self._open().profile.device} ({model.name}, simulated)"
-        return "NA"
+        if not isinstance(key, xrt_info_device):
+            raise incompatible("get_info", ["(self: pyxrt.device, arg0: pyxrt.xrt_info_device)"
+                                            " -> str"], "pyxrt.device", [key])
+        stack = self._open()
+        model = stack.device
+        answers = {"bdf": BDF, "name": f"RyzenAI-{stack.profile.device} ({model.name}, "
+                                       "simulated)",
+                   "offline": "0", "nodma": "0", "m2m": "0", "kdma": "0",
+                   "max_clock_frequency_mhz": "0",
+                   "interface_uuid": "00000000-0000-0000-0000-000000000000"}
+        return answers.get(key.name, "{}")
+
+
+# -- hardware contexts ------------------------------------------------------------------
+
+hw_access_mode = make_enum("access_mode", {"exclusive": 0, "shared": 1})
+
+
+def _device_param(name: str = "device") -> tuple[str, Any]:
+    return name, instance_of(device)
 
 
 class hw_context:
-    def __init__(self, dev: device | None = None, xuid: uuid | None = None) -> None:
+    access_mode = gated(hw_access_mode, since(BINDING_2_23))
+    exclusive = gated(hw_access_mode.exclusive, since(BINDING_2_23))
+    shared = gated(hw_access_mode.shared, since(BINDING_2_23))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._ctx: Context | None = None
-        if dev is None:
-            return
+        self._device: device | None = None
+        self._xclbin: xclbin | None = None
+        self._mode = hw_access_mode.shared
+        mode = ("mode", instance_of(hw_access_mode))
+        cfg = ("cfg_param", cfg_params)
+        the_uuid = ("uuid", instance_of(uuid))
+        the_xclbin = ("xclbin", instance_of(xclbin))
+        path = ("xclbin_path", text)
+        the_elf = ("elf", instance_of(elf))
+        new = since(BINDING_2_23)
+        overloaded("__init__", "hw_context", [
+            Overload("()", (), lambda: None),
+            Overload("(device: pyxrt.device, uuid: pyxrt.uuid)", (_device_param(), the_uuid),
+                     self._from_uuid),
+            Overload("(device: pyxrt.device, uuid: pyxrt.uuid, mode: pyxrt.hw_context."
+                     "access_mode)", (_device_param(), the_uuid, mode), self._from_uuid, new),
+            Overload("(device: pyxrt.device, uuid: pyxrt.uuid, cfg_param: dict[str, int])",
+                     (_device_param(), the_uuid, cfg), self._from_uuid, new),
+            Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin)",
+                     (_device_param(), the_xclbin), self._from_xclbin, new),
+            Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin, mode: pyxrt.hw_context."
+                     "access_mode)", (_device_param(), the_xclbin, mode), self._from_xclbin,
+                     new),
+            Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin, cfg_param: dict[str, int])",
+                     (_device_param(), the_xclbin, cfg), self._from_xclbin, new),
+            Overload("(device: pyxrt.device, xclbin_path: str)", (_device_param(), path),
+                     self._from_path, new),
+            Overload("(device: pyxrt.device, xclbin_path: str, mode: pyxrt.hw_context."
+                     "access_mode)", (_device_param(), path, mode), self._from_path, new),
+            Overload("(device: pyxrt.device, xclbin_path: str, cfg_param: dict[str, int])",
+                     (_device_param(), path, cfg), self._from_path, new),
+            Overload("(device: pyxrt.device, cfg_param: dict[str, int], mode: pyxrt."
+                     "hw_context.access_mode)", (_device_param(), cfg, mode), self._staged,
+                     new),
+            Overload("(device: pyxrt.device, elf: pyxrt.elf)", (_device_param(), the_elf),
+                     self._from_elf, since(HW_CONTEXT_ELF)),
+            Overload("(device: pyxrt.device, elf: pyxrt.elf, cfg_param: dict[str, int], mode: "
+                     "pyxrt.hw_context.access_mode)", (_device_param(), the_elf, cfg, mode),
+                     lambda d, e, c, m: self._from_elf(d, e), new),
+        ], args, kwargs, constructor=True)
+
+    def _from_uuid(self, dev: device, xuid: uuid, option: Any = None) -> None:
         stack = dev._open()
-        x = dev._registered.get(xuid.to_string()) if xuid is not None else None
+        x = dev._registered.get(xuid.to_string())
         if x is None:
-            raise RuntimeError(f"No xclbin with uuid {xuid.to_string() if xuid else None} "
-                               "is registered with this device")
-        part = x._meta.partition
+            raise RuntimeError(f"No xclbin with uuid {xuid.to_string()} is registered with "
+                               "this device; call device.register_xclbin(xclbin) first")
+        if isinstance(option, hw_access_mode):
+            self._mode = option
+        meta = x._m()
+        part = meta.partition
         start = part.start_columns[0] if part and part.start_columns else 0
         width = part.column_width if part else stack.device.columns
-        self._stack = stack
-        self._xclbin = x
-        self._label = _stem(x._path)
-        self._ctx = stack.create_context(self._label, start, width)
+        self._attach(dev, x, stack.create_context(_stem(x._path), start, width))
+
+    def _from_xclbin(self, dev: device, x: xclbin, option: Any = None) -> None:
+        self._from_uuid(dev, dev.register_xclbin(x), option)
+
+    def _from_path(self, dev: device, path: str, option: Any = None) -> None:
+        self._from_xclbin(dev, xclbin(path), option)
+
+    def _staged(self, dev: device, cfg: dict[str, int], mode: PybindEnum) -> None:
+        dev._open()
+        self._device, self._mode = dev, mode
+
+    def _from_elf(self, dev: device, e: elf) -> None:
+        stack = dev._open()
+        self._attach(dev, None, stack.create_context("elf", 0, e._columns(stack)))
+
+    def _attach(self, dev: device, x: xclbin | None, ctx: Context) -> None:
+        self._device, self._xclbin, self._ctx = dev, x, ctx
+        self._stack = dev._stack
+        self._label = ctx.label
+
+    def _live(self) -> Context:
+        if self._ctx is None:
+            raise not_initialized("hw_context")
+        return self._ctx
+
+    def _add_config(self, e: elf) -> None:
+        if self._device is None:
+            raise not_initialized("hw_context")
+        if self._ctx is None:
+            self._from_elf(self._device, e)
+
+    def _get_device(self) -> device:
+        if self._device is None:
+            raise not_initialized("hw_context")
+        return self._device
+
+    def _get_xclbin(self) -> xclbin:
+        self._live()
+        return self._xclbin if self._xclbin is not None else xclbin()
+
+    def _get_xclbin_uuid(self) -> uuid:
+        x = self._get_xclbin()
+        return x.get_uuid() if x._meta is not None else \
+            uuid("00000000-0000-0000-0000-000000000000")
+
+    def _get_mode(self) -> PybindEnum:
+        return self._mode
+
+    add_config = gated(_add_config, since(BINDING_2_23))
+    get_device = gated(_get_device, since(BINDING_2_23))
+    get_xclbin = gated(_get_xclbin, since(BINDING_2_23))
+    get_xclbin_uuid = gated(_get_xclbin_uuid, since(BINDING_2_23))
+    get_mode = gated(_get_mode, since(BINDING_2_23))
 
     def __del__(self) -> None:
         ctx = getattr(self, "_ctx", None)
@@ -226,88 +442,308 @@ def _stem(path: str) -> str:
 
 # -- buffers ---------------------------------------------------------------------------
 
-_bo_serial = itertools.count(1)
 _next_address = itertools.count(0x4000_0000, 0x1000)
+_storage_ids = itertools.count(1)
+
+
+class _Storage:
+    """The memory behind a buffer and its sub-buffers: the host copy the program writes,
+    and the device copy the firmware reads, which changes only on a sync to the device."""
+
+    __slots__ = ("host", "device", "id", "version", "address")
+
+    def __init__(self, size: int) -> None:
+        self.host = bytearray(size)
+        self.device = bytearray(size)
+        self.id = next(_storage_ids)
+        self.version = 0
+        self.address = next(_next_address)
+        for _ in range((size - 1) // 0x1000):
+            next(_next_address)
+
+
+bo_flags = make_enum("flags", {"normal": 0, "cacheable": 1 << 24, "device_only": 1 << 28,
+                               "host_only": 1 << 29, "p2p": 1 << 30, "svm": 1 << 27})
 
 
 class bo:
-    flags = make_enum("flags", {"normal": 0, "cacheable": 1 << 24, "device_only": 1 << 28,
-                            "host_only": 1 << 29, "p2p": 1 << 30, "svm": 1 << 27})
-    normal = flags.normal
-    cacheable = flags.cacheable
-    device_only = flags.device_only
-    host_only = flags.host_only
-    p2p = flags.p2p
-    svm = flags.svm
+    flags = bo_flags
+    # .export_values()
+    normal, cacheable, device_only, host_only, p2p, svm = \
+        (getattr(bo_flags, n) for n in bo_flags.__members__)
 
-    def __init__(self, dev: device, size: int, flags: PybindEnum | int, group: int) -> None:
-        dev._open()
-        if int(size) <= 0:
-            raise RuntimeError(f"Failed to allocate buffer object of size {size}")
-        self._size = int(size)
-        self._flags = int(flags)
-        self._group = int(group)
-        self._host = bytearray(self._size)
-        self._device = bytes(self._size)
-        self._serial = next(_bo_serial)
-        self._version = 0
-        self._address = next(_next_address)
-        for _ in range((self._size - 1) // 0x1000):
-            next(_next_address)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._storage: _Storage | None = None
+        self._offset = 0
+        self._size = 0
+        group = ("group", UINT)
+        flags = ("flags", instance_of(bo_flags))
+        new = since(BINDING_2_23)
+        ctx = ("hwctx", instance_of(hw_context))
+        overloaded("__init__", type(self).__name__, [
+            Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
+                     (_device_param(), ("size", SIZE_T), flags, group),
+                     lambda d, size, f, g: self._allocate(d._open(), size)),
+            Overload("(hwctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
+                     (ctx, ("size", SIZE_T), flags, group),
+                     lambda c, size, f, g: self._allocate(_ctx_stack(c), size), new),
+            Overload("(hwctx: pyxrt.hw_context, size: int, group: int)",
+                     (ctx, ("size", SIZE_T), group),
+                     lambda c, size, g: self._allocate(_ctx_stack(c), size), new),
+            Overload("(arg0: pyxrt.bo, arg1: int, arg2: int)",
+                     (("parent", instance_of(bo)), ("size", SIZE_T), ("offset", SIZE_T)),
+                     self._sub_buffer),
+        ], args, kwargs, constructor=True)
+
+    def _allocate(self, stack: Stack, size: int) -> None:
+        if size == 0:
+            raise RuntimeError("Failed to allocate buffer object of size 0: "
+                               "Invalid argument")
+        self._storage = _Storage(size)
+        self._size = size
+
+    def _sub_buffer(self, parent: bo, size: int, offset: int) -> None:
+        storage = parent._s()
+        if offset + size > parent._size:
+            raise RuntimeError(f"Sub buffer of {size} bytes at offset {offset} exceeds the "
+                               f"parent's {parent._size} bytes")
+        self._storage, self._offset, self._size = storage, parent._offset + offset, size
+
+    def _s(self) -> _Storage:
+        if self._storage is None:
+            raise not_initialized("bo")
+        return self._storage
 
     def write(self, data: Any, seek: int) -> None:
-        raw = memoryview(data).cast("B")
-        if seek < 0 or seek + len(raw) > self._size:
+        raw = _arg(buffer, data, "write")
+        seek = _arg(SIZE_T, seek, "write")
+        storage = self._s()
+        if seek + len(raw) > self._size:
             raise RuntimeError(f"bo::write: {len(raw)} bytes at offset {seek} exceed the "
                                f"buffer size {self._size}")
-        self._host[seek:seek + len(raw)] = raw
+        start = self._offset + seek
+        storage.host[start:start + len(raw)] = raw
 
-    def read(self, size: int, skip: int) -> np.ndarray:
-        if skip < 0 or skip + size > self._size:
+    def read(self, size: int, skip: int):
+        import numpy as np  # the binding returns a numpy array; only read needs numpy
+        size, skip = _arg(SIZE_T, size, "read"), _arg(SIZE_T, skip, "read")
+        storage = self._s()
+        if skip + size > self._size:
             raise RuntimeError(f"bo::read: {size} bytes at offset {skip} exceed the buffer "
                                f"size {self._size}")
-        return np.frombuffer(bytes(self._host[skip:skip + size]), dtype=np.int8).copy()
+        start = self._offset + skip
+        return np.frombuffer(bytes(storage.host[start:start + size]), dtype=np.int8).copy()
 
-    def sync(self, direction: PybindEnum, size: int | None = None,
-             offset: int = 0) -> None:
-        end = self._size if size is None else offset + size
-        if int(direction) == 0:      # host -> device: what the firmware will read
-            self._device = self._device[:offset] + bytes(self._host[offset:end]) \
-                + self._device[end:]
-            self._version += 1
+    def sync(self, direction: PybindEnum, *span: int) -> None:
+        if not isinstance(direction, xclBOSyncDirection) or len(span) not in (0, 2):
+            raise incompatible("sync", [
+                "(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection, arg1: int, arg2: int) -> "
+                "None", "(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection) -> None"],
+                "pyxrt.bo", [direction, *span])
+        size, offset = (_arg(SIZE_T, span[0], "sync"), _arg(SIZE_T, span[1], "sync")) \
+            if span else (self._size, 0)
+        storage = self._s()
+        if offset + size > self._size:
+            raise RuntimeError(f"bo::sync: {size} bytes at offset {offset} exceed the buffer "
+                               f"size {self._size}")
+        start, end = self._offset + offset, self._offset + offset + size
+        if direction.value == 0:      # host -> device: what the firmware will read
+            storage.device[start:end] = storage.host[start:end]
+            storage.version += 1
         else:
-            self._host[offset:end] = self._device[offset:end]
+            storage.host[start:end] = storage.device[start:end]
 
     def map(self) -> memoryview:
-        return memoryview(self._host)
+        storage = self._s()
+        return memoryview(storage.host)[self._offset:self._offset + self._size]
 
     def size(self) -> int:
+        self._s()
         return self._size
 
     def address(self) -> int:
-        return self._address
+        return self._s().address + self._offset
+
+    def _device_bytes(self) -> bytes:
+        storage = self._s()
+        return bytes(storage.device[self._offset:self._offset + self._size])
+
+    def _device_version(self) -> tuple[int, int, int, int]:
+        storage = self._s()
+        return storage.id, storage.version, self._offset, self._size
 
 
-# -- ELF path (FastFlowLM's (3, 0, 0, bo...) calls) -----------------------------------
+def _ctx_stack(ctx: hw_context) -> Stack:
+    ctx._live()
+    return ctx._stack
+
+
+def _arg(cast, value: Any, name: str) -> Any:
+    from harness.sim.pybind import NoMatch
+    try:
+        return cast(value)
+    except NoMatch:
+        raise TypeError(f"{name}(): incompatible function arguments: {value!r}") from None
+
+
+# -- ELF, program, module (FastFlowLM's (3, 0, 0, bo...) path) -------------------------
 
 class elf:
-    def __init__(self, source: str | bytes, size: int | None = None) -> None:
-        if isinstance(source, (bytes, bytearray)):
-            data = bytes(source)
-        else:
-            try:
-                data = Path(source).read_bytes()
-            except OSError as err:
-                raise RuntimeError(f"cannot open ELF {source}: {err.strerror}") from None
-        if bytes(data[:4]) != b"\x7fELF":
-            raise RuntimeError("not a valid ELF file")
-        self._data = bytes(data)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._elf = None
+        overloaded("__init__", "elf", [
+            Overload("(arg0: str)", (("filename", text),), self._read),
+            Overload("(arg0: capsule, arg1: int)", (("data", _void_pointer),
+                                                    ("size", SIZE_T)), self._from_pointer),
+        ], args, kwargs, constructor=True)
+
+    def _read(self, path: str) -> None:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as err:
+            raise RuntimeError(f"Failed to open ELF file '{path}': {err.strerror}") from None
+        try:
+            self._elf = parse_elf(data, path)
+        except ElfError as err:
+            raise RuntimeError(f"not a valid ELF file: {err}") from None
+
+    def _from_pointer(self, data: Any, size: int) -> None:
+        # The binding reads `size` bytes at a raw C++ pointer; from Python that is a
+        # capsule or another bound object, never a bytes object. Nothing here can be
+        # read as an ELF.
+        raise RuntimeError("not a valid ELF file: no ELF image at the given pointer")
+
+    def _columns(self, stack: Stack) -> int:
+        code = self._elf.control_code if self._elf is not None else None
+        try:
+            return parse_header(code or b"").cols
+        except TxnError:
+            return stack.device.columns
+
+
+def _void_pointer(value: Any) -> Any:
+    from harness.sim.pybind import NoMatch
+    if value is None or type(value).__module__.startswith("harness.sim"):
+        return value
+    raise NoMatch
+
+
+class program:
+    def __init__(self, e: elf) -> None:
+        if not isinstance(e, elf):
+            raise incompatible("__init__", ["(arg0: pyxrt.elf)"], "pyxrt.program", [e],
+                               constructor=True)
+        self._e = e
+
+    def get_partition_size(self) -> int:
+        return self._e._columns(control.current())
 
 
 class module:
-    def __init__(self, source: elf, *rest: Any) -> None:
-        if not isinstance(source, elf):
-            raise TypeError("module(): incompatible constructor arguments")
-        self._elf = source
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._elf: elf | None = None
+        self._hwctx: hw_context | None = None
+        old = until(BINDING_2_23)
+        overloaded("__init__", "module", [
+            Overload("(elf: pyxrt.elf)", (("elf", instance_of(elf)),), self._from_elf),
+            Overload("(arg0: capsule, arg1: int, arg2: pyxrt.uuid)",
+                     (("userptr", _void_pointer), ("size", SIZE_T), ("uuid", instance_of(uuid))),
+                     self._from_pointer, old),
+            Overload("(arg0: pyxrt.module, arg1: pyxrt.hw_context)",
+                     (("parent", instance_of(module)), ("hwctx", instance_of(hw_context))),
+                     self._with_context, old),
+        ], args, kwargs, constructor=True)
+
+    def _from_elf(self, e: elf) -> None:
+        self._elf = e
+
+    def _from_pointer(self, userptr: Any, size: int, xuid: uuid) -> None:
+        raise RuntimeError("module: no control code at the given pointer")
+
+    def _with_context(self, parent: module, ctx: hw_context) -> None:
+        self._elf, self._hwctx = parent._elf, ctx
+
+    def get_hw_context(self) -> hw_context:
+        if self._elf is None:
+            raise not_initialized("module")
+        return self._hwctx if self._hwctx is not None else hw_context()
+
+    def _get_cfg_uuid(self) -> uuid:
+        if self._elf is None:
+            raise not_initialized("module")
+        return uuid("00000000-0000-0000-0000-000000000000")
+
+    get_cfg_uuid = gated(_get_cfg_uuid, until(BINDING_2_23))
 
 
+# -- graph and aie (master) ------------------------------------------------------------
+
+graph_access_mode = make_enum("access_mode", {"exclusive": 0, "primary": 1, "shared": 2})
+
+
+class graph:
+    """An AIE graph. FastFlowLM's and XRT's validate xclbins carry no graph metadata, so
+    opening any graph fails as XRT fails for an unknown name."""
+
+    access_mode = graph_access_mode
+    exclusive, primary, shared = (graph_access_mode.exclusive, graph_access_mode.primary,
+                                  graph_access_mode.shared)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        overloaded("__init__", "graph", [
+            Overload("(ctx: pyxrt.hw_context, name: str)",
+                     (("ctx", instance_of(hw_context)), ("name", text)), self._open),
+            Overload("(ctx: pyxrt.hw_context, name: str, mode: pyxrt.graph.access_mode)",
+                     (("ctx", instance_of(hw_context)), ("name", text),
+                      ("mode", instance_of(graph_access_mode))), self._open),
+        ], args, kwargs, constructor=True)
+
+    def _open(self, ctx: hw_context, name: str, mode: Any = None) -> None:
+        ctx._live()
+        raise RuntimeError(f"No such graph '{name}' in the hardware context's xclbin")
+
+    def _g(self, *args: Any, **kwargs: Any) -> Any:
+        raise not_initialized("graph")
+
+    # The binding's methods; with no graph to open they are reachable only on an empty
+    # handle (a subclass, say), where the real binding would crash.
+    reset = get_timestamp = gmio_bank_id = run = wait = suspend = resume = end = update = \
+        read = _g
+
+
+class aie_bo(bo):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._storage = None
+        self._offset = self._size = 0
+        flags, group, size = ("flags", instance_of(bo_flags)), ("group", UINT), ("size", SIZE_T)
+        ctx = ("ctx", instance_of(hw_context))
+        overloaded("__init__", "aie.bo", [
+            Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
+                     (_device_param(), size, flags, group),
+                     lambda d, n, f, g: self._allocate(d._open(), n)),
+            Overload("(ctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
+                     (ctx, size, flags, group), lambda c, n, f, g: self._allocate(_ctx_stack(c),
+                                                                                  n)),
+            Overload("(ctx: pyxrt.hw_context, size: int, group: int)", (ctx, size, group),
+                     lambda c, n, g: self._allocate(_ctx_stack(c), n)),
+        ], args, kwargs, constructor=True)
+
+    def sync(self, *args: Any, **kwargs: Any) -> None:   # type: ignore[override]
+        def no_port(port: str, *rest: Any) -> None:
+            self._s()
+            raise RuntimeError(f"No GMIO port named '{port}' in the xclbin")
+        sync_dir = ("direction", instance_of(xclBOSyncDirection))
+        overloaded("sync", "aie.bo", [
+            Overload("(self: pyxrt.aie.bo, port: str, direction: pyxrt.xclBOSyncDirection, "
+                     "size: int, offset: int) -> None",
+                     (("port", text), sync_dir, ("size", SIZE_T), ("offset", SIZE_T)), no_port),
+            Overload("(self: pyxrt.aie.bo, port: str, direction: pyxrt.xclBOSyncDirection) -> "
+                     "None", (("port", text), sync_dir), no_port),
+        ], args, kwargs)
+
+
+aie_bo.__name__ = aie_bo.__qualname__ = "bo"
+aie = types.ModuleType("pyxrt.aie", "AIE-specific XRT functionality.")
+aie.bo = aie_bo
+
+GATED_MODULE_NAMES = {"graph": GRAPH_AIE, "aie": GRAPH_AIE}

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from harness.errors import BadInput
+from harness.sim.releases import NEWEST, RELEASES, XrtRelease
 
 FLAVOURS = ("staging", "mainline", "oot")
 
@@ -66,6 +67,12 @@ CATALOGUE = (
              "which NPU (default npu5, Strix Halo, 8 columns); PCI 17f0 devices leave "
              "error_index at 0 on timeouts, npu1 (Phoenix, 4 columns) reports it",
              "STACK.md 4; xdna-driver test/shim_test/io_test.cpp"),
+    TokenDoc("xrt:RELEASE", "release",
+             f"which XRT release answers, one of {', '.join(RELEASES)} (default {NEWEST}): "
+             "the runlist failure message names the state from 2.21.75 on, not in 2.20 and "
+             "tag 202610.2.21.21; the binding has that release's classes and overloads",
+             "Xilinx/XRT xrt_kernel.cpp runlist_impl::throw_command_error (PR #9408) and "
+             "src/python/pybind11/src/pyxrt.cpp at each tag"),
     TokenDoc("inflight-cap:N", "deviation",
              "the firmware wedges when more than N sub-commands are queued on one context "
              "(the hypothesis behind the 42-layer timeout)",
@@ -103,10 +110,15 @@ class Profile:
     flaky: float = 0.0
     seed: int = 0
     realtime: bool = False
+    xrt: str = NEWEST
 
     @property
     def device_model(self) -> DeviceModel:
         return DEVICES[self.device]
+
+    @property
+    def release(self) -> XrtRelease:
+        return RELEASES[self.xrt]
 
     @property
     def deviations(self) -> list[str]:
@@ -132,6 +144,8 @@ class Profile:
         tokens = [self.flavour]
         if self.device != "npu5":
             tokens.append(f"device:{self.device}")
+        if self.xrt != NEWEST:
+            tokens.append(f"xrt:{self.xrt}")
         tokens += self.deviations
         if self.seed:
             tokens.append(f"seed:{self.seed}")
@@ -164,7 +178,7 @@ def parse_profile(text: str | None) -> Profile:
         if not token:
             continue
         head, _, rest = token.partition(":")
-        if head in ("device", "inflight-cap", "xrt-chain", "seed", "flaky", "realtime"):
+        if head in ("device", "xrt", "inflight-cap", "xrt-chain", "seed", "flaky", "realtime"):
             if head in seen:
                 raise BadInput(f"profile {text!r} gives {head} twice; give it once")
             seen.add(head)
@@ -177,6 +191,8 @@ def parse_profile(text: str | None) -> Profile:
             values["realtime"] = True
         elif head == "device" and rest in DEVICES:
             values["device"] = rest
+        elif head == "xrt" and rest in RELEASES:
+            values["xrt"] = rest
         elif head == "inflight-cap" and _INT.fullmatch(rest):
             values["inflight_cap"] = _positive(token, rest)
         elif head == "xrt-chain" and _INT.fullmatch(rest):

@@ -2,27 +2,65 @@
 
 Host code written for Xilinx/XRT's Python binding runs against this module
 unchanged (`import harness.sim.pyxrt as pyxrt`, or `runlist-harness sim exec
-SCRIPT`). The objects live in `harness.sim.binding`, XRT's run and runlist
-rules in `harness.sim.runs`, the driver and firmware in `harness.sim.stack`.
+SCRIPT`). It answers as the XRT release the profile names (`xrt:2.20` ...
+`xrt:master`, default master): names a release's binding lacks are missing here
+too. The objects live in `harness.sim.binding`, XRT's run and runlist rules in
+`harness.sim.runs`, the driver and firmware in `harness.sim.stack`.
 """
 
+from typing import Any
+
+from harness.sim import binding
 from harness.sim.binding import (
     BDF,
     XCL_BO_FLAGS_NONE,
+    alert,
     bo,
+    critical,
+    debug,
     device,
     elf,
+    emergency,
     enumerate_devices,
+    error,
     ert_cmd_state,
     hw_context,
+    info,
+    log_message,
     module,
+    notice,
+    program,
     uuid,
+    warning,
     xclbin,
+    xclbinip_vector,
+    xclbinkernel_vector,
+    xclbinmem_vector,
     xclBOSyncDirection,
     xrt_info_device,
+    xrt_msg_level,
 )
 from harness.sim.runs import ext, kernel, run, runlist
 
-__all__ = ["BDF", "XCL_BO_FLAGS_NONE", "bo", "device", "elf", "enumerate_devices",
-           "ert_cmd_state", "ext", "hw_context", "kernel", "module", "run", "runlist", "uuid",
-           "xclBOSyncDirection", "xclbin", "xrt_info_device"]
+_GATED = {"graph": binding.graph, "aie": binding.aie}
+
+
+def __getattr__(name: str) -> Any:
+    feature = binding.GATED_MODULE_NAMES.get(name)
+    if feature is not None and binding.release().has(feature):
+        return _GATED[name]
+    raise AttributeError(f"module 'pyxrt' has no attribute '{name}'"
+                         + (f" (not in XRT {binding.release().name}'s binding)"
+                            if feature else ""))
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__ + [n for n, f in binding.GATED_MODULE_NAMES.items()
+                             if binding.release().has(f)])
+
+
+__all__ = ["BDF", "XCL_BO_FLAGS_NONE", "alert", "bo", "critical", "debug", "device", "elf",
+           "emergency", "enumerate_devices", "ert_cmd_state", "error", "ext", "hw_context",
+           "info", "kernel", "log_message", "module", "notice", "program", "run", "runlist",
+           "uuid", "warning", "xclBOSyncDirection", "xclbin", "xclbinip_vector",
+           "xclbinkernel_vector", "xclbinmem_vector", "xrt_info_device", "xrt_msg_level"]

@@ -1,195 +1,343 @@
 """Kernels, runs and runlists of the simulated pyxrt: XRT's own rules.
 
-From `runlist_impl` and `run_impl` in Xilinx/XRT `xrt_kernel.cpp` (STACK.md 2):
-a runlist lives in one hardware context and is submitted as chains of 24
-(`ERT_CMD_CHAIN`); `wait` waits on the last chain, then walks the chains to the
-first that did not complete, blames run `error_index + 24 x chain`, marks every
-later run ABORT and raises XRT's `runlist failed execution (ERT_CMD_STATE_<X>)`
-with the health lines. Through the binding that is a plain RuntimeError, and
-`wait(timeout)` is a TypeError (no chrono casters). `run.wait(ms)` returns
-TIMEOUT when the host gives up. Real XRT crashes on more arguments than a
-kernel declares; this raises instead, naming the kernel.
+From `run_impl` and `runlist_impl` in Xilinx/XRT `xrt_kernel.cpp` (STACK.md 2,
+read at every tag `harness.sim.releases` names), as `harness.sim.rules` lists:
+
+- `execute()` resets every member run's packet to NEW and submits chains of 24;
+  the driver writes state only into the chain packets. `wait()` waits on the last
+  chain, then gives run ``error_index + 24 x chain`` of the first chain not
+  COMPLETED that chain's state, marks every later run ABORT (earlier runs stay
+  NEW) and raises the release's message. After a successful runlist every member
+  run still reads NEW.
+- `add()` does not compare the run's hardware context with the list's (the header
+  says it throws; the source does not check). A run may sit in one runlist at a
+  time up to 2.21 ("Run object already associated with a runlist"), in several
+  from 2.23 (PR #9750). A member run cannot be started by itself.
+- `kernel(...)` calls set each argument as a buffer, else as an int, and swallow
+  what fails (an index beyond the kernel's arguments included), then start.
 """
 
 from __future__ import annotations
 
-import weakref
+import types
+import warnings
 from typing import Any
 
-from harness.errors import XclbinError
 from harness.sim.binding import (
     TIMEOUT_VALUE,
-    PybindEnum,
     as_state,
     bo,
+    device,
     ert_cmd_state,
     hw_context,
-    make_enum,
     module,
+    not_initialized,
+    overloaded,
+    release,
+    since,
+    uuid,
 )
-from harness.sim.stack import START_CU, START_NPU, Command, Job
+from harness.sim.pybind import (
+    INT,
+    SIZE_T,
+    UINT,
+    Gated,
+    NoMatch,
+    Overload,
+    PybindEnum,
+    incompatible,
+    instance_of,
+    make_enum,
+    never,
+    text,
+)
+from harness.sim.releases import BINDING_2_23, SCRATCHPAD
+from harness.sim.stack import START_CU, START_NPU, Job
 from harness.txn import TxnError, check_stream
 
-# -- kernels and runs ------------------------------------------------------------------
+NEW, COMPLETED, ABORT, TIMEOUT = 1, 4, 6, TIMEOUT_VALUE
+HEALTH_FIELDS = ("txn_op_idx", "ctx_pc", "fatal_error_type", "fatal_error_exception_type",
+                 "fatal_error_exception_pc", "fatal_error_app_module")
+cu_access_mode = make_enum("cu_access_mode", {"exclusive": 0, "shared": 1, "none": 2})
+
+
+def _int_range_message(index: int, size: int) -> str:
+    # libstdc++'s std::vector::at text, which pybind11 passes on as IndexError
+    return (f"vector::_M_range_check: __n (which is {index % (1 << 64)}) >= this->size() "
+            f"(which is {size})")
+
+
+# -- kernels ----------------------------------------------------------------------------
 
 class kernel:
-    cu_access_mode = make_enum("cu_access_mode", {"exclusive": 0, "shared": 1, "none": 2})
+    cu_access_mode = cu_access_mode
+    exclusive, shared, none = cu_access_mode.exclusive, cu_access_mode.shared, \
+        cu_access_mode.none
 
-    def __init__(self, ctx: hw_context, name: str, *rest: Any) -> None:
-        if not isinstance(ctx, hw_context):
-            raise RuntimeError("kernel(device, uuid, name) needs an xclbin loaded with "
-                               "load_xclbin, which this device does not support; use "
-                               "kernel(hw_context, name)")
-        if ctx._ctx is None:
-            raise RuntimeError("hw_context object is not initialized")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._module: module | None = None
+        self._hwctx: hw_context | None = None
+        name = ("name", text)
+        the_uuid = ("uuid", instance_of(uuid))
+        the_device = ("device", instance_of(device))
+        overloaded("__init__", "kernel", [
+            Overload("(device: pyxrt.device, uuid: pyxrt.uuid, name: str, mode: pyxrt.kernel."
+                     "cu_access_mode)", (the_device, the_uuid, name,
+                                         ("mode", instance_of(cu_access_mode))),
+                     self._from_device),
+            Overload("(device: pyxrt.device, uuid: pyxrt.uuid, name: str)",
+                     (the_device, the_uuid, name), self._from_device),
+            Overload("(hw_context: pyxrt.hw_context, name: str)",
+                     (("hw_context", instance_of(hw_context)), name), self._setup),
+        ], args, kwargs, constructor=True)
+
+    def _from_device(self, dev: device, xuid: uuid, name: str, mode: Any = None) -> None:
+        # Every release builds a hardware context for the registered xclbin here; from 2.23
+        # the binding also warns that the constructor is deprecated.
+        if release().has(BINDING_2_23):
+            warnings.warn("kernel(device, uuid, name[, mode]) is deprecated; use "
+                          "kernel(hw_context, name) instead.", DeprecationWarning, stacklevel=4)
+        self._setup(hw_context(dev, xuid), name)
+
+    def _setup(self, ctx: hw_context, name: str) -> None:
+        ctx._live()
+        if ctx._xclbin is None:
+            raise RuntimeError(f"No compute units matching '{name}' (the hardware context "
+                               "holds no xclbin)")
         wanted = name.split(":", 1)[0]
         try:
-            meta = ctx._xclbin._meta.kernel(wanted)
-        except XclbinError:
+            meta = ctx._xclbin._m().kernel(wanted)
+        except Exception:
             raise RuntimeError(f"No compute units matching '{name}'") from None
+        stack = ctx._stack
         self._hwctx = ctx
         self._meta = meta
         self._name = meta.name
         self._nargs = len(meta.args)
         self._arg_bytes = meta.arg_bytes
-        self._elf = False
         self._opcode = START_CU
-        stack = ctx._stack
         self._stack = stack
         self._latency_us = stack.latency_for(ctx._label, meta.name)
         self._hang_at = frozenset(stack.profile.hang_at)
         self._width = ctx._ctx.width
         self._dev_gen = stack.device.dev_gen
+        self._fault_cache: dict[tuple, str | None] = {}
+
+    def _k(self) -> kernel:
+        if self._hwctx is None:
+            raise not_initialized("kernel")
+        return self
 
     def group_id(self, argno: int) -> int:
-        return self._hwctx._xclbin._meta.group_id(self._name, argno)
+        try:
+            index = INT(argno)
+        except NoMatch:
+            raise incompatible("group_id", ["(self: pyxrt.kernel, arg0: int) -> int"],
+                               "pyxrt.kernel", [argno]) from None
+        self._k()
+        return self._hwctx._xclbin._m().group_id(self._name, index)
 
     def __call__(self, *args: Any) -> run:
-        if len(args) > self._nargs:
-            raise RuntimeError(f"kernel {self._name} declares {self._nargs} arguments, "
-                               f"{len(args)} were given (real XRT crashes here)")
         r = run(self)
         for index, value in enumerate(args):
-            r.set_arg(index, value)
+            # pyxrt.cpp: try the value as a buffer, then as an int; swallow what fails
+            for attempt in (_as_bo, INT):
+                try:
+                    r.set_arg(index, attempt(value))
+                except (NoMatch, IndexError, RuntimeError, TypeError):
+                    pass
         r.start()
         return r
 
+    def _fault(self, r: run) -> str | None:
+        """What the firmware rejects in this run's instructions (cached per buffer state)."""
+        if self._module is not None:
+            key: tuple = ("elf", id(self._module))
+        else:
+            instr, ninstr = r._args[1], r._args[2]
+            if not isinstance(instr, bo):
+                return "argument 1 is not an instruction buffer"
+            key = (instr._device_version(), ninstr)
+        try:
+            return self._fault_cache[key]
+        except KeyError:
+            pass
+        try:
+            if self._module is not None:
+                code = self._module._elf._elf.control_code
+                if code is None:
+                    raise TxnError("the ELF has no .ctrltext control code")
+                check_stream(code, columns=self._width, dev_gen=self._dev_gen)
+            else:
+                check_stream(instr._device_bytes(), columns=self._width, dev_gen=self._dev_gen,
+                             ninstr_words=ninstr if isinstance(ninstr, int) else 0)
+            fault = None
+        except TxnError as err:
+            fault = f"invalid instruction stream: {err}"
+        if len(self._fault_cache) > 1000:
+            self._fault_cache.clear()
+        self._fault_cache[key] = fault
+        return fault
 
-class _Ext:
-    """`pyxrt.ext`: kernels built from an ELF module (ERT_START_NPU commands)."""
 
-    class kernel(kernel):
-        def __init__(self, ctx: hw_context, mod: module | str, name: str | None = None):
-            if isinstance(mod, str):
-                super().__init__(ctx, mod)
-                return
-            super().__init__(ctx, name or "")
-            self._elf = True
-            self._opcode = START_NPU
-
-    bo = bo
+def _as_bo(value: Any) -> bo:
+    if not isinstance(value, bo):
+        raise NoMatch
+    return value
 
 
-ext = _Ext()
-
-_fault_cache: dict[tuple, str | None] = {}
-
+# -- runs --------------------------------------------------------------------------------
 
 class run:
-    __slots__ = ("_kernel", "_args", "_job", "_final", "_runlist", "__weakref__")
+    __slots__ = ("_kernel", "_args", "_job", "_packet", "_lists", "__weakref__")
 
     def __init__(self, k: kernel | None = None) -> None:
+        if k is not None and not isinstance(k, kernel):
+            raise incompatible("__init__", ["()", "(arg0: pyxrt.kernel)"], "pyxrt.run", [k],
+                               constructor=True)
         self._kernel = k
-        self._args: dict[int, Any] = {}
-        self._job: Job | None = None
-        self._final: int | None = None
-        # XRT's run_impl keeps a plain pointer to its runlist, cleared when the list dies;
-        # a weak reference does the same without a run <-> runlist reference cycle.
-        self._runlist: weakref.ref | None = None
+        self._args: list[Any] = [0] * k._k()._nargs if k is not None else []
+        self._job: Job | None = None      # a start() of its own
+        self._packet = NEW                # its command packet's state, as XRT left it
+        self._lists = 0                   # how many live runlists hold it
 
     def _k(self) -> kernel:
         if self._kernel is None:
-            raise RuntimeError("run object is not initialized")
+            raise not_initialized("run")
         return self._kernel
 
-    def set_arg(self, index: int, value: bo | int) -> None:
-        k = self._kernel
-        if k is None or not 0 <= index < k._nargs or not isinstance(value, (bo, int)):
-            self._bad_arg(index, value)
-        self._args[index] = value
+    def set_arg(self, index: Any, value: Any) -> None:
+        args = self._args
+        if index.__class__ is int and 0 <= index < len(args) and (
+                value.__class__ is int and -0x80000000 <= value <= 0x7FFFFFFF
+                or isinstance(value, bo)):
+            args[index] = value
+            return
+        self._set_arg_slow(index, value)
 
-    def _bad_arg(self, index: int, value: Any) -> None:
-        k = self._k()
-        if not isinstance(value, (bo, int)):
-            raise TypeError("set_arg(): incompatible function arguments")
-        raise RuntimeError(f"kernel {k._name} has no argument {index} (it declares "
-                           f"{k._nargs}; real XRT crashes here)")
+    def _set_arg_slow(self, index: Any, value: Any) -> None:
+        try:
+            index = INT(index)
+            if not isinstance(value, bo):
+                value = INT(value)
+        except NoMatch:
+            raise incompatible("set_arg", [
+                "(self: pyxrt.run, arg0: int, arg1: pyxrt.bo) -> None",
+                "(self: pyxrt.run, arg0: int, arg1: int) -> None"], "pyxrt.run",
+                [index, value]) from None
+        self._k()
+        size = len(self._args)
+        if not 0 <= index < size:
+            raise IndexError(_int_range_message(index, size))
+        self._args[index] = value
 
     def start(self) -> None:
         k = self._k()
-        if self._runlist is not None and self._runlist() is not None:
+        if self._lists:
             raise RuntimeError("Run object belongs to a runlist and cannot be explicitly "
                                "started")
-        stack = k._hwctx._stack
-        self._final = None
-        self._job = stack.submit(k._hwctx._ctx, [self._command(None)], chained=False)
+        self._packet = NEW
+        latency, arg_bytes, opcode, fault, hang = _command(self, None)
+        self._job = k._stack.submit(k._hwctx._ctx, [latency], [arg_bytes], [opcode],
+                                    {0: fault} if fault else {}, {0} if hang else set(),
+                                    chained=False)
 
-    def wait(self, timeout_ms: int = 0) -> PybindEnum:
-        if self._job is None:
-            return as_state(self._final or 1)
+    def wait(self, *args: Any, **kwargs: Any) -> PybindEnum:
+        return overloaded("wait", "run", [
+            Overload("(self: pyxrt.run) -> pyxrt.ert_cmd_state", (), lambda: self._wait(0)),
+            Overload("(self: pyxrt.run, arg0: int) -> pyxrt.ert_cmd_state",
+                     (("timeout_ms", UINT),), self._wait),
+        ], args, kwargs)
+
+    def _wait(self, timeout_ms: int) -> PybindEnum:
         job = self._job
-        stack = self._k()._hwctx._stack
+        if job is None:
+            return self.state()
+        stack = self._k()._stack
         if timeout_ms:
             if not stack.run_until(lambda: job.done, timeout_ms * 1000.0):
-                return as_state(TIMEOUT_VALUE)   # the host wait expired: XRT says TIMEOUT ("bad!")
+                return as_state(TIMEOUT)      # the host wait expired: XRT says TIMEOUT ("bad!")
         else:
             stack.run_until(lambda: job.done)
         return self.state()
 
+    def wait2(self, *args: Any, **kwargs: Any) -> Any:
+        return overloaded("wait2", "run", [
+            Overload("(self: pyxrt.run) -> None", (), self._wait2),
+            Overload("(self: pyxrt.run, arg0: std::chrono::duration<long, std::ratio<1l, "
+                     "1000l> >) -> std::cv_status", (("timeout", never),), self._wait2),
+        ], args, kwargs)
+
+    def _wait2(self) -> None:
+        state = self._wait(0).value
+        if state != COMPLETED:
+            job = self._job
+            raise RuntimeError(_amend(f"Command failed to complete successfully "
+                                      f"({_state_text(state)})", state,
+                                      job.health if job is not None else None))
+
     def state(self) -> PybindEnum:
-        if self._final is not None:
-            return as_state(self._final)
-        if self._job is None:
-            return as_state(1)
-        return as_state(self._job.visible_state(self._k()._hwctx._stack.now))
+        job = self._job
+        if job is not None:
+            return as_state(job.visible_state(self._k()._stack.now))
+        self._k()
+        return as_state(self._packet)
 
-    def _command(self, position: int | None) -> Command:
-        k = self._kernel
-        fault = None if k._elf else self._instruction_fault(k)
-        hang = position is not None and position in k._hang_at
-        return Command(k._latency_us, k._arg_bytes, k._opcode, k._name, fault, hang)
+    def add_callback(self, *args: Any) -> None:
+        # std::function and void* have no caster in the binding (no pybind11/functional.h)
+        raise incompatible("add_callback", [
+            "(self: pyxrt.run, arg0: pyxrt.ert_cmd_state, arg1: Callable[[capsule, pyxrt."
+            "ert_cmd_state, capsule], None], arg2: capsule) -> None"], "pyxrt.run", list(args))
 
-    def _instruction_fault(self, k: kernel) -> str | None:
-        # The firmware reads the device copy of the instruction buffer: a stream that
-        # was never synced to the device, or a wrong ninstr, is rejected there.
-        instr, ninstr = self._args.get(1), self._args.get(2)
-        if not isinstance(instr, bo):
-            return "argument 1 is not an instruction buffer"
-        key = (instr._serial, instr._version, ninstr, k._width, k._dev_gen)
-        try:
-            return _fault_cache[key]
-        except KeyError:
-            pass
-        try:
-            check_stream(instr._device, columns=k._width, dev_gen=k._dev_gen,
-                         ninstr_words=ninstr if isinstance(ninstr, int) else 0)
-            fault = None
-        except TxnError as err:
-            fault = f"invalid instruction stream: {err}"
-        if len(_fault_cache) > 10_000:      # one entry per instruction buffer state
-            _fault_cache.clear()
-        _fault_cache[key] = fault
-        return fault
+    def _get_ctrl_scratchpad_bo(self) -> bo:
+        k = self._k()
+        if k._module is None:
+            raise RuntimeError("No module associated with run object")
+        raise RuntimeError("the module's control code has no control scratchpad")
+
+    get_ctrl_scratchpad_bo = Gated(_get_ctrl_scratchpad_bo, since(SCRATCHPAD), release)
 
 
-# -- runlists --------------------------------------------------------------------------
+def _command(r: run, position: int | None) -> tuple[float, int, int, str | None, bool]:
+    k = r._kernel
+    fault = k._fault(r)
+    return (k._latency_us, k._arg_bytes, k._opcode, fault,
+            position is not None and position in k._hang_at)
+
+
+def _state_text(state: int) -> str:
+    name = ert_cmd_state(state).name
+    return "out of range" if name == "???" else name
+
+
+def _amend(message: str, state: int, health: dict[str, int] | None) -> str:
+    """XRT's amend_aie_error_message: health lines on TIMEOUT when the failing run's
+    packet holds version-0 health data, else (on TIMEOUT) a newline."""
+    if state != TIMEOUT:
+        return message
+    lines = [message]
+    if health:
+        lines += [f"{key} = 0x{health.get(key, 0):08X}" for key in HEALTH_FIELDS]
+    return "\n".join(lines) + "\n"
+
+
+# -- runlists ----------------------------------------------------------------------------
 
 class runlist:
-    def __init__(self, ctx: hw_context | None = None) -> None:
-        self._hwctx = ctx
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._hwctx: hw_context | None = None
         self._runs: list[run] = []
         self._jobs: list[Job] = []
         self._running = False
+        overloaded("__init__", "runlist", [
+            Overload("()", (), lambda: None),
+            Overload("(hwctx: pyxrt.hw_context)", (("hwctx", instance_of(hw_context)),),
+                     self._bind),
+        ], args, kwargs, constructor=True)
+
+    def _bind(self, ctx: hw_context) -> None:
+        ctx._live()
+        self._hwctx = ctx
 
     def add(self, r: run) -> None:
         if self._hwctx is None:
@@ -197,39 +345,61 @@ class runlist:
         if self._running:
             raise RuntimeError("runlist must be idle before adding run objects, current "
                                "state: running")
-        if r._k()._hwctx is not self._hwctx:
-            raise RuntimeError("run object's hardware context does not match the "
-                               "runlist's hardware context")
-        if r._runlist is not None and r._runlist() is not None:
+        if r.__class__ is not run and not isinstance(r, run):
+            raise incompatible("add", ["(self: pyxrt.runlist, run: pyxrt.run) -> None"],
+                               "pyxrt.runlist", [r])
+        r._k()
+        if r._lists and not self._release_allows_sharing():
             raise RuntimeError("Run object already associated with a runlist")
-        r._runlist = weakref.ref(self)
+        r._lists += 1
         self._runs.append(r)
+
+    def _release_allows_sharing(self) -> bool:
+        return self._hwctx._stack.profile.release.has(BINDING_2_23)
+
+    def __del__(self) -> None:
+        for r in getattr(self, "_runs", ()):
+            r._lists -= 1
 
     def execute(self) -> None:
         if self._running:
             raise RuntimeError("runlist must be idle before submitting for execution, "
                                "current state: running")
-        if not self._runs:
+        runs = self._runs
+        if not runs:
             return
-        stack = self._hwctx._stack
+        ctx = self._hwctx
+        stack = ctx._stack
         size = stack.profile.xrt_chain
-        commands = [r._command(i) for i, r in enumerate(self._runs)]
+        jobs = []
+        for start in range(0, len(runs), size):
+            latencies, arg_bytes, opcodes = [], [], []
+            faults: dict[int, str] = {}
+            hangs: set[int] = set()
+            for offset, r in enumerate(runs[start:start + size]):
+                r._packet = NEW          # prep_start
+                r._job = None
+                latency, nbytes, opcode, fault, hang = _command(r, start + offset)
+                latencies.append(latency)
+                arg_bytes.append(nbytes)
+                opcodes.append(opcode)
+                if fault is not None:
+                    faults[offset] = fault
+                if hang:
+                    hangs.add(offset)
+            jobs.append(stack.submit(ctx._ctx, latencies, arg_bytes, opcodes, faults, hangs,
+                                     chained=True))
+        self._jobs = jobs
         self._running = True
-        self._jobs = [stack.submit(self._hwctx._ctx, commands[i:i + size], chained=True)
-                      for i in range(0, len(commands), size)]
-        for index, r in enumerate(self._runs):
-            r._job = self._jobs[index // size]
-            r._final = None
 
-    def wait(self, *timeout: Any) -> None:
-        if timeout:
-            # pyxrt binds wait(std::chrono::milliseconds) without pybind11/chrono.h.
-            raise TypeError(
-                "wait(): incompatible function arguments. The following argument types "
-                "are supported:\n    1. (self: pyxrt.runlist) -> None\n    2. (self: "
-                "pyxrt.runlist, arg0: std::chrono::duration<long, std::ratio<1l, 1000l> >) "
-                "-> std::cv_status\n\nInvoked with: <pyxrt.runlist object>, "
-                + ", ".join(repr(t) for t in timeout))
+    def wait(self, *args: Any, **kwargs: Any) -> Any:
+        return overloaded("wait", "runlist", [
+            Overload("(self: pyxrt.runlist) -> None", (), self._wait),
+            Overload("(self: pyxrt.runlist, timeout: std::chrono::duration<long, std::ratio<1l,"
+                     " 1000l> >) -> std::cv_status", (("timeout", never),), self._wait),
+        ], args, kwargs)
+
+    def _wait(self) -> None:
         if not self._running:
             return
         stack = self._hwctx._stack
@@ -237,28 +407,108 @@ class runlist:
         stack.run_until(lambda: last.done)
         self._running = False
         size = stack.profile.xrt_chain
-        runidx = 0
-        for job in self._jobs:
-            if job.state == 4:
-                for r in self._runs[runidx:runidx + size]:
-                    r._final = 4
-                runidx += size
+        runs = self._runs
+        for chain, job in enumerate(self._jobs):
+            if job.state == COMPLETED:
                 continue
-            failing = min(job.error_index + runidx, len(self._runs) - 1)
-            for r in self._runs[runidx:failing]:
-                r._final = 4
-            self._runs[failing]._final = job.state
-            for r in self._runs[failing + 1:]:
-                r._final = 6
-            raise RuntimeError(_failure_message(job, self._runs[failing]._k()._name))
+            failing = chain * size + job.error_index
+            for r in runs[failing + 1:]:
+                r._packet = ABORT
+            runs[failing]._packet = job.state
+            message = f"runlist failed execution ({_state_text(job.state)})" \
+                if stack.profile.release.state_in_message else "runlist failed execution"
+            raise RuntimeError(_amend(message, job.state, job.health))
 
 
-def _failure_message(job: Job, kernel_name: str) -> str:
-    name = ert_cmd_state(job.state).name
-    if name == "???":
-        name = f"ERT_CMD_STATE_{job.state}"
-    lines = [f"runlist failed execution ({name})"]
-    if job.health:
-        lines.append(f"Kernel Instance: {kernel_name}")
-        lines += [f"{key} = 0x{value:08X}" for key, value in job.health.items()]
-    return "\n".join(lines)
+# -- pyxrt.ext: buffers with access modes, kernels from ELF modules ----------------------
+
+def _ext_or(a: PybindEnum, b: PybindEnum) -> PybindEnum:
+    return type(a)(a.value | b.value)
+
+
+def _ext_and(a: PybindEnum, b: PybindEnum) -> PybindEnum:
+    return type(a)(a.value & b.value)
+
+
+ext_access_mode = make_enum("access_mode", {
+    "none": 0, "read": 1, "write": 2, "read_write": 3, "local": 0, "shared": 4,
+    "process": 8, "hybrid": 16}, methods={"__or__": _ext_or, "__and__": _ext_and,
+                                          "__ior__": _ext_or, "__iand__": _ext_and})
+
+
+class ext_bo(bo):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:    # noqa: D401
+        self._storage = None
+        self._offset = self._size = 0
+        the_device = ("device", instance_of(device))
+        ctx = ("hwctx", instance_of(hw_context))
+        access = ("access", instance_of(ext_access_mode))
+        size = ("size", SIZE_T)
+
+        def host(owner: Any, nbytes: int, *rest: Any) -> None:
+            stack = owner._open() if isinstance(owner, device) else owner._stack
+            if isinstance(owner, hw_context):
+                owner._live()
+            self._allocate(stack, nbytes)
+
+        def user_pointer(owner: device, pointer: Any, nbytes: int, *rest: Any) -> None:
+            owner._open()
+            raise RuntimeError("ext.bo: cannot map user memory from this pointer")
+        overloaded("__init__", "ext.bo", [
+            Overload("(device: pyxrt.device, userptr: capsule, size: int, access: pyxrt.ext."
+                     "access_mode)", (the_device, ("userptr", _pointer), size, access),
+                     user_pointer),
+            Overload("(device: pyxrt.device, userptr: capsule, size: int)",
+                     (the_device, ("userptr", _pointer), size), user_pointer),
+            Overload("(device: pyxrt.device, size: int, access: pyxrt.ext.access_mode)",
+                     (the_device, size, access), host),
+            Overload("(device: pyxrt.device, size: int)", (the_device, size), host),
+            Overload("(device: pyxrt.device, pid: xrt::pid_type, export_handle: int)",
+                     (the_device, ("pid", never), ("export_handle", INT)), host),
+            Overload("(hwctx: pyxrt.hw_context, size: int, access: pyxrt.ext.access_mode)",
+                     (ctx, size, access), host),
+            Overload("(hwctx: pyxrt.hw_context, size: int)", (ctx, size), host),
+            Overload("(hwctx: pyxrt.hw_context, pid: xrt::pid_type, export_handle: int)",
+                     (ctx, ("pid", never), ("export_handle", INT)), host),
+        ], args, kwargs, constructor=True)
+
+
+def _pointer(value: Any) -> Any:
+    if value is None or type(value).__module__.startswith("harness.sim"):
+        return value
+    raise NoMatch
+
+
+class ext_kernel(kernel):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._module = None
+        self._hwctx = None
+        ctx = ("hwctx", instance_of(hw_context))
+        overloaded("__init__", "ext.kernel", [
+            Overload("(hwctx: pyxrt.hw_context, module: pyxrt.module, name: str)",
+                     (ctx, ("module", instance_of(module)), ("name", text)),
+                     self._from_module),
+            Overload("(hwctx: pyxrt.hw_context, name: str)", (ctx, ("name", text)),
+                     self._setup),
+        ], args, kwargs, constructor=True)
+
+    def _from_module(self, ctx: hw_context, mod: module, name: str) -> None:
+        if mod._elf is None:
+            raise not_initialized("module")
+        self._setup(ctx, name)
+        self._module = mod
+        # A module built from an AIE2P control-code ELF with no PDIs and no preemption
+        # save/restore runs as ERT_START_NPU (xrt_module.cpp module_elf_aie2p::get_ert_opcode).
+        self._opcode = START_NPU
+
+
+ext_bo.__name__ = ext_bo.__qualname__ = "bo"
+ext_kernel.__name__ = ext_kernel.__qualname__ = "kernel"
+ext_access_mode.__qualname__ = "access_mode"
+
+ext = types.ModuleType("pyxrt.ext", "Extended XRT functionality.")
+ext.bo = ext_bo
+ext.kernel = ext_kernel
+ext.access_mode = ext_access_mode
+for _name in ("none", "read", "write", "read_write", "local", "shared", "process", "hybrid"):
+    setattr(ext, _name, getattr(ext_access_mode, _name))

@@ -5,11 +5,13 @@ the profile (`harness.sim.profiles`):
 
 - 4 jobs in flight per hardware context (`CTX_MAX_CMDS`); further submissions
   wait in user space (XRT's shim queue) and enter as slots free up.
-- A chain's sub-commands are packed into one 4 KiB buffer, 52 bytes of slot
-  header plus the kernel's argument bytes (at most 104) each; the out-of-tree
-  flavour also caps a chain at 64; all sub-commands share one opcode. A chain
-  breaking these rules fails in `run_job`, after the submit succeeded, and its
-  header stays NEW.
+- A chain's sub-commands are packed into one 4 KiB buffer, one
+  `cmd_chain_slot_npu` each: a 52-byte header plus the command's argument bytes
+  (`aie2_cmdlist_fill_npu_cf` for ERT_START_CU, `_fill_npu_dpu` for ERT_START_NPU,
+  which also refuses more than 104 bytes of arguments); the out-of-tree flavour
+  also caps a chain at 64; all sub-commands share one opcode. A chain breaking
+  these rules fails in `run_job`, after the submit succeeded, and its header
+  stays NEW.
 - The firmware runs each context's jobs in order, one sub-command after the
   other, each taking its kernel's latency; contexts whose partitions overlap
   time-share the array (a job holds its columns until it ends).
@@ -67,25 +69,17 @@ class SimulatorStall(RuntimeError):
     """A wait that could only end on hardware by blocking forever (virtual clock only)."""
 
 
-@dataclass(slots=True)
-class Command:
-    """One sub-command as the firmware sees it."""
-
-    latency_us: float
-    arg_bytes: int
-    opcode: int
-    kernel: str = ""
-    fault: str | None = None      # firmware rejects it: the chain ends ERROR here
-    hang: bool = False            # never completes
-
-
 @dataclass(eq=False, slots=True)
 class Job:
     """One submission to the driver: a single run or an ERT_CMD_CHAIN of runs."""
 
     seq: int
     ctx: Context
-    commands: list[Command]
+    latencies: list[float]        # per sub-command
+    arg_bytes: list[int]          # per sub-command
+    opcodes: list[int]            # per sub-command
+    faults: dict[int, str]        # sub-commands the firmware rejects: the chain ends ERROR
+    hangs: set[int]               # sub-commands that never complete
     chained: bool
     submitted_us: float
     state: int = NEW
@@ -99,6 +93,10 @@ class Job:
     finish: list[float] = field(default_factory=list)   # completion time of each command
     stuck_at: int | None = None                          # command that never completes
     gen: int = 0                                         # bumps cancel pending events
+
+    @property
+    def count(self) -> int:
+        return len(self.latencies)
 
     def completed(self, now: float) -> int:
         if self.done:
@@ -209,13 +207,16 @@ class Stack:
 
     # -- submission (the driver) ----------------------------------------------
 
-    def submit(self, ctx: Context, commands: list[Command], chained: bool) -> Job:
+    def submit(self, ctx: Context, latencies: list[float], arg_bytes: list[int],
+               opcodes: list[int], faults: dict[int, str], hangs: set[int], *,
+               chained: bool) -> Job:
         if not ctx.alive:
             raise RuntimeError("hardware context has been destroyed")
-        job = Job(next(self._seq), ctx, commands, chained, self.now)
+        job = Job(next(self._seq), ctx, latencies, arg_bytes, opcodes, faults, hangs,
+                  chained, self.now)
         self.jobs.append(job)
         if self.profile.flaky and self.rng.random() < self.profile.flaky:
-            commands[self.rng.randrange(len(commands))].hang = True
+            job.hangs = hangs | {self.rng.randrange(len(latencies))}
         if len(ctx.inflight) < CTX_MAX_CMDS:
             self._admit(job)
             self._dispatch()
@@ -238,25 +239,27 @@ class Stack:
         self._arm_watchdog(ctx)
         cap = self.profile.inflight_cap
         if cap is not None and not ctx.wedged:
-            queued = sum(len(j.commands) - j.completed(self.now) for j in ctx.inflight)
+            queued = sum(j.count - j.completed(self.now) for j in ctx.inflight)
             if queued > cap:
                 self._wedge(ctx, f"{queued} commands queued on context {ctx.id} "
                                  f"(inflight-cap {cap})")
 
     def _chain_problem(self, job: Job) -> str | None:
-        cmds = job.commands
-        if self.profile.flavour == "oot" and len(cmds) > OOT_CHAIN_CAP:
-            return f"{len(cmds)} sub-commands, the out-of-tree driver caps a chain at 64"
-        if len({c.opcode for c in cmds}) > 1:
+        count = job.count
+        if self.profile.flavour == "oot" and count > OOT_CHAIN_CAP:
+            return f"{count} sub-commands, the out-of-tree driver caps a chain at 64"
+        opcodes = set(job.opcodes)
+        if len(opcodes) > 1:
             return "sub-commands with different opcodes in one chain"
+        capped = START_NPU in opcodes
         used = 0
-        for index, cmd in enumerate(cmds):
-            if cmd.arg_bytes > MAX_SLOT_ARG_BYTES:
-                return (f"command {index} has {cmd.arg_bytes} bytes of arguments, a slot "
-                        f"holds {MAX_SLOT_ARG_BYTES}")
-            used += SLOT_HEADER_BYTES + cmd.arg_bytes
+        for index, size in enumerate(job.arg_bytes):
+            if capped and size > MAX_SLOT_ARG_BYTES:
+                return (f"command {index} has {size} bytes of arguments, an ERT_START_NPU "
+                        f"slot holds {MAX_SLOT_ARG_BYTES}")
+            used += SLOT_HEADER_BYTES + size
             if used > MAX_CHAIN_CMDBUF_SIZE:
-                return (f"{len(cmds)} sub-commands need more than the "
+                return (f"{count} sub-commands need more than the "
                         f"{MAX_CHAIN_CMDBUF_SIZE}-byte chain buffer (full at command {index})")
         return None
 
@@ -290,18 +293,26 @@ class Stack:
     def _start(self, job: Job) -> None:
         ctx = job.ctx
         ctx.running = job
-        now = job.start_us = self.now
-        t = now
+        t = job.start_us = self.now
+        if ctx.wedged:
+            job.stuck_at = 0
+            return
         finish = job.finish
-        for index, cmd in enumerate(job.commands):
-            if ctx.wedged or cmd.hang:
+        if not job.faults and not job.hangs:
+            finish.extend(itertools.accumulate(job.latencies, initial=t))
+            del finish[0]
+            self._at(finish[-1] if finish else t, self._complete, (job, job.gen))
+            return
+        faults, hangs = job.faults, job.hangs
+        for index, latency in enumerate(job.latencies):
+            if index in hangs:
                 job.stuck_at = index
                 return
-            if cmd.fault is not None:
-                job.note = cmd.fault
+            if index in faults:
+                job.note = faults[index]
                 self._at(t + FAULT_US, self._fault, (job, job.gen, index))
                 return
-            t += cmd.latency_us
+            t += latency
             finish.append(t)
         self._at(t, self._complete, (job, job.gen))
 
@@ -435,8 +446,10 @@ class Stack:
         self.note(f"context {ctx.id}: {self.profile.flavour} timeout, job {faulting.seq} "
                   f"{CmdState(fault_state).name}, {len(rest)} more ABORT, context reset")
         report = _health() if health else None
-        self._settle(faulting, fault_state, error_index=self._fault_index(faulting),
-                     health=report)
+        # The driver writes error_index only with a TIMEOUT; an ABORT chain keeps the 0
+        # XRT initialised it with, blaming its first run.
+        index = self._fault_index(faulting) if fault_state == TIMEOUT else 0
+        self._settle(faulting, fault_state, error_index=index, health=report)
         for job in rest:
             self._settle(job, ABORT)
         ctx.wedged = False

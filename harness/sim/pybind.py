@@ -1,0 +1,218 @@
+"""What pybind11 does at the binding's edge, so the simulated pyxrt fails where the real
+one fails: enums, argument conversion, overload resolution and release-gated names.
+
+- `py::enum_` values equal only values of their own enum (never plain ints), know
+  their `.name` (``???`` for a value without one) and `.value`, and convert with
+  `int()`/`__index__`.
+- An argument converts only if pybind11's caster accepts it: a C ``int`` takes a
+  Python int in range or an object with ``__index__`` (a numpy integer), never a
+  float; unsigned types refuse negatives; an enum parameter takes only that enum;
+  ``std::chrono`` and unregistered pointer types (``const axlf*``,
+  ``xrt::pid_type``) take nothing, since the binding registers no caster for them.
+- When no overload accepts the arguments, TypeError with pybind11's text.
+- Names that exist only from (or until) some XRT release are attributes that raise
+  AttributeError on the other releases, so ``hasattr`` answers as the real module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.sim.releases import XrtRelease
+
+
+class PybindEnum:
+    """A `py::enum_` value: any int, `.name`/`.value`, equal only to its own enum."""
+
+    __slots__ = ("_value",)
+    _names: dict[int, str] = {}
+    __members__: dict[str, Any] = {}
+
+    def __init__(self, value: int) -> None:
+        self._value = int(value)
+
+    @property
+    def value(self) -> int:
+        return self._value
+
+    @property
+    def name(self) -> str:
+        return self._names.get(self._value, "???")
+
+    def __int__(self) -> int:
+        return self._value
+
+    __index__ = __int__
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._value))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}.{self.name}: {self._value}>"
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+def make_enum(name: str, members: dict[str, int], *,
+              methods: dict[str, Any] | None = None) -> type[PybindEnum]:
+    names: dict[int, str] = {}
+    for key, value in members.items():
+        names.setdefault(value, key)       # pybind11 names a shared value by its first entry
+    cls = type(name, (PybindEnum,), {"__slots__": (), **(methods or {}), "_names": names})
+    for key, value in members.items():
+        setattr(cls, key, cls(value))
+    cls.__members__ = {key: getattr(cls, key) for key in members}
+    return cls
+
+
+# -- casters --------------------------------------------------------------------------
+
+class NoMatch(Exception):
+    """This argument does not convert to this parameter type."""
+
+
+Caster = Callable[[Any], Any]
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, (float, str, bytes)):
+        raise NoMatch
+    if isinstance(value, int):
+        return int(value)
+    index = getattr(type(value), "__index__", None)
+    if index is None:
+        raise NoMatch
+    return int(index(value))
+
+
+def c_int(bits: int = 32, signed: bool = True) -> Caster:
+    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+    def cast(value: Any) -> int:
+        number = _integer(value)
+        if not low <= number <= high:
+            raise NoMatch
+        return number
+    return cast
+
+
+INT = c_int()
+UINT = c_int(32, False)
+SIZE_T = c_int(64, False)
+UINT64 = SIZE_T
+
+
+def instance_of(cls: type | Callable[[], type]) -> Caster:
+    def cast(value: Any) -> Any:
+        wanted = cls if isinstance(cls, type) else cls()
+        if not isinstance(value, wanted):
+            raise NoMatch
+        return value
+    return cast
+
+
+def text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    raise NoMatch
+
+
+def buffer(value: Any) -> memoryview:
+    try:
+        return memoryview(value).cast("B")
+    except TypeError:
+        raise NoMatch from None
+
+
+def cfg_params(value: Any) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise NoMatch
+    return {text(k): UINT(v) for k, v in value.items()}
+
+
+def never(value: Any) -> Any:
+    """std::chrono::milliseconds, const axlf*, xrt::pid_type: no caster is registered."""
+    raise NoMatch
+
+
+def anything(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class Overload:
+    signature: str                      # as pybind11 prints it in its TypeError
+    params: tuple[tuple[str, Caster], ...]
+    call: Callable[..., Any]
+    available: Callable[[XrtRelease], bool] = lambda release: True
+
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        if len(args) + len(kwargs) != len(self.params):
+            raise NoMatch
+        values = list(args)
+        for name, _ in self.params[len(args):]:
+            if name not in kwargs:
+                raise NoMatch
+            values.append(kwargs[name])
+        return [cast(value) for (_, cast), value in zip(self.params, values, strict=True)]
+
+
+def dispatch(name: str, overloads: Sequence[Overload], release: XrtRelease, owner: str,
+             args: Sequence[Any], kwargs: dict[str, Any], *, constructor: bool = False) -> Any:
+    """Call the first overload of this release that accepts the arguments, as pybind11."""
+    offered = [o for o in overloads if o.available(release)]
+    for overload in offered:
+        try:
+            values = overload.bind(args, kwargs)
+        except NoMatch:
+            continue
+        return overload.call(*values)
+    raise incompatible(name, [o.signature for o in offered], owner, args, kwargs,
+                       constructor=constructor)
+
+
+def incompatible(name: str, signatures: Sequence[str], owner: str, args: Sequence[Any],
+                 kwargs: dict[str, Any] | None = None, *, constructor: bool = False
+                 ) -> TypeError:
+    kind = "constructor" if constructor else "function"
+    lines = [f"{name}(): incompatible {kind} arguments. The following argument types are "
+             "supported:"]
+    lines += [f"    {i}. {owner}{sig}" if constructor else f"    {i}. {sig}"
+              for i, sig in enumerate(signatures, 1)]
+    shown = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in (kwargs or {}).items()]
+    lines += ["", "Invoked with: " + ", ".join(shown)]
+    return TypeError("\n".join(lines))
+
+
+class Gated:
+    """A class attribute that exists only on the releases `present` accepts."""
+
+    def __init__(self, value: Any, present: Callable[[XrtRelease], bool],
+                 current: Callable[[], XrtRelease]) -> None:
+        self.value = value
+        self.present = present
+        self.current = current
+        self.name = ""
+        self.owner = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.owner = name, owner.__name__
+
+    def __get__(self, obj: Any, cls: type | None = None) -> Any:
+        if not self.present(self.current()):
+            target = f"'{self.owner}' object" if obj is not None else \
+                f"type object 'pyxrt.{self.owner}'"
+            raise AttributeError(f"{target} has no attribute '{self.name}' (not in XRT "
+                                 f"{self.current().name}'s binding)")
+        value = self.value
+        if obj is not None and hasattr(value, "__get__"):
+            return value.__get__(obj, cls)
+        return value
