@@ -26,17 +26,18 @@ def profiles() -> None:
     profile with any 'deviation' token is a hypothesis, and reports say so.
     """
     width = min(shutil.get_terminal_size((100, 20)).columns, 120)
+
+    def show(head: str, text: str) -> None:
+        # Never break inside a word: sources such as amd/xdna-driver stay searchable.
+        click.echo(textwrap.fill(text, width=width, initial_indent=head,
+                                 subsequent_indent=" " * len(head), break_on_hyphens=False,
+                                 break_long_words=False))
     click.echo("profile tokens:")
     for doc in CATALOGUE:
-        head = f"  {doc.syntax:<34} {doc.kind:<10} "
-        text = f"{doc.assumes} [source: {doc.source}]"
-        click.echo(textwrap.fill(text, width=width, initial_indent=head,
-                                 subsequent_indent=" " * len(head)))
+        show(f"  {doc.syntax:<34} {doc.kind:<10} ", f"{doc.assumes} [source: {doc.source}]")
     click.echo("\nrules of the documented stack:")
     for rule in RULES:
-        head = f"  {rule.layer:<9} "
-        click.echo(textwrap.fill(f"{rule.text} [source: {rule.source}]", width=width,
-                                 initial_indent=head, subsequent_indent=" " * len(head)))
+        show(f"  {rule.layer:<9} ", f"{rule.text} [source: {rule.source}]")
 
 
 @sim.command("exec", context_settings={"ignore_unknown_options": True,
