@@ -1,3 +1,3 @@
-from harness.cli import main
+from harness.entry import main
 
-main(prog_name="runlist-harness")
+main()

@@ -3,25 +3,28 @@
 This is the only module that knows the difference. Everything else receives
 `Backend.xrt`, a module with the pyxrt surface, and runs the same code either
 way. `auto` takes hardware when `pyxrt` imports and an NPU device node exists,
-else the simulated stack, and says which.
+else the simulated stack, and says which (`harness.xrt_loader` finds both).
+
+`hardware` says which code path runs (the hardware one: deadlines from the probed
+driver, teardown, no simulator configuration); `simulated` says where results
+come from, and is also true on the hardware path when the "pyxrt" loaded is the
+harness's own simulator standing in (the tests of the hardware path do that).
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
-import importlib
-import os
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from harness.drivers import FLAVOURS, SLOWEST, timeout_seconds
 from harness.errors import BadInput, EnvironmentNotReady
 from harness.ert import NO_STATE_IN_MESSAGE, STATE_IN_MESSAGE, expected_message_form
-from harness.probe.driver import timeout_seconds
 from harness.sim import control
 from harness.sim import pyxrt as sim_pyxrt
 from harness.sim.profiles import Profile, parse_profile
+from harness.xrt_loader import is_stand_in, load_pyxrt, npu_nodes
 
 XRT_SUBMIT_SIZE = 24          # STACK.md 2: hard-wired in runlist_impl
 KINDS = ("auto", "xrt", "sim")
@@ -29,18 +32,23 @@ KINDS = ("auto", "xrt", "sim")
 
 @dataclass
 class Backend:
-    kind: str                         # "xrt" or "sim"
+    kind: str                         # "xrt" (the hardware path) or "sim"
     xrt: ModuleType
     profile: Profile | None = None
     reason: str = ""                  # why auto chose this backend
+    stand_in: bool = False            # the hardware path driving the simulated pyxrt
     latencies: dict[str, float] = field(default_factory=dict)
     # On hardware, what the probe found: the loaded driver's timeout, pyxrt's XRT version.
     hardware_timeout_s: float | None = None
     hardware_xrt_version: str | None = None
 
     @property
+    def hardware(self) -> bool:
+        return self.kind == "xrt"
+
+    @property
     def simulated(self) -> bool:
-        return self.kind == "sim"
+        return not self.hardware or self.stand_in
 
     @property
     def submit_size(self) -> int:
@@ -48,9 +56,13 @@ class Backend:
 
     def describe(self) -> str:
         """The first line of output: which stack the results come from."""
-        if not self.simulated:
+        if self.hardware:
             origin = getattr(self.xrt, "__file__", "?")
-            return f"backend: hardware NPU through pyxrt ({origin})"
+            if self.stand_in:
+                return (f"backend: hardware path, but pyxrt is the SIMULATED stand-in ({origin});"
+                        " not hardware evidence")
+            version = f", XRT {self.hardware_xrt_version}" if self.hardware_xrt_version else ""
+            return f"backend: hardware NPU through pyxrt ({origin}{version})"
         assert self.profile is not None
         nature = ("documented limits" if self.profile.documented
                   else "hypothesis " + ",".join(self.profile.deviations))
@@ -64,6 +76,8 @@ class Backend:
             "simulated": self.simulated,
             "pyxrt": getattr(self.xrt, "__file__", None),
         }
+        if self.stand_in:
+            out["stand_in"] = True
         if self.profile is not None:
             out.update({"profile": self.profile.name,
                         "documented": self.profile.documented,
@@ -76,7 +90,7 @@ class Backend:
 
     def xrt_release(self) -> dict[str, Any]:
         """Which XRT release answers, and the failure message form it writes."""
-        if self.simulated:
+        if not self.hardware:
             release = self.profile.release
             return {"release": release.name, "tag": release.tag,
                     "message_form": STATE_IN_MESSAGE if release.state_in_message
@@ -88,7 +102,7 @@ class Backend:
 
     def adopt_environment(self, environment: dict[str, Any]) -> None:
         """On hardware, take the driver's timeout and the XRT version from the probe."""
-        if self.simulated:
+        if not self.hardware:
             return
         self.hardware_timeout_s = timeout_seconds(environment.get("driver") or {})
         pyxrt = (environment.get("xrt") or {}).get("pyxrt") or {}
@@ -97,33 +111,22 @@ class Backend:
     def prepare_trial(self, seed: int) -> None:
         """Give each trial a fresh simulated device and its own seed (from the trial's and
         the profile's `seed:S`); no-op on hardware."""
-        if self.simulated:
+        if not self.hardware:
             mixed = (seed + self.profile.seed * 1_000_003) % 2**32
             control.configure(self.profile.with_seed(mixed), latencies=self.latencies)
 
     def device_clock_ms(self) -> float | None:
         """Simulated device time; hardware offers no device clock through pyxrt."""
-        if not self.simulated:
+        if self.hardware:
             return None
         return control.current().now / 1000.0
 
     def driver_timeout_s(self) -> float:
         """The longest time the driver may take to notice a hang (for deadlines)."""
-        if self.simulated:
-            return {"staging": 2.0, "oot": 4.0, "mainline": 60.0}[self.profile.flavour]
+        if not self.hardware:
+            return FLAVOURS[self.profile.flavour].seconds()
         # Unknown flavour: assume the slowest rule, mainline's 60 s.
-        return self.hardware_timeout_s or 60.0
-
-
-def npu_nodes(root: str = "/") -> list[str]:
-    return sorted(glob.glob(os.path.join(root, "dev", "accel", "accel*")))
-
-
-def import_pyxrt() -> tuple[ModuleType | None, str]:
-    try:
-        return importlib.import_module("pyxrt"), ""
-    except Exception as err:  # an XRT install can fail to load in many ways
-        return None, f"{type(err).__name__}: {err}"
+        return self.hardware_timeout_s or SLOWEST.seconds()
 
 
 def choose_backend(kind: str = "auto", profile: str | None = None, *,
@@ -134,10 +137,11 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
         raise BadInput("--profile applies to the simulated stack only; drop it or use "
                        "--backend sim")
     if kind in ("auto", "xrt") and not profile:
-        module, why = import_pyxrt()
+        module, why = load_pyxrt()
         nodes = npu_nodes()
         if module is not None and nodes:
-            return Backend("xrt", module, reason=f"pyxrt imported, {nodes[0]} present")
+            return Backend("xrt", module, reason=f"pyxrt imported, {nodes[0]} present",
+                           stand_in=is_stand_in(module))
         if kind == "xrt":
             if module is None:
                 raise EnvironmentNotReady(

@@ -25,8 +25,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from harness.results import NO_ANSWER, counts_text
+
 GOOD, BAD, FLAKY, SKIP = "good", "bad", "flaky", "skip"
-NO_ANSWER = ("deadline", "crashed", "interrupted", "in-flight")
 FLAKY_CHOICES = (GOOD, BAD, SKIP)
 
 
@@ -38,12 +39,6 @@ def classify(counts: dict[str, int]) -> str:
     if completed == answered:
         return GOOD
     return BAD if completed == 0 else FLAKY
-
-
-def counts_text(counts: dict[str, int]) -> str:
-    total = sum(counts.values())
-    parts = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return ", ".join(f"{state} {n}/{total}" for state, n in parts) if total else "untested"
 
 
 @dataclass

@@ -68,6 +68,25 @@ class Case:
     def runs_per_layer(self) -> int:
         return len(self.per_layer)
 
+    def plans_for(self, refs: tuple[str, ...] | list[str]) -> list[Plan]:
+        """`--plan` values: a plan name of the case, or a spec like 21+21 / even:3 / max:24;
+        none means every plan of the case."""
+        if not refs:
+            return list(self.plans)
+        plans = []
+        names = {p.name: p for p in self.plans}
+        for ref in refs:
+            if ref in names:
+                plans.append(names[ref])
+                continue
+            try:
+                plan = make_plan(ref, ref, self.layers)
+            except PlanError as err:
+                raise PlanError(f"--plan {ref!r} is neither a plan of {self.name} "
+                                f"({', '.join(names)}) nor a valid spec: {err}") from None
+            plans.append(Plan("+".join(map(str, plan.chunks)), plan.spec, plan.chunks))
+        return plans
+
 
 # -- finding cases -------------------------------------------------------------
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.bisect import counts_text
 from harness.render import md_table, record_label
+from harness.results import counts_text
 
 
 def attributes(data: dict[str, Any]) -> dict[str, str]:

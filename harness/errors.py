@@ -14,13 +14,16 @@ class ExitCode(IntEnum):
     DEVICE_FAILURE = 1     # a trial failed on the device (or the simulated one)
     BAD_INPUT = 2          # a file, option or argument is wrong
     ENV_NOT_READY = 3      # the machine cannot run this (no NPU, no pyxrt, server down)
-    HARNESS_FAULT = 4      # a worker crashed or missed its deadline
+    HARNESS_FAULT = 4      # a worker crashed or missed its deadline, or the harness broke
+    INTERRUPTED = 130      # Ctrl-C (SIGINT)
+    TERMINATED = 143       # SIGTERM (a scheduler, timeout(1))
 
 
 class HarnessError(Exception):
     """An error the user can fix; the message says what is wrong and what to do."""
 
     exit_code: ExitCode = ExitCode.BAD_INPUT
+    label = "error"               # how the CLI's one line starts
 
 
 class BadInput(HarnessError):
@@ -45,3 +48,24 @@ class PlanError(BadInput):
 
 class ReportError(BadInput):
     """A report file is malformed or of an unknown schema version."""
+
+
+class DiskFault(HarnessError):
+    """Writing a file failed (full disk, read-only folder, file-size limit, ...)."""
+
+    exit_code = ExitCode.HARNESS_FAULT
+
+
+class Interrupted(HarnessError):
+    """The user (Ctrl-C) or a signal (SIGTERM) stopped a run; the message says where
+    everything so far is kept and how to continue."""
+
+    label = "interrupted"
+
+    def __init__(self, message: str, exit_code: ExitCode = ExitCode.INTERRUPTED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Terminated(BaseException):
+    """Raised in the main thread when SIGTERM arrives, as KeyboardInterrupt is for SIGINT."""

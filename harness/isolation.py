@@ -2,7 +2,7 @@
 
 A pyxrt wait holds the GIL and can block forever (STACK.md 3), so no thread
 in the harness's own process could stop it. Instead each trial runs in the
-harness re-invoked as a worker (``python -m harness _worker``): the parent
+harness's lean worker (``python -m harness.worker``, `harness.worker`): the parent
 sends the trial as JSON on its stdin, the worker sends the result back as JSON
 on a dedicated pipe, and the parent kills the worker's whole process tree if
 the deadline passes (recording ``deadline``) or records ``crashed`` with the
@@ -11,7 +11,6 @@ exit status and the tail of stderr if it dies.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -23,7 +22,7 @@ from typing import Any
 
 import psutil
 
-from harness.session import TrialResult, TrialSpec
+from harness.results import TrialResult, TrialSpec, TrialStatus
 
 STDERR_TAIL = 2000
 KILL_WAIT_S = 10.0
@@ -31,7 +30,7 @@ PR_SET_PDEATHSIG = 1
 
 
 def worker_command(backend: dict[str, Any], result_fd: int) -> list[str]:
-    args = [sys.executable, "-m", "harness", "_worker", "--result-fd", str(result_fd),
+    args = [sys.executable, "-m", "harness.worker", "--result-fd", str(result_fd),
             "--parent", str(os.getpid()), "--backend", backend["kind"]]
     if backend.get("profile"):
         args += ["--profile", backend["profile"]]
@@ -66,7 +65,7 @@ def run_isolated(spec: TrialSpec, backend: dict[str, Any], deadline_s: float,
             how = (f"the worker did not die within {KILL_WAIT_S:g} s of SIGKILL (stuck in the "
                    "driver?); it is left behind")
         reader.join(timeout=KILL_WAIT_S)
-        return TrialResult(spec.trial, "deadline", _ms(started), spec.seed,
+        return TrialResult(spec.trial, TrialStatus.DEADLINE, _ms(started), spec.seed,
                            error=f"no answer within the {deadline_s:g} s deadline; {how}. "
                                  f"{_tail(stderr)}".strip())
     except BaseException:
@@ -79,9 +78,9 @@ def run_isolated(spec: TrialSpec, backend: dict[str, Any], deadline_s: float,
         try:
             return TrialResult.from_json(json.loads(raw))
         except (ValueError, TypeError, KeyError) as err:
-            return TrialResult(spec.trial, "crashed", _ms(started), spec.seed,
+            return TrialResult(spec.trial, TrialStatus.CRASHED, _ms(started), spec.seed,
                                error=f"worker sent an unreadable result ({err})")
-    return TrialResult(spec.trial, "crashed", _ms(started), spec.seed,
+    return TrialResult(spec.trial, TrialStatus.CRASHED, _ms(started), spec.seed,
                        error=f"worker {_exit_text(proc.returncode)}; stderr: "
                              f"{_tail(stderr) or '(empty)'}")
 
@@ -128,32 +127,3 @@ def _tail(stderr: bytes | None) -> str:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 3)
-
-
-def die_with_parent(parent: int) -> None:
-    """Ask Linux to kill this worker if the harness dies (e.g. kill -9), so no orphan keeps
-    the NPU busy; elsewhere, or if the harness is already gone, do what can be done."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-    if parent and os.getppid() != parent:
-        os._exit(3)
-
-
-def worker_main(result_fd: int, backend_kind: str, profile: str | None,
-                parent: int = 0) -> int:
-    """The worker side: read the trial from stdin, run it, write the result to the pipe."""
-    from harness.backend import choose_backend
-    from harness.session import run_trial
-
-    die_with_parent(parent)
-    request = json.loads(sys.stdin.read())
-    spec = TrialSpec.from_json(request["spec"])
-    backend = choose_backend(backend_kind, profile)
-    backend.latencies = request.get("latencies", {})
-    result = run_trial(spec, backend)
-    with os.fdopen(result_fd, "w") as pipe:
-        json.dump(result.to_json(), pipe)
-    return 0

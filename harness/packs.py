@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from harness.cache import cache_dir
 from harness.case import Case
 from harness.errors import BadInput, EnvironmentNotReady, XclbinError
 from harness.probe.xrt import validate_files
@@ -95,7 +95,7 @@ def _validate_from_xrt(case: Case, searched: list[str]) -> ResolvedPack | None:
             data = read_ar_member(source, "validate.xclbin")
             if data is None:
                 continue
-        folder = _cache_dir() / VALIDATE_PACK
+        folder = cache_dir(VALIDATE_PACK)
         target = folder / "validate.xclbin"
         write_atomic(target, data)
         files = {role: target for role in case.xclbins}
@@ -129,21 +129,9 @@ def read_ar_member(archive: Path, name: str) -> bytes | None:
     return None
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    folder = Path(base) / "xdna-runlist-harness"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
-    except OSError:
-        folder = Path(tempfile.gettempdir()) / "xdna-runlist-harness"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
-
-
 def stand_ins(case: Case, searched: list[str]) -> ResolvedPack:
     """Synthesized xclbins with the case's kernel signatures (simulated stack only)."""
-    folder = _cache_dir() / "stand-ins" / case.pack
+    folder = cache_dir("stand-ins", case.pack)
     kernel = case.per_layer[0].kernel
     files: dict[str, Path] = {}
     for role, name in case.xclbins.items():

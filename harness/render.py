@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.bisect import counts_text
 from harness.plan import plan_label
+from harness.results import counts_text
 from harness.yamlio import dump_yaml
 
 MAX_FAILING_ROWS = 20

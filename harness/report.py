@@ -19,15 +19,13 @@ from typing import Any
 
 import yaml
 
-from harness.bisect import counts_text
 from harness.errors import ReportError
 from harness.plan import plan_label
-from harness.session import TrialResult
+from harness.results import TrialResult, counts_text
 from harness.yamlio import dump_yaml, load_yaml_text, write_atomic
 
 SCHEMA = "xdna-runlist-harness/report/v1"
 KNOWN_SCHEMAS = (SCHEMA,)
-FINISHED = ("completed", "failed", "deadline", "crashed")
 
 
 def utc_now() -> str:
@@ -47,14 +45,14 @@ class PlanRecord:
         return plan_label(self.name, self.chunks)
 
     def finished(self) -> list[TrialResult]:
-        return [t for t in self.trials if t.status in FINISHED]
+        return [t for t in self.trials if t.status.finished]
 
     def summary(self) -> dict[str, Any]:
         by_state: dict[str, int] = {}
         by_status: dict[str, int] = {}
         for trial in self.trials:
-            by_status[trial.status] = by_status.get(trial.status, 0) + 1
-            if trial.status in FINISHED:
+            by_status[trial.status.value] = by_status.get(trial.status.value, 0) + 1
+            if trial.status.finished:
                 by_state[trial.state] = by_state.get(trial.state, 0) + 1
         return {"trials": len(self.finished()), "by_state": by_state, "by_status": by_status}
 
@@ -82,7 +80,7 @@ class PlanRecord:
 def _trial_dict(trial: TrialResult) -> dict[str, Any]:
     # Fields that say nothing (None, or a runlist not skipped) are left out: sweeps write
     # thousands of runlist outcomes, and a reader loses nothing.
-    out = {k: v for k, v in asdict(trial).items() if v is not None and k != "runlists"}
+    out = {k: v for k, v in trial.to_json().items() if v is not None and k != "runlists"}
     out["state"] = trial.state
     out["runlists"] = [{k: v for k, v in asdict(r).items()
                         if v is not None and not (k == "skipped" and v is False)}

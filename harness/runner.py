@@ -1,13 +1,15 @@
 """Run a case's plans trial by trial into a report: the main job.
 
 Before each trial its ``in-flight`` entry is on disk; after it, its outcome.
-Ctrl-C marks the running trial ``interrupted`` and keeps the file; ``reopen``
-finishes such a report.
+Ctrl-C or SIGTERM marks the running trial ``interrupted``, keeps the file and
+raises `Interrupted` naming the command that continues it; ``reopen`` finishes
+such a report.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import sys
 from collections.abc import Callable
@@ -18,15 +20,18 @@ from typing import Any
 from harness import __version__
 from harness.backend import Backend, choose_backend, trial_seed
 from harness.case import Case, load_case
-from harness.errors import BadInput, ReportError, XclbinError
+from harness.environment import collect_environment, fingerprint_differences
+from harness.errors import BadInput, ExitCode, Interrupted, ReportError, Terminated, XclbinError
 from harness.isolation import run_isolated
 from harness.packs import ResolvedPack, resolve_pack
 from harness.plan import Plan
 from harness.report import PlanRecord, Report, ReportFile, load_report, utc_now
-from harness.session import CommandSpec, TrialResult, TrialSpec, run_trial
+from harness.results import CommandSpec, TrialResult, TrialSpec, TrialStatus
+from harness.session import run_trial
 from harness.verdict import judge
 from harness.xclbin import read_xclbin
 from harness.xclbin_view import identity
+from harness.xrt_loader import own_libraries
 
 # progress(text, done): a trial starting (done=False) or finished (done=True)
 Progress = Callable[[str, bool], None]
@@ -36,12 +41,13 @@ STARTUP_S = 15.0          # a worker's own start-up (python, numpy, pyxrt) withi
 IN_PROCESS_SAVE_INTERVAL_S = 0.5
 
 
-class Interrupted(Exception):
-    """Ctrl-C during a run; the report on disk holds everything so far."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(str(path))
-        self.path = path
+def continue_command(report: Report, path: Path) -> str:
+    """How to go on with a stopped run, by the command that wrote its report."""
+    if report.command == "bisect":
+        return f"runlist-harness bisect --replay {path}"
+    if report.command == "sweep":
+        return f"runlist-harness sweep --replay {path}"
+    return f"runlist-harness run --resume {path}"
 
 
 @dataclass
@@ -113,7 +119,7 @@ class Runner:
         self.options = options
         self.progress = progress or (lambda text, done: None)
         backend.latencies = case_latencies(case)
-        if backend.simulated and not options.isolate:
+        if not backend.hardware and not options.isolate:
             handle.min_interval_s = IN_PROCESS_SAVE_INTERVAL_S
 
     @property
@@ -138,7 +144,7 @@ class Runner:
     def trial(self, plan: PlanRecord, number: int, total: int) -> TrialResult:
         index = len(plan.trials)
         spec = self.spec(plan, index)
-        placeholder = TrialResult(index, "in-flight", seed=spec.seed, started=utc_now())
+        placeholder = TrialResult(index, TrialStatus.IN_FLIGHT, seed=spec.seed, started=utc_now())
         plan.trials.append(placeholder)
         self.handle.save()
         counter = f"[{number}/{total}]" if total else f"[{number}]"
@@ -152,11 +158,18 @@ class Runner:
                                       self.backend.latencies)
             else:
                 result = run_trial(spec, self.backend)
-        except KeyboardInterrupt:
-            placeholder.status = "interrupted"
-            placeholder.error = "interrupted by the user (Ctrl-C)"
+                if self.backend.hardware:
+                    result.worker = {"pid": os.getpid(), "in_process": True,
+                                     "xrt_libraries": own_libraries()}
+        except (KeyboardInterrupt, Terminated) as stop:
+            how, code = (("Ctrl-C", ExitCode.INTERRUPTED) if isinstance(stop, KeyboardInterrupt)
+                         else ("SIGTERM", ExitCode.TERMINATED))
+            placeholder.status = TrialStatus.INTERRUPTED
+            placeholder.error = f"interrupted by {how}"
             self.handle.save(force=True)
-            raise Interrupted(self.handle.path) from None
+            raise Interrupted(f"stopped by {how}; everything so far is in {self.handle.path}; "
+                              f"continue with `{continue_command(self.report, self.handle.path)}`",
+                              code) from None
         result.started = placeholder.started
         plan.trials[index] = result
         self.handle.save()
@@ -199,9 +212,12 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
     )
 
 
-def reopen(path: str, progress: Progress | None = None) -> tuple[Runner, Report]:
+def reopen(path: str, progress: Progress | None = None, *,
+           allow_different_machine: bool = False) -> tuple[Runner, Report]:
     """Reopen a report to add trials to it: the case and every xclbin must be unchanged,
-    and trials it shows in flight become interrupted."""
+    on the hardware path so must the machine's kernel, driver, firmware and XRT (unless
+    allowed, and then the report notes it), and trials it shows in flight become
+    interrupted."""
     report = load_report(path)
     case = load_case(report.case["file"])
     if case.sha256 != report.case.get("sha256"):
@@ -209,6 +225,15 @@ def reopen(path: str, progress: Progress | None = None) -> tuple[Runner, Report]
                           "(sha256 differs); start a new run instead of resuming")
     backend = choose_backend(report.backend["kind"], report.backend.get("profile"))
     backend.adopt_environment(report.environment)
+    if backend.hardware:
+        differences = fingerprint_differences(report.environment, collect_environment(backend))
+        if differences and not allow_different_machine:
+            raise ReportError(f"this machine is not the one that wrote {path}: "
+                              + "; ".join(differences) + ". Start a new run, or pass "
+                              "--allow-different-machine to add trials to it anyway")
+        if differences:
+            report.sections.setdefault("resumed_elsewhere", []).append(
+                {"at": utc_now(), "differences": differences})
     files = {}
     for entry in report.artifacts.get("xclbins", []):
         current = Path(entry["path"])
@@ -222,8 +247,8 @@ def reopen(path: str, progress: Progress | None = None) -> tuple[Runner, Report]
                         pack_info.get("searched", []), pack_info.get("stand_ins", False))
     for plan in report.plans:
         for trial in plan.trials:
-            if trial.status == "in-flight":
-                trial.status = "interrupted"
+            if trial.status is TrialStatus.IN_FLIGHT:
+                trial.status = TrialStatus.INTERRUPTED
                 trial.error = ("the harness stopped while this trial ran (found when the report "
                                "was reopened)")
     settings = report.settings
@@ -237,13 +262,14 @@ def reopen(path: str, progress: Progress | None = None) -> tuple[Runner, Report]
     return Runner(case, backend, pack, handle, options, progress), report
 
 
-def start(case_ref: str, plans: list[Plan] | None, options: RunOptions, *,
-          backend: Backend, xclbins_dir: str | None, out: str | None, force: bool,
-          command: str, environment: dict[str, Any],
-          progress: Progress | None = None) -> Runner:
-    case = load_case(case_ref)
+def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
+             backend: Backend, xclbins_dir: str | None, out: str | None, force: bool,
+             command: str, progress: Progress | None = None) -> Runner:
+    """Probe the machine, find the pack, write the report's first version: a run ready to go.
+    `plans` None means the case's own plans; an empty list, plans added as a search goes."""
+    environment = collect_environment(backend)
     backend.adopt_environment(environment)
-    pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=backend.simulated)
+    pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=not backend.hardware)
     check_pack(case, pack)
     report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
                         options, command, environment)

@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.bisect import Answer, Bisection, classify, counts_text
+from harness.bisect import Answer, Bisection, classify
 from harness.errors import BadInput
 from harness.plan import Plan, parse_plan, plan_for_depth
 from harness.report import PlanRecord, utc_now
+from harness.results import counts_text
 from harness.runner import Runner
 
 Say = Callable[[str], None]

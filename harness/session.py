@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gc
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,92 +29,17 @@ from harness.ert import (
     parse_xrt_error,
     state_from_pyxrt,
 )
+from harness.results import (
+    RunlistOutcome,
+    TrialResult,
+    TrialSpec,
+    TrialStatus,
+    chain_split,
+)
 from harness.txn import DEV_GEN_AIE2P, DEV_GEN_NPU1, nop_stream, word_count
 from harness.xclbin import read_xclbin_cached
 
 NOP = "nop"
-
-
-@dataclass
-class CommandSpec:
-    kernel: str
-    instructions: str
-    buffers: list[int]
-    opcode: int = 3
-
-
-@dataclass
-class TrialSpec:
-    """Everything a worker needs to run one trial (sent to it as JSON)."""
-
-    plan: str
-    chunks: list[int]
-    trial: int
-    seed: int
-    xclbins: dict[str, str]
-    runlist_context: str
-    per_layer: list[CommandSpec]
-    continue_after_failure: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TrialSpec:
-        data = dict(data)
-        data["per_layer"] = [CommandSpec(**c) for c in data["per_layer"]]
-        return cls(**data)
-
-
-@dataclass
-class RunlistOutcome:
-    index: int
-    runs: int
-    chains: list[int]
-    state: str | None = None             # None: not run (skipped after a failure)
-    state_code: int | None = None
-    failing_run: int | None = None
-    failing_chain: int | None = None
-    source: str | None = None            # device | host
-    device_ms: float | None = None
-    wall_ms: float | None = None
-    message: str | None = None
-    health: dict[str, int] | None = None
-    skipped: bool = False
-    message_form: str | None = None      # "state in message" (XRT >= 2.21.75) or not (2.20)
-    located_by: str | None = None        # how the failing run was found
-
-
-@dataclass
-class TrialResult:
-    index: int
-    status: str                          # completed | failed | deadline | crashed | ...
-    wall_ms: float | None = None
-    seed: int | None = None
-    runlists: list[RunlistOutcome] = field(default_factory=list)
-    error: str | None = None
-    started: str | None = None
-
-    @property
-    def state(self) -> str:
-        """The trial's outcome in one word: the first failing runlist's state, or its status."""
-        for outcome in self.runlists:
-            if outcome.state not in (None, "COMPLETED"):
-                return outcome.state
-        return "COMPLETED" if self.status == "completed" else self.status
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TrialResult:
-        data = dict(data)
-        data["runlists"] = [RunlistOutcome(**r) for r in data.get("runlists", [])]
-        return cls(**data)
-
-
-def chain_split(runs: int, submit_size: int) -> list[int]:
-    return [min(submit_size, runs - start) for start in range(0, runs, submit_size)]
 
 
 def _dev_gen(xrt: Any, dev: Any) -> int:
@@ -247,7 +171,7 @@ def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
 
 def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
     """Run every chunk of one trial; never raises for what the stack does."""
-    result = TrialResult(spec.trial, "completed", seed=spec.seed)
+    result = TrialResult(spec.trial, TrialStatus.COMPLETED, seed=spec.seed)
     started = time.perf_counter()
     backend.prepare_trial(spec.seed)
     loaded = None
@@ -264,14 +188,14 @@ def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
             result.runlists.append(outcome)
             if outcome.state != "COMPLETED":
                 failed = True
-                result.status = "failed"
+                result.status = TrialStatus.FAILED
     except RuntimeError as err:
         # XRT refused the set-up (e.g. no hardware context): the stack failed, not us.
-        result.status = "failed"
+        result.status = TrialStatus.FAILED
         result.error = f"set-up failed: {err}"
     finally:
         del loaded
-        if not backend.simulated:
+        if backend.hardware:
             # Release every context and buffer now, even any held by a reference cycle,
             # so the next trial does not start beside what a hang may have poisoned.
             gc.collect()

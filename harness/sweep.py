@@ -14,6 +14,8 @@ from typing import Any
 
 from harness.errors import BadInput, EnvironmentNotReady
 from harness.plan import Plan, plan_for_depth
+from harness.report import utc_now
+from harness.runner import Runner
 from harness.search import BudgetReached, Prober, Say
 
 ABBREVIATIONS = {"COMPLETED": "ok", "TIMEOUT": "TO", "ABORT": "AB", "ERROR": "ER",
@@ -109,6 +111,23 @@ def sweep_section(cells: list[Cell], depths: list[int], chunks: list[int],
     return {"depths": depths, "chunks": chunks, "complete": complete,
             "cells": [{"depth": c.depth, "chunk": c.chunk, "plan": c.plan.name,
                        "counts": c.counts} for c in cells]}
+
+
+def finish_sweep(runner: Runner, case_name: str, cells: list[Cell], depths: list[int],
+                 chunks: list[int], complete: bool) -> str:
+    """Keep the grid in the report, give it its one-line verdict, and save it finished."""
+    report = runner.report
+    report.sections["sweep"] = sweep_section(cells, depths, chunks, complete)
+    failing = sorted({c.depth for c in cells if c.counts and c.counts.get("COMPLETED", 0) == 0})
+    summary = (f"sweep of {case_name}: {len(depths)} depths x {len(chunks)} chunk sizes, "
+               f"{sum(len(p.trials) for p in report.plans)} trials"
+               + ("" if complete else " (stopped by the budget)")
+               + (f"; every trial failed in some cell from depth {failing[0]}"
+                  if failing else "; no cell failed every trial"))
+    report.verdict = {"reproduced": None, "text": summary}
+    report.finished = utc_now()
+    runner.handle.save(force=True)
+    return summary
 
 
 def require_matplotlib() -> None:

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.report import PlanRecord
+from harness.results import TrialStatus
 
 
 @dataclass
@@ -18,11 +19,11 @@ class Verdict:
 
 
 def _failures(plan: PlanRecord) -> list[str]:
-    return [t.state for t in plan.trials if t.status == "failed"]
+    return [t.state for t in plan.trials if t.status is TrialStatus.FAILED]
 
 
 def _completions(plan: PlanRecord) -> int:
-    return sum(t.status == "completed" for t in plan.trials)
+    return sum(t.status is TrialStatus.COMPLETED for t in plan.trials)
 
 
 def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:

@@ -35,23 +35,34 @@ def synth_xclbin(tmp_path: Path):
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  request: pytest.FixtureRequest) -> None:
     """Run every test from its own folder, with its own cache, and without the caller's
-    XRT/FastFlowLM settings, so nothing lands in the checkout or leaks in from the machine."""
+    XRT/FastFlowLM settings, so nothing lands in the checkout or leaks in from the machine.
+    Unless a test is marked `npu`, pyxrt counts as not importable (in the test and in every
+    process it starts), so a machine's real NPU is never driven by the simulated tests."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HARNESS_CASES", str(PROJECT / "cases"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
-    for name in ("FLM_XCLBIN_PATH", "XILINX_XRT", "HARNESS_SIM_PROFILE"):
+    for name in ("FLM_XCLBIN_PATH", "XILINX_XRT", "HARNESS_SIM_PROFILE", "HARNESS_ROOT"):
         monkeypatch.delenv(name, raising=False)
+    if "npu" not in request.keywords:
+        monkeypatch.setenv("HARNESS_PYXRT", "none")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `npu` need real hardware: pyxrt that imports and an NPU node."""
+    """Tests marked `npu` need real hardware: the real pyxrt that imports and an NPU node."""
     if not any("npu" in item.keywords for item in items):
         return
-    from harness.backend import import_pyxrt, npu_nodes
-    module, why = import_pyxrt()
-    if module is not None and npu_nodes():
+    import importlib
+
+    from harness.xrt_loader import npu_nodes
+    try:
+        importlib.import_module("pyxrt")
+        why = ""
+    except Exception as err:
+        why = f"{type(err).__name__}: {err}"
+    if not why and npu_nodes():
         return
     reason = f"needs an XDNA NPU and pyxrt ({why or 'no /dev/accel/accel* node'})"
     for item in items:

@@ -14,7 +14,7 @@ import psutil
 
 from harness.isolation import run_isolated
 from harness.report import load_report
-from harness.session import CommandSpec, TrialSpec
+from harness.results import CommandSpec, TrialSpec
 
 HARNESS = [sys.executable, "-m", "harness"]
 

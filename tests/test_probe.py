@@ -14,7 +14,7 @@ from harness.cli import main
 from harness.probe import probe, ready, render
 from harness.probe.drm import DrmVersion
 from harness.probe.sources import Identity, Sources
-from harness.probe.xrt import mapped_libraries
+from harness.xrt_loader import mapped_libraries
 
 RELEASE = "7.0.0-31-generic"
 ME = Identity(uid=54321, gids=(54321,), user="porter", emulate=True)
@@ -280,5 +280,5 @@ def test_memlock_against_a_model(tree, tmp_path):
     ({"loaded": False, "flavour": None}, None),
 ])
 def test_driver_timeout_for_deadlines(facts, seconds):
-    from harness.probe.driver import timeout_seconds
+    from harness.drivers import timeout_seconds
     assert timeout_seconds(facts) == seconds

@@ -8,7 +8,7 @@ import pytest
 
 from harness.errors import ReportError
 from harness.report import PlanRecord, Report, ReportFile, load_report
-from harness.session import RunlistOutcome, TrialResult
+from harness.results import RunlistOutcome, TrialResult
 from harness.verdict import judge
 from harness.yamlio import write_atomic
 

@@ -181,10 +181,16 @@ def test_too_many_buffers_for_the_kernel_is_refused_before_any_trial(tmp_path):
     assert not Path("reports").exists()
 
 
-def test_reproduce_ert_timeout_entry_point(monkeypatch):
-    from harness.cli import reproduce_main
+def test_reproduce_ert_timeout_entry_point(monkeypatch, capsys):
+    from harness.entry import reproduce
     monkeypatch.setattr("sys.argv", ["reproduce_ert_timeout", "--no-isolate", "--trials", "1",
                                      "--profile", "inflight-cap:40"])
     with pytest.raises(SystemExit) as info:
-        reproduce_main()
+        reproduce()
     assert info.value.code == 1
+    capsys.readouterr()
+    monkeypatch.setattr("sys.argv", ["reproduce_ert_timeout", "--help"])
+    with pytest.raises(SystemExit) as info:
+        reproduce()
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("Usage: reproduce_ert_timeout [OPTIONS] [CASE]")

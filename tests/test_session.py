@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from harness.backend import choose_backend
-from harness.session import CommandSpec, TrialSpec, chain_split, run_trial
+from harness.results import CommandSpec, TrialSpec, chain_split
+from harness.session import run_trial
 from harness.txn import nop_stream
 from harness.xclbin_writer import flm_spec, synthesize
 

@@ -80,7 +80,7 @@ def validate(files: tuple[str, ...]) -> None:
             continue
         click.echo(f"ok     {target}  ({case.name}, {len(case.plans)} plans)")
     if bad:
-        raise SystemExit(int(ExitCode.BAD_INPUT))
+        return ExitCode.BAD_INPUT
 
 
 def case_dict(case: Case) -> dict:

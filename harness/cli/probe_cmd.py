@@ -34,7 +34,9 @@ def probe(root: str, as_json: bool, as_yaml: bool, require_npu: bool,
     flavour and its parameters, the XRT libraries this process really maps,
     memlock, and FastFlowLM; then prints PASS/WARN/FAIL lines.
     """
-    src = Sources.live() if Path(root) == Path("/") else Sources(root=Path(root))
+    # A tree given with --root is another machine's: never open this one's device for it.
+    src = Sources.live() if Path(root) == Path("/") else Sources(root=Path(root),
+                                                                  open_device=False)
     need = None
     if model_dir:
         weights = Path(model_dir) / "model.q4nx"
@@ -49,4 +51,4 @@ def probe(root: str, as_json: bool, as_yaml: bool, require_npu: bool,
     else:
         click.echo(render(facts))
     if require_npu and not ready(facts):
-        raise SystemExit(int(ExitCode.ENV_NOT_READY))
+        return ExitCode.ENV_NOT_READY

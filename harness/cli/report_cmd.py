@@ -92,7 +92,7 @@ def validate(files: tuple[str, ...]) -> None:
         else:
             click.echo(f"{file}: valid")
     if bad:
-        raise SystemExit(int(ExitCode.BAD_INPUT))
+        return ExitCode.BAD_INPUT
 
 
 def validate_file(file: str) -> list[str]:

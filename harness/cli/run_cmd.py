@@ -1,4 +1,4 @@
-"""`runlist-harness run`, `reproduce` (= `reproduce_ert_timeout`) and the hidden worker."""
+"""`runlist-harness run` and `reproduce` (= `reproduce_ert_timeout`)."""
 
 from __future__ import annotations
 
@@ -7,37 +7,32 @@ import json
 import click
 
 from harness.case import load_case
+from harness.cli import GuardedCommand
 from harness.cli.options import (
     backend_options,
-    exit_code,
+    exit_codes_option,
     make_backend,
-    plans_from_refs,
-    progress_line,
-    start_runner,
+    run_options,
     trial_options,
 )
+from harness.cli.progress import progress_line
 from harness.errors import BadInput
-from harness.report import Report
-from harness.runner import Interrupted, Runner, reopen
+from harness.exits import for_trials
+from harness.report import PlanRecord, Report
+from harness.runner import Runner, open_run, reopen
 
 DEFAULT_CASE = "minicpm5-2b-decode"
-INTERRUPTED_EXIT = 130
 
 
-def _execute(runner: Runner, as_json: bool, first_line: str) -> None:
+def _execute(runner: Runner, as_json: bool, first_line: str, convention: str) -> int:
     if not as_json:
         click.echo(first_line)
-    try:
-        report = runner.run()
-    except Interrupted as stop:
-        click.echo(f"interrupted; everything so far is in {stop.path} (finish it with "
-                   f"`runlist-harness run --resume {stop.path}`)", err=True)
-        raise SystemExit(INTERRUPTED_EXIT) from None
+    report = runner.run()
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
         click.echo(summary_text(report, str(runner.handle.path)))
-    raise SystemExit(int(exit_code(report)))
+    return for_trials((t.status for p in report.plans for t in p.trials), convention)
 
 
 def summary_text(report: Report, path: str) -> str:
@@ -53,7 +48,7 @@ def summary_text(report: Report, path: str) -> str:
     return "\n".join(lines)
 
 
-def _detail(plan) -> str:
+def _detail(plan: PlanRecord) -> str:
     for trial in plan.trials:
         for outcome in trial.runlists:
             if outcome.state not in (None, "COMPLETED") and outcome.failing_run is not None:
@@ -62,7 +57,7 @@ def _detail(plan) -> str:
                         f"{outcome.failing_run} (chain {outcome.failing_chain}), "
                         f"{outcome.state} from the {outcome.source}")
     for trial in plan.trials:
-        if trial.error and trial.status != "completed":
+        if trial.error and not trial.status.answered:
             return trial.error.splitlines()[0][:100]
     chains = " | ".join("+".join(map(str, r.chains)) for r in plan.trials[0].runlists) \
         if plan.trials else ""
@@ -76,11 +71,15 @@ def _detail(plan) -> str:
                    "Repeatable; default: every plan of the case.")
 @click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False),
               help="Finish an interrupted report (its in-flight trial becomes interrupted).")
+@click.option("--allow-different-machine", is_flag=True,
+              help="With --resume on hardware: add trials even though the kernel, driver, "
+                   "firmware or XRT differ from the report's (the report notes it).")
 @backend_options
 @trial_options
-def run(case_ref, plan_refs, resume_path, backend_kind, profile, realtime, seed, trials,
-        xclbins_dir, out, force, no_isolate, deadline, continue_after_failure,
-        as_json) -> None:
+@exit_codes_option
+def run(case_ref, plan_refs, resume_path, allow_different_machine, backend_kind, profile,
+        realtime, seed, trials, xclbins_dir, out, force, no_isolate, deadline,
+        continue_after_failure, as_json, exit_codes) -> int:
     """Run a case's plans (runlists of the given depth and chunking) and write a report.
 
     CASE is a shipped case name (see `cases list`) or a case file. Each trial
@@ -90,51 +89,47 @@ def run(case_ref, plan_refs, resume_path, backend_kind, profile, realtime, seed,
         if case_ref or plan_refs:
             raise BadInput("--resume takes its case and plans from the report; drop CASE and "
                            "--plan")
-        runner, report = reopen(resume_path, progress_line)
+        runner, report = reopen(resume_path, progress_line,
+                                allow_different_machine=allow_different_machine)
         line = f"resuming {resume_path}: " + ("SIMULATED stack, profile "
                                                f"{report.backend.get('profile')}"
                                                if report.simulated else "hardware NPU")
-        _execute(runner, as_json, line)
-        return
+        return _execute(runner, as_json, line, exit_codes)
     if not case_ref:
         raise BadInput("give a CASE (a shipped case name or a case file), or --resume REPORT")
-    backend = make_backend(backend_kind, profile, realtime)
-    runner, _ = start_runner(
-        case_ref, plans_from_refs(load_case(case_ref), plan_refs), "run", backend,
-        trials=trials, no_isolate=no_isolate, deadline=deadline,
-        continue_after_failure=continue_after_failure, seed=seed, xclbins_dir=xclbins_dir,
-        out=out, force=force, progress=progress_line)
-    _execute(runner, as_json, backend.describe())
+    case = load_case(case_ref)
+    backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
+    runner = open_run(case, case.plans_for(plan_refs),
+                      run_options(case, trials=trials, no_isolate=no_isolate,
+                                  deadline=deadline,
+                                  continue_after_failure=continue_after_failure, seed=seed),
+                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
+                      command="run", progress=progress_line)
+    return _execute(runner, as_json, backend.describe(), exit_codes)
 
 
-@click.command()
+@click.command(cls=GuardedCommand)
 @click.argument("case_ref", metavar="[CASE]", required=False, default=DEFAULT_CASE)
 @backend_options
 @trial_options
+@exit_codes_option
 def reproduce(case_ref, backend_kind, profile, realtime, seed, trials, xclbins_dir, out,
-              force, no_isolate, deadline, continue_after_failure, as_json) -> None:
+              force, no_isolate, deadline, continue_after_failure, as_json,
+              exit_codes) -> int:
     """Run the monolithic and chunked plans side by side and say whether the failure
     reproduces (default case: minicpm5-2b-decode, the 42-layer decode of
-    ROCm/FastFlowLM#712). Same as `reproduce_ert_timeout`.
+    ROCm/FastFlowLM#712). `reproduce_ert_timeout` runs this command.
 
     Without an NPU this runs on the simulated stack; on its documented profile
     the verdict says so plainly, and --profile inflight-cap:40 plays the
     hypothesis that the firmware wedges on deep runlists.
     """
-    backend = make_backend(backend_kind, profile, realtime)
-    runner, _ = start_runner(
-        case_ref, None, "reproduce", backend, trials=trials, no_isolate=no_isolate,
-        deadline=deadline, continue_after_failure=continue_after_failure, seed=seed,
-        xclbins_dir=xclbins_dir, out=out, force=force, progress=progress_line)
-    _execute(runner, as_json, backend.describe())
-
-
-@click.command("_worker", hidden=True)
-@click.option("--result-fd", type=int, required=True)
-@click.option("--parent", type=int, default=0)
-@click.option("--backend", "backend_kind", required=True)
-@click.option("--profile", default=None)
-def worker(result_fd: int, parent: int, backend_kind: str, profile: str | None) -> None:
-    """Run one trial sent on stdin; the result goes to --result-fd (internal)."""
-    from harness.isolation import worker_main
-    raise SystemExit(worker_main(result_fd, backend_kind, profile, parent))
+    case = load_case(case_ref)
+    backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
+    runner = open_run(case, None,
+                      run_options(case, trials=trials, no_isolate=no_isolate,
+                                  deadline=deadline,
+                                  continue_after_failure=continue_after_failure, seed=seed),
+                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
+                      command="reproduce", progress=progress_line)
+    return _execute(runner, as_json, backend.describe(), exit_codes)

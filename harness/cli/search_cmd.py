@@ -8,35 +8,26 @@ import math
 import click
 
 from harness.bisect import FLAKY_CHOICES
-from harness.cli.options import (
-    TrialBar,
-    backend_options,
-    make_backend,
-    start_runner,
-    trial_options,
-)
+from harness.case import load_case
+from harness.cli.options import backend_options, make_backend, run_options, trial_options
+from harness.cli.progress import TrialBar
 from harness.errors import BadInput, ReportError
-from harness.report import load_report, utc_now
-from harness.runner import Interrupted, Runner, reopen
+from harness.report import load_report
+from harness.runner import Runner, open_run, reopen
 from harness.search import BisectSettings, Prober, bisection_from_log, run_bisect
 from harness.sweep import (
     distinct_plans,
+    finish_sweep,
     grid_text,
     parse_depths,
     parse_list,
     plot_grid,
     require_matplotlib,
     run_sweep,
-    sweep_section,
 )
-
-INTERRUPTED_EXIT = 130
 
 
 def _finish(runner: Runner, as_json: bool, lines: list[str]) -> None:
-    bar = runner.progress
-    if isinstance(bar, TrialBar):
-        bar.close()
     if as_json:
         click.echo(json.dumps(runner.report.to_dict(), indent=2))
     else:
@@ -98,12 +89,15 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
     else:
         if not case_ref:
             raise BadInput("give a CASE, or --replay REPORT")
-        backend = make_backend(backend_kind, profile, realtime)
+        backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
         settings = _settings(lo, hi, chunk_spec, chunks_at, flaky_as, trials)
-    runner, _ = start_runner(case_ref, [], "bisect", backend, trials=settings.trials,
-                             no_isolate=no_isolate, deadline=deadline,
-                             continue_after_failure=continue_after_failure, seed=seed,
-                             xclbins_dir=xclbins_dir, out=out, force=force)
+    case = load_case(case_ref)
+    runner = open_run(case, [], run_options(case, trials=settings.trials, no_isolate=no_isolate,
+                                            deadline=deadline,
+                                            continue_after_failure=continue_after_failure,
+                                            seed=seed),
+                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
+                      command="bisect")
     if replay_path:
         runner.report.sections["bisect"] = {"settings": settings.to_dict(), "log": [],
                                             "replay_of": report.run_id}
@@ -151,10 +145,8 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
     runner.progress = bar
     try:
         answer = run_bisect(runner, settings, max_trials, bar.say, bisection)
-    except Interrupted as stop:
-        bar.say(f"interrupted; everything so far is in {stop.path} (continue it with "
-                f"`runlist-harness bisect --replay {stop.path}`)")
-        raise SystemExit(INTERRUPTED_EXIT) from None
+    finally:
+        bar.close()
     _finish(runner, as_json, [answer.text] + [f"note: {n}" for n in answer.notes])
 
 
@@ -182,11 +174,14 @@ def sweep(case_ref, depths_text, chunks_text, plot_path, max_trials, backend_kin
     chunks = parse_list(chunks_text, "--chunks")
     if plot_path:
         require_matplotlib()
-    backend = make_backend(backend_kind, profile, realtime)
-    runner, case = start_runner(case_ref, [], "sweep", backend, trials=trials or 3,
-                                no_isolate=no_isolate, deadline=deadline,
-                                continue_after_failure=continue_after_failure, seed=seed,
-                                xclbins_dir=xclbins_dir, out=out, force=force)
+    backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
+    case = load_case(case_ref)
+    runner = open_run(case, [], run_options(case, trials=trials or 3, no_isolate=no_isolate,
+                                            deadline=deadline,
+                                            continue_after_failure=continue_after_failure,
+                                            seed=seed),
+                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
+                      command="sweep")
     click.echo(backend.describe())
     total = len(distinct_plans(depths, chunks)) * (trials or 3)
     bar = TrialBar(min(total, max_trials or total), "sweep")
@@ -194,23 +189,12 @@ def sweep(case_ref, depths_text, chunks_text, plot_path, max_trials, backend_kin
     prober = Prober(runner, trials or 3, max_trials)
     try:
         cells, complete = run_sweep(prober, depths, chunks, bar.say)
-    except Interrupted as stop:
-        bar.say(f"interrupted; everything so far is in {stop.path}")
-        raise SystemExit(INTERRUPTED_EXIT) from None
-    report = runner.report
-    report.sections["sweep"] = sweep_section(cells, depths, chunks, complete)
-    grid = grid_text(cells, depths, chunks)
-    failing = sorted({c.depth for c in cells if c.counts and c.counts.get("COMPLETED", 0) == 0})
-    summary = (f"sweep of {case.name}: {len(depths)} depths x {len(chunks)} chunk sizes, "
-               f"{sum(len(p.trials) for p in report.plans)} trials"
-               + ("" if complete else " (stopped by the budget)")
-               + (f"; every trial failed in some cell from depth {failing[0]}"
-                  if failing else "; no cell failed every trial"))
-    report.verdict = {"reproduced": None, "text": summary}
-    report.finished = utc_now()
-    runner.handle.save(force=True)
-    lines = [summary, grid]
+    finally:
+        bar.close()
+    summary = finish_sweep(runner, case.name, cells, depths, chunks, complete)
+    lines = [summary, grid_text(cells, depths, chunks)]
     if plot_path:
+        report = runner.report
         source = ("SIMULATED, profile " + str(report.backend.get("profile"))
                   if report.simulated else "hardware")
         plot_grid(cells, depths, chunks, plot_path,

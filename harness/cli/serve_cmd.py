@@ -74,7 +74,7 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, no_made_up_ta
         for check in server["checks"]:
             click.echo(f"  {Check(**check).line()}")
         click.echo(f"report: {handle.path}")
-    raise SystemExit(int(ExitCode.DEVICE_FAILURE if request_failed(report) else ExitCode.OK))
+    return ExitCode.DEVICE_FAILURE if request_failed(report) else ExitCode.OK
 
 
 def _request_line(request: dict) -> str:

@@ -39,4 +39,4 @@ def inspect(files: tuple[str, ...], as_json: bool) -> None:
     elif results:
         click.echo("\n\n".join(render_text(x) for x in results))
     if failed:
-        raise SystemExit(int(ExitCode.BAD_INPUT))
+        return ExitCode.BAD_INPUT

@@ -49,7 +49,7 @@ def where(case_ref: str, xclbins_dir: str | None) -> None:
         pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=False)
     except EnvironmentNotReady as err:
         click.echo(f"not found: {err}")
-        raise SystemExit(int(err.exit_code)) from None
+        return err.exit_code
     click.echo(f"pack {pack.name}: {pack.source}")
     for role, path in pack.files.items():
         click.echo(f"  {role:<8} {path}")

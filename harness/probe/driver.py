@@ -11,19 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.drivers import FLAVOURS
 from harness.probe.sources import UNREADABLE, Sources
 
 MODULES = ("amdxdna", "amdxdna_legacy")
-
-TIMEOUT_RULES = {
-    "mainline": "drm_sched 60 s job timeout, not tunable; a hung job and the rest of its "
-                "context end ABORT, never TIMEOUT",
-    "staging": "a job with no progress for tdr_timeout_ms (default 2000 ms) times out: the "
-               "faulting job ends TIMEOUT with health data, the rest of the context ABORT",
-    "oot": "device-wide watchdog, timeout_in_sec (default 2) and two silent checks (2-4 s): "
-           "the first pending job ends TIMEOUT, the rest ABORT",
-}
-
 
 def driver_facts(src: Sources, kernel: str | None) -> dict[str, Any]:
     module = next((m for m in MODULES if src.path(f"/sys/module/{m}").is_dir()), None)
@@ -39,11 +30,8 @@ def driver_facts(src: Sources, kernel: str | None) -> dict[str, Any]:
     version_file = src.read(f"/sys/module/{module}/version")
     module_file = _module_file(src, kernel, module)
     flavour, evidence = _flavour(module, module_file, version_file, params)
-    timeout = None
-    if flavour == "staging":
-        timeout = params.get("tdr_timeout_ms")
-    elif flavour == "oot":
-        timeout = params.get("timeout_in_sec")
+    parameter = FLAVOURS[flavour].parameter if flavour in FLAVOURS else None
+    timeout = params.get(parameter) if parameter else None
     return {
         "loaded": True,
         "module": module,
@@ -55,8 +43,8 @@ def driver_facts(src: Sources, kernel: str | None) -> dict[str, Any]:
         "evidence": evidence,
         "parameters": params,
         "timeout_setting": timeout,
-        "timeout_rule": TIMEOUT_RULES.get(flavour or "", "unknown flavour: check the "
-                                                         "evidence"),
+        "timeout_rule": FLAVOURS[flavour].rule if flavour in FLAVOURS else
+        "unknown flavour: check the evidence",
     }
 
 
@@ -95,20 +83,3 @@ def _flavour(module: str, module_file: str | None, version: str | None,
     if not in_tree:
         in_tree.append("no version file and no tdr_timeout_ms: the in-tree parameter set")
     return "mainline", in_tree
-
-
-def timeout_seconds(facts: dict[str, Any]) -> float | None:
-    """How long the loaded driver takes, at most, to notice a hang (for trial deadlines)."""
-    flavour = facts.get("flavour")
-    setting = facts.get("timeout_setting")
-    try:
-        value = float(setting) if setting not in (None, UNREADABLE) else None
-    except ValueError:
-        value = None
-    if flavour == "staging":
-        return (value or 2000.0) / 1000.0
-    if flavour == "oot":
-        return 2 * (value or 2.0)
-    if flavour == "mainline":
-        return 60.0
-    return None

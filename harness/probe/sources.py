@@ -9,7 +9,6 @@ running `flm`, rlimits) comes from callables that tests replace.
 from __future__ import annotations
 
 import getpass
-import importlib
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from typing import Any
 import psutil
 
 from harness.probe import drm
+from harness.xrt_loader import load_pyxrt, system_root
 
 UNREADABLE = "unreadable"
 
@@ -47,13 +47,6 @@ def real_identity() -> Identity:
     except Exception:
         user = str(os.geteuid())
     return Identity(os.geteuid(), tuple(os.getgroups()) + (os.getegid(),), user)
-
-
-def _import_pyxrt() -> tuple[ModuleType | None, str]:
-    try:
-        return importlib.import_module("pyxrt"), ""
-    except Exception as err:  # an XRT install can fail to load in many ways
-        return None, f"{type(err).__name__}: {err}"
 
 
 def _read_maps() -> str:
@@ -85,14 +78,18 @@ class Sources:
     identity: Identity = field(default_factory=real_identity)
     drm: drm.DrmQuery | None = None
     read_maps: Callable[[], str] = _read_maps
-    import_pyxrt: Callable[[], tuple[ModuleType | None, str]] = _import_pyxrt
+    import_pyxrt: Callable[[], tuple[ModuleType | None, str]] = load_pyxrt
     run: Callable[[list[str]], str | None] | None = None
     memlock: Callable[[], tuple[int, int] | None] = _memlock
     open_device: bool = True
 
     @classmethod
     def live(cls) -> Sources:
-        """This machine, with the real ioctls and the real `flm`."""
+        """This machine (or the tree `HARNESS_ROOT` names, without ioctls or `flm`), with
+        pyxrt from `harness.xrt_loader`."""
+        root = system_root()
+        if root != Path("/"):
+            return cls(root=root)
         return cls(drm=drm.RealDrm(), run=_run)
 
     @property

@@ -10,32 +10,11 @@ pyxrt came from.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from harness.probe.sources import Sources
-
-_LIB = re.compile(r"/(lib(?:xrt[\w+-]*|xdp[\w-]*|xrt_driver_\w+)\.so(?:\.[\d.]+)?)$")
-_VERSION = re.compile(r"\.so\.(\d+(?:\.\d+)*)$")
-
-
-def mapped_libraries(maps_text: str) -> list[dict[str, Any]]:
-    """Distinct XRT libraries in a /proc/<pid>/maps text, with the version in their name."""
-    seen: dict[str, dict[str, Any]] = {}
-    for line in maps_text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) < 6:
-            continue
-        path = parts[5].strip()
-        match = _LIB.search(path)
-        if not match or path in seen:
-            continue
-        version = _VERSION.search(path)
-        name = match.group(1)
-        seen[path] = {"path": path, "name": name.split(".so", 1)[0],
-                      "version": version.group(1) if version else None}
-    return list(seen.values())
+from harness.xrt_loader import mapped_libraries
 
 
 def _install_version(module_file: str | None) -> tuple[str | None, str | None]:
@@ -68,7 +47,7 @@ def xrt_facts(src: Sources, npu_present: bool) -> dict[str, Any]:
         folder, version = _install_version(file)
         facts["pyxrt"] = {"file": file, "xrt_install": folder, "xrt_version": version,
                           "has_runlist": hasattr(module, "runlist")}
-        if npu_present and src.open_device and not src.fake:
+        if npu_present and src.open_device:
             try:
                 module.device(0)            # loads the driver plugin into this process
                 facts["device_opened"] = True

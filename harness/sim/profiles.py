@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from harness.drivers import FLAVOURS as DRIVER_FLAVOURS
 from harness.errors import BadInput
 from harness.sim.releases import NEWEST, RELEASES, XrtRelease
 
-FLAVOURS = ("staging", "mainline", "oot")
+FLAVOURS = tuple(DRIVER_FLAVOURS)
 
 
 @dataclass(frozen=True)
@@ -51,17 +52,13 @@ class TokenDoc:
 
 CATALOGUE = (
     TokenDoc("staging", "documented",
-             "DKMS amdxdna.ko: a job with no progress for tdr_timeout_ms=2000 ms times out; "
-             "the faulting job ends TIMEOUT with health data, the rest of the context ABORT",
+             "DKMS amdxdna.ko: " + DRIVER_FLAVOURS["staging"].rule,
              "STACK.md 4; amd/xdna-driver drivers/accel/amdxdna"),
-    TokenDoc("mainline", "documented",
-             "in-tree amdxdna: drm_sched 60 s job timeout, not tunable; a hung job and the "
-             "rest of its context end ABORT, never TIMEOUT",
+    TokenDoc("mainline", "documented", "in-tree amdxdna: " + DRIVER_FLAVOURS["mainline"].rule,
              "STACK.md 4; Linux drivers/accel/amdxdna"),
     TokenDoc("oot", "documented",
-             "out-of-tree amdxdna_legacy.ko: device-wide watchdog timeout_in_sec=2 needs two "
-             "silent checks (2-4 s); first pending job TIMEOUT, the rest ABORT; chains "
-             "capped at 64 commands",
+             "out-of-tree amdxdna_legacy.ko: " + DRIVER_FLAVOURS["oot"].rule
+             + "; chains capped at 64 commands",
              "STACK.md 4; amd/xdna-driver src/driver/amdxdna"),
     TokenDoc("device:npu1|npu4|npu5|npu6", "device",
              "which NPU (default npu5, Strix Halo, 8 columns); PCI 17f0 devices leave "

@@ -41,6 +41,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from harness.drivers import FLAVOURS
 from harness.ert import CmdState
 from harness.sim.clock import RealClock, VirtualClock
 from harness.sim.profiles import Profile
@@ -50,9 +51,9 @@ MAX_CHAIN_CMDBUF_SIZE = 4096
 SLOT_HEADER_BYTES = 52
 MAX_SLOT_ARG_BYTES = 104
 OOT_CHAIN_CAP = 64
-STAGING_TDR_US = 2_000_000.0
-MAINLINE_TIMEOUT_US = 60_000_000.0
-OOT_TICK_US = 2_000_000.0
+STAGING_TDR_US = FLAVOURS["staging"].seconds() * 1e6
+MAINLINE_TIMEOUT_US = FLAVOURS["mainline"].seconds() * 1e6
+OOT_TICK_US = FLAVOURS["oot"].default * FLAVOURS["oot"].unit_s * 1e6   # one silent check
 DEFAULT_LATENCY_US = 50.0
 # Firmware dispatch cost of a sub-command that fails validation before running.
 FAULT_US = 5.0

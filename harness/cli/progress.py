@@ -1,0 +1,46 @@
+"""Progress on stderr: a line per trial, or a bar for searches (bisect, sweep)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+class TrialBar:
+    """A bar of trials done on stderr, drawn only on a terminal; a search (bisect,
+    sweep) gives an estimate of its total, so the bar says roughly how far it is."""
+
+    WIDTH = 30
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total = max(total, 1)
+        self.done = 0
+        self.label = label
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, text: str, done: bool) -> None:
+        if done:
+            self.done += 1
+        if self.tty:
+            filled = min(self.WIDTH, self.WIDTH * self.done // self.total)
+            bar = "#" * filled + "." * (self.WIDTH - filled)
+            click.echo(f"\r\033[K{self.label} [{bar}] {self.done}/~{self.total} trials",
+                       err=True, nl=False)
+
+    def say(self, text: str) -> None:
+        """A line of its own above the bar."""
+        click.echo(("\r\033[K" if self.tty else "") + text, err=True)
+
+    def close(self) -> None:
+        if self.tty:
+            click.echo("\r\033[K", err=True, nl=False)
+
+
+def progress_line(text: str, done: bool) -> None:
+    """Trial progress on stderr: a line per finished trial; on a terminal, the running
+    trial too, overwritten when it ends."""
+    if sys.stderr.isatty():
+        click.echo(f"\r\033[K{text}", err=True, nl=done)
+    elif done:
+        click.echo(text, err=True)

@@ -1,0 +1,148 @@
+"""What a trial is asked to do and what it answered: the harness's results model.
+
+A `TrialSpec` travels to a worker as JSON; a `TrialResult` comes back with one
+`RunlistOutcome` per runlist. Statuses are a closed set (`TrialStatus`); counts
+of outcomes are told the same way everywhere (`counts_text`). This module
+imports nothing heavy, so reading, validating and rendering reports never loads
+the simulator or numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class TrialStatus(str, Enum):
+    """How a trial ended, from the harness's side."""
+
+    COMPLETED = "completed"        # every runlist completed
+    FAILED = "failed"              # the stack answered with a failure
+    DEADLINE = "deadline"          # no answer before the deadline; the worker was killed
+    CRASHED = "crashed"            # the worker died without a result
+    IN_FLIGHT = "in-flight"        # on disk while it runs; left so if the harness dies
+    INTERRUPTED = "interrupted"    # stopped by the user, or found in flight on reopening
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def finished(self) -> bool:
+        """Counted as done: the trial will not be run again."""
+        return self in FINISHED
+
+    @property
+    def answered(self) -> bool:
+        """The stack gave an answer (completed or failed)."""
+        return self in (TrialStatus.COMPLETED, TrialStatus.FAILED)
+
+
+FINISHED = frozenset({TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.DEADLINE,
+                      TrialStatus.CRASHED})
+NO_ANSWER = frozenset(s.value for s in TrialStatus if not s.answered)
+COMPLETED_STATE = "COMPLETED"
+
+
+@dataclass
+class CommandSpec:
+    kernel: str
+    instructions: str
+    buffers: list[int]
+    opcode: int = 3
+
+
+@dataclass
+class TrialSpec:
+    """Everything a worker needs to run one trial (sent to it as JSON)."""
+
+    plan: str
+    chunks: list[int]
+    trial: int
+    seed: int
+    xclbins: dict[str, str]
+    runlist_context: str
+    per_layer: list[CommandSpec]
+    continue_after_failure: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrialSpec:
+        data = dict(data)
+        data["per_layer"] = [CommandSpec(**c) for c in data["per_layer"]]
+        return cls(**data)
+
+
+@dataclass
+class RunlistOutcome:
+    index: int
+    runs: int
+    chains: list[int]
+    state: str | None = None             # None: not run (skipped after a failure)
+    state_code: int | None = None
+    failing_run: int | None = None
+    failing_chain: int | None = None
+    source: str | None = None            # device | host
+    device_ms: float | None = None
+    wall_ms: float | None = None
+    message: str | None = None
+    health: dict[str, int] | None = None
+    skipped: bool = False
+    message_form: str | None = None      # "state in message" (XRT >= 2.21.75) or not (2.20)
+    located_by: str | None = None        # how the failing run was found
+
+
+@dataclass
+class TrialResult:
+    index: int
+    status: TrialStatus
+    wall_ms: float | None = None
+    seed: int | None = None
+    runlists: list[RunlistOutcome] = field(default_factory=list)
+    error: str | None = None
+    started: str | None = None
+    worker: dict[str, Any] | None = None  # the process that ran it: pid, XRT libraries mapped
+
+    def __post_init__(self) -> None:
+        self.status = TrialStatus(self.status)
+
+    @property
+    def state(self) -> str:
+        """The trial's outcome in one word: the first failing runlist's state, or its status."""
+        for outcome in self.runlists:
+            if outcome.state not in (None, COMPLETED_STATE):
+                return outcome.state
+        return COMPLETED_STATE if self.status is TrialStatus.COMPLETED else self.status.value
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["status"] = self.status.value
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrialResult:
+        data = dict(data)
+        data["runlists"] = [RunlistOutcome(**r) for r in data.get("runlists", [])]
+        return cls(**data)
+
+
+def chain_split(runs: int, submit_size: int) -> list[int]:
+    """The chains XRT makes of a runlist of `runs` runs: ``submit_size`` each, the rest last."""
+    return [min(submit_size, runs - start) for start in range(0, runs, submit_size)]
+
+
+def count_states(trials: Iterable[TrialResult]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for trial in trials:
+        counts[trial.state] = counts.get(trial.state, 0) + 1
+    return counts
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """``TIMEOUT 3/3`` or ``COMPLETED 2/3, TIMEOUT 1/3``, most frequent first; ``untested``."""
+    total = sum(counts.values())
+    parts = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{state} {n}/{total}" for state, n in parts) if total else "untested"
