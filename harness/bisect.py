@@ -10,9 +10,9 @@ Each probed x is classified from its trials:
   ``flaky_as="bad"`` seeks the first x that ever fails instead, and
   ``flaky_as="skip"`` treats it like git bisect's skip;
 - skip: no answer from the stack (deadline, crash). Like `git bisect skip`,
-  the search picks the untested x nearest the middle instead; when only
-  skipped x are left between the last good and the first bad, the answer is a
-  range.
+  the search then picks among the untested x by git's seeded, square-root biased
+  choice, not the nearest to the middle; when only skipped x are left between
+  the last good and the first bad, the answer is a range.
 
 Once the interval closes, both neighbours of the boundary are re-tested (the
 assumed endpoints are tested then for the first time), and the answer is
@@ -23,6 +23,7 @@ the trials.
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field
 
 from harness.results import NO_ANSWER, counts_text
@@ -63,6 +64,7 @@ class Bisection:
     counts: dict[int, dict[str, int]] = field(default_factory=dict)
     confirmed: set[int] = field(default_factory=set)
     order: list[int] = field(default_factory=list)
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.lo < self.hi:
@@ -96,13 +98,25 @@ class Bisection:
         if candidates:
             good, bad = self.bounds()
             middle = (good + bad) / 2
-            return min(candidates, key=lambda x: (abs(x - middle), x))
+            ranked = sorted(candidates, key=lambda x: (abs(x - middle), x))
+            if any(self.side(x) == SKIP for x in range(good + 1, bad)):
+                return ranked[self._skip_away(len(ranked))]
+            return ranked[0]
         good, bad = self.bounds()
         for x in (bad, good):
             if x >= 1 and x not in self.confirmed and self.side(x) != SKIP and \
                     not self._beyond(x):
                 return x
         return None
+
+    def _skip_away(self, count: int) -> int:
+        """git bisect's skip_away (bisect.c): once untestable points sit in the interval, the
+        next pick is pseudo-random, square-root biased towards the best: index = count x
+        u^1.5. Probing the neighbours of a skipped point one by one would walk a whole
+        untestable stretch; a biased jump leaves it in a few probes. Seeded by the run's seed
+        and how much is known, so a replay picks the same points."""
+        u = random.Random(f"{self.seed}/{len(self.counts)}").random()
+        return min(count - 1, int(count * u ** 1.5))
 
     def _beyond(self, x: int) -> bool:
         # The assumed hi is a real value to confirm only if no failure was found below it;

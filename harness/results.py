@@ -105,6 +105,7 @@ class TrialResult:
     error: str | None = None
     started: str | None = None
     worker: dict[str, Any] | None = None  # the process that ran it: pid, XRT libraries mapped
+    deadline_s: float | None = None       # what bounded it: the worker's deadline; None in process
 
     def __post_init__(self) -> None:
         self.status = TrialStatus(self.status)

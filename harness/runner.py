@@ -156,6 +156,7 @@ class Runner:
                                                     tuple(plan.chunks)), self.backend)
                 result = run_isolated(spec, self.backend.as_report(), deadline,
                                       self.backend.latencies)
+                result.deadline_s = deadline
             else:
                 result = run_trial(spec, self.backend)
                 if self.backend.hardware:

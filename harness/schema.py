@@ -3,7 +3,7 @@
 `report validate` must work with only the run-time dependencies, so this
 module checks the subset of JSON Schema the file uses (type, const, enum,
 required, properties, additionalProperties, items, minimum, minLength,
-pattern, $ref to $defs) and says where each problem is: the key path and,
+pattern, anyOf, oneOf, $ref to $defs) and says where each problem is: the key path and,
 for a YAML file, the line. The tests check the same files with the
 `jsonschema` package and require both to agree.
 """
@@ -15,9 +15,14 @@ import json
 import re
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from harness.yamlio import KeyPath
+import yaml
+
+from harness.yamlio import DuplicateKeyError, KeyPath, load_yaml_with_lines
+
+SCHEMA_V1 = "xdna-runlist-harness/report/v1"
 
 _TYPES = {
     "object": lambda v: isinstance(v, dict),
@@ -70,6 +75,17 @@ def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
 def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: KeyPath,
            problems: list[Problem]) -> None:
     schema = _resolve(root, schema)
+    for word in ("anyOf", "oneOf"):
+        if word in schema:
+            passing = 0
+            for option in schema[word]:
+                found: list[Problem] = []
+                _check(value, option, root, path, found)
+                passing += not found
+            if passing == 0 or (word == "oneOf" and passing > 1):
+                problems.append(Problem(path, f"matches {passing} of the {len(schema[word])} "
+                                              f"allowed forms ({word})"))
+                return
     if "const" in schema and value != schema["const"]:
         problems.append(Problem(path, f"must be {schema['const']!r}, not {value!r}"))
         return
@@ -106,3 +122,33 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: KeyPa
     if isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):
             _check(item, schema["items"], root, path + (index,), problems)
+
+
+def validate_file(file: str) -> list[str]:
+    try:
+        text = Path(file).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        return [f"cannot read: {err}"]
+    try:
+        data, lines = load_yaml_with_lines(text)
+    except DuplicateKeyError as err:
+        return [f"line {err.line}: {err}"]
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        return [f"{where}not valid YAML ({getattr(err, 'problem', None) or err})"]
+    if not isinstance(data, dict):
+        return ["not a report: the top level must be a mapping"]
+    if data.get("schema") != SCHEMA_V1:
+        return [f"unknown report schema {data.get('schema')!r}; this harness validates "
+                f"{SCHEMA_V1}"]
+    out = []
+    for problem in check(data):
+        line = lines.get(problem.path)
+        probe = problem.path
+        while line is None and probe:
+            probe = probe[:-1]
+            line = lines.get(probe)
+        out.append(f"line {line}: {problem.where()}: {problem.message}" if line
+                   else f"{problem.where()}: {problem.message}")
+    return out

@@ -87,7 +87,7 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
                bisection: Bisection | None = None) -> Answer:
     report = runner.report
     bisection = bisection or Bisection(settings.lo, settings.hi, settings.flaky_as,
-                                       settings.noun)
+                                       settings.noun, seed=runner.options.seed)
     prober = Prober(runner, settings.trials, budget)
     section = report.sections.setdefault("bisect", {"settings": settings.to_dict(),
                                                     "log": []})
@@ -142,9 +142,9 @@ def _as_largest_chunk(answer: Answer, settings: BisectSettings) -> str:
 
 
 def bisection_from_log(settings: BisectSettings, section: dict[str, Any],
-                       plans: list[PlanRecord]) -> Bisection:
+                       plans: list[PlanRecord], seed: int = 0) -> Bisection:
     """Rebuild a bisection from a report: every recorded trial counts, none is re-run."""
-    bisection = Bisection(settings.lo, settings.hi, settings.flaky_as, settings.noun)
+    bisection = Bisection(settings.lo, settings.hi, settings.flaky_as, settings.noun, seed=seed)
     by_name = {p.name: p for p in plans}
     seen: set[int] = set()
     for entry in section.get("log", []):

@@ -79,7 +79,8 @@ def test_flaky_depths_count_as_chosen(flaky_as, expected):
     drive(bisection, outcome)
     answer = bisection.answer()
     assert answer.first == expected
-    assert any("flaky" in note for note in answer.notes) or expected == 20
+    assert any(note.startswith(f"flaky (mixed outcomes, counted as {flaky_as})")
+               for note in answer.notes)
 
 
 def test_flaky_as_skip_gives_a_range_when_flaky_touches_the_boundary():
@@ -127,3 +128,27 @@ def test_bad_arguments():
         Bisection(5, 5)
     with pytest.raises(ValueError):
         Bisection(1, 5, "maybe")
+
+
+@pytest.mark.parametrize("first", [40, 50, 64])
+def test_after_a_skip_the_next_point_is_chosen_as_git_does(first):
+    # Depths 28..36 cannot be tested (deadline) inside 1..64. Stepping to the untested point
+    # nearest the middle probes all nine, each K trials of ~107 s on mainline; git's biased
+    # choice leaves the stretch sooner. Over 200 seeds every answer is right, and on average
+    # well under half the stretch is probed.
+    untestable = range(28, 37)
+    skipped = []
+    for seed in range(200):
+        bisection = Bisection(1, 64, seed=seed)
+        drive(bisection, lambda x: DL if x in untestable else (TO if x >= first else OK))
+        assert bisection.answer().first == first
+        skipped.append(len([x for x in bisection.order if x in untestable]))
+    assert sum(skipped) / len(skipped) < len(untestable) / 2
+
+
+def test_the_skip_choice_is_reproducible_per_seed():
+    def probes(seed):
+        bisection = Bisection(1, 200, seed=seed)
+        drive(bisection, lambda x: DL if 80 <= x <= 120 else (TO if x >= 150 else OK))
+        return bisection.order
+    assert probes(3) == probes(3) and probes(3) != probes(4)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -14,7 +13,7 @@ import psutil
 
 from harness.isolation import run_isolated
 from harness.report import load_report
-from harness.results import CommandSpec, TrialSpec
+from harness.results import CommandSpec, TrialSpec, TrialStatus
 
 HARNESS = [sys.executable, "-m", "harness"]
 
@@ -37,14 +36,48 @@ def wait_for_in_flight(path: Path, proc: subprocess.Popen) -> None:
     raise AssertionError("no trial went in-flight")
 
 
-def workers_left(wait_s: float = 5.0) -> list[psutil.Process]:
-    """Worker processes still alive after up to `wait_s` (a worker may still be starting)."""
+def wait_for_children(proc: subprocess.Popen) -> set[int]:
+    for _ in range(200):
+        found = descendants(proc)
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("the harness started no worker")
+
+
+def descendants(proc: subprocess.Popen) -> set[int]:
+    try:
+        return {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
+    except psutil.NoSuchProcess:
+        return set()
+
+
+def run_watching(*args: str, timeout: float = 120) -> tuple[int, str, str, set[int]]:
+    """Run the harness; return its status, output and every process it started (its own
+    children only: other runs on this machine are none of this test's business)."""
+    proc = start(*args)
+    seen: set[int] = set()
+    ended = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < ended:
+        seen |= descendants(proc)
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err, seen
+
+
+def alive(pids: set[int], wait_s: float = 5.0) -> set[int]:
+    """Which of these processes still run after up to `wait_s`."""
     deadline = time.monotonic() + wait_s
     while True:
-        found = [p for p in psutil.process_iter(["cmdline"])
-                 if "_worker" in (p.info["cmdline"] or []) and p.pid != os.getpid()]
-        if not found or time.monotonic() > deadline:
-            return found
+        left = set()
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    left.add(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not left or time.monotonic() > deadline:
+            return left
         time.sleep(0.1)
 
 
@@ -58,19 +91,19 @@ def test_new_user_reproduce_prints_a_verdict():
     assert out[1].startswith("verdict: not reproduced")
     report = load_report(out[-1].split("report: ", 1)[1])
     assert report.backend["isolation"] is True
-    assert all(t.status == "completed" for p in report.plans for t in p.trials)
+    assert all(t.status is TrialStatus.COMPLETED for p in report.plans for t in p.trials)
 
 
 def test_deadline_kills_the_worker_and_the_next_trial_still_runs(tmp_path):
     out = tmp_path / "deadline.yaml"
-    done = harness("run", "minicpm5-2b-decode", "--plan", "monolithic", "--trials", "2",
-                   "--profile", "mainline,hang-at:3", "--realtime", "--deadline", "1.5",
-                   "--out", str(out))
-    assert done.returncode == 4, done.stderr
+    code, _, err, workers = run_watching("run", "minicpm5-2b-decode", "--plan", "monolithic",
+                                         "--trials", "2", "--profile", "mainline,hang-at:3",
+                                         "--realtime", "--deadline", "1.5", "--out", str(out))
+    assert code == 4, err
     trials = load_report(out).plans[0].trials
     assert [t.status for t in trials] == ["deadline", "deadline"]
-    assert "1.5 s deadline" in trials[0].error
-    assert not workers_left()
+    assert "1.5 s deadline" in trials[0].error and trials[0].deadline_s == 1.5
+    assert len(workers) == 2 and not alive(workers)
 
 
 def test_a_worker_that_dies_is_recorded_as_crashed(tmp_path):
@@ -90,12 +123,13 @@ def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path):
     proc = start("run", "minicpm5-2b-decode", "--plan", "monolithic", "--trials", "1",
                  "--profile", "hang-at:3", "--realtime", "--out", str(out))
     wait_for_in_flight(out, proc)
+    workers = wait_for_children(proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     report = load_report(out)
     assert [t.status for t in report.plans[0].trials] == ["in-flight"]
     assert report.finished is None
-    assert not workers_left()             # the worker died with its parent
+    assert not alive(workers)             # the worker died with its parent
     done = harness("run", "--resume", str(out))
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith(f"resuming {out}")
@@ -109,10 +143,11 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_report(tmp_path):
     proc = start("run", "minicpm5-2b-decode", "--trials", "2", "--profile",
                  "mainline,hang-at:3", "--realtime", "--out", str(out))
     wait_for_in_flight(out, proc)
+    workers = wait_for_children(proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
-    assert "--resume" in err
+    assert err.strip().endswith(f"continue with `runlist-harness run --resume {out}`")
     trials = load_report(out).plans[0].trials
     assert [t.status for t in trials] == ["interrupted"]
-    assert not workers_left()
+    assert not alive(workers)

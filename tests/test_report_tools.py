@@ -168,7 +168,7 @@ def test_render_and_compare_refuse_broken_reports(reports, tmp_path, command):
                                                if command == "compare" else [])
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
-    assert "malformed report" in result.output and "Traceback" not in result.output
+    assert "is not a valid report" in result.output and "Traceback" not in result.output
 
 
 # -- render, read as a browser would ---------------------------------------------------

@@ -8,6 +8,7 @@ import click
 
 from harness.backend import KINDS, Backend, choose_backend
 from harness.case import Case
+from harness.errors import BadInput
 from harness.exits import CONVENTIONS, HARNESS
 from harness.runner import RunOptions
 
@@ -66,6 +67,9 @@ def make_backend(kind: str, profile: str | None, realtime: bool, *,
 
 def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: float | None,
                 continue_after_failure: bool, seed: int) -> RunOptions:
+    if no_isolate and deadline is not None:
+        raise BadInput("--deadline bounds a trial's worker, and --no-isolate runs trials in this "
+                       "process, where nothing can cut a wait off; drop one of them")
     return RunOptions(trials=trials or case.trials, isolate=not no_isolate,
                       deadline_s=deadline, continue_after_failure=continue_after_failure,
                       seed=seed)

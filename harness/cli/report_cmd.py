@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from harness import compare as comparing
 from harness import render as rendering
 from harness.errors import ExitCode, ReportError
 from harness.redact import redact
 from harness.report import load_report
-from harness.schema import check
-from harness.yamlio import DuplicateKeyError, load_yaml_with_lines, write_atomic
+from harness.schema import validate_file
+from harness.yamlio import write_atomic
 
 
 @click.group()
@@ -22,7 +20,15 @@ def report() -> None:
     """Turn reports into Markdown for upstream issues, compare them, check them."""
 
 
-def _data(path: str, do_redact: bool) -> dict[str, Any]:
+def _data(path: str, do_redact: bool, check: bool = True) -> dict[str, Any]:
+    """A report's content, refused unless it validates: what validates renders."""
+    if check:
+        problems = validate_file(path)
+        if problems:
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:3])}{more}. "
+                              "`runlist-harness report validate` lists every problem; "
+                              "--no-check renders it anyway")
     data = load_report(path).to_dict()          # refuses unknown schemas and broken files
     return redact(data) if do_redact else data
 
@@ -36,11 +42,15 @@ def _data(path: str, do_redact: bool) -> dict[str, Any]:
                    "addresses with placeholders. Default: on for md, off for text.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of stdout (never over an existing file).")
-def render(file: str, fmt: str, do_redact: bool | None, out: str | None) -> None:
+@click.option("--check/--no-check", default=True, show_default=True,
+              help="Refuse a report that does not validate against the schema.")
+def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: bool) -> None:
     """Render a report: Markdown that pastes into a GitHub issue, or plain text."""
     if do_redact is None:
         do_redact = fmt == "md"
-    data = _data(file, do_redact)
+    if not check:
+        click.echo(f"warning: rendering {file} without checking it against the schema", err=True)
+    data = _data(file, do_redact, check)
     text = rendering.render_markdown(data) if fmt == "md" else rendering.render_text(data)
     _emit(text, out)
 
@@ -93,33 +103,3 @@ def validate(files: tuple[str, ...]) -> None:
             click.echo(f"{file}: valid")
     if bad:
         return ExitCode.BAD_INPUT
-
-
-def validate_file(file: str) -> list[str]:
-    try:
-        text = Path(file).read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        return [f"cannot read: {err}"]
-    try:
-        data, lines = load_yaml_with_lines(text)
-    except DuplicateKeyError as err:
-        return [f"line {err.line}: {err}"]
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        return [f"{where}not valid YAML ({getattr(err, 'problem', None) or err})"]
-    if not isinstance(data, dict):
-        return ["not a report: the top level must be a mapping"]
-    if data.get("schema") != "xdna-runlist-harness/report/v1":
-        return [f"unknown report schema {data.get('schema')!r}; this harness validates "
-                "xdna-runlist-harness/report/v1"]
-    out = []
-    for problem in check(data):
-        line = lines.get(problem.path)
-        probe = problem.path
-        while line is None and probe:
-            probe = probe[:-1]
-            line = lines.get(probe)
-        out.append(f"line {line}: {problem.where()}: {problem.message}" if line
-                   else f"{problem.where()}: {problem.message}")
-    return out

@@ -132,7 +132,8 @@ def _logged(report) -> tuple[BisectSettings, object]:
         raise ReportError("this report holds no bisect log (it was not written by `bisect`)")
     try:
         settings = BisectSettings(**section["settings"])
-        return settings, bisection_from_log(settings, section, report.plans)
+        return settings, bisection_from_log(settings, section, report.plans,
+                                              int(report.settings.get("seed", 0)))
     except (TypeError, KeyError, ValueError) as err:
         raise ReportError(f"the bisect log in this report is malformed ({type(err).__name__}: "
                           f"{err})") from None

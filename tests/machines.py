@@ -1,0 +1,73 @@
+"""A fabricated machine under a test's folder: /proc, /sys, /dev, /etc as the probe reads them."""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+from harness.probe.sources import Identity, Sources
+
+RELEASE = "7.0.0-31-generic"
+NOBODY = Identity(uid=54321, gids=(54321,), user="porter", emulate=True)
+
+
+class Tree:
+    """A fake machine under tmp_path."""
+
+    def __init__(self, base: Path) -> None:
+        self.root = base / "machine"
+        self.write("/proc/sys/kernel/osrelease", RELEASE)
+        self.write("/proc/cmdline", f"BOOT_IMAGE=/vmlinuz-{RELEASE} root=UUID=x iommu=pt quiet")
+        self.write("/proc/cpuinfo", "".join(
+            f"processor\t: {i}\nmodel name\t: AMD RYZEN AI MAX+ 395 w/ Radeon 8060S\n\n"
+            for i in range(32)))
+        self.write("/proc/meminfo", "MemTotal:       131072000 kB\n")
+        self.write("/etc/os-release", 'PRETTY_NAME="Ubuntu 26.04 LTS"\n')
+        self.maps = ""
+        self.pyxrt = None
+
+    def write(self, path: str, text: str, mode: int = 0o644) -> Path:
+        target = self.root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(mode)
+        return target
+
+    def npu(self, device="17f0", revision="0x11", fw="1.1.2.65", mode=0o660) -> None:
+        self.write("/dev/accel/accel0", "", mode)
+        base = "/sys/class/accel/accel0/device"
+        self.write(f"{base}/vendor", "0x1022")
+        self.write(f"{base}/device", f"0x{device}")
+        self.write(f"{base}/revision", revision)
+        self.write(f"{base}/fw_version", fw)
+        self.write(f"{base}/vbnv", "RyzenAI-npu5")
+        self.write(f"{base}/device_type", "1")
+
+    def module(self, params: dict[str, str], *, version: str | None = None,
+               module_file: str | None = None, name: str = "amdxdna",
+               param_mode: int = 0o644) -> None:
+        (self.root / "sys" / "module" / name / "parameters").mkdir(parents=True, exist_ok=True)
+        for key, value in params.items():
+            self.write(f"/sys/module/{name}/parameters/{key}", value, param_mode)
+        if version:
+            self.write(f"/sys/module/{name}/version", version)
+        if module_file:
+            self.write(f"/lib/modules/{RELEASE}/modules.dep", f"{module_file}: \n")
+
+    def xrt(self, version: str = "2.26.0", runlist: bool = True) -> None:
+        folder = self.root / "opt" / "xilinx" / "xrt"
+        self.write("/opt/xilinx/xrt/version.json", json.dumps({"BUILD_VERSION": version}))
+        module = types.SimpleNamespace(__file__=str(folder / "python" / "pyxrt.so"))
+        if runlist:
+            module.runlist = object
+        self.pyxrt = module
+
+    def sources(self, identity: Identity = NOBODY, drm=None, memlock=(2**63, 2**63)) -> Sources:
+        return Sources(root=self.root, env={"PATH": "/usr/bin:/bin"}, identity=identity,
+                       drm=drm, read_maps=lambda: self.maps,
+                       import_pyxrt=lambda: (self.pyxrt, "ModuleNotFoundError: no pyxrt")
+                       if self.pyxrt is None else (self.pyxrt, ""),
+                       memlock=lambda: memlock)
+
+

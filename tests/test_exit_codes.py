@@ -1,0 +1,155 @@
+"""Every exit path goes through one map (harness.cli.guarded, harness.exits): one test per
+code, the --json form of errors, and the git-bisect convention."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness import session
+from harness.cli import main
+from harness.errors import Terminated
+from harness.exits import GIT_BISECT, GIT_BISECT_SKIP, for_trials, translate
+from harness.report import load_report
+from harness.results import TrialStatus
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def fast_run(*extra: str) -> list[str]:
+    return ["run", "minicpm5-2b-decode", "--no-isolate", "--trials", "1", *extra]
+
+
+def test_0_every_trial_completed():
+    assert invoke(*fast_run("--plan", "21+21")).exit_code == 0
+
+
+def test_1_a_trial_failed_on_the_device():
+    assert invoke(*fast_run("--plan", "42", "--profile", "inflight-cap:40")).exit_code == 1
+
+
+@pytest.mark.parametrize("args", [["run", "no-such-case"], ["run", "--trials", "0"],
+                                  ["no-such-command"], fast_run("--profile", "wobbly")])
+def test_2_bad_input_usage_errors_included(args):
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+
+
+def test_3_environment_not_ready():
+    result = invoke("run", "nop-depth", "--backend", "xrt")
+    assert result.exit_code == 3 and result.output.startswith("error: pyxrt does not import")
+
+
+def test_4_a_harness_fault_keeps_its_traceback_in_a_log(monkeypatch):
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("division by zero inside the harness")
+    monkeypatch.setattr(session._Loaded, "build_runlist", broken)
+    result = invoke(*fast_run())
+    assert result.exit_code == 4
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("harness fault: ZeroDivisionError: division by zero inside the "
+                           "harness (a bug in the harness; the traceback is in ")
+    assert "Traceback" not in result.output
+    log = Path(re.search(r"traceback is in (\S+);", line).group(1))
+    assert "Traceback (most recent call last)" in log.read_text()
+    assert "build_runlist" not in result.output and "broken" in log.read_text()
+
+
+def test_4_as_json_when_asked(monkeypatch):
+    monkeypatch.setattr(session._Loaded, "build_runlist",
+                        lambda *a: (_ for _ in ()).throw(KeyError("x")))
+    result = invoke(*fast_run("--json"))
+    error = json.loads(result.stdout)["error"]
+    assert result.exit_code == 4 and error["kind"] == "harness fault"
+    assert error["exit_code"] == 4 and "KeyError" in error["message"]
+    bad = json.loads(invoke("run", "no-such-case", "--json").stdout)["error"]
+    assert bad["kind"] == "error" and bad["exit_code"] == 2 and "no-such-case" in bad["message"]
+
+
+@pytest.mark.parametrize("stop, code, how", [(KeyboardInterrupt, 130, "Ctrl-C"),
+                                             (Terminated, 143, "SIGTERM")])
+def test_130_and_143_stop_with_one_line_and_the_report_kept(monkeypatch, stop, code, how):
+    monkeypatch.setattr("harness.runner.run_trial", lambda *a: (_ for _ in ()).throw(stop()))
+    result = invoke(*fast_run("--out", "r.yaml"))
+    assert result.exit_code == code
+    assert result.stderr.strip() == (f"interrupted: stopped by {how}; everything so far is in "
+                                     "r.yaml; continue with `runlist-harness run --resume "
+                                     "r.yaml`")
+    trial = load_report("r.yaml").plans[0].trials[0]
+    assert trial.status is TrialStatus.INTERRUPTED and trial.error == f"interrupted by {how}"
+
+
+def test_validate_refuses_what_render_could_not_render(tmp_path):
+    fixture = Path(__file__).parent / "fixtures" / "reports" / "v1-run.yaml"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(fixture.read_text().replace("  system:\n", "  system: []\n  was:\n", 1))
+    result = invoke("report", "validate", str(broken))
+    assert result.exit_code == 2 and "environment.system: expected object" in result.output
+    rendered = invoke("report", "render", str(broken))
+    assert rendered.exit_code == 2 and "is not a valid report" in rendered.output
+
+
+# -- the git-bisect convention -------------------------------------------------------------
+
+@pytest.mark.parametrize("statuses, harness_code, bisect_code", [
+    ([TrialStatus.COMPLETED], 0, 0),
+    ([TrialStatus.COMPLETED, TrialStatus.FAILED], 1, 1),
+    ([TrialStatus.DEADLINE, TrialStatus.FAILED], 4, 1),      # the failure was seen: bad
+    ([TrialStatus.COMPLETED, TrialStatus.DEADLINE], 4, GIT_BISECT_SKIP),
+    ([TrialStatus.CRASHED], 4, GIT_BISECT_SKIP),
+])
+def test_trial_statuses_map_to_both_conventions(statuses, harness_code, bisect_code):
+    assert for_trials(statuses) == harness_code
+    assert for_trials(statuses, GIT_BISECT) == bisect_code
+
+
+def test_git_bisect_translates_errors_to_cannot_test_but_keeps_interrupts():
+    assert [translate(c, GIT_BISECT) for c in (0, 1, 2, 3, 4, 130, 143)] == \
+        [0, 1, 125, 125, 125, 130, 143]
+    result = invoke("run", "no-such-case", "--exit-codes", "git-bisect")
+    assert result.exit_code == GIT_BISECT_SKIP
+    assert invoke(*fast_run("--plan", "42", "--profile", "inflight-cap:40", "--exit-codes",
+                            "git-bisect")).exit_code == 1
+
+
+def test_git_bisect_run_finds_the_first_bad_commit(tmp_path):
+    """A toy history: each commit names the stack to play in `profile`; from commit 11 on it
+    is the failing hypothesis, and commit 8, the first git tests, is broken (bad input, so
+    the harness says 125 and git skips it)."""
+    import shutil
+    import subprocess
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "history"
+    repo.mkdir()
+
+    def sh(*args: str) -> str:
+        return subprocess.run([git, *args], cwd=repo, check=True, capture_output=True,
+                              text=True, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                                              "GIT_COMMITTER_NAME": "t",
+                                              "GIT_COMMITTER_EMAIL": "t@t",
+                                              "PATH": __import__("os").environ["PATH"],
+                                              "HOME": str(tmp_path)}).stdout
+    sh("init", "-q")
+    for number in range(1, 17):
+        profile = "wobbly" if number == 8 else ("inflight-cap:40" if number >= 11 else "staging")
+        (repo / "profile").write_text(profile)
+        (repo / "number").write_text(str(number))
+        sh("add", "profile", "number")
+        sh("commit", "-q", "-m", f"commit {number}")
+    first = sh("rev-list", "--max-parents=0", "HEAD").strip()
+    sh("bisect", "start", "HEAD", first)
+    test = ('runlist-harness run minicpm5-2b-decode --plan 42 --no-isolate --trials 1 '
+            '--profile "$(cat profile)" --exit-codes git-bisect')
+    out = sh("bisect", "run", "sh", "-c", test)
+    assert re.search(r"is the first bad commit", out), out
+    assert sh("log", "-1", "--format=%s", "refs/bisect/bad").strip() == "commit 11"
+    assert "git bisect skip" in sh("bisect", "log")          # commit 8 was skipped

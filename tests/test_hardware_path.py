@@ -1,0 +1,83 @@
+"""The hardware code path, end to end, without hardware.
+
+`HARNESS_PYXRT=harness.sim.pyxrt` makes the simulated module stand in as the real pyxrt and
+`HARNESS_ROOT` points /dev, /sys and /proc at a fabricated Strix Halo, so `--backend xrt`
+takes exactly the path it takes on an NPU: choose_backend's hardware return, the probe
+opening the device, the deadline derived from the probed driver timeout, isolated workers,
+hardware teardown. The results stay labelled SIMULATED: the module is the simulator.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from machines import Tree
+
+from harness.report import load_report
+from harness.xclbin_writer import flm_spec, synthesize
+
+TDR_MS = "500"          # not the default 2000: the deadline must come from the probe
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> dict[str, str]:
+    tree = Tree(tmp_path)
+    tree.npu()
+    tree.module({"tdr_timeout_ms": TDR_MS}, version="2.21.0_20260101")      # staging (DKMS)
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    for role in ("attn", "mm", "layer", "dequant"):
+        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Path/{role}")))
+    env = dict(os.environ, HARNESS_PYXRT="harness.sim.pyxrt", HARNESS_ROOT=str(tree.root),
+               HARNESS_SIM_PROFILE="inflight-cap:40")
+    return {"pack": str(pack), **{f"env:{k}": v for k, v in env.items()}}
+
+
+def harness(machine: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    env = {k[4:]: v for k, v in machine.items() if k.startswith("env:")}
+    return subprocess.run([sys.executable, "-m", "harness", *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", [["run", "minicpm5-2b-decode", "--plan", "42"],
+                                     ["reproduce"]])
+def test_backend_xrt_runs_the_hardware_path_isolated(machine, tmp_path, command):
+    out = tmp_path / "report.yaml"
+    done = harness(machine, *command, "--backend", "xrt", "--xclbins", machine["pack"],
+                   "--trials", "1", "--out", str(out))
+    assert done.returncode == 1, done.stderr                       # inflight-cap:40: TIMEOUT
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("backend: hardware path, but pyxrt is the SIMULATED stand-in")
+    report = load_report(out)
+    assert report.backend["kind"] == "xrt" and report.backend["stand_in"] is True
+    assert report.simulated                                 # never presented as hardware
+    env = report.environment
+    assert env["npu"]["generation"] == "NPU5 Strix Halo"
+    assert env["driver"]["flavour"] == "staging"
+    assert env["xrt"]["device_opened"] is True              # the probe opened the device
+    trial = report.plans[0].trials[0]
+    assert trial.state == "TIMEOUT" and trial.runlists[0].failing_run == 0
+    # the probed 0.5 s driver timeout, not the 2 s default: 15 + 0.5 x 1.5 + 2 + commands
+    assert trial.deadline_s == pytest.approx(17.8, abs=0.05)
+    assert trial.worker["pid"] != os.getpid() and "xrt_libraries" in trial.worker
+    assert report.artifacts["pack"]["stand_ins"] is False   # the hardware path takes real files
+
+
+def test_no_isolate_on_the_hardware_path_warns(machine, tmp_path):
+    done = harness(machine, "run", "minicpm5-2b-decode", "--plan", "21+21", "--backend", "xrt",
+                   "--xclbins", machine["pack"], "--trials", "1", "--no-isolate", "--out",
+                   str(tmp_path / "r.yaml"))
+    assert done.returncode == 0, done.stderr
+    assert "warning: --no-isolate on the hardware path" in done.stderr
+    trial = load_report(tmp_path / "r.yaml").plans[0].trials[0]
+    assert trial.deadline_s is None and trial.worker["in_process"] is True
+
+
+def test_without_the_stand_in_the_hardware_path_needs_pyxrt(machine):
+    machine = dict(machine, **{"env:HARNESS_PYXRT": "none"})
+    done = harness(machine, "run", "nop-depth", "--backend", "xrt")
+    assert done.returncode == 3 and "pyxrt does not import" in done.stderr
