@@ -81,3 +81,25 @@ def test_without_the_stand_in_the_hardware_path_needs_pyxrt(machine):
     machine = dict(machine, **{"env:HARNESS_PYXRT": "none"})
     done = harness(machine, "run", "nop-depth", "--backend", "xrt")
     assert done.returncode == 3 and "pyxrt does not import" in done.stderr
+
+
+def test_resume_on_another_machine_is_refused_unless_allowed(machine, tmp_path):
+    out = tmp_path / "r.yaml"
+    first = harness(machine, "run", "minicpm5-2b-decode", "--plan", "21+21", "--backend", "xrt",
+                    "--xclbins", machine["pack"], "--trials", "1", "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    data = out.read_text().replace("trials: 1\n", "trials: 2\n", 1)    # ask for one more
+    out.write_text(data)
+    root = Path(machine["env:HARNESS_ROOT"])
+    (root / "sys/class/accel/accel0/device/fw_version").write_text("1.1.2.70")   # new firmware
+    refused = harness(machine, "run", "--resume", str(out))
+    assert refused.returncode == 2
+    assert "this machine is not the one that wrote" in refused.stderr
+    assert "firmware 1.1.2.65 -> 1.1.2.70" in refused.stderr
+    allowed = harness(machine, "run", "--resume", str(out), "--allow-different-machine")
+    assert allowed.returncode == 0, allowed.stderr
+    report = load_report(out)
+    assert len(report.plans[0].trials) == 2
+    assert report.sections["resumed_elsewhere"][0]["differences"] == \
+        ["firmware 1.1.2.65 -> 1.1.2.70"]
+    assert harness(machine, "report", "validate", str(out)).returncode == 0

@@ -81,3 +81,8 @@ exit_codes_option = click.option(
     help="git-bisect: exit 0 when every trial completed (good), 1 when one failed on the "
          "device (bad), 125 when the run could not tell (deadline, crash, environment, bad "
          "input), for `git bisect run`.")
+
+allow_different_machine_option = click.option(
+    "--allow-different-machine", is_flag=True,
+    help="When continuing a report on hardware: add trials even though this machine's "
+         "kernel, driver, firmware or XRT differ from the report's (the report notes it).")

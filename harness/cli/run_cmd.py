@@ -9,6 +9,7 @@ import click
 from harness.case import load_case
 from harness.cli import GuardedCommand
 from harness.cli.options import (
+    allow_different_machine_option,
     backend_options,
     exit_codes_option,
     make_backend,
@@ -71,9 +72,7 @@ def _detail(plan: PlanRecord) -> str:
                    "Repeatable; default: every plan of the case.")
 @click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False),
               help="Finish an interrupted report (its in-flight trial becomes interrupted).")
-@click.option("--allow-different-machine", is_flag=True,
-              help="With --resume on hardware: add trials even though the kernel, driver, "
-                   "firmware or XRT differ from the report's (the report notes it).")
+@allow_different_machine_option
 @backend_options
 @trial_options
 @exit_codes_option

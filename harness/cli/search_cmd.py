@@ -9,7 +9,13 @@ import click
 
 from harness.bisect import FLAKY_CHOICES
 from harness.case import load_case
-from harness.cli.options import backend_options, make_backend, run_options, trial_options
+from harness.cli.options import (
+    allow_different_machine_option,
+    backend_options,
+    make_backend,
+    run_options,
+    trial_options,
+)
 from harness.cli.progress import TrialBar
 from harness.errors import BadInput, ReportError
 from harness.report import load_report
@@ -58,11 +64,12 @@ def _finish(runner: Runner, as_json: bool, lines: list[str]) -> None:
 @click.option("--rerun", is_flag=True,
               help="With --replay: run the logged bisect again from scratch, into a new "
                    "report (e.g. on another machine or firmware).")
+@allow_different_machine_option
 @backend_options
 @trial_options
 def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay_path, rerun,
-           backend_kind, profile, realtime, seed, trials, xclbins_dir, out, force, no_isolate,
-           deadline, continue_after_failure, as_json) -> None:
+           allow_different_machine, backend_kind, profile, realtime, seed, trials, xclbins_dir,
+           out, force, no_isolate, deadline, continue_after_failure, as_json) -> None:
     """Find the smallest depth at which one runlist (or the given chunking) fails.
 
     Bisects over depth with K trials per probed depth (default 5), classifies
@@ -74,7 +81,7 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
         if case_ref or lo or hi or chunks_at:
             raise BadInput("--replay continues the logged bisect; drop CASE, --lo, --hi and "
                            "--chunks-at (or add --rerun to run it again)")
-        runner, report = reopen(replay_path)
+        runner, report = reopen(replay_path, allow_different_machine=allow_different_machine)
         settings, bisection = _logged(report)
         click.echo(f"continuing the bisect in {replay_path}")
         _bisect(runner, settings, max_trials, as_json, bisection)
