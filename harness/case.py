@@ -20,7 +20,7 @@ import yaml
 from harness.errors import CaseError, PlanError
 from harness.ert import CmdState, state_from_name
 from harness.plan import Plan, make_plan
-from harness.yamlio import DuplicateKeyError, KeyPath, load_yaml_with_lines
+from harness.yamlio import AliasError, DuplicateKeyError, KeyPath, load_yaml_with_lines
 
 NOP = "nop"
 DEFAULT_TRIALS = 3
@@ -197,7 +197,7 @@ def parse_case(raw: bytes, file: str) -> Case:
         raise CaseError(f"{file}: not UTF-8 text (byte {err.start})") from None
     try:
         data, lines = load_yaml_with_lines(text)
-    except DuplicateKeyError as err:
+    except (DuplicateKeyError, AliasError) as err:
         raise CaseError(f"{file}:{err.line}: {err}") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)

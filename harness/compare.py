@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.render import md_table, record_label
+from harness.report import is_simulated
 from harness.results import counts_text
 
 
@@ -17,7 +18,7 @@ def attributes(data: dict[str, Any]) -> dict[str, str]:
     system = env.get("system") or {}
     backend = data.get("backend") or {}
     ioctl = npu.get("ioctl") or {}
-    if backend.get("simulated"):
+    if is_simulated(backend):
         source = f"SIMULATED {backend.get('profile')}"
     elif backend.get("kind") == "flm-server":
         source = "flm serve"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.plan import plan_label
+from harness.report import is_simulated
 from harness.results import counts_text
 from harness.yamlio import dump_yaml
 
@@ -22,7 +23,7 @@ MAX_EMBEDDED_YAML = 50_000
 def title(data: dict[str, Any]) -> str:
     case = (data.get("case") or {}).get("name", "?")
     backend = data.get("backend") or {}
-    if backend.get("simulated"):
+    if is_simulated(backend):
         return (f"{case}: SIMULATED stack, profile {backend.get('profile')} "
                 "(not hardware evidence)")
     if backend.get("kind") == "flm-server":
@@ -196,7 +197,7 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def render_markdown(data: dict[str, Any]) -> str:
     backend = data.get("backend") or {}
     lines = [f"## xdna-runlist-harness: {title(data)}", ""]
-    if backend.get("simulated"):
+    if is_simulated(backend):
         nature = ("the documented stack" if backend.get("documented", True)
                   else "the documented stack plus the hypothesis "
                   + ", ".join(backend.get("deviations") or []))

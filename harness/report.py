@@ -1,19 +1,28 @@
-"""Per-run YAML reports: the model, loading (versioned) and incremental atomic saving.
+"""Per-run YAML reports: the model and loading, of every version.
 
 Schema history (bump SCHEMA and add a line when the format changes):
-- ``xdna-runlist-harness/report/v1`` (0.1.0): first version.
+- ``xdna-runlist-harness/report/v1`` (0.1.0): one YAML document, rewritten whole
+  before and after every trial.
+- ``xdna-runlist-harness/report/v2`` (0.2.0): a header (everything but the trials),
+  then ``journal:``, an append-only list with one entry per line: a trial's state
+  (``{"trial": {"plan": NAME, ...}}``; a later entry for the same plan and index
+  replaces an earlier one, so ``in-flight`` is followed by the outcome), a plan a
+  search added (``plan``), a bisect probe (``probe``) or a note (``note``). Each
+  entry is a JSON object, which is YAML too, so the file stays one YAML document.
+  Saving a trial appends a line instead of rewriting the file: the cost per trial
+  does not grow with the report. `harness.reportfile` writes it.
 
-A report is written before the first trial and again before and after each
-one, atomically, so a killed harness or a hung machine leaves a valid file in
-which the trial that was running is marked ``in-flight``.
+Readers see one shape whatever the version: `assemble` turns a v2 file into the
+nested document v1 was (plans holding their trials), which `report.schema.json`
+describes and `render`, `compare` and `--json` use.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import secrets
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +30,27 @@ import yaml
 
 from harness.errors import ReportError
 from harness.plan import plan_label
-from harness.results import TrialResult, counts_text
-from harness.yamlio import dump_yaml, load_yaml_text, write_atomic
+from harness.results import RunlistOutcome, TrialResult, counts_text
+from harness.yamlio import AliasError, DuplicateKeyError, dump_yaml, load_yaml_text
 
-SCHEMA = "xdna-runlist-harness/report/v1"
-KNOWN_SCHEMAS = (SCHEMA,)
+SCHEMA_V1 = "xdna-runlist-harness/report/v1"
+SCHEMA = "xdna-runlist-harness/report/v2"
+KNOWN_SCHEMAS = (SCHEMA_V1, SCHEMA)
+JOURNAL = "journal:"
+ENTRY_KINDS = ("trial", "plan", "probe", "note")
+HEADER_KEYS = ("schema", "run_id", "created", "finished", "command", "harness", "backend",
+               "environment", "artifacts", "case", "settings", "plans", "verdict")
 
 
 def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def is_simulated(backend: dict[str, Any]) -> bool:
+    """Where results came from, decided in one place: the simulated stack, or the hardware
+    path with the simulator standing in for pyxrt. The stored `simulated` flag must agree
+    (`report validate` checks it)."""
+    return backend.get("kind") == "sim" or bool(backend.get("stand_in"))
 
 
 @dataclass
@@ -61,31 +82,38 @@ class PlanRecord:
         by_state = self.summary()["by_state"]
         return counts_text(by_state) if by_state else "no finished trials"
 
-    def to_dict(self) -> dict[str, Any]:
+    def declaration(self) -> dict[str, Any]:
         return {"name": self.name, "spec": self.spec, "chunks": list(self.chunks),
-                "expect": self.expect, "summary": self.summary(),
-                "trials": [_trial_dict(t) for t in self.trials]}
+                "expect": self.expect}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.declaration(), "summary": self.summary(),
+                "trials": [trial_dict(t) for t in self.trials]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlanRecord:
-        trials = []
-        for raw in data.get("trials") or []:
-            fields = dict(raw)
-            fields.pop("state", None)        # derived; written for readers, recomputed here
-            trials.append(TrialResult.from_json(fields))
+        trials = [trial_from_dict(raw) for raw in data.get("trials") or []]
         return cls(data["name"], str(data["spec"]), list(data["chunks"]), data.get("expect"),
                    trials)
 
 
-def _trial_dict(trial: TrialResult) -> dict[str, Any]:
-    # Fields that say nothing (None, or a runlist not skipped) are left out: sweeps write
-    # thousands of runlist outcomes, and a reader loses nothing.
+def trial_dict(trial: TrialResult) -> dict[str, Any]:
+    """A trial as reports keep it. Fields that say nothing (None, a runlist not skipped) are
+    left out: sweeps write thousands of runlist outcomes, and a reader loses nothing."""
     out = {k: v for k, v in trial.to_json().items() if v is not None and k != "runlists"}
     out["state"] = trial.state
-    out["runlists"] = [{k: v for k, v in asdict(r).items()
-                        if v is not None and not (k == "skipped" and v is False)}
-                       for r in trial.runlists]
+    out["runlists"] = [{k: v for k, v in r.items() if v is not None
+                        and not (k == "skipped" and v is False)}
+                       for r in trial.to_json()["runlists"]]
     return out
+
+
+def trial_from_dict(raw: dict[str, Any]) -> TrialResult:
+    fields = dict(raw)
+    fields.pop("state", None)            # derived; written for readers, recomputed here
+    fields.pop("plan", None)             # a v2 journal entry names its plan
+    fields["runlists"] = [RunlistOutcome(**r) for r in fields.get("runlists") or []]
+    return TrialResult(**fields)
 
 
 @dataclass
@@ -104,10 +132,13 @@ class Report:
     created: str = field(default_factory=utc_now)
     finished: str | None = None
     schema: str = SCHEMA
+    declared: int | None = None          # how many plans the header declares (the rest: journal)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    torn_line: int | None = None         # a last journal line cut short by a kill, ignored
 
     @property
     def simulated(self) -> bool:
-        return bool(self.backend.get("simulated"))
+        return is_simulated(self.backend)
 
     def plan(self, name: str) -> PlanRecord:
         for plan in self.plans:
@@ -115,7 +146,23 @@ class Report:
                 return plan
         raise KeyError(name)
 
+    def header_dict(self) -> dict[str, Any]:
+        """What the header of a v2 file holds: everything but the journal's entries."""
+        declared = self.plans if self.declared is None else self.plans[:self.declared]
+        out: dict[str, Any] = {
+            "schema": SCHEMA, "run_id": self.run_id, "created": self.created,
+            "finished": self.finished, "command": self.command, "harness": self.harness,
+            "backend": self.backend, "environment": self.environment,
+            "artifacts": self.artifacts, "case": self.case, "settings": self.settings,
+            "plans": [p.declaration() for p in declared], "verdict": self.verdict,
+        }
+        for name, section in self.sections.items():
+            out[name] = {k: v for k, v in section.items() if k != "log"} \
+                if name == "bisect" else section
+        return out
+
     def to_dict(self) -> dict[str, Any]:
+        """The whole report as one nested document (plans holding their trials)."""
         out: dict[str, Any] = {
             "schema": self.schema, "run_id": self.run_id, "created": self.created,
             "finished": self.finished, "command": self.command, "harness": self.harness,
@@ -124,6 +171,8 @@ class Report:
             "plans": [p.to_dict() for p in self.plans], "verdict": self.verdict,
         }
         out.update(self.sections)
+        if self.notes:
+            out["notes"] = list(self.notes)
         return out
 
     @classmethod
@@ -135,8 +184,6 @@ class Report:
             raise ReportError(f"{where}: unknown report schema {schema!r}; this harness "
                               f"reads {', '.join(KNOWN_SCHEMAS)} (a newer harness may have "
                               "written it)")
-        known = {"schema", "run_id", "created", "finished", "command", "harness", "backend",
-                 "environment", "artifacts", "case", "settings", "plans", "verdict"}
         try:
             return cls(
                 command=data["command"], harness=data["harness"], backend=data["backend"],
@@ -145,79 +192,186 @@ class Report:
                 artifacts=data.get("artifacts") or {},
                 plans=[PlanRecord.from_dict(p) for p in data.get("plans") or []],
                 verdict=data.get("verdict"),
-                sections={k: v for k, v in data.items() if k not in known},
+                sections={k: v for k, v in data.items()
+                          if k not in HEADER_KEYS and k not in ("notes", JOURNAL[:-1])},
                 run_id=str(data["run_id"]), created=str(data["created"]),
-                finished=data.get("finished"), schema=schema)
+                finished=data.get("finished"), schema=schema,
+                notes=list(data.get("notes") or []))
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ReportError(f"{where}: malformed report ({type(err).__name__}: {err})") \
                 from None
 
 
-def load_report(path: str | Path) -> Report:
+# -- the v2 file: header and journal -------------------------------------------------------
+
+@dataclass
+class ReportText:
+    """A report file split into its parts."""
+
+    header: str
+    header_lines: int                      # lines before the journal's entries
+    entries: list[tuple[int, str]]         # (1-based line, the entry's text)
+    torn_line: int | None = None           # a last line without its newline
+
+
+def split(text: str) -> ReportText:
+    """Find the journal (v2); a file without one (v1) is all header."""
+    at = text.find("\n" + JOURNAL + "\n")
+    if at < 0:
+        if text.endswith("\n" + JOURNAL):
+            return ReportText(text[:len(text) - len(JOURNAL)], text.count("\n"), [])
+        return ReportText(text, text.count("\n"), [])
+    header = text[:at + 1]
+    first = header.count("\n") + 2
+    body = text[at + len(JOURNAL) + 2:]
+    lines = body.split("\n")
+    torn = None
+    if lines and lines[-1] == "":
+        lines.pop()
+    elif lines:
+        torn = first + len(lines) - 1        # no newline after the last entry: cut short
+        lines.pop()
+    return ReportText(header, first - 1, [(first + i, line) for i, line in enumerate(lines)],
+                      torn)
+
+
+def parse_entry(line: str) -> Any:
+    """One journal line: ``- {...}``, read as JSON (what the harness writes) or as YAML."""
+    if not line.startswith("- "):
+        raise ValueError("a journal entry starts with '- '")
+    body = line[2:]
     try:
-        text = Path(path).read_text("utf-8")
+        return json.loads(body)
+    except ValueError:
+        return load_yaml_text(body)
+
+
+def entry_kind(entry: Any) -> str | None:
+    if isinstance(entry, dict) and len(entry) == 1:
+        kind = next(iter(entry))
+        if kind in ENTRY_KINDS and isinstance(entry[kind], dict):
+            return kind
+    return None
+
+
+def assemble(header: Any, entries: list[tuple[int, Any]]
+             ) -> tuple[dict[str, Any], dict[tuple, int]]:
+    """The nested document a v2 file stands for, and the journal line each part came from
+    (keyed by its path in the document). Raises ValueError for an entry that cannot be
+    placed, naming its line."""
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a mapping")
+    doc = dict(header)
+    doc.pop(JOURNAL[:-1], None)
+    plans = [dict(p, trials=[]) if isinstance(p, dict) else p
+             for p in (header.get("plans") or [])]
+    doc["plans"] = plans
+    if isinstance(doc.get("bisect"), dict):
+        doc["bisect"] = dict(doc["bisect"], log=list(doc["bisect"].get("log") or []))
+    by_name = {p.get("name"): p for p in plans if isinstance(p, dict)}
+    lines: dict[tuple, int] = {}
+    trials: dict[tuple[Any, Any], tuple[int | None, Any]] = {}
+    for plan in header.get("plans") or []:     # a nested document keeps trials in its plans
+        if isinstance(plan, dict) and isinstance(plan.get("trials"), list):
+            for position, trial in enumerate(plan["trials"]):
+                index = trial.get("index") if isinstance(trial, dict) else None
+                trials[(plan.get("name"), index if index is not None else f"#{position}")] = \
+                    (None, trial)
+    for line, entry in entries:
+        kind = entry_kind(entry)
+        if kind is None:
+            raise ValueError(f"line {line}: a journal entry is one of "
+                             f"{', '.join(ENTRY_KINDS)} holding a mapping")
+        body = entry[kind]
+        if kind == "plan":
+            if body.get("name") not in by_name:
+                record = dict(body, trials=[])
+                plans.append(record)
+                by_name[body.get("name")] = record
+                lines[("plans", len(plans) - 1)] = line
+        elif kind == "trial":
+            name, index = body.get("plan"), body.get("index")
+            if name not in by_name:
+                raise ValueError(f"line {line}: the trial names plan {name!r}, which the report "
+                                 "does not declare")
+            trials[(name, index)] = (line, {k: v for k, v in body.items() if k != "plan"})
+        elif kind == "probe":
+            log = doc.setdefault("bisect", {}).setdefault("log", [])
+            log.append(body)
+            lines[("bisect", "log", len(log) - 1)] = line
+        else:
+            doc.setdefault("notes", []).append(body)
+    order = {id(p): i for i, p in enumerate(plans)}
+    for (name, _), (line, body) in sorted(trials.items(),
+                                          key=lambda kv: (str(kv[0][0]), _index(kv[0][1]))):
+        plan = by_name[name]
+        plan["trials"].append(body)
+        if line is not None:
+            lines[("plans", order[id(plan)], "trials", len(plan["trials"]) - 1)] = line
+    return doc, lines
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """A report file as the one nested document the schema describes, as written: neither
+    checked nor converted (a v1 file is that document; a v2 file is assembled)."""
+    parts = split(read_report_text(path))
+    header = load_yaml_text(parts.header)
+    if isinstance(header, dict) and header.get("schema") == SCHEMA:
+        return assemble(header, [(line, parse_entry(body)) for line, body in parts.entries])[0]
+    return header
+
+
+def _index(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def read_report_text(path: str | Path) -> str:
+    try:
+        return Path(path).read_text("utf-8")
+    except IsADirectoryError:
+        raise ReportError(f"{path} is a folder, not a report") from None
     except OSError as err:
         raise ReportError(f"cannot read report {path}: {err.strerror}") from None
     except UnicodeDecodeError:
         raise ReportError(f"{path}: not UTF-8 text") from None
+
+
+def load_report(path: str | Path) -> Report:
+    """A report of any known version; a torn last journal entry is ignored (and noted)."""
+    text = read_report_text(path)
+    parts = split(text)
     try:
-        data = load_yaml_text(text)
-    except yaml.YAMLError as err:
+        header = load_yaml_text(parts.header)
+        entries = [(line, parse_entry(body)) for line, body in parts.entries]
+    except (yaml.YAMLError, ValueError) as err:
         mark = getattr(err, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
-        raise ReportError(f"{path}{line}: not valid YAML ({getattr(err, 'problem', err)})") \
-            from None
-    return Report.from_dict(data, str(path))
-
-
-class ReportFile:
-    """A report on disk, rewritten atomically after every change.
-
-    `min_interval_s` lets fast in-process simulated runs (thousands of trials of
-    microseconds each) skip rewrites closer together than that; trials on hardware
-    or in workers keep it at 0, so every in-flight entry reaches the disk.
-    """
-
-    def __init__(self, path: Path, report: Report, min_interval_s: float = 0.0) -> None:
-        self.path = path
-        self.report = report
-        self.min_interval_s = min_interval_s
-        self._saved_at = 0.0
-        self._write_s = 0.0
-
-    @classmethod
-    def create(cls, report: Report, *, out: str | None, folder: str = "reports",
-               name: str = "run", force: bool = False) -> ReportFile:
-        if out:
-            path = Path(out)
-            if path.exists() and not force:
-                raise ReportError(f"{path} exists; choose another --out or pass --force to "
-                                  "replace it")
-        else:
-            stamp = report.created.replace("-", "").replace(":", "")
-            path = Path(folder) / f"{name}-{stamp}-{report.run_id[:6]}.yaml"
-        handle = cls(path, report)
+        problem = getattr(err, "problem", None) or err
+        if isinstance(err, (AliasError, DuplicateKeyError)):
+            raise ReportError(f"{path}:{err.line}: {err}") from None
+        raise ReportError(f"{path}{line}: not valid YAML ({problem})") from None
+    if parts.entries or (isinstance(header, dict) and header.get("schema") == SCHEMA):
         try:
-            write_atomic(path, handle.text(), overwrite=force)
-        except FileExistsError:
-            raise ReportError(f"{path} appeared while writing; not replacing it") from None
-        except OSError as err:
-            raise ReportError(f"cannot write report {path}: {err.strerror}") from None
-        return handle
+            data, _ = assemble(header, entries)
+        except ValueError as err:
+            raise ReportError(f"{path}: {err}") from None
+    else:
+        data = header
+    report = Report.from_dict(data, str(path))
+    report.torn_line = parts.torn_line
+    if report.schema == SCHEMA:
+        report.declared = len(header.get("plans") or [])
+    return report
 
-    def text(self) -> str:
-        header = "# xdna-runlist-harness report"
-        if self.report.simulated:
-            header += ": SIMULATED stack, not hardware evidence"
-        return header + "\n" + dump_yaml(self.report.to_dict())
 
-    def save(self, *, force: bool = False) -> None:
-        now = time.monotonic()
-        # Throttled saves also wait three times as long as the last write took, so a big
-        # report never costs more than a fraction of the run.
-        interval = max(self.min_interval_s, 3 * self._write_s) if self.min_interval_s else 0
-        if not force and interval and now - self._saved_at < interval:
-            return
-        write_atomic(self.path, self.text())
-        self._saved_at = time.monotonic()
-        self._write_s = self._saved_at - now
+def header_text(report: Report) -> str:
+    """The header of a v2 file, ending with the journal's key."""
+    comment = "# xdna-runlist-harness report"
+    if report.simulated:
+        comment += ": SIMULATED stack, not hardware evidence"
+    return comment + "\n" + dump_yaml(report.header_dict()) + JOURNAL + "\n"
+
+
+def entry_line(kind: str, body: dict[str, Any]) -> bytes:
+    return ("- " + json.dumps({kind: body}, ensure_ascii=True, separators=(", ", ": "))
+            + "\n").encode("ascii")

@@ -25,7 +25,8 @@ from harness.errors import BadInput, ExitCode, Interrupted, ReportError, Termina
 from harness.isolation import run_isolated
 from harness.packs import ResolvedPack, resolve_pack
 from harness.plan import Plan
-from harness.report import PlanRecord, Report, ReportFile, load_report, utc_now
+from harness.report import PlanRecord, Report, utc_now
+from harness.reportfile import IN_PROCESS_SYNC_S, ReportFile
 from harness.results import CommandSpec, TrialResult, TrialSpec, TrialStatus
 from harness.session import run_trial
 from harness.verdict import judge
@@ -36,9 +37,6 @@ from harness.xrt_loader import own_libraries
 # progress(text, done): a trial starting (done=False) or finished (done=True)
 Progress = Callable[[str, bool], None]
 STARTUP_S = 15.0          # a worker's own start-up (python, numpy, pyxrt) within a deadline
-# In-process simulated trials cannot hang the machine; their report is rewritten at most
-# this often (and always at the end), so sweeps of thousands of trials stay fast.
-IN_PROCESS_SAVE_INTERVAL_S = 0.5
 
 
 def continue_command(report: Report, path: Path) -> str:
@@ -120,7 +118,8 @@ class Runner:
         self.progress = progress or (lambda text, done: None)
         backend.latencies = case_latencies(case)
         if not backend.hardware and not options.isolate:
-            handle.min_interval_s = IN_PROCESS_SAVE_INTERVAL_S
+            handle.sync_every_s = IN_PROCESS_SYNC_S
+        handle.resume_command = continue_command(handle.report, handle.path)
 
     @property
     def report(self) -> Report:
@@ -137,8 +136,7 @@ class Runner:
                 done += 1
                 self.trial(plan, done, total)
         self.report.verdict = judge(self.report.plans, self.report.backend).to_dict()
-        self.report.finished = utc_now()
-        self.handle.save(force=True)
+        self.handle.finish()
         return self.report
 
     def trial(self, plan: PlanRecord, number: int, total: int) -> TrialResult:
@@ -146,7 +144,7 @@ class Runner:
         spec = self.spec(plan, index)
         placeholder = TrialResult(index, TrialStatus.IN_FLIGHT, seed=spec.seed, started=utc_now())
         plan.trials.append(placeholder)
-        self.handle.save()
+        self.handle.record_trial(plan.name, placeholder)
         counter = f"[{number}/{total}]" if total else f"[{number}]"
         self.progress(f"{counter} {plan.label}: trial {index + 1} running", False)
         try:
@@ -167,13 +165,14 @@ class Runner:
                          else ("SIGTERM", ExitCode.TERMINATED))
             placeholder.status = TrialStatus.INTERRUPTED
             placeholder.error = f"interrupted by {how}"
-            self.handle.save(force=True)
+            self.handle.record_trial(plan.name, placeholder)
+            self.handle.close()
             raise Interrupted(f"stopped by {how}; everything so far is in {self.handle.path}; "
                               f"continue with `{continue_command(self.report, self.handle.path)}`",
                               code) from None
         result.started = placeholder.started
         plan.trials[index] = result
-        self.handle.save()
+        self.handle.record_trial(plan.name, result)
         self.progress(f"{counter} {plan.label}: trial {index + 1} {result.state}"
                       + _timing(result), True)
         return result
@@ -213,13 +212,45 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
     )
 
 
-def reopen(path: str, progress: Progress | None = None, *,
+RESUMABLE = {"run": ("run", "reproduce"), "bisect": ("bisect",), "sweep": ("sweep",)}
+
+
+def _check_continuable(report: Report, path: str, kind: str) -> None:
+    """Refuse, with the file untouched, a report this command cannot continue."""
+    if report.command not in RESUMABLE[kind]:
+        if report.command in ("bisect", "sweep"):
+            raise ReportError(f"{path} is a {report.command} report: continue it with "
+                              f"`runlist-harness {report.command} --replay {path}`")
+        if report.command in RESUMABLE["run"]:
+            raise ReportError(f"{path} is a {report.command} report: continue it with "
+                              f"`runlist-harness run --resume {path}`")
+        raise ReportError(f"{path} is a {report.command} report; it has no trials to continue")
+    if report.finished:
+        raise ReportError(f"{path} already finished (at {report.finished}); start a new run "
+                          "to add trials")
+    if kind == "run" and not report.plans:
+        raise ReportError(f"{path} has no plans to run")
+
+
+def reopen(path: str, progress: Progress | None = None, *, kind: str = "run",
            allow_different_machine: bool = False) -> tuple[Runner, Report]:
-    """Reopen a report to add trials to it: the case and every xclbin must be unchanged,
-    on the hardware path so must the machine's kernel, driver, firmware and XRT (unless
-    allowed, and then the report notes it), and trials it shows in flight become
-    interrupted."""
-    report = load_report(path)
+    """Reopen a stopped report to add trials to it: it must be one this command continues,
+    unfinished; the case and every xclbin must be unchanged; on the hardware path so must
+    the machine's kernel, driver, firmware and XRT (unless allowed, and then the report
+    notes it). Trials it shows in flight become interrupted."""
+    handle = ReportFile.reopen(path)
+    try:
+        runner = _reopened(handle, path, progress, kind, allow_different_machine)
+    except BaseException:
+        handle.close()
+        raise
+    return runner, runner.report
+
+
+def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: str,
+              allow_different_machine: bool) -> Runner:
+    report = handle.report
+    _check_continuable(report, path, kind)
     case = load_case(report.case["file"])
     if case.sha256 != report.case.get("sha256"):
         raise ReportError(f"{report.case['file']} changed since {path} was written "
@@ -246,21 +277,21 @@ def reopen(path: str, progress: Progress | None = None, *,
     pack_info = report.artifacts.get("pack", {})
     pack = ResolvedPack(pack_info.get("name", case.pack), files, pack_info.get("source", ""),
                         pack_info.get("searched", []), pack_info.get("stand_ins", False))
-    for plan in report.plans:
-        for trial in plan.trials:
-            if trial.status is TrialStatus.IN_FLIGHT:
-                trial.status = TrialStatus.INTERRUPTED
-                trial.error = ("the harness stopped while this trial ran (found when the report "
-                               "was reopened)")
     settings = report.settings
     options = RunOptions(trials=int(settings["trials"]), isolate=bool(settings["isolate"]),
                          deadline_s=settings.get("deadline_s"),
                          continue_after_failure=bool(settings["continue_after_failure"]),
                          seed=int(settings.get("seed", 0)))
     report.finished = None
-    handle = ReportFile(Path(path), report)
-    handle.save()
-    return Runner(case, backend, pack, handle, options, progress), report
+    handle.rewrite()
+    for plan in report.plans:
+        for trial in plan.trials:
+            if trial.status is TrialStatus.IN_FLIGHT:
+                trial.status = TrialStatus.INTERRUPTED
+                trial.error = ("the harness stopped while this trial ran (found when the report "
+                               "was reopened)")
+                handle.record_trial(plan.name, trial)
+    return Runner(case, backend, pack, handle, options, progress)
 
 
 def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,

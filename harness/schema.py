@@ -15,12 +15,9 @@ import json
 import re
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from harness.yamlio import DuplicateKeyError, KeyPath, load_yaml_with_lines
+from harness.yamlio import KeyPath
 
 SCHEMA_V1 = "xdna-runlist-harness/report/v1"
 
@@ -122,33 +119,3 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: KeyPa
     if isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):
             _check(item, schema["items"], root, path + (index,), problems)
-
-
-def validate_file(file: str) -> list[str]:
-    try:
-        text = Path(file).read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        return [f"cannot read: {err}"]
-    try:
-        data, lines = load_yaml_with_lines(text)
-    except DuplicateKeyError as err:
-        return [f"line {err.line}: {err}"]
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        return [f"{where}not valid YAML ({getattr(err, 'problem', None) or err})"]
-    if not isinstance(data, dict):
-        return ["not a report: the top level must be a mapping"]
-    if data.get("schema") != SCHEMA_V1:
-        return [f"unknown report schema {data.get('schema')!r}; this harness validates "
-                f"{SCHEMA_V1}"]
-    out = []
-    for problem in check(data):
-        line = lines.get(problem.path)
-        probe = problem.path
-        while line is None and probe:
-            probe = probe[:-1]
-            line = lines.get(probe)
-        out.append(f"line {line}: {problem.where()}: {problem.message}" if line
-                   else f"{problem.where()}: {problem.message}")
-    return out

@@ -15,8 +15,8 @@ from typing import Any
 from harness.bisect import Answer, Bisection, classify
 from harness.errors import BadInput
 from harness.plan import Plan, parse_plan, plan_for_depth
-from harness.report import PlanRecord, utc_now
-from harness.results import counts_text
+from harness.report import PlanRecord
+from harness.results import count_states, counts_text
 from harness.runner import Runner
 
 Say = Callable[[str], None]
@@ -52,13 +52,19 @@ class BisectSettings:
 
 
 class Prober:
-    """Runs K trials of a plan through a Runner, within a budget of trials."""
+    """Runs K trials of a plan through a Runner, within a budget of trials.
 
-    def __init__(self, runner: Runner, trials: int, budget: int | None) -> None:
+    Finished trials of a plan that no earlier measurement used (those of a probe a kill
+    cut short, or of a stopped sweep) are used first, so continuing a stopped search
+    repeats nothing and its log accounts for every trial."""
+
+    def __init__(self, runner: Runner, trials: int, budget: int | None,
+                 used: dict[str, set[int]] | None = None) -> None:
         self.runner = runner
         self.trials = trials
         self.budget = budget
-        self.used = 0
+        self.spent = 0
+        self.used = used if used is not None else {}
 
     def record_for(self, plan: Plan) -> PlanRecord:
         for record in self.runner.report.plans:
@@ -66,21 +72,37 @@ class Prober:
                 return record
         record = PlanRecord(plan.name, plan.spec, list(plan.chunks))
         self.runner.report.plans.append(record)
+        self.runner.handle.append("plan", record.declaration())
         return record
 
-    def measure(self, plan: Plan) -> dict[str, int]:
-        """Run K new trials of `plan`; return the counts of those K trials."""
+    def measure(self, plan: Plan) -> tuple[dict[str, int], list[int]]:
+        """K trials of `plan` (reused where finished and unused, else run): their counts and
+        their indices."""
         record = self.record_for(plan)
-        before = len(record.trials)
-        for _ in range(self.trials):
-            if self.budget is not None and self.used >= self.budget:
+        used = self.used.setdefault(plan.name, set())
+        chosen = [t for t in record.finished() if t.index not in used][:self.trials]
+        while len(chosen) < self.trials:
+            if self.budget is not None and self.spent >= self.budget:
                 raise BudgetReached
-            self.used += 1
-            self.runner.trial(record, self.used, self.budget or 0)
-        counts: dict[str, int] = {}
-        for trial in record.trials[before:]:
-            counts[trial.state] = counts.get(trial.state, 0) + 1
-        return counts
+            self.spent += 1
+            result = self.runner.trial(record, self.spent, self.budget or 0)
+            if result.status.finished:
+                chosen.append(result)
+        used.update(t.index for t in chosen)
+        return count_states(chosen), [t.index for t in chosen]
+
+
+def used_trials(log: list[dict[str, Any]], plans: list[PlanRecord]) -> dict[str, set[int]]:
+    """Which trials a bisect log's probes used. Logs that name no trial indices (written by
+    0.1) used every finished trial of their plans."""
+    used: dict[str, set[int]] = {}
+    by_name = {p.name: p for p in plans}
+    for entry in log:
+        indices = entry.get("trials")
+        if indices is None and entry.get("plan") in by_name:
+            indices = [t.index for t in by_name[entry["plan"]].finished()]
+        used.setdefault(entry.get("plan"), set()).update(indices or [])
+    return used
 
 
 def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say: Say,
@@ -88,9 +110,11 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
     report = runner.report
     bisection = bisection or Bisection(settings.lo, settings.hi, settings.flaky_as,
                                        settings.noun, seed=runner.options.seed)
-    prober = Prober(runner, settings.trials, budget)
-    section = report.sections.setdefault("bisect", {"settings": settings.to_dict(),
-                                                    "log": []})
+    if "bisect" not in report.sections:
+        report.sections["bisect"] = {"settings": settings.to_dict(), "log": []}
+        runner.handle.rewrite()          # the settings are on disk before the first trial
+    section = report.sections["bisect"]
+    prober = Prober(runner, settings.trials, budget, used_trials(section["log"], report.plans))
     complete = True
     try:
         while (x := bisection.next_x()) is not None:
@@ -103,14 +127,15 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
             else:
                 say(f"Bisecting: {left} {settings.noun}s left to test after this (roughly "
                     f"{steps} steps); testing {x}{cut}")
-            counts = prober.measure(plan)
+            counts, indices = prober.measure(plan)
             bisection.record(x, counts, confirmation=confirming)
             good, bad = bisection.bounds()
-            section["log"].append({"x": x, "plan": plan.name, "chunks": list(plan.chunks),
-                                   "confirmation": confirming, "counts": counts,
-                                   "class": classify(counts), "good": good, "bad": bad})
+            entry = {"x": x, "plan": plan.name, "chunks": list(plan.chunks),
+                     "confirmation": confirming, "counts": counts, "trials": indices,
+                     "class": classify(counts), "good": good, "bad": bad}
+            section["log"].append(entry)
+            runner.handle.append("probe", entry)
             say(f"  {x}: {counts_text(counts)} -> {classify(counts)}")
-            runner.handle.save()
     except BudgetReached:
         complete = False
         say(f"stopped: the budget of {budget} trials is spent")
@@ -121,8 +146,10 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
                          "first": answer.first, "text": answer.text, "notes": answer.notes,
                          "trials": sum(len(p.trials) for p in report.plans)}
     report.verdict = {"reproduced": None, "text": answer.text}
-    report.finished = utc_now()
-    runner.handle.save(force=True)
+    if complete:
+        runner.handle.finish()
+    else:                                # stopped by the budget: `bisect --replay` goes on
+        runner.handle.rewrite()
     return answer
 
 
@@ -143,23 +170,14 @@ def _as_largest_chunk(answer: Answer, settings: BisectSettings) -> str:
 
 def bisection_from_log(settings: BisectSettings, section: dict[str, Any],
                        plans: list[PlanRecord], seed: int = 0) -> Bisection:
-    """Rebuild a bisection from a report: every recorded trial counts, none is re-run."""
+    """Rebuild a bisection from a report: every probe the log holds counts, none is re-run
+    (the counts are the ones the log recorded for the trials each probe used)."""
     bisection = Bisection(settings.lo, settings.hi, settings.flaky_as, settings.noun, seed=seed)
-    by_name = {p.name: p for p in plans}
-    seen: set[int] = set()
+    names = {p.name for p in plans}
     for entry in section.get("log", []):
-        x = int(entry["x"])
-        if entry.get("confirmation"):
-            bisection.confirmed.add(x)
-        if x in seen:
-            continue
-        seen.add(x)
-        record = by_name.get(entry["plan"])
-        if record is None:
-            raise BadInput(f"the bisect log names plan {entry['plan']!r}, which the report "
+        if entry.get("plan") not in names:
+            raise BadInput(f"the bisect log names plan {entry.get('plan')!r}, which the report "
                            "does not hold")
-        counts: dict[str, int] = {}
-        for trial in record.finished():
-            counts[trial.state] = counts.get(trial.state, 0) + 1
-        bisection.record(x, counts)
+        bisection.record(int(entry["x"]), {str(k): int(v) for k, v in entry["counts"].items()},
+                         confirmation=bool(entry.get("confirmation")))
     return bisection

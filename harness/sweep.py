@@ -14,7 +14,6 @@ from typing import Any
 
 from harness.errors import BadInput, EnvironmentNotReady
 from harness.plan import Plan, plan_for_depth
-from harness.report import utc_now
 from harness.runner import Runner
 from harness.search import BudgetReached, Prober, Say
 
@@ -85,7 +84,7 @@ def run_sweep(prober: Prober, depths: list[int], chunks: list[int], say: Say
             key = plan.chunks
             if key not in measured and complete:
                 try:
-                    measured[key] = prober.measure(plan)
+                    measured[key] = prober.measure(plan)[0]
                 except BudgetReached:
                     complete = False
                     say(f"stopped: the budget of {prober.budget} trials is spent")
@@ -125,8 +124,10 @@ def finish_sweep(runner: Runner, case_name: str, cells: list[Cell], depths: list
                + (f"; every trial failed in some cell from depth {failing[0]}"
                   if failing else "; no cell failed every trial"))
     report.verdict = {"reproduced": None, "text": summary}
-    report.finished = utc_now()
-    runner.handle.save(force=True)
+    if complete:
+        runner.handle.finish()
+    else:                                 # stopped: `sweep --replay` goes on
+        runner.handle.rewrite()
     return summary
 
 

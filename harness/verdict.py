@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.report import PlanRecord
+from harness.report import PlanRecord, is_simulated
 from harness.results import TrialStatus
 
 
@@ -29,7 +29,7 @@ def _completions(plan: PlanRecord) -> int:
 def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     counts = "; ".join(f"{p.label}: {p.counts_text()}" for p in plans)
     tag = ""
-    if backend.get("simulated"):
+    if is_simulated(backend):
         tag = f" [SIMULATED, profile {backend.get('profile')}]"
     expected_fail = [p for p in plans if p.expect and p.expect != "COMPLETED"]
     if not any(p.finished() for p in plans):
@@ -67,7 +67,7 @@ def _judge_expected_failure(plans: list[PlanRecord], expected_fail: list[PlanRec
         return Verdict(None, f"inconclusive: {counts} -> no trial of the plans expected to "
                              "fail got an answer from the stack (each hit its deadline, "
                              f"crashed or was interrupted){tag}")
-    if backend.get("simulated"):
+    if is_simulated(backend):
         if backend.get("documented", True):
             reason = ("the documented limits do not produce the failure; a hardware run "
                       "is the test")

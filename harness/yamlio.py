@@ -15,7 +15,15 @@ from typing import Any
 import yaml
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Never writes anchors and aliases (an object met twice is written out twice): the
+    harness refuses them when it reads, so it must not write them either."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+_SafeDumper = _PlainDumper
 
 # A path into a document: mapping keys and sequence indices.
 KeyPath = tuple[Any, ...]
@@ -28,51 +36,93 @@ class DuplicateKeyError(ValueError):
         self.line = line
 
 
+class AliasError(ValueError):
+    """Cases and reports never need YAML anchors and aliases, and a few nested ones
+    expand into billions of nodes for whatever walks the document: they are refused."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"YAML anchors and aliases are not allowed here (an alias on line "
+                         f"{line}); write the value out")
+        self.line = line
+
+
+def _compose(text: str) -> tuple[Any, yaml.Node | None]:
+    loader = _SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            _refuse_aliases(node)
+    except BaseException:
+        loader.dispose()
+        raise
+    return loader, node
+
+
+def _refuse_aliases(root: yaml.Node) -> None:
+    # An alias makes the composer hand out the same node twice; seeing a node again is
+    # seeing an alias. One pass over the nodes, whatever the aliases would expand to.
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            raise AliasError(node.start_mark.line + 1)
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack += (key, value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
+
+
 def load_yaml_text(text: str) -> Any:
-    """Safe-load YAML (the C loader when PyYAML has one; never an unsafe loader)."""
-    return yaml.load(text, Loader=_SafeLoader)  # the safe C loader, never an unsafe one
+    """Safe-load YAML (the C loader when PyYAML has one; never an unsafe loader); aliases
+    are refused (`AliasError`)."""
+    loader, node = _compose(text)
+    try:
+        return None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def load_yaml_with_lines(text: str) -> tuple[Any, dict[KeyPath, int]]:
     """Safe-load YAML and map every key path to its 1-based line.
 
-    Raises `yaml.YAMLError` for bad syntax and `DuplicateKeyError` for a key
-    given twice (PyYAML would silently keep the last one).
+    Raises `yaml.YAMLError` for bad syntax, `DuplicateKeyError` for a key given twice
+    (PyYAML would silently keep the last one) and `AliasError` for an alias.
     """
-    loader = yaml.SafeLoader(text)
+    loader, node = _compose(text)
     try:
-        node = loader.get_single_node()
         if node is None:
             return None, {}
         lines: dict[KeyPath, int] = {}
-        _walk(loader, node, (), lines)
+        _walk(loader, node, lines)
         return loader.construct_document(node), lines
     finally:
         loader.dispose()
 
 
-def _walk(loader: yaml.SafeLoader, node: yaml.Node, path: KeyPath,
-          lines: dict[KeyPath, int]) -> None:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        seen: set[Any] = set()
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            try:
-                hashable = key in seen
-            except TypeError:
-                hashable = False
-            if hashable:
-                raise DuplicateKeyError(key, key_node.start_mark.line + 1)
-            try:
-                seen.add(key)
-            except TypeError:
-                pass
-            _walk(loader, value_node, path + (key,), lines)
-            lines[path + (key,)] = key_node.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _walk(loader, item, path + (index,), lines)
+def _walk(loader: Any, root: yaml.Node, lines: dict[KeyPath, int]) -> None:
+    # Iterative, so a deeply nested document cannot exhaust Python's stack.
+    stack: list[tuple[yaml.Node, KeyPath]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, value_node in node.value:
+                key = loader.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:       # an unhashable key: the schema check names it
+                    duplicate = False
+                if duplicate:
+                    raise DuplicateKeyError(key, key_node.start_mark.line + 1)
+                lines[path + (key,)] = key_node.start_mark.line + 1
+                stack.append((value_node, path + (key,)))
+        elif isinstance(node, yaml.SequenceNode):
+            stack += [(item, path + (index,)) for index, item in enumerate(node.value)]
 
 
 def dump_yaml(data: Any) -> str:
@@ -92,7 +142,7 @@ def write_atomic(path: str | Path, text: str | bytes, *, overwrite: bool = True)
     data = text.encode("utf-8") if isinstance(text, str) else text
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        os.fchmod(fd, _mode_for(target))
+        os.fchmod(fd, mode_for(target))
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -103,13 +153,13 @@ def write_atomic(path: str | Path, text: str | bytes, *, overwrite: bool = True)
             os.link(tmp, target)
             os.unlink(tmp)
         tmp = ""
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
     finally:
         if tmp and os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def _mode_for(target: Path) -> int:
+def mode_for(target: Path) -> int:
     """Keep a replaced file's mode; a new file gets the usual 0666 less the umask
     (mkstemp alone would leave it 0600)."""
     try:
@@ -120,7 +170,7 @@ def _mode_for(target: Path) -> int:
         return 0o666 & ~mask
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:

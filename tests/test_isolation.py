@@ -29,7 +29,7 @@ def start(*args: str) -> subprocess.Popen:
 
 def wait_for_in_flight(path: Path, proc: subprocess.Popen) -> None:
     for _ in range(300):
-        if path.exists() and "status: in-flight" in path.read_text():
+        if path.exists() and '"status": "in-flight"' in path.read_text():
             return
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)

@@ -7,15 +7,16 @@ import os
 import pytest
 
 from harness.errors import ReportError
-from harness.report import PlanRecord, Report, ReportFile, load_report
+from harness.report import PlanRecord, Report, load_report
+from harness.reportfile import ReportFile
 from harness.results import RunlistOutcome, TrialResult
 from harness.verdict import judge
 from harness.yamlio import write_atomic
 
 
 def minimal_report() -> Report:
-    return Report(command="run", harness={"version": "x"}, backend={"simulated": True,
-                                                                     "profile": "staging"},
+    return Report(command="run", harness={"version": "x"},
+                  backend={"kind": "sim", "simulated": True, "profile": "staging"},
                   case={"name": "c"}, settings={"trials": 1})
 
 
@@ -53,9 +54,9 @@ def test_broken_reports(tmp_path, text, words):
 
 def test_extra_sections_survive(tmp_path):
     report = minimal_report()
-    report.sections["bisect"] = {"log": [1, 2]}
+    report.sections["sweep"] = {"depths": [1, 2]}
     handle = ReportFile.create(report, out=str(tmp_path / "r.yaml"))
-    assert load_report(handle.path).sections["bisect"] == {"log": [1, 2]}
+    assert load_report(handle.path).sections["sweep"] == {"depths": [1, 2]}
 
 
 def test_atomic_write_leaves_old_or_new_never_half(tmp_path, monkeypatch):
@@ -90,8 +91,8 @@ def plan(name, chunks, expect, states):
     return PlanRecord(name, "+".join(map(str, chunks)), chunks, expect, trials)
 
 
-SIM = {"simulated": True, "profile": "staging", "documented": True}
-HW = {"simulated": False}
+SIM = {"kind": "sim", "simulated": True, "profile": "staging", "documented": True}
+HW = {"kind": "xrt", "simulated": False}
 
 
 @pytest.mark.parametrize("plans, backend, reproduced, words", [

@@ -16,6 +16,7 @@ from markdown_it import MarkdownIt
 from harness.cli import main
 from harness.compare import build
 from harness.redact import redact
+from harness.report import read_document
 from harness.schema import check, report_schema
 from harness.yamlio import dump_yaml, load_yaml_text
 
@@ -64,7 +65,7 @@ def reports(tmp_path_factory) -> dict[str, Path]:
 
 
 def data_of(path: Path) -> dict:
-    return load_yaml_text(path.read_text())
+    return read_document(path)
 
 
 # -- schema ---------------------------------------------------------------------------
@@ -142,22 +143,32 @@ def test_validate_good_reports(reports):
     assert result.stdout.count(": valid") == len(reports)
 
 
+def _line_of(text: str, needle: str) -> int:
+    return text[:text.index(needle)].count("\n") + 1
+
+
 @pytest.mark.parametrize("edit, words", [
-    (lambda t: t.replace("status: failed", "status: exploded", 1),
-     r"line \d+: plans\[0\]\.trials\[0\]\.status: 'exploded' is not one of"),
-    (lambda t: t.replace("runs: 42", "runs: forty-two", 1),
-     r"line \d+: plans\[0\]\.trials\[0\]\.runlists\[0\]\.runs: expected integer"),
+    # the trial's journal entry is named by its own line
+    (lambda t: t.replace('"status": "failed"', '"status": "exploded"', 1),
+     r"line {0}: plans\[0\]\.trials\[0\]\.status: 'exploded' is not one of"),
+    (lambda t: t.replace('"runs": 42', '"runs": "forty-two"', 1),
+     r"line {0}: plans\[0\]\.trials\[0\]\.runlists\[0\]\.runs: expected integer"),
     (lambda t: re.sub(r"^run_id: .*\n", "", t, flags=re.M), r"missing required key 'run_id'"),
-    (lambda t: t.replace("schema: xdna-runlist-harness/report/v1", "schema: other/v3"),
+    (lambda t: t.replace("schema: xdna-runlist-harness/report/v2", "schema: other/v3"),
      "unknown report schema 'other/v3'"),
-    (lambda t: t + "  : [broken\n", "not valid YAML"),
+    (lambda t: t.replace("\njournal:\n", "\n  : [broken\njournal:\n"), "not valid YAML"),
+    (lambda t: t.rstrip("\n") + "\n- {not json, nor: [yaml\n", r"line \d+: not a journal entry"),
 ])
 def test_validate_names_what_is_wrong_where(reports, tmp_path, edit, words):
     broken = tmp_path / "broken.yaml"
-    broken.write_text(edit(reports["cap40"].read_text()))
+    text = edit(reports["cap40"].read_text())
+    broken.write_text(text)
+    entry = ('"exploded"' if "exploded" in text else '"forty-two"' if "forty-two" in text
+             else None)
+    pattern = words.format(_line_of(text, entry)) if entry else words
     result = CliRunner().invoke(main, ["report", "validate", str(broken)])
     assert result.exit_code == 2
-    assert re.search(words, result.stdout), result.stdout
+    assert re.search(pattern, result.stdout), result.stdout
 
 
 @pytest.mark.parametrize("command", ["render", "compare"])
@@ -194,7 +205,7 @@ def test_markdown_renders_the_tables_and_the_yaml(reports):
     details = re.search(r"<details>(.*?)</details>", html, re.S).group(1)
     assert "<summary>Full report (YAML)</summary>" in details
     code = re.search(r'<code class="language-yaml">(.*?)</code>', details, re.S).group(1)
-    assert "schema: xdna-runlist-harness/report/v1" in code
+    assert "schema: xdna-runlist-harness/report/v2" in code
     assert load_yaml_text(code.replace("&lt;", "<").replace("&gt;", ">")
                           .replace("&quot;", '"').replace("&amp;", "&"))["run_id"]
 

@@ -102,7 +102,8 @@ def test_bisect_bad_input(args, words):
 def test_replay_needs_a_bisect_report(tmp_path):
     run = invoke("run", "nop-depth", "--no-isolate", "--trials", "1")
     result = CliRunner().invoke(main, ["bisect", "--replay", str(report_path(run))])
-    assert result.exit_code == 2 and "no bisect log" in result.output
+    assert result.exit_code == 2 and "is a run report: continue it with `runlist-harness run " \
+        "--resume" in result.output
 
 
 def test_sweep_grid_and_report():

@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.flm_client import FlmClient
 from harness.modelpack import find_tag, inspect_pack, read_q4nx
-from harness.report import load_report
+from harness.report import load_report, read_document
 from harness.schema import report_schema
-from harness.yamlio import load_yaml_text
 
 
 def probe(server: FakeFlm, *args: str):
@@ -41,7 +40,7 @@ def test_error_body_at_200_reproduces_with_timeout():
     requests = report.sections["server"]["requests"]
     assert [r["state"] for r in requests] == ["TIMEOUT", "TIMEOUT"]
     assert [r["outcome"] for r in requests] == ["error-body", "error-body"]
-    jsonschema.validate(load_yaml_text(report_of(result).read_text()), report_schema())
+    jsonschema.validate(read_document(report_of(result)), report_schema())
 
 
 def test_sixty_three_tokens_a_second_for_two_gigabytes_is_implausible():

@@ -100,6 +100,9 @@ def guarded(ctx: click.Context, invoke) -> None:
         code = fail("harness fault", f"{type(err).__name__}: {err} (a bug in the harness; "
                     f"the traceback is in {fault_log(err)}; please report it)",
                     int(ExitCode.HARNESS_FAULT))
+    finally:
+        from harness.reportfile import release_all
+        release_all()
     ctx.exit(translate(code, convention))
 
 

@@ -11,7 +11,7 @@ from harness import render as rendering
 from harness.errors import ExitCode, ReportError
 from harness.redact import redact
 from harness.report import load_report
-from harness.schema import validate_file
+from harness.validate import validate_file
 from harness.yamlio import write_atomic
 
 
@@ -23,7 +23,7 @@ def report() -> None:
 def _data(path: str, do_redact: bool, check: bool = True) -> dict[str, Any]:
     """A report's content, refused unless it validates: what validates renders."""
     if check:
-        problems = validate_file(path)
+        problems = validate_file(path).problems
         if problems:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:3])}{more}. "
@@ -92,7 +92,10 @@ def validate(files: tuple[str, ...]) -> None:
     """Check reports against the report schema; per file: valid, or what is wrong where."""
     bad = 0
     for file in files:
-        problems = validate_file(file)
+        validation = validate_file(file)
+        for note in validation.notes:
+            click.echo(f"{file}: note: {note}")
+        problems = validation.problems
         if problems:
             bad += 1
             for problem in problems[:20]:

@@ -81,7 +81,8 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
         if case_ref or lo or hi or chunks_at:
             raise BadInput("--replay continues the logged bisect; drop CASE, --lo, --hi and "
                            "--chunks-at (or add --rerun to run it again)")
-        runner, report = reopen(replay_path, allow_different_machine=allow_different_machine)
+        runner, report = reopen(replay_path, kind="bisect",
+                                allow_different_machine=allow_different_machine)
         settings, bisection = _logged(report)
         click.echo(f"continuing the bisect in {replay_path}")
         _bisect(runner, settings, max_trials, as_json, bisection)

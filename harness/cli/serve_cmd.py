@@ -12,7 +12,7 @@ from harness.probe import probe
 from harness.probe.checks import Check
 from harness.probe.npu import GENERATIONS
 from harness.probe.sources import Sources
-from harness.report import ReportFile
+from harness.reportfile import ReportFile
 from harness.serve_probe import Probe, ServeOptions, request_failed
 
 GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values()}
@@ -58,6 +58,7 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, no_made_up_ta
     environment = probe(Sources.live())
     report = Probe(options, environment).run()
     handle = ReportFile.create(report, out=out, name="serve-probe", force=force)
+    handle.close()
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
