@@ -84,7 +84,9 @@ class Case:
             except PlanError as err:
                 raise PlanError(f"--plan {ref!r} is neither a plan of {self.name} "
                                 f"({', '.join(names)}) nor a valid spec: {err}") from None
-            plans.append(Plan("+".join(map(str, plan.chunks)), plan.spec, plan.chunks))
+            named = ":" in plan.spec           # even:K / max:N keep their spec as the name
+            plans.append(Plan(plan.spec if named else "+".join(map(str, plan.chunks)),
+                              plan.spec, plan.chunks))
         return plans
 
 

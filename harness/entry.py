@@ -1,32 +1,34 @@
 """The console scripts `runlist-harness` and `reproduce_ert_timeout`.
 
-Kept light on purpose: signal handling is in place before the command line (and
-click, yaml, the simulator) is even imported, so Ctrl-C or SIGTERM at any moment
-of start-up still ends with one line and 130 or 143, never a traceback or
-click's "Aborted!".
+Kept light on purpose: its own imports are Python's built-in `signal`, `sys` and
+`os`, so Ctrl-C or SIGTERM at any moment after Python has started it ends with
+one line and 130 or 143, never a traceback or click's "Aborted!". Everything
+else (click, yaml, the simulator) is imported inside the guard.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
-from harness.errors import ExitCode, Terminated
+INTERRUPTED, TERMINATED = 130, 143
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise Terminated
+def _early_stop(signum: int, frame: object) -> None:
+    # Until harness.stop takes over: SIGTERM during start-up stops like Ctrl-C does.
+    raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(TERMINATED)
 
 
 def _invoke(args: list[str], prog_name: str, command_name: str | None) -> int:
+    from harness import stop
+    stop.install()
     import click
 
+    from harness.cli import main
+    from harness.errors import ExitCode
     from harness.exits import GIT_BISECT, HARNESS, translate
-    if command_name is None:
-        from harness.cli import main as command
-    else:
-        from harness.cli import main
-        command = main.commands[command_name]
+    command = main if command_name is None else main.commands[command_name]
     bisecting = f"--exit-codes={GIT_BISECT}" in args or any(
         a == "--exit-codes" and b == GIT_BISECT for a, b in zip(args, args[1:], strict=False))
     try:
@@ -36,25 +38,47 @@ def _invoke(args: list[str], prog_name: str, command_name: str | None) -> int:
     except click.ClickException as err:  # usage errors before a command runs
         err.show()
         code = int(ExitCode.BAD_INPUT)
+    if stop.requested() and not code:      # a stop something swallowed
+        code = INTERRUPTED if stop.requested() == "SIGINT" else TERMINATED
     return translate(int(code or 0), GIT_BISECT if bisecting else HARNESS)
 
 
 def _run(args: list[str], prog_name: str, command_name: str | None = None) -> int:
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, _early_stop)
     try:
         return _invoke(args, prog_name, command_name)
     except KeyboardInterrupt:
         print("interrupted: stopped by Ctrl-C", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
-    except Terminated:
+        return INTERRUPTED
+    except BaseException as err:
+        if type(err).__name__ != "Terminated" and not (isinstance(err, SystemExit)
+                                                        and err.code == TERMINATED):
+            raise
         print("terminated: stopped by SIGTERM", file=sys.stderr)
-        return int(ExitCode.TERMINATED)
+        return TERMINATED
+
+
+def _exit(code: int) -> None:
+    """Exit with `code`. After an interruption, leave at once (reports are saved and locks
+    let go of): a KeyboardInterrupt that passed through `exec` makes Python kill itself
+    with SIGINT at exit, whatever status the program chose (CPython's
+    unhandled_keyboard_interrupt flag)."""
+    if code not in (INTERRUPTED, TERMINATED):
+        sys.exit(code)
+    if "harness.reportfile" in sys.modules:
+        sys.modules["harness.reportfile"].release_all()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def main() -> None:
-    sys.exit(_run(sys.argv[1:], "runlist-harness"))
+    _exit(_run(sys.argv[1:], "runlist-harness"))
 
 
 def reproduce() -> None:
     """`reproduce_ert_timeout`: the `reproduce` command on its own."""
-    sys.exit(_run(sys.argv[1:], "reproduce_ert_timeout", "reproduce"))
+    _exit(_run(sys.argv[1:], "reproduce_ert_timeout", "reproduce"))

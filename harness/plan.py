@@ -37,11 +37,20 @@ class Plan:
         return plan_label(self.name, self.chunks)
 
 
+def cut_text(chunks: Sequence[int]) -> str:
+    """``21+21``; a long cut in short: ``42 x 1``, or ``24+24+...+2 (9 runlists)``."""
+    if len(chunks) <= 6:
+        return "+".join(str(c) for c in chunks)
+    if len(set(chunks)) == 1:
+        return f"{len(chunks)} x {chunks[0]}"
+    return f"{chunks[0]}+{chunks[1]}+...+{chunks[-1]} ({len(chunks)} runlists)"
+
+
 def plan_label(name: str, chunks: Sequence[int]) -> str:
-    """``monolithic 42`` or ``halves 21+21``: the name and the cut (just ``21+21`` when the
+    """``monolithic 42`` or ``halves 21+21``: the name and the cut (just the cut when the
     name is the cut)."""
-    cut = "+".join(str(c) for c in chunks)
-    return cut if name == cut else f"{name} {cut}"
+    cut = cut_text(chunks)
+    return cut if name in (cut, "+".join(str(c) for c in chunks)) else f"{name} {cut}"
 
 
 def parse_plan(spec: str | int, layers: int) -> tuple[int, ...]:

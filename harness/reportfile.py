@@ -56,12 +56,15 @@ class ReportBusy(BadInput):
 
 def check_output_path(path: Path, *, force: bool, what: str = "--out") -> None:
     """Refuse, before anything runs, an output that is not a file we may (re)place."""
+    for folder in path.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise BadInput(f"{what} {path}: {folder} is a file, not a folder")
+            break
     try:
         st = path.stat()
     except FileNotFoundError:
         st = None
-    except NotADirectoryError:
-        raise BadInput(f"{what} {path}: a folder on its path is a file") from None
     if st is not None:
         if not stat.S_ISREG(st.st_mode):
             kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO"
@@ -71,12 +74,6 @@ def check_output_path(path: Path, *, force: bool, what: str = "--out") -> None:
             raise BadInput(f"{what} {path} is {kind}; refusing to replace it, even with --force")
         if not force:
             raise BadInput(f"{what} {path} exists; choose another or pass --force to replace it")
-    parent = path.parent
-    for folder in [parent, *parent.parents]:
-        if folder.exists():
-            if not folder.is_dir():
-                raise BadInput(f"{what} {path}: {folder} is a file, not a folder")
-            break
 
 
 _HELD: set[ReportLock] = set()
@@ -221,20 +218,35 @@ class ReportFile:
 
     @classmethod
     def reopen(cls, path: str | Path) -> ReportFile:
-        """Take the report over (locked), clean up after a kill, and load it."""
+        """Lock a report and load it; nothing on disk changes until `take_over`."""
         target = Path(path)
         lock = ReportLock(target)
         lock.acquire()
-        removed = _clean_temps(target)
-        report = load_report(target)
-        handle = cls(target, report, lock)
-        if lock.took_over:
-            report.notes.append({"at": utc_now(), "note": f"took over the lock of pid "
-                                 f"{lock.took_over}, which is no longer running"})
+        try:
+            report = load_report(target)
+        except BaseException:
+            lock.release()
+            raise
+        return cls(target, report, lock)
+
+    def take_over(self) -> None:
+        """Go on writing a reopened report: the header once more (dropping a torn last
+        entry), the temp files a killed writer left removed, and notes saying so."""
+        self.rewrite()
+        notes = []
+        if self.lock.took_over:
+            notes.append(f"took over the lock of pid {self.lock.took_over}, which is no longer "
+                         "running")
+        removed = _clean_temps(self.path)
         if removed:
-            report.notes.append({"at": utc_now(), "note": "removed temp files a stopped "
-                                 "writer left: " + ", ".join(removed)})
-        return handle
+            notes.append("removed temp files a stopped writer left: " + ", ".join(removed))
+        for text in notes:
+            self.note(text)
+
+    def note(self, text: str) -> None:
+        entry = {"at": utc_now(), "note": text}
+        self.report.notes.append(entry)
+        self.append("note", entry)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -292,9 +304,12 @@ class ReportFile:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
             size = os.fstat(self._fd).st_size
             try:
-                written = os.write(self._fd, line)
-                if written != len(line):
-                    raise OSError(errno.ENOSPC, "short write (no space left on device?)")
+                done = 0
+                while done < len(line):       # a short write: the next one says why
+                    written = os.write(self._fd, line[done:])
+                    if written == 0:
+                        raise OSError(errno.ENOSPC, "no space left on device")
+                    done += written
             except OSError:
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._fd, size)      # never leave half an entry

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import __version__
+from harness import __version__, stop
 from harness.backend import Backend, choose_backend, trial_seed
 from harness.case import Case, load_case
 from harness.environment import collect_environment, fingerprint_differences
@@ -148,6 +148,7 @@ class Runner:
         counter = f"[{number}/{total}]" if total else f"[{number}]"
         self.progress(f"{counter} {plan.label}: trial {index + 1} running", False)
         try:
+            stop.raise_if_requested()
             if self.options.isolate:
                 deadline = self.options.deadline_s or self.case.deadline_s or \
                     derive_deadline(self.case, Plan(plan.name, plan.spec,
@@ -160,8 +161,10 @@ class Runner:
                 if self.backend.hardware:
                     result.worker = {"pid": os.getpid(), "in_process": True,
                                      "xrt_libraries": own_libraries()}
-        except (KeyboardInterrupt, Terminated) as stop:
-            how, code = (("Ctrl-C", ExitCode.INTERRUPTED) if isinstance(stop, KeyboardInterrupt)
+            stop.raise_if_requested()      # a stop swallowed during the trial stops here
+        except (KeyboardInterrupt, Terminated) as signalled:
+            how, code = (("Ctrl-C", ExitCode.INTERRUPTED)
+                         if isinstance(signalled, KeyboardInterrupt)
                          else ("SIGTERM", ExitCode.TERMINATED))
             placeholder.status = TrialStatus.INTERRUPTED
             placeholder.error = f"interrupted by {how}"
@@ -283,7 +286,7 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
                          continue_after_failure=bool(settings["continue_after_failure"]),
                          seed=int(settings.get("seed", 0)))
     report.finished = None
-    handle.rewrite()
+    handle.take_over()
     for plan in report.plans:
         for trial in plan.trials:
             if trial.status is TrialStatus.IN_FLIGHT:

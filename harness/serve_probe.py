@@ -15,6 +15,7 @@ from __future__ import annotations
 import platform
 import secrets
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ class ServeOptions:
     model_dir: str | None = None
     generation: str | None = None
     ceiling_gbps: float | None = None
+    total_timeout_s: float | None = None
 
 
 @dataclass
@@ -163,7 +165,9 @@ class Probe:
     client: FlmClient = field(init=False)
 
     def __post_init__(self) -> None:
-        self.client = FlmClient(self.opts.url, self.opts.timeout_s)
+        total = self.opts.total_timeout_s
+        self.client = FlmClient(self.opts.url, self.opts.timeout_s,
+                                time.monotonic() + total if total else None)
 
     def chat(self, index: int, tag: str) -> RequestResult:
         payload = {"model": tag, "messages": [{"role": "user", "content": self.opts.prompt}],
@@ -250,9 +254,13 @@ class Probe:
                 out.append(Check("FAIL", "made-up tag", f"{made_up.model} got a completion",
                                  "this server substitutes models for unknown tags "
                                  "(ROCm/FastFlowLM#716); check every tag you use"))
-            else:
+            elif made_up.outcome in ("error-body", "http-error"):
                 out.append(Check("PASS", "made-up tag", f"{made_up.model} was refused "
                                  f"({made_up.outcome})"))
+            else:
+                out.append(Check("WARN", "made-up tag", f"{made_up.model} got no proper answer "
+                                 f"({made_up.outcome}): whether this server substitutes models "
+                                 "is unknown", "run serve-probe again once the server answers"))
         for result in results:
             check = plausibility(result, size, generation, ceiling)
             if check is not None:

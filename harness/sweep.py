@@ -68,8 +68,43 @@ def cell_plan(depth: int, chunk: int) -> Plan:
     return plan_for_depth(depth, min(chunk, depth))
 
 
-def distinct_plans(depths: list[int], chunks: list[int]) -> set[tuple[int, ...]]:
-    return {cell_plan(d, c).chunks for d in depths for c in chunks}
+def distinct_cells(depths: list[int], chunks: list[int]) -> set[tuple[int, int]]:
+    """(depth, chunk) of each distinct plan: a chunk at or above the depth is one runlist."""
+    return {(d, min(c, d)) for d in depths for c in chunks}
+
+
+# Past any of these a sweep needs --yes: it would run for hours or fill the disk.
+MAX_CELLS = 1_000_000
+LIMITS = {"trials": 20_000, "simulated commands": 50_000_000, "report bytes": 500_000_000}
+TRIAL_BYTES, RUNLIST_BYTES = 400, 130       # what a trial and a runlist outcome take on disk
+
+
+@dataclass
+class Estimate:
+    trials: int
+    commands: int
+    report_bytes: int
+
+    def over(self) -> list[str]:
+        values = {"trials": self.trials, "simulated commands": self.commands,
+                  "report bytes": self.report_bytes}
+        return [f"{values[k]:,} {k} (limit {limit:,})" for k, limit in LIMITS.items()
+                if values[k] > limit]
+
+    def text(self) -> str:
+        return (f"{self.trials:,} trials, {self.commands:,} commands, a report of about "
+                f"{self.report_bytes / 1e6:,.1f} MB")
+
+
+def estimate(depths: list[int], chunks: list[int], trials: int, runs_per_layer: int) -> Estimate:
+    """What a sweep will cost, counted without building its plans."""
+    if len(depths) * len(chunks) > MAX_CELLS:
+        raise BadInput(f"--depths x --chunks is {len(depths) * len(chunks):,} cells; a sweep "
+                       f"takes at most {MAX_CELLS:,}: narrow them or use a STEP (A..B:STEP)")
+    cells = distinct_cells(depths, chunks)
+    runlists = sum(-(-d // c) for d, c in cells)
+    return Estimate(len(cells) * trials, sum(d for d, _ in cells) * runs_per_layer * trials,
+                    len(cells) * trials * TRIAL_BYTES + runlists * trials * RUNLIST_BYTES)
 
 
 def run_sweep(prober: Prober, depths: list[int], chunks: list[int], say: Say

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -11,6 +13,28 @@ from harness.case import Case
 from harness.errors import BadInput
 from harness.exits import CONVENTIONS, HARNESS
 from harness.runner import RunOptions
+
+
+class Seconds(click.ParamType):
+    """A finite number at or above a minimum: nan and inf are refused by name (a plain
+    FloatRange lets nan through, as nan compares false with everything)."""
+
+    name = "number"
+
+    def __init__(self, minimum: float) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+                ) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if number < self.minimum:
+            self.fail(f"{value!r} is below the minimum {self.minimum:g}", param, ctx)
+        return number
 
 
 def backend_options(fn: Callable) -> Callable:
@@ -42,7 +66,7 @@ def trial_options(fn: Callable) -> Callable:
         click.option("--force", is_flag=True, help="Replace --out if it exists."),
         click.option("--no-isolate", is_flag=True,
                      help="Run trials in this process: fast, but a hang cannot be cut off."),
-        click.option("--deadline", type=click.FloatRange(0.1, None), default=None,
+        click.option("--deadline", type=Seconds(0.1), default=None,
                      help="Seconds before a trial's worker is killed (default: derived from "
                           "the case and the driver's timeout)."),
         click.option("--continue-after-failure", is_flag=True,

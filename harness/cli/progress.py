@@ -22,6 +22,11 @@ class TrialBar:
     def __call__(self, text: str, done: bool) -> None:
         if done:
             self.done += 1
+            # Not a terminal (a log, CI, nohup): a plain line every tenth of the way.
+            step = max(1, self.total // 10)
+            if not self.tty and (self.done % step == 0 or self.done == self.total):
+                click.echo(f"{self.label}: {self.done}/~{self.total} trials; last: {text}",
+                           err=True)
         if self.tty:
             filled = min(self.WIDTH, self.WIDTH * self.done // self.total)
             bar = "#" * filled + "." * (self.WIDTH - filled)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import click
 
@@ -19,10 +20,12 @@ from harness.cli.options import (
 from harness.cli.progress import TrialBar
 from harness.errors import BadInput, ReportError
 from harness.report import load_report
+from harness.reportfile import check_output_path
 from harness.runner import Runner, open_run, reopen
 from harness.search import BisectSettings, Prober, bisection_from_log, run_bisect
 from harness.sweep import (
-    distinct_plans,
+    distinct_cells,
+    estimate,
     finish_sweep,
     grid_text,
     parse_depths,
@@ -160,48 +163,81 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
 
 
 @click.command()
-@click.argument("case_ref", metavar="CASE")
-@click.option("--depths", "depths_text", required=True,
+@click.argument("case_ref", metavar="CASE", required=False)
+@click.option("--depths", "depths_text", default=None,
               help="Depths to run: A..B, A..B:STEP or a list such as 28,36,42.")
-@click.option("--chunks", "chunks_text", required=True,
+@click.option("--chunks", "chunks_text", default=None,
               help="Chunk sizes (layers per runlist), e.g. 1,8,21,24,42.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Also draw the grid as a heatmap PNG (needs the plot extra).")
 @click.option("--max-trials", type=click.IntRange(1, None), default=None,
               help="Stop cleanly after this many trials, keeping everything.")
+@click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False),
+              help="Continue the stopped sweep of this report (its trials are reused).")
+@click.option("--yes", is_flag=True,
+              help="Run a sweep even when its estimate passes the size limits.")
+@allow_different_machine_option
 @backend_options
 @trial_options
-def sweep(case_ref, depths_text, chunks_text, plot_path, max_trials, backend_kind, profile,
-          realtime, seed, trials, xclbins_dir, out, force, no_isolate, deadline,
-          continue_after_failure, as_json) -> None:
+def sweep(case_ref, depths_text, chunks_text, plot_path, max_trials, replay_path, yes,
+          allow_different_machine, backend_kind, profile, realtime, seed, trials, xclbins_dir,
+          out, force, no_isolate, deadline, continue_after_failure, as_json) -> None:
     """Run every depth x chunk-size cell, K trials each (default 3), into one report.
 
     Prints the grid of outcomes (counts where mixed); --plot draws it, with the
-    source (hardware, or SIMULATED and its profile) in the title.
+    source (hardware, or SIMULATED and its profile) in the title. The work is
+    estimated first and refused past the limits without --yes; a stopped sweep
+    (Ctrl-C, --max-trials) goes on with --replay REPORT.
     """
-    depths = parse_depths(depths_text)
-    chunks = parse_list(chunks_text, "--chunks")
     if plot_path:
         require_matplotlib()
-    backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
-    case = load_case(case_ref)
-    runner = open_run(case, [], run_options(case, trials=trials or 3, no_isolate=no_isolate,
-                                            deadline=deadline,
-                                            continue_after_failure=continue_after_failure,
-                                            seed=seed),
-                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                      command="sweep")
-    click.echo(backend.describe())
-    total = len(distinct_plans(depths, chunks)) * (trials or 3)
+        check_output_path(Path(plot_path), force=force, what="--plot")
+    if replay_path:
+        if case_ref or depths_text or chunks_text:
+            raise BadInput("--replay continues the sweep its report asked for; drop CASE, "
+                           "--depths and --chunks")
+        runner, report = reopen(replay_path, kind="sweep",
+                                allow_different_machine=allow_different_machine)
+        request = report.sections.get("sweep") or {}
+        depths, chunks = list(request.get("depths") or []), list(request.get("chunks") or [])
+        if not depths or not chunks:
+            raise ReportError(f"{replay_path} does not say which depths and chunks it sweeps")
+        case = runner.case
+        click.echo(f"continuing the sweep in {replay_path}")
+    else:
+        if not case_ref or not depths_text or not chunks_text:
+            raise BadInput("give CASE --depths ... --chunks ..., or --replay REPORT")
+        depths = parse_depths(depths_text)
+        chunks = parse_list(chunks_text, "--chunks")
+        case = load_case(case_ref)
+        work = estimate(depths, chunks, trials or 3, case.runs_per_layer)
+        if work.over() and not yes:
+            raise BadInput(f"this sweep would take {work.text()}: past "
+                           + "; ".join(work.over()) + ". Narrow --depths or --chunks, or "
+                           "pass --yes to run it")
+        backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
+        runner = open_run(case, [], run_options(case, trials=trials or 3, no_isolate=no_isolate,
+                                                deadline=deadline,
+                                                continue_after_failure=continue_after_failure,
+                                                seed=seed),
+                          backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
+                          command="sweep")
+        runner.report.sections["sweep"] = {"depths": depths, "chunks": chunks,
+                                           "complete": False, "cells": []}
+        runner.handle.rewrite()          # what was asked is on disk before the first trial
+        click.echo(backend.describe())
+    k = runner.options.trials
+    total = len(distinct_cells(depths, chunks)) * k
     bar = TrialBar(min(total, max_trials or total), "sweep")
     runner.progress = bar
-    prober = Prober(runner, trials or 3, max_trials)
     try:
-        cells, complete = run_sweep(prober, depths, chunks, bar.say)
+        cells, complete = run_sweep(Prober(runner, k, max_trials), depths, chunks, bar.say)
     finally:
         bar.close()
     summary = finish_sweep(runner, case.name, cells, depths, chunks, complete)
     lines = [summary, grid_text(cells, depths, chunks)]
+    if not complete:
+        lines.append(f"continue with `runlist-harness sweep --replay {runner.handle.path}`")
     if plot_path:
         report = runner.report
         source = ("SIMULATED, profile " + str(report.backend.get("profile"))

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
+from harness.cli.options import Seconds
 from harness.errors import ExitCode
 from harness.modelpack import inspect_pack
 from harness.probe import probe
 from harness.probe.checks import Check
 from harness.probe.npu import GENERATIONS
 from harness.probe.sources import Sources
-from harness.reportfile import ReportFile
+from harness.reportfile import ReportFile, check_output_path
 from harness.serve_probe import Probe, ServeOptions, request_failed
 
 GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values()}
@@ -25,8 +27,12 @@ GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values
 @click.option("--max-tokens", type=click.IntRange(1, None), default=1, show_default=True,
               help="Tokens to decode per request (upstream fails at 1).")
 @click.option("--requests", type=click.IntRange(1, 1000), default=1, show_default=True)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(0.1, None), default=120.0,
-              show_default=True, help="Seconds before a request is given up on.")
+@click.option("--timeout", "timeout_s", type=Seconds(0.1), default=120.0,
+              show_default=True,
+              help="Seconds before a request is given up on, whatever the server sends.")
+@click.option("--total-timeout", "total_s", type=Seconds(0.1), default=None,
+              help="Seconds the whole command may take, every request included (default: "
+                   "no bound beyond each request's --timeout).")
 @click.option("--no-made-up-tag", is_flag=True,
               help="Skip the request with a made-up tag (the substitution test).")
 @click.option("--model-bytes", type=click.IntRange(1, None), default=None,
@@ -37,12 +43,12 @@ GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values
               help="The model's folder (its model.q4nx gives the size).")
 @click.option("--npu", type=click.Choice(sorted(GENERATION_NAMES)), default=None,
               help="NPU generation for the bandwidth ceiling (default: this machine's).")
-@click.option("--bandwidth-ceiling", "ceiling", type=click.FloatRange(1, None), default=None,
+@click.option("--bandwidth-ceiling", "ceiling", type=Seconds(1), default=None,
               help="GB/s the NPU can stream (default: ~65-88 by generation, see README).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None)
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, no_made_up_tag,
+def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_made_up_tag,
                 model_bytes, model_list, model_dir, npu, ceiling, out, force, as_json) -> None:
     """Reproduce through a running `flm serve`: send chat completions with a tight
     max_tokens, classify each answer (FastFlowLM reports errors as {"error": ...} with
@@ -54,7 +60,9 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, no_made_up_ta
     """
     options = ServeOptions(url, tag, prompt, max_tokens, requests, timeout_s,
                            not no_made_up_tag, model_bytes, model_list, model_dir,
-                           GENERATION_NAMES.get(npu) if npu else None, ceiling)
+                           GENERATION_NAMES.get(npu) if npu else None, ceiling, total_s)
+    if out:
+        check_output_path(Path(out), force=force)
     environment = probe(Sources.live())
     report = Probe(options, environment).run()
     handle = ReportFile.create(report, out=out, name="serve-probe", force=force)

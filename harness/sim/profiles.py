@@ -10,6 +10,7 @@ something.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -206,7 +207,7 @@ def parse_profile(text: str | None) -> Profile:
                 latency = float(us)
             except ValueError:
                 latency = -1.0
-            if not kernel or latency <= 0:
+            if not kernel or not math.isfinite(latency) or latency <= 0:
                 raise BadInput(f"profile token {token!r}: use slow:KERNEL:US with US > 0 "
                                "microseconds, e.g. slow:layer:3000000")
             values["slow"].append((kernel, latency))
