@@ -92,27 +92,46 @@ class Case:
 
 # -- finding cases -------------------------------------------------------------
 
-def case_dirs() -> list[Path]:
-    """Where shipped cases are looked for: $HARNESS_CASES, ./cases, then the checkout's
-    cases/ (an editable install) or the installed package's copy (harness/cases)."""
+@dataclass(frozen=True)
+class CaseFile:
+    name: str
+    path: Path
+    origin: str                   # shipped | local (./cases) | $HARNESS_CASES
+    shadowed_by: Path | None = None   # a file of the same name found first, which wins
+
+
+def case_dirs() -> list[tuple[Path, str]]:
+    """Where cases are looked for, in order, with where each folder comes from:
+    $HARNESS_CASES, ./cases, then the checkout's cases/ (an editable install) or the
+    installed package's copy (harness/cases)."""
     here = Path(__file__).resolve().parent
+    package = {(here.parent / "cases").resolve(), (here / "cases").resolve()}
     dirs = []
     if os.environ.get("HARNESS_CASES"):
-        dirs.append(Path(os.environ["HARNESS_CASES"]))
-    dirs += [Path.cwd() / "cases", here.parent / "cases", here / "cases"]
-    unique: list[Path] = []
-    for d in dirs:
-        if d.is_dir() and d.resolve() not in [u.resolve() for u in unique]:
-            unique.append(d)
+        dirs.append((Path(os.environ["HARNESS_CASES"]), "$HARNESS_CASES"))
+    dirs += [(Path.cwd() / "cases", "local"), (here.parent / "cases", "shipped"),
+             (here / "cases", "shipped")]
+    unique: list[tuple[Path, str]] = []
+    for folder, origin in dirs:
+        if folder.is_dir() and folder.resolve() not in [u.resolve() for u, _ in unique]:
+            unique.append((folder, "shipped" if folder.resolve() in package else origin))
     return unique
 
 
-def shipped_cases() -> list[Path]:
-    seen: dict[str, Path] = {}
-    for folder in case_dirs():
+def case_files() -> list[CaseFile]:
+    """Every case file found, by name; a name found twice is marked shadowed after the first."""
+    first: dict[str, Path] = {}
+    out = []
+    for folder, origin in case_dirs():
         for path in sorted(folder.glob("*.yaml")):
-            seen.setdefault(path.stem, path)
-    return sorted(seen.values(), key=lambda p: p.stem)
+            winner = first.setdefault(path.stem, path)
+            out.append(CaseFile(path.stem, path, origin, None if winner is path else winner))
+    return sorted(out, key=lambda c: (c.name, c.shadowed_by is not None))
+
+
+def shipped_cases() -> list[Path]:
+    """The case each name resolves to."""
+    return [c.path for c in case_files() if c.shadowed_by is None]
 
 
 def find_case(ref: str) -> Path:

@@ -42,12 +42,9 @@ class ResolvedPack:
     stand_ins: bool = False
 
 
-def pack_dirs(pack: str, xclbins_dir: str | None = None) -> list[Path]:
-    dirs: list[Path] = []
-    if xclbins_dir:
-        base = Path(xclbins_dir)
-        dirs += [base, base / pack]
-    dirs += [Path.cwd() / "xclbins" / pack, PROJECT / "xclbins" / pack]
+def pack_dirs(pack: str) -> list[Path]:
+    """Where a pack is looked for when no --xclbins folder is given."""
+    dirs = [Path.cwd() / "xclbins" / pack, PROJECT / "xclbins" / pack]
     env = os.environ.get("FLM_XCLBIN_PATH")
     if env:
         dirs += [Path(env) / pack, Path(env)]
@@ -67,12 +64,14 @@ def pack_dirs(pack: str, xclbins_dir: str | None = None) -> list[Path]:
 def resolve_pack(case: Case, *, xclbins_dir: str | None = None,
                  simulated: bool) -> ResolvedPack:
     searched: list[str] = []
-    if case.pack == VALIDATE_PACK and not xclbins_dir:
+    if xclbins_dir:
+        return _explicit(case, Path(xclbins_dir))
+    if case.pack == VALIDATE_PACK:
         found = _validate_from_xrt(case, searched)
         if found:
             return found
     else:
-        for folder in pack_dirs(case.pack, xclbins_dir):
+        for folder in pack_dirs(case.pack):
             searched.append(str(folder))
             files = {role: folder / name for role, name in case.xclbins.items()}
             if all(f.is_file() for f in files.values()):
@@ -84,6 +83,20 @@ def resolve_pack(case: Case, *, xclbins_dir: str | None = None,
         f"pack {case.pack} ({missing}) not found; searched: {'; '.join(searched) or 'nowhere'}. "
         f"Give --xclbins DIR or import it with `runlist-harness xclbins import SRC --pack "
         f"{case.pack}`")
+
+
+def _explicit(case: Case, base: Path) -> ResolvedPack:
+    """An --xclbins folder is used or refused: never another folder, never stand-ins."""
+    if not base.is_dir():
+        raise BadInput(f"--xclbins {base}: no such folder")
+    for folder in (base, base / case.pack):
+        files = {role: folder / name for role, name in case.xclbins.items()}
+        if all(f.is_file() for f in files.values()):
+            return ResolvedPack(case.pack, files, str(folder), [str(base)])
+    missing = [name for name in case.xclbins.values() if not (base / name).is_file()]
+    raise BadInput(f"--xclbins {base} lacks {', '.join(missing)} of pack {case.pack} (nor has "
+                   f"it a {case.pack}/ folder holding them); give the folder with all of "
+                   f"{', '.join(case.xclbins.values())}")
 
 
 def _validate_from_xrt(case: Case, searched: list[str]) -> ResolvedPack | None:
@@ -156,6 +169,10 @@ def stand_ins(case: Case, searched: list[str]) -> ResolvedPack:
 def import_pack(source: str, *, pack: str | None = None, dest_root: str = "xclbins",
                 force: bool = False) -> tuple[Path, list[dict]]:
     """Copy a pack's xclbins into ``dest_root/<pack>/`` and write its manifest.yaml."""
+    if pack is not None and (not pack or pack in (".", "..") or "/" in pack or "\\" in pack
+                             or pack.startswith(".")):
+        raise BadInput(f"--pack {pack!r}: a pack name is one folder name (no path separators, "
+                       "no '..', not hidden)")
     src = Path(source)
     if not src.is_dir():
         raise BadInput(f"{source} is not a folder; give a FastFlowLM pack folder "

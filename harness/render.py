@@ -94,23 +94,62 @@ def located_notes(data: dict[str, Any]) -> list[str]:
 
 
 def failing_rows(data: dict[str, Any]) -> list[list[str]]:
-    rows = []
+    """One row per distinct failure: trials of a plan that failed alike share a row (their
+    numbers in the trial column); for a bisect, the boundary's plans come first."""
+    rows: dict[tuple, list[str]] = {}
+    trials_of: dict[tuple, list[int]] = {}
     for plan in data.get("plans") or []:
         label = record_label(plan)
         for trial in plan.get("trials") or []:
-            if trial.get("status") in ("deadline", "crashed", "interrupted"):
-                rows.append([label, str(trial.get("index")), "-", "-", "-", "-",
-                             trial.get("status"), "-", _first_line(trial.get("error"))])
+            found = []
+            if trial.get("status") in ("deadline", "crashed", "interrupted", "in-flight"):
+                status = "in flight when the harness stopped" \
+                    if trial.get("status") == "in-flight" else trial.get("status")
+                found.append([label, "-", "-", "-", "-", status, "-",
+                              _first_line(trial.get("error"))])
             for outcome in trial.get("runlists") or []:
                 if outcome.get("state") in (None, "COMPLETED"):
                     continue
                 chains = "+".join(map(str, outcome.get("chains") or []))
-                rows.append([label, str(trial.get("index")), str(outcome.get("index")),
-                             f"{outcome.get('runs')} ({chains})",
-                             _opt(outcome.get("failing_run")), _opt(outcome.get("failing_chain")),
-                             str(outcome.get("state")), _opt(outcome.get("source")),
-                             _first_line(outcome.get("message"))])
-    return rows
+                found.append([label, str(outcome.get("index")),
+                              f"{outcome.get('runs')} ({chains})",
+                              _opt(outcome.get("failing_run")), _opt(outcome.get("failing_chain")),
+                              str(outcome.get("state")), _opt(outcome.get("source")),
+                              _first_line(outcome.get("message"))])
+            for row in found:
+                key = tuple(row)
+                rows.setdefault(key, row)
+                trials_of.setdefault(key, []).append(int(trial.get("index") or 0))
+    out = [[row[0], _ranges(trials_of[key])] + row[1:] for key, row in rows.items()]
+    first = ((data.get("bisect") or {}).get("answer") or {}).get("first")
+    if first is not None:
+        boundary = {str(e.get("plan")) for e in (data.get("bisect") or {}).get("log") or []
+                    if e.get("x") in (first, first - 1)}
+        labels = {record_label(p) for p in data.get("plans") or [] if p.get("name") in boundary}
+        out.sort(key=lambda row: row[0] not in labels)
+    return out
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``0-2, 4``: trial numbers, runs collapsed."""
+    parts: list[str] = []
+    for n in sorted(set(numbers)):
+        if parts and parts[-1].split("-")[-1] == str(n - 1):
+            parts[-1] = parts[-1].split("-")[0] + f"-{n}"
+        else:
+            parts.append(str(n))
+    return ", ".join(parts)
+
+
+def command_line(data: dict[str, Any]) -> str:
+    """How the report was made: the command line, the harness version, the XRT release."""
+    harness = data.get("harness") or {}
+    argv = harness.get("argv") or []
+    shown = " ".join(["runlist-harness" if i == 0 else str(a) for i, a in enumerate(argv)]) \
+        if argv else str(data.get("command"))
+    xrt = ((data.get("backend") or {}).get("xrt") or {}).get("release")
+    return (f"{shown} (xdna-runlist-harness {harness.get('version', '?')}"
+            + (f", XRT {xrt}" if xrt else "") + ")")
 
 
 def _opt(value: Any) -> str:
@@ -128,7 +167,15 @@ def record_label(plan: dict[str, Any]) -> str:
 
 def _counts(plan: dict[str, Any]) -> str:
     summary = plan.get("summary") or {}
-    return counts_text(summary.get("by_state") or {})
+    by_state = summary.get("by_state") or {}
+    if by_state:
+        return counts_text(by_state)
+    statuses = {t.get("status") for t in plan.get("trials") or [] if isinstance(t, dict)}
+    if "in-flight" in statuses:
+        return "in flight when the harness stopped"
+    if "interrupted" in statuses:
+        return "interrupted before any trial finished"
+    return "untested"
 
 
 def plan_rows(data: dict[str, Any]) -> list[list[str]]:
@@ -204,7 +251,8 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines += [f"> **SIMULATED.** These results come from the harness's model of {nature},"
                   " not from an NPU.", ""]
     verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
-    lines += [f"**Verdict:** {_cell(verdict)}", ""]
+    lines += [f"**Verdict:** {_cell(verdict)}", "",
+              f"**Command:** `{command_line(data).replace('`', '')}`", ""]
     if data.get("bisect"):
         section = data["bisect"]
         answer = section.get("answer") or {}
@@ -223,10 +271,10 @@ def render_markdown(data: dict[str, Any]) -> str:
     if failing:
         shown = failing[:MAX_FAILING_ROWS]
         lines += ["### Failing runs", ""]
-        lines += md_table(["plan", "trial", "runlist", "runs (chains)", "failing run",
+        lines += md_table(["plan", "trials", "runlist", "runs (chains)", "failing run",
                            "chain", "state", "from", "message"], shown)
         if len(failing) > len(shown):
-            lines.append(f"\n{len(failing) - len(shown)} more failing runlists in the report.")
+            lines.append(f"\n{len(failing) - len(shown)} more distinct failures in the report.")
         notes = located_notes(data)
         if notes:
             lines += ["", "Failing run located as: " + "; ".join(_cell(n) for n in notes) + "."]
@@ -277,7 +325,8 @@ def _longest_backticks(text: str) -> int:
 
 def render_text(data: dict[str, Any]) -> str:
     lines = [title(data), "verdict: " + ((data.get("verdict") or {}).get("text")
-                                        or "no verdict (the run did not finish)")]
+                                        or "no verdict (the run did not finish)"),
+             "command: " + command_line(data)]
     if data.get("bisect"):
         answer = (data["bisect"].get("answer") or {}).get("text", "unfinished")
         lines += ["", f"bisect: {answer}"]
@@ -293,7 +342,7 @@ def render_text(data: dict[str, Any]) -> str:
     failing = failing_rows(data)
     if failing:
         lines += ["", "failing runs:"]
-        lines += [f"  {r[0]} trial {r[1]} runlist {r[2]}: {r[6]}, failing run {r[4]} "
+        lines += [f"  {r[0]} trials {r[1]} runlist {r[2]}: {r[6]}, failing run {r[4]} "
                   f"(chain {r[5]}), from the {r[7]}: {r[8]}" for r in failing[:MAX_FAILING_ROWS]]
     notes = located_notes(data)
     if notes:

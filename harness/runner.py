@@ -57,8 +57,10 @@ class RunOptions:
     seed: int = 0
 
 
-def check_pack(case: Case, pack: ResolvedPack) -> None:
-    """What real XRT would crash on or refuse, caught before any trial starts."""
+def check_pack(case: Case, pack: ResolvedPack) -> list[str]:
+    """What real XRT would refuse, refused before any trial starts; what it would take but
+    a user probably did not mean, returned as warnings."""
+    warnings = []
     for role, path in pack.files.items():
         try:
             meta = read_xclbin(path)
@@ -79,6 +81,22 @@ def check_pack(case: Case, pack: ResolvedPack) -> None:
                 raise BadInput(f"{case.file}: decode.per_layer[{i}].buffers: {len(cmd.buffers)} "
                                f"buffers, but {kernel.name} in {path} takes {data_args} "
                                "(run.set_arg past the kernel's arguments raises IndexError)")
+            if len(cmd.buffers) < data_args:
+                warnings.append(f"{case.file}: decode.per_layer[{i}] gives {len(cmd.buffers)} "
+                                f"buffers, {kernel.name} takes {data_args}: arguments "
+                                f"{3 + len(cmd.buffers)}..{2 + data_args} stay 0")
+    return warnings
+
+
+def profile_warnings(case: Case, backend: Backend) -> list[str]:
+    """Hypotheses aimed at nothing this case runs (e.g. slow:nosuchkernel:1000)."""
+    if backend.hardware or backend.profile is None:
+        return []
+    names = {c.kernel for c in case.per_layer} | {Path(f).stem for f in case.xclbins.values()}
+    names |= {f"{Path(f).stem}/{c.kernel}" for f in case.xclbins.values() for c in case.per_layer}
+    return [f"profile token slow:{target}:... names no kernel or xclbin of {case.name} "
+            f"({', '.join(sorted(names))}); it changes nothing"
+            for target, _ in backend.profile.slow if target not in names]
 
 
 def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
@@ -116,6 +134,7 @@ class Runner:
         self.handle = handle
         self.options = options
         self.progress = progress or (lambda text, done: None)
+        self.warnings: list[str] = []
         backend.latencies = case_latencies(case)
         if not backend.hardware and not options.isolate:
             handle.sync_every_s = IN_PROCESS_SYNC_S
@@ -305,8 +324,12 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
     environment = collect_environment(backend)
     backend.adopt_environment(environment)
     pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=not backend.hardware)
-    check_pack(case, pack)
+    warnings = check_pack(case, pack) + profile_warnings(case, backend)
     report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
                         options, command, environment)
     handle = ReportFile.create(report, out=out, name=case.name, force=force)
-    return Runner(case, backend, pack, handle, options, progress)
+    for warning in warnings:
+        handle.note(f"warning: {warning}")
+    runner = Runner(case, backend, pack, handle, options, progress)
+    runner.warnings = warnings
+    return runner

@@ -122,7 +122,10 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
             left, steps = bisection.steps_left()
             plan = settings.plan(x)
             cut = "" if plan.label == str(x) else f" ({plan.label})"
-            if confirming:
+            if confirming and x not in bisection.counts:
+                say(f"Confirming: testing {settings.noun} {x}{cut}, assumed "
+                    f"{'failing' if x == settings.hi else 'completing'} and not yet tested")
+            elif confirming:
                 say(f"Confirming: re-testing {settings.noun} {x}{cut}")
             else:
                 say(f"Bisecting: {left} {settings.noun}s left to test after this (roughly "

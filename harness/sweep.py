@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.errors import BadInput, EnvironmentNotReady
 from harness.plan import Plan, plan_for_depth
+from harness.results import NO_ANSWER
 from harness.runner import Runner
 from harness.search import BudgetReached, Prober, Say
 
@@ -49,6 +50,11 @@ class Cell:
     chunk: int
     plan: Plan
     counts: dict[str, int]
+
+    @property
+    def answered(self) -> int:
+        """Trials of this cell the stack answered (not a deadline, a crash or a stop)."""
+        return sum(n for state, n in self.counts.items() if state not in NO_ANSWER)
 
     @property
     def completed_share(self) -> float | None:
@@ -152,12 +158,16 @@ def finish_sweep(runner: Runner, case_name: str, cells: list[Cell], depths: list
     """Keep the grid in the report, give it its one-line verdict, and save it finished."""
     report = runner.report
     report.sections["sweep"] = sweep_section(cells, depths, chunks, complete)
-    failing = sorted({c.depth for c in cells if c.counts and c.counts.get("COMPLETED", 0) == 0})
-    summary = (f"sweep of {case_name}: {len(depths)} depths x {len(chunks)} chunk sizes, "
+    failing = sorted({c.depth for c in cells if c.answered and c.counts.get("COMPLETED", 0) == 0})
+    silent = sum(1 for c in cells if c.counts and not c.answered)
+    summary = (f"sweep of {case_name}: {len(depths)} depths x {len(chunks)} "
+               f"chunk size{'s' if len(chunks) != 1 else ''}, "
                f"{sum(len(p.trials) for p in report.plans)} trials"
                + ("" if complete else " (stopped by the budget)")
-               + (f"; every trial failed in some cell from depth {failing[0]}"
-                  if failing else "; no cell failed every trial"))
+               + (f"; every answered trial failed in some cell from depth {failing[0]}"
+                  if failing else "; no cell failed every answered trial")
+               + (f"; {silent} cell{'s' if silent != 1 else ''} got no answer from the stack "
+                  "(deadline or crash)" if silent else ""))
     report.verdict = {"reproduced": None, "text": summary}
     if complete:
         runner.handle.finish()

@@ -34,6 +34,9 @@ def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     expected_fail = [p for p in plans if p.expect and p.expect != "COMPLETED"]
     if not any(p.finished() for p in plans):
         return Verdict(None, f"inconclusive: no trial finished ({counts}){tag}")
+    if not any(_failures(p) or _completions(p) for p in plans):
+        return Verdict(None, f"inconclusive: no trial got an answer from the stack (each hit "
+                             f"its deadline or crashed): {counts}{tag}")
     if expected_fail:
         return _judge_expected_failure(plans, expected_fail, counts, tag, backend)
     failing = [p for p in plans if _failures(p)]
@@ -46,6 +49,12 @@ def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
 
 def _judge_expected_failure(plans: list[PlanRecord], expected_fail: list[PlanRecord],
                             counts: str, tag: str, backend: dict[str, Any]) -> Verdict:
+    if any(_failures(p) for p in expected_fail) and \
+            not any(p.expect in _failures(p) for p in expected_fail):
+        seen = "; ".join(f"{p.label} expected {p.expect}, saw "
+                         + ", ".join(sorted(set(_failures(p)))) for p in expected_fail
+                         if _failures(p))
+        return Verdict(False, f"a different failure ({seen}): {counts}{tag}")
     if any(_failures(p) for p in expected_fail):
         notes = []
         for plan in expected_fail:

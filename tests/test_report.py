@@ -103,8 +103,15 @@ HW = {"kind": "xrt", "simulated": False}
     ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 3),
       plan("halves", [21, 21], "COMPLETED", ["TIMEOUT", "COMPLETED", "COMPLETED"])], HW,
      True, "chunking does not avoid the failure"),
-    ([plan("monolithic", [42], "TIMEOUT", ["ABORT"] * 2)], HW, True,
-     "monolithic 42 expected TIMEOUT, saw ABORT"),
+    ([plan("monolithic", [42], "TIMEOUT", ["ABORT"] * 2)], HW, False,
+     "a different failure (monolithic 42 expected TIMEOUT, saw ABORT): monolithic 42: "
+     "ABORT 2/2"),
+    ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT", "ABORT"])], HW, True,
+     "reproduced: monolithic 42: ABORT 1/2, TIMEOUT 1/2 -> no chunked plan was run "
+     "(monolithic 42 expected TIMEOUT, saw ABORT)"),
+    ([plan("a", [36], None, ["deadline"] * 3), plan("b", [21, 15], None, ["deadline"] * 3)],
+     HW, None, "inconclusive: no trial got an answer from the stack (each hit its deadline or "
+               "crashed): a 36: deadline 3/3; b 21+15: deadline 3/3"),
     ([plan("monolithic", [42], "TIMEOUT", ["COMPLETED"] * 3)], SIM, False,
      "the documented limits do not produce the failure; a hardware run is the test"),
     ([plan("monolithic", [42], "TIMEOUT", ["COMPLETED"] * 3)], HW, False,

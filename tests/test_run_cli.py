@@ -151,12 +151,39 @@ def test_hardware_run_lists_every_place_searched(monkeypatch, tmp_path):
     from harness.packs import resolve_pack
     monkeypatch.setenv("FLM_XCLBIN_PATH", str(tmp_path / "flm"))
     with pytest.raises(EnvironmentNotReady) as info:
-        resolve_pack(load_case("minicpm5-2b-decode"), xclbins_dir=str(tmp_path / "given"),
-                     simulated=False)
+        resolve_pack(load_case("minicpm5-2b-decode"), simulated=False)
     message = str(info.value)
-    for place in (tmp_path / "given", Path("xclbins") / "MiniCPM5-2B-NPU2",
-                  tmp_path / "flm" / "MiniCPM5-2B-NPU2"):
+    for place in (Path("xclbins") / "MiniCPM5-2B-NPU2", tmp_path / "flm" / "MiniCPM5-2B-NPU2"):
         assert str(place) in message
+
+
+def test_an_explicit_xclbins_folder_is_used_or_refused_never_replaced(tmp_path):
+    from harness.xclbin_writer import flm_spec, synthesize
+    given = tmp_path / "given"
+    given.mkdir()
+    (given / "layer.xclbin").write_bytes(synthesize(flm_spec("Given/layer")))
+    for backend in ("sim", "auto"):      # not even stand-ins on the simulated stack
+        result = CliRunner().invoke(main, ["run", "minicpm5-2b-decode", "--no-isolate",
+                                           "--backend", backend, "--xclbins", str(given)])
+        assert result.exit_code == 2
+        assert f"--xclbins {given} lacks attn.xclbin, mm.xclbin, dequant.xclbin" in \
+            result.output
+    for role in ("attn", "mm", "dequant"):
+        (given / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Given/{role}")))
+    result = invoke("run", "minicpm5-2b-decode", "--no-isolate", "--trials", "1",
+                    "--xclbins", str(given), "--plan", "21+21")
+    assert f"xclbins: MiniCPM5-2B-NPU2 from {given}" in result.output
+
+
+def test_import_refuses_a_pack_name_that_leaves_dest(tmp_path):
+    from harness.xclbin_writer import flm_spec, synthesize
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "layer.xclbin").write_bytes(synthesize(flm_spec("S/layer")))
+    for name in ("../../escape", "..", "a/b", ".hidden"):
+        result = CliRunner().invoke(main, ["xclbins", "import", str(tmp_path / "src"),
+                                           "--pack", name, "--dest", str(tmp_path / "dest")])
+        assert result.exit_code == 2 and "a pack name is one folder name" in result.output
+    assert not (tmp_path / "escape").exists()
 
 
 def test_real_pack_is_used_and_named(shared_xclbins):

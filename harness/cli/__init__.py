@@ -81,11 +81,10 @@ def guarded(ctx: click.Context, invoke) -> None:
     except click.exceptions.Exit:
         raise
     except click.ClickException as err:
-        if as_json:
-            code = fail("bad input", err.format_message(), int(ExitCode.BAD_INPUT))
-        else:
-            err.show()
-            code = int(ExitCode.BAD_INPUT)
+        # One line, as for every other error; the usage is a --help away.
+        where = getattr(err, "ctx", None)
+        hint = f" (see `{where.command_path} --help`)" if where is not None else ""
+        code = fail("error", err.format_message() + hint, int(ExitCode.BAD_INPUT))
     except HarnessError as err:
         code = fail(err.label, str(err), int(err.exit_code))
     except (KeyboardInterrupt, click.Abort):

@@ -7,7 +7,7 @@ import textwrap
 
 import click
 
-from harness.case import Case, case_dirs, load_case, shipped_cases
+from harness.case import Case, case_dirs, case_files, load_case, shipped_cases
 from harness.errors import CaseError, ExitCode
 
 
@@ -18,20 +18,27 @@ def cases() -> None:
 
 @cases.command("list")
 def list_cases() -> None:
-    """The shipped cases, one line each."""
-    found = shipped_cases()
+    """Every case found: shipped with the harness, local (./cases) or from $HARNESS_CASES,
+    one line each; a name found twice says which file wins."""
+    found = case_files()
     if not found:
-        where = ", ".join(str(d) for d in case_dirs()) or "./cases"
+        where = ", ".join(str(d) for d, _ in case_dirs()) or "./cases"
         click.echo(f"no cases found (looked in {where}; set HARNESS_CASES to a folder)")
         return
-    for path in found:
+    for entry in found:
+        origin = f"[{entry.origin}]"
+        if entry.shadowed_by is not None:
+            click.echo(f"{entry.name:<22} {origin:<17} shadowed by {entry.shadowed_by} "
+                       f"({entry.path})")
+            continue
         try:
-            case = load_case(path)
+            case = load_case(entry.path)
         except CaseError as err:
-            click.echo(f"{path.stem:<22} INVALID: {err}")
+            click.echo(f"{entry.name:<22} {origin:<17} INVALID: {err}")
             continue
         plans = ", ".join(p.label for p in case.plans)
-        click.echo(f"{case.name:<22} {case.layers:>3} layers  {plans}  ({path})")
+        click.echo(f"{case.name:<22} {origin:<17} {case.layers:>3} layers  {plans}  "
+                   f"({entry.path})")
 
 
 @cases.command()

@@ -13,9 +13,9 @@ class TrialBar:
 
     WIDTH = 30
 
-    def __init__(self, total: int, label: str) -> None:
+    def __init__(self, total: int, label: str, done: int = 0) -> None:
         self.total = max(total, 1)
-        self.done = 0
+        self.done = done            # a replayed search counts what it kept
         self.label = label
         self.tty = sys.stderr.isatty()
 
@@ -49,3 +49,11 @@ def progress_line(text: str, done: bool) -> None:
         click.echo(f"\r\033[K{text}", err=True, nl=done)
     elif done:
         click.echo(text, err=True)
+
+
+def announce(first_line: str, warnings: list[str], as_json: bool) -> None:
+    """The first line (which stack answers) on stdout, then warnings on stderr."""
+    if not as_json:
+        click.echo(first_line)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)

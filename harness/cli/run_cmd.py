@@ -16,7 +16,7 @@ from harness.cli.options import (
     run_options,
     trial_options,
 )
-from harness.cli.progress import progress_line
+from harness.cli.progress import announce, progress_line
 from harness.errors import BadInput
 from harness.exits import for_trials
 from harness.report import PlanRecord, Report
@@ -26,8 +26,7 @@ DEFAULT_CASE = "minicpm5-2b-decode"
 
 
 def _execute(runner: Runner, as_json: bool, first_line: str, convention: str) -> int:
-    if not as_json:
-        click.echo(first_line)
+    announce(first_line, runner.warnings, as_json)
     report = runner.run()
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
@@ -45,6 +44,8 @@ def summary_text(report: Report, path: str) -> str:
     if pack.get("stand_ins"):
         lines.append(f"xclbins: synthesized stand-ins (no {pack.get('name')} pack found; "
                      "same kernel signatures, not the real kernels)")
+    else:
+        lines.append(f"xclbins: {pack.get('name')} from {pack.get('source')}")
     lines.append(f"report: {path}")
     return "\n".join(lines)
 

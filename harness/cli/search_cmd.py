@@ -17,7 +17,7 @@ from harness.cli.options import (
     run_options,
     trial_options,
 )
-from harness.cli.progress import TrialBar
+from harness.cli.progress import TrialBar, announce
 from harness.errors import BadInput, ReportError
 from harness.report import load_report
 from harness.reportfile import check_output_path
@@ -69,7 +69,7 @@ def _finish(runner: Runner, as_json: bool, lines: list[str]) -> None:
                    "report (e.g. on another machine or firmware).")
 @allow_different_machine_option
 @backend_options
-@trial_options
+@trial_options(trials_default="5 per probed depth")
 def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay_path, rerun,
            allow_different_machine, backend_kind, profile, realtime, seed, trials, xclbins_dir,
            out, force, no_isolate, deadline, continue_after_failure, as_json) -> None:
@@ -112,7 +112,7 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
     if replay_path:
         runner.report.sections["bisect"] = {"settings": settings.to_dict(), "log": [],
                                             "replay_of": report.run_id}
-    click.echo(backend.describe())
+    announce(backend.describe(), runner.warnings, as_json)
     _bisect(runner, settings, max_trials, as_json)
 
 
@@ -121,6 +121,10 @@ def _settings(lo, hi, chunk_spec, chunks_at, flaky_as, trials) -> BisectSettings
         if chunk_spec:
             raise BadInput("--chunk and --chunks-at are two different searches; give one")
         lo, hi = lo or 1, hi or chunks_at
+        if hi > chunks_at:
+            raise BadInput(f"--chunks-at {chunks_at} --hi {hi}: a chunk size above the depth is "
+                           f"one runlist of {chunks_at}; keep --lo and --hi at or below "
+                           f"{chunks_at}")
         mode = "chunk"
     else:
         if lo is None or hi is None:
@@ -178,7 +182,7 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
               help="Run a sweep even when its estimate passes the size limits.")
 @allow_different_machine_option
 @backend_options
-@trial_options
+@trial_options(trials_default="3 per cell")
 def sweep(case_ref, depths_text, chunks_text, plot_path, max_trials, replay_path, yes,
           allow_different_machine, backend_kind, profile, realtime, seed, trials, xclbins_dir,
           out, force, no_isolate, deadline, continue_after_failure, as_json) -> None:
@@ -225,10 +229,11 @@ def sweep(case_ref, depths_text, chunks_text, plot_path, max_trials, replay_path
         runner.report.sections["sweep"] = {"depths": depths, "chunks": chunks,
                                            "complete": False, "cells": []}
         runner.handle.rewrite()          # what was asked is on disk before the first trial
-        click.echo(backend.describe())
+        announce(backend.describe(), runner.warnings, as_json)
     k = runner.options.trials
     total = len(distinct_cells(depths, chunks)) * k
-    bar = TrialBar(min(total, max_trials or total), "sweep")
+    kept = sum(len(plan.trials) for plan in runner.report.plans)
+    bar = TrialBar(min(total, kept + max_trials if max_trials else total), "sweep", done=kept)
     runner.progress = bar
     try:
         cells, complete = run_sweep(Prober(runner, k, max_trials), depths, chunks, bar.say)

@@ -48,8 +48,10 @@ def render(facts: dict[str, Any]) -> str:
     else:
         node = npu["nodes"][0]
         pci = npu.get("pci", {})
-        lines.append(f"NPU: {npu.get('generation') or 'unknown'} (PCI {pci.get('vendor')}:"
-                     f"{pci.get('device')} rev {pci.get('revision')}), {node['path']} "
+        lines.append(f"NPU: {npu.get('generation') or 'unknown'} (PCI "
+                     + (f"{pci.get('vendor')}:{pci.get('device')} rev {pci.get('revision')}"
+                        if pci.get("device") else "identity unreadable")
+                     + f"), {node['path']} "
                      f"{node['owner']} {node['mode']}, "
                      f"{'openable' if node['openable'] else 'NOT openable by this user'}")
         ioctl = npu.get("ioctl", {})
@@ -57,9 +59,10 @@ def render(facts: dict[str, Any]) -> str:
         lines.append(f"firmware: {firmware or 'unknown'}; columns: "
                      f"{ioctl.get('columns') or 'unknown'}; power mode: "
                      f"{ioctl.get('power_mode') or 'unknown'}")
-    lines.append(f"system: {system.get('distribution') or '?'}, kernel {system.get('kernel')}, "
-                 f"{system.get('cpu') or '?'} ({system.get('cpus')} CPUs), "
-                 f"{system.get('memory_gib')} GiB; user {system.get('user')}"
+    lines.append(f"system: {system.get('distribution') or '?'}, "
+                 f"kernel {system.get('kernel') or '?'}, "
+                 f"{system.get('cpu') or '?'} ({system.get('cpus') or '?'} CPUs), "
+                 f"{system.get('memory_gib') or '?'} GiB; user {system.get('user') or '?'}"
                  + (" (root)" if system.get("root") else "")
                  + ("; boot flags " + " ".join(f"{k}={v}" for k, v in
                                                system["boot_flags"].items())
