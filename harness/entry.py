@@ -28,7 +28,8 @@ def _invoke(args: list[str], prog_name: str, command_name: str | None) -> int:
     from harness.cli import main
     from harness.errors import ExitCode
     from harness.exits import GIT_BISECT, HARNESS, translate
-    command = main if command_name is None else main.commands[command_name]
+    command = main if command_name is None else main.get_command(click.Context(main),
+                                                                 command_name)
     bisecting = f"--exit-codes={GIT_BISECT}" in args or any(
         a == "--exit-codes" and b == GIT_BISECT for a, b in zip(args, args[1:], strict=False))
     try:
@@ -36,7 +37,9 @@ def _invoke(args: list[str], prog_name: str, command_name: str | None) -> int:
     except click.Abort:                 # click's form of a Ctrl-C while it parses
         raise KeyboardInterrupt from None
     except click.ClickException as err:  # usage errors before a command runs
-        err.show()
+        where = getattr(err, "ctx", None)
+        hint = f" (see `{where.command_path} --help`)" if where is not None else ""
+        print(f"error: {err.format_message()}{hint}", file=sys.stderr)
         code = int(ExitCode.BAD_INPUT)
     if stop.requested() and not code:      # a stop something swallowed
         code = INTERRUPTED if stop.requested() == "SIGINT" else TERMINATED

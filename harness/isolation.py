@@ -1,52 +1,105 @@
 """Run each trial in a worker process with a hard deadline.
 
 A pyxrt wait holds the GIL and can block forever (STACK.md 3), so no thread
-in the harness's own process could stop it. Instead each trial runs in the
-harness's lean worker (``python -m harness.worker``, `harness.worker`): the parent
-sends the trial as JSON on its stdin, the worker sends the result back as JSON
-on a dedicated pipe, and the parent kills the worker's whole process tree if
-the deadline passes (recording ``deadline``) or records ``crashed`` with the
-exit status and the tail of stderr if it dies.
+in the harness's own process could stop it. Instead each trial runs in one of
+the harness's lean workers (`harness.worker`), started one of two ways, chosen
+by ``HARNESS_WORKER_START`` (default ``fork-server`` where the OS can fork):
+
+- ``fork-server``: a server started once per run, early, that never opens the
+  device, forks a child per trial. A trial then starts in milliseconds instead of
+  an interpreter's start-up.
+- ``spawn``: a fresh interpreter per trial, the trial as JSON on its stdin, the
+  result as JSON on a dedicated pipe.
+
+Either way the parent kills the trial's whole process tree if the deadline passes
+(recording ``deadline``), or records ``crashed`` with the exit status and the tail
+of its output if it dies, and each result says which way its worker started.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import psutil
 
+from harness.errors import BadInput
 from harness.results import TrialResult, TrialSpec, TrialStatus
+from harness.worker import FORK_SERVER, SPAWN
 
 STDERR_TAIL = 2000
 KILL_WAIT_S = 10.0
-PR_SET_PDEATHSIG = 1
+WORKER_START_ENV = "HARNESS_WORKER_START"
+STARTS = (FORK_SERVER, SPAWN)
 
 
-def worker_command(backend: dict[str, Any], result_fd: int) -> list[str]:
-    args = [sys.executable, "-m", "harness.worker", "--result-fd", str(result_fd),
-            "--parent", str(os.getpid()), "--backend", backend["kind"]]
+def worker_start() -> str:
+    """How workers start in this run: HARNESS_WORKER_START, or the fastest the OS allows."""
+    chosen = os.environ.get(WORKER_START_ENV) or (FORK_SERVER if hasattr(os, "fork") else SPAWN)
+    if chosen not in STARTS:
+        raise BadInput(f"{WORKER_START_ENV}={chosen!r}: use one of {', '.join(STARTS)}")
+    if chosen == FORK_SERVER and not hasattr(os, "fork"):
+        raise BadInput(f"{WORKER_START_ENV}={FORK_SERVER} needs an OS that can fork; use "
+                       f"{SPAWN}")
+    return chosen
+
+
+def worker_command(backend: dict[str, Any], *extra: str) -> list[str]:
+    args = [sys.executable, "-m", "harness.worker", "--parent", str(os.getpid()),
+            "--backend", backend["kind"], *extra]
     if backend.get("profile"):
         args += ["--profile", backend["profile"]]
     return args
 
 
 def run_isolated(spec: TrialSpec, backend: dict[str, Any], deadline_s: float,
-                 latencies: dict[str, float]) -> TrialResult:
+                 latencies: dict[str, float], start: str | None = None) -> TrialResult:
     """Run one trial in a worker; never raises for what the worker does."""
+    if (start or worker_start()) != FORK_SERVER:
+        return _spawned(spec, backend, deadline_s, latencies)
+    try:
+        return _server_for(backend).run(spec, deadline_s, latencies)
+    except ServerGone:                 # once more, with a new server
+        try:
+            return _server_for(backend).run(spec, deadline_s, latencies)
+        except ServerGone as gone:
+            return TrialResult(spec.trial, TrialStatus.CRASHED, None, spec.seed,
+                               error=str(gone))
+
+
+def prepare(backend: dict[str, Any]) -> None:
+    """Start the fork server now, so that it imports while the harness gets ready."""
+    if worker_start() == FORK_SERVER:
+        _server_for(backend)
+
+
+def shutdown() -> None:
+    """Stop every fork server this process started (they also stop when it exits)."""
+    while _SERVERS:
+        _SERVERS.popitem()[1].close()
+
+
+def _spawned(spec: TrialSpec, backend: dict[str, Any], deadline_s: float,
+             latencies: dict[str, float]) -> TrialResult:
     read_fd, write_fd = os.pipe()
     payload = json.dumps({"spec": spec.to_json(), "latencies": latencies})
     started = time.perf_counter()
     try:
-        proc = subprocess.Popen(worker_command(backend, write_fd), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                pass_fds=(write_fd,), start_new_session=True)
+        proc = subprocess.Popen(worker_command(backend, "--result-fd", str(write_fd)),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, pass_fds=(write_fd,),
+                                start_new_session=True)
     finally:
         os.close(write_fd)
     chunks: list[bytes] = []
@@ -60,29 +113,154 @@ def run_isolated(spec: TrialSpec, backend: dict[str, Any], deadline_s: float,
             _, stderr = proc.communicate(timeout=KILL_WAIT_S)
             how = "the worker's process tree was killed"
         except subprocess.TimeoutExpired:
-            # A process blocked inside the driver cannot die until the driver lets go.
             stderr = b""
-            how = (f"the worker did not die within {KILL_WAIT_S:g} s of SIGKILL (stuck in the "
-                   "driver?); it is left behind")
+            how = _STUCK
         reader.join(timeout=KILL_WAIT_S)
-        return TrialResult(spec.trial, TrialStatus.DEADLINE, _ms(started), spec.seed,
-                           error=f"no answer within the {deadline_s:g} s deadline; {how}. "
-                                 f"{_tail(stderr)}".strip())
+        return _deadline(spec, started, deadline_s, how, _tail(stderr))
     except BaseException:
         kill_tree(proc.pid)
         proc.wait()
         raise
     reader.join(timeout=5)
-    raw = b"".join(chunks)
-    if proc.returncode == 0 and raw:
+    return _outcome(spec, started, proc.returncode, b"".join(chunks), stderr)
+
+
+# A process blocked inside the driver cannot die until the driver lets go.
+_STUCK = (f"the worker did not die within {KILL_WAIT_S:g} s of SIGKILL (stuck in the driver?); "
+          "it is left behind")
+
+
+def _deadline(spec: TrialSpec, started: float, deadline_s: float, how: str,
+              output: str) -> TrialResult:
+    return TrialResult(spec.trial, TrialStatus.DEADLINE, _ms(started), spec.seed,
+                       error=f"no answer within the {deadline_s:g} s deadline; {how}. "
+                             f"{output}".strip())
+
+
+def _outcome(spec: TrialSpec, started: float, code: int | None, raw: bytes,
+             output: bytes) -> TrialResult:
+    if code == 0 and raw:
         try:
             return TrialResult.from_json(json.loads(raw))
         except (ValueError, TypeError, KeyError) as err:
             return TrialResult(spec.trial, TrialStatus.CRASHED, _ms(started), spec.seed,
                                error=f"worker sent an unreadable result ({err})")
     return TrialResult(spec.trial, TrialStatus.CRASHED, _ms(started), spec.seed,
-                       error=f"worker {_exit_text(proc.returncode)}; stderr: "
-                             f"{_tail(stderr) or '(empty)'}")
+                       error=f"worker {_exit_text(code)}; stderr: "
+                             f"{_tail(output) or '(empty)'}")
+
+
+class ServerGone(Exception):
+    """The fork server ended (or stopped answering) between trials."""
+
+
+class ForkServer:
+    """One `python -m harness.worker --serve` and the files its children write."""
+
+    def __init__(self, backend: dict[str, Any]) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="harness-workers-"))
+        self.log = self.folder / "server.out"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(worker_command(backend, "--serve"),
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=log, start_new_session=True)
+        self.buffer = b""
+        self.count = 0
+        self.broken = False
+
+    def run(self, spec: TrialSpec, deadline_s: float, latencies: dict[str, float]
+            ) -> TrialResult:
+        started = time.perf_counter()
+        self.count += 1
+        result = self.folder / f"{self.count}.json"
+        output = self.folder / f"{self.count}.out"
+        order = {"request": {"spec": spec.to_json(), "latencies": latencies},
+                 "result": str(result), "stderr": str(output)}
+        try:
+            self.proc.stdin.write((json.dumps(order) + "\n").encode())
+            self.proc.stdin.flush()
+            forked = self._reply(time.monotonic() + KILL_WAIT_S)
+        except (OSError, ServerGone):
+            forked = None
+        if forked is None:
+            self.broken = True
+            raise ServerGone(f"the fork server did not fork a worker: {self._log_tail()}")
+        pid = int(forked["pid"])
+        try:
+            ended = self._reply(time.monotonic() + deadline_s)
+            if ended is None:
+                kill_tree(pid)
+                ended = self._reply(time.monotonic() + KILL_WAIT_S)
+                if ended is None:      # the server waits on the stuck worker: leave both
+                    self.broken = True
+                how = "the worker's process tree was killed" if ended else _STUCK
+                return _deadline(spec, started, deadline_s, how, _tail(_read(output)))
+        except ServerGone as gone:     # its children die with it (PDEATHSIG)
+            self.broken = True
+            return TrialResult(spec.trial, TrialStatus.CRASHED, _ms(started), spec.seed,
+                               error=f"{gone}; the worker died with it")
+        except BaseException:
+            kill_tree(pid)
+            self.broken = True         # its reply for this worker is never read
+            raise
+        return _outcome(spec, started, int(ended["status"]), _read(result), _read(output))
+
+    def _reply(self, until: float) -> dict[str, Any] | None:
+        """The server's next line; None when `until` passes first."""
+        stream = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = until - time.monotonic()
+            if left <= 0 or not select.select([stream], [], [], left)[0]:
+                return None
+            block = os.read(stream, 65536)
+            if not block:
+                raise ServerGone(f"the fork server ended: {self._log_tail()}")
+            self.buffer += block
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def _log_tail(self) -> str:
+        return _tail(_read(self.log)) or "(no output)"
+
+    @property
+    def usable(self) -> bool:
+        return not self.broken and self.proc.poll() is None
+
+    def close(self) -> None:
+        """End the server (it ends at the end of its input) and remove its files."""
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            kill_tree(self.proc.pid)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_SERVERS: dict[tuple[str, str | None], ForkServer] = {}
+atexit.register(shutdown)
+
+
+def _server_for(backend: dict[str, Any]) -> ForkServer:
+    key = (backend["kind"], backend.get("profile"))
+    server = _SERVERS.get(key)
+    if server is None or not server.usable:
+        if server is not None:
+            server.close()
+        server = _SERVERS[key] = ForkServer(backend)
+    return server
+
+
+def _read(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return b""
+    path.unlink(missing_ok=True)
+    return data
 
 
 def _drain(fd: int, out: list[bytes]) -> None:

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import __version__, stop
+from harness import __version__, isolation, stop
 from harness.backend import Backend, choose_backend, trial_seed
 from harness.case import Case, load_case
 from harness.environment import collect_environment, fingerprint_differences
 from harness.errors import BadInput, ExitCode, Interrupted, ReportError, Terminated, XclbinError
-from harness.isolation import run_isolated
+from harness.isolation import run_isolated, worker_start
 from harness.packs import ResolvedPack, resolve_pack
 from harness.plan import Plan
 from harness.report import PlanRecord, Report, utc_now
@@ -138,6 +138,8 @@ class Runner:
         backend.latencies = case_latencies(case)
         if not backend.hardware and not options.isolate:
             handle.sync_every_s = IN_PROCESS_SYNC_S
+        if options.isolate:
+            isolation.prepare(backend.as_report())
         handle.resume_command = continue_command(handle.report, handle.path)
 
     @property
@@ -220,6 +222,7 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
               "sha256": case.sha256, "source": case.source, "layers": case.layers,
               "runlist_context": case.runlist_context, "runs_per_layer": case.runs_per_layer},
         settings={"trials": options.trials, "isolate": options.isolate,
+                  "worker_start": worker_start() if options.isolate else None,
                   "deadline_s": options.deadline_s,
                   "continue_after_failure": options.continue_after_failure,
                   "seed": options.seed},

@@ -1,11 +1,19 @@
-"""The worker that runs one isolated trial: ``python -m harness.worker``.
+"""The worker that runs isolated trials: ``python -m harness.worker``.
 
-It reads the trial as JSON on stdin and writes the result as JSON to the pipe
-`--result-fd` names. It imports only what a trial needs (no click, no yaml, no
-command modules), so a worker starts in a fraction of the time the full command
-line would take. It asks the kernel to kill it when the harness dies, and returns
-with each result its pid and the XRT libraries it really mapped: the parent's
-fingerprint does not say which `libxrt_core` the worker loaded.
+Two ways to start one (`harness.isolation` chooses):
+
+- ``spawn``: one fresh interpreter per trial. It reads the trial as JSON on stdin and
+  writes the result as JSON to the pipe `--result-fd` names.
+- ``fork-server`` (``--serve``): one interpreter per run that imports what a trial
+  needs once, then forks a child per trial (`serve`). The server never opens the
+  device: on the hardware path it does not even import pyxrt (a child of a process
+  that loaded XRT's native libraries would inherit their state), so each child starts
+  as clean as a spawned worker, a few milliseconds after it is asked for.
+
+Either way the worker imports only what a trial needs (no click, no yaml, no
+command modules), asks the kernel to kill it when its parent dies, and returns with
+each result its pid, how it was started and the XRT libraries it really mapped: the
+parent's fingerprint does not say which `libxrt_core` the worker loaded.
 """
 
 from __future__ import annotations
@@ -16,15 +24,19 @@ import json
 import os
 import signal
 import sys
+import traceback
+from typing import Any
 
 from harness.results import TrialSpec
 
 PR_SET_PDEATHSIG = 1
+SPAWN = "spawn"
+FORK_SERVER = "fork-server"
 
 
 def die_with_parent(parent: int) -> None:
-    """Ask Linux to kill this worker if the harness dies (e.g. kill -9), so no orphan keeps
-    the NPU busy; elsewhere, or if the harness is already gone, do what can be done."""
+    """Ask Linux to kill this worker if its parent dies (e.g. kill -9), so no orphan keeps
+    the NPU busy; elsewhere, or if the parent is already gone, do what can be done."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -34,28 +46,93 @@ def die_with_parent(parent: int) -> None:
         os._exit(3)
 
 
+def run_request(request: dict[str, Any], backend_kind: str, profile: str | None,
+                start: str) -> dict[str, Any]:
+    """Run the trial a request names; the result as JSON."""
+    from harness.backend import choose_backend
+    from harness.session import run_trial
+    from harness.xrt_loader import own_libraries
+
+    spec = TrialSpec.from_json(request["spec"])
+    backend = choose_backend(backend_kind, profile)
+    backend.latencies = request.get("latencies", {})
+    result = run_trial(spec, backend)
+    result.worker = {"pid": os.getpid(), "start": start, "xrt_libraries": own_libraries()}
+    return result.to_json()
+
+
+def serve(backend_kind: str, profile: str | None) -> int:
+    """The fork server: one request per line on stdin ({"request", "result", "stderr"}:
+    the trial, and the files its child writes its result and its output to); for each,
+    the child's pid and then its exit status, one JSON line each, on stdout. Ends at
+    the end of stdin."""
+    import harness.backend
+    import harness.session  # noqa: F401 - what every child needs, imported once here
+
+    if backend_kind == "sim":       # the hardware path's pyxrt is imported by each child
+        harness.backend.choose_backend(backend_kind, profile)
+    replies = sys.stdout
+    for line in sys.stdin:
+        order = json.loads(line)
+        replies.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(order, backend_kind, profile, os.getppid())
+        replies.write(json.dumps({"pid": pid}) + "\n")
+        replies.flush()
+        _, status = os.waitpid(pid, 0)
+        replies.write(json.dumps({"pid": pid, "status": os.waitstatus_to_exitcode(status)})
+                      + "\n")
+        replies.flush()
+    return 0
+
+
+def _child(order: dict[str, Any], backend_kind: str, profile: str | None,
+           server: int) -> None:
+    """A forked trial: its own session (no terminal signals), killed with the server, its
+    output in the file the parent reads, its result in another; never returns."""
+    code = 1
+    try:
+        os.setsid()
+        die_with_parent(server)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        output = os.open(order["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        result = run_request(order["request"], backend_kind, profile, FORK_SERVER)
+        with open(order["result"], "w") as out:
+            json.dump(result, out)
+        code = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.worker",
-                                     description="Run one trial (internal to the harness).")
-    parser.add_argument("--result-fd", type=int, required=True)
+                                     description="Run isolated trials (internal to the "
+                                                 "harness).")
+    parser.add_argument("--serve", action="store_true",
+                        help="be a fork server: a child per trial read on stdin")
+    parser.add_argument("--result-fd", type=int)
     parser.add_argument("--parent", type=int, default=0)
     parser.add_argument("--backend", required=True)
     parser.add_argument("--profile", default=None)
     args = parser.parse_args(argv)
     die_with_parent(args.parent)
-
-    from harness.backend import choose_backend
-    from harness.session import run_trial
-    from harness.xrt_loader import own_libraries
-
-    request = json.loads(sys.stdin.read())
-    spec = TrialSpec.from_json(request["spec"])
-    backend = choose_backend(args.backend, args.profile)
-    backend.latencies = request.get("latencies", {})
-    result = run_trial(spec, backend)
-    result.worker = {"pid": os.getpid(), "xrt_libraries": own_libraries()}
+    if args.serve:
+        return serve(args.backend, args.profile)
+    if args.result_fd is None:
+        parser.error("--result-fd is needed without --serve")
+    result = run_request(json.loads(sys.stdin.read()), args.backend, args.profile, SPAWN)
     with os.fdopen(args.result_fd, "w") as pipe:
-        json.dump(result.to_json(), pipe)
+        json.dump(result, pipe)
     return 0
 
 

@@ -105,3 +105,34 @@ def test_resume_on_another_machine_is_refused_unless_allowed(machine, tmp_path):
     assert report.sections["resumed_elsewhere"][0]["differences"] == \
         ["firmware 1.1.2.65 -> 1.1.2.70"]
     assert harness(machine, "report", "validate", str(out)).returncode == 0
+
+
+MARKING_PYXRT = '''
+import os, sys
+with open(os.environ["PYXRT_IMPORTS"], "a") as marks:
+    marks.write(f"{os.getpid()}\\n")
+import harness.sim.pyxrt
+sys.modules[__name__] = harness.sim.pyxrt      # still the stand-in, labelled simulated
+'''
+
+
+def test_the_fork_server_never_loads_pyxrt(machine, tmp_path):
+    """A forked worker must start as clean as a spawned one: only the harness (its probe)
+    and each trial's own worker import pyxrt, never the server the workers fork from."""
+    (tmp_path / "marking_pyxrt.py").write_text(MARKING_PYXRT)
+    marks = tmp_path / "imports.txt"
+    machine = dict(machine, **{"env:HARNESS_PYXRT": "marking_pyxrt",
+                               "env:PYTHONPATH": str(tmp_path),
+                               "env:PYXRT_IMPORTS": str(marks),
+                               "env:HARNESS_WORKER_START": "fork-server"})
+    out = tmp_path / "report.yaml"
+    done = harness(machine, "run", "minicpm5-2b-decode", "--plan", "21+21", "--backend", "xrt",
+                   "--xclbins", machine["pack"], "--trials", "3", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    report = load_report(out)
+    assert report.simulated and report.settings["worker_start"] == "fork-server"
+    workers = {t.worker["pid"] for t in report.plans[0].trials}
+    assert {t.worker["start"] for t in report.plans[0].trials} == {"fork-server"}
+    importers = {int(line) for line in marks.read_text().split()}
+    assert len(workers) == 3 and workers <= importers
+    assert len(importers - workers) == 1                    # the harness itself, no server

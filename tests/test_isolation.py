@@ -10,12 +10,21 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
-from harness.isolation import run_isolated
+from harness.isolation import WORKER_START_ENV, run_isolated, shutdown
 from harness.report import load_report
 from harness.results import CommandSpec, TrialSpec, TrialStatus
 
 HARNESS = [sys.executable, "-m", "harness"]
+STARTS = ["fork-server", "spawn"]
+
+
+@pytest.fixture(params=STARTS)
+def worker_start(request, monkeypatch) -> str:
+    """Each guarantee holds for both ways a worker starts."""
+    monkeypatch.setenv(WORKER_START_ENV, request.param)
+    return request.param
 
 
 def harness(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -25,6 +34,13 @@ def harness(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 def start(*args: str) -> subprocess.Popen:
     return subprocess.Popen([*HARNESS, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+
+
+def trial_workers(seen: dict[int, str]) -> set[int]:
+    """The processes that ran trials, not the fork server that started them (its children
+    are forks of it, so they share its command line but not its parent)."""
+    return {pid for pid, seen_as in seen.items()
+            if "--serve" not in seen_as or not seen_as.startswith("child of the harness")}
 
 
 def wait_for_in_flight(path: Path, proc: subprocess.Popen) -> None:
@@ -39,28 +55,39 @@ def wait_for_in_flight(path: Path, proc: subprocess.Popen) -> None:
 def wait_for_children(proc: subprocess.Popen) -> set[int]:
     for _ in range(200):
         found = descendants(proc)
-        if found:
-            return found
+        if trial_workers(found):
+            return set(found)
         time.sleep(0.05)
     raise AssertionError("the harness started no worker")
 
 
-def descendants(proc: subprocess.Popen) -> set[int]:
+def descendants(proc: subprocess.Popen) -> dict[int, str]:
+    """pid: whose child and which command line, for each process under `proc` now."""
+    found = {}
     try:
-        return {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
+        children = psutil.Process(proc.pid).children(recursive=True)
     except psutil.NoSuchProcess:
-        return set()
+        return found
+    for child in children:
+        try:
+            parent = "child of the harness" if child.ppid() == proc.pid else "grandchild"
+            found[child.pid] = f"{parent}: {' '.join(child.cmdline())}"
+        except psutil.Error:
+            found[child.pid] = "gone"
+    return found
 
 
-def run_watching(*args: str, timeout: float = 120) -> tuple[int, str, str, set[int]]:
+def run_watching(*args: str, timeout: float = 120) -> tuple[int, str, str, dict[int, str]]:
     """Run the harness; return its status, output and every process it started (its own
     children only: other runs on this machine are none of this test's business)."""
     proc = start(*args)
-    seen: set[int] = set()
+    seen: dict[int, str] = {}
     ended = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < ended:
-        seen |= descendants(proc)
-        time.sleep(0.05)
+        for pid, seen_as in descendants(proc).items():
+            if not seen.get(pid, "").split(": ", 1)[-1]:   # keep what a live process showed
+                seen[pid] = seen_as
+        time.sleep(0.02)
     out, err = proc.communicate(timeout=30)
     return proc.returncode, out, err, seen
 
@@ -94,7 +121,7 @@ def test_new_user_reproduce_prints_a_verdict():
     assert all(t.status is TrialStatus.COMPLETED for p in report.plans for t in p.trials)
 
 
-def test_deadline_kills_the_worker_and_the_next_trial_still_runs(tmp_path):
+def test_deadline_kills_the_worker_and_the_next_trial_still_runs(tmp_path, worker_start):
     out = tmp_path / "deadline.yaml"
     code, _, err, workers = run_watching("run", "minicpm5-2b-decode", "--plan", "monolithic",
                                          "--trials", "2", "--profile", "mainline,hang-at:3",
@@ -103,22 +130,26 @@ def test_deadline_kills_the_worker_and_the_next_trial_still_runs(tmp_path):
     trials = load_report(out).plans[0].trials
     assert [t.status for t in trials] == ["deadline", "deadline"]
     assert "1.5 s deadline" in trials[0].error and trials[0].deadline_s == 1.5
-    assert len(workers) == 2 and not alive(workers)
+    assert len(trial_workers(workers)) == 2 and not alive(set(workers))
+    assert load_report(out).settings["worker_start"] == worker_start
 
 
-def test_a_worker_that_dies_is_recorded_as_crashed(tmp_path):
+def test_a_worker_that_dies_is_recorded_as_crashed(tmp_path, worker_start):
     from harness.xclbin_writer import flm_spec, synthesize
     xclbin = tmp_path / "layer.xclbin"
     xclbin.write_bytes(synthesize(flm_spec("Crash/layer")))
     spec = TrialSpec(plan="p", chunks=[2], trial=0, seed=1, xclbins={"layer": str(xclbin)},
                      runlist_context="layer",
                      per_layer=[CommandSpec("MLIR_AIE", str(tmp_path / "gone.bin"), [64])])
-    result = run_isolated(spec, {"kind": "sim", "profile": "staging"}, 30.0, {})
+    try:
+        result = run_isolated(spec, {"kind": "sim", "profile": "staging"}, 30.0, {})
+    finally:
+        shutdown()
     assert result.status == "crashed"
     assert "exited with status 1" in result.error and "FileNotFoundError" in result.error
 
 
-def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path):
+def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path, worker_start):
     out = tmp_path / "killed.yaml"
     proc = start("run", "minicpm5-2b-decode", "--plan", "monolithic", "--trials", "1",
                  "--profile", "hang-at:3", "--realtime", "--out", str(out))
@@ -138,7 +169,7 @@ def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path):
     assert report.finished is not None and report.verdict["reproduced"] is True
 
 
-def test_ctrl_c_stops_cleanly_and_keeps_the_report(tmp_path):
+def test_ctrl_c_stops_cleanly_and_keeps_the_report(tmp_path, worker_start):
     out = tmp_path / "interrupted.yaml"
     proc = start("run", "minicpm5-2b-decode", "--trials", "2", "--profile",
                  "mainline,hang-at:3", "--realtime", "--out", str(out))
@@ -151,3 +182,28 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_report(tmp_path):
     trials = load_report(out).plans[0].trials
     assert [t.status for t in trials] == ["interrupted"]
     assert not alive(workers)
+
+
+def test_a_fork_server_that_died_between_trials_is_replaced(tmp_path, monkeypatch):
+    from harness import isolation
+    from harness.xclbin_writer import flm_spec, synthesize
+    monkeypatch.setenv(WORKER_START_ENV, "fork-server")
+    xclbin = tmp_path / "layer.xclbin"
+    xclbin.write_bytes(synthesize(flm_spec("Replace/layer")))
+    instr = tmp_path / "instr.bin"
+    instr.write_bytes(b"\0" * 64)
+    spec = TrialSpec(plan="p", chunks=[2], trial=0, seed=1, xclbins={"layer": str(xclbin)},
+                     runlist_context="layer",
+                     per_layer=[CommandSpec("MLIR_AIE", str(instr), [64])])
+    backend = {"kind": "sim", "profile": "staging"}
+    try:
+        first = run_isolated(spec, backend, 30.0, {})
+        server = isolation._SERVERS[("sim", "staging")].proc
+        server.kill()
+        server.wait()
+        second = run_isolated(spec, backend, 30.0, {})
+        replacement = isolation._SERVERS[("sim", "staging")].proc
+    finally:
+        shutdown()
+    assert first.status == second.status and first.status != "crashed", second.error
+    assert replacement.pid != server.pid

@@ -13,12 +13,15 @@ With `--json` the error is a JSON object on stdout instead. With
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import json
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 
 import click
+from click.utils import make_default_short_help
 
 from harness import __version__
 from harness.errors import ExitCode, HarnessError, Terminated
@@ -102,10 +105,70 @@ def guarded(ctx: click.Context, invoke) -> None:
     finally:
         from harness.reportfile import release_all
         release_all()
+        if "harness.isolation" in sys.modules:
+            sys.modules["harness.isolation"].shutdown()
     ctx.exit(translate(code, convention))
 
 
+@dataclass(frozen=True)
+class Entry:
+    module: str            # under harness.cli
+    attribute: str
+    summary: str           # the command's first paragraph, for --help without importing it
+
+
+# Commands import on use, so `--help` and `report render` never load the simulator;
+# tests/test_cli_help.py checks each summary against its command's own help.
+COMMANDS: dict[str, Entry] = {
+    "xclbin": Entry("xclbin_cmd", "xclbin", "Look inside xclbin files (no XRT needed)."),
+    "xclbins": Entry("xclbins_cmd", "xclbins", "Model packs: import them into "
+                     "xclbins/<pack>/, and see where a case's come from."),
+    "cases": Entry("cases_cmd", "cases", "List, show and validate experiment definitions "
+                   "(cases/*.yaml)."),
+    "run": Entry("run_cmd", "run", "Run a case's plans (runlists of the given depth and "
+                 "chunking) and write a report."),
+    "reproduce": Entry("run_cmd", "reproduce", "Run the monolithic and chunked plans side by "
+                       "side and say whether the failure reproduces (default case: "
+                       "minicpm5-2b-decode, the 42-layer decode of ROCm/FastFlowLM#712). "
+                       "`reproduce_ert_timeout` runs this command."),
+    "bisect": Entry("search_cmd", "bisect", "Find the smallest depth at which one runlist "
+                    "(or the given chunking) fails."),
+    "sweep": Entry("search_cmd", "sweep", "Run every depth x chunk-size cell, K trials each "
+                   "(default 3), into one report."),
+    "sim": Entry("sim_cmd", "sim", "The simulated XDNA stack: its profiles, and running your "
+                 "own pyxrt scripts on it."),
+    "probe": Entry("probe_cmd", "probe", "Fingerprint this machine's NPU stack and check it "
+                   "is ready, naming each fix."),
+    "report": Entry("report_cmd", "report", "Turn reports into Markdown for upstream issues, "
+                    "compare them, check them."),
+    "serve-probe": Entry("serve_cmd", "serve_probe", "Reproduce through a running `flm "
+                         "serve`: send chat completions with a tight max_tokens, classify "
+                         "each answer (FastFlowLM reports errors as {\"error\": ...} with "
+                         "HTTP 200), and check that the answers can be trusted: is the tag "
+                         "known and resident, does a made-up tag get answered, is the decode "
+                         "speed physically possible?"),
+    "pack": Entry("serve_cmd", "pack", "FastFlowLM model folders (model.q4nx, config.json)."),
+}
+
+
 class HarnessGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        entry = COMMANDS.get(name)
+        if entry is None:
+            return None
+        module = importlib.import_module(f"harness.cli.{entry.module}")
+        return getattr(module, entry.attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        width = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, make_default_short_help(COMMANDS[name].summary, width))
+                for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context):
         guarded(ctx, lambda: super(HarnessGroup, self).invoke(ctx))
 
@@ -129,26 +192,3 @@ def main() -> None:
     Runs on a real NPU through pyxrt, or on the simulated stack that ships
     with the harness when there is none.
     """
-
-
-def _register() -> None:
-    from harness.cli import (
-        cases_cmd,
-        probe_cmd,
-        report_cmd,
-        run_cmd,
-        search_cmd,
-        serve_cmd,
-        sim_cmd,
-        xclbin_cmd,
-        xclbins_cmd,
-    )
-
-    for command in (xclbin_cmd.xclbin, xclbins_cmd.xclbins, cases_cmd.cases, run_cmd.run,
-                    run_cmd.reproduce, search_cmd.bisect, search_cmd.sweep,
-                    sim_cmd.sim, probe_cmd.probe, report_cmd.report, serve_cmd.serve_probe,
-                    serve_cmd.pack):
-        main.add_command(command)
-
-
-_register()

@@ -1,0 +1,73 @@
+"""What starting the harness costs: the commands load only what they use.
+
+`--help` and `report render` must not load numpy or the simulator; a worker must not
+load click, yaml or the command line. Checked by the modules a real process ends up
+with, never by a wall time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from click.utils import make_default_short_help
+
+from harness.cli import COMMANDS, main
+
+HEAVY = ("numpy", "harness.sim", "harness.backend", "harness.runner")
+LOADED = """
+import json, sys
+from harness.entry import main
+sys.argv = ["runlist-harness", *json.loads(sys.argv[1])]
+try:
+    main()
+except SystemExit:
+    pass
+print("\\nLOADED " + json.dumps(sorted(sys.modules)))
+"""
+
+
+def modules_after(*args: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", LOADED, json.dumps(list(args))],
+                          capture_output=True, text=True, timeout=60)
+    return set(json.loads(done.stdout.rsplit("LOADED ", 1)[1]))
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_summary_is_its_commands_own_help(name):
+    command = main.get_command(None, name)
+    for width in (40, 60, 200):
+        assert make_default_short_help(COMMANDS[name].summary, width) == \
+            command.get_short_help_str(width)
+
+
+def test_help_lists_every_command_without_loading_them():
+    listed = CliRunner().invoke(main, ["--help"]).output
+    assert all(f"  {name} " in listed for name in COMMANDS)
+    assert heavy(modules_after("--help")) == []
+
+
+def test_report_render_loads_neither_numpy_nor_the_simulator():
+    from pathlib import Path
+    fixture = Path(__file__).parent / "fixtures" / "reports" / "v1-run.yaml"
+    assert heavy(modules_after("report", "render", str(fixture))) == []
+
+
+def test_a_run_does_load_the_simulator():
+    """The check above can fail: a command that needs the simulator loads it."""
+    assert "harness.sim.pyxrt" in modules_after("sim", "profiles")
+
+
+def test_a_worker_loads_no_command_line():
+    code = ("import sys, harness.worker, harness.backend, harness.session\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('click', 'yaml', 'numpy') or m.startswith('harness.cli')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.strip() == "[]", done.stdout
