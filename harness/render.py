@@ -213,14 +213,23 @@ def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
 
 
 def _yaml_for_embedding(data: dict[str, Any]) -> tuple[str, str]:
-    text = dump_yaml(data)
-    if len(text) <= MAX_EMBEDDED_YAML:
-        return text, ""
+    """The report as YAML for the issue, whole if it fits in an issue comment, else
+    without the per-trial detail. Trials are measured one at a time and the count stops
+    once they cannot fit, so a report of thousands of trials is never dumped whole."""
     slim = dict(data)
-    slim["plans"] = [{k: v for k, v in p.items() if k != "trials"} for p in data["plans"]]
-    note = (f"The full report is {len(text) // 1024} KiB, too big for an issue comment: "
-            "attach the file. Shown here without the per-trial detail.")
+    slim["plans"] = [{k: v for k, v in p.items() if k != "trials"}
+                     for p in data.get("plans") or []]
     text = dump_yaml(slim)
+    room = MAX_EMBEDDED_YAML - len(text)
+    trials = [t for p in data.get("plans") or [] for t in p.get("trials") or []]
+    for trial in trials:
+        room -= len(dump_yaml([trial]))
+        if room < 0:
+            break
+    else:
+        return dump_yaml(data), ""
+    note = (f"The full report ({len(trials)} trials) is too big for an issue comment: attach "
+            "the file. Shown here without the per-trial detail.")
     if len(text) > MAX_EMBEDDED_YAML:
         text = text[:MAX_EMBEDDED_YAML] + "\n# ... cut here: attach the report file\n"
     return text, note

@@ -10,7 +10,7 @@ the simulator or numpy.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -94,6 +94,9 @@ class RunlistOutcome:
     message_form: str | None = None      # "state in message" (XRT >= 2.21.75) or not (2.20)
     located_by: str | None = None        # how the failing run was found
 
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _OUTCOME_FIELDS}
+
 
 @dataclass
 class TrialResult:
@@ -119,8 +122,12 @@ class TrialResult:
         return COMPLETED_STATE if self.status is TrialStatus.COMPLETED else self.status.value
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
+        # By hand, not dataclasses.asdict: its deep copy made a long report's save and
+        # render spend most of their time copying (benchmarks/report_scale.py). The
+        # result shares its lists and dicts with this object: read it, do not change it.
+        out = {name: getattr(self, name) for name in _TRIAL_FIELDS}
         out["status"] = self.status.value
+        out["runlists"] = [r.to_json() for r in self.runlists]
         return out
 
     @classmethod
@@ -130,9 +137,14 @@ class TrialResult:
         return cls(**data)
 
 
+_OUTCOME_FIELDS = tuple(f.name for f in fields(RunlistOutcome))
+_TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
+
+
 def chain_split(runs: int, submit_size: int) -> list[int]:
     """The chains XRT makes of a runlist of `runs` runs: ``submit_size`` each, the rest last."""
-    return [min(submit_size, runs - start) for start in range(0, runs, submit_size)]
+    full, rest = divmod(runs, submit_size)
+    return [submit_size] * full + ([rest] if rest else [])
 
 
 def count_states(trials: Iterable[TrialResult]) -> dict[str, int]:

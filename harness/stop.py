@@ -10,6 +10,7 @@ the run there, with its trial recorded.
 from __future__ import annotations
 
 import signal
+import sys
 
 from harness.errors import Terminated
 
@@ -28,11 +29,20 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated
 
 
+def _quiet_when_swallowed(unraisable: sys.UnraisableHookArgs) -> None:
+    # A stop raised where Python can only print it ("Exception ignored in ...") is not
+    # lost: the flag above stops the run at the next trial boundary, with one line.
+    if isinstance(unraisable.exc_value, (KeyboardInterrupt, Terminated)) and _requested:
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def install() -> None:
     """Take SIGINT and SIGTERM over (the command line does; a library user keeps theirs)."""
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, _on_sigint)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    sys.unraisablehook = _quiet_when_swallowed
 
 
 def requested() -> str | None:

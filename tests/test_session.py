@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from harness.backend import choose_backend
 from harness.results import CommandSpec, TrialSpec, chain_split
-from harness.session import run_trial
+from harness.session import _runlist_builder, run_trial
 from harness.txn import nop_stream
 from harness.xclbin_writer import flm_spec, synthesize
 
@@ -24,6 +27,37 @@ def test_chain_split():
     assert chain_split(42, 24) == [24, 18]
     assert chain_split(24, 24) == [24]
     assert chain_split(0, 24) == []
+
+
+@given(st.integers(0, 5000), st.integers(1, 100))
+def test_chain_split_is_xrts_chaining_loop(runs, size):
+    # runlist_impl: chains of `size` from the front, the rest in the last
+    assert chain_split(runs, size) == [min(size, runs - start)
+                                       for start in range(0, runs, size)]
+
+
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=4), st.integers(0, 5))
+def test_the_runlist_builder_calls_what_a_loop_over_the_arguments_would(arities, layers):
+    calls: list[tuple] = []
+
+    class Run:
+        def __init__(self, kernel):
+            calls.append(("run", kernel))
+
+        def set_arg(self, index, value):
+            calls.append(("set_arg", index, value))
+
+    commands = [(f"k{c}", [f"v{c}.{i}" for i in range(n)]) for c, n in enumerate(arities)]
+    flat = [item for kernel, args in commands for item in (kernel, *args)]
+    added: list = []
+    _runlist_builder(tuple(arities))(Run, lambda r: calls.append(("add",)), added.append,
+                                     layers, *flat)
+    expected: list[tuple] = []
+    for _ in range(layers):
+        for kernel, args in commands:
+            expected += [("run", kernel), *(("set_arg", i, v) for i, v in enumerate(args)),
+                         ("add",)]
+    assert calls == expected and len(added) == layers * len(commands)
 
 
 def test_every_xclbin_gets_a_live_context(tmp_path):

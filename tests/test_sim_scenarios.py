@@ -111,6 +111,54 @@ def test_stack2_add_rules(tmp_path, release, shared):
         pyxrt.runlist().add(rig.run())
 
 
+def test_stack2_every_execute_resets_member_packets_to_new(tmp_path):
+    """runlist_impl::execute preps every member (NEW) each time, whichever runlist last
+    marked it: the simulator writes packets lazily, so this pins the reset."""
+    rig = Rig(tmp_path, "xrt:2.23")
+    unsynced = rig.instructions(8, sync=False)
+    bad, shared = rig.run(instr=unsynced), rig.run()
+    failing = pyxrt.runlist(rig.ctx)
+    for r in (bad, shared):
+        failing.add(r)
+    assert outcome(failing) == "runlist failed execution (ERT_CMD_STATE_ERROR)"
+    assert states([bad, shared]) == ["ERROR", "ABORT"]
+    other = pyxrt.runlist(rig.ctx)            # 2.23: a run may sit in two runlists
+    other.add(shared)
+    assert outcome(other) == "COMPLETED"
+    assert states([bad, shared]) == ["ERROR", "NEW"]
+    started = rig.run()
+    started.start()
+    started.wait()
+    assert states([started]) == ["COMPLETED"]
+    later = pyxrt.runlist(rig.ctx)
+    later.add(started)
+    assert outcome(later) == "COMPLETED" and states([started]) == ["NEW"]
+
+
+def test_stack2_a_deleted_runlist_lets_its_runs_go(tmp_path):
+    rig = Rig(tmp_path, "xrt:2.21")
+    rl, runs = rig.runlist(3)
+    with pytest.raises(RuntimeError, match="cannot be explicitly started"):
+        runs[0].start()
+    del rl
+    runs[0].start()
+    assert runs[0].wait() == pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED
+    again = pyxrt.runlist(rig.ctx)
+    again.add(runs[1])                        # no longer associated with a runlist
+
+
+def test_stack2_a_chain_of_mixed_kernels_keeps_each_kernels_latency(tmp_path):
+    rig = Rig(tmp_path, "slow:attn:400")
+    _, attn = rig.context("attn")
+    rl = pyxrt.runlist(rig.ctx)
+    for i in range(30):
+        rl.add(rig.run(attn if i % 3 == 0 else None))
+    assert outcome(rl) == "COMPLETED"
+    first, second = rig.stack.jobs[-2], rig.stack.jobs[-1]
+    assert first.latencies == [400.0 if i % 3 == 0 else 50.0 for i in range(24)]
+    assert second.latencies == [400.0 if i % 3 == 0 else 50.0 for i in range(24, 30)]
+
+
 # -- STACK.md 3: the binding's quirks ---------------------------------------------------
 
 def test_stack3_runlist_wait_timeout_raises_typeerror(tmp_path):

@@ -293,8 +293,14 @@ def test_set_arg_takes_c_ints_numpy_scalars_and_raises_indexerror(tmp_path):
             r.set_arg(0, bad)
     with pytest.raises(IndexError):
         r.set_arg(8, 0)
-    with pytest.raises(TypeError):
-        r.set_arg(1.0, 0)
+    with pytest.raises(IndexError):
+        r.set_arg(-1, 0)                       # not Python's from-the-end index
+    for bad_index in (1.0, "1", None, np.array([1, 2])):
+        with pytest.raises(TypeError, match="incompatible function arguments"):
+            r.set_arg(bad_index, 0)
+    r.set_arg(np.int64(4), 7)
+    r.set_arg(True, 9)                         # bool is an int to pybind11's caster
+    assert r._args[4] == 7 and r._args[1] == 9
 
 
 def test_register_xclbin_returns_the_uuid_and_sub_buffers_share_memory(tmp_path):

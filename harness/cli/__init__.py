@@ -103,10 +103,12 @@ def guarded(ctx: click.Context, invoke) -> None:
                     f"the traceback is in {fault_log(err)}; please report it)",
                     int(ExitCode.HARNESS_FAULT))
     finally:
-        from harness.reportfile import release_all
-        release_all()
-        if "harness.isolation" in sys.modules:
-            sys.modules["harness.isolation"].shutdown()
+        # Only what this run loaded: an import that Ctrl-C cut short must not run again.
+        for module, cleanup in (("harness.reportfile", "release_all"),
+                                ("harness.isolation", "shutdown")):
+            hook = getattr(sys.modules.get(module), cleanup, None)
+            if hook is not None:
+                hook()
     ctx.exit(translate(code, convention))
 
 

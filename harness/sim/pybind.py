@@ -88,7 +88,10 @@ def _integer(value: Any) -> int:
     index = getattr(type(value), "__index__", None)
     if index is None:
         raise NoMatch
-    return int(index(value))
+    try:
+        return int(index(value))
+    except (TypeError, ValueError):     # pybind11 clears the error and tries no further
+        raise NoMatch from None
 
 
 def c_int(bits: int = 32, signed: bool = True) -> Caster:

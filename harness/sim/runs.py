@@ -189,17 +189,22 @@ def _as_bo(value: Any) -> bo:
 # -- runs --------------------------------------------------------------------------------
 
 class run:
-    __slots__ = ("_kernel", "_args", "_job", "_packet", "_lists", "__weakref__")
+    __slots__ = ("_kernel", "_args", "_job", "_packet", "_in", "__weakref__")
 
     def __init__(self, k: kernel | None = None) -> None:
-        if k is not None and not isinstance(k, kernel):
+        if k.__class__ is kernel or k is not None and isinstance(k, kernel):
+            if k._hwctx is None:
+                raise not_initialized("kernel")
+            self._args: list[Any] = [0] * k._nargs
+        elif k is None:
+            self._args = []
+        else:
             raise incompatible("__init__", ["()", "(arg0: pyxrt.kernel)"], "pyxrt.run", [k],
                                constructor=True)
         self._kernel = k
-        self._args: list[Any] = [0] * k._k()._nargs if k is not None else []
         self._job: Job | None = None      # a start() of its own
         self._packet = NEW                # its command packet's state, as XRT left it
-        self._lists = 0                   # how many live runlists hold it
+        self._in: _Membership | tuple[_Membership, ...] | None = None   # its runlists
 
     def _k(self) -> kernel:
         if self._kernel is None:
@@ -207,12 +212,16 @@ class run:
         return self._kernel
 
     def set_arg(self, index: Any, value: Any) -> None:
-        args = self._args
-        if index.__class__ is int and 0 <= index < len(args) and (
-                value.__class__ is int and -0x80000000 <= value <= 0x7FFFFFFF
-                or isinstance(value, bo)):
-            args[index] = value
-            return
+        # The binding checks the types and the index here, as pybind11 and run_impl do;
+        # the common case is decided by class identity and the list's own index check,
+        # everything else by the slow path.
+        try:
+            if index >= 0 and (value.__class__ is bo or value.__class__ is int
+                               and -0x80000000 <= value <= 0x7FFFFFFF):
+                self._args[index] = value      # a non-int index or one too large raises
+                return
+        except Exception:  # noqa: BLE001 - the slow path names what is wrong
+            pass
         self._set_arg_slow(index, value)
 
     def _set_arg_slow(self, index: Any, value: Any) -> None:
@@ -233,16 +242,19 @@ class run:
 
     def start(self) -> None:
         k = self._k()
-        if self._lists:
+        if _held(self):
             raise RuntimeError("Run object belongs to a runlist and cannot be explicitly "
                                "started")
         self._packet = NEW
+        _touched()
         latency, arg_bytes, opcode, fault, hang = _command(self, None)
         self._job = k._stack.submit(k._hwctx._ctx, [latency], [arg_bytes], [opcode],
                                     {0: fault} if fault else {}, {0} if hang else set(),
                                     chained=False)
 
     def wait(self, *args: Any, **kwargs: Any) -> PybindEnum:
+        if not args and not kwargs:
+            return self._wait(0)         # the first overload, without the dispatch
         return overloaded("wait", "run", [
             Overload("(self: pyxrt.run) -> pyxrt.ert_cmd_state", (), lambda: self._wait(0)),
             Overload("(self: pyxrt.run, arg0: int) -> pyxrt.ert_cmd_state",
@@ -298,6 +310,50 @@ class run:
     get_ctrl_scratchpad_bo = Gated(_get_ctrl_scratchpad_bo, since(SCRATCHPAD), release)
 
 
+# Run states are computed when asked: XRT's prep_start sets every member's packet to NEW
+# at each execute, but the simulator writes a packet only when something made it other
+# than NEW (a failed runlist's walk, a start()). This count of such writes tells a
+# runlist whether any member may need resetting.
+_touches = 0
+
+
+def _touched() -> None:
+    global _touches
+    _touches += 1
+
+
+def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[int],
+                                                dict[int, str], set[int]]:
+    """The driver's view of one chain of runs (from `start` in the runlist): per-command
+    latencies, argument bytes and opcodes, the commands the firmware rejects and those
+    that hang. A chain of one kernel and one instruction stream is described at once."""
+    n = len(runs)
+    first = runs[0]
+    k = first._kernel
+    # list.count compares by identity first: a C loop, cheaper than a set or all()
+    if [r._kernel for r in runs].count(k) == n and (
+            k._module is not None
+            or [r._args[1] for r in runs].count(first._args[1]) == n
+            and [r._args[2] for r in runs].count(first._args[2]) == n):
+        fault = k._fault(first)
+        hangs = {i - start for i in k._hang_at if start <= i < start + n}
+        return ([k._latency_us] * n, [k._arg_bytes] * n, [k._opcode] * n,
+                dict.fromkeys(range(n), fault) if fault is not None else {}, hangs)
+    latencies, arg_bytes, opcodes = [], [], []
+    faults: dict[int, str] = {}
+    hangs = set()
+    for offset, r in enumerate(runs):
+        latency, nbytes, opcode, fault, hang = _command(r, start + offset)
+        latencies.append(latency)
+        arg_bytes.append(nbytes)
+        opcodes.append(opcode)
+        if fault is not None:
+            faults[offset] = fault
+        if hang:
+            hangs.add(offset)
+    return latencies, arg_bytes, opcodes, faults, hangs
+
+
 def _command(r: run, position: int | None) -> tuple[float, int, int, str | None, bool]:
     k = r._kernel
     fault = k._fault(r)
@@ -323,12 +379,38 @@ def _amend(message: str, state: int, health: dict[str, int] | None) -> str:
 
 # -- runlists ----------------------------------------------------------------------------
 
+class _Membership:
+    """Whether a runlist is alive, for the runs it holds: a run asks this when it is
+    started or added elsewhere, so a runlist's end costs nothing per run."""
+
+    __slots__ = ("alive",)
+
+    def __init__(self) -> None:
+        self.alive = True
+
+
+def _held(r: run) -> bool:
+    """Whether a live runlist holds this run."""
+    member = r._in
+    if member is None:
+        return False
+    if member.__class__ is tuple:
+        return any(m.alive for m in member)
+    return member.alive
+
+
 class runlist:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._hwctx: hw_context | None = None
         self._runs: list[run] = []
         self._jobs: list[Job] = []
         self._running = False
+        self._member = _Membership()
+        self._touches_seen = _touches     # members reset since (see _touched)
+        self._reset_needed = False
+        if len(args) == 1 and not kwargs and args[0].__class__ is hw_context:
+            self._bind(args[0])          # what the dispatch below would choose, sooner
+            return
         overloaded("__init__", "runlist", [
             Overload("()", (), lambda: None),
             Overload("(hwctx: pyxrt.hw_context)", (("hwctx", instance_of(hw_context)),),
@@ -348,18 +430,27 @@ class runlist:
         if r.__class__ is not run and not isinstance(r, run):
             raise incompatible("add", ["(self: pyxrt.runlist, run: pyxrt.run) -> None"],
                                "pyxrt.runlist", [r])
-        r._k()
-        if r._lists and not self._release_allows_sharing():
-            raise RuntimeError("Run object already associated with a runlist")
-        r._lists += 1
+        if r._kernel is None:
+            raise not_initialized("run")
+        if r._job is not None or r._packet != NEW:
+            self._reset_needed = True
+        if r._in is None:
+            r._in = self._member
+        elif _held(r):
+            if not self._release_allows_sharing():
+                raise RuntimeError("Run object already associated with a runlist")
+            r._in = (*(r._in if r._in.__class__ is tuple else (r._in,)), self._member)
+        else:
+            r._in = self._member
         self._runs.append(r)
 
     def _release_allows_sharing(self) -> bool:
         return self._hwctx._stack.profile.release.has(BINDING_2_23)
 
     def __del__(self) -> None:
-        for r in getattr(self, "_runs", ()):
-            r._lists -= 1
+        member = getattr(self, "_member", None)
+        if member is not None:
+            member.alive = False          # its runs may join other runlists, or start
 
     def execute(self) -> None:
         if self._running:
@@ -371,28 +462,22 @@ class runlist:
         ctx = self._hwctx
         stack = ctx._stack
         size = stack.profile.xrt_chain
+        if self._reset_needed or self._touches_seen != _touches:
+            for r in runs:               # prep_start
+                r._packet = NEW
+                r._job = None
+            self._reset_needed = False
+        self._touches_seen = _touches
         jobs = []
         for start in range(0, len(runs), size):
-            latencies, arg_bytes, opcodes = [], [], []
-            faults: dict[int, str] = {}
-            hangs: set[int] = set()
-            for offset, r in enumerate(runs[start:start + size]):
-                r._packet = NEW          # prep_start
-                r._job = None
-                latency, nbytes, opcode, fault, hang = _command(r, start + offset)
-                latencies.append(latency)
-                arg_bytes.append(nbytes)
-                opcodes.append(opcode)
-                if fault is not None:
-                    faults[offset] = fault
-                if hang:
-                    hangs.add(offset)
-            jobs.append(stack.submit(ctx._ctx, latencies, arg_bytes, opcodes, faults, hangs,
+            jobs.append(stack.submit(ctx._ctx, *_chain(runs[start:start + size], start),
                                      chained=True))
         self._jobs = jobs
         self._running = True
 
     def wait(self, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs:
+            return self._wait()          # the first overload, without the dispatch
         return overloaded("wait", "runlist", [
             Overload("(self: pyxrt.runlist) -> None", (), self._wait),
             Overload("(self: pyxrt.runlist, timeout: std::chrono::duration<long, std::ratio<1l,"
@@ -412,6 +497,7 @@ class runlist:
             if job.state == COMPLETED:
                 continue
             failing = chain * size + job.error_index
+            _touched()
             for r in runs[failing + 1:]:
                 r._packet = ABORT
             runs[failing]._packet = job.state

@@ -140,6 +140,7 @@ class Stack:
         self.profile = profile
         self.device = profile.device_model
         self.clock = RealClock() if profile.realtime else VirtualClock()
+        self._now = self.clock.now
         self.latencies = dict(latencies or {})
         self.rng = random.Random(profile.seed)
         self.log: deque[str] = deque(maxlen=500)
@@ -163,7 +164,7 @@ class Stack:
 
     def run_until(self, done: Callable[[], bool], timeout_us: float | None = None) -> bool:
         """Process events until `done()` holds; False if `timeout_us` passes first."""
-        limit = None if timeout_us is None else self.now + timeout_us
+        limit = None if timeout_us is None else self._now() + timeout_us
         events = self._events
         while not done():
             next_t = events[0][0] if events else None
@@ -182,7 +183,7 @@ class Stack:
         return True
 
     def note(self, text: str) -> None:
-        self.log.append(f"{self.now / 1000:12.3f} ms  {text}")
+        self.log.append(f"{self._now() / 1000:12.3f} ms  {text}")
 
     # -- contexts -----------------------------------------------------------
 
@@ -214,7 +215,7 @@ class Stack:
         if not ctx.alive:
             raise RuntimeError("hardware context has been destroyed")
         job = Job(next(self._seq), ctx, latencies, arg_bytes, opcodes, faults, hangs,
-                  chained, self.now)
+                  chained, self._now())
         self.jobs.append(job)
         if self.profile.flaky and self.rng.random() < self.profile.flaky:
             job.hangs = hangs | {self.rng.randrange(len(latencies))}
@@ -227,9 +228,9 @@ class Stack:
 
     def _admit(self, job: Job) -> None:
         ctx = job.ctx
-        job.admitted_us = self.now
+        job.admitted_us = now = self._now()
         if not ctx.inflight:
-            ctx.busy_since = self.now
+            ctx.busy_since = now
         ctx.inflight.append(job)
         problem = self._chain_problem(job) if job.chained else None
         if problem:
@@ -240,7 +241,7 @@ class Stack:
         self._arm_watchdog(ctx)
         cap = self.profile.inflight_cap
         if cap is not None and not ctx.wedged:
-            queued = sum(j.count - j.completed(self.now) for j in ctx.inflight)
+            queued = sum(j.count - j.completed(self._now()) for j in ctx.inflight)
             if queued > cap:
                 self._wedge(ctx, f"{queued} commands queued on context {ctx.id} "
                                  f"(inflight-cap {cap})")
@@ -249,12 +250,16 @@ class Stack:
         count = job.count
         if self.profile.flavour == "oot" and count > OOT_CHAIN_CAP:
             return f"{count} sub-commands, the out-of-tree driver caps a chain at 64"
-        opcodes = set(job.opcodes)
-        if len(opcodes) > 1:
+        opcodes = job.opcodes
+        if opcodes.count(opcodes[0]) != count:
             return "sub-commands with different opcodes in one chain"
-        capped = START_NPU in opcodes
+        sizes = job.arg_bytes
+        largest = sizes[0] if sizes.count(sizes[0]) == count else max(sizes)
+        capped = opcodes[0] == START_NPU and largest > MAX_SLOT_ARG_BYTES
+        if not capped and (SLOT_HEADER_BYTES + largest) * count <= MAX_CHAIN_CMDBUF_SIZE:
+            return None                # the common case, decided without a Python loop
         used = 0
-        for index, size in enumerate(job.arg_bytes):
+        for index, size in enumerate(sizes):
             if capped and size > MAX_SLOT_ARG_BYTES:
                 return (f"command {index} has {size} bytes of arguments, an ERT_START_NPU "
                         f"slot holds {MAX_SLOT_ARG_BYTES}")
@@ -269,7 +274,7 @@ class Stack:
         self.note(f"firmware wedged: {why}")
         job = ctx.running
         if job is not None and job.stuck_at is None:
-            done = job.completed(self.now)
+            done = job.completed(self._now())
             del job.finish[done:]
             job.stuck_at = done
             job.gen += 1
@@ -277,6 +282,12 @@ class Stack:
     # -- the firmware and the array --------------------------------------------
 
     def _dispatch(self) -> None:
+        contexts = self.contexts
+        if len(contexts) == 1:           # nothing to share the array with
+            ctx = contexts[0]
+            if ctx.running is None and ctx.inflight:
+                self._start(ctx.inflight[0])
+            return
         busy = 0
         for ctx in self.contexts:
             if ctx.running is not None:
@@ -294,7 +305,7 @@ class Stack:
     def _start(self, job: Job) -> None:
         ctx = job.ctx
         ctx.running = job
-        t = job.start_us = self.now
+        t = job.start_us = self._now()
         if ctx.wedged:
             job.stuck_at = 0
             return
@@ -338,33 +349,35 @@ class Stack:
                 health: dict[str, int] | None = None, note: str = "") -> None:
         """Give a job its final state and free its slot, without starting anything."""
         ctx = job.ctx
+        now = self._now()
         if job.start_us is not None and state != COMPLETED:
-            del job.finish[job.completed(self.now):]
+            del job.finish[job.completed(now):]
         job.state = state
         job.error_index = error_index
         job.health = health
         if note:
             job.note = note
         job.done = True
-        job.end_us = self.now
+        job.end_us = now
         job.gen += 1
         self.completed_commands += len(job.finish)
-        if job in ctx.inflight:
+        try:
             ctx.inflight.remove(job)
-        elif job in ctx.backlog:
-            ctx.backlog.remove(job)
+        except ValueError:
+            if job in ctx.backlog:
+                ctx.backlog.remove(job)
         if ctx.running is job:
             ctx.running = None
         if job.finish:
             ctx.last_completion = max(ctx.last_completion, job.finish[-1])
-        ctx.last_job_end = self.now
+        ctx.last_job_end = now
 
     def _refill(self, ctx: Context) -> None:
         """Move queued user-space submissions into free driver slots, then run what can."""
         while ctx.alive and ctx.backlog and len(ctx.inflight) < CTX_MAX_CMDS:
             self._admit(ctx.backlog.popleft())
         if not ctx.inflight:
-            ctx.busy_since = self.now
+            ctx.busy_since = self._now()
         self._dispatch()
 
     # -- hang detection (the driver's timeout rules) -----------------------------
@@ -374,7 +387,7 @@ class Stack:
         if flavour == "oot":
             if not self._oot_armed:
                 self._oot_armed = True
-                tick = (self.now // OOT_TICK_US + 1) * OOT_TICK_US
+                tick = (self._now() // OOT_TICK_US + 1) * OOT_TICK_US
                 self._at(tick, self._oot_tick, None)
             return
         if not ctx.watchdog_pending:
@@ -388,7 +401,7 @@ class Stack:
         last = max(ctx.busy_since, ctx.last_completion)
         job = ctx.running
         if job is not None:
-            done = job.completed(self.now)
+            done = job.completed(self._now())
             if done:
                 last = max(last, job.finish[done - 1])
             last = max(last, job.start_us)
@@ -403,7 +416,7 @@ class Stack:
         if not ctx.alive or not ctx.inflight:
             return
         deadline = self._watchdog_deadline(ctx)
-        if self.now < deadline:
+        if self._now() < deadline:
             ctx.watchdog_pending = True
             self._at(deadline, self._watchdog, ctx)
             return
@@ -413,7 +426,7 @@ class Stack:
             self._timeout_context(ctx, fault_state=TIMEOUT, health=True)
 
     def _progress_count(self) -> int:
-        running = sum(c.running.completed(self.now) for c in self.contexts
+        running = sum(c.running.completed(self._now()) for c in self.contexts
                       if c.running is not None)
         return self.completed_commands + running
 
@@ -430,7 +443,7 @@ class Stack:
         else:
             self._oot_last = state
         if any(c.inflight for c in self.contexts):
-            self._at(self.now + OOT_TICK_US, self._oot_tick, None)
+            self._at(self._now() + OOT_TICK_US, self._oot_tick, None)
         else:
             self._oot_armed = False
             self._oot_last = None
@@ -439,7 +452,7 @@ class Stack:
         # STACK.md 4: NPU4-class firmware leaves the runlist index at 0 on a timeout.
         if self.device.npu4_class:
             return 0
-        return job.completed(self.now)
+        return job.completed(self._now())
 
     def _timeout_context(self, ctx: Context, *, fault_state: int, health: bool) -> None:
         faulting = ctx.running or ctx.inflight[0]
