@@ -17,42 +17,43 @@ import time
 from pathlib import Path
 
 from harness.backend import choose_backend
-from harness.environment import collect_environment
+from harness.case import load_case
 from harness.plan import plan_for_depth
-from harness.runner import RunOptions, start
+from harness.runner import RunOptions, open_run
 from harness.search import BisectSettings, Prober, run_bisect
 
 PROFILE = "inflight-cap:37,flaky:0.1"
 LO, HI, RIGHT = 1, 128, 38
 
 
-def runner_for(folder: Path, seed: int, trials: int, environment: dict):
+def runner_for(folder: Path, seed: int, trials: int):
     backend = choose_backend("sim", PROFILE)
     options = RunOptions(trials=trials, isolate=False, seed=seed)
-    return start("minicpm5-2b-decode", [], options, backend=backend, xclbins_dir=None,
-                 out=str(folder / f"seed-{seed}-k{trials}.yaml"), force=True,
-                 command="bisect", environment=environment)
+    runner = open_run(load_case("minicpm5-2b-decode"), [], options, backend=backend,
+                      xclbins_dir=None, out=str(folder / f"seed-{seed}-k{trials}.yaml"),
+                      force=True, command="bisect")
+    return runner
 
 
-def harness_bisect(folder: Path, seed: int, trials: int, environment: dict) -> tuple[int, int]:
-    runner = runner_for(folder, seed, trials, environment)
+def harness_bisect(folder: Path, seed: int, trials: int) -> tuple[int, int]:
+    runner = runner_for(folder, seed, trials)
     answer = run_bisect(runner, BisectSettings("depth", LO, HI, trials), None, lambda _: None)
     used = sum(len(p.trials) for p in runner.report.plans)
     return (answer.first if answer.kind == "exact" else -1), used
 
 
-def naive_bisect(folder: Path, seed: int, environment: dict) -> tuple[int, int]:
-    runner = runner_for(folder, seed, 1, environment)
+def naive_bisect(folder: Path, seed: int) -> tuple[int, int]:
+    runner = runner_for(folder, seed, 1)
     prober = Prober(runner, 1, None)
     good, bad = LO, HI
     while bad - good > 1:
         mid = (good + bad) // 2
-        counts = prober.measure(plan_for_depth(mid))
+        counts, _ = prober.measure(plan_for_depth(mid))
         if counts.get("COMPLETED"):
             good = mid
         else:
             bad = mid
-    return bad, prober.used
+    return bad, prober.spent
 
 
 def main() -> None:
@@ -60,14 +61,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--trials", type=int, default=5, help="K for the harness bisect")
     args = parser.parse_args()
-    environment = collect_environment(choose_backend("sim", PROFILE))
     results = {"harness": [], "naive": []}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for seed in range(args.seeds):
-            results["harness"].append(harness_bisect(folder, seed, args.trials, environment))
-            results["naive"].append(naive_bisect(folder, seed, environment))
+            results["harness"].append(harness_bisect(folder, seed, args.trials))
+            results["naive"].append(naive_bisect(folder, seed))
     elapsed = time.perf_counter() - started
     print(f"bisect over depths {LO}..{HI}, simulated profile {PROFILE}, right answer {RIGHT}, "
           f"{args.seeds} seeds ({elapsed:.1f} s, this run):")

@@ -12,9 +12,9 @@
   of one leaves a torn last line, which readers ignore and the next writer
   removes).
 - Durability: every append is flushed to the kernel (a killed harness loses
-  nothing); it is fsynced too, at once on the hardware path or with isolated
-  workers (where the machine itself may hang), at most every half second for
-  in-process simulated runs (a power loss may then lose that last half second).
+  nothing); it is fsynced too, at once on the hardware path (where the machine
+  itself may hang), at most every half second on the simulated stack (a power loss
+  may then lose that last half second).
 - Disk faults (no space, file-size limit, read-only or forbidden folder) end the
   run with one line naming the file and the error, exit 4 (3 before anything ran),
   and say how to continue; the last good version stays on disk.
@@ -47,7 +47,7 @@ from harness.report import (
 from harness.results import TrialResult
 from harness.yamlio import fsync_dir, mode_for
 
-IN_PROCESS_SYNC_S = 0.5
+SIMULATED_SYNC_S = 0.5
 
 
 class ReportBusy(BadInput):

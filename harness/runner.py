@@ -26,7 +26,7 @@ from harness.isolation import run_isolated, worker_start
 from harness.packs import ResolvedPack, resolve_pack
 from harness.plan import Plan
 from harness.report import PlanRecord, Report, utc_now
-from harness.reportfile import IN_PROCESS_SYNC_S, ReportFile
+from harness.reportfile import SIMULATED_SYNC_S, ReportFile
 from harness.results import CommandSpec, TrialResult, TrialSpec, TrialStatus
 from harness.session import run_trial
 from harness.verdict import judge
@@ -136,8 +136,8 @@ class Runner:
         self.progress = progress or (lambda text, done: None)
         self.warnings: list[str] = []
         backend.latencies = case_latencies(case)
-        if not backend.hardware and not options.isolate:
-            handle.sync_every_s = IN_PROCESS_SYNC_S
+        if not backend.hardware:         # nothing simulated can hang the machine
+            handle.sync_every_s = SIMULATED_SYNC_S
         if options.isolate:
             isolation.prepare(backend.as_report())
         handle.resume_command = continue_command(handle.report, handle.path)

@@ -72,9 +72,7 @@ def trial_options(fn: Callable | None = None, *, trials_default: str = "the case
         click.option("--no-isolate", is_flag=True,
                      help="Run trials in this process: fast, but a hang cannot be cut off. "
                           "Every trial is still written to the report as it starts and ends "
-                          "(a killed harness loses nothing); on the simulated stack the file "
-                          "is fsynced at most every 0.5 s, so a power loss may lose the last "
-                          "half second."),
+                          "(a killed harness loses nothing)."),
         click.option("--deadline", type=Seconds(0.1), default=None,
                      help="Seconds before a trial's worker is killed (default: derived from "
                           "the case and the driver's timeout)."),
