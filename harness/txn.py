@@ -101,6 +101,34 @@ def check_stream(stream: bytes, *, columns: int, dev_gen: int,
     return header
 
 
+@dataclass(frozen=True)
+class TxnOp:
+    index: int
+    offset: int
+    opcode: int
+    size: int
+
+    @property
+    def name(self) -> str:
+        return OP_NAMES.get(self.opcode, f"custom {self.opcode:#x}")
+
+
+def decode_stream(stream: bytes) -> tuple[TxnHeader, list[TxnOp]]:
+    """The header and the operations of a stream, walked as `check_stream` walks them
+    (raises TxnError where the walk cannot go on)."""
+    header = parse_header(stream)
+    end = min(header.size, len(stream))
+    ops, at = [], HEADER_SIZE
+    for index in range(header.num_ops):
+        if at + 4 > end:
+            raise TxnError(f"TXN op {index} starts at byte {at}, past the declared size "
+                           f"{header.size}")
+        size = _op_size(stream, at, end, stream[at], index)
+        ops.append(TxnOp(index, at, stream[at], size))
+        at += size
+    return header, ops
+
+
 def _op_size(stream: bytes, at: int, end: int, op: int, index: int) -> int:
     if op in _FIXED_SIZE:
         return _FIXED_SIZE[op]

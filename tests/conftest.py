@@ -24,6 +24,16 @@ def shared_xclbins() -> Path:
     return SHARED_XCLBINS
 
 
+@pytest.fixture(scope="session")
+def validate_artefacts() -> Path:
+    """XRT's validate suite for Strix (reference/xrt-validate-strx): xclbins, ELFs, recipes;
+    tests skip cleanly without it."""
+    folder = SHARED_REFERENCE / "xrt-validate-strx"
+    if not (folder / "nop.elf").is_file():
+        pytest.skip(f"XRT's validate artefacts not present at {folder}")
+    return folder
+
+
 @pytest.fixture
 def synth_xclbin(tmp_path: Path):
     """Write a synthesized FastFlowLM-shaped xclbin and return its path."""

@@ -123,6 +123,8 @@ class Entry:
 # tests/test_cli_help.py checks each summary against its command's own help.
 COMMANDS: dict[str, Entry] = {
     "xclbin": Entry("xclbin_cmd", "xclbin", "Look inside xclbin files (no XRT needed)."),
+    "elf": Entry("elf_cmd", "elf", "Look inside control-code ELFs (XRT's nop.elf, "
+                 "FastFlowLM's, the harness's own)."),
     "xclbins": Entry("xclbins_cmd", "xclbins", "Model packs: import them into "
                      "xclbins/<pack>/, and see where a case's come from."),
     "cases": Entry("cases_cmd", "cases", "List, show and validate experiment definitions "
