@@ -14,6 +14,7 @@ harness's own simulator standing in (the tests of the hardware path do that).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -115,11 +116,12 @@ class Backend:
             mixed = (seed + self.profile.seed * 1_000_003) % 2**32
             control.configure(self.profile.with_seed(mixed), latencies=self.latencies)
 
-    def device_clock_ms(self) -> float | None:
-        """Simulated device time; hardware offers no device clock through pyxrt."""
+    def device_clock(self) -> Callable[[], float] | None:
+        """The simulated device's clock (microseconds) for the current trial; None on
+        hardware, which offers no device clock through pyxrt."""
         if self.hardware:
             return None
-        return control.current().now / 1000.0
+        return control.current().clock.now
 
     def driver_timeout_s(self) -> float:
         """The longest time the driver may take to notice a hang (for deadlines)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import yaml
 from harness.errors import CaseError, PlanError
 from harness.ert import CmdState, state_from_name
 from harness.plan import Plan, make_plan
+from harness.results import FLOWS, INSTR_BO, BufferSpec
 from harness.yamlio import AliasError, DuplicateKeyError, KeyPath, load_yaml_with_lines
 
 NOP = "nop"
@@ -31,13 +32,16 @@ MAX_BUFFER_BYTES = 1 << 30
 
 @dataclass(frozen=True)
 class Command:
-    """One run a decode layer adds to the runlist."""
+    """One run a decode layer adds to the runlist (or one run of a recipe or capture)."""
 
     kernel: str
     instructions: str            # "nop" or an absolute path to an insts.bin
     buffers: tuple[int, ...]
     latency_us: float | None = None
     opcode: int = 3
+    elf: str | None = None       # a control-code ELF file (recipes, captures)
+    # a recipe's or capture's arguments: (argidx, "bo", buffer name) or (argidx, "int", value)
+    args: tuple[tuple[int, str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,12 @@ class Case:
     deadline_s: float | None
     file: str
     sha256: str
+    flow: str = INSTR_BO
+    # A recipe or capture: its named buffers, and the run sequence as indices into
+    # per_layer (then `layers` counts runs).
+    buffers: dict[str, BufferSpec] = field(default_factory=dict)
+    order: tuple[int, ...] | None = None
+    kind: str = "case"           # case | recipe | capture
 
     def plan(self, name: str) -> Plan:
         for plan in self.plans:
@@ -66,7 +76,12 @@ class Case:
 
     @property
     def runs_per_layer(self) -> int:
-        return len(self.per_layer)
+        return 1 if self.order is not None else len(self.per_layer)
+
+    @property
+    def unit(self) -> str:
+        """What a plan's chunk sizes count."""
+        return "run" if self.order is not None else "layer"
 
     def plans_for(self, refs: tuple[str, ...] | list[str]) -> list[Plan]:
         """`--plan` values: a plan name of the case, or a spec like 21+21 / even:3 / max:24;
@@ -227,7 +242,8 @@ def parse_case(raw: bytes, file: str) -> Case:
         raise CaseError(f"{where}: not valid YAML: {problem}") from None
     check = _Checker(file, lines)
     top = check.mapping(data, (), {"case", "description", "source", "pack", "xclbins",
-                                   "decode", "plans", "expect", "trials", "deadline_s"},
+                                   "decode", "plans", "expect", "trials", "deadline_s",
+                                   "flow"},
                         {"case", "description", "pack", "xclbins", "decode", "plans"})
     name = check.string(top["case"], ("case",), _NAME)
     description = check.string(top["description"], ("description",))
@@ -289,8 +305,14 @@ def parse_case(raw: bytes, file: str) -> Case:
               if "trials" in top else DEFAULT_TRIALS)
     deadline = (check.number(top["deadline_s"], ("deadline_s",), 0.1, 86_400)
                 if "deadline_s" in top else None)
+    flow = check.string(top.get("flow", INSTR_BO), ("flow",))
+    if flow not in FLOWS:
+        raise check.error(("flow",), f"{flow!r} is not a flow; use elf (FastFlowLM's: a "
+                                     "control-code ELF, module and ext.kernel) or instr-bo "
+                                     "(an instruction buffer, as mlir-aie and IRON)")
     return Case(name, description, source, pack, xclbins, layers, context, per_layer,
-                tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest())
+                tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest(),
+                flow)
 
 
 def _commands(check: _Checker, value: Any, base: Path) -> tuple[Command, ...]:

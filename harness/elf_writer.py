@@ -12,8 +12,12 @@ program-header table, LOAD over `.ctrltext`, 16-byte aligned), then
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
+import tempfile
+from pathlib import Path
 
+from harness.cache import cache_dir
 from harness.elf import CTRLTEXT, UID_NOTE
 
 ELF_HEADER = 52
@@ -63,3 +67,24 @@ def control_code_elf(control_code: bytes, uid: str | None = None) -> bytes:
 
 def _align(n: int, to: int) -> int:
     return (n + to - 1) // to * to
+
+
+def control_code_file(control_code: bytes) -> Path:
+    """The ELF of `control_code` as a file (`pyxrt.elf` takes a path), kept in the cache
+    under its UID, so every trial and worker of a run shares one."""
+    data = control_code_elf(control_code)
+    path = cache_dir("control-code") / f"{control_code_uid(control_code)}.elf"
+    try:
+        if path.read_bytes() == data:
+            return path
+    except OSError:
+        pass
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path

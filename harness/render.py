@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.plan import plan_label
 from harness.report import is_simulated
-from harness.results import counts_text
+from harness.results import counts_text, flow_text
 from harness.yamlio import dump_yaml
 
 MAX_FAILING_ROWS = 20
@@ -261,7 +261,8 @@ def render_markdown(data: dict[str, Any]) -> str:
                   " not from an NPU.", ""]
     verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
     lines += [f"**Verdict:** {_cell(verdict)}", "",
-              f"**Command:** `{command_line(data).replace('`', '')}`", ""]
+              f"**Command:** `{command_line(data).replace('`', '')}`", "",
+              f"**Runs:** {_cell(flow_text(_flow(data)))}", ""]
     if data.get("bisect"):
         section = data["bisect"]
         answer = section.get("answer") or {}
@@ -332,10 +333,15 @@ def _longest_backticks(text: str) -> int:
 
 # -- plain text -------------------------------------------------------------------------
 
+def _flow(data: dict[str, Any]) -> str | None:
+    return (data.get("settings") or {}).get("flow") or (data.get("case") or {}).get("flow")
+
+
 def render_text(data: dict[str, Any]) -> str:
     lines = [title(data), "verdict: " + ((data.get("verdict") or {}).get("text")
                                         or "no verdict (the run did not finish)"),
-             "command: " + command_line(data)]
+             "command: " + command_line(data),
+             "runs: " + flow_text(_flow(data))]
     if data.get("bisect"):
         answer = (data["bisect"].get("answer") or {}).get("text", "unfinished")
         lines += ["", f"bisect: {answer}"]

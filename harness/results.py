@@ -45,17 +45,59 @@ NO_ANSWER = frozenset(s.value for s in TrialStatus if not s.answered)
 COMPLETED_STATE = "COMPLETED"
 
 
+INSTR_BO, ELF_FLOW = "instr-bo", "elf"
+FLOWS = (ELF_FLOW, INSTR_BO)
+FLOW_TEXT = {
+    ELF_FLOW: "elf: control-code ELF -> module -> ext.kernel, called (3, 0, 0, bo...) as "
+              "FastFlowLM calls it; XRT sends ERT_START_NPU commands",
+    INSTR_BO: "instr-bo: kernel called (3, instruction bo, ninstr, bo...) as mlir-aie and "
+              "IRON call it; XRT sends ERT_START_CU commands",
+}
+
+
+def flow_text(flow: str | None) -> str:
+    """How a report's runs got their control code, in words (reports before 0.2 say
+    nothing: they ran the instruction-buffer flow)."""
+    return FLOW_TEXT.get(flow or INSTR_BO, str(flow))
+
+
 @dataclass
 class CommandSpec:
+    """One run: a kernel and its arguments.
+
+    With `args` None (a decode case's command) the arguments are the NPU call:
+    ``instr-bo`` flow (opcode, instruction buffer, ninstr, data buffers...), as mlir-aie
+    and IRON call kernels; ``elf`` flow (opcode, 0, 0, data buffers...) on a kernel built
+    from a control-code ELF (`elf`, or one made from `instructions` as FastFlowLM's
+    aiebu step does), as FastFlowLM calls them. With `args` (a recipe's or a capture's
+    run) they are given: ``[argidx, "bo", buffer name]`` or ``[argidx, "int", value]``,
+    buffers named in the trial's `buffers`."""
+
     kernel: str
     instructions: str
     buffers: list[int]
     opcode: int = 3
+    flow: str = INSTR_BO
+    elf: str | None = None
+    args: list[list[Any]] | None = None
+
+
+@dataclass
+class BufferSpec:
+    """A named buffer of a recipe or capture: its size, and the file its content comes
+    from (written and synced to the device before each runlist), if any."""
+
+    size: int
+    data: str | None = None
 
 
 @dataclass
 class TrialSpec:
-    """Everything a worker needs to run one trial (sent to it as JSON)."""
+    """Everything a worker needs to run one trial (sent to it as JSON).
+
+    `order` None: the runlist is `per_layer` repeated, and `chunks` count layers. Set
+    (a recipe or capture): run i of the sequence is `per_layer[order[i]]`, and `chunks`
+    count runs."""
 
     plan: str
     chunks: list[int]
@@ -65,6 +107,12 @@ class TrialSpec:
     runlist_context: str
     per_layer: list[CommandSpec]
     continue_after_failure: bool = False
+    buffers: dict[str, BufferSpec] = field(default_factory=dict)
+    order: list[int] | None = None
+
+    @property
+    def runs_per_unit(self) -> int:
+        return 1 if self.order is not None else len(self.per_layer)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +121,7 @@ class TrialSpec:
     def from_json(cls, data: dict[str, Any]) -> TrialSpec:
         data = dict(data)
         data["per_layer"] = [CommandSpec(**c) for c in data["per_layer"]]
+        data["buffers"] = {name: BufferSpec(**b) for name, b in data.get("buffers", {}).items()}
         return cls(**data)
 
 

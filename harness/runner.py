@@ -27,7 +27,7 @@ from harness.packs import ResolvedPack, resolve_pack
 from harness.plan import Plan
 from harness.report import PlanRecord, Report, utc_now
 from harness.reportfile import SIMULATED_SYNC_S, ReportFile
-from harness.results import CommandSpec, TrialResult, TrialSpec, TrialStatus
+from harness.results import ELF_FLOW, CommandSpec, TrialResult, TrialSpec, TrialStatus
 from harness.session import run_trial
 from harness.verdict import judge
 from harness.xclbin import read_xclbin
@@ -55,6 +55,7 @@ class RunOptions:
     deadline_s: float | None = None
     continue_after_failure: bool = False
     seed: int = 0
+    flow: str | None = None          # --flow: overrides the case's
 
 
 def check_pack(case: Case, pack: ResolvedPack) -> list[str]:
@@ -108,16 +109,25 @@ def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
     return round(STARTUP_S + sum(per_chunk), 1)
 
 
+def flow_of(case: Case, options: RunOptions) -> str:
+    return options.flow or case.flow
+
+
 def trial_spec(case: Case, pack: ResolvedPack, plan_name: str, chunks: list[int], index: int,
                options: RunOptions) -> TrialSpec:
+    flow = flow_of(case, options)
     return TrialSpec(
         plan=plan_name, chunks=list(chunks), trial=index,
         seed=trial_seed(options.seed, plan_name, index),
         xclbins={role: str(path) for role, path in pack.files.items()},
         runlist_context=case.runlist_context,
-        per_layer=[CommandSpec(c.kernel, c.instructions, list(c.buffers), c.opcode)
+        per_layer=[CommandSpec(c.kernel, c.instructions, list(c.buffers), c.opcode,
+                               ELF_FLOW if c.elf else flow, c.elf,
+                               [list(a) for a in c.args] if c.args is not None else None)
                    for c in case.per_layer],
-        continue_after_failure=options.continue_after_failure)
+        continue_after_failure=options.continue_after_failure,
+        buffers=dict(case.buffers),
+        order=list(case.order) if case.order is not None else None)
 
 
 def case_latencies(case: Case) -> dict[str, float]:
@@ -220,12 +230,13 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
         backend=backend_info,
         case={"name": case.name, "file": str(Path(case.file).resolve()),
               "sha256": case.sha256, "source": case.source, "layers": case.layers,
-              "runlist_context": case.runlist_context, "runs_per_layer": case.runs_per_layer},
+              "runlist_context": case.runlist_context, "runs_per_layer": case.runs_per_layer,
+              "kind": case.kind, "flow": case.flow},
         settings={"trials": options.trials, "isolate": options.isolate,
                   "worker_start": worker_start() if options.isolate else None,
                   "deadline_s": options.deadline_s,
                   "continue_after_failure": options.continue_after_failure,
-                  "seed": options.seed},
+                  "seed": options.seed, "flow": flow_of(case, options)},
         environment=environment,
         artifacts={"pack": {"name": pack.name, "source": pack.source,
                             "stand_ins": pack.stand_ins, "searched": pack.searched},
@@ -306,7 +317,7 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
     options = RunOptions(trials=int(settings["trials"]), isolate=bool(settings["isolate"]),
                          deadline_s=settings.get("deadline_s"),
                          continue_after_failure=bool(settings["continue_after_failure"]),
-                         seed=int(settings.get("seed", 0)))
+                         seed=int(settings.get("seed", 0)), flow=settings.get("flow"))
     report.finished = None
     handle.take_over()
     for plan in report.plans:

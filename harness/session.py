@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backend import Backend
+from harness.elf_writer import control_code_file
 from harness.ert import (
     NO_STATE_IN_MESSAGE,
     STATE_IN_MESSAGE,
@@ -32,6 +33,9 @@ from harness.ert import (
     state_from_pyxrt,
 )
 from harness.results import (
+    ELF_FLOW,
+    INSTR_BO,
+    CommandSpec,
     RunlistOutcome,
     TrialResult,
     TrialSpec,
@@ -42,6 +46,7 @@ from harness.txn import DEV_GEN_AIE2P, DEV_GEN_NPU1, nop_stream, word_count
 from harness.xclbin import read_xclbin_cached
 
 NOP = "nop"
+COMPLETED_CODE = int(CmdState.COMPLETED)
 
 
 def _dev_gen(xrt: Any, dev: Any) -> int:
@@ -58,6 +63,7 @@ class _Loaded:
 
     def __init__(self, xrt: Any, spec: TrialSpec) -> None:
         self.xrt = xrt
+        self.spec = spec
         self.dev = xrt.device(0)
         self.contexts: dict[str, Any] = {}
         columns = 0
@@ -69,22 +75,61 @@ class _Loaded:
                 part = read_xclbin_cached(path).partition
                 columns = part.column_width if part else 4
         self.ctx = self.contexts[spec.runlist_context]
-        dev_gen = _dev_gen(xrt, self.dev)
-        kernels: dict[str, Any] = {}
-        # (kernel, [argument 0, 1, ...]) for each command of a layer
-        self.commands: list[tuple[Any, list[Any]]] = []
-        for cmd in spec.per_layer:
-            k = kernels.get(cmd.kernel) or kernels.setdefault(
-                cmd.kernel, xrt.kernel(self.ctx, cmd.kernel))
-            stream = (nop_stream(columns, dev_gen) if cmd.instructions == NOP
-                      else Path(cmd.instructions).read_bytes())
-            instr = self._buffer(len(stream), xrt.bo.cacheable, k.group_id(1), stream)
-            data = [self._buffer(size, xrt.bo.host_only, k.group_id(3 + i), None)
-                    for i, size in enumerate(cmd.buffers)]
-            args = [cmd.opcode, instr, word_count(stream), *data]
-            self.commands.append((k, args))
-        self._build = _runlist_builder(tuple(len(args) for _, args in self.commands))
-        self._build_args = [item for k, args in self.commands for item in (k, *args)]
+        self.columns, self.dev_gen = columns, _dev_gen(xrt, self.dev)
+        self._kernels: dict[tuple[str, str, str | None], Any] = {}
+        self._modules: dict[str, Any] = {}
+        self.named: dict[str, Any] = {}          # the recipe's or capture's buffers
+        # (kernel, [(argument index, value), ...]) for each command
+        self.commands: list[tuple[Any, list[tuple[int, Any]]]] = [
+            self._command(cmd) for cmd in spec.per_layer]
+        shapes = tuple(tuple(index for index, _ in args) for _, args in self.commands)
+        self._builders = [_runlist_builder((shape,)) for shape in shapes]
+        self._build = _runlist_builder(shapes)
+        self._build_args = [item for k, args in self.commands
+                            for item in (k, *(value for _, value in args))]
+
+    def _command(self, cmd: CommandSpec) -> tuple[Any, list[tuple[int, Any]]]:
+        xrt = self.xrt
+        if cmd.flow == ELF_FLOW:
+            k = self._elf_kernel(cmd)
+        else:
+            k = self._kernels.get((cmd.kernel, INSTR_BO, None)) or self._kernels.setdefault(
+                (cmd.kernel, INSTR_BO, None), xrt.kernel(self.ctx, cmd.kernel))
+        if cmd.args is not None:
+            return k, [(index, self._named(name_or_value, k, index) if kind == "bo"
+                        else name_or_value) for index, kind, name_or_value in cmd.args]
+        data = [self._buffer(size, xrt.bo.host_only, k.group_id(3 + i), None)
+                for i, size in enumerate(cmd.buffers)]
+        if cmd.flow == ELF_FLOW:
+            # FastFlowLM's call: the control code comes from the module, not arguments
+            return k, list(enumerate([cmd.opcode, 0, 0, *data]))
+        stream = self._stream(cmd.instructions)
+        instr = self._buffer(len(stream), xrt.bo.cacheable, k.group_id(1), stream)
+        return k, list(enumerate([cmd.opcode, instr, word_count(stream), *data]))
+
+    def _stream(self, instructions: str) -> bytes:
+        return (nop_stream(self.columns, self.dev_gen) if instructions == NOP
+                else Path(instructions).read_bytes())
+
+    def _elf_kernel(self, cmd: CommandSpec) -> Any:
+        path = cmd.elf or str(control_code_file(self._stream(cmd.instructions)))
+        key = (cmd.kernel, ELF_FLOW, path)
+        if key not in self._kernels:
+            module = self._modules.get(path)
+            if module is None:
+                module = self._modules[path] = self.xrt.module(self.xrt.elf(path))
+            self._kernels[key] = self.xrt.ext.kernel(self.ctx, module, cmd.kernel)
+        return self._kernels[key]
+
+    def _named(self, name: str, k: Any, index: int) -> Any:
+        """A recipe's or capture's buffer, made on first use in the memory group of the
+        argument that first takes it, as XRT's runner does."""
+        if name not in self.named:
+            buffer = self.spec.buffers[name]
+            content = Path(buffer.data).read_bytes() if buffer.data else None
+            self.named[name] = self._buffer(buffer.size, self.xrt.bo.host_only,
+                                            k.group_id(index), content)
+        return self.named[name]
 
     def _buffer(self, size: int, flags: Any, group: int, content: bytes | None) -> Any:
         bo = self.xrt.bo(self.dev, size, flags, group)
@@ -93,37 +138,47 @@ class _Loaded:
         bo.sync(self.xrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
         return bo
 
-    def build_runlist(self, layers: int) -> tuple[Any, list[Any]]:
+    def build_runlist(self, start: int, units: int) -> tuple[Any, list[Any]]:
+        """The runlist of `units` layers (or runs, for a given order) from `start` on."""
         rl = self.xrt.runlist(self.ctx)
         runs: list[Any] = []
-        self._build(self.xrt.run, rl.add, runs.append, layers, *self._build_args)
+        order = self.spec.order
+        if order is None:
+            self._build(self.xrt.run, rl.add, runs.append, units, *self._build_args)
+            return rl, runs
+        for position in order[start:start + units]:
+            k, args = self.commands[position]
+            self._builders[position](self.xrt.run, rl.add, runs.append, 1, k,
+                                     *(value for _, value in args))
         return rl, runs
 
 
 @functools.lru_cache(maxsize=64)
-def _runlist_builder(arities: tuple[int, ...]) -> Callable[..., None]:
-    """The loop a person writes by hand to fill a runlist, for commands of these argument
-    counts: `r = run(k0); r.set_arg(0, a0_0); ...; add(r)` per command, per layer. A
-    generic loop over (index, value) pairs costs the harness ~15% over a hand-written
-    host program on the simulated stack (benchmarks/harness_overhead.py); this one
-    makes the same calls in the same order as the generic loop would."""
+def _runlist_builder(shapes: tuple[tuple[int, ...], ...]) -> Callable[..., None]:
+    """The loop a person writes by hand to fill a runlist, for commands whose arguments
+    are set at these indices: `r = run(k0); r.set_arg(0, a0_0); ...; add(r)` per command,
+    per layer. A generic loop over (index, value) pairs costs the harness ~15% over a
+    hand-written host program on the simulated stack (benchmarks/harness_overhead.py);
+    this one makes the same calls in the same order as the generic loop would."""
     params, body = [], []
-    for c, count in enumerate(arities):
-        params += [f"k{c}", *(f"a{c}_{i}" for i in range(count))]
+    for c, indices in enumerate(shapes):
+        params += [f"k{c}", *(f"a{c}_{i}" for i in range(len(indices)))]
         body += [f"        r = make_run(k{c})",
-                 *(f"        r.set_arg({i}, a{c}_{i})" for i in range(count)),
+                 *(f"        r.set_arg({index}, a{c}_{i})" for i, index in enumerate(indices)),
                  "        add(r)", "        keep(r)"]
     source = (f"def build(make_run, add, keep, layers, {', '.join(params)}):\n"
               "    for _ in range(layers):\n" + "\n".join(body) + "\n")
     namespace: dict[str, Any] = {}
-    exec(compile(source, f"<runlist builder for {arities}>", "exec"), namespace)
+    exec(compile(source, f"<runlist builder for {shapes}>", "exec"), namespace)
     return namespace["build"]
 
 
-def run_chunk(loaded: _Loaded, backend: Backend, index: int, layers: int) -> RunlistOutcome:
-    rl, runs = loaded.build_runlist(layers)
+def run_chunk(loaded: _Loaded, backend: Backend, index: int, layers: int,
+              start: int = 0) -> RunlistOutcome:
+    rl, runs = loaded.build_runlist(start, layers)
     outcome = RunlistOutcome(index, len(runs), chain_split(len(runs), backend.submit_size))
-    device_before = backend.device_clock_ms()
+    device_clock = backend.device_clock()
+    device_before = device_clock() if device_clock else 0.0
     started = time.perf_counter()
     errors = []
     try:
@@ -137,11 +192,10 @@ def run_chunk(loaded: _Loaded, backend: Backend, index: int, layers: int) -> Run
         errors.append(str(err))
     message = "\n".join(errors) or None
     outcome.wall_ms = round((time.perf_counter() - started) * 1000.0, 3)
-    device_after = backend.device_clock_ms()
-    if device_before is not None and device_after is not None:
-        outcome.device_ms = round(device_after - device_before, 3)
+    if device_clock:
+        outcome.device_ms = round((device_clock() - device_before) / 1000.0, 3)
     if message is None:
-        outcome.state, outcome.state_code = "COMPLETED", int(CmdState.COMPLETED)
+        outcome.state, outcome.state_code = "COMPLETED", COMPLETED_CODE
         return outcome
     _classify_failure(outcome, message, runs, backend.submit_size)
     return outcome
@@ -192,13 +246,15 @@ def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
     try:
         loaded = _Loaded(backend.xrt, spec)
         failed = False
-        for index, layers in enumerate(spec.chunks):
-            runs = layers * len(spec.per_layer)
+        start = 0
+        for index, units in enumerate(spec.chunks):
+            runs = units * spec.runs_per_unit
+            start += units
             if failed and not spec.continue_after_failure:
                 result.runlists.append(RunlistOutcome(
                     index, runs, chain_split(runs, backend.submit_size), skipped=True))
                 continue
-            outcome = run_chunk(loaded, backend, index, layers)
+            outcome = run_chunk(loaded, backend, index, units, start - units)
             result.runlists.append(outcome)
             if outcome.state != "COMPLETED":
                 failed = True

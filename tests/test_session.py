@@ -36,8 +36,9 @@ def test_chain_split_is_xrts_chaining_loop(runs, size):
                                        for start in range(0, runs, size)]
 
 
-@given(st.lists(st.integers(0, 9), min_size=1, max_size=4), st.integers(0, 5))
-def test_the_runlist_builder_calls_what_a_loop_over_the_arguments_would(arities, layers):
+@given(st.lists(st.lists(st.integers(0, 12), max_size=9, unique=True), min_size=1,
+                max_size=4), st.integers(0, 5))
+def test_the_runlist_builder_calls_what_a_loop_over_the_arguments_would(shapes, layers):
     calls: list[tuple] = []
 
     class Run:
@@ -47,16 +48,16 @@ def test_the_runlist_builder_calls_what_a_loop_over_the_arguments_would(arities,
         def set_arg(self, index, value):
             calls.append(("set_arg", index, value))
 
-    commands = [(f"k{c}", [f"v{c}.{i}" for i in range(n)]) for c, n in enumerate(arities)]
-    flat = [item for kernel, args in commands for item in (kernel, *args)]
+    commands = [(f"k{c}", [(index, f"v{c}.{index}") for index in shape])
+                for c, shape in enumerate(shapes)]
+    flat = [item for kernel, args in commands for item in (kernel, *(v for _, v in args))]
     added: list = []
-    _runlist_builder(tuple(arities))(Run, lambda r: calls.append(("add",)), added.append,
-                                     layers, *flat)
+    _runlist_builder(tuple(tuple(shape) for shape in shapes))(
+        Run, lambda r: calls.append(("add",)), added.append, layers, *flat)
     expected: list[tuple] = []
     for _ in range(layers):
         for kernel, args in commands:
-            expected += [("run", kernel), *(("set_arg", i, v) for i, v in enumerate(args)),
-                         ("add",)]
+            expected += [("run", kernel), *(("set_arg", i, v) for i, v in args), ("add",)]
     assert calls == expected and len(added) == layers * len(commands)
 
 

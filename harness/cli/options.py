@@ -12,6 +12,7 @@ from harness.backend import KINDS, Backend, choose_backend
 from harness.case import Case
 from harness.errors import BadInput
 from harness.exits import CONVENTIONS, HARNESS
+from harness.results import FLOWS
 from harness.runner import RunOptions
 
 
@@ -76,6 +77,11 @@ def trial_options(fn: Callable | None = None, *, trials_default: str = "the case
         click.option("--deadline", type=Seconds(0.1), default=None,
                      help="Seconds before a trial's worker is killed (default: derived from "
                           "the case and the driver's timeout)."),
+        click.option("--flow", type=click.Choice(FLOWS), default=None,
+                     help="How runs get their control code: elf (FastFlowLM's: a control-"
+                          "code ELF, module and ext.kernel; ERT_START_NPU commands) or "
+                          "instr-bo (an instruction buffer, as mlir-aie and IRON; "
+                          "ERT_START_CU). Default: the case's."),
         click.option("--continue-after-failure", is_flag=True,
                      help="Run a trial's later runlists after one fails (default: record "
                           "them as skipped)."),
@@ -97,13 +103,17 @@ def make_backend(kind: str, profile: str | None, realtime: bool, *,
 
 
 def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: float | None,
-                continue_after_failure: bool, seed: int) -> RunOptions:
+                continue_after_failure: bool, seed: int, flow: str | None = None
+                ) -> RunOptions:
     if no_isolate and deadline is not None:
         raise BadInput("--deadline bounds a trial's worker, and --no-isolate runs trials in this "
                        "process, where nothing can cut a wait off; drop one of them")
+    if flow is not None and case.kind != "case":
+        raise BadInput(f"--flow: a {case.kind}'s runs say themselves how they get their "
+                       "control code (a ctrlcode ELF or not); drop --flow")
     return RunOptions(trials=trials or case.trials, isolate=not no_isolate,
                       deadline_s=deadline, continue_after_failure=continue_after_failure,
-                      seed=seed)
+                      seed=seed, flow=flow)
 
 
 exit_codes_option = click.option(

@@ -20,6 +20,7 @@ from harness.cli.progress import announce, progress_line
 from harness.errors import BadInput
 from harness.exits import for_trials
 from harness.report import PlanRecord, Report
+from harness.results import flow_text
 from harness.runner import Runner, open_run, reopen
 
 DEFAULT_CASE = "minicpm5-2b-decode"
@@ -46,6 +47,7 @@ def summary_text(report: Report, path: str) -> str:
                      "same kernel signatures, not the real kernels)")
     else:
         lines.append(f"xclbins: {pack.get('name')} from {pack.get('source')}")
+    lines.append(f"runs: {flow_text(report.settings.get('flow'))}")
     lines.append(f"report: {path}")
     return "\n".join(lines)
 
@@ -79,7 +81,7 @@ def _detail(plan: PlanRecord) -> str:
 @exit_codes_option
 def run(case_ref, plan_refs, resume_path, allow_different_machine, backend_kind, profile,
         realtime, seed, trials, xclbins_dir, out, force, no_isolate, deadline,
-        continue_after_failure, as_json, exit_codes) -> int:
+        flow, continue_after_failure, as_json, exit_codes) -> int:
     """Run a case's plans (runlists of the given depth and chunking) and write a report.
 
     CASE is a shipped case name (see `cases list`) or a case file. Each trial
@@ -102,7 +104,8 @@ def run(case_ref, plan_refs, resume_path, allow_different_machine, backend_kind,
     runner = open_run(case, case.plans_for(plan_refs),
                       run_options(case, trials=trials, no_isolate=no_isolate,
                                   deadline=deadline,
-                                  continue_after_failure=continue_after_failure, seed=seed),
+                                  continue_after_failure=continue_after_failure, seed=seed,
+                                  flow=flow),
                       backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
                       command="run", progress=progress_line)
     return _execute(runner, as_json, backend.describe(), exit_codes)
@@ -114,7 +117,7 @@ def run(case_ref, plan_refs, resume_path, allow_different_machine, backend_kind,
 @trial_options
 @exit_codes_option
 def reproduce(case_ref, backend_kind, profile, realtime, seed, trials, xclbins_dir, out,
-              force, no_isolate, deadline, continue_after_failure, as_json,
+              force, no_isolate, deadline, flow, continue_after_failure, as_json,
               exit_codes) -> int:
     """Run the monolithic and chunked plans side by side and say whether the failure
     reproduces (default case: minicpm5-2b-decode, the 42-layer decode of
@@ -129,7 +132,8 @@ def reproduce(case_ref, backend_kind, profile, realtime, seed, trials, xclbins_d
     runner = open_run(case, None,
                       run_options(case, trials=trials, no_isolate=no_isolate,
                                   deadline=deadline,
-                                  continue_after_failure=continue_after_failure, seed=seed),
+                                  continue_after_failure=continue_after_failure, seed=seed,
+                                  flow=flow),
                       backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
                       command="reproduce", progress=progress_line)
     return _execute(runner, as_json, backend.describe(), exit_codes)

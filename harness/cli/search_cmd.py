@@ -72,7 +72,7 @@ def _finish(runner: Runner, as_json: bool, lines: list[str]) -> None:
 @trial_options(trials_default="5 per probed depth")
 def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay_path, rerun,
            allow_different_machine, backend_kind, profile, realtime, seed, trials, xclbins_dir,
-           out, force, no_isolate, deadline, continue_after_failure, as_json) -> None:
+           out, force, no_isolate, deadline, flow, continue_after_failure, as_json) -> None:
     """Find the smallest depth at which one runlist (or the given chunking) fails.
 
     Bisects over depth with K trials per probed depth (default 5), classifies
@@ -106,7 +106,7 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
     runner = open_run(case, [], run_options(case, trials=settings.trials, no_isolate=no_isolate,
                                             deadline=deadline,
                                             continue_after_failure=continue_after_failure,
-                                            seed=seed),
+                                            seed=seed, flow=flow),
                       backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
                       command="bisect")
     if replay_path:
@@ -185,7 +185,7 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
 @trial_options(trials_default="3 per cell")
 def sweep(case_ref, depths_text, chunks_text, plot_path, max_trials, replay_path, yes,
           allow_different_machine, backend_kind, profile, realtime, seed, trials, xclbins_dir,
-          out, force, no_isolate, deadline, continue_after_failure, as_json) -> None:
+          out, force, no_isolate, deadline, flow, continue_after_failure, as_json) -> None:
     """Run every depth x chunk-size cell, K trials each (default 3), into one report.
 
     Prints the grid of outcomes (counts where mixed); --plot draws it, with the
@@ -223,7 +223,7 @@ def sweep(case_ref, depths_text, chunks_text, plot_path, max_trials, replay_path
         runner = open_run(case, [], run_options(case, trials=trials or 3, no_isolate=no_isolate,
                                                 deadline=deadline,
                                                 continue_after_failure=continue_after_failure,
-                                                seed=seed),
+                                                seed=seed, flow=flow),
                           backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
                           command="sweep")
         runner.report.sections["sweep"] = {"depths": depths, "chunks": chunks,
