@@ -66,6 +66,10 @@ class Case:
     buffers: dict[str, BufferSpec] = field(default_factory=dict)
     order: tuple[int, ...] | None = None
     kind: str = "case"           # case | recipe | capture
+    notes: tuple[str, ...] = ()  # what the user should know about how it was read
+    absent: tuple[str, ...] = ()  # artefacts it names that are not there (stand-ins)
+    recipe_profile: str | None = None
+    reference: str | None = None  # how it was named (xrt-validate:NAME), if not by file
 
     def plan(self, name: str) -> Plan:
         for plan in self.plans:
@@ -164,7 +168,14 @@ def find_case(ref: str) -> Path:
                     "(or give a path to a case file)")
 
 
-def load_case(ref: str | Path) -> Case:
+def load_case(ref: str | Path, recipe_profile: str | None = None) -> Case:
+    """A case by name or file; an XRT run recipe (a .json file, or xrt-validate:NAME)
+    with its profile; a capture folder imported as a case is a case file."""
+    from harness.recipe import is_recipe_ref, load_recipe
+    if is_recipe_ref(str(ref)):
+        return load_recipe(str(ref), recipe_profile)
+    if recipe_profile is not None:
+        raise CaseError(f"--recipe-profile goes with a recipe; {ref} is a case")
     path = find_case(str(ref))
     try:
         raw = path.read_bytes()

@@ -64,6 +64,8 @@ def pack_dirs(pack: str) -> list[Path]:
 def resolve_pack(case: Case, *, xclbins_dir: str | None = None,
                  simulated: bool) -> ResolvedPack:
     searched: list[str] = []
+    if case.kind != "case":
+        return _named_files(case, xclbins_dir, simulated)
     if xclbins_dir:
         return _explicit(case, Path(xclbins_dir))
     if case.pack == VALIDATE_PACK:
@@ -83,6 +85,21 @@ def resolve_pack(case: Case, *, xclbins_dir: str | None = None,
         f"pack {case.pack} ({missing}) not found; searched: {'; '.join(searched) or 'nowhere'}. "
         f"Give --xclbins DIR or import it with `runlist-harness xclbins import SRC --pack "
         f"{case.pack}`")
+
+
+def _named_files(case: Case, xclbins_dir: str | None, simulated: bool) -> ResolvedPack:
+    """A recipe's or capture's xclbins are the files it names, or stand-ins on the
+    simulated stack where they are absent."""
+    if xclbins_dir:
+        raise BadInput(f"--xclbins: a {case.kind} names its own xclbins "
+                       f"({', '.join(case.xclbins.values())}); drop --xclbins")
+    files = {role: Path(name) for role, name in case.xclbins.items()}
+    if all(f.is_file() for f in files.values()):
+        return ResolvedPack(case.pack, files, f"the files {case.file} names", [])
+    if simulated:
+        return stand_ins(case, [str(f.parent) for f in files.values()])
+    missing = ", ".join(str(f) for f in files.values() if not f.is_file())
+    raise EnvironmentNotReady(f"{case.file} names {missing}, which is not there")
 
 
 def _explicit(case: Case, base: Path) -> ResolvedPack:
@@ -155,7 +172,7 @@ def stand_ins(case: Case, searched: list[str]) -> ResolvedPack:
             spec = flm_spec(f"{case.pack}/{role}")
         if runlist_role and spec.kernel_name != kernel:
             spec = replace(spec, kernel_name=kernel)
-        target = folder / name
+        target = folder / Path(name).name
         data = synthesize(spec)
         if not target.is_file() or target.read_bytes() != data:
             write_atomic(target, data)

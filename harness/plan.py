@@ -38,11 +38,14 @@ class Plan:
 
 
 def cut_text(chunks: Sequence[int]) -> str:
-    """``21+21``; a long cut in short: ``42 x 1``, or ``24+24+...+2 (9 runlists)``."""
+    """``21+21``; a long cut in short: ``42 x 1``, ``41 x 24 + 16``, or
+    ``24+23+...+2 (9 runlists)``."""
     if len(chunks) <= 6:
         return "+".join(str(c) for c in chunks)
     if len(set(chunks)) == 1:
         return f"{len(chunks)} x {chunks[0]}"
+    if len(set(chunks[:-1])) == 1:            # XRT's chains: 41 x 24 + 16
+        return f"{len(chunks) - 1} x {chunks[0]} + {chunks[-1]}"
     return f"{chunks[0]}+{chunks[1]}+...+{chunks[-1]} ({len(chunks)} runlists)"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.plan import plan_label
+from harness.plan import cut_text, plan_label
 from harness.report import is_simulated
 from harness.results import counts_text, flow_text
 from harness.yamlio import dump_yaml
@@ -110,7 +110,7 @@ def failing_rows(data: dict[str, Any]) -> list[list[str]]:
             for outcome in trial.get("runlists") or []:
                 if outcome.get("state") in (None, "COMPLETED"):
                     continue
-                chains = "+".join(map(str, outcome.get("chains") or []))
+                chains = cut_text(outcome.get("chains") or [])
                 found.append([label, str(outcome.get("index")),
                               f"{outcome.get('runs')} ({chains})",
                               _opt(outcome.get("failing_run")), _opt(outcome.get("failing_chain")),

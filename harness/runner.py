@@ -21,7 +21,15 @@ from harness import __version__, isolation, stop
 from harness.backend import Backend, choose_backend, trial_seed
 from harness.case import Case, load_case
 from harness.environment import collect_environment, fingerprint_differences
-from harness.errors import BadInput, ExitCode, Interrupted, ReportError, Terminated, XclbinError
+from harness.errors import (
+    BadInput,
+    EnvironmentNotReady,
+    ExitCode,
+    Interrupted,
+    ReportError,
+    Terminated,
+    XclbinError,
+)
 from harness.isolation import run_isolated, worker_start
 from harness.packs import ResolvedPack, resolve_pack
 from harness.plan import Plan
@@ -74,6 +82,14 @@ def check_pack(case: Case, pack: ResolvedPack) -> list[str]:
                 kernel = meta.kernel(cmd.kernel)
             except XclbinError as err:
                 raise BadInput(f"{case.file}: decode.per_layer[{i}]: {err}") from None
+            if cmd.args is not None:
+                past = [a[0] for a in cmd.args if a[0] >= len(kernel.args)]
+                if past:
+                    raise BadInput(f"{case.file}: a run sets argument {past[0]} of "
+                                   f"{kernel.name}, which takes {len(kernel.args)} in {path} "
+                                   "(run.set_arg past the kernel's arguments raises "
+                                   "IndexError)")
+                continue
             data_args = len(kernel.args) - 3
             if data_args < 0:
                 raise BadInput(f"kernel {kernel.name} in {path} has {len(kernel.args)} "
@@ -231,7 +247,9 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
         case={"name": case.name, "file": str(Path(case.file).resolve()),
               "sha256": case.sha256, "source": case.source, "layers": case.layers,
               "runlist_context": case.runlist_context, "runs_per_layer": case.runs_per_layer,
-              "kind": case.kind, "flow": case.flow},
+              "kind": case.kind, "flow": case.flow,
+              **({"reference": case.reference, "recipe_profile": case.recipe_profile}
+                 if case.kind == "recipe" else {})},
         settings={"trials": options.trials, "isolate": options.isolate,
                   "worker_start": worker_start() if options.isolate else None,
                   "deadline_s": options.deadline_s,
@@ -287,7 +305,8 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
               allow_different_machine: bool) -> Runner:
     report = handle.report
     _check_continuable(report, path, kind)
-    case = load_case(report.case["file"])
+    case = load_case(report.case.get("reference") or report.case["file"],
+                     report.case.get("recipe_profile"))
     if case.sha256 != report.case.get("sha256"):
         raise ReportError(f"{report.case['file']} changed since {path} was written "
                           "(sha256 differs); start a new run instead of resuming")
@@ -335,10 +354,15 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
              command: str, progress: Progress | None = None) -> Runner:
     """Probe the machine, find the pack, write the report's first version: a run ready to go.
     `plans` None means the case's own plans; an empty list, plans added as a search goes."""
+    if backend.hardware and case.absent:
+        raise EnvironmentNotReady(f"{case.file} names {', '.join(case.absent)}, which is not "
+                                  "there; the hardware path runs only real artefacts")
     environment = collect_environment(backend)
     backend.adopt_environment(environment)
     pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=not backend.hardware)
-    warnings = check_pack(case, pack) + profile_warnings(case, backend)
+    warnings = list(case.notes) + [f"{path} is absent: a stand-in takes its place"
+                                   for path in case.absent]
+    warnings += check_pack(case, pack) + profile_warnings(case, backend)
     report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
                         options, command, environment)
     handle = ReportFile.create(report, out=out, name=case.name, force=force)

@@ -71,3 +71,20 @@ class Tree:
                        memlock=lambda: memlock)
 
 
+def ar_archive(members: dict[str, bytes]) -> bytes:
+    out = b"!<arch>\n"
+    names = b""
+    entries = []
+    for name, data in members.items():
+        if len(name) > 15:
+            entries.append((f"/{len(names)}", data))
+            names += name.encode() + b"/\n"
+        else:
+            entries.append((name + "/", data))
+    if names:
+        out += b"//".ljust(48) + str(len(names)).encode().ljust(10) + b"`\n" + names
+        out += b"\n" if len(names) % 2 else b""
+    for name, data in entries:
+        out += name.encode().ljust(16) + b"0".ljust(32) + str(len(data)).encode().ljust(10) \
+            + b"`\n" + data + (b"\n" if len(data) % 2 else b"")
+    return out

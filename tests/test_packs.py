@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from machines import ar_archive
 
 from harness.case import load_case
 from harness.cli import main
@@ -70,25 +71,6 @@ def test_stand_ins_only_on_the_simulator(tmp_path, case, monkeypatch):
     assert meta.synthetic and meta.kernel("MLIR_AIE").args[2].name == "ninstr"
     validate = resolve_pack(load_case("nop-depth"), simulated=True)
     assert read_xclbin(validate.files["validate"]).kernels[0].name == "DPU"
-
-
-def ar_archive(members: dict[str, bytes]) -> bytes:
-    out = b"!<arch>\n"
-    names = b""
-    entries = []
-    for name, data in members.items():
-        if len(name) > 15:
-            entries.append((f"/{len(names)}", data))
-            names += name.encode() + b"/\n"
-        else:
-            entries.append((name + "/", data))
-    if names:
-        out += b"//".ljust(48) + str(len(names)).encode().ljust(10) + b"`\n" + names
-        out += b"\n" if len(names) % 2 else b""
-    for name, data in entries:
-        out += name.encode().ljust(16) + b"0".ljust(32) + str(len(data)).encode().ljust(10) \
-            + b"`\n" + data + (b"\n" if len(data) % 2 else b"")
-    return out
 
 
 def test_read_ar_member_including_long_names(tmp_path):

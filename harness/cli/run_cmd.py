@@ -19,6 +19,7 @@ from harness.cli.options import (
 from harness.cli.progress import announce, progress_line
 from harness.errors import BadInput
 from harness.exits import for_trials
+from harness.plan import cut_text
 from harness.report import PlanRecord, Report
 from harness.results import flow_text
 from harness.runner import Runner, open_run, reopen
@@ -57,13 +58,13 @@ def _detail(plan: PlanRecord) -> str:
         for outcome in trial.runlists:
             if outcome.state not in (None, "COMPLETED") and outcome.failing_run is not None:
                 return (f"runlist {outcome.index}: chains "
-                        f"{'+'.join(map(str, outcome.chains))}, failing run "
+                        f"{cut_text(outcome.chains)}, failing run "
                         f"{outcome.failing_run} (chain {outcome.failing_chain}), "
                         f"{outcome.state} from the {outcome.source}")
     for trial in plan.trials:
         if trial.error and not trial.status.answered:
             return trial.error.splitlines()[0][:100]
-    chains = " | ".join("+".join(map(str, r.chains)) for r in plan.trials[0].runlists) \
+    chains = " | ".join(cut_text(r.chains) for r in plan.trials[0].runlists) \
         if plan.trials else ""
     return f"chains {chains}" if chains else ""
 
@@ -75,20 +76,28 @@ def _detail(plan: PlanRecord) -> str:
                    "Repeatable; default: every plan of the case.")
 @click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False),
               help="Finish an interrupted report (its in-flight trial becomes interrupted).")
+@click.option("--recipe-profile", "recipe_profile", type=click.Path(dir_okay=False),
+              help="The XRT execution profile of a recipe CASE (its bindings give buffer "
+                   "sizes and files).")
 @allow_different_machine_option
 @backend_options
 @trial_options
 @exit_codes_option
-def run(case_ref, plan_refs, resume_path, allow_different_machine, backend_kind, profile,
+def run(case_ref, plan_refs, resume_path, recipe_profile, allow_different_machine,
+        backend_kind, profile,
         realtime, seed, trials, xclbins_dir, out, force, no_isolate, deadline,
         flow, continue_after_failure, as_json, exit_codes) -> int:
     """Run a case's plans (runlists of the given depth and chunking) and write a report.
 
-    CASE is a shipped case name (see `cases list`) or a case file. Each trial
-    runs in a worker process with a hard deadline unless --no-isolate.
+    CASE is a shipped case name (see `cases list`), a case file, an XRT run
+    recipe (RECIPE.json, with --recipe-profile PROFILE.json) or
+    xrt-validate:NAME (a recipe of XRT's validate suite, e.g. cmd_chain_latency:
+    1000 NOP runs in one runlist). A recipe's runs are what plans cut: --plan
+    500+500 or max:24. Each trial runs in a worker process with a hard deadline
+    unless --no-isolate.
     """
     if resume_path:
-        if case_ref or plan_refs:
+        if case_ref or plan_refs or recipe_profile:
             raise BadInput("--resume takes its case and plans from the report; drop CASE and "
                            "--plan")
         runner, report = reopen(resume_path, progress_line,
@@ -99,7 +108,7 @@ def run(case_ref, plan_refs, resume_path, allow_different_machine, backend_kind,
         return _execute(runner, as_json, line, exit_codes)
     if not case_ref:
         raise BadInput("give a CASE (a shipped case name or a case file), or --resume REPORT")
-    case = load_case(case_ref)
+    case = load_case(case_ref, recipe_profile)
     backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
     runner = open_run(case, case.plans_for(plan_refs),
                       run_options(case, trials=trials, no_isolate=no_isolate,

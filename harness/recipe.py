@@ -1,0 +1,343 @@
+"""XRT run recipes in: a recipe (and its profile) read as a case whose runs a plan cuts.
+
+The format is XRT's (`src/runtime_src/core/common/runner/recipe.md`, `profile.md`, the
+schema in `reference/xrt/recipe.schema.json`; STACK.md 8): `header.xclbin`,
+`resources.buffers` (name, type, size), `resources.kernels` (name, `instance`,
+`ctrlcode` ELF), `execution.runs` (the kernel's name, buffer `arguments` by argidx,
+integer `constants` by argidx). XRT's runner turns 6 or more consecutive runs into one
+`xrt::runlist`; here the plan named after the recipe does the same, and other plans
+(`500+500`, `max:24`) cut the same runs.
+
+`xrt-validate:NAME` takes the recipe from XRT's validate archive (`xrt_smi_*.a`) the
+way `xrt-smi validate` does: `recipe_NAME.json`, `profile_NAME.json` and the
+artefacts they name. Without an XRT install, the recipes XRT ships for XDNA 2 are
+rebuilt from their recorded shape (`harness/data/xrt_validate.yaml`), and the case
+says so.
+
+What the harness cannot do with a recipe is refused by name: ELF-program
+configurations (`header.program`), CPU runs, sub-buffer arguments, string constants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.cache import cache_dir
+from harness.case import DEFAULT_TRIALS, Case, Command
+from harness.errors import BadInput, CaseError
+from harness.plan import make_plan
+from harness.results import ELF_FLOW, INSTR_BO, BufferSpec
+from harness.yamlio import write_atomic
+
+VALIDATE_PREFIX = "xrt-validate:"
+RECIPE_CONTEXT = "recipe"
+RUNLIST_THRESHOLD = 6            # xrt_core::runner default_runlist_threshold
+MAX_RECIPE_BYTES = 64 << 20
+SHAPES = Path(__file__).parent / "data" / "xrt_validate.yaml"
+
+
+class RecipeError(CaseError):
+    """A recipe or profile the harness cannot read or run."""
+
+
+@dataclass(frozen=True)
+class _Reader:
+    file: str
+
+    def fail(self, where: str, what: str) -> RecipeError:
+        return RecipeError(f"{self.file}: {where}: {what}")
+
+    def mapping(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected an object, got {_kind(value)}")
+        return value
+
+    def array(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected an array, got {_kind(value)}")
+        return value
+
+    def name(self, value: Any, where: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(where, f"expected a non-empty string, got {_kind(value)}")
+        return value
+
+    def index(self, value: Any, where: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.fail(where, f"expected an integer >= 0, got {_kind(value)}")
+        return value
+
+
+def is_recipe_ref(ref: str) -> bool:
+    return ref.startswith(VALIDATE_PREFIX) or ref.lower().endswith(".json")
+
+
+def load_recipe(ref: str, profile: str | None = None) -> Case:
+    """A recipe file (or `xrt-validate:NAME`) and its profile as a case."""
+    notes: list[str] = []
+    if ref.startswith(VALIDATE_PREFIX):
+        if profile is not None:
+            raise BadInput(f"{ref} comes with its own profile; drop --recipe-profile")
+        recipe_path, profile_path, origin = validate_recipe(ref[len(VALIDATE_PREFIX):])
+        notes += origin
+    else:
+        recipe_path, profile_path = Path(ref), Path(profile) if profile else None
+    raw = _read(recipe_path)
+    data = _json(raw, str(recipe_path))
+    profile_raw = _read(profile_path) if profile_path else b""
+    bindings, iterations = (_profile(_json(profile_raw, str(profile_path)), str(profile_path))
+                            if profile_path else ({}, None))
+    case = _case(data, recipe_path, bindings, notes)
+    if iterations is not None:
+        notes.append(f"the profile asks for {iterations} iterations; here --trials sets how "
+                     "often each plan runs")
+    digest = hashlib.sha256(raw + b"\0" + profile_raw).hexdigest()
+    return _with(case, notes, digest, str(profile_path) if profile_path else None, ref)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > MAX_RECIPE_BYTES:
+            raise RecipeError(f"{path}: {size} bytes; a recipe over {MAX_RECIPE_BYTES >> 20} MiB "
+                              "is refused")
+        return path.read_bytes()
+    except OSError as err:
+        raise RecipeError(f"cannot read {path}: {err.strerror or err}") from None
+
+
+def _json(raw: bytes, file: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise RecipeError(f"{file}: not UTF-8 text (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise RecipeError(f"{file}:{err.lineno}: not valid JSON: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise RecipeError(f"{file}: expected a JSON object at the top, got {_kind(data)}")
+    return data
+
+
+def _profile(data: dict[str, Any], file: str) -> tuple[dict[str, BufferSpec], int | None]:
+    """Buffers the profile binds (size, and a file that initialises them), and the
+    number of iterations it asks for."""
+    read = _Reader(file)
+    bindings: dict[str, BufferSpec] = {}
+    for i, item in enumerate(read.array(data.get("bindings", []), "bindings")):
+        where = f"bindings[{i}]"
+        entry = read.mapping(item, where)
+        name = read.name(entry.get("name"), where + ".name")
+        init = read.mapping(entry.get("init", {}), where + ".init")
+        source = None
+        if "file" in init:
+            source = (Path(file).parent / read.name(init["file"], where + ".init.file")).resolve()
+            if not source.is_file():
+                raise read.fail(where + ".init.file", f"{source} does not exist")
+        size = entry.get("size")
+        if size is None and source is None:
+            raise read.fail(where, "a binding without a file needs a size")
+        size = read.index(size, where + ".size") if size is not None else source.stat().st_size
+        bindings[name] = BufferSpec(size, str(source) if source else None)
+    execution = read.mapping(data.get("execution", {}), "execution")
+    iterations = execution.get("iterations")
+    return bindings, read.index(iterations, "execution.iterations") if iterations is not None \
+        else None
+
+
+def _case(data: dict[str, Any], path: Path, bindings: dict[str, BufferSpec],
+          notes: list[str]) -> Case:
+    read = _Reader(str(path))
+    base = path.parent
+    if data.get("version") != "1.0":
+        raise read.fail("version", f"{data.get('version')!r}; XRT's runner reads version 1.0")
+    header = read.mapping(data.get("header"), "header")
+    if "program" in header:
+        raise read.fail("header.program", "ELF-program configurations are not supported; "
+                                          "give a recipe whose header names an xclbin")
+    xclbin = (base / read.name(header.get("xclbin"), "header.xclbin")).resolve()
+    absent = [] if xclbin.is_file() else [str(xclbin)]
+    resources = read.mapping(data.get("resources", {}), "resources")
+    buffers: dict[str, BufferSpec] = {}
+    for i, item in enumerate(read.array(resources.get("buffers", []), "resources.buffers")):
+        where = f"resources.buffers[{i}]"
+        entry = read.mapping(item, where)
+        name = read.name(entry.get("name"), where + ".name")
+        if name in bindings:
+            buffers[name] = bindings[name]
+        elif "size" in entry:
+            buffers[name] = BufferSpec(read.index(entry["size"], where + ".size"))
+        else:
+            raise read.fail(where, f"buffer {name!r} has no size and the profile binds "
+                                   "no file to it")
+    kernels: dict[str, tuple[str, str | None]] = {}
+    for i, item in enumerate(read.array(resources.get("kernels", []), "resources.kernels")):
+        where = f"resources.kernels[{i}]"
+        entry = read.mapping(item, where)
+        name = read.name(entry.get("name"), where + ".name")
+        instance = read.name(entry.get("instance", name), where + ".instance")
+        elf = None
+        if "ctrlcode" in entry:
+            elf = str((base / read.name(entry["ctrlcode"], where + ".ctrlcode")).resolve())
+            if not Path(elf).is_file():
+                absent.append(elf)
+        kernels[name] = (instance, elf)
+    execution = read.mapping(data.get("execution"), "execution")
+    runs = read.array(execution.get("runs"), "execution.runs")
+    if not runs:
+        raise read.fail("execution.runs", "no runs")
+    templates: list[Command] = []
+    order: list[int] = []
+    flow = ELF_FLOW if all(elf for _, elf in kernels.values()) else INSTR_BO
+    for i, item in enumerate(runs):
+        command = _run(read, item, f"execution.runs[{i}]", kernels, buffers)
+        if command not in templates:
+            templates.append(command)
+        order.append(templates.index(command))
+    n = len(order)
+    if n < RUNLIST_THRESHOLD:
+        notes.append(f"XRT's runner starts fewer than {RUNLIST_THRESHOLD} runs one by one; "
+                     f"here the {n} run{'s' if n > 1 else ''} go in a runlist like any plan")
+    return Case(name=path.stem, description=f"XRT run recipe {path.name}: {n} runs",
+                source=str(path), pack="recipe", xclbins={RECIPE_CONTEXT: str(xclbin)},
+                layers=n, runlist_context=RECIPE_CONTEXT, per_layer=tuple(templates),
+                plans=(make_plan("recipe", str(n), n),), expect={}, trials=DEFAULT_TRIALS,
+                deadline_s=None, file=str(path.resolve()), sha256="", flow=flow,
+                buffers=buffers, order=tuple(order), kind="recipe", absent=tuple(absent))
+
+
+def _run(read: _Reader, item: Any, where: str, kernels: dict[str, tuple[str, str | None]],
+         buffers: dict[str, BufferSpec]) -> Command:
+    entry = read.mapping(item, where)
+    name = read.name(entry.get("name"), where + ".name")
+    if name not in kernels:
+        raise read.fail(where + ".name", f"{name!r} is not a kernel of resources.kernels "
+                                         f"({', '.join(kernels) or 'none'})")
+    if entry.get("where", "npu") != "npu":
+        raise read.fail(where + ".where", "CPU runs are not supported; the harness submits "
+                                          "to the NPU")
+    args: list[tuple[int, str, Any]] = []
+    for j, arg in enumerate(read.array(entry.get("arguments", []), where + ".arguments")):
+        at = f"{where}.arguments[{j}]"
+        arg = read.mapping(arg, at)
+        if "size" in arg or "offset" in arg:
+            raise read.fail(at, "sub-buffer arguments (size/offset) are not supported")
+        buffer = read.name(arg.get("name"), at + ".name")
+        if buffer not in buffers:
+            raise read.fail(at + ".name", f"{buffer!r} is not a buffer of resources.buffers "
+                                          f"({', '.join(buffers) or 'none'})")
+        args.append((read.index(arg.get("argidx"), at + ".argidx"), "bo", buffer))
+    for j, constant in enumerate(read.array(entry.get("constants", []), where + ".constants")):
+        at = f"{where}.constants[{j}]"
+        constant = read.mapping(constant, at)
+        value = constant.get("value")
+        if constant.get("type", "int") != "int" or isinstance(value, bool) \
+                or not isinstance(value, int):
+            raise read.fail(at, f"only integer constants are supported, got {_kind(value)}")
+        args.append((read.index(constant.get("argidx"), at + ".argidx"), "int", value))
+    indices = [a[0] for a in args]
+    if len(set(indices)) != len(indices):
+        raise read.fail(where, f"an argument index is set twice ({sorted(indices)})")
+    instance, elf = kernels[name]
+    # An absent control code is a NOP ELF stand-in (simulated stack only; hardware refuses).
+    return Command(instance, "nop", (), elf=elf if elf and Path(elf).is_file() else None,
+                   args=tuple(sorted(args)))
+
+
+def _with(case: Case, notes: list[str], digest: str, profile: str | None, ref: str) -> Case:
+    return replace(case, sha256=digest, notes=tuple(notes), recipe_profile=profile,
+                   reference=ref)
+
+
+# -- XRT's validate archive ---------------------------------------------------------------
+
+def validate_recipe(name: str) -> tuple[Path, Path | None, list[str]]:
+    """recipe_NAME.json and profile_NAME.json with the artefacts they name, from XRT's
+    validate archive; else rebuilt from the recorded shape of XRT's shipped recipe."""
+    from harness.packs import read_ar_member
+    from harness.probe.xrt import validate_files
+    wanted = f"recipe_{name}.json"
+    for source in validate_files(Path("/"), os.environ.get("XILINX_XRT")):
+        if source.suffix != ".a":
+            loose = source.parent / wanted
+            if loose.is_file():
+                profile = source.parent / f"profile_{name}.json"
+                return loose, profile if profile.is_file() else None, \
+                    [f"recipe from {source.parent}"]
+            continue
+        recipe = read_ar_member(source, wanted)
+        if recipe is None:
+            continue
+        folder = cache_dir("xrt-validate", hashlib.sha256(source.read_bytes()).hexdigest()[:16])
+        _put(folder / wanted, recipe)
+        profile = read_ar_member(source, f"profile_{name}.json")
+        if profile is not None:
+            _put(folder / f"profile_{name}.json", profile)
+        for artefact in _artefacts(json.loads(recipe)):
+            member = read_ar_member(source, artefact)
+            if member is not None:
+                _put(folder / artefact, member)
+        return folder / wanted, (folder / f"profile_{name}.json" if profile else None), \
+            [f"recipe from {source}"]
+    return _rebuilt(name)
+
+
+def _artefacts(recipe: dict[str, Any]) -> list[str]:
+    names = [recipe.get("header", {}).get("xclbin")]
+    names += [k.get("ctrlcode") for k in recipe.get("resources", {}).get("kernels", [])]
+    return [n for n in names if isinstance(n, str)]
+
+
+def shipped_shapes() -> dict[str, dict[str, Any]]:
+    data = yaml.safe_load(SHAPES.read_text())
+    shapes = data["recipes"]
+    for shape in shapes.values():
+        if isinstance(shape["buffers"], str):
+            shape["buffers"] = data["buffer_sets"][shape["buffers"]]
+    return shapes
+
+
+def _rebuilt(name: str) -> tuple[Path, Path | None, list[str]]:
+    shapes = shipped_shapes()
+    if name not in shapes:
+        raise BadInput(f"xrt-validate:{name}: no recipe_{name}.json in an XRT install (none "
+                       f"found), and not one the harness knows ({', '.join(shapes)})")
+    shape = shapes[name]
+    folder = cache_dir("xrt-validate", "rebuilt")
+    buffers = [{"name": b["name"], "type": b["type"], "size": b["size"]}
+               for b in shape["buffers"]]
+    run = {"name": "k1",
+           "arguments": [{"name": b["name"], "argidx": b["argidx"]}
+                         for b in shape["buffers"] if "argidx" in b],
+           "constants": [{"value": 3, "type": "int", "argidx": 0}]}
+    recipe = {"version": "1.0", "header": {"xclbin": shape["xclbin"]},
+              "resources": {"buffers": buffers,
+                            "kernels": [{"name": "k1", "instance": shape["instance"],
+                                         "ctrlcode": shape["ctrlcode"]}]},
+              "execution": {"runs": [run] * shape["runs"]}}
+    profile = {"version": "1.0", "execution": {"iterations": shape["iterations"],
+                                               "verbose": False}}
+    _put(folder / f"recipe_{name}.json", json.dumps(recipe, indent=2).encode())
+    _put(folder / f"profile_{name}.json", json.dumps(profile, indent=2).encode())
+    return folder / f"recipe_{name}.json", folder / f"profile_{name}.json", [
+        f"no XRT validate archive here: recipe_{name}.json rebuilt from the shape XRT ships "
+        f"({shape['source']}); its artefacts are stand-ins unless present"]
+
+
+def _put(path: Path, data: bytes) -> None:
+    if not path.is_file() or path.read_bytes() != data:
+        write_atomic(path, data)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return f"{type(value).__name__} {value!r}"
