@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -341,3 +343,165 @@ def _kind(value: Any) -> str:
     if isinstance(value, str):
         return f"the string {value!r}"
     return f"{type(value).__name__} {value!r}"
+
+
+# -- recipes out ---------------------------------------------------------------------------
+
+@dataclass
+class Export:
+    """What `export` wrote: one recipe per runlist of the plan, the profile, the artefacts
+    (copied, or listed as missing), and the commands that run them."""
+
+    folder: Path
+    recipes: list[str]
+    artefacts: list[str]
+    missing: list[str]
+    commands: list[str]
+
+
+def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path, real: bool,
+                 flow: str, folder: Path) -> Export:
+    """Write `case`, cut as each plan says, as XRT run recipes into `folder` (which must
+    not exist). XRT's runner makes one runlist of each contiguous sequence of NPU runs,
+    so each runlist of a plan is a recipe of its own, run in order by run_PLAN.sh.
+    `xclbin` gives the partition the control code is sized to; it is copied only when
+    `real` (a stand-in is never passed off as the pack), else the README says where the
+    real one goes."""
+    from harness.elf_writer import control_code_elf
+    from harness.txn import nop_stream, word_count
+    from harness.xclbin import read_xclbin
+
+    part = read_xclbin(xclbin).partition
+    columns = part.column_width if part else 4
+    files: dict[str, bytes] = {}
+    xclbin_name = Path(case.xclbins[case.runlist_context]).name
+    missing = []
+    if real:
+        files[xclbin_name] = xclbin.read_bytes()
+    else:
+        missing.append(xclbin_name)
+
+    def stream_of(command: Command) -> bytes:
+        return nop_stream(columns) if command.instructions == "nop" else \
+            Path(command.instructions).read_bytes()
+
+    kernels, buffers, bindings, templates = [], [], [], []
+    for c, command in enumerate(case.per_layer):
+        kernel = {"name": f"k{c}", "instance": command.kernel}
+        if command.elf:                               # a recipe's or capture's own
+            kernel["ctrlcode"] = f"ctrl_{c}.elf"
+            files[kernel["ctrlcode"]] = Path(command.elf).read_bytes()
+        elif command.args is not None and case.flow == ELF_FLOW:
+            kernel["ctrlcode"] = f"ctrl_{c}.elf"      # named, but absent here
+            missing.append(kernel["ctrlcode"])
+        elif command.args is None and flow == ELF_FLOW:
+            kernel["ctrlcode"] = f"ctrl_{c}.elf"      # as FastFlowLM builds it
+            files[kernel["ctrlcode"]] = control_code_elf(stream_of(command))
+        kernels.append(kernel)
+        if command.args is not None:
+            templates.append(_exported_run(f"k{c}", command.args))
+            continue
+        args: list[tuple[int, str, Any]] = [(0, "int", command.opcode)]
+        if "ctrlcode" not in kernel:
+            stream = stream_of(command)
+            files[f"instr_{c}.bin"] = stream
+            buffers.append({"name": f"c{c}_instr", "type": "input", "size": len(stream)})
+            bindings.append({"name": f"c{c}_instr", "init": {"file": f"instr_{c}.bin"}})
+            args += [(1, "bo", f"c{c}_instr"), (2, "int", word_count(stream))]
+        for j, size in enumerate(command.buffers):
+            buffers.append({"name": f"c{c}_b{j}", "type": "inout", "size": size})
+            args.append((3 + j, "bo", f"c{c}_b{j}"))
+        templates.append(_exported_run(f"k{c}", tuple(args)))
+    for name, spec in case.buffers.items():
+        buffers.append({"name": name, "type": "inout", "size": spec.size})
+        if spec.data:
+            files[f"data_{name}.bin"] = Path(spec.data).read_bytes()
+            bindings.append({"name": name, "init": {"file": f"data_{name}.bin"}})
+    sequence = (list(case.order) if case.order is not None
+                else [c for _ in range(case.layers) for c in range(len(case.per_layer))])
+    per_unit = case.runs_per_layer
+    recipes: list[str] = []
+    commands: list[str] = []
+    for plan_name, chunks in plans:
+        start, these = 0, []
+        for k, units in enumerate(chunks):
+            runs = [templates[t] for t in sequence[start * per_unit:(start + units) * per_unit]]
+            start += units
+            name = f"recipe_{_safe(plan_name)}_{k + 1}of{len(chunks)}.json"
+            recipe = {"version": "1.0", "header": {"xclbin": xclbin_name},
+                      "resources": {"buffers": buffers, "kernels": kernels},
+                      "execution": {"runs": runs}}
+            files[name] = (json.dumps(recipe, indent=2) + "\n").encode()
+            these.append(f"xrt-runner --recipe {name} --profile profile.json --dir .")
+            recipes.append(name)
+        files[f"run_{_safe(plan_name)}.sh"] = _run_script(case, plan_name, chunks,
+                                                           these).encode()
+        commands += these
+    profile = {"version": "1.0", "bindings": bindings, "execution": {"iterations": 1}}
+    files["profile.json"] = (json.dumps(profile, indent=2) + "\n").encode()
+    files["README.md"] = _readme(case, plans, flow, files, missing).encode()
+    _write_folder(folder, files)
+    artefacts = sorted(n for n in files if not n.endswith((".json", ".md", ".sh")))
+    return Export(folder, recipes, artefacts, missing, commands)
+
+
+def _exported_run(kernel: str, args: tuple[tuple[int, str, Any], ...]) -> dict[str, Any]:
+    return {"name": kernel,
+            "arguments": [{"name": v, "argidx": i} for i, kind, v in args if kind == "bo"],
+            "constants": [{"value": v, "type": "int", "argidx": i}
+                          for i, kind, v in args if kind == "int"]}
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+
+
+def _run_script(case: Case, plan_name: str, chunks: list[int], commands: list[str]) -> str:
+    lines = ["#!/bin/sh",
+             f"# {case.name}, plan {plan_name}: {len(chunks)} runlist(s), run in order.",
+             "# Needs XRT (source /opt/xilinx/xrt/setup.sh); no Python.",
+             "set -e", 'cd "$(dirname "$0")"']
+    return "\n".join(lines + commands) + "\n"
+
+
+def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
+            files: dict[str, bytes], missing: list[str]) -> str:
+    unit = case.unit
+    lines = [f"# {case.name} as XRT run recipes", "",
+             f"Written by xdna-runlist-harness from {case.source or case.file}: "
+             f"{case.layers} {unit}s, {case.runs_per_layer} run(s) per {unit}. Runs: "
+             f"{flow}, with the arguments the harness sets.", "",
+             "XRT's runner (`xrt-runner`) makes one `xrt::runlist` of every contiguous "
+             "sequence of 6 or more NPU runs in a recipe, so each runlist of a plan is a "
+             "recipe of its own, and `run_PLAN.sh` runs them in order (each in its own "
+             "process, so each opens its own hardware context). A recipe of fewer than 6 "
+             "runs is started run by run, not as a runlist.", "",
+             "```sh", "source /opt/xilinx/xrt/setup.sh"]
+    lines += [f"sh run_{_safe(name)}.sh      # {name}: {'+'.join(map(str, chunks))}"
+              for name, chunks in plans]
+    lines += ["```", "", "## Files", ""]
+    for name in sorted(files):
+        lines.append(f"- `{name}` ({len(files[name])} bytes, sha256 "
+                     f"{hashlib.sha256(files[name]).hexdigest()})")
+    for name in missing:
+        lines.append(f"- `{name}`: **not included** (not found where the harness looked); "
+                     "copy it here before running")
+    return "\n".join(lines) + "\n"
+
+
+def _write_folder(folder: Path, files: dict[str, bytes]) -> None:
+    """All files or none: written into a hidden sibling folder, then renamed into place."""
+    if folder.exists():
+        raise BadInput(f"{folder} exists; export writes a new folder (choose another)")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        for name, data in files.items():
+            (staging / name).write_bytes(data)
+        for script in staging.glob("*.sh"):
+            script.chmod(0o755)
+        staging.chmod(0o755)             # mkdtemp's 0700 is for while it is written
+        staging.rename(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

@@ -8,6 +8,7 @@ xclbin identities, and the whole report as YAML in a collapsed `<details>`.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from harness.plan import cut_text, plan_label
@@ -180,7 +181,8 @@ def _counts(plan: dict[str, Any]) -> str:
 
 def plan_rows(data: dict[str, Any]) -> list[list[str]]:
     return [[record_label(p), str(len(p.get("trials") or [])), _counts(p),
-             p.get("expect") or "-"] for p in data.get("plans") or []]
+             "(control)" if p.get("control") else p.get("expect") or "-"]
+            for p in data.get("plans") or []]
 
 
 def bisect_rows(section: dict[str, Any]) -> list[list[str]]:
@@ -289,6 +291,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         if notes:
             lines += ["", "Failing run located as: " + "; ".join(_cell(n) for n in notes) + "."]
         lines.append("")
+    lines += export_markdown(data.get("exports"))
     lines += ["### Environment", ""] + md_table(["", ""], [list(r) for r in environment_rows(
         data.get("environment") or {}, data.get("backend"))]) + [""]
     xclbins = xclbin_rows(data)
@@ -332,6 +335,24 @@ def _longest_backticks(text: str) -> int:
 
 
 # -- plain text -------------------------------------------------------------------------
+
+def export_markdown(exports: dict[str, Any] | None) -> list[str]:
+    """How to reproduce with XRT's own runner, from the recipes written beside the report."""
+    if not exports:
+        return []
+    folder = Path(exports["folder"]).name
+    lines = ["### Reproduce with XRT's own tools", "",
+             f"The plans as XRT run recipes are in `{folder}/` beside this report (attach "
+             "it). With XRT installed, no Python needed:", "", "```sh",
+             "source /opt/xilinx/xrt/setup.sh", f"cd {folder}"]
+    lines += [f"sh run_{name}.sh" for name in exports.get("plans") or []]
+    lines += ["```", ""]
+    if exports.get("missing"):
+        lines += [f"Not included (copy in first): {', '.join(exports['missing'])}.", ""]
+    lines += ["The depth-only control is XRT's own `xrt-smi validate -r runlist-latency` "
+              "(one runlist of 1000 NOP runs).", ""]
+    return lines
+
 
 def _flow(data: dict[str, Any]) -> str | None:
     return (data.get("settings") or {}).get("flow") or (data.get("case") or {}).get("flow")

@@ -60,6 +60,7 @@ class PlanRecord:
     chunks: list[int]
     expect: str | None = None
     trials: list[TrialResult] = field(default_factory=list)
+    control: str | None = None       # a control plan: what it runs instead of the case
 
     @property
     def label(self) -> str:
@@ -83,8 +84,11 @@ class PlanRecord:
         return counts_text(by_state) if by_state else "no finished trials"
 
     def declaration(self) -> dict[str, Any]:
-        return {"name": self.name, "spec": self.spec, "chunks": list(self.chunks),
-                "expect": self.expect}
+        out = {"name": self.name, "spec": self.spec, "chunks": list(self.chunks),
+               "expect": self.expect}
+        if self.control:
+            out["control"] = self.control
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.declaration(), "summary": self.summary(),
@@ -94,7 +98,7 @@ class PlanRecord:
     def from_dict(cls, data: dict[str, Any]) -> PlanRecord:
         trials = [trial_from_dict(raw) for raw in data.get("trials") or []]
         return cls(data["name"], str(data["spec"]), list(data["chunks"]), data.get("expect"),
-                   trials)
+                   trials, data.get("control"))
 
 
 def trial_dict(trial: TrialResult) -> dict[str, Any]:

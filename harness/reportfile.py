@@ -36,6 +36,7 @@ from typing import Any
 from harness.errors import BadInput, DiskFault, EnvironmentNotReady, ReportError
 from harness.report import (
     JOURNAL,
+    PlanRecord,
     Report,
     entry_line,
     header_text,
@@ -322,6 +323,11 @@ class ReportFile:
             raise disk_fault(self.path, err, started=True, resume=self.resume_command) \
                 from None
         self.appended += 1
+
+    def add_plan(self, plan: PlanRecord) -> None:
+        """A plan decided after the header was written (a search's, a control)."""
+        self.report.plans.append(plan)
+        self.append("plan", plan.declaration())
 
     def record_trial(self, plan_name: str, trial: TrialResult) -> None:
         self.append("trial", {"plan": plan_name, **trial_dict(trial)})

@@ -13,13 +13,14 @@ import os
 import platform
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness import __version__, isolation, stop
 from harness.backend import Backend, choose_backend, trial_seed
 from harness.case import Case, load_case
+from harness.depth_control import control_for
 from harness.environment import collect_environment, fingerprint_differences
 from harness.errors import (
     BadInput,
@@ -161,6 +162,7 @@ class Runner:
         self.options = options
         self.progress = progress or (lambda text, done: None)
         self.warnings: list[str] = []
+        self.control: tuple[Case, ResolvedPack] | None = None   # what control plans run
         backend.latencies = case_latencies(case)
         if not backend.hardware:         # nothing simulated can hang the machine
             handle.sync_every_s = SIMULATED_SYNC_S
@@ -173,7 +175,33 @@ class Runner:
         return self.handle.report
 
     def spec(self, plan: PlanRecord, index: int) -> TrialSpec:
-        return trial_spec(self.case, self.pack, plan.name, plan.chunks, index, self.options)
+        case, pack, options = self._workload(plan)
+        return trial_spec(case, pack, plan.name, plan.chunks, index, options)
+
+    def _workload(self, plan: PlanRecord) -> tuple[Case, ResolvedPack, RunOptions]:
+        if plan.control and self.control is not None:
+            case, pack = self.control
+            return case, pack, replace(self.options, flow=None)    # the control's own flow
+        return self.case, self.pack, self.options
+
+    def add_control(self) -> str | None:
+        """Add the depth-only control plan (`harness.depth_control`); None if it was added,
+        else why not (its validate.xclbin is not on this machine)."""
+        case, plan, what = control_for(self.case)
+        try:
+            pack = resolve_pack(case, simulated=not self.backend.hardware)
+        except EnvironmentNotReady as err:
+            return f"the depth-only control was not run: {err}"
+        self.control = (case, pack)
+        self.backend.latencies.update(case_latencies(case))
+        self.handle.add_plan(PlanRecord(plan.name, plan.spec, list(plan.chunks),
+                                        control=what))
+        self.report.artifacts["control"] = {
+            "case": case.name, "runs": case.layers,
+            "pack": {"name": pack.name, "source": pack.source, "stand_ins": pack.stand_ins},
+            "xclbins": [identity(read_xclbin(path), role) for role, path in pack.files.items()]}
+        self.handle.rewrite()
+        return None
 
     def run(self) -> Report:
         total = sum(max(0, self.options.trials - len(p.finished())) for p in self.report.plans)
@@ -197,9 +225,10 @@ class Runner:
         try:
             stop.raise_if_requested()
             if self.options.isolate:
-                deadline = self.options.deadline_s or self.case.deadline_s or \
-                    derive_deadline(self.case, Plan(plan.name, plan.spec,
-                                                    tuple(plan.chunks)), self.backend)
+                case = self._workload(plan)[0]
+                deadline = self.options.deadline_s or case.deadline_s or \
+                    derive_deadline(case, Plan(plan.name, plan.spec, tuple(plan.chunks)),
+                                    self.backend)
                 result = run_isolated(spec, self.backend.as_report(), deadline,
                                       self.backend.latencies)
                 result.deadline_s = deadline
@@ -321,14 +350,7 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
         if differences:
             report.sections.setdefault("resumed_elsewhere", []).append(
                 {"at": utc_now(), "differences": differences})
-    files = {}
-    for entry in report.artifacts.get("xclbins", []):
-        current = Path(entry["path"])
-        if not current.is_file() or \
-                hashlib.sha256(current.read_bytes()).hexdigest() != entry["sha256"]:
-            raise ReportError(f"{current} is missing or changed since {path} was written; "
-                              "start a new run instead of resuming")
-        files[entry["role"]] = current
+    files = _unchanged(report.artifacts.get("xclbins", []), path)
     pack_info = report.artifacts.get("pack", {})
     pack = ResolvedPack(pack_info.get("name", case.pack), files, pack_info.get("source", ""),
                         pack_info.get("searched", []), pack_info.get("stand_ins", False))
@@ -337,6 +359,16 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
                          deadline_s=settings.get("deadline_s"),
                          continue_after_failure=bool(settings["continue_after_failure"]),
                          seed=int(settings.get("seed", 0)), flow=settings.get("flow"))
+    runner = Runner(case, backend, pack, handle, options, progress)
+    control = report.artifacts.get("control")
+    if control:
+        control_case = control_for(case)[0]
+        control_info = control.get("pack", {})
+        runner.control = (control_case, ResolvedPack(
+            control_info.get("name", control_case.pack),
+            _unchanged(control.get("xclbins", []), path), control_info.get("source", ""),
+            [], control_info.get("stand_ins", False)))
+        backend.latencies.update(case_latencies(control_case))
     report.finished = None
     handle.take_over()
     for plan in report.plans:
@@ -346,7 +378,20 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
                 trial.error = ("the harness stopped while this trial ran (found when the report "
                                "was reopened)")
                 handle.record_trial(plan.name, trial)
-    return Runner(case, backend, pack, handle, options, progress)
+    return runner
+
+
+def _unchanged(entries: list[dict[str, Any]], report_path: str) -> dict[str, Path]:
+    """The files a report's xclbin entries name, by role, refused if any changed."""
+    files = {}
+    for entry in entries:
+        current = Path(entry["path"])
+        if not current.is_file() or \
+                hashlib.sha256(current.read_bytes()).hexdigest() != entry["sha256"]:
+            raise ReportError(f"{current} is missing or changed since {report_path} was "
+                              "written; start a new run instead of resuming")
+        files[entry["role"]] = current
+    return files
 
 
 def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,

@@ -71,8 +71,7 @@ class Prober:
             if record.name == plan.name:
                 return record
         record = PlanRecord(plan.name, plan.spec, list(plan.chunks))
-        self.runner.report.plans.append(record)
-        self.runner.handle.append("plan", record.declaration())
+        self.runner.handle.add_plan(record)
         return record
 
     def measure(self, plan: Plan) -> tuple[dict[str, int], list[int]]:

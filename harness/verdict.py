@@ -13,9 +13,19 @@ from harness.results import TrialStatus
 class Verdict:
     reproduced: bool | None      # None: the case expects no failure, or nothing finished
     text: str
+    control: str | None = None   # with a depth-only control: which of the three it is
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.control is None:
+            del out["control"]
+        return out
+
+
+DEPTH_ALONE = "depth alone fails"
+CASE_ONLY = "depth fails only with the case's commands"
+NOTHING = "nothing fails"
+INCONCLUSIVE = "inconclusive"
 
 
 def _failures(plan: PlanRecord) -> list[str]:
@@ -27,6 +37,32 @@ def _completions(plan: PlanRecord) -> int:
 
 
 def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
+    """The case's verdict; with a depth-only control plan beside it, also which of
+    "depth alone fails", "depth fails only with the case's commands" and "nothing
+    fails" the two together show."""
+    controls = [p for p in plans if p.control]
+    case_plans = [p for p in plans if not p.control]
+    verdict = _judge_case(case_plans, backend)
+    if not controls:
+        return verdict
+    whole = [p for p in case_plans if len(p.chunks) == 1] or case_plans   # full depth
+    answered = [p for p in whole + controls if _failures(p) or _completions(p)]
+    if any(_failures(p) for p in controls):
+        kind = DEPTH_ALONE
+    elif len(answered) < len(whole) + len(controls):
+        kind = INCONCLUSIVE             # a plan without a single answer from the stack
+    elif any(_failures(p) for p in whole):
+        kind = CASE_ONLY
+    else:
+        kind = NOTHING
+    control = "; ".join(f"{p.label}: {p.counts_text()}" for p in controls)
+    tag_at = verdict.text.rfind(" [SIMULATED")
+    body, tag = ((verdict.text[:tag_at], verdict.text[tag_at:]) if tag_at >= 0
+                 else (verdict.text, ""))
+    return Verdict(verdict.reproduced, f"{body}; control {control} -> {kind}{tag}", kind)
+
+
+def _judge_case(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     counts = "; ".join(f"{p.label}: {p.counts_text()}" for p in plans)
     tag = ""
     if is_simulated(backend):

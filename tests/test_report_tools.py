@@ -199,7 +199,8 @@ def test_markdown_renders_the_tables_and_the_yaml(reports):
     rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>",
                                                                       plans, re.S)[1:]]
     assert rows == [["monolithic 42", "2", "TIMEOUT 2/2", "TIMEOUT"],
-                    ["halves 21+21", "2", "COMPLETED 2/2", "COMPLETED"]]
+                    ["halves 21+21", "2", "COMPLETED 2/2", "COMPLETED"],
+                    ["depth-only 42", "2", "TIMEOUT 2/2", "(control)"]]
     failing = re.search(r"<h3>Failing runs</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
     assert "<td>42 (24+18)</td>" in failing and "<td>TIMEOUT</td>" in failing
     details = re.search(r"<details>(.*?)</details>", html, re.S).group(1)

@@ -34,8 +34,9 @@ def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
     report = load_report(report_of(result))
     assert report.schema == SCHEMA and report.simulated
     assert report.artifacts["pack"]["stand_ins"] is True
-    assert [len(p.trials) for p in report.plans] == [3, 3]
+    assert [len(p.trials) for p in report.plans] == [3, 3, 3]      # and the control
     assert report.verdict["reproduced"] is False
+    assert report.verdict["control"] == "nothing fails"
 
 
 def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
@@ -44,7 +45,8 @@ def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
     assert "verdict: reproduced: monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 " \
            "-> chunking avoids the failure" in result.output
     report = load_report(report_of(result))
-    monolithic, halves = report.plans
+    monolithic, halves, control = report.plans
+    assert control.control and report.verdict["control"] == "depth alone fails"
     assert {t.state for t in monolithic.trials} == {"TIMEOUT"}
     assert {t.state for t in halves.trials} == {"COMPLETED"}
     outcome = monolithic.trials[0].runlists[0]

@@ -139,6 +139,9 @@ COMMANDS: dict[str, Entry] = {
                     "(or the given chunking) fails."),
     "sweep": Entry("search_cmd", "sweep", "Run every depth x chunk-size cell, K trials each "
                    "(default 3), into one report."),
+    "export": Entry("export_cmd", "export", "Write CASE's plans as XRT run recipes + profile "
+                    "+ artefacts into FOLDER (new), runnable with XRT's own `xrt-runner "
+                    "--recipe R --profile P` and no Python."),
     "sim": Entry("sim_cmd", "sim", "The simulated XDNA stack: its profiles, and running your "
                  "own pyxrt scripts on it."),
     "probe": Entry("probe_cmd", "probe", "Fingerprint this machine's NPU stack and check it "

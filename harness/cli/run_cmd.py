@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import click
 
@@ -20,9 +22,10 @@ from harness.cli.progress import announce, progress_line
 from harness.errors import BadInput
 from harness.exits import for_trials
 from harness.plan import cut_text
+from harness.recipe import export_plans
 from harness.report import PlanRecord, Report
 from harness.results import flow_text
-from harness.runner import Runner, open_run, reopen
+from harness.runner import Runner, flow_of, open_run, reopen
 
 DEFAULT_CASE = "minicpm5-2b-decode"
 
@@ -43,7 +46,12 @@ def summary_text(report: Report, path: str) -> str:
     for plan in report.plans:
         lines.append(f"  {plan.label:<{width}}  {plan.counts_text():<24} {_detail(plan)}")
     pack = report.artifacts.get("pack", {})
-    if pack.get("stand_ins"):
+    if pack.get("stand_ins") and report.case.get("kind", "case") != "case":
+        names = ", ".join(Path(x.get("path", "")).name for x in report.artifacts["xclbins"])
+        lines.append(f"xclbins: synthesized stand-ins for {names}, which the "
+                     f"{report.case['kind']} names but is not here (same kernel signatures, "
+                     "not the real kernels)")
+    elif pack.get("stand_ins"):
         lines.append(f"xclbins: synthesized stand-ins (no {pack.get('name')} pack found; "
                      "same kernel signatures, not the real kernels)")
     else:
@@ -122,15 +130,24 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, allow_different_machin
 
 @click.command(cls=GuardedCommand)
 @click.argument("case_ref", metavar="[CASE]", required=False, default=DEFAULT_CASE)
+@click.option("--no-control", is_flag=True,
+              help="Skip the depth-only control (the case's depth as NOP ELF runs on XRT's "
+                   "validate.xclbin).")
 @backend_options
 @trial_options
 @exit_codes_option
-def reproduce(case_ref, backend_kind, profile, realtime, seed, trials, xclbins_dir, out,
-              force, no_isolate, deadline, flow, continue_after_failure, as_json,
-              exit_codes) -> int:
+def reproduce(case_ref, no_control, backend_kind, profile, realtime, seed, trials,
+              xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
+              as_json, exit_codes) -> int:
     """Run the monolithic and chunked plans side by side and say whether the failure
     reproduces (default case: minicpm5-2b-decode, the 42-layer decode of
     ROCm/FastFlowLM#712). `reproduce_ert_timeout` runs this command.
+
+    Beside the case it runs a depth-only control: the same depth as NOP runs
+    (ELF flow) on XRT's own validate.xclbin, as `xrt-smi validate`'s runlist-latency
+    does; the verdict then says whether depth alone fails, depth fails only with the
+    case's commands, or nothing fails. The case's plans are also written as XRT run
+    recipes beside the report (REPORT.recipes/), runnable with `xrt-runner`.
 
     Without an NPU this runs on the simulated stack; on its documented profile
     the verdict says so plainly, and --profile inflight-cap:40 plays the
@@ -145,4 +162,27 @@ def reproduce(case_ref, backend_kind, profile, realtime, seed, trials, xclbins_d
                                   flow=flow),
                       backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
                       command="reproduce", progress=progress_line)
+    if not no_control:
+        why_not = runner.add_control()
+        if why_not:
+            runner.warnings.append(why_not)
+            runner.handle.note(f"warning: {why_not}")
+    _export_beside(runner, force)
     return _execute(runner, as_json, backend.describe(), exit_codes)
+
+
+def _export_beside(runner: Runner, force: bool) -> None:
+    """The case's plans as XRT run recipes in REPORT.recipes/, so XRT and driver developers
+    can reproduce with `xrt-runner` and no Python; the report records where."""
+    path = runner.handle.path
+    folder = path.with_name(path.stem + ".recipes")
+    if folder.exists() and force:
+        shutil.rmtree(folder)
+    case, pack = runner.case, runner.pack
+    plans = [(p.name, list(p.chunks)) for p in runner.report.plans if not p.control]
+    done = export_plans(case, plans, pack.files[case.runlist_context], not pack.stand_ins,
+                        flow_of(case, runner.options), folder)
+    runner.report.sections["exports"] = {"folder": str(folder), "recipes": done.recipes,
+                                         "plans": [name for name, _ in plans],
+                                         "missing": done.missing}
+    runner.handle.rewrite()

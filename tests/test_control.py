@@ -1,0 +1,154 @@
+"""reproduce's depth-only control and its three-way verdict, and the recipes it writes
+beside its report (STACK.md 8: XRT's runlist-latency is one runlist of NOP ELF runs on
+validate.xclbin; a hardware pass there means depth alone does not fail)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import SHARED_REFERENCE
+
+from harness.cli import main
+from harness.report import PlanRecord, load_report
+from harness.results import TrialResult, TrialStatus
+from harness.verdict import CASE_ONLY, DEPTH_ALONE, INCONCLUSIVE, NOTHING, judge
+
+
+def reproduce(tmp_path, *args: str):
+    out = tmp_path / "r.yaml"
+    result = CliRunner().invoke(main, ["reproduce", "--no-isolate", "--trials", "1", "--out",
+                                       str(out), *args])
+    return result, out
+
+
+@pytest.mark.parametrize("profile, kind", [
+    ("staging", NOTHING),
+    ("inflight-cap:40", DEPTH_ALONE),
+    # the case's kernel is slow, the NOP control is not: a chain of 24 commands of 2.6 s
+    # outlasts mainline's 60 s job timeout, a runlist of 21 does not
+    ("mainline,slow:MLIR_AIE:2600000", CASE_ONLY),
+])
+def test_the_three_way_verdict(tmp_path, profile, kind):
+    result, out = reproduce(tmp_path, "--profile", profile)
+    report = load_report(out)
+    assert report.verdict["control"] == kind, result.output
+    [verdict] = [line for line in result.output.splitlines() if line.startswith("verdict:")]
+    assert f"-> {kind}" in verdict
+
+
+def test_the_control_is_nop_elf_runs_on_validate_at_the_case_depth(tmp_path):
+    result, out = reproduce(tmp_path)
+    report = load_report(out)
+    control = report.plans[-1]
+    assert control.name == "depth-only" and control.chunks == [42]
+    assert "NOP runs (nop.elf, ELF flow) on XRT's validate.xclbin" in control.control
+    assert control.trials[0].runlists[0].chains == [24, 18]
+    assert report.artifacts["control"]["case"] == "nop-depth"
+    [xclbin] = report.artifacts["control"]["xclbins"]
+    assert xclbin["kernels"] == ["DPU"] and xclbin["partition_columns"] == 4
+    assert "depth-only 42" in result.output
+
+
+def test_the_control_runs_xrts_own_validate_xclbin_when_installed(tmp_path, monkeypatch):
+    from machines import ar_archive
+    real = SHARED_REFERENCE / "xrt-validate-strx" / "validate_strx.xclbin"
+    if not real.is_file():
+        pytest.skip(f"{real} not present")
+    bins = tmp_path / "xrt" / "share" / "amdxdna" / "bins"
+    bins.mkdir(parents=True)
+    (bins / "xrt_smi_strx.a").write_bytes(ar_archive({"validate.xclbin": real.read_bytes()}))
+    monkeypatch.setenv("XILINX_XRT", str(tmp_path / "xrt"))
+    _, out = reproduce(tmp_path)
+    control = load_report(out).artifacts["control"]
+    assert control["pack"]["stand_ins"] is False
+    assert control["xclbins"][0]["sha256"] == \
+        "6c61ea528602c436d6c3317325c62cd542591f7256024f72f4d22aaf6a28fc58"
+
+
+def test_no_control_skips_it(tmp_path):
+    _, out = reproduce(tmp_path, "--no-control")
+    report = load_report(out)
+    assert [p.name for p in report.plans] == ["monolithic", "halves"]
+    assert "control" not in report.verdict and "control" not in report.artifacts
+
+
+def test_a_stopped_reproduce_resumes_its_control_with_the_controls_runs(tmp_path,
+                                                                        monkeypatch):
+    import harness.runner
+    real, specs = harness.runner.run_trial, []
+
+    def stop_in_the_control(spec, backend):
+        specs.append(spec)
+        if spec.plan == "depth-only":
+            raise KeyboardInterrupt
+        return real(spec, backend)
+    monkeypatch.setattr(harness.runner, "run_trial", stop_in_the_control)
+    first, out = reproduce(tmp_path)
+    assert first.exit_code == 130
+    monkeypatch.setattr(harness.runner, "run_trial", lambda spec, backend: (
+        specs.append(spec), real(spec, backend))[1])
+    again = CliRunner().invoke(main, ["run", "--resume", str(out), "--no-isolate"])
+    assert again.exit_code == 0, again.output
+    control_spec = specs[-1]
+    assert control_spec.plan == "depth-only"
+    assert control_spec.per_layer[0].kernel == "DPU" and control_spec.per_layer[0].flow == "elf"
+    assert control_spec.per_layer[0].buffers == [20] * 5
+    assert load_report(out).verdict["control"] == NOTHING
+
+
+def plan(name, states, control=None, chunks=(42,)):
+    trials = [TrialResult(i, TrialStatus.COMPLETED if s == "COMPLETED" else
+                          TrialStatus.FAILED if s != "deadline" else TrialStatus.DEADLINE)
+              for i, s in enumerate(states)]
+    record = PlanRecord(name, "-", list(chunks), None, trials, control)
+    return record
+
+
+def test_judge_separates_the_three_and_says_when_it_cannot():
+    sim = {"kind": "sim", "profile": "x"}
+    cases = [
+        ([plan("m", ["COMPLETED"]), plan("c", ["COMPLETED"], "control")], NOTHING),
+        ([plan("m", ["COMPLETED"]), plan("c", ["TIMEOUT"], "control")], DEPTH_ALONE),
+        ([plan("m", ["TIMEOUT"]), plan("c", ["COMPLETED"], "control")], CASE_ONLY),
+        ([plan("m", ["TIMEOUT"]), plan("c", ["deadline"], "control")], INCONCLUSIVE),
+        ([plan("m", ["deadline"]), plan("c", ["COMPLETED"], "control")], INCONCLUSIVE),
+        # a chunked plan failing says nothing about the full depth
+        ([plan("m", ["COMPLETED"]), plan("h", ["TIMEOUT"], chunks=(21, 21)),
+          plan("c", ["COMPLETED"], "control")], NOTHING),
+    ]
+    for plans, kind in cases:
+        verdict = judge(plans, sim)
+        assert verdict.control == kind, (kind, verdict.text)
+        assert verdict.text.endswith(f"-> {kind} [SIMULATED, profile x]")
+    assert judge([plan("m", ["COMPLETED"])], sim).control is None
+
+
+def test_reproduce_writes_recipes_beside_its_report(tmp_path):
+    result, out = reproduce(tmp_path)
+    folder = tmp_path / "r.recipes"
+    report = load_report(out)
+    assert report.sections["exports"]["folder"] == str(folder)
+    assert sorted(report.sections["exports"]["recipes"]) == sorted(
+        p.name for p in folder.glob("recipe_*.json"))
+    schema = SHARED_REFERENCE / "xrt" / "recipe.schema.json"
+    if schema.is_file():
+        import jsonschema
+        for recipe in folder.glob("recipe_*.json"):
+            jsonschema.validate(json.loads(recipe.read_text()), json.loads(schema.read_text()))
+    md = CliRunner().invoke(main, ["report", "render", str(out)]).output
+    assert "### Reproduce with XRT's own tools" in md
+    assert "cd r.recipes" in md and "sh run_monolithic.sh" in md and "sh run_halves.sh" in md
+    assert "Not included (copy in first): layer.xclbin." in md
+
+
+def test_force_replaces_the_recipes_too_and_nothing_else_is_overwritten(tmp_path):
+    _, out = reproduce(tmp_path)
+    stale = tmp_path / "r.recipes" / "stale.txt"
+    stale.write_text("old")
+    refused, _ = reproduce(tmp_path)
+    assert refused.exit_code == 2 and stale.exists()
+    again, _ = reproduce(tmp_path, "--force")
+    assert again.exit_code == 0, again.output
+    assert not stale.exists() and (tmp_path / "r.recipes" / "profile.json").is_file()

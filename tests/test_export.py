@@ -1,0 +1,118 @@
+"""Recipes out (STACK.md 8): every plan of every case as XRT run recipes that XRT's own
+schema accepts and that read back as the same runs."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from conftest import SHARED_REFERENCE
+
+from harness.case import shipped_cases
+from harness.cli import main
+from harness.elf import read_elf
+from harness.recipe import load_recipe
+from harness.report import load_report
+from harness.txn import nop_stream
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    path = SHARED_REFERENCE / "xrt" / "recipe.schema.json"
+    if not path.is_file():
+        pytest.skip(f"XRT's recipe schema not present at {path}")
+    return json.loads(path.read_text())
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.mark.parametrize("case", [p.stem for p in shipped_cases()])
+def test_every_plan_of_every_shipped_case_exports_valid_recipes(case, tmp_path, schema):
+    folder = tmp_path / "out"
+    result = invoke("export", case, str(folder))
+    assert result.exit_code == 0, result.output
+    recipes = sorted(folder.glob("recipe_*.json"))
+    assert recipes
+    for recipe in recipes:
+        jsonschema.validate(json.loads(recipe.read_text()), schema)
+    assert (folder / "profile.json").is_file() and (folder / "README.md").is_file()
+    assert all(script.stat().st_mode & 0o111 for script in folder.glob("run_*.sh"))
+
+
+def test_a_cut_is_one_recipe_per_runlist_and_reads_back_as_the_same_runs(tmp_path, schema):
+    folder = tmp_path / "halves"
+    invoke("export", "minicpm5-2b-decode", "--plan", "halves", str(folder))
+    first, second = sorted(folder.glob("recipe_halves_*.json"))
+    assert (first.name, second.name) == ("recipe_halves_1of2.json", "recipe_halves_2of2.json")
+    assert "recipe_halves_1of2.json --profile profile.json" in \
+        (folder / "run_halves.sh").read_text()
+    case = load_recipe(str(first), str(folder / "profile.json"))
+    assert case.layers == 21 and case.flow == "elf"
+    [run] = case.per_layer
+    assert run.kernel == "MLIR_AIE" and run.args[0] == (0, "int", 3)
+    assert [a[0] for a in run.args] == [0, 3, 4, 5, 6, 7]        # (3, 0, 0, bo...)
+    # the ELF is the one FastFlowLM's aiebu step would build for the 8-column partition
+    assert read_elf(folder / "ctrl_0.elf").control_code == nop_stream(8)
+    out = tmp_path / "back.yaml"
+    result = invoke("run", str(first), "--recipe-profile", str(folder / "profile.json"),
+                    "--trials", "1", "--no-isolate", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert load_report(out).plans[0].trials[0].runlists[0].chains == [21]
+
+
+def test_the_instruction_buffer_flow_binds_the_stream_from_a_file(tmp_path, schema):
+    folder = tmp_path / "ibo"
+    invoke("export", "minicpm5-2b-decode", "--plan", "42", "--flow", "instr-bo", str(folder))
+    recipe = json.loads((folder / "recipe_42_1of1.json").read_text())
+    jsonschema.validate(recipe, schema)
+    assert "ctrlcode" not in recipe["resources"]["kernels"][0]
+    run = recipe["execution"]["runs"][0]
+    assert {"value": 5, "type": "int", "argidx": 2} in run["constants"]   # ninstr in words
+    profile = json.loads((folder / "profile.json").read_text())
+    assert profile["bindings"] == [{"name": "c0_instr", "init": {"file": "instr_0.bin"}}]
+    assert (folder / "instr_0.bin").read_bytes() == nop_stream(8)    # the partition's width
+
+
+def test_a_recipe_cut_exports_with_its_own_artefacts(validate_artefacts, tmp_path, schema):
+    folder = tmp_path / "chain"
+    result = invoke("export", str(validate_artefacts / "recipe_cmd_chain_latency_strx.json"),
+                    "--plan", "500+500", str(folder))
+    assert result.exit_code == 0, result.output
+    for name in ("validate_strx.xclbin", "ctrl_0.elf"):
+        assert (folder / name).is_file()
+    assert (folder / "ctrl_0.elf").read_bytes() == (validate_artefacts / "nop.elf").read_bytes()
+    for recipe in folder.glob("recipe_*.json"):
+        data = json.loads(recipe.read_text())
+        jsonschema.validate(data, schema)
+        assert len(data["execution"]["runs"]) == 500
+
+
+def test_export_never_writes_into_an_existing_folder(tmp_path):
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    result = invoke("export", "minicpm5-2b-decode", str(folder))
+    assert result.exit_code == 2 and "exists" in result.output
+    assert [p.name for p in folder.iterdir()] == ["keep.txt"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".taken.")]
+
+
+def test_a_missing_xclbin_is_named_not_invented(tmp_path):
+    folder = tmp_path / "nopack"
+    result = invoke("export", "minicpm5-2b-decode", str(folder))
+    assert "not found here, copy into" in result.output and "layer.xclbin" in result.output
+    assert not (folder / "layer.xclbin").exists()
+    assert "`layer.xclbin`: **not included**" in (folder / "README.md").read_text()
+
+
+def test_a_real_pack_is_copied(shared_xclbins, tmp_path):
+    folder = tmp_path / "real"
+    result = invoke("export", "minicpm5-2b-decode", "--plan", "halves", "--xclbins",
+                    str(shared_xclbins / "Qwen3-1.7B-NPU2"), str(folder))
+    assert result.exit_code == 0, result.output
+    assert (folder / "layer.xclbin").read_bytes() == \
+        (shared_xclbins / "Qwen3-1.7B-NPU2" / "layer.xclbin").read_bytes()
