@@ -70,6 +70,9 @@ class Case:
     absent: tuple[str, ...] = ()  # artefacts it names that are not there (stand-ins)
     recipe_profile: str | None = None
     reference: str | None = None  # how it was named (xrt-validate:NAME), if not by file
+    capture: str | None = None    # a capture's folder
+    frame: str | None = None      # the captured frame whose runs the plans cut
+    frames: tuple[str, ...] = ()  # every frame of the capture
 
     def plan(self, name: str) -> Plan:
         for plan in self.plans:
@@ -170,10 +173,14 @@ def find_case(ref: str) -> Path:
 
 def load_case(ref: str | Path, recipe_profile: str | None = None) -> Case:
     """A case by name or file; an XRT run recipe (a .json file, or xrt-validate:NAME)
-    with its profile; a capture folder imported as a case is a case file."""
+    with its profile; an XRT capture folder (or a case file `capture import` wrote)."""
     from harness.recipe import is_recipe_ref, load_recipe
     if is_recipe_ref(str(ref)):
         return load_recipe(str(ref), recipe_profile)
+    if Path(ref).name == "replay.json" or Path(ref).is_dir() and \
+            (Path(ref) / "replay.json").is_file():
+        from harness.capture import folder_case
+        return folder_case(Path(ref).parent if Path(ref).name == "replay.json" else Path(ref))
     if recipe_profile is not None:
         raise CaseError(f"--recipe-profile goes with a recipe; {ref} is a case")
     path = find_case(str(ref))
@@ -252,6 +259,8 @@ def parse_case(raw: bytes, file: str) -> Case:
         problem = getattr(err, "problem", None) or str(err)
         raise CaseError(f"{where}: not valid YAML: {problem}") from None
     check = _Checker(file, lines)
+    if isinstance(data, dict) and "capture" in data:
+        return _capture_case(check, data, file, raw)
     top = check.mapping(data, (), {"case", "description", "source", "pack", "xclbins",
                                    "decode", "plans", "expect", "trials", "deadline_s",
                                    "flow"},
@@ -324,6 +333,35 @@ def parse_case(raw: bytes, file: str) -> Case:
     return Case(name, description, source, pack, xclbins, layers, context, per_layer,
                 tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest(),
                 flow)
+
+
+def _capture_case(check: _Checker, data: dict, file: str, raw: bytes) -> Case:
+    """A case that points at an imported capture (`capture import` writes these)."""
+    from harness.capture import capture_case, load_capture
+    top = check.mapping(data, (), {"case", "description", "source", "capture", "frame",
+                                   "plans", "trials", "deadline_s"},
+                        {"case", "description", "capture"})
+    name = check.string(top["case"], ("case",), _NAME)
+    folder = (Path(file).parent / check.string(top["capture"], ("capture",))).resolve()
+    capture = load_capture(folder)
+    frame = str(top["frame"]) if "frame" in top else None
+    plans = top.get("plans")
+    if plans is not None and (not isinstance(plans, dict) or not all(
+            isinstance(v, (str, int)) for v in plans.values())):
+        raise check.error(("plans",), "expected a mapping of plan name to spec")
+    trials = (check.integer(top["trials"], ("trials",), 1, 1000)
+              if "trials" in top else DEFAULT_TRIALS)
+    deadline = (check.number(top["deadline_s"], ("deadline_s",), 0.1, 86_400)
+                if "deadline_s" in top else None)
+    try:
+        return capture_case(capture, frame, name=name,
+                            description=check.string(top["description"], ("description",)),
+                            file=file, sha256=hashlib.sha256(raw + capture.sha256.encode())
+                            .hexdigest(), trials=trials, deadline_s=deadline,
+                            plan_specs={str(k): str(v) for k, v in plans.items()}
+                            if plans else None)
+    except PlanError as err:
+        raise check.error(("plans",), str(err)) from None
 
 
 def _commands(check: _Checker, value: Any, base: Path) -> tuple[Command, ...]:

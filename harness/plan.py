@@ -27,6 +27,7 @@ class Plan:
     name: str
     spec: str
     chunks: tuple[int, ...]
+    frame: str | None = None      # a capture's frame whose runs it cuts (None: the case's)
 
     @property
     def depth(self) -> int:
@@ -53,7 +54,12 @@ def plan_label(name: str, chunks: Sequence[int]) -> str:
     """``monolithic 42`` or ``halves 21+21``: the name and the cut (just the cut when the
     name is the cut)."""
     cut = cut_text(chunks)
-    return cut if name in (cut, "+".join(str(c) for c in chunks)) else f"{name} {cut}"
+    if name in (cut, "+".join(str(c) for c in chunks)):
+        return cut
+    plain = "+".join(str(c) for c in chunks)
+    if name.endswith((" " + cut, " " + plain)):       # a frame's plan: "frame_2 21+21"
+        return name[:name.rindex(" ")] + " " + cut
+    return f"{name} {cut}"
 
 
 def parse_plan(spec: str | int, layers: int) -> tuple[int, ...]:

@@ -78,7 +78,8 @@ class _Reader:
 
 
 def is_recipe_ref(ref: str) -> bool:
-    return ref.startswith(VALIDATE_PREFIX) or ref.lower().endswith(".json")
+    return ref.startswith(VALIDATE_PREFIX) or (ref.lower().endswith(".json")
+                                                and Path(ref).name != "replay.json")
 
 
 def load_recipe(ref: str, profile: str | None = None) -> Case:

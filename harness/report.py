@@ -61,6 +61,7 @@ class PlanRecord:
     expect: str | None = None
     trials: list[TrialResult] = field(default_factory=list)
     control: str | None = None       # a control plan: what it runs instead of the case
+    frame: str | None = None         # a capture's frame it cuts, if not the case's own
 
     @property
     def label(self) -> str:
@@ -88,6 +89,8 @@ class PlanRecord:
                "expect": self.expect}
         if self.control:
             out["control"] = self.control
+        if self.frame:
+            out["frame"] = self.frame
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,7 +101,7 @@ class PlanRecord:
     def from_dict(cls, data: dict[str, Any]) -> PlanRecord:
         trials = [trial_from_dict(raw) for raw in data.get("trials") or []]
         return cls(data["name"], str(data["spec"]), list(data["chunks"]), data.get("expect"),
-                   trials, data.get("control"))
+                   trials, data.get("control"), data.get("frame"))
 
 
 def trial_dict(trial: TrialResult) -> dict[str, Any]:

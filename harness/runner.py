@@ -19,6 +19,7 @@ from typing import Any
 
 from harness import __version__, isolation, stop
 from harness.backend import Backend, choose_backend, trial_seed
+from harness.capture import frame_case
 from harness.case import Case, load_case
 from harness.depth_control import control_for
 from harness.environment import collect_environment, fingerprint_differences
@@ -182,6 +183,8 @@ class Runner:
         if plan.control and self.control is not None:
             case, pack = self.control
             return case, pack, replace(self.options, flow=None)    # the control's own flow
+        if plan.frame and plan.frame != self.case.frame:
+            return frame_case(self.case, plan.frame), self.pack, self.options
         return self.case, self.pack, self.options
 
     def add_control(self) -> str | None:
@@ -278,7 +281,9 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
               "runlist_context": case.runlist_context, "runs_per_layer": case.runs_per_layer,
               "kind": case.kind, "flow": case.flow,
               **({"reference": case.reference, "recipe_profile": case.recipe_profile}
-                 if case.kind == "recipe" else {})},
+                 if case.kind == "recipe" else {}),
+              **({"capture": case.capture, "frame": case.frame} if case.kind == "capture"
+                 else {})},
         settings={"trials": options.trials, "isolate": options.isolate,
                   "worker_start": worker_start() if options.isolate else None,
                   "deadline_s": options.deadline_s,
@@ -336,6 +341,8 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
     _check_continuable(report, path, kind)
     case = load_case(report.case.get("reference") or report.case["file"],
                      report.case.get("recipe_profile"))
+    if report.case.get("frame"):
+        case = frame_case(case, report.case["frame"])
     if case.sha256 != report.case.get("sha256"):
         raise ReportError(f"{report.case['file']} changed since {path} was written "
                           "(sha256 differs); start a new run instead of resuming")

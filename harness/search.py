@@ -70,7 +70,7 @@ class Prober:
         for record in self.runner.report.plans:
             if record.name == plan.name:
                 return record
-        record = PlanRecord(plan.name, plan.spec, list(plan.chunks))
+        record = PlanRecord(plan.name, plan.spec, list(plan.chunks), frame=plan.frame)
         self.runner.handle.add_plan(record)
         return record
 

@@ -1,8 +1,9 @@
-"""Sweeps: every depth x chunk-size cell, K trials each, as a grid (text, and a heatmap).
+"""Sweeps: every row x chunk-size cell, K trials each, as a grid (text, and a heatmap).
 
-A cell (depth d, chunk c) runs plan ``max:c`` at depth d: runlists of c
-layers, the remainder last; c >= d is one runlist, measured once and shared
-by every such cell.
+A row is a depth (of a case's layers, or of a recipe's runs) or a captured frame (its
+whole depth). A cell (row of depth d, chunk c) runs plan ``max:c`` over d: runlists of
+c, the remainder last; c >= d is one runlist, measured once and shared by every such
+cell of the row.
 """
 
 from __future__ import annotations
@@ -44,12 +45,27 @@ def parse_list(text: str, option: str) -> list[int]:
     return sorted(set(values))
 
 
+@dataclass(frozen=True)
+class Row:
+    label: str                   # "42", or a frame's name
+    depth: int
+    frame: str | None = None
+
+
+def depth_rows(depths: list[int]) -> list[Row]:
+    return [Row(str(d), d) for d in depths]
+
+
 @dataclass
 class Cell:
-    depth: int
+    row: Row
     chunk: int
     plan: Plan
     counts: dict[str, int]
+
+    @property
+    def depth(self) -> int:
+        return self.row.depth
 
     @property
     def answered(self) -> int:
@@ -70,13 +86,17 @@ class Cell:
                         for state, n in sorted(self.counts.items(), key=lambda kv: -kv[1]))
 
 
-def cell_plan(depth: int, chunk: int) -> Plan:
-    return plan_for_depth(depth, min(chunk, depth))
+def cell_plan(row: Row, chunk: int) -> Plan:
+    plan = plan_for_depth(row.depth, min(chunk, row.depth))
+    if row.frame is None:
+        return plan
+    return Plan(f"{row.frame} {plan.name}", plan.spec, plan.chunks, row.frame)
 
 
-def distinct_cells(depths: list[int], chunks: list[int]) -> set[tuple[int, int]]:
-    """(depth, chunk) of each distinct plan: a chunk at or above the depth is one runlist."""
-    return {(d, min(c, d)) for d in depths for c in chunks}
+def distinct_cells(rows: list[Row], chunks: list[int]) -> set[tuple[str | None, int, int]]:
+    """(frame, depth, chunk) of each distinct plan: a chunk at or above the depth is one
+    runlist."""
+    return {(r.frame, r.depth, min(c, r.depth)) for r in rows for c in chunks}
 
 
 # Past any of these a sweep needs --yes: it would run for hours or fill the disk.
@@ -102,70 +122,85 @@ class Estimate:
                 f"{self.report_bytes / 1e6:,.1f} MB")
 
 
-def estimate(depths: list[int], chunks: list[int], trials: int, runs_per_layer: int) -> Estimate:
+def estimate(rows: list[Row], chunks: list[int], trials: int, runs_per_layer: int) -> Estimate:
     """What a sweep will cost, counted without building its plans."""
-    if len(depths) * len(chunks) > MAX_CELLS:
-        raise BadInput(f"--depths x --chunks is {len(depths) * len(chunks):,} cells; a sweep "
+    if len(rows) * len(chunks) > MAX_CELLS:
+        raise BadInput(f"--depths x --chunks is {len(rows) * len(chunks):,} cells; a sweep "
                        f"takes at most {MAX_CELLS:,}: narrow them or use a STEP (A..B:STEP)")
-    cells = distinct_cells(depths, chunks)
-    runlists = sum(-(-d // c) for d, c in cells)
-    return Estimate(len(cells) * trials, sum(d for d, _ in cells) * runs_per_layer * trials,
+    cells = distinct_cells(rows, chunks)
+    runlists = sum(-(-d // c) for _, d, c in cells)
+    return Estimate(len(cells) * trials, sum(d for _, d, _ in cells) * runs_per_layer * trials,
                     len(cells) * trials * TRIAL_BYTES + runlists * trials * RUNLIST_BYTES)
 
 
-def run_sweep(prober: Prober, depths: list[int], chunks: list[int], say: Say
+def run_sweep(prober: Prober, rows: list[Row], chunks: list[int], say: Say
               ) -> tuple[list[Cell], bool]:
     """Measure every cell (sharing identical plans); False when the budget ran out."""
-    measured: dict[tuple[int, ...], dict[str, int]] = {}
+    measured: dict[tuple, dict[str, int]] = {}
     cells: list[Cell] = []
     complete = True
-    for depth in depths:
+    for row in rows:
         for chunk in chunks:
-            plan = cell_plan(depth, chunk)
-            key = plan.chunks
+            plan = cell_plan(row, chunk)
+            key = (plan.frame, plan.chunks)
             if key not in measured and complete:
                 try:
                     measured[key] = prober.measure(plan)[0]
                 except BudgetReached:
                     complete = False
                     say(f"stopped: the budget of {prober.budget} trials is spent")
-            cells.append(Cell(depth, chunk, plan, measured.get(key, {})))
+            cells.append(Cell(row, chunk, plan, measured.get(key, {})))
     return cells, complete
 
 
-def grid_text(cells: list[Cell], depths: list[int], chunks: list[int]) -> str:
-    table = {(c.depth, c.chunk): c.code() for c in cells}
+def grid_text(cells: list[Cell], rows: list[Row], chunks: list[int]) -> str:
+    table = {(c.row.label, c.chunk): c.code() for c in cells}
     width = max([len(v) for v in table.values()] + [len(str(c)) for c in chunks] + [4])
-    lines = ["depth \\ chunk " + " ".join(f"{c:>{width}}" for c in chunks)]
-    for depth in depths:
-        lines.append(f"{depth:>13} " + " ".join(f"{table.get((depth, c), '-'):>{width}}"
-                                                for c in chunks))
+    head = "frame" if any(r.frame for r in rows) else "depth"
+    left = max([len(r.label) for r in rows] + [len(head) + 8])
+    lines = [f"{head} \\ chunk".rjust(left) + " " + " ".join(f"{c:>{width}}" for c in chunks)]
+    for row in rows:
+        lines.append(f"{row.label:>{left}} " + " ".join(
+            f"{table.get((row.label, c), '-'):>{width}}" for c in chunks))
     used = sorted({state for c in cells for state in c.counts})
     legend = ", ".join(f"{ABBREVIATIONS.get(s, s)} = {s}" for s in used)
     lines.append(f"({legend}; a number after a code counts trials when outcomes are mixed)")
     return "\n".join(lines)
 
 
-def sweep_section(cells: list[Cell], depths: list[int], chunks: list[int],
+def sweep_section(cells: list[Cell], rows: list[Row], chunks: list[int],
                   complete: bool) -> dict[str, Any]:
-    return {"depths": depths, "chunks": chunks, "complete": complete,
-            "cells": [{"depth": c.depth, "chunk": c.chunk, "plan": c.plan.name,
-                       "counts": c.counts} for c in cells]}
+    frames = [r.frame for r in rows if r.frame]
+    section: dict[str, Any] = {"frames": frames} if frames else {
+        "depths": [r.depth for r in rows]}
+    section.update({"chunks": chunks, "complete": complete,
+                    "cells": [{"depth": c.depth, "chunk": c.chunk, "plan": c.plan.name,
+                               "counts": c.counts, **({"frame": c.row.frame} if c.row.frame
+                                                      else {})} for c in cells]})
+    return section
 
 
-def finish_sweep(runner: Runner, case_name: str, cells: list[Cell], depths: list[int],
+def finish_sweep(runner: Runner, case_name: str, cells: list[Cell], rows: list[Row],
                  chunks: list[int], complete: bool) -> str:
     """Keep the grid in the report, give it its one-line verdict, and save it finished."""
     report = runner.report
-    report.sections["sweep"] = sweep_section(cells, depths, chunks, complete)
-    failing = sorted({c.depth for c in cells if c.answered and c.counts.get("COMPLETED", 0) == 0})
+    report.sections["sweep"] = sweep_section(cells, rows, chunks, complete)
+    failing = [c.row for c in cells if c.answered and c.counts.get("COMPLETED", 0) == 0]
     silent = sum(1 for c in cells if c.counts and not c.answered)
-    summary = (f"sweep of {case_name}: {len(depths)} depths x {len(chunks)} "
+    noun = "frames" if any(r.frame for r in rows) else "depths"
+    if not failing:
+        where = "; no cell failed every answered trial"
+    elif noun == "frames":
+        names = sorted({r.label for r in failing}, key=[r.label for r in rows].index)
+        where = f"; every answered trial failed in some cell of {', '.join(names)}"
+    else:
+        where = (f"; every answered trial failed in some cell from depth "
+                 f"{min(r.depth for r in failing)}")
+    summary = (f"sweep of {case_name}: {len(rows)} {noun} x {len(chunks)} "
                f"chunk size{'s' if len(chunks) != 1 else ''}, "
                f"{sum(len(p.trials) for p in report.plans)} trials"
                + ("" if complete else " (stopped by the budget)")
-               + (f"; every answered trial failed in some cell from depth {failing[0]}"
-                  if failing else "; no cell failed every answered trial")
+               + where
                + (f"; {silent} cell{'s' if silent != 1 else ''} got no answer from the stack "
                   "(deadline or crash)" if silent else ""))
     report.verdict = {"reproduced": None, "text": summary}
@@ -184,7 +219,7 @@ def require_matplotlib() -> None:
                                   "'xdna-runlist-harness[plot]'") from None
 
 
-def plot_grid(cells: list[Cell], depths: list[int], chunks: list[int], path: str,
+def plot_grid(cells: list[Cell], rows: list[Row], chunks: list[int], path: str,
               title: str) -> None:
     """A heatmap of the share of trials that completed, one cell per depth x chunk."""
     import matplotlib
@@ -194,20 +229,21 @@ def plot_grid(cells: list[Cell], depths: list[int], chunks: list[int], path: str
 
     from harness.yamlio import write_atomic
 
-    grid = np.full((len(depths), len(chunks)), np.nan)
+    labels = [r.label for r in rows]
+    grid = np.full((len(rows), len(chunks)), np.nan)
     for cell in cells:
         share = cell.completed_share
         if share is not None:
-            grid[depths.index(cell.depth), chunks.index(cell.chunk)] = share
+            grid[labels.index(cell.row.label), chunks.index(cell.chunk)] = share
     fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(chunks) + 2.5),
-                                    max(4.0, 0.12 * len(depths) + 2.0)))
+                                    max(4.0, 0.12 * len(rows) + 2.0)))
     image = ax.imshow(grid, aspect="auto", origin="lower", cmap="RdYlGn", vmin=0.0,
                       vmax=1.0, interpolation="nearest")
     ax.set_xticks(range(len(chunks)), [str(c) for c in chunks])
-    step = max(1, len(depths) // 16)
-    ax.set_yticks(range(0, len(depths), step), [str(d) for d in depths[::step]])
+    step = max(1, len(rows) // 16)
+    ax.set_yticks(range(0, len(rows), step), labels[::step])
     ax.set_xlabel("chunk size (layers per runlist)")
-    ax.set_ylabel("depth (layers in the decode)")
+    ax.set_ylabel("captured frame" if rows and rows[0].frame else "depth (layers in the decode)")
     ax.set_title(title, fontsize=9)
     bar = fig.colorbar(image, ax=ax)
     bar.set_label("share of trials that completed (green: all, red: none)")

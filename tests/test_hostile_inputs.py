@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.report import load_report
-from harness.sweep import Cell, cell_plan
+from harness.sweep import Cell, Row, cell_plan
 
 HARNESS = [sys.executable, "-m", "harness"]
 BOMB = "".join(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9 if i else ["x"] * 9) + "]\n"
@@ -163,8 +163,9 @@ def test_what_a_case_or_profile_probably_did_not_mean_is_warned_about(tmp_path):
 # -- words -------------------------------------------------------------------------------------
 
 def test_a_cell_that_only_hit_deadlines_is_not_called_a_failure():
-    assert Cell(36, 21, cell_plan(36, 21), {"deadline": 3}).answered == 0
-    assert Cell(36, 21, cell_plan(36, 21), {"TIMEOUT": 2, "deadline": 1}).answered == 2
+    row = Row("36", 36)
+    assert Cell(row, 21, cell_plan(row, 21), {"deadline": 3}).answered == 0
+    assert Cell(row, 21, cell_plan(row, 21), {"TIMEOUT": 2, "deadline": 1}).answered == 2
 
 
 def test_help_and_listings_say_what_is_true():

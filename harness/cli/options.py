@@ -127,3 +127,18 @@ allow_different_machine_option = click.option(
     "--allow-different-machine", is_flag=True,
     help="When continuing a report on hardware: add trials even though this machine's "
          "kernel, driver, firmware or XRT differ from the report's (the report notes it).")
+
+
+frame_option = click.option(
+    "--frame", default=None,
+    help="For a capture: the frame whose runs the plans cut (frame_7 or 7; default: the "
+         "deepest runlist).")
+
+
+def with_frame(case: Case, frame: str | None) -> Case:
+    if frame is None:
+        return case
+    if case.kind != "capture":
+        raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a {case.kind}")
+    from harness.capture import frame_case
+    return frame_case(case, frame)

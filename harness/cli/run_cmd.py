@@ -14,9 +14,11 @@ from harness.cli.options import (
     allow_different_machine_option,
     backend_options,
     exit_codes_option,
+    frame_option,
     make_backend,
     run_options,
     trial_options,
+    with_frame,
 )
 from harness.cli.progress import announce, progress_line
 from harness.errors import BadInput
@@ -87,11 +89,12 @@ def _detail(plan: PlanRecord) -> str:
 @click.option("--recipe-profile", "recipe_profile", type=click.Path(dir_okay=False),
               help="The XRT execution profile of a recipe CASE (its bindings give buffer "
                    "sizes and files).")
+@frame_option
 @allow_different_machine_option
 @backend_options
 @trial_options
 @exit_codes_option
-def run(case_ref, plan_refs, resume_path, recipe_profile, allow_different_machine,
+def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different_machine,
         backend_kind, profile,
         realtime, seed, trials, xclbins_dir, out, force, no_isolate, deadline,
         flow, continue_after_failure, as_json, exit_codes) -> int:
@@ -100,12 +103,13 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, allow_different_machin
     CASE is a shipped case name (see `cases list`), a case file, an XRT run
     recipe (RECIPE.json, with --recipe-profile PROFILE.json) or
     xrt-validate:NAME (a recipe of XRT's validate suite, e.g. cmd_chain_latency:
-    1000 NOP runs in one runlist). A recipe's runs are what plans cut: --plan
-    500+500 or max:24. Each trial runs in a worker process with a hard deadline
-    unless --no-isolate.
+    1000 NOP runs in one runlist), or an XRT capture (its folder, or the case
+    `capture import` wrote; --frame picks the frame). A recipe's or frame's runs
+    are what plans cut: --plan 500+500 or max:24. Each trial runs in a worker
+    process with a hard deadline unless --no-isolate.
     """
     if resume_path:
-        if case_ref or plan_refs or recipe_profile:
+        if case_ref or plan_refs or recipe_profile or frame:
             raise BadInput("--resume takes its case and plans from the report; drop CASE and "
                            "--plan")
         runner, report = reopen(resume_path, progress_line,
@@ -116,7 +120,7 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, allow_different_machin
         return _execute(runner, as_json, line, exit_codes)
     if not case_ref:
         raise BadInput("give a CASE (a shipped case name or a case file), or --resume REPORT")
-    case = load_case(case_ref, recipe_profile)
+    case = with_frame(load_case(case_ref, recipe_profile), frame)
     backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
     runner = open_run(case, case.plans_for(plan_refs),
                       run_options(case, trials=trials, no_isolate=no_isolate,

@@ -67,12 +67,22 @@ RULES = (
     Rule("pyxrt", "run.set_arg(int, bo) and run.set_arg(int, int): the value must fit a C int "
          "(numpy integer scalars convert); the index a C int",
          f"{PYXRT} run.set_arg"),
+    Rule("XRT", "a dpu kernel made from a module (ext.kernel(hwctx, module, name), the ELF "
+         "flow) submits ERT_START_NPU when its AIE2P control-code ELF has no PDIs and no "
+         "preemption save/restore; a plain kernel (instruction buffer in the arguments) "
+         "submits ERT_START_CU",
+         f"{XRT_KERNEL} kernel_impl set_cmd_opcode (kernel_type::dpu); xrt_module.cpp "
+         "(2.20) / xrt_elf.cpp (master) module_elf_aie2p::get_ert_opcode"),
     Rule("driver", "4 jobs in flight per hardware context; further submissions wait in user "
          "space", f"{DRIVER} CTX_MAX_CMDS"),
-    Rule("driver", "a chain's sub-commands share one 4 KiB buffer (52-byte slot header plus at "
-         "most 104 bytes of arguments each) and one opcode; the out-of-tree driver caps a "
-         "chain at 64; a chain breaking this fails in run_job after the submit, header NEW",
-         f"{DRIVER} aie2_message.c aie2_cmdlist_fill_slot, MAX_CHAIN_CMDBUF_SIZE"),
+    Rule("driver", "a chain's sub-commands share one 4 KiB buffer of cmd_chain_slot_npu "
+         "slots (52-byte header plus the arguments) and one opcode: ERT_START_CU fills a "
+         "NON_ELF slot with its whole payload, ERT_START_NPU (the ELF flow) a PARTIAL_ELF slot "
+         "with the instruction address and at most 26 words (104 bytes) of arguments; the "
+         "out-of-tree driver caps a chain at 64; a chain breaking this fails in run_job after "
+         "the submit, header NEW",
+         f"{DRIVER} aie2_message.c aie2_cmdlist_fill_slot, aie2_cmdlist_fill_npu_cf, "
+         "aie2_cmdlist_fill_npu_dpu, MAX_NPU_ARGS_SIZE, MAX_CHAIN_CMDBUF_SIZE"),
     Rule("driver", "staging: no progress for tdr_timeout_ms=2000 -> faulting job TIMEOUT with "
          "version-0 health data in its failing sub-command, the rest of the context ABORT",
          f"{DRIVER} aie2_tdr.c, aie2_ctx.c aie2_set_cmd_timeout"),
@@ -87,7 +97,8 @@ RULES = (
     Rule("firmware", "sub-commands run in order, each taking its kernel's latency (the case's "
          "latency_us or 50 us); the device reads the synced copy of the instruction buffer "
          "and rejects a malformed TXN, a partition mismatch or a short ninstr (ERROR at that "
-         "sub-command)", "STACK.md 7; aie-rt xaie_txn.h"),
+         "sub-command); an ELF-flow run's control code is its module's .ctrltext, checked "
+         "the same way", "STACK.md 7, 8; aie-rt xaie_txn.h"),
     Rule("firmware", "contexts whose column ranges overlap time-share the array",
          "STACK.md 5 (FastFlowLM's four 8-column contexts)"),
 )

@@ -1,0 +1,379 @@
+"""XRT captures (STACK.md 9): what an application really submitted, read as cases.
+
+`xrt-capture --frames N -- APP` (XRT master since 2026-06) writes `replay.json` and the
+artefacts of every `run.start()` and `runlist.execute()`: a frame each. The format is
+the one XRT's `capture.cpp` writes and `replay.md` describes:
+
+- `resources.hwctxs[] {name, cfg, xclbin | programs}`,
+  `resources.buffers[] {name, size, type, memgrp?, flags?}`,
+  `resources.kernels[] {name, instance, hwctx, ctrlcode?}`,
+  `resources.runs[] {name, kernel, arguments[{bo, argidx, type}],
+  constants[{value, argidx, type}]}`;
+- `execution.threads[]`, `execution.frames[] {name, tid, runs[{run, arguments[{argidx,
+  bo, fnm}]}], waits[]}`: a runlist frame lists all its runs; `fnm` names the data a
+  buffer held when the frame started (dumped only when it changed since: the data a
+  frame runs with is the latest dump at or before it); a frame waits only on itself or
+  on frames before it.
+
+Every reference is checked (hwctx, kernel, run, buffer, artefact file) and what is wrong
+is named with its field and file. A frame is a plan source: its runs, in order, are
+what plans cut (`run --frame F --plan 21+21`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from harness.case import DEFAULT_TRIALS, Case, Command
+from harness.errors import CaseError
+from harness.plan import Plan, make_plan
+from harness.results import ELF_FLOW, INSTR_BO, BufferSpec
+
+REPLAY = "replay.json"
+MAX_REPLAY_BYTES = 256 << 20
+
+
+class CaptureError(CaseError):
+    """A capture the harness cannot read: the field and file are named."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    instance: str
+    hwctx: str
+    ctrlcode: str | None          # absolute path
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    kernel: str
+    args: tuple[tuple[int, str, Any], ...]    # (argidx, "bo", buffer) / (argidx, "int", v)
+
+
+@dataclass(frozen=True)
+class Frame:
+    name: str
+    tid: str
+    runs: tuple[str, ...]
+    data: tuple[tuple[str, str], ...]         # (buffer, absolute data file) dumped here
+    waits: tuple[str, ...]
+
+    @property
+    def depth(self) -> int:
+        return len(self.runs)
+
+
+@dataclass(frozen=True)
+class Capture:
+    folder: Path
+    sha256: str
+    hwctxs: dict[str, str]                    # name -> absolute xclbin path
+    buffers: dict[str, int]                   # name -> size
+    kernels: dict[str, Kernel]
+    runs: dict[str, Run]
+    threads: tuple[str, ...]
+    frames: tuple[Frame, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def frame(self, name: str | None) -> Frame:
+        """A frame by name (or by its number: 7 for frame_7); None: the deepest runlist."""
+        if name is None:
+            return max(self.frames, key=lambda f: (f.depth, -self.frames.index(f)))
+        wanted = f"frame_{name}" if name.isdigit() else name
+        for frame in self.frames:
+            if frame.name == wanted:
+                return frame
+        deepest = self.frame(None)
+        raise CaptureError(f"{self.folder / REPLAY}: no frame {name!r} (frames frame_0 .. "
+                           f"{self.frames[-1].name}; the deepest runlist is {deepest.name}, "
+                           f"{deepest.depth} runs)")
+
+    def context_of(self, frame: Frame) -> str:
+        contexts = {self.kernels[self.runs[r].kernel].hwctx for r in frame.runs}
+        if len(contexts) != 1:
+            raise CaptureError(f"{self.folder / REPLAY}: {frame.name} runs kernels of "
+                               f"{len(contexts)} hardware contexts ({', '.join(sorted(contexts))})"
+                               "; a runlist belongs to one")
+        return contexts.pop()
+
+    def data_for(self, frame: Frame) -> dict[str, str]:
+        """The data each buffer holds when `frame` starts: its latest dump up to it."""
+        latest: dict[str, str] = {}
+        for earlier in self.frames:
+            latest.update(earlier.data)
+            if earlier is frame:
+                return latest
+        return latest
+
+
+@dataclass(frozen=True)
+class _Reader:
+    file: str
+
+    def fail(self, where: str, what: str) -> CaptureError:
+        return CaptureError(f"{self.file}: {where}: {what}")
+
+    def mapping(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected an object, got {_kind(value)}")
+        return value
+
+    def array(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected an array, got {_kind(value)}")
+        return value
+
+    def text(self, entry: dict[str, Any], key: str, where: str) -> str:
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and key == "tid":
+            return str(value)
+        if not isinstance(value, str) or not value:
+            raise self.fail(f"{where}.{key}", f"expected a non-empty string, got {_kind(value)}")
+        return value
+
+    def index(self, entry: dict[str, Any], key: str, where: str) -> int:
+        value = entry.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.fail(f"{where}.{key}", f"expected an integer >= 0, got {_kind(value)}")
+        return value
+
+    def file_in(self, folder: Path, name: str, where: str) -> str:
+        path = (folder / name).resolve()
+        if not path.is_file():
+            raise self.fail(where, f"{name} is not in {folder}")
+        return str(path)
+
+
+def replay_file(ref: str | Path) -> Path:
+    path = Path(ref)
+    return path / REPLAY if path.is_dir() else path
+
+
+def load_capture(ref: str | Path) -> Capture:
+    """A capture folder (or its replay.json), every reference checked."""
+    path = replay_file(ref)
+    try:
+        stat = path.stat()
+    except OSError as err:
+        raise CaptureError(f"cannot read {path}: {err.strerror or err} (a capture folder holds "
+                           f"{REPLAY} and the artefacts xrt-capture wrote)") from None
+    return _cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=8)
+def _cached(path: str, mtime_ns: int, size: int) -> Capture:
+    if size > MAX_REPLAY_BYTES:
+        raise CaptureError(f"{path}: {size} bytes; a {REPLAY} over "
+                           f"{MAX_REPLAY_BYTES >> 20} MiB is refused")
+    raw = Path(path).read_bytes()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise CaptureError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise CaptureError(f"{path}:{err.lineno}: not valid JSON ({err.msg}); a capture cut "
+                           "short? capture again, letting the application exit") from None
+    return _parse(data, Path(path), hashlib.sha256(raw).hexdigest())
+
+
+def _parse(data: Any, path: Path, digest: str) -> Capture:
+    read = _Reader(str(path))
+    folder = path.parent
+    top = read.mapping(data, "(top level)")
+    if str(top.get("version")) != "1.0":
+        raise read.fail("version", f"{top.get('version')!r}; XRT's capture writes 1.0")
+    resources = read.mapping(top.get("resources"), "resources")
+    hwctxs: dict[str, str] = {}
+    for i, item in enumerate(read.array(resources.get("hwctxs"), "resources.hwctxs")):
+        where = f"resources.hwctxs[{i}]"
+        entry = read.mapping(item, where)
+        name = read.text(entry, "name", where)
+        if name in hwctxs:
+            raise read.fail(where + ".name", f"{name!r} is named twice")
+        if "programs" in entry and "xclbin" not in entry:
+            raise read.fail(where, "an ELF-program context (programs) is not supported; "
+                                   "the harness runs xclbin contexts")
+        hwctxs[name] = read.file_in(folder, read.text(entry, "xclbin", where),
+                                    where + ".xclbin")
+    buffers: dict[str, int] = {}
+    for i, item in enumerate(read.array(resources.get("buffers", []), "resources.buffers")):
+        where = f"resources.buffers[{i}]"
+        entry = read.mapping(item, where)
+        name = read.text(entry, "name", where)
+        if name in buffers:
+            raise read.fail(where + ".name", f"{name!r} is named twice")
+        buffers[name] = read.index(entry, "size", where)
+    kernels: dict[str, Kernel] = {}
+    for i, item in enumerate(read.array(resources.get("kernels"), "resources.kernels")):
+        where = f"resources.kernels[{i}]"
+        entry = read.mapping(item, where)
+        name = read.text(entry, "name", where)
+        hwctx = read.text(entry, "hwctx", where)
+        if hwctx not in hwctxs:
+            raise read.fail(where + ".hwctx", f"{hwctx!r} is not a context of "
+                                              f"resources.hwctxs ({', '.join(hwctxs)})")
+        ctrlcode = (read.file_in(folder, read.text(entry, "ctrlcode", where),
+                                 where + ".ctrlcode") if entry.get("ctrlcode") else None)
+        kernels[name] = Kernel(name, read.text(entry, "instance", where), hwctx, ctrlcode)
+    runs: dict[str, Run] = {}
+    for i, item in enumerate(read.array(resources.get("runs"), "resources.runs")):
+        where = f"resources.runs[{i}]"
+        entry = read.mapping(item, where)
+        name = read.text(entry, "name", where)
+        kernel = read.text(entry, "kernel", where)
+        if kernel not in kernels:
+            raise read.fail(where + ".kernel", f"{kernel!r} is not a kernel of "
+                                               "resources.kernels")
+        runs[name] = Run(name, kernel, _run_args(read, entry, where, buffers))
+    execution = read.mapping(top.get("execution"), "execution")
+    threads = tuple(str(t) for t in read.array(execution.get("threads", []),
+                                               "execution.threads"))
+    frames: list[Frame] = []
+    seen: set[str] = set()
+    for i, item in enumerate(read.array(execution.get("frames"), "execution.frames")):
+        frame = _frame(read, item, f"execution.frames[{i}]", runs, buffers, folder, seen)
+        if threads and frame.tid not in threads:
+            raise read.fail(f"execution.frames[{i}].tid", f"thread {frame.tid} is not one of "
+                                                          "execution.threads")
+        frames.append(frame)
+        seen.add(frame.name)
+    if not frames:
+        raise read.fail("execution.frames", "no frames: nothing was started while capturing")
+    return Capture(folder, digest, hwctxs, buffers, kernels, runs, threads, tuple(frames))
+
+
+def _run_args(read: _Reader, entry: dict[str, Any], where: str,
+              buffers: dict[str, int]) -> tuple[tuple[int, str, Any], ...]:
+    args: list[tuple[int, str, Any]] = []
+    for j, item in enumerate(read.array(entry.get("arguments", []), where + ".arguments")):
+        at = f"{where}.arguments[{j}]"
+        arg = read.mapping(item, at)
+        bo = read.text(arg, "bo", at)
+        if bo not in buffers:
+            raise read.fail(at + ".bo", f"{bo!r} is not a buffer of resources.buffers")
+        args.append((read.index(arg, "argidx", at), "bo", bo))
+    for j, item in enumerate(read.array(entry.get("constants", []), where + ".constants")):
+        at = f"{where}.constants[{j}]"
+        constant = read.mapping(item, at)
+        value = constant.get("value")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise read.fail(at + ".value", f"expected an integer, got {_kind(value)}")
+        args.append((read.index(constant, "argidx", at), "int", value))
+    indices = [a[0] for a in args]
+    if len(set(indices)) != len(indices):
+        raise read.fail(where, f"an argument index is set twice ({sorted(indices)})")
+    return tuple(sorted(args))
+
+
+def _frame(read: _Reader, item: Any, where: str, runs: dict[str, Run],
+           buffers: dict[str, int], folder: Path, seen: set[str]) -> Frame:
+    entry = read.mapping(item, where)
+    name = read.text(entry, "name", where)
+    if name in seen:
+        raise read.fail(where + ".name", f"{name!r} is named twice")
+    tid = read.text(entry, "tid", where)
+    names, data = [], []
+    members = read.array(entry.get("runs"), where + ".runs")
+    if not members:
+        raise read.fail(where + ".runs", "a frame starts at least one run")
+    for j, member in enumerate(members):
+        at = f"{where}.runs[{j}]"
+        member = read.mapping(member, at)
+        run = read.text(member, "run", at)
+        if run not in runs:
+            raise read.fail(at + ".run", f"{run!r} is not a run of resources.runs")
+        names.append(run)
+        for k, arg in enumerate(read.array(member.get("arguments", []), at + ".arguments")):
+            here = f"{at}.arguments[{k}]"
+            arg = read.mapping(arg, here)
+            bo = read.text(arg, "bo", here)
+            if bo not in buffers:
+                raise read.fail(here + ".bo", f"{bo!r} is not a buffer of resources.buffers")
+            data.append((bo, read.file_in(folder, read.text(arg, "fnm", here), here + ".fnm")))
+    waits = []
+    for j, wait in enumerate(read.array(entry.get("waits", []), where + ".waits")):
+        if not isinstance(wait, str) or (wait not in seen and wait != name):
+            raise read.fail(f"{where}.waits[{j}]", f"{wait!r} is neither this frame nor one "
+                                                   "before it")
+        waits.append(wait)
+    return Frame(name, tid, tuple(names), tuple(data), tuple(waits))
+
+
+# -- a frame as a case ---------------------------------------------------------------------
+
+def capture_case(capture: Capture, frame_name: str | None, *, name: str, description: str,
+                 file: str, sha256: str, trials: int = DEFAULT_TRIALS,
+                 deadline_s: float | None = None,
+                 plan_specs: dict[str, str] | None = None) -> Case:
+    """Frame `frame_name` of `capture` (None: the deepest runlist) as a case: every
+    context the application made, the frame's runs in order, the data each buffer held
+    when it started."""
+    frame = capture.frame(frame_name)
+    context = capture.context_of(frame)
+    # Runs alike (same kernel, same arguments) share a template; each is still its own
+    # run object when the runlist is built, as in the application.
+    members = [capture.runs[r] for r in frame.runs]
+    keys: dict[tuple, int] = {}
+    templates: list[Run] = []
+    order = []
+    for run in members:
+        key = (run.kernel, run.args)
+        if key not in keys:
+            keys[key] = len(templates)
+            templates.append(run)
+        order.append(keys[key])
+    commands = tuple(Command(capture.kernels[run.kernel].instance, "nop", (),
+                             elf=capture.kernels[run.kernel].ctrlcode, args=run.args)
+                     for run in templates)
+    data = capture.data_for(frame)
+    used = {value for run in templates for _, kind, value in run.args if kind == "bo"}
+    buffers = {bo: BufferSpec(capture.buffers[bo], data.get(bo)) for bo in sorted(used)}
+    n = frame.depth
+    specs = plan_specs or {"captured": str(n)}
+    plans: list[Plan] = []
+    for plan_name, spec in specs.items():
+        plans.append(make_plan(plan_name, spec, n))
+    flow = ELF_FLOW if all(c.elf for c in commands) else INSTR_BO
+    return Case(name=name, description=description, source=f"xrt-capture {capture.folder}",
+                pack="capture", xclbins=dict(capture.hwctxs), layers=n,
+                runlist_context=context, per_layer=commands, plans=tuple(plans), expect={},
+                trials=trials, deadline_s=deadline_s, file=file, sha256=sha256, flow=flow,
+                buffers=buffers, order=tuple(order), kind="capture", frame=frame.name,
+                frames=tuple(f.name for f in capture.frames), capture=str(capture.folder))
+
+
+def depth_histogram(capture: Capture) -> dict[int, int]:
+    return dict(sorted(Counter(f.depth for f in capture.frames).items()))
+
+
+def frame_case(case: Case, frame: str) -> Case:
+    """The same capture case on another frame (a sweep over frames, a plan's own frame)."""
+    if case.frame == frame:
+        return case
+    return capture_case(load_capture(case.capture or ""), frame, name=case.name,
+                        description=case.description, file=case.file, sha256=case.sha256,
+                        trials=case.trials, deadline_s=case.deadline_s)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def folder_case(folder: Path) -> Case:
+    """A capture folder given directly (not imported): a case named after it."""
+    capture = load_capture(folder)
+    return capture_case(capture, None, name=folder.resolve().name,
+                        description=f"XRT capture in {folder}", file=str(capture.folder / REPLAY),
+                        sha256=capture.sha256)

@@ -1,0 +1,126 @@
+"""Captures written to the format XRT's capture.cpp writes (replay.md; STACK.md 9), for
+tests: artefacts are `capture_N.bin` files, names are `hwctx_N`, `bo_N`, `kernel_N`,
+`run_N`, `frame_N`, thread ids are numbers written as strings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.elf_writer import control_code_elf
+from harness.txn import nop_stream
+from harness.xclbin_writer import flm_spec, synthesize
+
+FLM_CONTEXTS = ("attn", "mm", "layer", "dequant")
+MAIN, OTHER = "140123456789", "140123456790"
+
+
+class CaptureWriter:
+    """Builds a replay.json and its artefacts the way XRT records an application."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.artefacts = 0
+        self.hwctxs: list[dict[str, Any]] = []
+        self.buffers: list[dict[str, Any]] = []
+        self.kernels: list[dict[str, Any]] = []
+        self.runs: list[dict[str, Any]] = []
+        self.frames: list[dict[str, Any]] = []
+        self.threads: list[str] = []
+
+    def artefact(self, data: bytes) -> str:
+        name = f"capture_{self.artefacts}.bin"
+        self.artefacts += 1
+        (self.folder / name).write_bytes(data)
+        return name
+
+    def hwctx(self, label: str) -> str:
+        name = f"hwctx_{len(self.hwctxs)}"
+        xclbin = self.artefact(synthesize(flm_spec(f"Capture/{label}")))
+        self.hwctxs.append({"name": name, "cfg": {}, "xclbin": xclbin})
+        return name
+
+    def kernel(self, hwctx: str, instance: str = "MLIR_AIE", columns: int = 8) -> str:
+        name = f"kernel_{len(self.kernels)}"
+        ctrlcode = self.artefact(control_code_elf(nop_stream(columns)))
+        self.kernels.append({"name": name, "instance": instance, "hwctx": hwctx,
+                             "ctrlcode": ctrlcode})
+        return name
+
+    def buffer(self, size: int = 4096) -> str:
+        name = f"bo_{len(self.buffers)}"
+        self.buffers.append({"name": name, "size": size, "type": "inout"})
+        return name
+
+    def run(self, kernel: str, bos: list[str]) -> str:
+        """A run called as FastFlowLM calls kernels: (3, 0, 0, bo...)."""
+        name = f"run_{len(self.runs)}"
+        self.runs.append({
+            "name": name, "kernel": kernel,
+            "arguments": [{"bo": bo, "argidx": 3 + i, "type": "inout"}
+                          for i, bo in enumerate(bos)],
+            "constants": [{"value": v, "argidx": i, "type": "int"}
+                          for i, v in enumerate((3, 0, 0))]})
+        return name
+
+    def frame(self, runs: list[str], *, tid: str = MAIN, waits: list[str] | None = None,
+              dump: dict[str, bytes] | None = None) -> str:
+        name = f"frame_{len(self.frames)}"
+        if tid not in self.threads:
+            self.threads.append(tid)
+        members = []
+        for run in runs:
+            args = []
+            for arg in next(r for r in self.runs if r["name"] == run)["arguments"]:
+                if dump and arg["bo"] in dump:
+                    args.append({"argidx": arg["argidx"], "bo": arg["bo"],
+                                 "fnm": self.artefact(dump.pop(arg["bo"]))})
+            members.append({"run": run, "arguments": args})
+        self.frames.append({"name": name, "tid": tid, "runs": members,
+                            "waits": [name] if waits is None else waits})
+        return name
+
+    def document(self) -> dict[str, Any]:
+        return {"version": "1.0",
+                "resources": {"hwctxs": self.hwctxs, "buffers": self.buffers,
+                              "kernels": self.kernels, "runs": self.runs},
+                "execution": {"threads": self.threads, "frames": self.frames},
+                "ini": {"Runtime.verbosity": "4"}}
+
+    def save(self, document: dict[str, Any] | None = None) -> Path:
+        path = self.folder / "replay.json"
+        path.write_text(json.dumps(document or self.document(), indent=2))
+        return self.folder
+
+
+def decode_capture(folder: Path, depth: int = 42) -> Path:
+    """What FastFlowLM's decode looks like captured: four contexts, single-run frames
+    around one `depth`-run runlist frame in the layer context."""
+    writer = CaptureWriter(folder)
+    contexts = {label: writer.hwctx(label) for label in FLM_CONTEXTS}
+    kernels = {label: writer.kernel(ctx) for label, ctx in contexts.items()}
+    weights = [writer.buffer() for _ in range(5)]
+    attn = writer.run(kernels["attn"], weights)
+    writer.frame([attn], dump={weights[0]: b"\x01" * 4096})
+    mm = writer.run(kernels["mm"], weights)
+    writer.frame([mm])
+    layers = [writer.run(kernels["layer"], weights) for _ in range(depth)]
+    writer.frame(layers, dump={weights[1]: b"\x02" * 4096})
+    dequant = writer.run(kernels["dequant"], weights)
+    writer.frame([dequant])
+    return writer.save()
+
+
+def threaded_capture(folder: Path) -> Path:
+    """Two threads, each with its runlist, one waiting on the other's frame."""
+    writer = CaptureWriter(folder)
+    ctx = writer.hwctx("layer")
+    kernel = writer.kernel(ctx)
+    bos = [writer.buffer() for _ in range(5)]
+    first = writer.frame([writer.run(kernel, bos) for _ in range(8)], tid=MAIN)
+    second = writer.frame([writer.run(kernel, bos) for _ in range(30)], tid=OTHER,
+                          waits=[first])
+    writer.frame([writer.run(kernel, bos)], tid=MAIN, waits=[second, "frame_2"])
+    return writer.save()
