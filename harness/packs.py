@@ -95,7 +95,7 @@ def _named_files(case: Case, xclbins_dir: str | None, simulated: bool) -> Resolv
                        f"({', '.join(case.xclbins.values())}); drop --xclbins")
     files = {role: Path(name) for role, name in case.xclbins.items()}
     if all(f.is_file() for f in files.values()):
-        return ResolvedPack(case.pack, files, f"the files {case.file} names", [])
+        return ResolvedPack(case.pack, files, case.capture or str(Path(case.file).parent), [])
     if simulated:
         return stand_ins(case, [str(f.parent) for f in files.values()])
     missing = ", ".join(str(f) for f in files.values() if not f.is_file())

@@ -194,11 +194,12 @@ def bisect_rows(section: dict[str, Any]) -> list[list[str]]:
 
 def sweep_table(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     chunks = section.get("chunks") or []
-    cells = {(c["depth"], c["chunk"]): counts_text(c.get("counts") or {})
+    frames = section.get("frames")
+    cells = {(c.get("frame") or c["depth"], c["chunk"]): counts_text(c.get("counts") or {})
              for c in section.get("cells") or []}
-    header = ["depth \\ chunk"] + [str(c) for c in chunks]
-    rows = [[str(d)] + [cells.get((d, c), "-") for c in chunks]
-            for d in section.get("depths") or []]
+    header = [("frame" if frames else "depth") + " \\ chunk"] + [str(c) for c in chunks]
+    rows = [[str(r)] + [cells.get((r, c), "-") for c in chunks]
+            for r in (frames or section.get("depths") or [])]
     return header, rows
 
 
