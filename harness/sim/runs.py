@@ -270,7 +270,7 @@ class run:
             if not stack.run_until(lambda: job.done, timeout_ms * 1000.0):
                 return as_state(TIMEOUT)      # the host wait expired: XRT says TIMEOUT ("bad!")
         else:
-            stack.run_until(lambda: job.done)
+            stack.run_until_done(job)
         return self.state()
 
     def wait2(self, *args: Any, **kwargs: Any) -> Any:
@@ -489,7 +489,7 @@ class runlist:
             return
         stack = self._hwctx._stack
         last = self._jobs[-1]
-        stack.run_until(lambda: last.done)
+        stack.run_until_done(last)
         self._running = False
         size = stack.profile.xrt_chain
         runs = self._runs

@@ -182,6 +182,18 @@ class Stack:
             action(arg)
         return True
 
+    def run_until_done(self, job: Job) -> None:
+        """`run_until(lambda: job.done)` without a call per event: a runlist's wait."""
+        events = self._events
+        clock = self.clock
+        while not job.done:
+            if not events:
+                self.run_until(lambda: job.done)        # stalls or blocks, as it says
+                return
+            t_us, _, action, arg = heapq.heappop(events)
+            clock.advance_to(t_us)
+            action(arg)
+
     def note(self, text: str) -> None:
         self.log.append(f"{self._now() / 1000:12.3f} ms  {text}")
 
@@ -331,7 +343,8 @@ class Stack:
     def _complete(self, arg: tuple[Job, int]) -> None:
         job, gen = arg
         if gen == job.gen and not job.done:
-            self._end(job, COMPLETED)
+            self._settle(job, COMPLETED)
+            self._refill(job.ctx)
 
     def _fault(self, arg: tuple[Job, int, int]) -> None:
         job, gen, index = arg
