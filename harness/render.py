@@ -146,8 +146,10 @@ def command_line(data: dict[str, Any]) -> str:
     """How the report was made: the command line, the harness version, the XRT release."""
     harness = data.get("harness") or {}
     argv = harness.get("argv") or []
-    shown = " ".join(["runlist-harness" if i == 0 else str(a) for i, a in enumerate(argv)]) \
-        if argv else str(data.get("command"))
+    # argv[0] is a path, `python -m harness`'s __main__.py or the entry point's name
+    program = "reproduce_ert_timeout" if argv and Path(str(argv[0])).name == \
+        "reproduce_ert_timeout" else "runlist-harness"
+    shown = " ".join([program, *map(str, argv[1:])]) if argv else str(data.get("command"))
     xrt = ((data.get("backend") or {}).get("xrt") or {}).get("release")
     return (f"{shown} (xdna-runlist-harness {harness.get('version', '?')}"
             + (f", XRT {xrt}" if xrt else "") + ")")

@@ -11,13 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness import __version__, isolation, stop
+from harness import __version__, command_argv, isolation, stop
 from harness.backend import Backend, choose_backend, trial_seed
 from harness.capture import frame_case
 from harness.case import Case, load_case
@@ -274,7 +273,7 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
     return Report(
         command=command,
         harness={"version": __version__, "python": platform.python_version(),
-                 "argv": list(sys.argv)},
+                 "argv": command_argv()},
         backend=backend_info,
         case={"name": case.name, "file": str(Path(case.file).resolve()),
               "sha256": case.sha256, "source": case.source, "layers": case.layers,

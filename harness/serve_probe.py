@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import platform
 import secrets
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import __version__
+from harness import __version__, command_argv
 from harness.errors import EnvironmentNotReady
 from harness.ert import parse_xrt_error
 from harness.flm_client import FlmClient, Reply
@@ -217,7 +216,7 @@ class Probe:
         report = Report(
             command="serve-probe",
             harness={"version": __version__, "python": platform.python_version(),
-                     "argv": list(sys.argv)},
+                     "argv": command_argv()},
             backend={"kind": "flm-server", "simulated": False, "url": client.url},
             case={"name": f"serve-probe {opts.model}", "source": "ROCm/FastFlowLM#712"},
             settings={"model": opts.model, "requests": opts.requests,

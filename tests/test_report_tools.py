@@ -220,6 +220,36 @@ def test_bisect_and_sweep_render_their_own_sections(reports):
     assert "<td>TIMEOUT 1/1</td>" in table
 
 
+def test_an_in_flight_trial_renders_as_in_flight_not_untested(reports, tmp_path):
+    data = data_of(reports["documented"])
+    data["plans"][0]["trials"].append({"index": 2, "status": "in-flight",
+                                       "state": "in-flight", "runlists": [],
+                                       "started": "2026-01-01T00:00:00Z"})
+    data["finished"], data["verdict"] = None, None
+    path = tmp_path / "killed.yaml"
+    path.write_text(dump_yaml(data))
+    md = invoke("report", "render", str(path)).stdout
+    assert "in flight when the harness stopped" in md and "untested" not in md
+    assert "no verdict (the run did not finish)" in md
+
+
+def test_the_bisect_render_puts_the_boundary_first_and_collapses_alike_rows(reports):
+    data = data_of(reports["bisect"])
+    md = invoke("report", "render", str(reports["bisect"])).stdout
+    assert md.index("**Command:** `runlist-harness bisect minicpm5-2b-decode --lo 30") < \
+        md.index("### Bisect")
+    assert "xdna-runlist-harness 0.1.0" in md.split("### Bisect")[0]
+    failing = re.search(r"<h3>Failing runs</h3>\s*<table>(.*?)</table>",
+                        html_of(md), re.S).group(1)
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in
+            re.findall(r"<tr>(.*?)</tr>", failing, re.S)[1:]]
+    assert rows[0][0] == "38"              # the boundary's failing depth leads
+    labels = [row[0] for row in rows]
+    assert len(labels) == len(set(labels))  # one row per distinct failure of a plan
+    probed = [e["x"] for e in data["bisect"]["log"] if e["class"] == "bad"]
+    assert sorted(int(label) for label in labels) == sorted(set(probed))
+
+
 def test_text_render(reports):
     text = invoke("report", "render", "--format", "text", str(reports["deadline"])).stdout
     assert text.startswith("nop-depth: SIMULATED stack")

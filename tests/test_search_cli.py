@@ -77,6 +77,40 @@ def test_budget_stops_cleanly_and_replay_continues_without_rerunning(tmp_path):
     assert [len(done.plan(n).trials) for n in ("64", "32")] == [2, 2]
 
 
+def test_a_bisect_stopped_mid_probe_replays_reusing_its_trials_and_the_log_accounts(
+        tmp_path, monkeypatch):
+    """Stopped in the middle of a probe (Ctrl-C here; a kill leaves the same in-flight
+    trial, found interrupted on reopening): the replay uses the probe's finished trials,
+    and every finished trial of every plan is one the log says a probe used."""
+    import harness.runner
+    real, count = harness.runner.run_trial, [0]
+
+    def stop_at_the_fifth(spec, backend):
+        count[0] += 1
+        if count[0] == 5:                  # the second trial of the second probe (K=3)
+            raise KeyboardInterrupt
+        return real(spec, backend)
+    monkeypatch.setattr(harness.runner, "run_trial", stop_at_the_fifth)
+    out = tmp_path / "b.yaml"
+    first = CliRunner().invoke(main, ["bisect", "minicpm5-2b-decode", "--lo", "1", "--hi",
+                                      "128", "--trials", "3", "--profile", CAP,
+                                      "--no-isolate", "--out", str(out)])
+    assert first.exit_code == 130
+    cut = load_report(out)
+    assert [t.status for t in cut.plan("32").trials] == ["completed", "interrupted"]
+    monkeypatch.setattr(harness.runner, "run_trial", real)
+    again = invoke("bisect", "--replay", str(out))
+    assert "first failing depth 38" in again.stdout
+    done = load_report(out)
+    logged: dict[str, list[int]] = {}
+    for entry in done.sections["bisect"]["log"]:
+        logged.setdefault(entry["plan"], []).extend(entry["trials"])
+    for plan in done.plans:
+        finished = sorted(t.index for t in plan.finished())
+        assert sorted(logged.get(plan.name, [])) == finished, plan.name
+    assert len(done.plan("32").finished()) == 3      # 1 reused + 2 run, not 3 more
+
+
 def test_replay_rerun_writes_a_new_report(tmp_path):
     out = tmp_path / "b.yaml"
     invoke("bisect", "minicpm5-2b-decode", "--lo", "30", "--hi", "45", "--trials", "1",

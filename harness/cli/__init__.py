@@ -178,13 +178,28 @@ class HarnessGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        _remember(ctx, args)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context):
         guarded(ctx, lambda: super(HarnessGroup, self).invoke(ctx))
+
+
+def _remember(ctx: click.Context, args: list[str]) -> None:
+    """Keep the command line as typed, for reports (see `harness.invoked_as`)."""
+    import harness
+    harness.invoked_as = [ctx.info_name or "runlist-harness", *args]
 
 
 class GuardedCommand(click.Command):
     """A command that guards its own exit status when it runs without the group
     (`reproduce_ert_timeout`); under the group, the group does."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            _remember(ctx, args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context):
         if ctx.parent is not None:
