@@ -23,7 +23,6 @@ what plans cut (`run --frame F --plan 21+21`).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -32,6 +31,7 @@ from typing import Any
 
 from harness.case import DEFAULT_TRIALS, Case, Command
 from harness.errors import CaseError
+from harness.jsonread import JsonReader, describe, parse_json
 from harness.plan import Plan, make_plan
 from harness.results import ELF_FLOW, INSTR_BO, BufferSpec
 
@@ -114,42 +114,11 @@ class Capture:
         return latest
 
 
-@dataclass(frozen=True)
-class _Reader:
-    file: str
-
-    def fail(self, where: str, what: str) -> CaptureError:
-        return CaptureError(f"{self.file}: {where}: {what}")
-
-    def mapping(self, value: Any, where: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where, f"expected an object, got {_kind(value)}")
-        return value
-
-    def array(self, value: Any, where: str) -> list[Any]:
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected an array, got {_kind(value)}")
-        return value
-
-    def text(self, entry: dict[str, Any], key: str, where: str) -> str:
-        value = entry.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and key == "tid":
-            return str(value)
-        if not isinstance(value, str) or not value:
-            raise self.fail(f"{where}.{key}", f"expected a non-empty string, got {_kind(value)}")
-        return value
-
-    def index(self, entry: dict[str, Any], key: str, where: str) -> int:
-        value = entry.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self.fail(f"{where}.{key}", f"expected an integer >= 0, got {_kind(value)}")
-        return value
-
-    def file_in(self, folder: Path, name: str, where: str) -> str:
-        path = (folder / name).resolve()
-        if not path.is_file():
-            raise self.fail(where, f"{name} is not in {folder}")
-        return str(path)
+def _file_in(read: JsonReader, folder: Path, name: str, where: str) -> str:
+    path = (folder / name).resolve()
+    if not path.is_file():
+        raise read.fail(where, f"{name} is not in {folder}")
+    return str(path)
 
 
 def replay_file(ref: str | Path) -> Path:
@@ -174,18 +143,13 @@ def _cached(path: str, mtime_ns: int, size: int) -> Capture:
         raise CaptureError(f"{path}: {size} bytes; a {REPLAY} over "
                            f"{MAX_REPLAY_BYTES >> 20} MiB is refused")
     raw = Path(path).read_bytes()
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as err:
-        raise CaptureError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise CaptureError(f"{path}:{err.lineno}: not valid JSON ({err.msg}); a capture cut "
-                           "short? capture again, letting the application exit") from None
+    data = parse_json(raw, path, CaptureError, "; a capture cut short? capture again, "
+                      "letting the application exit")
     return _parse(data, Path(path), hashlib.sha256(raw).hexdigest())
 
 
 def _parse(data: Any, path: Path, digest: str) -> Capture:
-    read = _Reader(str(path))
+    read = JsonReader(str(path), CaptureError)
     folder = path.parent
     top = read.mapping(data, "(top level)")
     if str(top.get("version")) != "1.0":
@@ -195,40 +159,43 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
     for i, item in enumerate(read.array(resources.get("hwctxs"), "resources.hwctxs")):
         where = f"resources.hwctxs[{i}]"
         entry = read.mapping(item, where)
-        name = read.text(entry, "name", where)
+        name = read.text(entry.get("name"), where + ".name")
         if name in hwctxs:
             raise read.fail(where + ".name", f"{name!r} is named twice")
         if "programs" in entry and "xclbin" not in entry:
             raise read.fail(where, "an ELF-program context (programs) is not supported; "
                                    "the harness runs xclbin contexts")
-        hwctxs[name] = read.file_in(folder, read.text(entry, "xclbin", where),
-                                    where + ".xclbin")
+        xclbin = read.text(entry.get("xclbin"), where + ".xclbin")
+        hwctxs[name] = _file_in(read, folder, xclbin, where + ".xclbin")
     buffers: dict[str, int] = {}
     for i, item in enumerate(read.array(resources.get("buffers", []), "resources.buffers")):
         where = f"resources.buffers[{i}]"
         entry = read.mapping(item, where)
-        name = read.text(entry, "name", where)
+        name = read.text(entry.get("name"), where + ".name")
         if name in buffers:
             raise read.fail(where + ".name", f"{name!r} is named twice")
-        buffers[name] = read.index(entry, "size", where)
+        buffers[name] = read.index(entry.get("size"), where + ".size")
     kernels: dict[str, Kernel] = {}
     for i, item in enumerate(read.array(resources.get("kernels"), "resources.kernels")):
         where = f"resources.kernels[{i}]"
         entry = read.mapping(item, where)
-        name = read.text(entry, "name", where)
-        hwctx = read.text(entry, "hwctx", where)
+        name = read.text(entry.get("name"), where + ".name")
+        hwctx = read.text(entry.get("hwctx"), where + ".hwctx")
         if hwctx not in hwctxs:
             raise read.fail(where + ".hwctx", f"{hwctx!r} is not a context of "
                                               f"resources.hwctxs ({', '.join(hwctxs)})")
-        ctrlcode = (read.file_in(folder, read.text(entry, "ctrlcode", where),
-                                 where + ".ctrlcode") if entry.get("ctrlcode") else None)
-        kernels[name] = Kernel(name, read.text(entry, "instance", where), hwctx, ctrlcode)
+        ctrlcode = None
+        if entry.get("ctrlcode"):
+            ctrlcode = _file_in(read, folder, read.text(entry["ctrlcode"], where + ".ctrlcode"),
+                                where + ".ctrlcode")
+        instance = read.text(entry.get("instance"), where + ".instance")
+        kernels[name] = Kernel(name, instance, hwctx, ctrlcode)
     runs: dict[str, Run] = {}
     for i, item in enumerate(read.array(resources.get("runs"), "resources.runs")):
         where = f"resources.runs[{i}]"
         entry = read.mapping(item, where)
-        name = read.text(entry, "name", where)
-        kernel = read.text(entry, "kernel", where)
+        name = read.text(entry.get("name"), where + ".name")
+        kernel = read.text(entry.get("kernel"), where + ".kernel")
         if kernel not in kernels:
             raise read.fail(where + ".kernel", f"{kernel!r} is not a kernel of "
                                                "resources.kernels")
@@ -250,36 +217,38 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
     return Capture(folder, digest, hwctxs, buffers, kernels, runs, threads, tuple(frames))
 
 
-def _run_args(read: _Reader, entry: dict[str, Any], where: str,
+def _run_args(read: JsonReader, entry: dict[str, Any], where: str,
               buffers: dict[str, int]) -> tuple[tuple[int, str, Any], ...]:
     args: list[tuple[int, str, Any]] = []
     for j, item in enumerate(read.array(entry.get("arguments", []), where + ".arguments")):
         at = f"{where}.arguments[{j}]"
         arg = read.mapping(item, at)
-        bo = read.text(arg, "bo", at)
+        bo = read.text(arg.get("bo"), at + ".bo")
         if bo not in buffers:
             raise read.fail(at + ".bo", f"{bo!r} is not a buffer of resources.buffers")
-        args.append((read.index(arg, "argidx", at), "bo", bo))
+        args.append((read.index(arg.get("argidx"), at + ".argidx"), "bo", bo))
     for j, item in enumerate(read.array(entry.get("constants", []), where + ".constants")):
         at = f"{where}.constants[{j}]"
         constant = read.mapping(item, at)
         value = constant.get("value")
         if isinstance(value, bool) or not isinstance(value, int):
-            raise read.fail(at + ".value", f"expected an integer, got {_kind(value)}")
-        args.append((read.index(constant, "argidx", at), "int", value))
+            raise read.fail(at + ".value", f"expected an integer, got {describe(value)}")
+        args.append((read.index(constant.get("argidx"), at + ".argidx"), "int", value))
     indices = [a[0] for a in args]
     if len(set(indices)) != len(indices):
         raise read.fail(where, f"an argument index is set twice ({sorted(indices)})")
     return tuple(sorted(args))
 
 
-def _frame(read: _Reader, item: Any, where: str, runs: dict[str, Run],
+def _frame(read: JsonReader, item: Any, where: str, runs: dict[str, Run],
            buffers: dict[str, int], folder: Path, seen: set[str]) -> Frame:
     entry = read.mapping(item, where)
-    name = read.text(entry, "name", where)
+    name = read.text(entry.get("name"), where + ".name")
     if name in seen:
         raise read.fail(where + ".name", f"{name!r} is named twice")
-    tid = read.text(entry, "tid", where)
+    tid = entry.get("tid")                  # written as text; a number is read as one
+    tid = str(tid) if isinstance(tid, int) and not isinstance(tid, bool) else \
+        read.text(tid, where + ".tid")
     names, data = [], []
     members = read.array(entry.get("runs"), where + ".runs")
     if not members:
@@ -287,17 +256,18 @@ def _frame(read: _Reader, item: Any, where: str, runs: dict[str, Run],
     for j, member in enumerate(members):
         at = f"{where}.runs[{j}]"
         member = read.mapping(member, at)
-        run = read.text(member, "run", at)
+        run = read.text(member.get("run"), at + ".run")
         if run not in runs:
             raise read.fail(at + ".run", f"{run!r} is not a run of resources.runs")
         names.append(run)
         for k, arg in enumerate(read.array(member.get("arguments", []), at + ".arguments")):
             here = f"{at}.arguments[{k}]"
             arg = read.mapping(arg, here)
-            bo = read.text(arg, "bo", here)
+            bo = read.text(arg.get("bo"), here + ".bo")
             if bo not in buffers:
                 raise read.fail(here + ".bo", f"{bo!r} is not a buffer of resources.buffers")
-            data.append((bo, read.file_in(folder, read.text(arg, "fnm", here), here + ".fnm")))
+            fnm = read.text(arg.get("fnm"), here + ".fnm")
+            data.append((bo, _file_in(read, folder, fnm, here + ".fnm")))
     waits = []
     for j, wait in enumerate(read.array(entry.get("waits", []), where + ".waits")):
         if not isinstance(wait, str) or (wait not in seen and wait != name):
@@ -362,13 +332,6 @@ def frame_case(case: Case, frame: str) -> Case:
                         description=case.description, file=case.file, sha256=case.sha256,
                         trials=case.trials, deadline_s=case.deadline_s)
 
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    return f"{type(value).__name__} {value!r}"
 
 
 def folder_case(folder: Path) -> Case:

@@ -19,6 +19,7 @@ import yaml
 
 from harness.errors import CaseError, PlanError
 from harness.ert import CmdState, state_from_name
+from harness.jsonread import describe
 from harness.plan import Plan, make_plan
 from harness.results import FLOWS, INSTR_BO, BufferSpec
 from harness.yamlio import AliasError, DuplicateKeyError, KeyPath, load_yaml_with_lines
@@ -211,7 +212,7 @@ class _Checker:
     def mapping(self, value: Any, path: KeyPath, allowed: set[str],
                 required: set[str]) -> dict:
         if not isinstance(value, dict):
-            raise self.error(path, f"expected a mapping, got {_kind(value)}")
+            raise self.error(path, f"expected a mapping, got {describe(value)}")
         for key in value:
             if not isinstance(key, str) or key not in allowed:
                 raise self.error(path + (key,), f"unknown key {key!r}; allowed: "
@@ -223,7 +224,7 @@ class _Checker:
 
     def string(self, value: Any, path: KeyPath, pattern: re.Pattern | None = None) -> str:
         if not isinstance(value, str) or not value.strip():
-            raise self.error(path, f"expected a non-empty string, got {_kind(value)}")
+            raise self.error(path, f"expected a non-empty string, got {describe(value)}")
         if pattern is not None and not pattern.fullmatch(value):
             raise self.error(path, f"{value!r} is not a valid name (letters, digits, "
                                    "'.', '_', '-')")
@@ -231,14 +232,14 @@ class _Checker:
 
     def integer(self, value: Any, path: KeyPath, low: int, high: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(path, f"expected an integer, got {_kind(value)}")
+            raise self.error(path, f"expected an integer, got {describe(value)}")
         if not low <= value <= high:
             raise self.error(path, f"{value} is out of range {low}..{high}")
         return value
 
     def number(self, value: Any, path: KeyPath, low: float, high: float) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(path, f"expected a number, got {_kind(value)}")
+            raise self.error(path, f"expected a number, got {describe(value)}")
         if not low <= value <= high:
             raise self.error(path, f"{value} is out of range {low}..{high}")
         return float(value)
@@ -310,7 +311,7 @@ def parse_case(raw: bytes, file: str) -> Case:
     if "expect" in top:
         if not isinstance(top["expect"], dict):
             raise check.error(("expect",), f"expected a mapping of plan name to state, got "
-                                           f"{_kind(top['expect'])}")
+                                           f"{describe(top['expect'])}")
         for plan_name, state in top["expect"].items():
             path = ("expect", plan_name)
             if plan_name not in plans_raw:
@@ -386,7 +387,7 @@ def _commands(check: _Checker, value: Any, base: Path) -> tuple[Command, ...]:
         buffers_raw = entry["buffers"]
         if not isinstance(buffers_raw, list):
             raise check.error(here + ("buffers",), f"expected a list of buffer sizes in "
-                                                   f"bytes, got {_kind(buffers_raw)}")
+                                                   f"bytes, got {describe(buffers_raw)}")
         buffers = tuple(check.integer(b, here + ("buffers", j), 1, MAX_BUFFER_BYTES)
                         for j, b in enumerate(buffers_raw))
         latency = (check.number(entry["latency_us"], here + ("latency_us",), 0, 3.6e9)
@@ -403,10 +404,3 @@ def _dotted(path: KeyPath) -> str:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    return f"{type(value).__name__} {value!r}"

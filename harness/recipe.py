@@ -34,6 +34,7 @@ import yaml
 from harness.cache import cache_dir
 from harness.case import DEFAULT_TRIALS, Case, Command
 from harness.errors import BadInput, CaseError
+from harness.jsonread import JsonReader, describe, parse_json
 from harness.plan import make_plan
 from harness.results import ELF_FLOW, INSTR_BO, BufferSpec
 from harness.yamlio import write_atomic
@@ -47,34 +48,6 @@ SHAPES = Path(__file__).parent / "data" / "xrt_validate.yaml"
 
 class RecipeError(CaseError):
     """A recipe or profile the harness cannot read or run."""
-
-
-@dataclass(frozen=True)
-class _Reader:
-    file: str
-
-    def fail(self, where: str, what: str) -> RecipeError:
-        return RecipeError(f"{self.file}: {where}: {what}")
-
-    def mapping(self, value: Any, where: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where, f"expected an object, got {_kind(value)}")
-        return value
-
-    def array(self, value: Any, where: str) -> list[Any]:
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected an array, got {_kind(value)}")
-        return value
-
-    def name(self, value: Any, where: str) -> str:
-        if not isinstance(value, str) or not value:
-            raise self.fail(where, f"expected a non-empty string, got {_kind(value)}")
-        return value
-
-    def index(self, value: Any, where: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self.fail(where, f"expected an integer >= 0, got {_kind(value)}")
-        return value
 
 
 def is_recipe_ref(ref: str) -> bool:
@@ -117,30 +90,25 @@ def _read(path: Path) -> bytes:
 
 
 def _json(raw: bytes, file: str) -> dict[str, Any]:
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as err:
-        raise RecipeError(f"{file}: not UTF-8 text (byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise RecipeError(f"{file}:{err.lineno}: not valid JSON: {err.msg}") from None
+    data = parse_json(raw, file, RecipeError)
     if not isinstance(data, dict):
-        raise RecipeError(f"{file}: expected a JSON object at the top, got {_kind(data)}")
+        raise RecipeError(f"{file}: expected a JSON object at the top, got {describe(data)}")
     return data
 
 
 def _profile(data: dict[str, Any], file: str) -> tuple[dict[str, BufferSpec], int | None]:
     """Buffers the profile binds (size, and a file that initialises them), and the
     number of iterations it asks for."""
-    read = _Reader(file)
+    read = JsonReader(file, RecipeError)
     bindings: dict[str, BufferSpec] = {}
     for i, item in enumerate(read.array(data.get("bindings", []), "bindings")):
         where = f"bindings[{i}]"
         entry = read.mapping(item, where)
-        name = read.name(entry.get("name"), where + ".name")
+        name = read.text(entry.get("name"), where + ".name")
         init = read.mapping(entry.get("init", {}), where + ".init")
         source = None
         if "file" in init:
-            source = (Path(file).parent / read.name(init["file"], where + ".init.file")).resolve()
+            source = (Path(file).parent / read.text(init["file"], where + ".init.file")).resolve()
             if not source.is_file():
                 raise read.fail(where + ".init.file", f"{source} does not exist")
         size = entry.get("size")
@@ -156,7 +124,7 @@ def _profile(data: dict[str, Any], file: str) -> tuple[dict[str, BufferSpec], in
 
 def _case(data: dict[str, Any], path: Path, bindings: dict[str, BufferSpec],
           notes: list[str]) -> Case:
-    read = _Reader(str(path))
+    read = JsonReader(str(path), RecipeError)
     base = path.parent
     if data.get("version") != "1.0":
         raise read.fail("version", f"{data.get('version')!r}; XRT's runner reads version 1.0")
@@ -164,14 +132,14 @@ def _case(data: dict[str, Any], path: Path, bindings: dict[str, BufferSpec],
     if "program" in header:
         raise read.fail("header.program", "ELF-program configurations are not supported; "
                                           "give a recipe whose header names an xclbin")
-    xclbin = (base / read.name(header.get("xclbin"), "header.xclbin")).resolve()
+    xclbin = (base / read.text(header.get("xclbin"), "header.xclbin")).resolve()
     absent = [] if xclbin.is_file() else [str(xclbin)]
     resources = read.mapping(data.get("resources", {}), "resources")
     buffers: dict[str, BufferSpec] = {}
     for i, item in enumerate(read.array(resources.get("buffers", []), "resources.buffers")):
         where = f"resources.buffers[{i}]"
         entry = read.mapping(item, where)
-        name = read.name(entry.get("name"), where + ".name")
+        name = read.text(entry.get("name"), where + ".name")
         if name in bindings:
             buffers[name] = bindings[name]
         elif "size" in entry:
@@ -183,11 +151,11 @@ def _case(data: dict[str, Any], path: Path, bindings: dict[str, BufferSpec],
     for i, item in enumerate(read.array(resources.get("kernels", []), "resources.kernels")):
         where = f"resources.kernels[{i}]"
         entry = read.mapping(item, where)
-        name = read.name(entry.get("name"), where + ".name")
-        instance = read.name(entry.get("instance", name), where + ".instance")
+        name = read.text(entry.get("name"), where + ".name")
+        instance = read.text(entry.get("instance", name), where + ".instance")
         elf = None
         if "ctrlcode" in entry:
-            elf = str((base / read.name(entry["ctrlcode"], where + ".ctrlcode")).resolve())
+            elf = str((base / read.text(entry["ctrlcode"], where + ".ctrlcode")).resolve())
             if not Path(elf).is_file():
                 absent.append(elf)
         kernels[name] = (instance, elf)
@@ -215,10 +183,10 @@ def _case(data: dict[str, Any], path: Path, bindings: dict[str, BufferSpec],
                 buffers=buffers, order=tuple(order), kind="recipe", absent=tuple(absent))
 
 
-def _run(read: _Reader, item: Any, where: str, kernels: dict[str, tuple[str, str | None]],
+def _run(read: JsonReader, item: Any, where: str, kernels: dict[str, tuple[str, str | None]],
          buffers: dict[str, BufferSpec]) -> Command:
     entry = read.mapping(item, where)
-    name = read.name(entry.get("name"), where + ".name")
+    name = read.text(entry.get("name"), where + ".name")
     if name not in kernels:
         raise read.fail(where + ".name", f"{name!r} is not a kernel of resources.kernels "
                                          f"({', '.join(kernels) or 'none'})")
@@ -231,7 +199,7 @@ def _run(read: _Reader, item: Any, where: str, kernels: dict[str, tuple[str, str
         arg = read.mapping(arg, at)
         if "size" in arg or "offset" in arg:
             raise read.fail(at, "sub-buffer arguments (size/offset) are not supported")
-        buffer = read.name(arg.get("name"), at + ".name")
+        buffer = read.text(arg.get("name"), at + ".name")
         if buffer not in buffers:
             raise read.fail(at + ".name", f"{buffer!r} is not a buffer of resources.buffers "
                                           f"({', '.join(buffers) or 'none'})")
@@ -242,7 +210,7 @@ def _run(read: _Reader, item: Any, where: str, kernels: dict[str, tuple[str, str
         value = constant.get("value")
         if constant.get("type", "int") != "int" or isinstance(value, bool) \
                 or not isinstance(value, int):
-            raise read.fail(at, f"only integer constants are supported, got {_kind(value)}")
+            raise read.fail(at, f"only integer constants are supported, got {describe(value)}")
         args.append((read.index(constant.get("argidx"), at + ".argidx"), "int", value))
     indices = [a[0] for a in args]
     if len(set(indices)) != len(indices):
@@ -337,13 +305,6 @@ def _put(path: Path, data: bytes) -> None:
     if not path.is_file() or path.read_bytes() != data:
         write_atomic(path, data)
 
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    return f"{type(value).__name__} {value!r}"
 
 
 # -- recipes out ---------------------------------------------------------------------------

@@ -250,6 +250,17 @@ def test_the_bisect_render_puts_the_boundary_first_and_collapses_alike_rows(repo
     assert sorted(int(label) for label in labels) == sorted(set(probed))
 
 
+@pytest.mark.parametrize("argv0, program", [
+    ("/usr/local/bin/reproduce_ert_timeout", "reproduce_ert_timeout"),
+    ("/usr/local/bin/runlist-harness", "runlist-harness"),
+    ("/src/harness/__main__.py", "runlist-harness")])
+def test_the_command_line_is_shown_as_the_user_typed_it(reports, argv0, program):
+    from harness.render import command_line
+    data = data_of(reports["documented"])
+    data["harness"]["argv"] = [argv0, "--no-isolate"]
+    assert command_line(data).startswith(f"{program} --no-isolate (xdna-runlist-harness ")
+
+
 def test_text_render(reports):
     text = invoke("report", "render", "--format", "text", str(reports["deadline"])).stdout
     assert text.startswith("nop-depth: SIMULATED stack")

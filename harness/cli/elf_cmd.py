@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from harness.elf import ElfError, read_elf
+from harness.cli.inspection import show_each
+from harness.elf import read_elf
 from harness.elf_view import render_text, summary
-from harness.errors import ExitCode
 
 
 @click.group()
@@ -26,17 +24,4 @@ def inspect(files: tuple[str, ...], as_json: bool) -> None:
     A malformed file is one error line and exit status 2; the other files are
     still shown.
     """
-    results = []
-    failed = False
-    for path in files:
-        try:
-            results.append(read_elf(path))
-        except ElfError as err:
-            click.echo(f"error: {err}", err=True)
-            failed = True
-    if as_json:
-        click.echo(json.dumps([summary(e) for e in results], indent=2))
-    elif results:
-        click.echo("\n\n".join(render_text(e) for e in results))
-    if failed:
-        return ExitCode.BAD_INPUT
+    return show_each(files, read_elf, summary, render_text, as_json)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from harness.errors import ExitCode, XclbinError
+from harness.cli.inspection import show_each
 from harness.xclbin import read_xclbin
 from harness.xclbin_view import render_text, summary
 
@@ -26,17 +24,4 @@ def inspect(files: tuple[str, ...], as_json: bool) -> None:
     Qwen3-1.7B-NPU2/layer.xclbin"). A malformed file is one error line and
     exit status 2; the other files are still shown.
     """
-    results = []
-    failed = False
-    for path in files:
-        try:
-            results.append(read_xclbin(path))
-        except XclbinError as err:
-            click.echo(f"error: {err}", err=True)
-            failed = True
-    if as_json:
-        click.echo(json.dumps([summary(x) for x in results], indent=2))
-    elif results:
-        click.echo("\n\n".join(render_text(x) for x in results))
-    if failed:
-        return ExitCode.BAD_INPUT
+    return show_each(files, read_xclbin, summary, render_text, as_json)

@@ -1,0 +1,56 @@
+"""Reading the JSON documents of XRT's tools (run recipes, profiles, captures): every
+error names the file and the field, e.g. ``replay.json: resources.runs[3].kernel: ...``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+def describe(value: Any) -> str:
+    """A value as an error message shows what it got."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return f"{type(value).__name__} {value!r}"
+
+
+@dataclass(frozen=True)
+class JsonReader:
+    file: str
+    error: type[Exception]
+
+    def fail(self, where: str, what: str) -> Exception:
+        return self.error(f"{self.file}: {where}: {what}")
+
+    def mapping(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected an object, got {describe(value)}")
+        return value
+
+    def array(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected an array, got {describe(value)}")
+        return value
+
+    def text(self, value: Any, where: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(where, f"expected a non-empty string, got {describe(value)}")
+        return value
+
+    def index(self, value: Any, where: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.fail(where, f"expected an integer >= 0, got {describe(value)}")
+        return value
+
+
+def parse_json(raw: bytes, file: str, error: type[Exception], hint: str = "") -> Any:
+    """The document in `raw`, or `error` naming the file, the line and what is wrong."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise error(f"{file}: not UTF-8 text (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise error(f"{file}:{err.lineno}: not valid JSON ({err.msg}){hint}") from None
