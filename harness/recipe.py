@@ -1,7 +1,8 @@
-"""XRT run recipes in: a recipe (and its profile) read as a case whose runs a plan cuts.
+"""XRT run recipes in and out: a recipe (and its profile) read as a case whose runs a
+plan cuts; any case's plans written as recipes for XRT's own `xrt-runner`.
 
-The format is XRT's (`src/runtime_src/core/common/runner/recipe.md`, `profile.md`, the
-schema in `reference/xrt/recipe.schema.json`; STACK.md 8): `header.xclbin`,
+The format is XRT's (`src/runtime_src/core/common/runner/recipe.md`, `profile.md`,
+`schema/recipe.schema.json`; STACK.md 8): `header.xclbin`,
 `resources.buffers` (name, type, size), `resources.kernels` (name, `instance`,
 `ctrlcode` ELF), `execution.runs` (the kernel's name, buffer `arguments` by argidx,
 integer `constants` by argidx). XRT's runner turns 6 or more consecutive runs into one
