@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -81,7 +81,6 @@ class Capture:
     runs: dict[str, Run]
     threads: tuple[str, ...]
     frames: tuple[Frame, ...]
-    notes: tuple[str, ...] = field(default=())
 
     def frame(self, name: str | None) -> Frame:
         """A frame by name (or by its number: 7 for frame_7); None: the deepest runlist."""
@@ -156,9 +155,7 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
         raise read.fail("version", f"{top.get('version')!r}; XRT's capture writes 1.0")
     resources = read.mapping(top.get("resources"), "resources")
     hwctxs: dict[str, str] = {}
-    for i, item in enumerate(read.array(resources.get("hwctxs"), "resources.hwctxs")):
-        where = f"resources.hwctxs[{i}]"
-        entry = read.mapping(item, where)
+    for where, entry in read.objects(resources.get("hwctxs"), "resources.hwctxs"):
         name = read.text(entry.get("name"), where + ".name")
         if name in hwctxs:
             raise read.fail(where + ".name", f"{name!r} is named twice")
@@ -168,17 +165,13 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
         xclbin = read.text(entry.get("xclbin"), where + ".xclbin")
         hwctxs[name] = _file_in(read, folder, xclbin, where + ".xclbin")
     buffers: dict[str, int] = {}
-    for i, item in enumerate(read.array(resources.get("buffers", []), "resources.buffers")):
-        where = f"resources.buffers[{i}]"
-        entry = read.mapping(item, where)
+    for where, entry in read.objects(resources.get("buffers", []), "resources.buffers"):
         name = read.text(entry.get("name"), where + ".name")
         if name in buffers:
             raise read.fail(where + ".name", f"{name!r} is named twice")
         buffers[name] = read.index(entry.get("size"), where + ".size")
     kernels: dict[str, Kernel] = {}
-    for i, item in enumerate(read.array(resources.get("kernels"), "resources.kernels")):
-        where = f"resources.kernels[{i}]"
-        entry = read.mapping(item, where)
+    for where, entry in read.objects(resources.get("kernels"), "resources.kernels"):
         name = read.text(entry.get("name"), where + ".name")
         hwctx = read.text(entry.get("hwctx"), where + ".hwctx")
         if hwctx not in hwctxs:
@@ -191,9 +184,7 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
         instance = read.text(entry.get("instance"), where + ".instance")
         kernels[name] = Kernel(name, instance, hwctx, ctrlcode)
     runs: dict[str, Run] = {}
-    for i, item in enumerate(read.array(resources.get("runs"), "resources.runs")):
-        where = f"resources.runs[{i}]"
-        entry = read.mapping(item, where)
+    for where, entry in read.objects(resources.get("runs"), "resources.runs"):
         name = read.text(entry.get("name"), where + ".name")
         kernel = read.text(entry.get("kernel"), where + ".kernel")
         if kernel not in kernels:
@@ -205,11 +196,11 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
                                                "execution.threads"))
     frames: list[Frame] = []
     seen: set[str] = set()
-    for i, item in enumerate(read.array(execution.get("frames"), "execution.frames")):
-        frame = _frame(read, item, f"execution.frames[{i}]", runs, buffers, folder, seen)
+    for where, entry in read.objects(execution.get("frames"), "execution.frames"):
+        frame = _frame(read, entry, where, runs, buffers, folder, seen)
         if threads and frame.tid not in threads:
-            raise read.fail(f"execution.frames[{i}].tid", f"thread {frame.tid} is not one of "
-                                                          "execution.threads")
+            raise read.fail(where + ".tid", f"thread {frame.tid} is not one of "
+                                            "execution.threads")
         frames.append(frame)
         seen.add(frame.name)
     if not frames:
@@ -220,16 +211,12 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
 def _run_args(read: JsonReader, entry: dict[str, Any], where: str,
               buffers: dict[str, int]) -> tuple[tuple[int, str, Any], ...]:
     args: list[tuple[int, str, Any]] = []
-    for j, item in enumerate(read.array(entry.get("arguments", []), where + ".arguments")):
-        at = f"{where}.arguments[{j}]"
-        arg = read.mapping(item, at)
+    for at, arg in read.objects(entry.get("arguments", []), where + ".arguments"):
         bo = read.text(arg.get("bo"), at + ".bo")
         if bo not in buffers:
             raise read.fail(at + ".bo", f"{bo!r} is not a buffer of resources.buffers")
         args.append((read.index(arg.get("argidx"), at + ".argidx"), "bo", bo))
-    for j, item in enumerate(read.array(entry.get("constants", []), where + ".constants")):
-        at = f"{where}.constants[{j}]"
-        constant = read.mapping(item, at)
+    for at, constant in read.objects(entry.get("constants", []), where + ".constants"):
         value = constant.get("value")
         if isinstance(value, bool) or not isinstance(value, int):
             raise read.fail(at + ".value", f"expected an integer, got {describe(value)}")
@@ -240,9 +227,8 @@ def _run_args(read: JsonReader, entry: dict[str, Any], where: str,
     return tuple(sorted(args))
 
 
-def _frame(read: JsonReader, item: Any, where: str, runs: dict[str, Run],
+def _frame(read: JsonReader, entry: dict[str, Any], where: str, runs: dict[str, Run],
            buffers: dict[str, int], folder: Path, seen: set[str]) -> Frame:
-    entry = read.mapping(item, where)
     name = read.text(entry.get("name"), where + ".name")
     if name in seen:
         raise read.fail(where + ".name", f"{name!r} is named twice")
@@ -250,19 +236,15 @@ def _frame(read: JsonReader, item: Any, where: str, runs: dict[str, Run],
     tid = str(tid) if isinstance(tid, int) and not isinstance(tid, bool) else \
         read.text(tid, where + ".tid")
     names, data = [], []
-    members = read.array(entry.get("runs"), where + ".runs")
+    members = list(read.objects(entry.get("runs"), where + ".runs"))
     if not members:
         raise read.fail(where + ".runs", "a frame starts at least one run")
-    for j, member in enumerate(members):
-        at = f"{where}.runs[{j}]"
-        member = read.mapping(member, at)
+    for at, member in members:
         run = read.text(member.get("run"), at + ".run")
         if run not in runs:
             raise read.fail(at + ".run", f"{run!r} is not a run of resources.runs")
         names.append(run)
-        for k, arg in enumerate(read.array(member.get("arguments", []), at + ".arguments")):
-            here = f"{at}.arguments[{k}]"
-            arg = read.mapping(arg, here)
+        for here, arg in read.objects(member.get("arguments", []), at + ".arguments"):
             bo = read.text(arg.get("bo"), here + ".bo")
             if bo not in buffers:
                 raise read.fail(here + ".bo", f"{bo!r} is not a buffer of resources.buffers")

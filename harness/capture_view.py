@@ -101,8 +101,10 @@ def render_text(capture: Capture) -> str:
     histogram = ", ".join(f"{depth}: {n}" for depth, n in info["depth_histogram"].items())
     lines.append(f"depths (runs per frame: frames): {histogram}")
     deepest = info["deepest"]
-    lines.append(f"deepest runlist: {deepest['frame']}, {deepest['depth']} runs in "
-                 f"{deepest['hwctx']}; XRT submits it as chains {cut_text(deepest['chains'])}")
+    depth = deepest["depth"]
+    lines.append(f"deepest {'runlist' if depth > 1 else 'frame'}: {deepest['frame']}, "
+                 f"{depth} run{'s' if depth != 1 else ''} in {deepest['hwctx']}; XRT submits "
+                 f"it as chains {cut_text(deepest['chains'])}")
     return "\n".join(lines)
 
 
@@ -111,10 +113,14 @@ def _groups(frames: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     themselves) in one line: an engine's thousands of single runs stay readable."""
     groups: list[list[dict[str, Any]]] = []
     for frame in frames:
-        key = (frame["tid"], frame["depth"], str(frame["hwctx"]), tuple(frame["kernels"]))
-        own = frame["waits"] in ([], [frame["name"]])
-        if groups and own and groups[-1][-1]["_key"] == key and groups[-1][-1]["_own"]:
-            groups[-1].append({**frame, "_key": key, "_own": own})
+        if groups and _alike(groups[-1][-1], frame):
+            groups[-1].append(frame)
         else:
-            groups.append([{**frame, "_key": key, "_own": own}])
+            groups.append([frame])
     return groups
+
+
+def _alike(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    keys = ("tid", "depth", "hwctx", "kernels")
+    return all(one[k] == other[k] for k in keys) and all(
+        f["waits"] in ([], [f["name"]]) for f in (one, other))

@@ -64,18 +64,16 @@ def worker_command(backend: dict[str, Any], *extra: str) -> list[str]:
 
 
 def run_isolated(spec: TrialSpec, backend: dict[str, Any], deadline_s: float,
-                 latencies: dict[str, float], start: str | None = None) -> TrialResult:
+                 latencies: dict[str, float]) -> TrialResult:
     """Run one trial in a worker; never raises for what the worker does."""
-    if (start or worker_start()) != FORK_SERVER:
+    if worker_start() != FORK_SERVER:
         return _spawned(spec, backend, deadline_s, latencies)
-    try:
-        return _server_for(backend).run(spec, deadline_s, latencies)
-    except ServerGone:                 # once more, with a new server
+    for _ in range(2):                 # a server gone since the last trial is replaced once
         try:
             return _server_for(backend).run(spec, deadline_s, latencies)
         except ServerGone as gone:
-            return TrialResult(spec.trial, TrialStatus.CRASHED, None, spec.seed,
-                               error=str(gone))
+            failure = gone
+    return TrialResult(spec.trial, TrialStatus.CRASHED, None, spec.seed, error=str(failure))
 
 
 def prepare(backend: dict[str, Any]) -> None:

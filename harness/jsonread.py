@@ -4,6 +4,7 @@ error names the file and the field, e.g. ``replay.json: resources.runs[3].kernel
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,12 @@ class JsonReader:
         if not isinstance(value, list):
             raise self.fail(where, f"expected an array, got {describe(value)}")
         return value
+
+    def objects(self, value: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each object of an array, with where it is (``where[i]``)."""
+        for i, item in enumerate(self.array(value, where)):
+            at = f"{where}[{i}]"
+            yield at, self.mapping(item, at)
 
     def text(self, value: Any, where: str) -> str:
         if not isinstance(value, str) or not value:

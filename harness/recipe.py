@@ -102,9 +102,7 @@ def _profile(data: dict[str, Any], file: str) -> tuple[dict[str, BufferSpec], in
     number of iterations it asks for."""
     read = JsonReader(file, RecipeError)
     bindings: dict[str, BufferSpec] = {}
-    for i, item in enumerate(read.array(data.get("bindings", []), "bindings")):
-        where = f"bindings[{i}]"
-        entry = read.mapping(item, where)
+    for where, entry in read.objects(data.get("bindings", []), "bindings"):
         name = read.text(entry.get("name"), where + ".name")
         init = read.mapping(entry.get("init", {}), where + ".init")
         source = None
@@ -137,9 +135,7 @@ def _case(data: dict[str, Any], path: Path, bindings: dict[str, BufferSpec],
     absent = [] if xclbin.is_file() else [str(xclbin)]
     resources = read.mapping(data.get("resources", {}), "resources")
     buffers: dict[str, BufferSpec] = {}
-    for i, item in enumerate(read.array(resources.get("buffers", []), "resources.buffers")):
-        where = f"resources.buffers[{i}]"
-        entry = read.mapping(item, where)
+    for where, entry in read.objects(resources.get("buffers", []), "resources.buffers"):
         name = read.text(entry.get("name"), where + ".name")
         if name in bindings:
             buffers[name] = bindings[name]
@@ -149,9 +145,7 @@ def _case(data: dict[str, Any], path: Path, bindings: dict[str, BufferSpec],
             raise read.fail(where, f"buffer {name!r} has no size and the profile binds "
                                    "no file to it")
     kernels: dict[str, tuple[str, str | None]] = {}
-    for i, item in enumerate(read.array(resources.get("kernels", []), "resources.kernels")):
-        where = f"resources.kernels[{i}]"
-        entry = read.mapping(item, where)
+    for where, entry in read.objects(resources.get("kernels", []), "resources.kernels"):
         name = read.text(entry.get("name"), where + ".name")
         instance = read.text(entry.get("instance", name), where + ".instance")
         elf = None
@@ -161,17 +155,13 @@ def _case(data: dict[str, Any], path: Path, bindings: dict[str, BufferSpec],
                 absent.append(elf)
         kernels[name] = (instance, elf)
     execution = read.mapping(data.get("execution"), "execution")
-    runs = read.array(execution.get("runs"), "execution.runs")
+    runs = list(read.objects(execution.get("runs"), "execution.runs"))
     if not runs:
         raise read.fail("execution.runs", "no runs")
-    templates: list[Command] = []
-    order: list[int] = []
+    templates: dict[Command, int] = {}          # runs alike share one, in first-seen order
+    order = [templates.setdefault(_run(read, entry, where, kernels, buffers), len(templates))
+             for where, entry in runs]
     flow = ELF_FLOW if all(elf for _, elf in kernels.values()) else INSTR_BO
-    for i, item in enumerate(runs):
-        command = _run(read, item, f"execution.runs[{i}]", kernels, buffers)
-        if command not in templates:
-            templates.append(command)
-        order.append(templates.index(command))
     n = len(order)
     if n < RUNLIST_THRESHOLD:
         notes.append(f"XRT's runner starts fewer than {RUNLIST_THRESHOLD} runs one by one; "
@@ -184,9 +174,8 @@ def _case(data: dict[str, Any], path: Path, bindings: dict[str, BufferSpec],
                 buffers=buffers, order=tuple(order), kind="recipe", absent=tuple(absent))
 
 
-def _run(read: JsonReader, item: Any, where: str, kernels: dict[str, tuple[str, str | None]],
-         buffers: dict[str, BufferSpec]) -> Command:
-    entry = read.mapping(item, where)
+def _run(read: JsonReader, entry: dict[str, Any], where: str,
+         kernels: dict[str, tuple[str, str | None]], buffers: dict[str, BufferSpec]) -> Command:
     name = read.text(entry.get("name"), where + ".name")
     if name not in kernels:
         raise read.fail(where + ".name", f"{name!r} is not a kernel of resources.kernels "
@@ -195,9 +184,7 @@ def _run(read: JsonReader, item: Any, where: str, kernels: dict[str, tuple[str, 
         raise read.fail(where + ".where", "CPU runs are not supported; the harness submits "
                                           "to the NPU")
     args: list[tuple[int, str, Any]] = []
-    for j, arg in enumerate(read.array(entry.get("arguments", []), where + ".arguments")):
-        at = f"{where}.arguments[{j}]"
-        arg = read.mapping(arg, at)
+    for at, arg in read.objects(entry.get("arguments", []), where + ".arguments"):
         if "size" in arg or "offset" in arg:
             raise read.fail(at, "sub-buffer arguments (size/offset) are not supported")
         buffer = read.text(arg.get("name"), at + ".name")
@@ -205,9 +192,7 @@ def _run(read: JsonReader, item: Any, where: str, kernels: dict[str, tuple[str, 
             raise read.fail(at + ".name", f"{buffer!r} is not a buffer of resources.buffers "
                                           f"({', '.join(buffers) or 'none'})")
         args.append((read.index(arg.get("argidx"), at + ".argidx"), "bo", buffer))
-    for j, constant in enumerate(read.array(entry.get("constants", []), where + ".constants")):
-        at = f"{where}.constants[{j}]"
-        constant = read.mapping(constant, at)
+    for at, constant in read.objects(entry.get("constants", []), where + ".constants"):
         value = constant.get("value")
         if constant.get("type", "int") != "int" or isinstance(value, bool) \
                 or not isinstance(value, int):
@@ -312,14 +297,11 @@ def _put(path: Path, data: bytes) -> None:
 
 @dataclass
 class Export:
-    """What `export` wrote: one recipe per runlist of the plan, the profile, the artefacts
-    (copied, or listed as missing), and the commands that run them."""
+    """What `export` wrote: the recipes (one per runlist of each plan), and the artefacts
+    they name that are not here (the folder's README says where they go)."""
 
-    folder: Path
     recipes: list[str]
-    artefacts: list[str]
     missing: list[str]
-    commands: list[str]
 
 
 def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path, real: bool,
@@ -384,7 +366,6 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path, r
                 else [c for _ in range(case.layers) for c in range(len(case.per_layer))])
     per_unit = case.runs_per_layer
     recipes: list[str] = []
-    commands: list[str] = []
     for plan_name, chunks in plans:
         start, these = 0, []
         for k, units in enumerate(chunks):
@@ -399,13 +380,11 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path, r
             recipes.append(name)
         files[f"run_{_safe(plan_name)}.sh"] = _run_script(case, plan_name, chunks,
                                                            these).encode()
-        commands += these
     profile = {"version": "1.0", "bindings": bindings, "execution": {"iterations": 1}}
     files["profile.json"] = (json.dumps(profile, indent=2) + "\n").encode()
     files["README.md"] = _readme(case, plans, flow, files, missing).encode()
     _write_folder(folder, files)
-    artefacts = sorted(n for n in files if not n.endswith((".json", ".md", ".sh")))
-    return Export(folder, recipes, artefacts, missing, commands)
+    return Export(recipes, missing)
 
 
 def _exported_run(kernel: str, args: tuple[tuple[int, str, Any], ...]) -> dict[str, Any]:

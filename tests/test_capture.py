@@ -115,6 +115,18 @@ def test_a_threaded_capture_with_cross_frame_waits(tmp_path):
     assert result.exit_code == 0, result.output
 
 
+def test_show_collapses_consecutive_frames_alike(tmp_path):
+    writer = CaptureWriter(tmp_path / "singles")
+    kernel = writer.kernel(writer.hwctx("layer"))
+    bos = [writer.buffer()]
+    for _ in range(5):
+        writer.frame([writer.run(kernel, bos)])
+    writer.frame([writer.run(kernel, bos) for _ in range(3)])
+    shown = invoke("capture", "show", str(writer.save())).output
+    assert f"frame_0..frame_4       thread {MAIN}: 5 frames, each one run (MLIR_AIE)" in shown
+    assert "frame_5" in shown and "runlist of 3 runs, chains 3" in shown
+
+
 def test_each_frame_runs_with_the_data_its_buffers_held(decode):
     capture = load_capture(decode)
     first, _, runlist, last = capture.frames

@@ -90,7 +90,7 @@ def _integer(value: Any) -> int:
         raise NoMatch
     try:
         return int(index(value))
-    except (TypeError, ValueError):     # pybind11 clears the error and tries no further
+    except (TypeError, ValueError):     # pybind11 clears it: this overload does not match
         raise NoMatch from None
 
 
