@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from harness.drivers import FLAVOURS, SLOWEST, timeout_seconds
+from harness.drivers import SLOWEST, driver_build, timeout_seconds
 from harness.errors import BadInput, EnvironmentNotReady
 from harness.ert import NO_STATE_IN_MESSAGE, STATE_IN_MESSAGE, expected_message_form
 from harness.sim import control
@@ -126,7 +126,7 @@ class Backend:
     def driver_timeout_s(self) -> float:
         """The longest time the driver may take to notice a hang (for deadlines)."""
         if not self.hardware:
-            return FLAVOURS[self.profile.flavour].seconds()
+            return driver_build(self.profile.flavour, self.profile.kernel).worst_seconds
         # Unknown flavour: assume the slowest rule, mainline's 60 s.
         return self.hardware_timeout_s or SLOWEST.seconds()
 

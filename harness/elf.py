@@ -1,4 +1,4 @@
-"""Read control-code ELFs (aiebu's output, XRT's `nop.elf`) in pure Python.
+"""Read control-code ELFs (aiebu's output, XRT's `nop.elf`, full ELFs) in pure Python.
 
 The layout is plain ELF (System V gABI): a 52- or 64-byte header, program
 headers, section headers named through `.shstrtab`. XRT's control code
@@ -6,6 +6,16 @@ headers, section headers named through `.shstrtab`. XRT's control code
 stream in `.ctrltext` and a build id in `.note.xrt.UID` (owner ``XRT``, the id
 as hex text). Every malformed input raises `ElfError` naming what is wrong and
 at which offset; no other exception escapes.
+
+A *full* ELF (mlir-aie's ``aiecc --generate-full-elf``, IRON's FullELFCallable) also
+configures the array, so a hardware context can be made from it alone: XRT calls an
+ELF full when it has a `.note.xrt.configuration` section (its first word the partition
+size in columns; `elf_impl::is_full_elf`, `get_partition_size`). On AIE2P (OS/ABI 0x45)
+an ELF of ABI version 1.0 or newer groups its sections per kernel (`is_group_elf`): each
+`SHT_GROUP` section names, through its `sh_info`, a sub-kernel symbol (STT_OBJECT) whose
+`st_shndx` is the index of its kernel's symbol (STT_FUNC, an Itanium-mangled signature
+such as ``_Z4mainPvPvi`` for ``main(void*, void*, int)``), and lists the sections of that
+kernel (its `.ctrltext*`, `.pdi*`); `xrt_elf.cpp` `parse_single_group_section`, `demangle`.
 """
 
 from __future__ import annotations
@@ -18,12 +28,17 @@ from pathlib import Path
 from harness.errors import BadInput
 
 MAGIC = b"\x7fELF"
-SHT_NULL, SHT_PROGBITS, SHT_STRTAB, SHT_NOTE, SHT_NOBITS = 0, 1, 3, 7, 8
+SHT_NULL, SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOTE, SHT_NOBITS = 0, 1, 2, 3, 7, 8
+SHT_GROUP = 17
+STT_OBJECT, STT_FUNC = 1, 2
 SECTION_TYPES = {0: "NULL", 1: "PROGBITS", 2: "SYMTAB", 3: "STRTAB", 4: "RELA", 5: "HASH",
-                 6: "DYNAMIC", 7: "NOTE", 8: "NOBITS", 9: "REL", 11: "DYNSYM"}
+                 6: "DYNAMIC", 7: "NOTE", 8: "NOBITS", 9: "REL", 11: "DYNSYM", 17: "GROUP"}
 PROGRAM_TYPES = {0: "NULL", 1: "LOAD", 2: "DYNAMIC", 3: "INTERP", 4: "NOTE", 6: "PHDR"}
 CTRLTEXT = ".ctrltext"
 UID_NOTE = ".note.xrt.UID"
+CONFIG_NOTE = ".note.xrt.configuration"
+OSABI_AIE2P = 0x45
+_DEMANGLED = {"v": "void", "c": "char", "i": "int"}
 MAX_SECTIONS = 0xFF00       # SHN_LORESERVE: larger counts need extended numbering
 
 
@@ -79,6 +94,30 @@ class ElfNote:
 
 
 @dataclass(frozen=True)
+class ElfSymbol:
+    name: str
+    value: int
+    size: int
+    type: int
+    shndx: int
+
+
+@dataclass(frozen=True)
+class ElfKernel:
+    """A kernel of a grouped (full) ELF: its name, argument types and one sub-kernel."""
+
+    name: str
+    args: tuple[str, ...]         # demangled types: "void*", "int", "char*" ...
+    subkernel: str
+    group: int                    # the SHT_GROUP section's index (XRT's ctrl code id)
+    members: tuple[int, ...]      # the sections of this kernel
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(self.args)})"
+
+
+@dataclass(frozen=True)
 class Elf:
     path: str | None
     size: int
@@ -109,6 +148,108 @@ class Elf:
     def control_code(self) -> bytes | None:
         section = self.section(CTRLTEXT)
         return section.data if section is not None else None
+
+    @property
+    def is_full(self) -> bool:
+        return self.section(CONFIG_NOTE) is not None
+
+    @property
+    def partition_size(self) -> int | None:
+        """The columns a full ELF configures (its configuration note's first word)."""
+        for note in self.notes:
+            if note.section == CONFIG_NOTE and len(note.desc) >= 4:
+                return struct.unpack_from("<I", note.desc)[0]
+        return None
+
+    @property
+    def cfg_uuid(self) -> str | None:
+        """The configuration uuid XRT reads (`get_cfg_uuid`): the UID note's 16 raw bytes;
+        None when it holds anything else (the hex text of aiebu's partial ELFs)."""
+        for note in self.notes:
+            if note.section == UID_NOTE and len(note.desc) == 16:
+                h = note.desc.hex()
+                return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        return None
+
+    @property
+    def grouped(self) -> bool:
+        """Sections grouped per kernel: AIE2P ELFs of ABI version 1.0 and newer."""
+        return self.osabi == OSABI_AIE2P and self.abiversion >> 4 >= 1
+
+    @property
+    def symbols(self) -> tuple[ElfSymbol, ...]:
+        table = next((s for s in self.sections if s.type == SHT_SYMTAB), None)
+        if table is None:
+            return ()
+        names = self.sections[table.link].data if table.link < len(self.sections) else b""
+        layout, size = ("<IIIBBH", 16) if self.bits == 32 else ("<IBBHQQ", 24)
+        out = []
+        for at in range(0, len(table.data) - size + 1, size):
+            fields = struct.unpack_from(layout, table.data, at)
+            if self.bits == 32:
+                name_at, value, sym_size, info, _other, shndx = fields
+            else:
+                name_at, info, _other, shndx, value, sym_size = fields
+            end = names.find(b"\0", name_at)
+            name = names[name_at:end if end >= 0 else len(names)].decode("utf-8", "replace")
+            out.append(ElfSymbol(name, value, sym_size, info & 0xF, shndx))
+        return tuple(out)
+
+    @property
+    def kernels(self) -> tuple[ElfKernel, ...]:
+        """The kernels a grouped ELF declares, as XRT parses them (raises ElfError for a
+        group that does not point at a kernel the way XRT requires)."""
+        if not self.grouped:
+            return ()
+        symbols = self.symbols
+        out = []
+        for group in (s for s in self.sections if s.type == SHT_GROUP):
+            where = f"{self.path or 'ELF'}: group section {group.index}"
+            if not 0 <= group.info < len(symbols) or symbols[group.info].type != STT_OBJECT:
+                raise ElfError(f"{where}: symbol {group.info} is not a sub-kernel "
+                               "(STT_OBJECT)")
+            sub = symbols[group.info]
+            if not 0 <= sub.shndx < len(symbols) or symbols[sub.shndx].type != STT_FUNC:
+                raise ElfError(f"{where}: sub-kernel {sub.name} does not point at a kernel "
+                               "(STT_FUNC)")
+            name, args = demangle(symbols[sub.shndx].name, where)
+            words = struct.unpack_from(f"<{len(group.data) // 4}I", group.data)
+            out.append(ElfKernel(name, args, sub.name, group.index, tuple(words[1:])))
+        return tuple(out)
+
+    def kernel_code(self, kernel: ElfKernel) -> bytes:
+        """The control code of a grouped kernel: its member `.ctrltext*` sections, in order."""
+        return b"".join(self.sections[i].data for i in kernel.members
+                        if i < len(self.sections) and CTRLTEXT in self.sections[i].name)
+
+    def kernel_has_pdi(self, kernel: ElfKernel) -> bool:
+        return any(i < len(self.sections) and self.sections[i].name.startswith(".pdi")
+                   for i in kernel.members)
+
+
+def demangle(mangled: str, where: str = "ELF") -> tuple[str, tuple[str, ...]]:
+    """XRT's `demangle`: ``_Z<length><name><types>``, each type a run of ``P`` (pointer)
+    then one of v, c, i."""
+    if len(mangled) <= 2 or not mangled.startswith("_Z"):
+        raise ElfError(f"{where}: {mangled!r} is not a mangled kernel name (no _Z prefix)")
+    at, length = 2, 0
+    while at < len(mangled) and mangled[at].isdigit():
+        length = length * 10 + int(mangled[at])
+        at += 1
+    if at + length > len(mangled):
+        raise ElfError(f"{where}: {mangled!r} is shorter than its kernel name length")
+    name = mangled[at:at + length]
+    at += length
+    args = []
+    while at < len(mangled):
+        depth = 0
+        while at < len(mangled) and mangled[at] == "P":
+            depth, at = depth + 1, at + 1
+        if at >= len(mangled) or mangled[at] not in _DEMANGLED:
+            raise ElfError(f"{where}: {mangled!r}: unknown argument type at {at}")
+        args.append(_DEMANGLED[mangled[at]] + "*" * depth)
+        at += 1
+    return name, tuple(args)
 
 
 def read_elf(path: str | Path) -> Elf:

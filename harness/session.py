@@ -9,7 +9,9 @@ data buffers (host_only, `group_id(3..)`), write the instruction stream
 context, execute it, wait, and classify what the stack answered.
 
 Everything is created afresh per trial and dropped at its end, so a context
-a hang poisoned is not reused.
+a hang poisoned is not reused; and every runlist gets run objects of its own, since
+after a failure the driver may have written over a run's payload (0xFF, health data)
+and XRT never re-encodes a payload (STACK.md 4).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def test_dkms_staging_box(tree):
     assert driver["flavour"] == "staging" and driver["version"] == "2.21.0_20260101"
     assert driver["timeout_setting"] == "2000"
     assert driver["parameters"] == {"force_cmdlist": "1", "tdr_timeout_ms": "2000"}
-    assert "no progress for tdr_timeout_ms" in driver["timeout_rule"]
+    assert "on the context for tdr_timeout_ms" in driver["timeout_rule"]
 
 
 def test_out_of_tree_legacy_box(tree):
@@ -83,7 +83,7 @@ def test_out_of_tree_legacy_box(tree):
     assert facts["npu"]["generation"] == "NPU6 Krackan"
     assert facts["driver"]["flavour"] == "oot"
     assert facts["driver"]["timeout_setting"] == "2"
-    assert "two silent checks" in facts["driver"]["timeout_rule"]
+    assert "two whole periods" in facts["driver"]["timeout_rule"]
 
 
 def test_non_root_user_facing_0600_parameters(tree):
@@ -214,7 +214,9 @@ def test_memlock_against_a_model(tree, tmp_path):
 @pytest.mark.parametrize("facts, seconds", [
     ({"flavour": "staging", "timeout_setting": "5000"}, 5.0),
     ({"flavour": "staging", "timeout_setting": "unreadable"}, 2.0),
-    ({"flavour": "oot", "timeout_setting": "3"}, 6.0),
+    # aie2_tdr.c: a hang shows at the second silent check after the one that saw the last
+    # completion, three periods at most
+    ({"flavour": "oot", "timeout_setting": "3"}, 9.0),
     ({"flavour": "mainline"}, 60.0),
     ({"loaded": False, "flavour": None}, None),
 ])

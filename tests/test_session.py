@@ -114,3 +114,18 @@ def test_a_failed_submit_is_recorded_and_the_list_still_waited_on(tmp_path, monk
     outcome = result.runlists[0]
     assert result.status == "failed" and outcome.state == "submit-failed"
     assert outcome.message == "execute: submit ioctl failed" and waited == [True]
+
+
+def test_every_runlist_gets_new_run_objects_so_no_corrupted_payload_is_resubmitted(tmp_path):
+    """After a failure the staging driver (and mainline from 7.0) leaves 0xFF and health
+    data over sub-command 0's payload, and XRT never re-encodes it: re-executing the same
+    run objects would submit garbage. The harness builds new runs for every runlist (and
+    everything for every trial), so a second runlist in the same trial fails as the first
+    did, at the hang, not at a corrupted command."""
+    for profile in ("staging,hang-at:30", "mainline,hang-at:30"):
+        backend = choose_backend("sim", profile)
+        spec = spec_for(tmp_path, [42, 42])
+        spec.continue_after_failure = True
+        result = run_trial(spec, backend)
+        assert [o.state for o in result.runlists] == ["TIMEOUT", "TIMEOUT"], profile
+        assert [o.failing_run for o in result.runlists] == [24, 24]

@@ -24,7 +24,7 @@ from conftest import SHARED_REFERENCE
 from surface_ref import Sig, Surface, parse_cpp, parse_stub
 
 import harness.sim.pyxrt as pyxrt
-from harness.elf_writer import control_code_elf
+from harness.elf_writer import control_code_elf, full_elf
 from harness.sim import binding, control
 from harness.sim.releases import RELEASES
 from harness.txn import nop_stream
@@ -60,9 +60,11 @@ def reference(release: str) -> Surface:
         pytest.skip(f"the pyxrt reference files are not present at {XRT_REFERENCE}")
     if release in ("2.20", "2.21.21"):          # 202610.2.21.21 has 2.20's binding
         return parse_cpp(XRT_REFERENCE / "pyxrt-2.20.197.cpp")
-    if release == "2.21":                        # 2.21.75 adds exactly hw_context(device, elf)
+    if release in ("2.21", "2.21-tip"):          # 2.21.75 adds exactly hw_context(device, elf)
         surface = parse_cpp(XRT_REFERENCE / "pyxrt-2.20.197.cpp")
         surface.cls("hw_context").ctors.add(("device", "elf"))
+        if release == "2.21-tip":                # the XRT-2.21 branch tip: PR #9813
+            surface.cls(SCRATCHPAD[0]).methods[SCRATCHPAD[1]] = {()}
         return surface
     stub = "pyxrt-963c58ee.pyi" if release == "master" else "pyxrt-2.23.244.pyi"
     surface = parse_stub(XRT_REFERENCE / stub)
@@ -257,7 +259,12 @@ def test_the_release_differences_that_matter(tmp_path):
     with pytest.raises(TypeError):
         pyxrt.hw_context(fx.device, fx.elf)       # 2.21.75 brought this one
     Fixtures(tmp_path, "2.21")
-    pyxrt.hw_context(pyxrt.device(0), pyxrt.elf(str(fx.elf_path)))
+    full = tmp_path / "full.elf"
+    full.write_bytes(full_elf(nop_stream(4), 4))
+    pyxrt.hw_context(pyxrt.device(0), pyxrt.elf(str(full)))
+    # hw_context_impl(device, elf) takes its partition from a full ELF's configuration note
+    with pytest.raises(RuntimeError, match="ELF is missing xrt configuration info"):
+        pyxrt.hw_context(pyxrt.device(0), pyxrt.elf(str(fx.elf_path)))
     fx = Fixtures(tmp_path, "2.23")
     ctx = pyxrt.hw_context(fx.device, str(fx.xclbin_path), pyxrt.hw_context.access_mode.shared)
     assert ctx.get_xclbin_uuid().to_string() == fx.uuid.to_string()
@@ -317,7 +324,7 @@ def test_register_xclbin_returns_the_uuid_and_sub_buffers_share_memory(tmp_path)
 
 def test_wait2_raises_the_command_error(tmp_path):
     fx = Fixtures(tmp_path, "master")
-    r = fx.kernel(3, 0, 0)             # arg 1 is no instruction buffer: the firmware refuses
+    r = fx.kernel(3, fx.bo(), 0)       # an instruction buffer never synced: all zeros
     with pytest.raises(RuntimeError, match=r"Command failed to complete successfully "
                                            r"\(ERT_CMD_STATE_ERROR\)"):
         r.wait2()

@@ -19,10 +19,12 @@ from typing import Any
 from harness.elf import ElfError, parse_elf
 from harness.errors import XclbinError
 from harness.sim import control
+from harness.sim.kernel_log import BDF
 from harness.sim.pybind import (
     SIZE_T,
     UINT,
     Gated,
+    NoMatch,
     Overload,
     PybindEnum,
     buffer,
@@ -31,17 +33,22 @@ from harness.sim.pybind import (
     incompatible,
     instance_of,
     make_enum,
+    method,
     never,
     text,
 )
-from harness.sim.releases import BINDING_2_23, GRAPH_AIE, HW_CONTEXT_ELF, XrtRelease
+from harness.sim.releases import (
+    BINDING_2_23,
+    GRAPH_AIE,
+    HW_CONTEXT_ELF,
+    XrtRelease,
+)
 from harness.sim.stack import Context, Stack
-from harness.txn import TxnError, parse_header
 from harness.xclbin import read_xclbin_cached
 
 XCL_BO_FLAGS_NONE = 0
-BDF = "0000:c7:00.1"
 TIMEOUT_VALUE = 8
+NO_CONFIGURATION = "ELF is missing xrt configuration info\n"
 
 
 def release() -> XrtRelease:
@@ -61,9 +68,9 @@ def gated(value: Any, present) -> Gated:
 
 
 def overloaded(name: str, owner: str, overloads: list[Overload], args, kwargs, *,
-               constructor: bool = False) -> Any:
+               constructor: bool = False, this: Any = None) -> Any:
     return dispatch(name, overloads, release(), f"pyxrt.{owner}", args, kwargs,
-                    constructor=constructor)
+                    constructor=constructor, this=this)
 
 
 def not_initialized(what: str) -> RuntimeError:
@@ -123,11 +130,9 @@ class uuid:
                                constructor=True)
         self._text = uuid_str.lower()
 
+    @method("(self: pyxrt.uuid) -> str")
     def to_string(self) -> str:
         return self._text
-
-    def __repr__(self) -> str:
-        return f"<pyxrt.uuid {self._text}>"
 
 
 class xclbin:
@@ -135,6 +140,7 @@ class xclbin:
         def __init__(self, name: str | None = None) -> None:
             self._name = name
 
+        @method("(self: pyxrt.xclbin.xclbinip) -> str")
         def get_name(self) -> str:
             if self._name is None:
                 raise not_initialized("xclbinip")
@@ -144,11 +150,13 @@ class xclbin:
         def __init__(self, name: str | None = None, nargs: int = 0) -> None:
             self._name, self._nargs = name, nargs
 
+        @method("(self: pyxrt.xclbin.xclbinkernel) -> str")
         def get_name(self) -> str:
             if self._name is None:
                 raise not_initialized("xclbinkernel")
             return self._name
 
+        @method("(self: pyxrt.xclbin.xclbinkernel) -> int")
         def get_num_args(self) -> int:
             if self._name is None:
                 raise not_initialized("xclbinkernel")
@@ -163,18 +171,23 @@ class xclbin:
                 raise not_initialized("xclbinmem")
             return self._bank
 
+        @method("(self: pyxrt.xclbin.xclbinmem) -> str")
         def get_tag(self) -> str:
             return self._b().tag
 
+        @method("(self: pyxrt.xclbin.xclbinmem) -> int")
         def get_base_address(self) -> int:
             return self._b().base_address
 
+        @method("(self: pyxrt.xclbin.xclbinmem) -> int")
         def get_size_kb(self) -> int:
             return self._b().size_kb
 
+        @method("(self: pyxrt.xclbin.xclbinmem) -> bool")
         def get_used(self) -> bool:
             return self._b().used
 
+        @method("(self: pyxrt.xclbin.xclbinmem) -> int")
         def get_index(self) -> int:
             return self._b().index
 
@@ -199,18 +212,23 @@ class xclbin:
             raise not_initialized("xclbin")
         return self._meta
 
+    @method("(self: pyxrt.xclbin) -> pyxrt.uuid")
     def get_uuid(self) -> uuid:
         return uuid(self._m().uuid)
 
+    @method("(self: pyxrt.xclbin) -> list[pyxrt.xclbin.xclbinkernel]")
     def get_kernels(self) -> list[xclbin.xclbinkernel]:
         return [xclbin.xclbinkernel(k.name, len(k.args)) for k in self._m().kernels]
 
+    @method("(self: pyxrt.xclbin) -> str")
     def get_xsa_name(self) -> str:
         return self._m().vbnv
 
+    @method("(self: pyxrt.xclbin) -> list[pyxrt.xclbin.xclbinmem]")
     def get_mems(self) -> list[xclbin.xclbinmem]:
         return [xclbin.xclbinmem(bank) for bank in self._m().mem_topology]
 
+    @method("(self: pyxrt.xclbin) -> axlf")
     def get_axlf(self) -> Any:
         # pybind11 cannot return `const axlf*`: the type is not registered with it.
         raise TypeError("Unable to convert function return value to a Python type! The "
@@ -237,8 +255,8 @@ class device:
         self._registered: dict[str, xclbin] = {}
         overloaded("__init__", "device", [
             Overload("()", (), lambda: None),
-            Overload("(index: int)", (("index", UINT),), self._open_index),
-            Overload("(bdf: str)", (("bdf", text),), self._open_bdf),
+            Overload("(index: int)", (("index", UINT),), self._open_index, named=True),
+            Overload("(bdf: str)", (("bdf", text),), self._open_bdf, named=True),
         ], args, kwargs, constructor=True)
 
     def _open_index(self, index: int) -> None:
@@ -257,10 +275,13 @@ class device:
             raise not_initialized("device")
         return self._stack
 
-    def register_xclbin(self, x: xclbin) -> uuid:
-        if not isinstance(x, xclbin):
-            raise incompatible("register_xclbin", ["(self: pyxrt.device, xclbin: pyxrt.xclbin)"
-                                                   " -> pyxrt.uuid"], "pyxrt.device", [x])
+    def register_xclbin(self, *args: Any, **kwargs: Any) -> uuid:
+        return overloaded("register_xclbin", "device", [
+            Overload("(self: pyxrt.device, xclbin: pyxrt.xclbin) -> pyxrt.uuid",
+                     (("xclbin", instance_of(xclbin)),), self._register, named=True),
+        ], args, kwargs, this=self)
+
+    def _register(self, x: xclbin) -> uuid:
         self._open()
         meta = x._m()
         self._registered[meta.uuid] = x
@@ -279,19 +300,23 @@ class device:
                                "use register_xclbin() and hw_context()")
         return overloaded("load_xclbin", "device", [
             Overload("(self: pyxrt.device, xclbin_path: str) -> pyxrt.uuid",
-                     (("xclbin_path", text),), refuse),
+                     (("xclbin_path", text),), refuse, named=True),
             Overload("(self: pyxrt.device, xclbin: pyxrt.xclbin) -> pyxrt.uuid",
-                     (("xclbin", instance_of(xclbin)),), refuse),
-        ], args, kwargs)
+                     (("xclbin", instance_of(xclbin)),), refuse, named=True),
+        ], args, kwargs, this=self)
 
+    @method("(self: pyxrt.device) -> pyxrt.uuid")
     def get_xclbin_uuid(self) -> uuid:
         self._open()
         return uuid("00000000-0000-0000-0000-000000000000")
 
-    def get_info(self, key: PybindEnum) -> str:
-        if not isinstance(key, xrt_info_device):
-            raise incompatible("get_info", ["(self: pyxrt.device, arg0: pyxrt.xrt_info_device)"
-                                            " -> str"], "pyxrt.device", [key])
+    def get_info(self, *args: Any, **kwargs: Any) -> str:
+        return overloaded("get_info", "device", [
+            Overload("(self: pyxrt.device, arg0: pyxrt.xrt_info_device) -> str",
+                     (("key", instance_of(xrt_info_device)),), self._info),
+        ], args, kwargs, this=self)
+
+    def _info(self, key: PybindEnum) -> str:
         stack = self._open()
         model = stack.device
         answers = {"bdf": BDF, "name": f"RyzenAI-{stack.profile.device} ({model.name}, "
@@ -320,6 +345,8 @@ class hw_context:
         self._ctx: Context | None = None
         self._device: device | None = None
         self._xclbin: xclbin | None = None
+        self._elfs: dict[str, tuple[elf, Any]] = {}   # kernel name -> (ELF, ElfKernel)
+        self._partition = 0
         self._mode = hw_access_mode.shared
         mode = ("mode", instance_of(hw_access_mode))
         cfg = ("cfg_param", cfg_params)
@@ -329,34 +356,36 @@ class hw_context:
         the_elf = ("elf", instance_of(elf))
         new = since(BINDING_2_23)
         overloaded("__init__", "hw_context", [
-            Overload("()", (), lambda: None),
+            Overload("()", (), lambda: None, named=True),
             Overload("(device: pyxrt.device, uuid: pyxrt.uuid)", (_device_param(), the_uuid),
-                     self._from_uuid),
+                     self._from_uuid, named=True),
             Overload("(device: pyxrt.device, uuid: pyxrt.uuid, mode: pyxrt.hw_context."
-                     "access_mode)", (_device_param(), the_uuid, mode), self._from_uuid, new),
+                     "access_mode)", (_device_param(), the_uuid, mode), self._from_uuid, new,
+                     named=True),
             Overload("(device: pyxrt.device, uuid: pyxrt.uuid, cfg_param: dict[str, int])",
-                     (_device_param(), the_uuid, cfg), self._from_uuid, new),
+                     (_device_param(), the_uuid, cfg), self._from_uuid, new, named=True),
             Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin)",
-                     (_device_param(), the_xclbin), self._from_xclbin, new),
+                     (_device_param(), the_xclbin), self._from_xclbin, new, named=True),
             Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin, mode: pyxrt.hw_context."
                      "access_mode)", (_device_param(), the_xclbin, mode), self._from_xclbin,
-                     new),
+                     new, named=True),
             Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin, cfg_param: dict[str, int])",
-                     (_device_param(), the_xclbin, cfg), self._from_xclbin, new),
+                     (_device_param(), the_xclbin, cfg), self._from_xclbin, new, named=True),
             Overload("(device: pyxrt.device, xclbin_path: str)", (_device_param(), path),
-                     self._from_path, new),
+                     self._from_path, new, named=True),
             Overload("(device: pyxrt.device, xclbin_path: str, mode: pyxrt.hw_context."
-                     "access_mode)", (_device_param(), path, mode), self._from_path, new),
+                     "access_mode)", (_device_param(), path, mode), self._from_path, new,
+                     named=True),
             Overload("(device: pyxrt.device, xclbin_path: str, cfg_param: dict[str, int])",
-                     (_device_param(), path, cfg), self._from_path, new),
+                     (_device_param(), path, cfg), self._from_path, new, named=True),
             Overload("(device: pyxrt.device, cfg_param: dict[str, int], mode: pyxrt."
                      "hw_context.access_mode)", (_device_param(), cfg, mode), self._staged,
-                     new),
+                     new, named=True),
             Overload("(device: pyxrt.device, elf: pyxrt.elf)", (_device_param(), the_elf),
-                     self._from_elf, since(HW_CONTEXT_ELF)),
+                     self._from_elf, since(HW_CONTEXT_ELF), named=True),
             Overload("(device: pyxrt.device, elf: pyxrt.elf, cfg_param: dict[str, int], mode: "
                      "pyxrt.hw_context.access_mode)", (_device_param(), the_elf, cfg, mode),
-                     lambda d, e, c, m: self._from_elf(d, e), new),
+                     lambda d, e, c, m: self._from_elf(d, e), new, named=True),
         ], args, kwargs, constructor=True)
 
     def _from_uuid(self, dev: device, xuid: uuid, option: Any = None) -> None:
@@ -384,8 +413,11 @@ class hw_context:
         self._device, self._mode = dev, mode
 
     def _from_elf(self, dev: device, e: elf) -> None:
-        stack = dev._open()
-        self._attach(dev, None, stack.create_context("elf", 0, e._columns(stack)))
+        """hw_context_impl(device, elf): the partition size comes from the ELF's
+        configuration note, so only a full ELF makes a context; its kernels are the ones
+        `ext.kernel(hwctx, name)` can open."""
+        self._device = dev
+        self._add_config(e)
 
     def _attach(self, dev: device, x: xclbin | None, ctx: Context) -> None:
         self._device, self._xclbin, self._ctx = dev, x, ctx
@@ -400,27 +432,48 @@ class hw_context:
     def _add_config(self, e: elf) -> None:
         if self._device is None:
             raise not_initialized("hw_context")
+        columns = e._parsed().partition_size
+        if columns is None:
+            raise RuntimeError(NO_CONFIGURATION)
+        if self._ctx is not None and self._partition != columns:
+            raise RuntimeError("can not add config to ctx with different configuration\n")
+        kernels = {k.name: (e, k) for k in e._parsed().kernels}
+        if any(name in self._elfs for name in kernels):
+            raise RuntimeError("kernel already exists, cannot use this ELF with this hw ctx\n")
         if self._ctx is None:
-            self._from_elf(self._device, e)
+            stack = self._device._open()
+            self._attach(self._device, None, stack.create_context(e._label(), 0, columns))
+            self._partition = columns
+        self._elfs.update(kernels)
 
+    def _add_config_call(self, *args: Any, **kwargs: Any) -> None:
+        overloaded("add_config", "hw_context", [
+            Overload("(self: pyxrt.hw_context, elf: pyxrt.elf) -> None",
+                     (("elf", instance_of(elf)),), self._add_config, named=True),
+        ], args, kwargs, this=self)
+
+    @method("(self: pyxrt.hw_context) -> pyxrt.device")
     def _get_device(self) -> device:
         if self._device is None:
             raise not_initialized("hw_context")
         return self._device
 
+    @method("(self: pyxrt.hw_context) -> pyxrt.xclbin")
     def _get_xclbin(self) -> xclbin:
         self._live()
         return self._xclbin if self._xclbin is not None else xclbin()
 
+    @method("(self: pyxrt.hw_context) -> pyxrt.uuid")
     def _get_xclbin_uuid(self) -> uuid:
         x = self._get_xclbin()
         return x.get_uuid() if x._meta is not None else \
             uuid("00000000-0000-0000-0000-000000000000")
 
+    @method("(self: pyxrt.hw_context) -> pyxrt.hw_context.access_mode")
     def _get_mode(self) -> PybindEnum:
         return self._mode
 
-    add_config = gated(_add_config, since(BINDING_2_23))
+    add_config = gated(_add_config_call, since(BINDING_2_23))
     get_device = gated(_get_device, since(BINDING_2_23))
     get_xclbin = gated(_get_xclbin, since(BINDING_2_23))
     get_xclbin_uuid = gated(_get_xclbin_uuid, since(BINDING_2_23))
@@ -483,13 +536,14 @@ class bo:
         overloaded("__init__", type(self).__name__, [
             Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
                      (_device_param(), ("size", SIZE_T), flags, group),
-                     lambda d, size, f, g: self._allocate(d._open(), size)),
+                     lambda d, size, f, g: self._allocate(d._open(), size), named=True),
             Overload("(hwctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
                      (ctx, ("size", SIZE_T), flags, group),
-                     lambda c, size, f, g: self._allocate(_ctx_stack(c), size), new),
+                     lambda c, size, f, g: self._allocate(_ctx_stack(c), size), new,
+                     named=True),
             Overload("(hwctx: pyxrt.hw_context, size: int, group: int)",
                      (ctx, ("size", SIZE_T), group),
-                     lambda c, size, g: self._allocate(_ctx_stack(c), size), new),
+                     lambda c, size, g: self._allocate(_ctx_stack(c), size), new, named=True),
             Overload("(arg0: pyxrt.bo, arg1: int, arg2: int)",
                      (("parent", instance_of(bo)), ("size", SIZE_T), ("offset", SIZE_T)),
                      self._sub_buffer),
@@ -514,9 +568,13 @@ class bo:
             raise not_initialized("bo")
         return self._storage
 
-    def write(self, data: Any, seek: int) -> None:
-        raw = _arg(buffer, data, "write")
-        seek = _arg(SIZE_T, seek, "write")
+    def write(self, *args: Any, **kwargs: Any) -> None:
+        overloaded("write", "bo", [
+            Overload("(self: pyxrt.bo, arg0: Buffer, arg1: int) -> None",
+                     (("data", buffer), ("seek", SIZE_T)), self._write),
+        ], args, kwargs, this=self)
+
+    def _write(self, raw: memoryview, seek: int) -> None:
         storage = self._s()
         if seek + len(raw) > self._size:
             raise RuntimeError(f"bo::write: {len(raw)} bytes at offset {seek} exceed the "
@@ -524,9 +582,14 @@ class bo:
         start = self._offset + seek
         storage.host[start:start + len(raw)] = raw
 
-    def read(self, size: int, skip: int):
+    def read(self, *args: Any, **kwargs: Any) -> Any:
+        return overloaded("read", "bo", [
+            Overload("(self: pyxrt.bo, arg0: int, arg1: int) -> numpy.ndarray[numpy.int8]",
+                     (("size", SIZE_T), ("skip", SIZE_T)), self._read),
+        ], args, kwargs, this=self)
+
+    def _read(self, size: int, skip: int) -> Any:
         import numpy as np  # the binding returns a numpy array; only read needs numpy
-        size, skip = _arg(SIZE_T, size, "read"), _arg(SIZE_T, skip, "read")
         storage = self._s()
         if skip + size > self._size:
             raise RuntimeError(f"bo::read: {size} bytes at offset {skip} exceed the buffer "
@@ -534,14 +597,19 @@ class bo:
         start = self._offset + skip
         return np.frombuffer(bytes(storage.host[start:start + size]), dtype=np.int8).copy()
 
-    def sync(self, direction: PybindEnum, *span: int) -> None:
-        if not isinstance(direction, xclBOSyncDirection) or len(span) not in (0, 2):
-            raise incompatible("sync", [
-                "(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection, arg1: int, arg2: int) -> "
-                "None", "(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection) -> None"],
-                "pyxrt.bo", [direction, *span])
-        size, offset = (_arg(SIZE_T, span[0], "sync"), _arg(SIZE_T, span[1], "sync")) \
-            if span else (self._size, 0)
+    def sync(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) == 1 and not kwargs and args[0].__class__ is xclBOSyncDirection:
+            return self._sync(args[0])         # the common call, without the dispatch
+        direction = ("direction", instance_of(xclBOSyncDirection))
+        return overloaded("sync", "bo", [
+            Overload("(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection, arg1: int, arg2: int) "
+                     "-> None", (direction, ("size", SIZE_T), ("offset", SIZE_T)), self._sync),
+            Overload("(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection) -> None", (direction,),
+                     self._sync),
+        ], args, kwargs, this=self)
+
+    def _sync(self, direction: PybindEnum, size: int | None = None, offset: int = 0) -> None:
+        size = self._size if size is None else size
         storage = self._s()
         if offset + size > self._size:
             raise RuntimeError(f"bo::sync: {size} bytes at offset {offset} exceed the buffer "
@@ -553,14 +621,17 @@ class bo:
         else:
             storage.host[start:end] = storage.device[start:end]
 
+    @method("(self: pyxrt.bo) -> memoryview")
     def map(self) -> memoryview:
         storage = self._s()
         return memoryview(storage.host)[self._offset:self._offset + self._size]
 
+    @method("(self: pyxrt.bo) -> int")
     def size(self) -> int:
         self._s()
         return self._size
 
+    @method("(self: pyxrt.bo) -> int")
     def address(self) -> int:
         return self._s().address + self._offset
 
@@ -578,19 +649,37 @@ def _ctx_stack(ctx: hw_context) -> Stack:
     return ctx._stack
 
 
-def _arg(cast, value: Any, name: str) -> Any:
-    from harness.sim.pybind import NoMatch
-    try:
-        return cast(value)
-    except NoMatch:
-        raise TypeError(f"{name}(): incompatible function arguments: {value!r}") from None
+# -- ELF, program, module (FastFlowLM's (3, 0, 0, bo...) path; full ELFs) -------------------
+
+def _capsule_bytes(capsule: Any, size: int) -> bytes:
+    """The `size` bytes a PyCapsule points at, read as pybind11's `void*` caster reads the
+    pointer (PyCapsule_GetPointer with the capsule's own name). A wrong pointer crashes,
+    as it does in the real binding."""
+    import ctypes
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    pointer = api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
+    return ctypes.string_at(pointer, size) if pointer else b""
 
 
-# -- ELF, program, module (FastFlowLM's (3, 0, 0, bo...) path) -------------------------
+def _void_pointer(value: Any) -> Any:
+    """pybind11's `void*` caster: None, a capsule, or an object of a bound class."""
+    if value is None or type(value).__name__ == "PyCapsule" \
+            or type(value).__module__.startswith(("harness.sim", "pyxrt")):
+        return value
+    raise NoMatch
+
+
+_elf_ids = itertools.count(1)
+
 
 class elf:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._elf = None
+        self._path = ""
         overloaded("__init__", "elf", [
             Overload("(arg0: str)", (("filename", text),), self._read),
             Overload("(arg0: capsule, arg1: int)", (("data", _void_pointer),
@@ -598,45 +687,57 @@ class elf:
         ], args, kwargs, constructor=True)
 
     def _read(self, path: str) -> None:
+        # elf_impl / load_elfio: a missing file and a malformed one say the same
         try:
-            data = Path(path).read_bytes()
-        except OSError as err:
-            raise RuntimeError(f"Failed to open ELF file '{path}': {err.strerror}") from None
-        try:
-            self._elf = parse_elf(data, path)
-        except ElfError as err:
-            raise RuntimeError(f"not a valid ELF file: {err}") from None
+            parsed = parse_elf(Path(path).read_bytes(), path)
+        except (OSError, ElfError):
+            raise RuntimeError(f"{path} is not found or is not a valid ELF file") from None
+        self._set(parsed, path)
 
     def _from_pointer(self, data: Any, size: int) -> None:
-        # The binding reads `size` bytes at a raw C++ pointer; from Python that is a
-        # capsule or another bound object, never a bytes object. Nothing here can be
-        # read as an ELF.
-        raise RuntimeError("not a valid ELF file: no ELF image at the given pointer")
-
-    def _columns(self, stack: Stack) -> int:
-        code = self._elf.control_code if self._elf is not None else None
+        raw = _capsule_bytes(data, size) if type(data).__name__ == "PyCapsule" else b""
         try:
-            return parse_header(code or b"").cols
-        except TxnError:
-            return stack.device.columns
+            parsed = parse_elf(raw, None)
+        except ElfError:
+            raise RuntimeError("not valid ELF data") from None
+        self._set(parsed, "")
 
+    def _set(self, parsed: Any, path: str) -> None:
+        # create_elf_impl (2.23 on) takes only the AIE platforms' OS/ABI values
+        if release().has(BINDING_2_23) and parsed.osabi not in (0x40, 0x45, 0x46, 0x47, 0x48,
+                                                                  0x49):
+            raise RuntimeError(f"ELF contains unsupported platform OS/ABI: {parsed.osabi}")
+        self._elf, self._path = parsed, path
+        self._address = next(_next_address)          # where its control code would sit
+        self._id = next(_elf_ids)
 
-def _void_pointer(value: Any) -> Any:
-    from harness.sim.pybind import NoMatch
-    if value is None or type(value).__module__.startswith("harness.sim"):
-        return value
-    raise NoMatch
+    def _parsed(self) -> Any:
+        if self._elf is None:
+            raise not_initialized("elf")
+        return self._elf
+
+    def _label(self) -> str:
+        return _stem(self._path).removesuffix(".elf") if self._path else f"elf{self._id}"
 
 
 class program:
-    def __init__(self, e: elf) -> None:
-        if not isinstance(e, elf):
-            raise incompatible("__init__", ["(arg0: pyxrt.elf)"], "pyxrt.program", [e],
-                               constructor=True)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._e: elf | None = None
+        overloaded("__init__", "program", [
+            Overload("(arg0: pyxrt.elf)", (("elf", instance_of(elf)),), self._from_elf),
+        ], args, kwargs, constructor=True)
+
+    def _from_elf(self, e: elf) -> None:
         self._e = e
 
+    @method("(self: pyxrt.program) -> int")
     def get_partition_size(self) -> int:
-        return self._e._columns(control.current())
+        if self._e is None:
+            raise not_initialized("program")
+        columns = self._e._parsed().partition_size
+        if columns is None:
+            raise RuntimeError(NO_CONFIGURATION)
+        return columns
 
 
 class module:
@@ -645,7 +746,8 @@ class module:
         self._hwctx: hw_context | None = None
         old = until(BINDING_2_23)
         overloaded("__init__", "module", [
-            Overload("(elf: pyxrt.elf)", (("elf", instance_of(elf)),), self._from_elf),
+            Overload("(elf: pyxrt.elf)", (("elf", instance_of(elf)),), self._from_elf,
+                     named=True),
             Overload("(arg0: capsule, arg1: int, arg2: pyxrt.uuid)",
                      (("userptr", _void_pointer), ("size", SIZE_T), ("uuid", instance_of(uuid))),
                      self._from_pointer, old),
@@ -655,6 +757,7 @@ class module:
         ], args, kwargs, constructor=True)
 
     def _from_elf(self, e: elf) -> None:
+        e._parsed()
         self._elf = e
 
     def _from_pointer(self, userptr: Any, size: int, xuid: uuid) -> None:
@@ -663,15 +766,17 @@ class module:
     def _with_context(self, parent: module, ctx: hw_context) -> None:
         self._elf, self._hwctx = parent._elf, ctx
 
+    @method("(self: pyxrt.module) -> pyxrt.hw_context")
     def get_hw_context(self) -> hw_context:
         if self._elf is None:
             raise not_initialized("module")
         return self._hwctx if self._hwctx is not None else hw_context()
 
+    @method("(self: pyxrt.module) -> pyxrt.uuid")
     def _get_cfg_uuid(self) -> uuid:
         if self._elf is None:
             raise not_initialized("module")
-        return uuid("00000000-0000-0000-0000-000000000000")
+        return uuid(self._elf._parsed().cfg_uuid or "00000000-0000-0000-0000-000000000000")
 
     get_cfg_uuid = gated(_get_cfg_uuid, until(BINDING_2_23))
 
@@ -692,10 +797,11 @@ class graph:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         overloaded("__init__", "graph", [
             Overload("(ctx: pyxrt.hw_context, name: str)",
-                     (("ctx", instance_of(hw_context)), ("name", text)), self._open),
+                     (("ctx", instance_of(hw_context)), ("name", text)), self._open,
+                     named=True),
             Overload("(ctx: pyxrt.hw_context, name: str, mode: pyxrt.graph.access_mode)",
                      (("ctx", instance_of(hw_context)), ("name", text),
-                      ("mode", instance_of(graph_access_mode))), self._open),
+                      ("mode", instance_of(graph_access_mode))), self._open, named=True),
         ], args, kwargs, constructor=True)
 
     def _open(self, ctx: hw_context, name: str, mode: Any = None) -> None:
@@ -720,12 +826,12 @@ class aie_bo(bo):
         overloaded("__init__", "aie.bo", [
             Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
                      (_device_param(), size, flags, group),
-                     lambda d, n, f, g: self._allocate(d._open(), n)),
+                     lambda d, n, f, g: self._allocate(d._open(), n), named=True),
             Overload("(ctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
-                     (ctx, size, flags, group), lambda c, n, f, g: self._allocate(_ctx_stack(c),
-                                                                                  n)),
+                     (ctx, size, flags, group),
+                     lambda c, n, f, g: self._allocate(_ctx_stack(c), n), named=True),
             Overload("(ctx: pyxrt.hw_context, size: int, group: int)", (ctx, size, group),
-                     lambda c, n, g: self._allocate(_ctx_stack(c), n)),
+                     lambda c, n, g: self._allocate(_ctx_stack(c), n), named=True),
         ], args, kwargs, constructor=True)
 
     def sync(self, *args: Any, **kwargs: Any) -> None:   # type: ignore[override]
@@ -736,10 +842,11 @@ class aie_bo(bo):
         overloaded("sync", "aie.bo", [
             Overload("(self: pyxrt.aie.bo, port: str, direction: pyxrt.xclBOSyncDirection, "
                      "size: int, offset: int) -> None",
-                     (("port", text), sync_dir, ("size", SIZE_T), ("offset", SIZE_T)), no_port),
+                     (("port", text), sync_dir, ("size", SIZE_T), ("offset", SIZE_T)), no_port,
+                     named=True),
             Overload("(self: pyxrt.aie.bo, port: str, direction: pyxrt.xclBOSyncDirection) -> "
-                     "None", (("port", text), sync_dir), no_port),
-        ], args, kwargs)
+                     "None", (("port", text), sync_dir), no_port, named=True),
+        ], args, kwargs, this=self)
 
 
 aie_bo.__name__ = aie_bo.__qualname__ = "bo"
@@ -747,3 +854,17 @@ aie = types.ModuleType("pyxrt.aie", "AIE-specific XRT functionality.")
 aie.bo = aie_bo
 
 GATED_MODULE_NAMES = {"graph": GRAPH_AIE, "aie": GRAPH_AIE}
+
+
+def _as_pyxrt(module_name: str, *classes: type) -> None:
+    """The binding's classes live in module `pyxrt` (reprs read ``<pyxrt.device object
+    at 0x...>``), its submodules' in `pyxrt.ext` and `pyxrt.aie`."""
+    for cls in classes:
+        cls.__module__ = module_name
+
+
+_as_pyxrt("pyxrt", uuid, xclbin, xclbin.xclbinip, xclbin.xclbinkernel, xclbin.xclbinmem,
+          xclbinip_vector, xclbinkernel_vector, xclbinmem_vector, device, hw_context, bo,
+          elf, program, module, graph, ert_cmd_state, xclBOSyncDirection, xrt_info_device,
+          xrt_msg_level, hw_access_mode, bo_flags, graph_access_mode)
+_as_pyxrt("pyxrt.aie", aie_bo)

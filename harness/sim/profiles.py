@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from harness.drivers import DEFAULT_KERNEL, KERNELS, driver_build
 from harness.drivers import FLAVOURS as DRIVER_FLAVOURS
 from harness.errors import BadInput
 from harness.sim.releases import NEWEST, RELEASES, XrtRelease
@@ -28,6 +29,7 @@ class DeviceModel:
     revision: int
     columns: int
     dev_gen: int
+    hwctx_limit: int             # hwctx_limit in the driver's npuN_regs.c
 
     @property
     def npu4_class(self) -> bool:
@@ -36,10 +38,10 @@ class DeviceModel:
 
 
 DEVICES = {
-    "npu1": DeviceModel("NPU1 Phoenix", 0x1502, 0x00, 4, 3),
-    "npu4": DeviceModel("NPU4 Strix", 0x17F0, 0x10, 8, 4),
-    "npu5": DeviceModel("NPU5 Strix Halo", 0x17F0, 0x11, 8, 4),
-    "npu6": DeviceModel("NPU6 Krackan", 0x17F0, 0x20, 8, 4),
+    "npu1": DeviceModel("NPU1 Phoenix", 0x1502, 0x00, 4, 3, 6),
+    "npu4": DeviceModel("NPU4 Strix", 0x17F0, 0x10, 8, 4, 16),
+    "npu5": DeviceModel("NPU5 Strix Halo", 0x17F0, 0x11, 8, 4, 16),
+    "npu6": DeviceModel("NPU6 Krackan", 0x17F0, 0x20, 8, 4, 16),
 }
 
 
@@ -54,13 +56,21 @@ class TokenDoc:
 CATALOGUE = (
     TokenDoc("staging", "documented",
              "DKMS amdxdna.ko: " + DRIVER_FLAVOURS["staging"].rule,
-             "STACK.md 4; amd/xdna-driver drivers/accel/amdxdna"),
+             driver_build("staging").source),
     TokenDoc("mainline", "documented", "in-tree amdxdna: " + DRIVER_FLAVOURS["mainline"].rule,
-             "STACK.md 4; Linux drivers/accel/amdxdna"),
+             driver_build("mainline").source),
     TokenDoc("oot", "documented",
              "out-of-tree amdxdna_legacy.ko: " + DRIVER_FLAVOURS["oot"].rule
              + "; chains capped at 64 commands",
-             "STACK.md 4; amd/xdna-driver src/driver/amdxdna"),
+             driver_build("oot").source),
+    TokenDoc("kernel:" + "|".join(KERNELS), "kernel",
+             f"which Linux the driver runs on (default {DEFAULT_KERNEL}, the #712 machine's): "
+             "mainline ends a hung job ABORT before 6.17 (a cancelled single run stays NEW), "
+             "TIMEOUT from 6.17.y, fills failed payloads with 0xFF from 7.0 and prints the "
+             "capture block from 7.1; staging checks a device-wide stamp from 6.17 and runs "
+             "its legacy device check before",
+             "Linux 6fb7f2988832, 89ff45359abb, 25854131c04a; xdna-driver "
+             "HAVE_6_17_drm_gpu_sched_stat_no_hang"),
     TokenDoc("device:npu1|npu4|npu5|npu6", "device",
              "which NPU (default npu5, Strix Halo, 8 columns); PCI 17f0 devices leave "
              "error_index at 0 on timeouts, npu1 (Phoenix, 4 columns) reports it",
@@ -101,6 +111,7 @@ CATALOGUE = (
 class Profile:
     flavour: str = "staging"
     device: str = "npu5"
+    kernel: str = DEFAULT_KERNEL
     inflight_cap: int | None = None
     xrt_chain: int = 24
     hang_at: tuple[int, ...] = ()
@@ -140,6 +151,8 @@ class Profile:
     def name(self) -> str:
         """Canonical text, e.g. ``staging,inflight-cap:40`` (parses back to this profile)."""
         tokens = [self.flavour]
+        if self.kernel != DEFAULT_KERNEL:
+            tokens.append(f"kernel:{self.kernel}")
         if self.device != "npu5":
             tokens.append(f"device:{self.device}")
         if self.xrt != NEWEST:
@@ -176,7 +189,8 @@ def parse_profile(text: str | None) -> Profile:
         if not token:
             continue
         head, _, rest = token.partition(":")
-        if head in ("device", "xrt", "inflight-cap", "xrt-chain", "seed", "flaky", "realtime"):
+        if head in ("device", "kernel", "xrt", "inflight-cap", "xrt-chain", "seed", "flaky",
+                    "realtime"):
             if head in seen:
                 raise BadInput(f"profile {text!r} gives {head} twice; give it once")
             seen.add(head)
@@ -189,6 +203,8 @@ def parse_profile(text: str | None) -> Profile:
             values["realtime"] = True
         elif head == "device" and rest in DEVICES:
             values["device"] = rest
+        elif head == "kernel" and rest in KERNELS:
+            values["kernel"] = rest
         elif head == "xrt" and rest in RELEASES:
             values["xrt"] = rest
         elif head == "inflight-cap" and _INT.fullmatch(rest):

@@ -9,18 +9,26 @@ one fails: enums, argument conversion, overload resolution and release-gated nam
   float; unsigned types refuse negatives; an enum parameter takes only that enum;
   ``std::chrono`` and unregistered pointer types (``const axlf*``,
   ``xrt::pid_type``) take nothing, since the binding registers no caster for them.
-- When no overload accepts the arguments, TypeError with pybind11's text.
+- When no overload accepts the arguments, TypeError with pybind11's text: the
+  overloads offered (parameters named only where the binding gives `py::arg` names,
+  which it does from 2.23 and only for some functions; ``argN`` otherwise), then
+  ``Invoked with:`` the arguments' reprs, ``self`` first for a method, and ``; kwargs:``.
+  Keyword arguments match only named parameters; a missing or extra argument is the
+  same TypeError, never Python's own "missing 1 required positional argument".
 - Names that exist only from (or until) some XRT release are attributes that raise
   AttributeError on the other releases, so ``hasattr`` answers as the real module.
+- Objects are `pyxrt.` objects: their classes live in module ``pyxrt`` (``pyxrt.ext``,
+  ``pyxrt.aie``), so a repr reads ``<pyxrt.device object at 0x...>``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.sim.releases import XrtRelease
+from harness.sim.releases import KEYWORDS, XrtRelease
 
 
 class PybindEnum:
@@ -152,13 +160,14 @@ def anything(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Overload:
-    signature: str                      # as pybind11 prints it in its TypeError
+    signature: str                      # as pybind11 prints it, with py::arg names
     params: tuple[tuple[str, Caster], ...]
     call: Callable[..., Any]
     available: Callable[[XrtRelease], bool] = lambda release: True
+    named: bool = False                 # the binding gives py::arg names (2.23 on)
 
-    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
-        if len(args) + len(kwargs) != len(self.params):
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any], names: bool) -> list[Any]:
+        if len(args) + len(kwargs) != len(self.params) or (kwargs and not names):
             raise NoMatch
         values = list(args)
         for name, _ in self.params[len(args):]:
@@ -167,32 +176,88 @@ class Overload:
             values.append(kwargs[name])
         return [cast(value) for (_, cast), value in zip(self.params, values, strict=True)]
 
+    def shown(self, release: XrtRelease) -> str:
+        return self.signature if self.named and release.has(KEYWORDS) else \
+            unnamed(self.signature)
+
 
 def dispatch(name: str, overloads: Sequence[Overload], release: XrtRelease, owner: str,
-             args: Sequence[Any], kwargs: dict[str, Any], *, constructor: bool = False) -> Any:
+             args: Sequence[Any], kwargs: dict[str, Any], *, constructor: bool = False,
+             this: Any = None) -> Any:
     """Call the first overload of this release that accepts the arguments, as pybind11."""
     offered = [o for o in overloads if o.available(release)]
+    names = release.has(KEYWORDS)
     for overload in offered:
         try:
-            values = overload.bind(args, kwargs)
+            values = overload.bind(args, kwargs, names and overload.named)
         except NoMatch:
             continue
         return overload.call(*values)
-    raise incompatible(name, [o.signature for o in offered], owner, args, kwargs,
+    invoked = list(args) if constructor or this is None else [this, *args]
+    raise incompatible(name, [o.shown(release) for o in offered], owner, invoked, kwargs,
                        constructor=constructor)
+
+
+def _split_params(inner: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for at, ch in enumerate(inner):
+        if ch in "[(<":
+            depth += 1
+        elif ch in "])>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(inner[start:at].strip())
+            start = at + 1
+    tail = inner[start:].strip()
+    return parts + [tail] if tail else parts
+
+
+def unnamed(signature: str) -> str:
+    """The signature as pybind11 prints it without py::arg: parameters arg0, arg1, ..."""
+    close = signature.find(") ->") if ") ->" in signature else signature.rfind(")")
+    params = _split_params(signature[1:close])
+    out, index = [], 0
+    for param in params:
+        name, _, kind = param.partition(": ")
+        if name == "self" or not kind:
+            out.append(param)
+            continue
+        out.append(f"arg{index}: {kind}")
+        index += 1
+    return "(" + ", ".join(out) + signature[close:]
 
 
 def incompatible(name: str, signatures: Sequence[str], owner: str, args: Sequence[Any],
                  kwargs: dict[str, Any] | None = None, *, constructor: bool = False
                  ) -> TypeError:
+    """pybind11's TypeError; `args` start with self for a method."""
     kind = "constructor" if constructor else "function"
     lines = [f"{name}(): incompatible {kind} arguments. The following argument types are "
              "supported:"]
     lines += [f"    {i}. {owner}{sig}" if constructor else f"    {i}. {sig}"
               for i, sig in enumerate(signatures, 1)]
-    shown = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in (kwargs or {}).items()]
-    lines += ["", "Invoked with: " + ", ".join(shown)]
+    invoked = ", ".join(repr(a) for a in args)
+    if kwargs:
+        invoked += ("; " if args else "") + "kwargs: " + ", ".join(
+            f"{k}={v!r}" for k, v in kwargs.items())
+    lines += ["", "Invoked with: " + invoked]
     return TypeError("\n".join(lines))
+
+
+def method(signature: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A method with one overload: pybind11's TypeError for a wrong argument count or any
+    keyword (the binding names no parameter of these), with `signature` unnamed."""
+    shown = unnamed(signature)
+    count = len(_split_params(signature[1:signature.find(") ->")])) - 1
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if kwargs or len(args) != count:
+                raise incompatible(fn.__name__, [shown], "", [self, *args], kwargs)
+            return fn(self, *args)
+        return call
+    return wrap
 
 
 class Gated:

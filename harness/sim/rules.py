@@ -1,7 +1,7 @@
 """Every rule the simulated stack plays, with where it was read.
 
 `runlist-harness sim profiles` prints this table; the scenario tests name the
-rule they pin. A rule that differs by XRT release says which releases.
+rule they pin. A rule that differs by XRT release or by driver build says which.
 """
 
 from __future__ import annotations
@@ -9,8 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 XRT_KERNEL = "Xilinx/XRT src/runtime_src/core/common/api/xrt_kernel.cpp"
+XRT_ELF = "Xilinx/XRT src/runtime_src/core/common/api/xrt_elf.cpp"
+XRT_HWCTX = "Xilinx/XRT src/runtime_src/core/common/api/xrt_hw_context.cpp"
 PYXRT = "Xilinx/XRT src/python/pybind11/src/pyxrt.cpp"
-DRIVER = "amd/xdna-driver drivers/accel/amdxdna"
+STAGING = "amd/xdna-driver drivers/accel/amdxdna"
+LEGACY = "amd/xdna-driver src/driver/amdxdna"
+MAINLINE = "Linux drivers/accel/amdxdna"
 
 
 @dataclass(frozen=True)
@@ -33,72 +37,149 @@ RULES = (
          "ABORT, and leaves earlier runs NEW",
          f"{XRT_KERNEL} runlist_impl::wait, abort_runs (all tags)"),
     Rule("XRT", "the failure message is 'runlist failed execution' (2.20, 202610.2.21.21) or "
-         "'runlist failed execution (ERT_CMD_STATE_X)' (2.21.75, 2.23, 2.25, master)",
+         "'runlist failed execution (ERT_CMD_STATE_X)' (2.21.75 on)",
          f"{XRT_KERNEL} runlist_impl::throw_command_error; PR #9408 (fd6d182f)"),
-    Rule("XRT", "on TIMEOUT XRT appends the six context-health lines (name = 0x%08X) when the "
-         "failing run's own packet holds version-0 health data, else a bare newline",
-         f"{XRT_KERNEL} amend_aie_error_message (all tags)"),
+    Rule("XRT", "on TIMEOUT the message is amended from the failing run's own packet, word 0 "
+         "of its payload being the health data's version: 2.20 appends a newline, and the "
+         "six 'name = 0x%08X' lines only for version 0; from 202610.2.21.21 version 1 gets "
+         "its own layout (the six lines when npu_gen is AIE2), version 0 the old one, and "
+         "anything else (0xFF) the bare message; from 2.25 the version-1 layout first names "
+         "the kernel instance, ELF file and ELF uuid when the run's ELF has a 16-byte uuid "
+         "(a blank line otherwise). An untouched payload starts with the CU mask, 1, which "
+         "reads as version 1",
+         f"{XRT_KERNEL} amend_aie_error_message, aie_error_message_v1, "
+         "get_elf_identity_from_run at 202520.2.20.197, 202610.2.21.21, 2.25.0, 963c58ee; "
+         "ert.h ert_ctx_health_data_version"),
+    Rule("XRT", "XRT encodes a run's payload once and never re-encodes it: whatever the driver "
+         "wrote over it after a failure is submitted again when the same run executes again; "
+         "set_arg rewrites one argument's regmap words (ERT_START_CU), nothing rewrites an "
+         "ERT_START_NPU payload's instruction address",
+         f"{XRT_KERNEL} run_impl::prep_start (state only), kernel_impl::initialize_command, "
+         "run_impl::set_arg_at_index"),
     Rule("XRT", "runlist.add() compares no hardware contexts (the header says it throws; the "
-         "source does not); a run may be in one runlist at a time up to 2.21.75 ('Run object "
-         "already associated with a runlist'), in several from 2.23; a member run cannot be "
-         "started by itself",
+         "source does not); a run may be in one runlist at a time up to the 2.21 branch "
+         "('Run object already associated with a runlist'), in several from 2.23; a member "
+         "run cannot be started by itself",
          f"{XRT_KERNEL} runlist_impl::add, run_impl::set_runlist; PR #9750 (411b258d)"),
     Rule("XRT", "run.wait(ms) returns TIMEOUT when the host wait expires, whatever the device "
          "is doing",
          f"{XRT_KERNEL} run_impl::wait ('Return ERT_CMD_STATE_TIMEOUT on API timeout (bad!)')"),
+    Rule("XRT", "a dpu kernel made from a module (ext.kernel(hwctx, module, name)) submits "
+         "ERT_START_NPU; a plain kernel (instruction buffer in the arguments) ERT_START_CU; a "
+         "kernel of a full ELF (hw_context(device, elf), ext.kernel(hwctx, name)) "
+         "ERT_START_NPU_PREEMPT_ELF when its group carries a .pdi section, else ERT_START_NPU",
+         f"{XRT_KERNEL} kernel_impl set_cmd_opcode; {XRT_ELF} elf_aie_gen2::get_ert_opcode"),
+    Rule("XRT", "an ELF is full when it has a .note.xrt.configuration section (its first word "
+         "the partition size); only a full ELF makes a hardware context ('ELF is missing xrt "
+         "configuration info'); its kernels come from .group sections whose sub-kernel symbol "
+         "points at a mangled kernel signature; ext.kernel(hwctx, 'main:sequence') opens "
+         "one ('no module found' up to the 2.21 branch, 'no ELF found' from 2.23, 'with "
+         "given kernel name in ctx'); from 2.21.75 ext.kernel(hwctx, name) on an xclbin "
+         "context and kernel(hwctx, name) on an ELF context are refused ('Invalid API "
+         "called for xrt::kernel creation ...'); add_config adds ELFs of the same partition",
+         f"{XRT_ELF} is_full_elf, get_partition_size, parse_single_group_section, demangle; "
+         f"{XRT_HWCTX} hw_context_impl, add_config, get_elf; {XRT_KERNEL} "
+         "check_and_get_hw_context"),
+    Rule("XRT", "an xclbin kernel name not in the xclbin is 'No such kernel'; an instance "
+         "that matches no compute unit 'No compute units matching'",
+         f"{XRT_KERNEL} get_kernel_or_error, kernel_impl"),
     Rule("pyxrt", "runlist.wait(timeout) and run.wait2(timeout) take std::chrono::milliseconds "
          "and the binding includes no chrono casters: a TypeError for any argument",
          f"{PYXRT} (no pybind11/chrono.h at any tag)"),
     Rule("pyxrt", "failures surface as RuntimeError with XRT's text; a bad argument index as "
-         "IndexError (std::out_of_range); a call no overload accepts as TypeError",
-         f"{PYXRT}; {XRT_KERNEL} kernel_impl::get_arg (args.at)"),
+         "IndexError (std::out_of_range); a call no overload accepts, a missing or extra "
+         "argument included, as pybind11's TypeError listing the overloads (parameters named "
+         "only where the binding has py::arg, from 2.23 and for some functions) and the "
+         "arguments, self first; keyword arguments match only named parameters",
+         f"{PYXRT} at each tag; pybind11 cpp_function::dispatcher"),
     Rule("pyxrt", "device.register_xclbin(x) returns the xclbin's uuid; ert_cmd_state has no "
-         "RUNNING member and equals only its own values",
+         "RUNNING member and equals only its own values; objects are pyxrt.* objects",
          f"{PYXRT} (all tags)"),
+    Rule("pyxrt", "elf(data, size) reads size bytes at the pointer a PyCapsule holds (pybind11's "
+         "void* caster, as IRON's FullELFCallable passes one); a file that is missing or not "
+         "an ELF is '<path> is not found or is not a valid ELF file', bad data 'not valid ELF "
+         "data'; from 2.23 an OS/ABI no AIE platform uses is refused",
+         f"{PYXRT} elf; {XRT_ELF} load_elfio, create_elf_impl"),
     Rule("pyxrt", "kernel(*args) sets each argument as a buffer, else as an int, swallows "
          "every failure (an index past the kernel's arguments too), then starts the run",
          f"{PYXRT} kernel.__call__"),
     Rule("pyxrt", "each release has its own surface: 2.20 and 202610.2.21.21 one binding; "
-         "2.21.75 adds hw_context(device, elf); 2.23 rewrites it (access modes, xclbin and path "
-         "contexts, context buffers, deprecation warnings); 2.25 adds "
-         "run.get_ctrl_scratchpad_bo; master adds graph and aie.bo",
-         f"{PYXRT} at 202520.2.20.197, 202610.2.21.21, 2.21.75, 202610.2.23.244, 2.25.0, "
-         "963c58ee"),
+         "2.21.75 adds hw_context(device, elf); the 2.21 branch tip adds "
+         "run.get_ctrl_scratchpad_bo, which 2.23.244 lacks; 2.23 rewrites the binding "
+         "(access modes, xclbin and path contexts, context buffers, deprecation warnings); "
+         "2.25 has the scratchpad again; master adds graph and aie.bo",
+         f"{PYXRT} at 202520.2.20.197, 202610.2.21.21, 2.21.75, 8661761775 (XRT-2.21), "
+         "202610.2.23.244, 2.25.0, 963c58ee"),
     Rule("pyxrt", "run.set_arg(int, bo) and run.set_arg(int, int): the value must fit a C int "
          "(numpy integer scalars convert); the index a C int",
          f"{PYXRT} run.set_arg"),
-    Rule("XRT", "a dpu kernel made from a module (ext.kernel(hwctx, module, name), the ELF "
-         "flow) submits ERT_START_NPU when its AIE2P control-code ELF has no PDIs and no "
-         "preemption save/restore; a plain kernel (instruction buffer in the arguments) "
-         "submits ERT_START_CU",
-         f"{XRT_KERNEL} kernel_impl set_cmd_opcode (kernel_type::dpu); xrt_module.cpp "
-         "(2.20) / xrt_elf.cpp (master) module_elf_aie2p::get_ert_opcode"),
     Rule("driver", "4 jobs in flight per hardware context; further submissions wait in user "
-         "space", f"{DRIVER} CTX_MAX_CMDS"),
+         "space", f"{STAGING} CTX_MAX_CMDS / HWCTX_MAX_CMDS"),
+    Rule("driver", "a device holds hwctx_limit contexts (6 on npu1, 16 on npu4/5/6): the "
+         "firmware refuses the next (status 0x2000003, MGMT_ERT_NOAVAIL, logged as 'command "
+         "opcode 0x2 failed'), the ioctl fails -EINVAL and XRT's shim raises "
+         "'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument'",
+         f"{STAGING} npu1_regs.c, npu4_regs.c .hwctx_limit, aie.c aie_send_mgmt_msg_wait; "
+         "amd/xdna-driver src/shim/host/platform_host.cpp ioctl, shim_debug.h shim_err"),
     Rule("driver", "a chain's sub-commands share one 4 KiB buffer of cmd_chain_slot_npu "
          "slots (52-byte header plus the arguments) and one opcode: ERT_START_CU fills a "
-         "NON_ELF slot with its whole payload, ERT_START_NPU (the ELF flow) a PARTIAL_ELF slot "
-         "with the instruction address and at most 26 words (104 bytes) of arguments; the "
-         "out-of-tree driver caps a chain at 64; a chain breaking this fails in run_job after "
-         "the submit, header NEW",
-         f"{DRIVER} aie2_message.c aie2_cmdlist_fill_slot, aie2_cmdlist_fill_npu_cf, "
-         "aie2_cmdlist_fill_npu_dpu, MAX_NPU_ARGS_SIZE, MAX_CHAIN_CMDBUF_SIZE"),
-    Rule("driver", "staging: no progress for tdr_timeout_ms=2000 -> faulting job TIMEOUT with "
-         "version-0 health data in its failing sub-command, the rest of the context ABORT",
-         f"{DRIVER} aie2_tdr.c, aie2_ctx.c aie2_set_cmd_timeout"),
-    Rule("driver", "mainline: drm_sched 60 s job timeout; hung job and the rest ABORT",
-         "Linux drivers/accel/amdxdna"),
-    Rule("driver", "out-of-tree: device-wide watchdog every 2 s, fires on the second silent "
-         "check; first pending job TIMEOUT, the rest ABORT",
-         "amd/xdna-driver src/driver/amdxdna"),
-    Rule("driver", "on PCI 17f0 (NPU4-class) the firmware leaves error_index at 0 on a timeout",
+         "NON_ELF slot with its whole payload, ERT_START_NPU a PARTIAL_ELF slot with at most "
+         "26 words (104 bytes) of arguments, ERT_START_NPU_PREEMPT_ELF an ELF slot of one "
+         "argument word (and needs AIE2_PREEMPT: -EOPNOTSUPP on npu1); the out-of-tree driver "
+         "caps a chain at 64; a chain breaking this fails in run_job after the submit, "
+         "header NEW",
+         f"{STAGING} aie2_message.c aie2_cmdlist_fill_slot, aie2_cmdlist_fill_npu_cf, "
+         "aie2_cmdlist_fill_npu_dpu, aie2_cmdlist_fill_npu_elf, MAX_CHAIN_CMDBUF_SIZE"),
+    Rule("driver", "mainline: drm_sched's 60 s timer per context, re-armed at every job push "
+         "and completion; the hung job ends ABORT before 6fb7f2988832 (6.16; a single "
+         "non-chain run the reset cancels stays NEW), TIMEOUT from 6.17.y, with error_index "
+         "0; the rest of the context ABORT; from 7.0 (89ff45359abb) every failed command "
+         "goes through amdxdna_cmd_set_error: sub-command 0's payload (a single run's own) "
+         "filled with 0xFF; 7.0 logs nothing on a timeout, 7.1 (25854131c04a) the capture "
+         "block (its states taken as 7.0's)",
+         f"{MAINLINE} aie2_ctx.c aie2_sched_job_timedout, aie2_sched_resp_handler, "
+         "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error"),
+    Rule("driver", "staging on kernels >= 6.17: a context's timer fires tdr_timeout_ms (2000) "
+         "after its last job push or completion; aie2_tdr_detect then declares a hang only "
+         "if no job started or completed anywhere on the device for tdr_timeout_ms (else "
+         "NO_HANG and the timer restarts), so one chain longer than 2 s times out though its "
+         "sub-commands progress; before 6.17 the legacy check runs every tdr_timeout_ms and "
+         "fires after two periods without a push or completion, resetting every context. The "
+         "hung job ends TIMEOUT, error_index the firmware's run_list_id, the version-1 health "
+         "data and then 0xFF written over sub-command 0 (not the failing run); the rest "
+         "ABORT with sub-command 0 filled with 0xFF",
+         f"{STAGING} aie2_ctx.c aie2_tdr_signal, aie2_tdr_detect, aie2_sched_job_timedout, "
+         "aie2_set_cmd_timeout; aie2_tdr.c aie2_legacy_tdr_detect; amdxdna_ctx.c "
+         "amdxdna_cmd_set_error"),
+    Rule("driver", "out-of-tree: a device check every timeout_in_sec (2 s from driver load) "
+         "fires when no job completed during the last two whole periods; every context is "
+         "dumped (Dumping ctx, the capture block, JOB[] lines), stopped and restarted; every "
+         "chain in flight ends TIMEOUT with error_index the context's run_list_id, the first "
+         "carrying version-1 health data in that sub-command, the later ones that sub-command "
+         "marked ABORT",
+         f"{LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_ctx.c "
+         "aie2_dump_ctx, aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data"),
+    Rule("driver", "on PCI 17f0 (NPU4-class) the firmware leaves run_list_id at 0 on a timeout",
          "amd/xdna-driver test/shim_test/io_test.cpp"),
-    Rule("driver", "after a hang the context is reset and later submissions run", DRIVER),
+    Rule("driver", "after a hang the context is reset and later submissions run", STAGING),
+    Rule("driver", "the kernel log: staging and mainline print XDNA_ERR as 'amdxdna BDF: [drm] "
+         "*ERROR* func: text' and XDNA_WARN as '[drm] func: text'; the legacy tree prints "
+         "'amdxdna BDF: func: text', errors rate-limited per call site (10 in 5 s, then 'N "
+         "callbacks suppressed')",
+         f"{STAGING} amdxdna_pci_drv.h; {LEGACY} amdxdna_drm.h; Linux "
+         "include/linux/ratelimit_types.h"),
     Rule("firmware", "sub-commands run in order, each taking its kernel's latency (the case's "
          "latency_us or 50 us); the device reads the synced copy of the instruction buffer "
          "and rejects a malformed TXN, a partition mismatch or a short ninstr (ERROR at that "
-         "sub-command); an ELF-flow run's control code is its module's .ctrltext, checked "
-         "the same way", "STACK.md 7, 8; aie-rt xaie_txn.h"),
+         "sub-command); a run with no instruction buffer (arguments 1 and 2 both 0) completes, "
+         "as XRT's aie-reconfig-overhead NOP recipe relies on; an ELF-flow run's control code "
+         "is its module's .ctrltext, checked the same way",
+         "STACK.md 7, 8; aie-rt xaie_txn.h; Xilinx/XRT src/runtime_src/core/tools/common/"
+         "tests/TestAIEReconfigOverhead.cpp"),
+    Rule("firmware", "a sub-command whose payload still holds what the driver wrote after an "
+         "earlier failure carries a garbage instruction address: nothing public says what "
+         "the firmware does with one; the simulator ends it ERROR (an assumption)",
+         "simulator assumption; the payload rule above"),
     Rule("firmware", "contexts whose column ranges overlap time-share the array",
          "STACK.md 5 (FastFlowLM's four 8-column contexts)"),
 )

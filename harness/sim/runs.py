@@ -1,20 +1,29 @@
 """Kernels, runs and runlists of the simulated pyxrt: XRT's own rules.
 
-From `run_impl` and `runlist_impl` in Xilinx/XRT `xrt_kernel.cpp` (STACK.md 2,
-read at every tag `harness.sim.releases` names), as `harness.sim.rules` lists:
+From `kernel_impl`, `run_impl` and `runlist_impl` in Xilinx/XRT `xrt_kernel.cpp`
+(STACK.md 2, read at every tag `harness.sim.releases` names), as `harness.sim.rules`
+lists:
 
-- `execute()` resets every member run's packet to NEW and submits chains of 24;
-  the driver writes state only into the chain packets. `wait()` waits on the last
-  chain, then gives run ``error_index + 24 x chain`` of the first chain not
-  COMPLETED that chain's state, marks every later run ABORT (earlier runs stay
-  NEW) and raises the release's message. After a successful runlist every member
-  run still reads NEW.
-- `add()` does not compare the run's hardware context with the list's (the header
-  says it throws; the source does not check). A run may sit in one runlist at a
-  time up to 2.21 ("Run object already associated with a runlist"), in several
-  from 2.23 (PR #9750). A member run cannot be started by itself.
-- `kernel(...)` calls set each argument as a buffer, else as an int, and swallow
-  what fails (an index beyond the kernel's arguments included), then start.
+- `execute()` resets every member run's packet to NEW and submits chains of 24; the
+  driver writes state only into the chain packets. `wait()` waits on the last chain,
+  then gives run ``error_index + 24 x chain`` of the first chain not COMPLETED that
+  chain's state, marks every later run ABORT (earlier runs stay NEW) and raises the
+  release's message, told from the failing run's own packet (`amend_aie_error_message`).
+  After a successful runlist every member run still reads NEW.
+- XRT encodes a run's payload once (`initialize_command`, then `set_arg` per argument)
+  and never again: what the driver wrote over it after a failure (0xFF, health data) is
+  submitted again with the run, until `set_arg` rewrites the words of an argument; the
+  instruction address of an ERT_START_NPU payload no call rewrites.
+- `add()` does not compare the run's hardware context with the list's (the header says
+  it throws; the source does not check). A run may sit in one runlist at a time up to
+  2.21 ("Run object already associated with a runlist"), in several from 2.23 (PR
+  #9750). A member run cannot be started by itself.
+- `kernel(...)` calls set each argument as a buffer, else as an int, and swallow what
+  fails (an index beyond the kernel's arguments included), then start.
+- Kernels: `kernel(hwctx, name)` from an xclbin context; `ext.kernel(hwctx, module,
+  name)` with a control-code ELF (ERT_START_NPU); `ext.kernel(hwctx, name)` from a
+  context made of full ELFs (ERT_START_NPU_PREEMPT_ELF when the kernel carries a PDI),
+  refused on an xclbin context from 2.21.75 (`check_and_get_hw_context`).
 """
 
 from __future__ import annotations
@@ -34,7 +43,6 @@ from harness.sim.binding import (
     not_initialized,
     overloaded,
     release,
-    since,
     uuid,
 )
 from harness.sim.pybind import (
@@ -48,23 +56,51 @@ from harness.sim.pybind import (
     incompatible,
     instance_of,
     make_enum,
+    method,
     never,
     text,
 )
-from harness.sim.releases import BINDING_2_23, SCRATCHPAD
-from harness.sim.stack import START_CU, START_NPU, Job
+from harness.sim.releases import (
+    BINDING_2_23,
+    ELF_IDENTITY,
+    ELF_NOT_MODULE,
+    FULL_ELF_CHECK,
+    SCRATCHPAD,
+    V1_HEALTH,
+    XrtRelease,
+)
+from harness.sim.stack import FF, START_CU, START_NPU, START_NPU_PREEMPT_ELF, Job, Overwrite
 from harness.txn import TxnError, check_stream
 
 NEW, COMPLETED, ABORT, TIMEOUT = 1, 4, 6, TIMEOUT_VALUE
-HEALTH_FIELDS = ("txn_op_idx", "ctx_pc", "fatal_error_type", "fatal_error_exception_type",
-                 "fatal_error_exception_pc", "fatal_error_app_module")
+HEALTH_V0_FIELDS = ("txn_op_idx", "ctx_pc", "fatal_error_type",
+                    "fatal_error_exception_type", "fatal_error_exception_pc",
+                    "fatal_error_app_module")
+ARG_BYTES = {"int": 4, "char": 1, "void": 0}
 cu_access_mode = make_enum("cu_access_mode", {"exclusive": 0, "shared": 1, "none": 2})
+NOT_FULL_ELF = ("Invalid API called for xrt::kernel creation, xrt::hw_context passed is not "
+                "created using full ELF")
+NOT_XCLBIN = ("Invalid API called for xrt::kernel creation, xrt::hw_context passed is not "
+              "created using XCLBIN")
+MODULE_IS_FULL = ("Invalid API called for xrt::kernel creation, xrt::module passed is "
+                  "created using full ELF")
 
 
 def _int_range_message(index: int, size: int) -> str:
     # libstdc++'s std::vector::at text, which pybind11 passes on as IndexError
     return (f"vector::_M_range_check: __n (which is {index % (1 << 64)}) >= this->size() "
             f"(which is {size})")
+
+
+def _check_full_elf_flow(ctx: hw_context, full: bool) -> None:
+    """kernel_impl's check_and_get_hw_context, from 2.21.75."""
+    if not release().has(FULL_ELF_CHECK):
+        return
+    from_elf = bool(ctx._elfs)
+    if full and not from_elf:
+        raise RuntimeError(NOT_FULL_ELF)
+    if not full and from_elf:
+        raise RuntimeError(NOT_XCLBIN)
 
 
 # -- kernels ----------------------------------------------------------------------------
@@ -84,11 +120,12 @@ class kernel:
             Overload("(device: pyxrt.device, uuid: pyxrt.uuid, name: str, mode: pyxrt.kernel."
                      "cu_access_mode)", (the_device, the_uuid, name,
                                          ("mode", instance_of(cu_access_mode))),
-                     self._from_device),
+                     self._from_device, named=True),
             Overload("(device: pyxrt.device, uuid: pyxrt.uuid, name: str)",
-                     (the_device, the_uuid, name), self._from_device),
+                     (the_device, the_uuid, name), self._from_device, named=True),
             Overload("(hw_context: pyxrt.hw_context, name: str)",
-                     (("hw_context", instance_of(hw_context)), name), self._setup),
+                     (("hw_context", instance_of(hw_context)), name), self._xclbin_kernel,
+                     named=True),
         ], args, kwargs, constructor=True)
 
     def _from_device(self, dev: device, xuid: uuid, name: str, mode: Any = None) -> None:
@@ -97,45 +134,57 @@ class kernel:
         if release().has(BINDING_2_23):
             warnings.warn("kernel(device, uuid, name[, mode]) is deprecated; use "
                           "kernel(hw_context, name) instead.", DeprecationWarning, stacklevel=4)
-        self._setup(hw_context(dev, xuid), name)
+        self._xclbin_kernel(hw_context(dev, xuid), name)
 
-    def _setup(self, ctx: hw_context, name: str) -> None:
+    def _xclbin_kernel(self, ctx: hw_context, name: str) -> None:
         ctx._live()
+        _check_full_elf_flow(ctx, full=False)
         if ctx._xclbin is None:
-            raise RuntimeError(f"No compute units matching '{name}' (the hardware context "
-                               "holds no xclbin)")
-        wanted = name.split(":", 1)[0]
+            raise RuntimeError(f"No such kernel '{name.split(':', 1)[0]}'")
+        wanted, _, instance = name.partition(":")
         try:
             meta = ctx._xclbin._m().kernel(wanted)
         except Exception:
-            raise RuntimeError(f"No compute units matching '{name}'") from None
+            raise RuntimeError(f"No such kernel '{wanted}'") from None
+        if instance and meta.instances and instance not in meta.instances:
+            raise RuntimeError(f"No compute units matching '{name}'")
+        self._setup(ctx, name, meta.name, len(meta.args), meta.arg_bytes,
+                    {a.index: (a.offset, a.size) for a in meta.args})
+
+    def _setup(self, ctx: hw_context, full_name: str, name: str, nargs: int, arg_bytes: int,
+               layout: dict[int, tuple[int, int]]) -> None:
         stack = ctx._stack
         self._hwctx = ctx
-        self._meta = meta
-        self._name = meta.name
-        self._nargs = len(meta.args)
-        self._arg_bytes = meta.arg_bytes
+        self._name = name
+        self._full_name = full_name
+        self._nargs = nargs
+        self._arg_bytes = arg_bytes
+        self._layout = layout                 # argument -> (regmap offset, size)
         self._opcode = START_CU
         self._stack = stack
-        self._latency_us = stack.latency_for(ctx._label, meta.name)
+        self._latency_us = stack.latency_for(ctx._label, name)
         self._hang_at = frozenset(stack.profile.hang_at)
         self._width = ctx._ctx.width
         self._dev_gen = stack.device.dev_gen
         self._fault_cache: dict[tuple, str | None] = {}
+        self._elf: Any = None                 # the binding elf its control code comes from
+        self._code: bytes | None = None
 
     def _k(self) -> kernel:
         if self._hwctx is None:
             raise not_initialized("kernel")
         return self
 
-    def group_id(self, argno: int) -> int:
-        try:
-            index = INT(argno)
-        except NoMatch:
-            raise incompatible("group_id", ["(self: pyxrt.kernel, arg0: int) -> int"],
-                               "pyxrt.kernel", [argno]) from None
+    def group_id(self, *args: Any, **kwargs: Any) -> int:
+        return overloaded("group_id", "kernel", [
+            Overload("(self: pyxrt.kernel, arg0: int) -> int", (("index", INT),),
+                     self._group_id),
+        ], args, kwargs, this=self)
+
+    def _group_id(self, index: int) -> int:
         self._k()
-        return self._hwctx._xclbin._m().group_id(self._name, index)
+        x = self._hwctx._xclbin
+        return x._m().group_id(self._name, index) if x is not None else 0
 
     def __call__(self, *args: Any) -> run:
         r = run(self)
@@ -149,12 +198,30 @@ class kernel:
         r.start()
         return r
 
+    def _identity(self) -> tuple[str, str, str]:
+        """get_elf_identity_from_run: kernel instance, ELF file, ELF uuid; all empty when
+        the run has no ELF or its ELF's uuid cannot be read (an exception XRT swallows)."""
+        e = self._elf
+        if e is None or e._parsed().cfg_uuid is None:
+            return "", "", ""
+        return self._full_name, e._path, e._parsed().cfg_uuid
+
+    def _word1(self, r: run) -> int:
+        """The payload word after the CU mask, as XRT encoded it: the instruction buffer's
+        address for an NPU command, the first regmap word (argument 0) for ERT_START_CU."""
+        if self._opcode != START_CU:
+            return self._elf._address & FF
+        value = r._args[0] if r._args else 0
+        return (value.address() if isinstance(value, bo) else int(value)) & FF
+
     def _fault(self, r: run) -> str | None:
         """What the firmware rejects in this run's instructions (cached per buffer state)."""
-        if self._module is not None:
-            key: tuple = ("elf", id(self._module))
+        if self._code is not None:
+            key: tuple = ("elf", id(self._code))
         else:
             instr, ninstr = r._args[1], r._args[2]
+            if instr == 0 and ninstr == 0 and not isinstance(instr, bo):
+                return None   # no instruction buffer: the firmware has nothing to run
             if not isinstance(instr, bo):
                 return "argument 1 is not an instruction buffer"
             key = (instr._device_version(), ninstr)
@@ -163,11 +230,8 @@ class kernel:
         except KeyError:
             pass
         try:
-            if self._module is not None:
-                code = self._module._elf._elf.control_code
-                if code is None:
-                    raise TxnError("the ELF has no .ctrltext control code")
-                check_stream(code, columns=self._width, dev_gen=self._dev_gen)
+            if self._code is not None:
+                check_stream(self._code, columns=self._width, dev_gen=self._dev_gen)
             else:
                 check_stream(instr._device_bytes(), columns=self._width, dev_gen=self._dev_gen,
                              ninstr_words=ninstr if isinstance(ninstr, int) else 0)
@@ -189,22 +253,26 @@ def _as_bo(value: Any) -> bo:
 # -- runs --------------------------------------------------------------------------------
 
 class run:
-    __slots__ = ("_kernel", "_args", "_job", "_packet", "_in", "__weakref__")
+    __slots__ = ("_kernel", "_args", "_job", "_packet", "_in", "_over", "_stale",
+                 "__weakref__")
 
-    def __init__(self, k: kernel | None = None) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        k = args[0] if len(args) == 1 and not kwargs else None
         if k.__class__ is kernel or k is not None and isinstance(k, kernel):
             if k._hwctx is None:
                 raise not_initialized("kernel")
             self._args: list[Any] = [0] * k._nargs
-        elif k is None:
+        elif not args and not kwargs:
             self._args = []
         else:
-            raise incompatible("__init__", ["()", "(arg0: pyxrt.kernel)"], "pyxrt.run", [k],
-                               constructor=True)
+            raise incompatible("__init__", ["pyxrt.run()", "pyxrt.run(arg0: pyxrt.kernel)"],
+                               "", list(args), kwargs, constructor=True)
         self._kernel = k
         self._job: Job | None = None      # a start() of its own
         self._packet = NEW                # its command packet's state, as XRT left it
         self._in: _Membership | tuple[_Membership, ...] | None = None   # its runlists
+        self._over: Overwrite | None = None   # what the driver wrote over its payload
+        self._stale: set[int] | None = None   # arguments whose words it overwrote
 
     def _k(self) -> kernel:
         if self._kernel is None:
@@ -233,18 +301,22 @@ class run:
             raise incompatible("set_arg", [
                 "(self: pyxrt.run, arg0: int, arg1: pyxrt.bo) -> None",
                 "(self: pyxrt.run, arg0: int, arg1: int) -> None"], "pyxrt.run",
-                [index, value]) from None
+                [self, index, value]) from None
         self._k()
         size = len(self._args)
         if not 0 <= index < size:
             raise IndexError(_int_range_message(index, size))
         self._args[index] = value
 
-    def start(self) -> None:
+    def start(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise incompatible("start", ["(self: pyxrt.run) -> None"], "", [self, *args],
+                               kwargs)
         k = self._k()
         if _held(self):
             raise RuntimeError("Run object belongs to a runlist and cannot be explicitly "
                                "started")
+        _settle_overwrites(self._job, (self,))
         self._packet = NEW
         _touched()
         latency, arg_bytes, opcode, fault, hang = _command(self, None)
@@ -259,7 +331,7 @@ class run:
             Overload("(self: pyxrt.run) -> pyxrt.ert_cmd_state", (), lambda: self._wait(0)),
             Overload("(self: pyxrt.run, arg0: int) -> pyxrt.ert_cmd_state",
                      (("timeout_ms", UINT),), self._wait),
-        ], args, kwargs)
+        ], args, kwargs, this=self)
 
     def _wait(self, timeout_ms: int) -> PybindEnum:
         job = self._job
@@ -271,6 +343,7 @@ class run:
                 return as_state(TIMEOUT)      # the host wait expired: XRT says TIMEOUT ("bad!")
         else:
             stack.run_until_done(job)
+        _settle_overwrites(job, (self,))
         return self.state()
 
     def wait2(self, *args: Any, **kwargs: Any) -> Any:
@@ -278,16 +351,15 @@ class run:
             Overload("(self: pyxrt.run) -> None", (), self._wait2),
             Overload("(self: pyxrt.run, arg0: std::chrono::duration<long, std::ratio<1l, "
                      "1000l> >) -> std::cv_status", (("timeout", never),), self._wait2),
-        ], args, kwargs)
+        ], args, kwargs, this=self)
 
     def _wait2(self) -> None:
         state = self._wait(0).value
         if state != COMPLETED:
-            job = self._job
-            raise RuntimeError(_amend(f"Command failed to complete successfully "
-                                      f"({_state_text(state)})", state,
-                                      job.health if job is not None else None))
+            head = f"Command failed to complete successfully ({_state_text(state)})"
+            raise RuntimeError(_amend(release(), head, state, self))
 
+    @method("(self: pyxrt.run) -> pyxrt.ert_cmd_state")
     def state(self) -> PybindEnum:
         job = self._job
         if job is not None:
@@ -299,15 +371,76 @@ class run:
         # std::function and void* have no caster in the binding (no pybind11/functional.h)
         raise incompatible("add_callback", [
             "(self: pyxrt.run, arg0: pyxrt.ert_cmd_state, arg1: Callable[[capsule, pyxrt."
-            "ert_cmd_state, capsule], None], arg2: capsule) -> None"], "pyxrt.run", list(args))
+            "ert_cmd_state, capsule], None], arg2: capsule) -> None"], "pyxrt.run",
+            [self, *args])
 
+    @method("(self: pyxrt.run) -> pyxrt.bo")
     def _get_ctrl_scratchpad_bo(self) -> bo:
         k = self._k()
-        if k._module is None:
+        if k._elf is None:
             raise RuntimeError("No module associated with run object")
         raise RuntimeError("the module's control code has no control scratchpad")
 
-    get_ctrl_scratchpad_bo = Gated(_get_ctrl_scratchpad_bo, since(SCRATCHPAD), release)
+    get_ctrl_scratchpad_bo = Gated(_get_ctrl_scratchpad_bo, lambda r: r.has(SCRATCHPAD),
+                                   release)
+
+    # -- the payload as the driver left it --------------------------------------------
+
+    def _word(self, index: int) -> int:
+        """Word `index` of the payload after the header (XRT's `epkt->data[index]`)."""
+        over = self._over
+        if over is not None:
+            if index < len(over.words):
+                return over.words[index]
+            if over.fill is not None:
+                return over.fill
+        return 1 if index == 0 else self._kernel._word1(self)   # the CU mask: CU 0
+
+    def _overwritten(self, over: Overwrite) -> None:
+        """The driver wrote `over` into this run's payload; XRT keeps it."""
+        self._over = over
+        k = self._kernel
+        if k._opcode != START_CU:
+            self._stale = None      # the instruction address: no set_arg rewrites it
+        else:
+            covered = len(over.words) if over.fill is None else 1 << 30
+            self._stale = {i for i, (offset, _) in k._layout.items()
+                           if 1 + offset // 4 < covered}
+        self.__class__ = _overwritten_run
+
+    def _payload_fault(self) -> str:
+        return (f"the payload still holds what the driver wrote after an earlier failure "
+                f"(word 1 = 0x{self._word(1):08X}; XRT never re-encodes a payload): the "
+                "simulator's firmware refuses the garbage instruction address")
+
+
+class _overwritten_run(run):
+    """A run whose payload the driver overwrote: `set_arg` rewrites an argument's words
+    (XRT's regmap); once every overwritten argument is set again, the run is whole."""
+
+    __slots__ = ()
+
+    def set_arg(self, index: Any, value: Any) -> None:
+        run.set_arg(self, index, value)
+        stale = self._stale
+        if stale is not None:
+            stale.discard(index)
+            if not stale:
+                self._over = self._stale = None
+                self.__class__ = run
+
+
+_overwritten_run.__name__ = _overwritten_run.__qualname__ = "run"
+
+
+def _settle_overwrites(job: Job | None, runs: Any, start: int = 0) -> None:
+    """Apply what the driver wrote into `job`'s sub-commands to their runs."""
+    if job is None or not job.done or not job.overwrites:
+        return
+    for index, over in job.overwrites.items():
+        if start + index < len(runs):
+            runs[start + index]._overwritten(over)
+    job.overwrites = {}
 
 
 # Run states are computed when asked: XRT's prep_start sets every member's packet to NEW
@@ -331,10 +464,10 @@ def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[in
     first = runs[0]
     k = first._kernel
     # list.count compares by identity first: a C loop, cheaper than a set or all()
-    if [r._kernel for r in runs].count(k) == n and (
-            k._module is not None
-            or [r._args[1] for r in runs].count(first._args[1]) == n
-            and [r._args[2] for r in runs].count(first._args[2]) == n):
+    if [r._kernel for r in runs].count(k) == n and [r.__class__ for r in runs].count(run) \
+            == n and (k._code is not None
+                      or [r._args[1] for r in runs].count(first._args[1]) == n
+                      and [r._args[2] for r in runs].count(first._args[2]) == n):
         fault = k._fault(first)
         hangs = {i - start for i in k._hang_at if start <= i < start + n}
         return ([k._latency_us] * n, [k._arg_bytes] * n, [k._opcode] * n,
@@ -356,7 +489,7 @@ def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[in
 
 def _command(r: run, position: int | None) -> tuple[float, int, int, str | None, bool]:
     k = r._kernel
-    fault = k._fault(r)
+    fault = r._payload_fault() if r.__class__ is not run else k._fault(r)
     return (k._latency_us, k._arg_bytes, k._opcode, fault,
             position is not None and position in k._hang_at)
 
@@ -366,15 +499,39 @@ def _state_text(state: int) -> str:
     return "out of range" if name == "???" else name
 
 
-def _amend(message: str, state: int, health: dict[str, int] | None) -> str:
-    """XRT's amend_aie_error_message: health lines on TIMEOUT when the failing run's
-    packet holds version-0 health data, else (on TIMEOUT) a newline."""
+def _amend(rel: XrtRelease, head: str, state: int, r: run) -> str:
+    """XRT's `amend_aie_error_message` of release `rel`, told from the failing run's own
+    packet: nothing unless TIMEOUT; 2.20 appends a newline and the six version-0 lines
+    when the first payload word is 0; later releases tell version 1 (first word 1) in its
+    own layout, version 0 in the old one, and anything else not at all."""
     if state != TIMEOUT:
-        return message
-    lines = [message]
-    if health:
-        lines += [f"{key} = 0x{health.get(key, 0):08X}" for key in HEALTH_FIELDS]
-    return "\n".join(lines) + "\n"
+        return head
+    version = r._word(0)
+    if not rel.has(V1_HEALTH):
+        if version != 0:
+            return head + "\n"
+        return head + "\n" + _lines(HEALTH_V0_FIELDS, r, 1) + "\n"
+    if version == 0:
+        return head + "\n" + _lines(HEALTH_V0_FIELDS, r, 1) + "\n"
+    if version != 1:
+        return head
+    out = head + "\n"
+    if rel.has(ELF_IDENTITY):
+        instance, filename, elf_uuid = r._kernel._identity()
+        if instance:
+            out += "Kernel Instance: " + instance
+        if filename:
+            out += "\nELF File:        " + filename
+        if elf_uuid:
+            out += "\nELF UUID:        " + elf_uuid
+    if r._word(1) == 0:             # npu_gen: AIE2 (AIE2P too)
+        lines = _lines(HEALTH_V0_FIELDS, r, 2)
+        out += ("\n" if rel.has(ELF_IDENTITY) else "") + lines + "\n"
+    return out
+
+
+def _lines(fields: tuple[str, ...], r: run, first: int) -> str:
+    return "\n".join(f"{name} = 0x{r._word(first + i):08X}" for i, name in enumerate(fields))
 
 
 # -- runlists ----------------------------------------------------------------------------
@@ -414,24 +571,31 @@ class runlist:
         overloaded("__init__", "runlist", [
             Overload("()", (), lambda: None),
             Overload("(hwctx: pyxrt.hw_context)", (("hwctx", instance_of(hw_context)),),
-                     self._bind),
+                     self._bind, named=True),
         ], args, kwargs, constructor=True)
 
     def _bind(self, ctx: hw_context) -> None:
         ctx._live()
         self._hwctx = ctx
 
-    def add(self, r: run) -> None:
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) != 1 or kwargs or not isinstance(args[0], run):
+            overloaded("add", "runlist", [
+                Overload("(self: pyxrt.runlist, run: pyxrt.run) -> None",
+                         (("run", instance_of(run)),), self._add, named=True),
+            ], args, kwargs, this=self)
+            return
+        self._add(args[0])
+
+    def _add(self, r: run) -> None:
         if self._hwctx is None:
             raise RuntimeError("cannot add run object to uninitialized runlist")
         if self._running:
             raise RuntimeError("runlist must be idle before adding run objects, current "
                                "state: running")
-        if r.__class__ is not run and not isinstance(r, run):
-            raise incompatible("add", ["(self: pyxrt.runlist, run: pyxrt.run) -> None"],
-                               "pyxrt.runlist", [r])
         if r._kernel is None:
             raise not_initialized("run")
+        _settle_overwrites(r._job, (r,))
         if r._job is not None or r._packet != NEW:
             self._reset_needed = True
         if r._in is None:
@@ -452,7 +616,10 @@ class runlist:
         if member is not None:
             member.alive = False          # its runs may join other runlists, or start
 
-    def execute(self) -> None:
+    def execute(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise incompatible("execute", ["(self: pyxrt.runlist) -> None"], "",
+                               [self, *args], kwargs)
         if self._running:
             raise RuntimeError("runlist must be idle before submitting for execution, "
                                "current state: running")
@@ -463,7 +630,8 @@ class runlist:
         stack = ctx._stack
         size = stack.profile.xrt_chain
         if self._reset_needed or self._touches_seen != _touches:
-            for r in runs:               # prep_start
+            for r in runs:               # prep_start: the state only, never the payload
+                _settle_overwrites(r._job, (r,))
                 r._packet = NEW
                 r._job = None
             self._reset_needed = False
@@ -481,8 +649,9 @@ class runlist:
         return overloaded("wait", "runlist", [
             Overload("(self: pyxrt.runlist) -> None", (), self._wait),
             Overload("(self: pyxrt.runlist, timeout: std::chrono::duration<long, std::ratio<1l,"
-                     " 1000l> >) -> std::cv_status", (("timeout", never),), self._wait),
-        ], args, kwargs)
+                     " 1000l> >) -> std::cv_status", (("timeout", never),), self._wait,
+                     named=True),
+        ], args, kwargs, this=self)
 
     def _wait(self) -> None:
         if not self._running:
@@ -494,6 +663,8 @@ class runlist:
         size = stack.profile.xrt_chain
         runs = self._runs
         for chain, job in enumerate(self._jobs):
+            _settle_overwrites(job, runs, chain * size)
+        for chain, job in enumerate(self._jobs):
             if job.state == COMPLETED:
                 continue
             failing = chain * size + job.error_index
@@ -501,9 +672,10 @@ class runlist:
             for r in runs[failing + 1:]:
                 r._packet = ABORT
             runs[failing]._packet = job.state
-            message = f"runlist failed execution ({_state_text(job.state)})" \
-                if stack.profile.release.state_in_message else "runlist failed execution"
-            raise RuntimeError(_amend(message, job.state, job.health))
+            rel = stack.profile.release
+            head = f"runlist failed execution ({_state_text(job.state)})" \
+                if rel.state_in_message else "runlist failed execution"
+            raise RuntimeError(_amend(rel, head, job.state, runs[failing]))
 
 
 # -- pyxrt.ext: buffers with access modes, kernels from ELF modules ----------------------
@@ -543,24 +715,25 @@ class ext_bo(bo):
         overloaded("__init__", "ext.bo", [
             Overload("(device: pyxrt.device, userptr: capsule, size: int, access: pyxrt.ext."
                      "access_mode)", (the_device, ("userptr", _pointer), size, access),
-                     user_pointer),
+                     user_pointer, named=True),
             Overload("(device: pyxrt.device, userptr: capsule, size: int)",
-                     (the_device, ("userptr", _pointer), size), user_pointer),
+                     (the_device, ("userptr", _pointer), size), user_pointer, named=True),
             Overload("(device: pyxrt.device, size: int, access: pyxrt.ext.access_mode)",
-                     (the_device, size, access), host),
-            Overload("(device: pyxrt.device, size: int)", (the_device, size), host),
+                     (the_device, size, access), host, named=True),
+            Overload("(device: pyxrt.device, size: int)", (the_device, size), host,
+                     named=True),
             Overload("(device: pyxrt.device, pid: xrt::pid_type, export_handle: int)",
-                     (the_device, ("pid", never), ("export_handle", INT)), host),
+                     (the_device, ("pid", never), ("export_handle", INT)), host, named=True),
             Overload("(hwctx: pyxrt.hw_context, size: int, access: pyxrt.ext.access_mode)",
-                     (ctx, size, access), host),
-            Overload("(hwctx: pyxrt.hw_context, size: int)", (ctx, size), host),
+                     (ctx, size, access), host, named=True),
+            Overload("(hwctx: pyxrt.hw_context, size: int)", (ctx, size), host, named=True),
             Overload("(hwctx: pyxrt.hw_context, pid: xrt::pid_type, export_handle: int)",
-                     (ctx, ("pid", never), ("export_handle", INT)), host),
+                     (ctx, ("pid", never), ("export_handle", INT)), host, named=True),
         ], args, kwargs, constructor=True)
 
 
 def _pointer(value: Any) -> Any:
-    if value is None or type(value).__module__.startswith("harness.sim"):
+    if value is None or type(value).__module__.startswith(("harness.sim", "pyxrt")):
         return value
     raise NoMatch
 
@@ -573,24 +746,58 @@ class ext_kernel(kernel):
         overloaded("__init__", "ext.kernel", [
             Overload("(hwctx: pyxrt.hw_context, module: pyxrt.module, name: str)",
                      (ctx, ("module", instance_of(module)), ("name", text)),
-                     self._from_module),
+                     self._from_module, named=True),
             Overload("(hwctx: pyxrt.hw_context, name: str)", (ctx, ("name", text)),
-                     self._setup),
+                     self._from_full_elf, named=True),
         ], args, kwargs, constructor=True)
 
     def _from_module(self, ctx: hw_context, mod: module, name: str) -> None:
         if mod._elf is None:
             raise not_initialized("module")
-        self._setup(ctx, name)
+        ctx._live()
+        if release().has(FULL_ELF_CHECK) and mod._elf._parsed().is_full:
+            raise RuntimeError(MODULE_IS_FULL)
+        self._xclbin_kernel(ctx, name)
         self._module = mod
+        self._elf = mod._elf
+        self._code = mod._elf._parsed().control_code or b""
         # A module built from an AIE2P control-code ELF with no PDIs and no preemption
         # save/restore runs as ERT_START_NPU (xrt_module.cpp module_elf_aie2p::get_ert_opcode).
         self._opcode = START_NPU
+
+    def _from_full_elf(self, ctx: hw_context, name: str) -> None:
+        """kernel_impl(device, hwctx, name): the kernel, its arguments and control code
+        come from the context's ELF; ``main:sequence`` names a sub-kernel, ``main`` the
+        only one."""
+        _check_full_elf_flow(ctx, full=True)
+        wanted, _, sub = name.partition(":")
+        found = ctx._elfs.get(wanted)
+        if found is None:
+            what = "ELF" if release().has(ELF_NOT_MODULE) else "module"
+            raise RuntimeError(f"no {what} found with given kernel name in ctx")
+        e, kernel_def = found
+        if sub and sub != kernel_def.subkernel:
+            raise RuntimeError(f"Unable to find group idx for given kernel: {name}")
+        sizes = [8 if a.endswith("*") else ARG_BYTES.get(a, 4) for a in kernel_def.args]
+        offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+        self._setup(ctx, name, wanted, len(sizes), sum(sizes),
+                    {i: (offsets[i], sizes[i]) for i in range(len(sizes))})
+        parsed = e._parsed()
+        self._elf = e
+        self._code = parsed.kernel_code(kernel_def)
+        # elf_aie_gen2::get_ert_opcode: a kernel carrying PDIs runs as
+        # ERT_START_NPU_PREEMPT_ELF, one without as ERT_START_NPU
+        self._opcode = START_NPU_PREEMPT_ELF if parsed.kernel_has_pdi(kernel_def) \
+            else START_NPU
 
 
 ext_bo.__name__ = ext_bo.__qualname__ = "bo"
 ext_kernel.__name__ = ext_kernel.__qualname__ = "kernel"
 ext_access_mode.__qualname__ = "access_mode"
+for _cls in (kernel, run, _overwritten_run, runlist, cu_access_mode):
+    _cls.__module__ = "pyxrt"
+for _cls in (ext_bo, ext_kernel, ext_access_mode):
+    _cls.__module__ = "pyxrt.ext"
 
 ext = types.ModuleType("pyxrt.ext", "Extended XRT functionality.")
 ext.bo = ext_bo

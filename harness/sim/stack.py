@@ -1,34 +1,36 @@
 """The simulated amdxdna driver and NPU firmware: a discrete-event model.
 
-Each rule below is a fact of STACK.md 4 (driver) or a labelled hypothesis of
-the profile (`harness.sim.profiles`):
+Each rule below is a fact of STACK.md 4 and `harness.drivers` (driver) or a labelled
+hypothesis of the profile (`harness.sim.profiles`):
 
-- 4 jobs in flight per hardware context (`CTX_MAX_CMDS`); further submissions
-  wait in user space (XRT's shim queue) and enter as slots free up.
-- A chain's sub-commands are packed into one 4 KiB buffer, one
-  `cmd_chain_slot_npu` each: a 52-byte header plus the command's argument bytes
-  (`aie2_cmdlist_fill_npu_cf` for ERT_START_CU, `_fill_npu_dpu` for ERT_START_NPU,
-  which also refuses more than 104 bytes of arguments); the out-of-tree flavour
-  also caps a chain at 64; all sub-commands share one opcode. A chain breaking
-  these rules fails in `run_job`, after the submit succeeded, and its header
-  stays NEW.
-- The firmware runs each context's jobs in order, one sub-command after the
-  other, each taking its kernel's latency; contexts whose partitions overlap
-  time-share the array (a job holds its columns until it ends).
-- A firmware error in a sub-command ends the chain ERROR with `error_index`
-  at it. A hang is caught by the flavour's rule: staging, no sub-command
-  progress on the context for 2 s, faulting job TIMEOUT with health data and
-  the rest of the context ABORT; mainline, no job completion for 60 s, all
-  ABORT; out-of-tree, a device-wide watchdog every 2 s that fires on the second
-  silent check, first pending TIMEOUT and the rest of the device ABORT. On
-  PCI 17f0 devices the firmware leaves `error_index` at 0 on timeouts.
-- After a timeout the context is reset and later submissions run.
+- 4 jobs in flight per hardware context (`CTX_MAX_CMDS`); further submissions wait in
+  user space (XRT's shim queue) and enter as slots free up. A device holds at most
+  `hwctx_limit` contexts (6 on npu1, 16 on npu4/5/6); the firmware refuses the next one.
+- A chain's sub-commands are packed into one 4 KiB buffer, one `cmd_chain_slot_npu`
+  each: a 52-byte header plus the command's argument bytes (`aie2_cmdlist_fill_npu_cf`
+  for ERT_START_CU, `_fill_npu_dpu` for ERT_START_NPU, which also refuses more than 104
+  bytes of arguments, `_fill_npu_elf` for ERT_START_NPU_PREEMPT_ELF); the out-of-tree
+  flavour also caps a chain at 64; all sub-commands share one opcode. A chain breaking
+  these rules fails in `run_job`, after the submit succeeded, and its header stays NEW.
+- The firmware runs each context's jobs in order, one sub-command after the other, each
+  taking its kernel's latency; contexts whose partitions overlap time-share the array (a
+  job holds its columns until it ends). A firmware error in a sub-command ends the chain
+  ERROR with `error_index` at it.
+- A hang is noticed as the driver build (flavour x kernel) does: a per-context job timer
+  (mainline, 60 s; staging on kernels >= 6.17, tdr_timeout_ms, and then only when no job
+  started or completed anywhere on the device for as long), or a periodic device check
+  that fires after two silent periods (staging before 6.17, out-of-tree). What the jobs
+  end as, their `error_index`, and what the driver writes over a failed command's payload
+  (0xFF, version-1 health data) follow the build too; XRT never re-encodes a payload, so
+  a run submitted again carries what the driver wrote.
+- After a hang the context (or every context) is reset and later submissions run. Every
+  line the driver prints on the way is kept in `kernel_log`, as the flavour prints it.
 
-Time is a virtual clock: a job's sub-command completion times are computed
-when it starts, so a healthy job costs one event however long it is, and a
-60 s timeout costs no wall time. In realtime mode the same events are
-reached by sleeping. (One module on purpose: the driver's rules and the
-firmware share the event queue and each job's timeline.)
+Time is a virtual clock: a job's sub-command completion times are computed when it
+starts, so a healthy job costs one event however long it is, and a 60 s timeout costs no
+wall time. In realtime mode the same events are reached by sleeping. (One module on
+purpose: the driver's rules and the firmware share the event queue and each job's
+timeline.)
 """
 
 from __future__ import annotations
@@ -40,10 +42,20 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from harness.drivers import FLAVOURS
+from harness import drivers
+from harness.drivers import (
+    DEVICE_TWO_CHECKS,
+    JOB_TIMER_DEVICE_STAMP,
+    PAYLOAD_FF,
+    PAYLOAD_HEALTH_FAILING,
+    PAYLOAD_HEALTH_FF,
+    driver_build,
+)
 from harness.ert import CmdState
 from harness.sim.clock import RealClock, VirtualClock
+from harness.sim.kernel_log import KernelLog
 from harness.sim.profiles import Profile
 
 CTX_MAX_CMDS = 4
@@ -51,23 +63,62 @@ MAX_CHAIN_CMDBUF_SIZE = 4096
 SLOT_HEADER_BYTES = 52
 MAX_SLOT_ARG_BYTES = 104
 OOT_CHAIN_CAP = 64
-STAGING_TDR_US = FLAVOURS["staging"].seconds() * 1e6
-MAINLINE_TIMEOUT_US = FLAVOURS["mainline"].seconds() * 1e6
-OOT_TICK_US = FLAVOURS["oot"].default * FLAVOURS["oot"].unit_s * 1e6   # one silent check
+STAGING_TDR_US = driver_build("staging").period_s * 1e6
+MAINLINE_TIMEOUT_US = driver_build("mainline").period_s * 1e6
 DEFAULT_LATENCY_US = 50.0
 # Firmware dispatch cost of a sub-command that fails validation before running.
 FAULT_US = 5.0
 
-START_CU, CMD_CHAIN, START_NPU = 0, 19, 20
+START_CU, CMD_CHAIN, START_NPU, START_NPU_PREEMPT_ELF = 0, 19, 20, 22
 NO_TXN_OP = 0xFFFFFFFF
+FF = 0xFFFFFFFF
+HEALTH_V1, NPU_GEN_AIE2 = 1, 0
+MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003
+HWCTX_CREATE_FAILED = "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument"
 
 NEW, QUEUED, RUNNING = int(CmdState.NEW), int(CmdState.QUEUED), int(CmdState.RUNNING)
 COMPLETED, ERROR = int(CmdState.COMPLETED), int(CmdState.ERROR)
 ABORT, TIMEOUT = int(CmdState.ABORT), int(CmdState.TIMEOUT)
+STATES = {drivers.TIMEOUT: TIMEOUT, drivers.ABORT: ABORT, drivers.NEW: NEW}
+_WAIT, _SIGNALED = 0, 1          # enum aie2_tdr_status
 
 
 class SimulatorStall(RuntimeError):
     """A wait that could only end on hardware by blocking forever (virtual clock only)."""
+
+
+class Overwrite(NamedTuple):
+    """What the driver wrote over a command's payload (`data[]` after the header): its
+    first words, and the value of every later word (None: the rest is as XRT wrote it)."""
+
+    words: tuple[int, ...]
+    fill: int | None
+
+
+@dataclass(frozen=True)
+class Health:
+    """The firmware's app health report for a context (`struct app_health_report`). The
+    simulator has no program counters: they read as the firmware's "not captured"."""
+
+    context_id: int
+    run_list_id: int
+    txn_op_id: int = NO_TXN_OP
+    dpu_pc: int = FF
+    ctx_pc: int = 0
+    fatal_type: int = 0
+    exception_type: int = 0
+    exception_pc: int = 0
+    app_module: int = 0
+    task_index: int = 0
+    major: int = 1
+    minor: int = 0
+    size: int = 0x30
+
+    @property
+    def v1_words(self) -> tuple[int, ...]:
+        """`struct aie2_ctx_health` / `amdxdna_ctx_health_data` as the driver copies it."""
+        return (HEALTH_V1, NPU_GEN_AIE2, self.txn_op_id, self.ctx_pc, self.fatal_type,
+                self.exception_type, self.exception_pc, self.app_module)
 
 
 @dataclass(eq=False, slots=True)
@@ -85,7 +136,7 @@ class Job:
     submitted_us: float
     state: int = NEW
     error_index: int = 0
-    health: dict[str, int] | None = None
+    health: Health | None = None
     note: str = ""
     done: bool = False
     admitted_us: float | None = None
@@ -94,6 +145,8 @@ class Job:
     finish: list[float] = field(default_factory=list)   # completion time of each command
     stuck_at: int | None = None                          # command that never completes
     gen: int = 0                                         # bumps cancel pending events
+    # what the driver wrote over its sub-commands' payloads (index -> overwrite)
+    overwrites: dict[int, Overwrite] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -118,15 +171,17 @@ class Context:
     label: str
     start_column: int
     width: int
+    name: str = ""
     inflight: deque[Job] = field(default_factory=deque)
     backlog: deque[Job] = field(default_factory=deque)
     running: Job | None = None
     wedged: bool = False
-    busy_since: float = 0.0
-    last_completion: float = 0.0
-    last_job_end: float = 0.0
-    watchdog_pending: bool = False
+    last_signal: float = 0.0      # last job push or completion here (drm_sched's timer)
+    rearmed_at: float = 0.0       # the timer restarted after a check found no hang
+    timer_pending: bool = False
     alive: bool = True
+    submitted: int = 0
+    completed_jobs: int = 0
 
     @property
     def mask(self) -> int:
@@ -139,19 +194,27 @@ class Stack:
     def __init__(self, profile: Profile, latencies: dict[str, float] | None = None) -> None:
         self.profile = profile
         self.device = profile.device_model
+        self.build = driver_build(profile.flavour, profile.kernel)
+        self.period_us = self.build.period_s * 1e6
         self.clock = RealClock() if profile.realtime else VirtualClock()
         self._now = self.clock.now
         self.latencies = dict(latencies or {})
         self.rng = random.Random(profile.seed)
         self.log: deque[str] = deque(maxlen=500)
+        self.kernel_log = KernelLog(profile.flavour, self._now)
         self.contexts: list[Context] = []
         self.completed_commands = 0
         self.jobs: deque[Job] = deque(maxlen=4096)   # recent submissions, for inspection
         self._events: list[tuple[float, int, Callable, object]] = []
         self._seq = itertools.count()
         self._ids = itertools.count(1)
-        self._oot_armed = False
-        self._oot_last: tuple[int, bool] | None = None
+        self.device_signal = 0.0          # last job push or completion on the device
+        self.tdr_status = _WAIT           # the periodic check's flags (aie2_tdr.c)
+        self.tdr_progress = _WAIT
+        self.tdr_counter = 0
+        self._tick_armed = False
+        self._ticks_done = 0              # periodic checks processed, counted from t=0
+        self.pid = 4242
 
     # -- time ---------------------------------------------------------------
 
@@ -204,7 +267,15 @@ class Stack:
             raise RuntimeError(f"Failed to create hardware context: the partition needs "
                                f"columns {start_column}..{start_column + width - 1}, "
                                f"{self.device.name} has {self.device.columns}")
+        if sum(c.alive for c in self.contexts) >= self.device.hwctx_limit:
+            # The firmware refuses the context (MGMT_ERT_NOAVAIL); the driver logs it and
+            # the ioctl fails with -EINVAL, which XRT's shim reports by its name.
+            self.kernel_log.mgmt_failure(MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL)
+            self.note(f"context refused: {self.device.hwctx_limit} hardware contexts is the "
+                      f"limit of {self.device.name}")
+            raise RuntimeError(HWCTX_CREATE_FAILED)
         ctx = Context(next(self._ids), label, start_column, width)
+        ctx.name = f"{'ctx' if self.profile.flavour == 'oot' else 'hwctx'}.{self.pid}.{ctx.id}"
         self.contexts.append(ctx)
         self.note(f"context {ctx.id} ({label}) created, {width} columns at {start_column}")
         return ctx
@@ -229,6 +300,7 @@ class Stack:
         job = Job(next(self._seq), ctx, latencies, arg_bytes, opcodes, faults, hangs,
                   chained, self._now())
         self.jobs.append(job)
+        ctx.submitted += 1
         if self.profile.flaky and self.rng.random() < self.profile.flaky:
             job.hangs = hangs | {self.rng.randrange(len(latencies))}
         if len(ctx.inflight) < CTX_MAX_CMDS:
@@ -239,10 +311,9 @@ class Stack:
         return job
 
     def _admit(self, job: Job) -> None:
+        """`run_job`: the job goes to the firmware (or fails here, its header NEW)."""
         ctx = job.ctx
         job.admitted_us = now = self._now()
-        if not ctx.inflight:
-            ctx.busy_since = now
         ctx.inflight.append(job)
         problem = self._chain_problem(job) if job.chained else None
         if problem:
@@ -250,13 +321,20 @@ class Stack:
             self.note(f"context {ctx.id}: chain {job.seq} rejected in run_job: {problem}")
             self._end(job, NEW)
             return
+        ctx.last_signal = now                   # drm_sched re-arms its timer on a push
+        if self.build.signals == "push+completion":
+            self._signal()
         self._arm_watchdog(ctx)
         cap = self.profile.inflight_cap
         if cap is not None and not ctx.wedged:
-            queued = sum(j.count - j.completed(self._now()) for j in ctx.inflight)
+            queued = sum(j.count - j.completed(now) for j in ctx.inflight)
             if queued > cap:
                 self._wedge(ctx, f"{queued} commands queued on context {ctx.id} "
                                  f"(inflight-cap {cap})")
+
+    def _signal(self) -> None:
+        self.device_signal = self._now()
+        self.tdr_status = _SIGNALED
 
     def _chain_problem(self, job: Job) -> str | None:
         count = job.count
@@ -265,17 +343,23 @@ class Stack:
         opcodes = job.opcodes
         if opcodes.count(opcodes[0]) != count:
             return "sub-commands with different opcodes in one chain"
+        if opcodes[0] == START_NPU_PREEMPT_ELF and not self.device.npu4_class:
+            return "ERT_START_NPU_PREEMPT_ELF needs the AIE2_PREEMPT feature (-EOPNOTSUPP)"
         sizes = job.arg_bytes
         largest = sizes[0] if sizes.count(sizes[0]) == count else max(sizes)
-        capped = opcodes[0] == START_NPU and largest > MAX_SLOT_ARG_BYTES
-        if not capped and (SLOT_HEADER_BYTES + largest) * count <= MAX_CHAIN_CMDBUF_SIZE:
+        npu = opcodes[0] in (START_NPU, START_NPU_PREEMPT_ELF)
+        capped = npu and largest > MAX_SLOT_ARG_BYTES
+        # an ELF slot carries one argument word (the kernel op); the others their arguments
+        elf_slot = opcodes[0] == START_NPU_PREEMPT_ELF
+        slot = 4 if elf_slot else largest
+        if not capped and (SLOT_HEADER_BYTES + slot) * count <= MAX_CHAIN_CMDBUF_SIZE:
             return None                # the common case, decided without a Python loop
         used = 0
         for index, size in enumerate(sizes):
             if capped and size > MAX_SLOT_ARG_BYTES:
-                return (f"command {index} has {size} bytes of arguments, an ERT_START_NPU "
-                        f"slot holds {MAX_SLOT_ARG_BYTES}")
-            used += SLOT_HEADER_BYTES + size
+                return (f"command {index} has {size} bytes of arguments, an NPU slot "
+                        f"holds {MAX_SLOT_ARG_BYTES}")
+            used += SLOT_HEADER_BYTES + (4 if elf_slot else size)
             if used > MAX_CHAIN_CMDBUF_SIZE:
                 return (f"{count} sub-commands need more than the "
                         f"{MAX_CHAIN_CMDBUF_SIZE}-byte chain buffer (full at command {index})")
@@ -351,15 +435,15 @@ class Stack:
         if gen == job.gen and not job.done:
             self.note(f"context {job.ctx.id}: firmware error in command {index} of job "
                       f"{job.seq}: {job.note}")
-            self._end(job, ERROR, error_index=index)
+            self._fail(job, ERROR, index)
+            self._refill(job.ctx)
 
-    def _end(self, job: Job, state: int, *, error_index: int = 0,
-             health: dict[str, int] | None = None, note: str = "") -> None:
-        self._settle(job, state, error_index=error_index, health=health, note=note)
+    def _end(self, job: Job, state: int) -> None:
+        self._settle(job, state)
         self._refill(job.ctx)
 
     def _settle(self, job: Job, state: int, *, error_index: int = 0,
-                health: dict[str, int] | None = None, note: str = "") -> None:
+                health: Health | None = None, note: str = "") -> None:
         """Give a job its final state and free its slot, without starting anything."""
         ctx = job.ctx
         now = self._now()
@@ -381,119 +465,200 @@ class Stack:
                 ctx.backlog.remove(job)
         if ctx.running is job:
             ctx.running = None
-        if job.finish:
-            ctx.last_completion = max(ctx.last_completion, job.finish[-1])
-        ctx.last_job_end = now
+        if state == COMPLETED:
+            ctx.completed_jobs += 1
+            ctx.last_signal = now               # drm_sched re-arms its timer on completion
+            self._signal()
+
+    def _fail(self, job: Job, state: int, index: int = 0, health: Health | None = None,
+              *, health_here: bool = True) -> None:
+        """End a job in failure as the driver build does: its state, its error_index, and
+        what it writes over the payload (`amdxdna_cmd_set_error` and kin)."""
+        payload = self.build.payload
+        if payload == PAYLOAD_FF or (payload == PAYLOAD_HEALTH_FF and health is None):
+            job.overwrites[0] = Overwrite((), FF)
+        elif payload == PAYLOAD_HEALTH_FF:
+            job.overwrites[0] = Overwrite(health.v1_words, FF)
+        elif payload == PAYLOAD_HEALTH_FAILING and health is not None and health_here:
+            job.overwrites[index] = Overwrite(health.v1_words, None)
+        if job.count and not job.chained:
+            index = 0
+        self._settle(job, state, error_index=index if index < max(job.count, 1) else 0,
+                     health=health)
 
     def _refill(self, ctx: Context) -> None:
         """Move queued user-space submissions into free driver slots, then run what can."""
         while ctx.alive and ctx.backlog and len(ctx.inflight) < CTX_MAX_CMDS:
             self._admit(ctx.backlog.popleft())
-        if not ctx.inflight:
-            ctx.busy_since = self._now()
         self._dispatch()
 
-    # -- hang detection (the driver's timeout rules) -----------------------------
+    # -- hang detection (the driver build's rule) -----------------------------------
 
     def _arm_watchdog(self, ctx: Context) -> None:
-        flavour = self.profile.flavour
-        if flavour == "oot":
-            if not self._oot_armed:
-                self._oot_armed = True
-                tick = (self._now() // OOT_TICK_US + 1) * OOT_TICK_US
-                self._at(tick, self._oot_tick, None)
+        if self.build.detection == DEVICE_TWO_CHECKS:
+            if not self._tick_armed:
+                self._tick_armed = True
+                self._catch_up_idle_ticks()
+                self._at((self._ticks_done + 1) * self.period_us, self._device_tick, None)
             return
-        if not ctx.watchdog_pending:
-            ctx.watchdog_pending = True
-            self._at(self._watchdog_deadline(ctx), self._watchdog, ctx)
+        if not ctx.timer_pending:
+            ctx.timer_pending = True
+            self._at(max(ctx.last_signal, ctx.rearmed_at) + self.period_us, self._ctx_timer,
+                     ctx)
 
-    def _last_progress(self, ctx: Context) -> float:
-        if self.profile.flavour == "mainline":
-            # drm_sched re-arms its timer when a job completes: job-level progress.
-            return max(ctx.busy_since, ctx.last_job_end)
-        last = max(ctx.busy_since, ctx.last_completion)
-        job = ctx.running
-        if job is not None:
-            done = job.completed(self._now())
-            if done:
-                last = max(last, job.finish[done - 1])
-            last = max(last, job.start_us)
-        return last
-
-    def _watchdog_deadline(self, ctx: Context) -> float:
-        limit = MAINLINE_TIMEOUT_US if self.profile.flavour == "mainline" else STAGING_TDR_US
-        return self._last_progress(ctx) + limit
-
-    def _watchdog(self, ctx: Context) -> None:
-        ctx.watchdog_pending = False
+    def _ctx_timer(self, ctx: Context) -> None:
+        """drm_sched's timeout work for one context."""
+        ctx.timer_pending = False
         if not ctx.alive or not ctx.inflight:
             return
-        deadline = self._watchdog_deadline(ctx)
-        if self._now() < deadline:
-            ctx.watchdog_pending = True
-            self._at(deadline, self._watchdog, ctx)
+        now = self._now()
+        deadline = max(ctx.last_signal, ctx.rearmed_at) + self.period_us
+        if now < deadline:
+            ctx.timer_pending = True
+            self._at(deadline, self._ctx_timer, ctx)
             return
-        if self.profile.flavour == "mainline":
-            self._timeout_context(ctx, fault_state=ABORT, health=False)
-        else:
-            self._timeout_context(ctx, fault_state=TIMEOUT, health=True)
-
-    def _progress_count(self) -> int:
-        running = sum(c.running.completed(self._now()) for c in self.contexts
-                      if c.running is not None)
-        return self.completed_commands + running
-
-    def _oot_tick(self, _: object) -> None:
-        busy = any(c.inflight for c in self.contexts)
-        if not busy:
-            self._oot_armed = False
-            self._oot_last = None
+        if self.build.detection == JOB_TIMER_DEVICE_STAMP and \
+                now < self.device_signal + self.period_us:
+            # aie2_tdr_detect: something started or completed on the device lately, so
+            # DRM_GPU_SCHED_STAT_NO_HANG, and drm_sched restarts the timer
+            ctx.rearmed_at = now
+            ctx.timer_pending = True
+            self._at(now + self.period_us, self._ctx_timer, ctx)
             return
-        state = (self._progress_count(), busy)
-        if self._oot_last is not None and self._oot_last[0] == state[0] and self._oot_last[1]:
-            self._oot_last = None
-            self._timeout_device()
+        self._reset_context(ctx)
+
+    def _idle_tick(self) -> None:
+        tdr = self.tdr_status
+        if tdr != _WAIT:
+            self.tdr_status = _WAIT
+        elif self.profile.flavour == "staging":
+            tdr = _SIGNALED          # aie2_legacy_tdr_detect: no false positive when idle
+        self.tdr_progress = tdr
+
+    def _catch_up_idle_ticks(self) -> None:
+        """The periodic check kept running while nothing was pending: apply those checks
+        (two are enough to reach a fixed point)."""
+        due = int(self._now() // self.period_us)
+        for _ in range(min(due - self._ticks_done, 2)):
+            self._idle_tick()
+        self._ticks_done = max(self._ticks_done, due)
+
+    def _device_tick(self, _: object) -> None:
+        """The periodic device-wide check (aie2_tdr.c / aie2_rq_is_all_context_stuck)."""
+        self._ticks_done += 1
+        pending = any(c.inflight for c in self.contexts)
+        tdr = self.tdr_status
+        if pending and tdr == _WAIT and self.tdr_progress == _WAIT:
+            self._reset_device()
+        elif pending:
+            if tdr != _WAIT:
+                self.tdr_status = _WAIT
+            self.tdr_progress = tdr
         else:
-            self._oot_last = state
+            self._idle_tick()
         if any(c.inflight for c in self.contexts):
-            self._at(self._now() + OOT_TICK_US, self._oot_tick, None)
+            self._at((self._ticks_done + 1) * self.period_us, self._device_tick, None)
         else:
-            self._oot_armed = False
-            self._oot_last = None
+            self._tick_armed = False
 
-    def _fault_index(self, job: Job) -> int:
-        # STACK.md 4: NPU4-class firmware leaves the runlist index at 0 on a timeout.
-        if self.device.npu4_class:
-            return 0
-        return job.completed(self._now())
+    def _health(self, ctx: Context) -> Health:
+        """The firmware's report for `ctx`. run_list_id is the sub-command of the running
+        chain that timed out, except that PCI 17f0 firmware leaves it at 0 (STACK.md 4)."""
+        job = ctx.running
+        index = 0
+        if job is not None and not self.device.npu4_class:
+            index = min(job.completed(self._now()), job.count - 1)
+        return Health(context_id=ctx.id, run_list_id=index)
 
-    def _timeout_context(self, ctx: Context, *, fault_state: int, health: bool) -> None:
-        faulting = ctx.running or ctx.inflight[0]
-        rest = [j for j in ctx.inflight if j is not faulting]
-        self.note(f"context {ctx.id}: {self.profile.flavour} timeout, job {faulting.seq} "
-                  f"{CmdState(fault_state).name}, {len(rest)} more ABORT, context reset")
-        report = _health() if health else None
-        # The driver writes error_index only with a TIMEOUT; an ABORT chain keeps the 0
-        # XRT initialised it with, blaming its first run.
-        index = self._fault_index(faulting) if fault_state == TIMEOUT else 0
-        self._settle(faulting, fault_state, error_index=index, health=report)
+    def _reset_context(self, ctx: Context) -> None:
+        """drm_sched timed out `ctx`'s oldest job: stop the context, fail its jobs as the
+        build does, restart it (mainline, staging on kernels >= 6.17)."""
+        build = self.build
+        hung = ctx.running or ctx.inflight[0]
+        rest = [j for j in ctx.inflight if j is not hung]
+        health = self._health(ctx) if build.logs_capture else None
+        if build.flavour == "staging":
+            self.kernel_log.err("aie2_tdr_detect", "TDR timeout detected")
+        self.note(f"context {ctx.id}: {build.name} timeout, job {hung.seq} "
+                  f"{build.hung_state}, {len(rest)} more {build.others_state}, context reset")
+        self._fail_hung(hung, health)
         for job in rest:
-            self._settle(job, ABORT)
-        ctx.wedged = False
-        self._refill(ctx)
+            self._fail(job, self._cancelled_state(job))
+        self._restart(ctx)
 
-    def _timeout_device(self) -> None:
+    def _cancelled_state(self, job: Job) -> int:
+        build = self.build
+        return STATES[build.others_state if job.chained else build.single_cancelled]
+
+    def _fail_hung(self, job: Job, health: Health | None) -> None:
+        build = self.build
+        if health is not None:
+            self.kernel_log.capture_block("aie2_set_cmd_timeout", health)
+        state = STATES[build.hung_state]
+        if state == ABORT and not job.chained:
+            state = STATES[build.single_cancelled]
+        index = health.run_list_id if health is not None and build.timeout_index \
+            == "run_list_id" else 0
+        self._fail(job, state, index, health if state == TIMEOUT else None)
+
+    def _reset_device(self) -> None:
+        """The periodic check found the device silent twice: every context is stopped,
+        its jobs failed as the build does, and restarted (staging before 6.17, oot)."""
+        build = self.build
+        self.tdr_counter += 1
         pending = [j for c in self.contexts for j in c.inflight]
-        first = min(pending, key=lambda j: j.seq)
-        self.note(f"device watchdog: two silent checks, job {first.seq} TIMEOUT, "
-                  f"{len(pending) - 1} more ABORT, every context reset")
-        self._settle(first, TIMEOUT, error_index=self._fault_index(first))
-        for job in pending:
-            if job is not first:
-                self._settle(job, ABORT)
+        self.note(f"device check: two silent periods, {len(pending)} jobs in flight, every "
+                  f"context reset ({build.name})")
+        if build.flavour == "oot":
+            self.kernel_log.warn("aie2_tdr_work", f"Device isn't making progress... Count "
+                                                   f"{self.tdr_counter} timeout "
+                                                   f"{int(build.period_s)} dump_only 0")
+            for ctx in list(self.contexts):
+                self._oot_stop(ctx)
+            return
+        self.kernel_log.err("aie2_legacy_tdr_detect", "TDR timeout detected")
         for ctx in list(self.contexts):
-            ctx.wedged = False
-            self._refill(ctx)
+            if ctx.inflight:
+                first, *rest = list(ctx.inflight)
+                self._fail_hung(first, self._health(ctx))
+                for job in rest:
+                    self._fail(job, self._cancelled_state(job))
+            self._restart(ctx)
+
+    def _oot_stop(self, ctx: Context) -> None:
+        """aie2_dump_ctx then the stop: every chain in flight ends TIMEOUT at the
+        context's run_list_id; the first carries the health data in that sub-command,
+        the later ones have the sub-command marked ABORT (`aie2_ctx_cmd_health_data`)."""
+        health = self._health(ctx)
+        log = self.kernel_log
+        log.err("aie2_dump_ctx", f"Dumping ctx {ctx.name}, hwctx {ctx.id}, "
+                                 f"sub={ctx.submitted}, comp={ctx.completed_jobs}")
+        log.capture_block("aie2_dump_ctx", health)
+        for slot, job in enumerate(ctx.inflight):
+            log.err("aie2_dump_ctx", f"JOB[{slot}]:")
+            log.err("aie2_dump_ctx", f"\tseq: {job.seq}")
+            log.err("aie2_dump_ctx", f"\top: 0x{CMD_CHAIN if job.chained else job.opcodes[0]:x}")
+            log.err("aie2_dump_ctx", f"\tmsg: 0x{job.seq:x}")
+            log.err("aie2_dump_ctx", "\tfence: unsignaled")
+            log.err("aie2_dump_ctx", "\tout_fence: unsignaled")
+        reported = False
+        for job in list(ctx.inflight):
+            index = health.run_list_id
+            if job.chained and index >= job.count:
+                log.warn("aie2_sched_cmdlist_resp_handler",
+                         f"Invalid run_list_id {index}, command count {job.count}")
+                index = 0
+            if job.chained or not reported:
+                self._fail(job, TIMEOUT, index, health, health_here=not reported)
+            else:
+                self._fail(job, ABORT)
+            reported = True
+        self._restart(ctx)
+
+    def _restart(self, ctx: Context) -> None:
+        ctx.wedged = False
+        ctx.rearmed_at = ctx.last_signal = self._now()
+        self._refill(ctx)
 
     # -- latencies ---------------------------------------------------------------
 
@@ -506,11 +671,3 @@ class Stack:
             if key in self.latencies:
                 return self.latencies[key]
         return DEFAULT_LATENCY_US
-
-
-def _health() -> dict[str, int]:
-    # The staging driver's app-health report after a hang: the firmware does not
-    # know the op (UINT_MAX), and the simulator has no program counter to give.
-    return {"txn_op_idx": NO_TXN_OP, "ctx_pc": 0, "fatal_error_type": 0,
-            "fatal_error_exception_type": 0, "fatal_error_exception_pc": 0,
-            "fatal_error_app_module": 0}

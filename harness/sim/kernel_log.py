@@ -1,0 +1,97 @@
+"""What the simulated driver prints to the kernel log, as each flavour prints it.
+
+The staging and mainline trees print through `XDNA_ERR` -> `drm_err` and `XDNA_WARN` ->
+`drm_warn` (`amdxdna_pci_drv.h`): ``amdxdna <bdf>: [drm] *ERROR* <func>: <text>`` and
+``amdxdna <bdf>: [drm] <func>: <text>``. The legacy out-of-tree tree prints ``amdxdna
+<bdf>: <func>: <text>`` through `dev_err_ratelimited` and `dev_warn` (`amdxdna_drm.h`);
+a rate-limited call site prints at most 10 lines in 5 s (the kernel's default
+`DEFINE_RATELIMIT_STATE`) and then ``<func>: N callbacks suppressed``. The records are
+kept as `/dev/kmsg` gives them (``level,seq,usec,-;text``), so the harness reads the
+simulator's log with the same reader as a real machine's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+BDF = "0000:c7:00.1"
+DEVICE = f"amdxdna {BDF}: "
+ERR, WARNING, INFO = 3, 4, 6
+BOOT_US = 1_000_000_000.0            # the simulated machine has been up 1000 s
+RATELIMIT_BURST, RATELIMIT_INTERVAL_US = 10, 5_000_000.0
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    level: int
+    seq: int
+    usec: int
+    text: str
+
+    def kmsg(self) -> str:
+        """The record as one read of /dev/kmsg returns it (without the newline)."""
+        return f"{self.level},{self.seq},{self.usec},-;{self.text}"
+
+
+class KernelLog:
+    def __init__(self, flavour: str, now: Callable[[], float]) -> None:
+        self.legacy = flavour == "oot"
+        self.now = now
+        self.records: list[KernelRecord] = []
+        self._sites: dict[str, tuple[float, int, int]] = {}   # begin, printed, missed
+
+    def _emit(self, level: int, text: str) -> None:
+        self.records.append(KernelRecord(level, len(self.records), int(BOOT_US + self.now()),
+                                         text))
+
+    def err(self, func: str, text: str) -> None:
+        if not self.legacy:
+            self._emit(ERR, f"{DEVICE}[drm] *ERROR* {func}: {text}")
+            return
+        # dev_err_ratelimited: each call site keeps its own state
+        site = f"{func}:{_DIGITS.sub('#', text)}"
+        now = self.now()
+        begin, printed, missed = self._sites.get(site, (now, 0, 0))
+        if now - begin >= RATELIMIT_INTERVAL_US:
+            if missed:
+                self._emit(WARNING, f"{func}: {missed} callbacks suppressed")
+            begin, printed, missed = now, 0, 0
+        if printed < RATELIMIT_BURST:
+            self._emit(ERR, f"{DEVICE}{func}: {text}")
+            printed += 1
+        else:
+            missed += 1
+        self._sites[site] = (begin, printed, missed)
+
+    def warn(self, func: str, text: str) -> None:
+        self._emit(WARNING, f"{DEVICE}{'' if self.legacy else '[drm] '}{func}: {text}")
+
+    def mgmt_failure(self, opcode: int, status: int) -> None:
+        """A management mailbox command the firmware refused (aie_send_mgmt_msg_wait in
+        the staging tree, aie2_send_mgmt_msg_wait in the others)."""
+        func = "aie2_send_mgmt_msg_wait" if self.legacy else "aie_send_mgmt_msg_wait"
+        self.err(func, f"command opcode 0x{opcode:x} failed, status 0x{status:x}")
+        if not self.legacy:
+            self.err("aie2_hwctx_init", "Alloc hw resource failed, ret -22")
+
+    def capture_block(self, func: str, health) -> None:
+        """The "Firmware timeout state capture:" block (`aie2_set_cmd_timeout` in staging,
+        `aie2_dump_ctx` in the legacy tree), one line per field, tab-indented."""
+        lines = ["Firmware timeout state capture:",
+                 f"\tVersion: {health.major}.{health.minor}",
+                 f"\tReport size: 0x{health.size:x}",
+                 f"\tContext ID: {health.context_id}",
+                 f"\tDPU PC: 0x{health.dpu_pc:x}",
+                 f"\tTXN OP ID: 0x{health.txn_op_id:x}",
+                 f"\tContext PC: 0x{health.ctx_pc:x}",
+                 f"\tFatal error type: 0x{health.fatal_type:x}",
+                 f"\tFatal error exception type: 0x{health.exception_type:x}",
+                 f"\tFatal error exception PC: 0x{health.exception_pc:x}",
+                 f"\tFatal error app module: 0x{health.app_module:x}",
+                 f"\tFatal error task ID: {health.task_index}",
+                 f"\tTimed out sub command ID: {health.run_list_id}"]
+        for line in lines:
+            self.err(func, line)

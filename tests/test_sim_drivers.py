@@ -1,0 +1,234 @@
+"""The simulated driver builds (flavour x kernel) and what XRT makes of what they leave:
+one source fact per test, as `harness.sim.rules` lists them."""
+
+from __future__ import annotations
+
+import pytest
+from simkit import Rig, nop_elf, outcome, states
+
+import harness.sim.pyxrt as pyxrt
+from harness.drivers import KERNELS, driver_build
+from harness.sim import control
+from harness.sim.stack import FF, HWCTX_CREATE_FAILED
+
+TIMEOUT_MSG = "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
+ABORT_MSG = "runlist failed execution (ERT_CMD_STATE_ABORT)"
+ERROR_MSG = "runlist failed execution (ERT_CMD_STATE_ERROR)"
+
+
+def failure(rl) -> str:
+    rl.execute()
+    with pytest.raises(RuntimeError) as info:
+        rl.wait()
+    return str(info.value)
+
+
+def kernel_lines(rig: Rig) -> list[str]:
+    return [r.text for r in rig.stack.kernel_log.records]
+
+
+# -- what each build leaves: states, error_index, payload, message --------------------------
+
+@pytest.mark.parametrize("profile, message, failing, error_index", [
+    # Linux 6.16, before 6fb7f2988832: the cmdlist handler sees the cancelled chain
+    # (data NULL) and sets ABORT; error_index stays XRT's 0
+    ("mainline,kernel:6.16", ABORT_MSG, 24, 0),
+    # 6fb7f2988832 (6.17.y): job_timeout -> TIMEOUT; the payload untouched, its first word
+    # the CU mask 1, which XRT reads as version-1 health of no known generation
+    ("mainline,kernel:6.17", TIMEOUT_MSG + "\n", 24, 0),
+    # 89ff45359abb (7.0): amdxdna_cmd_set_error(cmd_abo, job, 0, TIMEOUT): 0xFF over
+    # sub-command 0 -> neither version: the bare message
+    ("mainline,kernel:7.0", TIMEOUT_MSG, 24, 0),
+    ("mainline,kernel:7.1", TIMEOUT_MSG, 24, 0),
+    # staging: error_index = run_list_id (6 on npu1, where the firmware reports it), the
+    # health data in sub-command 0 (run 24), so run 30's own packet is intact
+    ("staging", TIMEOUT_MSG + "\n", 30, 6),
+    # oot: error_index = the context's run_list_id and the health data in that sub-command
+    ("oot", TIMEOUT_MSG + "\n\n" + "\n".join([
+        "txn_op_idx = 0xFFFFFFFF", "ctx_pc = 0x00000000", "fatal_error_type = 0x00000000",
+        "fatal_error_exception_type = 0x00000000", "fatal_error_exception_pc = 0x00000000",
+        "fatal_error_app_module = 0x00000000"]) + "\n", 30, 6),
+])
+def test_each_build_leaves_its_own_states_and_message(tmp_path, profile, message, failing,
+                                                     error_index):
+    rig = Rig(tmp_path, f"{profile},device:npu1,hang-at:30", columns=4)
+    rl, runs = rig.runlist(42)
+    assert failure(rl) == message
+    state = message.split("(")[1].split(")")[0].replace("ERT_CMD_STATE_", "")
+    assert states(runs) == ["NEW"] * failing + [state] + ["ABORT"] * (41 - failing)
+    assert rig.stack.jobs[-1].error_index == error_index
+
+
+def test_staging_writes_health_into_sub_command_0_not_the_failing_run(tmp_path):
+    # aie2_set_cmd_timeout -> amdxdna_cmd_set_error: error_index = run_list_id, but the
+    # 0xFF fill and the V1 health go to cc->data[0]
+    rig = Rig(tmp_path, "device:npu1,hang-at:30", columns=4)
+    rl, runs = rig.runlist(42)
+    failure(rl)
+    assert [runs[24]._word(i) for i in range(2)] == [1, 0]        # V1, AIE2
+    assert runs[24]._word(8) == FF                                  # then 0xFF
+    assert runs[30]._word(0) == 1 and runs[30]._word(1) == 3        # CU mask, opcode 3
+
+
+def test_mainline_before_the_fix_leaves_a_cancelled_single_run_new(tmp_path):
+    # aie2_sched_resp_handler on 6.16: data NULL -> goto out, the state never set
+    for kernel, expected in [("6.16", "NEW"), ("6.17", "TIMEOUT"), ("7.0", "TIMEOUT")]:
+        rig = Rig(tmp_path, f"mainline,kernel:{kernel},slow:layer:61000000")
+        r = rig.run()
+        r.start()
+        assert r.wait().name == f"ERT_CMD_STATE_{expected}", kernel
+
+
+def test_oot_ends_every_chain_in_flight_timeout_with_health_once(tmp_path):
+    rig = Rig(tmp_path, "oot,device:npu1,hang-at:3", columns=4)
+    rl, runs = rig.runlist(24 * 3)          # three chains in flight when the check fires
+    assert failure(rl).startswith(TIMEOUT_MSG + "\n\ntxn_op_idx = 0xFFFFFFFF")
+    jobs = list(rig.stack.jobs)[-3:]
+    assert [j.state for j in jobs] == [8, 8, 8]
+    assert [j.error_index for j in jobs] == [3, 3, 3]
+    assert runs[3]._word(0) == 1 and runs[24 + 3]._word(0) == 1 == runs[48 + 3]._word(0)
+    assert runs[24 + 3]._over is None and runs[3]._over is not None    # health once
+
+
+@pytest.mark.parametrize("kernel, times_ms", [
+    # >= 6.17: a timer per context (from its push), and aie2_tdr_detect's device stamp: the
+    # second context's push at 1 s keeps the first alive until 4 s; its own fires at 3 s
+    ("7.0", {1: 4000.0, 2: 3000.0}),
+    # 6.16: aie2_tdr.c checks the device every 2 s and resets every context at once, after
+    # the 4 s and 6 s checks saw no push or completion
+    ("6.16", {1: 6000.0, 2: 6000.0}),
+])
+def test_staging_resets_per_context_from_6_17_and_every_context_before(tmp_path, kernel,
+                                                                       times_ms):
+    rig = Rig(tmp_path, f"kernel:{kernel},hang-at:0", columns=4)
+    other_ctx, other_kernel = rig.context("attn", columns=4, start=4)
+    first, _ = rig.runlist(1)
+    second, _ = rig.runlist(1, ctx=other_ctx, kernel=other_kernel)
+    first.execute()
+    rig.stack.run_until(lambda: False, 1_000_000.0)
+    second.execute()
+    for rl in (first, second):
+        with pytest.raises(RuntimeError, match="TIMEOUT"):
+            rl.wait()
+    ended = {job.ctx.id: job.end_us / 1000 for job in rig.stack.jobs}
+    assert ended == pytest.approx(times_ms)
+    assert driver_build("staging", kernel).scope == ("context" if kernel == "7.0" else
+                                                     "device")
+
+
+# -- XRT never re-encodes a payload ---------------------------------------------------------
+
+@pytest.mark.parametrize("profile, again", [
+    ("staging", ERROR_MSG),                          # 0xFF + health over sub-command 0
+    ("mainline,kernel:7.0", ERROR_MSG),              # 0xFF over sub-command 0
+    ("mainline,kernel:6.17", TIMEOUT_MSG),           # untouched: the same failure again
+])
+def test_re_executing_runs_after_a_failure_submits_the_corrupted_payload(tmp_path, profile,
+                                                                        again):
+    rig = Rig(tmp_path, f"{profile},hang-at:30")
+    rl, runs = rig.runlist(42)
+    assert outcome(rl) == TIMEOUT_MSG                  # run 24 (chain 1, index 0) blamed
+    assert outcome(rl) == again                        # the same run objects, again
+    if again == ERROR_MSG:
+        assert states(runs)[24] == "ERROR"
+        assert "never re-encodes" in rig.stack.jobs[-1].note
+    fresh, _ = rig.runlist(42)                         # new run objects: the hang again
+    assert outcome(fresh) == TIMEOUT_MSG
+
+
+def test_set_arg_rewrites_an_instr_bo_run_but_not_an_elf_runs_address(tmp_path):
+    rig = Rig(tmp_path, "mainline,hang-at:0")
+    rl, runs = rig.runlist(1)
+    assert outcome(rl) == TIMEOUT_MSG
+    r = runs[0]
+    for i, value in enumerate([3, rig.instr, rig.words, *rig.bufs]):   # every argument again
+        r.set_arg(i, value)
+    control.current().profile.__class__          # the same device
+    fresh = pyxrt.runlist(rig.ctx)
+    del rl
+    fresh.add(r)
+    assert r._over is None and type(r) is pyxrt.run
+    # an ERT_START_NPU payload's instruction address is never rewritten
+    kernel = pyxrt.ext.kernel(rig.ctx, pyxrt.module(pyxrt.elf(nop_elf(tmp_path, 8))),
+                              "MLIR_AIE")
+    elf_run = pyxrt.run(kernel)
+    elf_run._overwritten(rig.stack.jobs[-1].overwrites.get(0) or _ff())
+    for i, value in enumerate([3, 0, 0, *rig.bufs]):
+        elf_run.set_arg(i, value)
+    elf_run.start()
+    assert elf_run.wait() == pyxrt.ert_cmd_state.ERT_CMD_STATE_ERROR
+
+
+def _ff():
+    from harness.sim.stack import Overwrite
+    return Overwrite((), FF)
+
+
+# -- hardware contexts, instruction buffers --------------------------------------------------
+
+@pytest.mark.parametrize("device, limit", [("npu1", 6), ("npu5", 16)])
+def test_the_driver_caps_hardware_contexts(tmp_path, device, limit):
+    rig = Rig(tmp_path, f"device:{device}", columns=4)
+    keep = [rig.context(f"c{i}", columns=4) for i in range(limit - 1)]
+    with pytest.raises(RuntimeError) as info:
+        rig.context("one-too-many", columns=4)
+    assert str(info.value) == HWCTX_CREATE_FAILED
+    assert "command opcode 0x2 failed, status 0x2000003" in "\n".join(kernel_lines(rig))
+    del keep
+
+
+def test_a_run_without_instruction_buffer_completes(tmp_path):
+    # XRT's aie-reconfig-overhead NOP recipe: kernel DPU, constant 3 at arg 0, buffers at
+    # 3, 5 and 6, arguments 1 and 2 never set
+    rig = Rig(tmp_path)
+    r = pyxrt.run(rig.kernel)
+    r.set_arg(0, 3)
+    r.set_arg(3, rig.bufs[0])
+    r.start()
+    assert r.wait() == pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED
+    half = rig.run(ninstr=0, instr=None)
+    half.set_arg(1, 0)
+    half.set_arg(2, 5)                  # a size with no buffer: refused
+    half.start()
+    assert half.wait() == pyxrt.ert_cmd_state.ERT_CMD_STATE_ERROR
+
+
+# -- the kernel log ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("profile, first, count", [
+    ("staging", "[drm] *ERROR* aie2_tdr_detect: TDR timeout detected", 14),
+    ("staging,kernel:6.16", "[drm] *ERROR* aie2_legacy_tdr_detect: TDR timeout detected", 14),
+    ("mainline,kernel:7.0", None, 0),               # the trace event "job timedout" only
+    ("mainline,kernel:7.1", "[drm] *ERROR* aie2_set_cmd_timeout: Firmware timeout state "
+                            "capture:", 13),
+    ("oot", "aie2_tdr_work: Device isn't making progress... Count 1 timeout 2 dump_only 0",
+     21),
+])
+def test_each_flavour_prints_its_own_kernel_log(tmp_path, profile, first, count):
+    rig = Rig(tmp_path, f"{profile},hang-at:0")
+    failure(rig.runlist(1)[0])
+    lines = kernel_lines(rig)
+    assert len(lines) == count
+    if first:
+        assert lines[0] == f"amdxdna 0000:c7:00.1: {first}"
+        assert any(line.endswith("\tTimed out sub command ID: 0") for line in lines)
+
+
+def test_the_legacy_tree_rate_limits_its_errors_per_call_site(tmp_path):
+    rig = Rig(tmp_path, "oot")
+    log = rig.stack.kernel_log
+    for i in range(12):
+        log.err("aie2_dump_ctx", f"Dumping ctx ctx.1.{i}, hwctx {i}, sub=1, comp=0")
+    assert len(log.records) == 10
+    rig.stack.clock.advance_to(6_000_000)
+    log.err("aie2_dump_ctx", "Dumping ctx ctx.1.99, hwctx 99, sub=1, comp=0")
+    assert log.records[-2].text == "aie2_dump_ctx: 2 callbacks suppressed"
+    assert log.records[-1].kmsg().startswith("3,11,")
+
+
+def test_every_kernel_is_a_profile_token():
+    from harness.sim.profiles import parse_profile
+    for kernel in KERNELS:
+        assert parse_profile(f"mainline,kernel:{kernel}").kernel == kernel
+    assert parse_profile("mainline,kernel:6.16").name == "mainline,kernel:6.16"
+    assert parse_profile("mainline,kernel:7.0").name == "mainline"
