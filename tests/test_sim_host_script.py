@@ -96,3 +96,41 @@ def test_member_states_after_a_failed_runlist_read_as_real_xrt_leaves_them(tmp_p
     ok = exec_script(tmp_path, "--profile", f"xrt:{release}",
                      script=SCRIPTS / "member_states_host.py")
     assert ok.returncode == 0 and "states: NEWx42" in ok.stdout       # success leaves NEW
+
+
+def test_a_full_elf_script_runs_unchanged(tmp_path):
+    # IRON's FullELFCallable / mlir-aie's full-ELF tests: elf(capsule, size),
+    # hw_context(device, elf), ext.kernel(ctx, "main:sequence"), arguments from 0
+    from harness.elf_writer import full_elf
+    from harness.txn import nop_stream
+    elf = tmp_path / "aie.elf"
+    elf.write_bytes(full_elf(nop_stream(4), 4))
+    done = subprocess.run([sys.executable, "-m", "harness", "sim", "exec",
+                           str(SCRIPTS / "full_elf_host.py"), str(elf), "42"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["== full ELF ==", "partition of 4 columns",
+                                        "single run completed", "runlist of 42 completed"]
+    hung = subprocess.run([sys.executable, "-m", "harness", "sim", "exec", "--profile",
+                           "hang-at:30", str(SCRIPTS / "full_elf_host.py"), str(elf), "42"],
+                          capture_output=True, text=True, timeout=60)
+    assert hung.returncode == 1
+    assert "runlist of 42 failed: runlist failed execution (ERT_CMD_STATE_TIMEOUT)" \
+        in hung.stdout
+
+
+def test_an_uncaught_exception_in_the_script_is_its_failure_as_in_python(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "harness", "sim", "exec",
+                           str(SCRIPTS / "raising_host.py")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert "Traceback (most recent call last):" in lines
+    trace = done.stderr[done.stderr.index("Traceback"):]
+    # the script's frames only: not runpy's, and not the binding's (C++ in the real one)
+    assert "raising_host.py\", line 11" in trace and "line 8, in open_missing_kernel" \
+        in trace
+    assert "runpy" not in trace and "harness" not in trace
+    assert lines[-1] == ("RuntimeError: Failed to open file '/nonexistent/missing.xclbin' "
+                         "for reading")
+    assert "harness fault" not in done.stderr

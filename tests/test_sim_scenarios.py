@@ -204,8 +204,15 @@ def test_stack3_argument_index_past_the_kernel(tmp_path):
 def test_stack3_corrupt_xclbin_raises_runtimeerror(tmp_path):
     bad = tmp_path / "bad.xclbin"
     bad.write_bytes(b"xclbin2\0" + b"\0" * 100)
-    with pytest.raises(RuntimeError, match="truncated header"):
+    # xrt_xclbin.cpp init_axlf
+    with pytest.raises(RuntimeError, match="xclbin: buffer too small to contain header"):
         pyxrt.xclbin(str(bad))
+    bad.write_bytes(b"xclbin1\0" + b"\0" * 600)
+    with pytest.raises(RuntimeError, match="^Invalid xclbin$"):
+        pyxrt.xclbin(str(bad))
+    with pytest.raises(RuntimeError, match="^Failed to open file '/nonexistent.xclbin' for "
+                                           "reading$"):
+        pyxrt.xclbin("/nonexistent.xclbin")
 
 
 def test_stack3_group_ids_come_from_connectivity(tmp_path):

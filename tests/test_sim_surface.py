@@ -53,6 +53,11 @@ DEVIATIONS: dict[tuple[str, str, tuple[str, ...]], tuple[type[Exception], str]] 
 # has bound since 2.25 (pyxrt.cpp at 2.25.0 and 963c58ee); methods on default-constructed
 # objects crash the real binding (an empty handle) and raise RuntimeError here.
 SCRATCHPAD = ("run", "get_ctrl_scratchpad_bo")
+# The calls a runlist is built from (run(kernel), run.set_arg, runlist.add) take their
+# arguments positionally only, so that binding them allocates nothing: there a keyword
+# argument or one too many is a TypeError in Python's words rather than pybind11's. A
+# missing argument, a wrong type and every other method answer in pybind11's words.
+HOT_PATH = ("run.__init__", "run.set_arg", "runlist.add")
 
 
 def reference(release: str) -> Surface:
@@ -330,3 +335,121 @@ def test_wait2_raises_the_command_error(tmp_path):
         r.wait2()
     with pytest.raises(TypeError):
         r.wait2(100)
+
+
+# -- round 2: ELFs, full-ELF kernels, pybind11's words --------------------------------------
+
+def _full(tmp_path: Path) -> str:
+    path = tmp_path / "full.elf"
+    path.write_bytes(full_elf(nop_stream(4), 4))
+    return str(path)
+
+
+def test_elf_errors_as_xrt_words_them(tmp_path):
+    Fixtures(tmp_path, "master")
+    # load_elfio: one text for a file that is missing and one that is not an ELF
+    for path in (str(tmp_path / "missing.elf"), str(tmp_path / "layer.xclbin")):
+        with pytest.raises(RuntimeError, match=f"^{path} is not found or is not a valid ELF "
+                                               "file$"):
+            pyxrt.elf(path)
+    with pytest.raises(RuntimeError, match="^not valid ELF data$"):
+        pyxrt.elf(None, 16)                      # the void* caster takes None as nullptr
+    x86 = tmp_path / "x86.elf"
+    x86.write_bytes(control_code_elf(nop_stream(4))[:7] + b"\x00" +
+                    control_code_elf(nop_stream(4))[8:])
+    with pytest.raises(RuntimeError, match="unsupported platform OS/ABI: 0"):
+        pyxrt.elf(str(x86))                      # create_elf_impl, 2.23 on
+
+
+def test_elf_reads_the_bytes_a_capsule_points_at(tmp_path):
+    import ctypes
+    Fixtures(tmp_path, "2.21")
+    data = np.frombuffer(Path(_full(tmp_path)).read_bytes(), dtype=np.uint8).copy()
+    ctypes.pythonapi.PyCapsule_New.restype = ctypes.py_object
+    ctypes.pythonapi.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                               ctypes.c_void_p]
+    capsule = ctypes.pythonapi.PyCapsule_New(data.ctypes.data, None, None)
+    e = pyxrt.elf(capsule, data.nbytes)
+    assert pyxrt.program(e).get_partition_size() == 4
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
+        pyxrt.elf(b"\x7fELF", 4)                 # bytes are no pointer
+
+
+def test_full_elf_kernels_and_the_flow_checks(tmp_path):
+    fx = Fixtures(tmp_path, "master")
+    ctx = pyxrt.hw_context(fx.device, pyxrt.elf(_full(tmp_path)))
+    k = pyxrt.ext.kernel(ctx, "main:sequence")
+    assert pyxrt.ext.kernel(ctx, "main") is not None       # the only sub-kernel
+    r = pyxrt.run(k)
+    r.set_arg(0, fx.bo())
+    with pytest.raises(IndexError):
+        r.set_arg(3, 0)                                      # main(void*, void*, void*)
+    # check_and_get_hw_context (2.21.75 on)
+    with pytest.raises(RuntimeError, match="^Invalid API called for xrt::kernel creation, "
+                                           "xrt::hw_context passed is not created using "
+                                           "full ELF$"):
+        pyxrt.ext.kernel(fx.ctx, "MLIR_AIE")
+    with pytest.raises(RuntimeError, match="not created using XCLBIN"):
+        pyxrt.kernel(ctx, "main")
+    with pytest.raises(RuntimeError, match="^no ELF found with given kernel name in ctx$"):
+        pyxrt.ext.kernel(ctx, "other")
+    with pytest.raises(RuntimeError, match="xrt::module passed is created using full ELF"):
+        pyxrt.ext.kernel(fx.ctx, pyxrt.module(pyxrt.elf(_full(tmp_path))), "MLIR_AIE")
+    with pytest.raises(RuntimeError, match="kernel already exists"):
+        ctx.add_config(pyxrt.elf(_full(tmp_path)))
+    with pytest.raises(RuntimeError, match="^No such kernel 'NOPE'$"):
+        pyxrt.kernel(fx.ctx, "NOPE")
+    # before 2.21.75 the full-ELF constructor looked for a module of that name
+    Fixtures(tmp_path, "2.20")
+    with pytest.raises(RuntimeError, match="^no module found with given kernel name in ctx$"):
+        pyxrt.ext.kernel(pyxrt.hw_context(pyxrt.device(0), fx.uuid) if False else
+                         Fixtures(tmp_path, "2.20").ctx, "MLIR_AIE")
+
+
+@pytest.mark.parametrize("release, keywords", [("2.20", False), ("2.21", False),
+                                               ("2.23", True), ("master", True)])
+def test_keywords_only_where_the_binding_names_parameters(tmp_path, release, keywords):
+    fx = Fixtures(tmp_path, release)
+    call = (lambda: pyxrt.bo(device=fx.device, size=64, flags=pyxrt.bo.host_only, group=0))
+    if keywords:
+        assert call().size() == 64
+        # run.set_arg has no py::arg names in any release. (HOT_PATH: a keyword there is
+        # Python's TypeError text, not pybind11's)
+        with pytest.raises(TypeError):
+            pyxrt.run(fx.kernel).set_arg(index=0, value=3)
+    else:
+        with pytest.raises(TypeError) as info:
+            call()
+        text = str(info.value)
+        assert "pyxrt.bo(arg0: pyxrt.device, arg1: int, arg2: pyxrt.bo.flags, arg3: int)" \
+            in text
+        assert text.endswith("Invoked with: kwargs: device=<pyxrt.device object at "
+                             + text.split("<pyxrt.device object at ")[1])
+
+
+def test_a_missing_argument_is_pybind11s_typeerror_not_pythons(tmp_path):
+    fx = Fixtures(tmp_path, "master")
+    with pytest.raises(TypeError) as info:
+        fx.device.register_xclbin()
+    text = str(info.value)
+    assert text.startswith("register_xclbin(): incompatible function arguments. The "
+                           "following argument types are supported:\n"
+                           "    1. (self: pyxrt.device, xclbin: pyxrt.xclbin) -> pyxrt.uuid")
+    assert "\nInvoked with: <pyxrt.device object at 0x" in text
+    for bad in (lambda: fx.xclbin.get_uuid(1), lambda: fx.kernel.group_id(),
+                lambda: pyxrt.run(fx.kernel).start(0), lambda: fx.bo().size(1),
+                lambda: fx.bo().sync(), lambda: pyxrt.runlist(fx.ctx).execute(1)):
+        with pytest.raises(TypeError, match="incompatible function arguments") as info:
+            bad()
+        assert "missing" not in str(info.value) and "positional" not in str(info.value)
+    with pytest.raises(TypeError, match="    1. \\(self: pyxrt.xclbin\\) -> pyxrt.uuid"):
+        fx.xclbin.get_uuid(1)
+
+
+def test_objects_are_pyxrt_objects(tmp_path):
+    fx = Fixtures(tmp_path, "master")
+    assert repr(fx.device).startswith("<pyxrt.device object at 0x")
+    assert repr(pyxrt.run(fx.kernel)).startswith("<pyxrt.run object at 0x")
+    assert repr(pyxrt.ext.bo(fx.device, 16)).startswith("<pyxrt.ext.bo object at 0x")
+    assert repr(fx.uuid).startswith("<pyxrt.uuid object at 0x")
+    assert type(fx.kernel).__module__ == "pyxrt" and type(fx.xclbin).__name__ == "xclbin"

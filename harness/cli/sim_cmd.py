@@ -46,8 +46,10 @@ def profiles() -> None:
               help="Simulated stack profile (see `sim profiles`).")
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def exec_script(profile: str, script: str, args: tuple[str, ...]) -> None:
-    """Run SCRIPT, written for the real pyxrt, with `import pyxrt` bound to the simulator."""
+def exec_script(profile: str, script: str, args: tuple[str, ...]) -> int:
+    """Run SCRIPT, written for the real pyxrt, with `import pyxrt` bound to the simulator,
+    as `python SCRIPT ARGS` would: its folder first on sys.path, its exit status, and for
+    an exception it does not catch, Python's traceback and exit 1."""
     parsed = parse_profile(profile)
     click.echo(f"backend: simulated stack, profile {parsed.name} (not hardware)", err=True)
-    run_host_script(script, list(args), parsed)
+    return run_host_script(script, list(args), parsed)

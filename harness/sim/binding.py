@@ -49,6 +49,7 @@ from harness.xclbin import read_xclbin_cached
 XCL_BO_FLAGS_NONE = 0
 TIMEOUT_VALUE = 8
 NO_CONFIGURATION = "ELF is missing xrt configuration info\n"
+AXLF_SIZE = 496              # sizeof(struct axlf): the header and one section header
 
 
 def release() -> XrtRelease:
@@ -201,6 +202,17 @@ class xclbin:
         ], args, kwargs, constructor=True)
 
     def _load(self, path: str) -> None:
+        # xrt_xclbin.cpp read_file and init_axlf say these; the harness's reader checks
+        # more, in its own words
+        try:
+            with open(path, "rb") as file:
+                head = file.read(AXLF_SIZE)
+        except OSError:
+            raise RuntimeError(f"Failed to open file '{path}' for reading") from None
+        if len(head) < AXLF_SIZE:
+            raise RuntimeError("xclbin: buffer too small to contain header")
+        if not head.startswith(b"xclbin2"):
+            raise RuntimeError("Invalid xclbin")
         try:
             self._meta = read_xclbin_cached(path)
         except XclbinError as err:

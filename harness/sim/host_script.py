@@ -1,30 +1,80 @@
-"""Run a host script written for the real pyxrt against the simulated stack, unchanged."""
+"""Run a host script written for the real pyxrt against the simulated stack, unchanged.
+
+`sim exec SCRIPT ARGS` behaves as `python SCRIPT ARGS` would with the real pyxrt: the
+script's folder comes first on `sys.path` (so it imports its neighbours), `sys.argv` is
+the script and its arguments, `sys.exit(N)` exits N, and an exception the script does
+not catch prints Python's traceback of the script's own frames and exits 1 (it is the
+script's failure, not the harness's).
+"""
 
 from __future__ import annotations
 
 import runpy
 import sys
+import traceback
 from pathlib import Path
 
 from harness.errors import BadInput
 from harness.sim import control, pyxrt
 from harness.sim.profiles import Profile
 
+SCRIPT_FAILED = 1          # what `python SCRIPT` exits with after an uncaught exception
 
-def run_host_script(script: str | Path, argv: list[str], profile: Profile) -> None:
-    """Execute `script` as ``__main__`` with ``import pyxrt`` bound to the simulator."""
+
+def run_host_script(script: str | Path, argv: list[str], profile: Profile) -> int:
+    """Execute `script` as ``__main__`` with ``import pyxrt`` bound to the simulator;
+    the exit status `python` would give."""
     path = Path(script)
     if not path.is_file():
         raise BadInput(f"host script {script} does not exist")
     control.configure(profile)
-    saved_argv, saved_module = sys.argv, sys.modules.get("pyxrt")
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    saved_module = sys.modules.get("pyxrt")
     sys.modules["pyxrt"] = pyxrt
     sys.argv = [str(path), *argv]
+    sys.path.insert(0, str(path.resolve().parent))
     try:
         runpy.run_path(str(path), run_name="__main__")
+    except SystemExit as done:
+        return _exit_status(done.code)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as err:  # noqa: BLE001 - the script's own failure, told as Python would
+        sys.stdout.flush()
+        traceback.print_exception(type(err), err, _from_script(err.__traceback__, path))
+        return SCRIPT_FAILED
     finally:
         sys.argv = saved_argv
+        sys.path[:] = saved_path
         if saved_module is None:
             sys.modules.pop("pyxrt", None)
         else:
             sys.modules["pyxrt"] = saved_module
+    return 0
+
+
+def _from_script(tb, path: Path):
+    """The traceback as Python would show it with the real pyxrt: from the script's first
+    frame (runpy's frames are not its) to the last frame before the binding (the real
+    one is C++, whose frames a traceback never shows)."""
+    target = str(path.resolve())
+    while tb is not None and str(Path(tb.tb_frame.f_code.co_filename).resolve()) != target:
+        tb = tb.tb_next
+    last = tb
+    frame = tb
+    while frame is not None:
+        if frame.tb_frame.f_globals.get("__name__", "").startswith("harness.sim"):
+            last.tb_next = None
+            break
+        last, frame = frame, frame.tb_next
+    return tb
+
+
+def _exit_status(code: object) -> int:
+    """sys.exit's rule: None is 0, an int is itself, anything else is printed and 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1

@@ -78,6 +78,7 @@ HEALTH_V0_FIELDS = ("txn_op_idx", "ctx_pc", "fatal_error_type",
                     "fatal_error_app_module")
 ARG_BYTES = {"int": 4, "char": 1, "void": 0}
 cu_access_mode = make_enum("cu_access_mode", {"exclusive": 0, "shared": 1, "none": 2})
+_MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<missing>"})()
 NOT_FULL_ELF = ("Invalid API called for xrt::kernel creation, xrt::hw_context passed is not "
                 "created using full ELF")
 NOT_XCLBIN = ("Invalid API called for xrt::kernel creation, xrt::hw_context passed is not "
@@ -256,17 +257,19 @@ class run:
     __slots__ = ("_kernel", "_args", "_job", "_packet", "_in", "_over", "_stale",
                  "__weakref__")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        k = args[0] if len(args) == 1 and not kwargs else None
-        if k.__class__ is kernel or k is not None and isinstance(k, kernel):
+    def __init__(self, k: Any = _MISSING, /) -> None:
+        # Positional-only: the hot path binds without a keyword dictionary (a keyword is
+        # Python's TypeError here, not pybind11's: see tests/test_sim_surface.py).
+        if k.__class__ is kernel or isinstance(k, kernel):
             if k._hwctx is None:
                 raise not_initialized("kernel")
             self._args: list[Any] = [0] * k._nargs
-        elif not args and not kwargs:
+        elif k is _MISSING:
             self._args = []
+            k = None
         else:
             raise incompatible("__init__", ["pyxrt.run()", "pyxrt.run(arg0: pyxrt.kernel)"],
-                               "", list(args), kwargs, constructor=True)
+                               "", [k], constructor=True)
         self._kernel = k
         self._job: Job | None = None      # a start() of its own
         self._packet = NEW                # its command packet's state, as XRT left it
@@ -279,10 +282,11 @@ class run:
             raise not_initialized("run")
         return self._kernel
 
-    def set_arg(self, index: Any, value: Any) -> None:
+    def set_arg(self, index: Any = _MISSING, value: Any = _MISSING, /) -> None:
         # The binding checks the types and the index here, as pybind11 and run_impl do;
         # the common case is decided by class identity and the list's own index check,
-        # everything else by the slow path.
+        # everything else by the slow path. Positional-only, as the binding names no
+        # parameter (and a keyword dictionary would cost the hot path).
         try:
             if index >= 0 and (value.__class__ is bo or value.__class__ is int
                                and -0x80000000 <= value <= 0x7FFFFFFF):
@@ -294,24 +298,26 @@ class run:
 
     def _set_arg_slow(self, index: Any, value: Any) -> None:
         try:
+            if index is _MISSING or value is _MISSING:
+                raise NoMatch
             index = INT(index)
             if not isinstance(value, bo):
                 value = INT(value)
         except NoMatch:
+            given = [a for a in (index, value) if a is not _MISSING]
             raise incompatible("set_arg", [
                 "(self: pyxrt.run, arg0: int, arg1: pyxrt.bo) -> None",
                 "(self: pyxrt.run, arg0: int, arg1: int) -> None"], "pyxrt.run",
-                [self, index, value]) from None
+                [self, *given]) from None
         self._k()
         size = len(self._args)
         if not 0 <= index < size:
             raise IndexError(_int_range_message(index, size))
         self._args[index] = value
 
-    def start(self, *args: Any, **kwargs: Any) -> None:
-        if args or kwargs:
-            raise incompatible("start", ["(self: pyxrt.run) -> None"], "", [self, *args],
-                               kwargs)
+    def start(self, *args: Any) -> None:
+        if args:
+            raise incompatible("start", ["(self: pyxrt.run) -> None"], "", [self, *args])
         k = self._k()
         if _held(self):
             raise RuntimeError("Run object belongs to a runlist and cannot be explicitly "
@@ -406,6 +412,8 @@ class run:
             covered = len(over.words) if over.fill is None else 1 << 30
             self._stale = {i for i, (offset, _) in k._layout.items()
                            if 1 + offset // 4 < covered}
+        if self.__class__ is run:
+            _count_overwritten(1)
         self.__class__ = _overwritten_run
 
     def _payload_fault(self) -> str:
@@ -420,7 +428,7 @@ class _overwritten_run(run):
 
     __slots__ = ()
 
-    def set_arg(self, index: Any, value: Any) -> None:
+    def set_arg(self, index: Any = _MISSING, value: Any = _MISSING, /) -> None:
         run.set_arg(self, index, value)
         stale = self._stale
         if stale is not None:
@@ -428,6 +436,17 @@ class _overwritten_run(run):
             if not stale:
                 self._over = self._stale = None
                 self.__class__ = run
+                _count_overwritten(-1)
+
+
+# How many runs have ever been overwritten and not yet made whole: while none, a chain
+# needs no look at its runs' classes.
+_overwritten_runs = 0
+
+
+def _count_overwritten(step: int) -> None:
+    global _overwritten_runs
+    _overwritten_runs += step
 
 
 _overwritten_run.__name__ = _overwritten_run.__qualname__ = "run"
@@ -464,8 +483,9 @@ def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[in
     first = runs[0]
     k = first._kernel
     # list.count compares by identity first: a C loop, cheaper than a set or all()
-    if [r._kernel for r in runs].count(k) == n and [r.__class__ for r in runs].count(run) \
-            == n and (k._code is not None
+    if [r._kernel for r in runs].count(k) == n and (
+            not _overwritten_runs or [r.__class__ for r in runs].count(run) == n) and (
+            k._code is not None
                       or [r._args[1] for r in runs].count(first._args[1]) == n
                       and [r._args[2] for r in runs].count(first._args[2]) == n):
         fault = k._fault(first)
@@ -578,14 +598,14 @@ class runlist:
         ctx._live()
         self._hwctx = ctx
 
-    def add(self, *args: Any, **kwargs: Any) -> None:
-        if len(args) != 1 or kwargs or not isinstance(args[0], run):
+    def add(self, r: Any = _MISSING, /) -> None:
+        if not isinstance(r, run):
             overloaded("add", "runlist", [
                 Overload("(self: pyxrt.runlist, run: pyxrt.run) -> None",
                          (("run", instance_of(run)),), self._add, named=True),
-            ], args, kwargs, this=self)
+            ], [] if r is _MISSING else [r], {}, this=self)
             return
-        self._add(args[0])
+        self._add(r)
 
     def _add(self, r: run) -> None:
         if self._hwctx is None:
@@ -595,8 +615,10 @@ class runlist:
                                "state: running")
         if r._kernel is None:
             raise not_initialized("run")
-        _settle_overwrites(r._job, (r,))
-        if r._job is not None or r._packet != NEW:
+        if r._job is not None:
+            _settle_overwrites(r._job, (r,))
+            self._reset_needed = True
+        elif r._packet != NEW:
             self._reset_needed = True
         if r._in is None:
             r._in = self._member
@@ -616,10 +638,10 @@ class runlist:
         if member is not None:
             member.alive = False          # its runs may join other runlists, or start
 
-    def execute(self, *args: Any, **kwargs: Any) -> None:
-        if args or kwargs:
+    def execute(self, *args: Any) -> None:
+        if args:
             raise incompatible("execute", ["(self: pyxrt.runlist) -> None"], "",
-                               [self, *args], kwargs)
+                               [self, *args])
         if self._running:
             raise RuntimeError("runlist must be idle before submitting for execution, "
                                "current state: running")

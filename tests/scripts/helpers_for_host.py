@@ -1,0 +1,5 @@
+"""A helper module a host script imports from its own folder, as `python SCRIPT` allows."""
+
+
+def banner(what: str) -> None:
+    print(f"== {what} ==")
