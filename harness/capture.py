@@ -4,16 +4,24 @@
 artefacts of every `run.start()` and `runlist.execute()`: a frame each. The format is
 the one XRT's `capture.cpp` writes and `replay.md` describes:
 
-- `resources.hwctxs[] {name, cfg, xclbin | programs}`,
-  `resources.buffers[] {name, size, type, memgrp?, flags?}`,
+- `resources.hwctxs[] {name, cfg, xclbin | programs}` (a context made from full ELFs
+  lists its programs: the full-elf flow),
+  `resources.buffers[] {name, size, type, memgrp?, flags?}` (memgrp and flags, recorded
+  for the buffers of the TXN flow that are not host-only, are what they are allocated
+  with again, as `replay.cpp` `create_buffer` does),
   `resources.kernels[] {name, instance, hwctx, ctrlcode?}`,
   `resources.runs[] {name, kernel, arguments[{bo, argidx, type}],
-  constants[{value, argidx, type}]}`;
+  constants[{value, argidx, type}]}` (values recorded as uint64);
 - `execution.threads[]`, `execution.frames[] {name, tid, runs[{run, arguments[{argidx,
   bo, fnm}]}], waits[]}`: a runlist frame lists all its runs; `fnm` names the data a
   buffer held when the frame started (dumped only when it changed since: the data a
-  frame runs with is the latest dump at or before it); a frame waits only on itself or
-  on frames before it.
+  frame runs with is the latest dump at or before it); a frame waits on itself, on
+  frames of its thread before it, or on a frame of another thread, which may come
+  later in the file (`replay.cpp` runs each thread's frames in order and waits where
+  told).
+
+A section with nothing in it is `null`: `capture.cpp` `insert_json_object` leaves the
+member it created empty-handed.
 
 Every reference is checked (hwctx, kernel, run, buffer, artefact file) and what is wrong
 is named with its field and file. A frame is a plan source: its runs, in order, are
@@ -24,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -33,7 +41,7 @@ from harness.case import DEFAULT_TRIALS, Case, Command
 from harness.errors import CaseError
 from harness.jsonread import JsonReader, describe, parse_json
 from harness.plan import Plan, make_plan
-from harness.results import ELF_FLOW, INSTR_BO, BufferSpec
+from harness.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec
 
 REPLAY = "replay.json"
 MAX_REPLAY_BYTES = 256 << 20
@@ -72,15 +80,23 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class Buffer:
+    size: int
+    flags: int | None = None
+    memgrp: int | None = None
+
+
+@dataclass(frozen=True)
 class Capture:
     folder: Path
     sha256: str
     hwctxs: dict[str, str]                    # name -> absolute xclbin path
-    buffers: dict[str, int]                   # name -> size
+    buffers: dict[str, Buffer]
     kernels: dict[str, Kernel]
     runs: dict[str, Run]
     threads: tuple[str, ...]
     frames: tuple[Frame, ...]
+    programs: dict[str, tuple[str, ...]] = field(default_factory=dict)   # full-ELF contexts
 
     def frame(self, name: str | None) -> Frame:
         """A frame by name (or by its number: 7 for frame_7); None: the deepest runlist."""
@@ -155,28 +171,41 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
         raise read.fail("version", f"{top.get('version')!r}; XRT's capture writes 1.0")
     resources = read.mapping(top.get("resources"), "resources")
     hwctxs: dict[str, str] = {}
-    for where, entry in read.objects(resources.get("hwctxs"), "resources.hwctxs"):
+    programs: dict[str, tuple[str, ...]] = {}
+    for where, entry in _section(read, resources, "hwctxs", "resources"):
         name = read.text(entry.get("name"), where + ".name")
-        if name in hwctxs:
+        if name in hwctxs or name in programs:
             raise read.fail(where + ".name", f"{name!r} is named twice")
-        if "programs" in entry and "xclbin" not in entry:
-            raise read.fail(where, "an ELF-program context (programs) is not supported; "
-                                   "the harness runs xclbin contexts")
-        xclbin = read.text(entry.get("xclbin"), where + ".xclbin")
-        hwctxs[name] = _file_in(read, folder, xclbin, where + ".xclbin")
-    buffers: dict[str, int] = {}
-    for where, entry in read.objects(resources.get("buffers", []), "resources.buffers"):
+        if "xclbin" in entry:
+            hwctxs[name] = _file_in(read, folder, read.text(entry["xclbin"], where + ".xclbin"),
+                                    where + ".xclbin")
+        elif "programs" in entry:
+            files = read.array(entry["programs"], where + ".programs")
+            if not files:
+                raise read.fail(where + ".programs", "no program recorded for the context")
+            programs[name] = tuple(_file_in(read, folder, read.text(f, at), at)
+                                   for at, f in ((f"{where}.programs[{i}]", f)
+                                                 for i, f in enumerate(files)))
+        else:
+            raise read.fail(where, "neither an xclbin nor programs")
+    contexts = {*hwctxs, *programs}
+    buffers: dict[str, Buffer] = {}
+    for where, entry in _section(read, resources, "buffers", "resources"):
         name = read.text(entry.get("name"), where + ".name")
         if name in buffers:
             raise read.fail(where + ".name", f"{name!r} is named twice")
-        buffers[name] = read.index(entry.get("size"), where + ".size")
+        size = read.index(entry.get("size"), where + ".size")
+        flags = read.index(entry["flags"], where + ".flags") if "flags" in entry else None
+        memgrp = read.index(entry["memgrp"], where + ".memgrp") if "memgrp" in entry \
+            else None
+        buffers[name] = Buffer(size, flags, memgrp)
     kernels: dict[str, Kernel] = {}
-    for where, entry in read.objects(resources.get("kernels"), "resources.kernels"):
+    for where, entry in _section(read, resources, "kernels", "resources"):
         name = read.text(entry.get("name"), where + ".name")
         hwctx = read.text(entry.get("hwctx"), where + ".hwctx")
-        if hwctx not in hwctxs:
+        if hwctx not in contexts:
             raise read.fail(where + ".hwctx", f"{hwctx!r} is not a context of "
-                                              f"resources.hwctxs ({', '.join(hwctxs)})")
+                                              f"resources.hwctxs ({', '.join(sorted(contexts))})")
         ctrlcode = None
         if entry.get("ctrlcode"):
             ctrlcode = _file_in(read, folder, read.text(entry["ctrlcode"], where + ".ctrlcode"),
@@ -184,7 +213,7 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
         instance = read.text(entry.get("instance"), where + ".instance")
         kernels[name] = Kernel(name, instance, hwctx, ctrlcode)
     runs: dict[str, Run] = {}
-    for where, entry in read.objects(resources.get("runs"), "resources.runs"):
+    for where, entry in _section(read, resources, "runs", "resources"):
         name = read.text(entry.get("name"), where + ".name")
         kernel = read.text(entry.get("kernel"), where + ".kernel")
         if kernel not in kernels:
@@ -192,11 +221,11 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
                                                "resources.kernels")
         runs[name] = Run(name, kernel, _run_args(read, entry, where, buffers))
     execution = read.mapping(top.get("execution"), "execution")
-    threads = tuple(str(t) for t in read.array(execution.get("threads", []),
+    threads = tuple(str(t) for t in read.array(execution.get("threads") or [],
                                                "execution.threads"))
     frames: list[Frame] = []
     seen: set[str] = set()
-    for where, entry in read.objects(execution.get("frames"), "execution.frames"):
+    for where, entry in read.objects(execution.get("frames") or [], "execution.frames"):
         frame = _frame(read, entry, where, runs, buffers, folder, seen)
         if threads and frame.tid not in threads:
             raise read.fail(where + ".tid", f"thread {frame.tid} is not one of "
@@ -205,21 +234,48 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
         seen.add(frame.name)
     if not frames:
         raise read.fail("execution.frames", "no frames: nothing was started while capturing")
-    return Capture(folder, digest, hwctxs, buffers, kernels, runs, threads, tuple(frames))
+    _check_waits(read, frames)
+    return Capture(folder, digest, hwctxs, buffers, kernels, runs, threads, tuple(frames),
+                   programs)
+
+
+def _section(read: JsonReader, parent: dict[str, Any], key: str, where: str):
+    """An array of objects that capture.cpp writes as null when it is empty."""
+    value = parent.get(key)
+    return read.objects([] if value is None else value, f"{where}.{key}")
+
+
+def _check_waits(read: JsonReader, frames: list[Frame]) -> None:
+    """A frame waits on itself, on an earlier frame of its own thread, or on any frame of
+    another thread (replay.cpp's executor runs each thread's frames in order and waits on
+    the frames named, wherever they are in the file)."""
+    position = {f.name: i for i, f in enumerate(frames)}
+    thread = {f.name: f.tid for f in frames}
+    for i, frame in enumerate(frames):
+        for j, wait in enumerate(frame.waits):
+            if wait not in position:
+                raise read.fail(f"execution.frames[{i}].waits[{j}]",
+                                f"{wait!r} is not a frame of the capture")
+            if thread[wait] == frame.tid and position[wait] > i:
+                raise read.fail(f"execution.frames[{i}].waits[{j}]",
+                                f"{wait!r} comes later in the same thread ({frame.tid}); its "
+                                "thread could never reach it")
 
 
 def _run_args(read: JsonReader, entry: dict[str, Any], where: str,
-              buffers: dict[str, int]) -> tuple[tuple[int, str, Any], ...]:
+              buffers: dict[str, Buffer]) -> tuple[tuple[int, str, Any], ...]:
     args: list[tuple[int, str, Any]] = []
-    for at, arg in read.objects(entry.get("arguments", []), where + ".arguments"):
+    for at, arg in read.objects(entry.get("arguments") or [], where + ".arguments"):
         bo = read.text(arg.get("bo"), at + ".bo")
         if bo not in buffers:
             raise read.fail(at + ".bo", f"{bo!r} is not a buffer of resources.buffers")
         args.append((read.index(arg.get("argidx"), at + ".argidx"), "bo", bo))
-    for at, constant in read.objects(entry.get("constants", []), where + ".constants"):
+    for at, constant in read.objects(entry.get("constants") or [], where + ".constants"):
         value = constant.get("value")
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise read.fail(at + ".value", f"expected an integer, got {describe(value)}")
+        # replay.cpp create_run reads the value as a uint64
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+            raise read.fail(at + ".value", f"expected an unsigned 64-bit integer, got "
+                                           f"{describe(value)}")
         args.append((read.index(constant.get("argidx"), at + ".argidx"), "int", value))
     indices = [a[0] for a in args]
     if len(set(indices)) != len(indices):
@@ -228,7 +284,7 @@ def _run_args(read: JsonReader, entry: dict[str, Any], where: str,
 
 
 def _frame(read: JsonReader, entry: dict[str, Any], where: str, runs: dict[str, Run],
-           buffers: dict[str, int], folder: Path, seen: set[str]) -> Frame:
+           buffers: dict[str, Buffer], folder: Path, seen: set[str]) -> Frame:
     name = read.text(entry.get("name"), where + ".name")
     if name in seen:
         raise read.fail(where + ".name", f"{name!r} is named twice")
@@ -251,10 +307,10 @@ def _frame(read: JsonReader, entry: dict[str, Any], where: str, runs: dict[str, 
             fnm = read.text(arg.get("fnm"), here + ".fnm")
             data.append((bo, _file_in(read, folder, fnm, here + ".fnm")))
     waits = []
-    for j, wait in enumerate(read.array(entry.get("waits", []), where + ".waits")):
-        if not isinstance(wait, str) or (wait not in seen and wait != name):
-            raise read.fail(f"{where}.waits[{j}]", f"{wait!r} is neither this frame nor one "
-                                                   "before it")
+    for j, wait in enumerate(read.array(entry.get("waits") or [], where + ".waits")):
+        if not isinstance(wait, str) or not wait:
+            raise read.fail(f"{where}.waits[{j}]", f"expected a frame name, got "
+                                                   f"{describe(wait)}")
         waits.append(wait)
     return Frame(name, tid, tuple(names), tuple(data), tuple(waits))
 
@@ -283,23 +339,46 @@ def capture_case(capture: Capture, frame_name: str | None, *, name: str, descrip
             templates.append(run)
         order.append(keys[key])
     commands = tuple(Command(capture.kernels[run.kernel].instance, "nop", (),
-                             elf=capture.kernels[run.kernel].ctrlcode, args=run.args)
+                             elf=capture.kernels[run.kernel].ctrlcode,
+                             args=_as_c_ints(capture, run))
                      for run in templates)
     data = capture.data_for(frame)
     used = {value for run in templates for _, kind, value in run.args if kind == "bo"}
-    buffers = {bo: BufferSpec(capture.buffers[bo], data.get(bo)) for bo in sorted(used)}
+    buffers = {bo: BufferSpec(capture.buffers[bo].size, data.get(bo),
+                              capture.buffers[bo].flags, capture.buffers[bo].memgrp)
+               for bo in sorted(used)}
     n = frame.depth
     specs = plan_specs or {"captured": str(n)}
     plans: list[Plan] = []
     for plan_name, spec in specs.items():
         plans.append(make_plan(plan_name, spec, n))
-    flow = ELF_FLOW if all(c.elf for c in commands) else INSTR_BO
+    flow = FULL_ELF if context in capture.programs else ELF_FLOW if all(
+        c.elf for c in commands) else INSTR_BO
     return Case(name=name, description=description, source=f"xrt-capture {capture.folder}",
                 pack="capture", xclbins=dict(capture.hwctxs), layers=n,
                 runlist_context=context, per_layer=commands, plans=tuple(plans), expect={},
                 trials=trials, deadline_s=deadline_s, file=file, sha256=sha256, flow=flow,
                 buffers=buffers, order=tuple(order), kind="capture", frame=frame.name,
-                frames=tuple(f.name for f in capture.frames), capture=str(capture.folder))
+                frames=tuple(f.name for f in capture.frames), capture=str(capture.folder),
+                programs=dict(capture.programs))
+
+
+def _as_c_ints(capture: Capture, run: Run) -> tuple[tuple[int, str, Any], ...]:
+    """A run's arguments as pyxrt can set them. The capture records constants as uint64;
+    pyxrt's run.set_arg takes a C int, so a value of 32 bits is passed as the C int with
+    the same bits (what XRT's set_arg copies), and a wider one cannot be set from Python
+    at all (XRT's own `xrt-runner --replay` can)."""
+    out = []
+    for index, kind, value in run.args:
+        if kind == "int" and value >= 2**31:
+            if value >= 2**32:
+                raise CaptureError(f"{capture.folder / REPLAY}: {run.name} sets argument "
+                                   f"{index} to the 64-bit constant 0x{value:x}; pyxrt's "
+                                   "run.set_arg takes a C int, so the harness cannot set it "
+                                   "(replay this frame with xrt-runner --replay)")
+            value -= 2**32
+        out.append((index, kind, value))
+    return tuple(out)
 
 
 def depth_histogram(capture: Capture) -> dict[int, int]:

@@ -21,7 +21,7 @@ from harness.errors import CaseError, PlanError
 from harness.ert import CmdState, state_from_name
 from harness.jsonread import describe
 from harness.plan import Plan, make_plan
-from harness.results import FLOWS, INSTR_BO, BufferSpec
+from harness.results import FLOWS, FULL_ELF, INSTR_BO, BufferSpec
 from harness.yamlio import AliasError, DuplicateKeyError, KeyPath, load_yaml_with_lines
 
 NOP = "nop"
@@ -74,6 +74,8 @@ class Case:
     capture: str | None = None    # a capture's folder
     frame: str | None = None      # the captured frame whose runs the plans cut
     frames: tuple[str, ...] = ()  # every frame of the capture
+    # contexts made from full ELFs (role -> absolute ELF paths), beside the xclbin ones
+    programs: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def plan(self, name: str) -> Plan:
         for plan in self.plans:
@@ -264,7 +266,7 @@ def parse_case(raw: bytes, file: str) -> Case:
         return _capture_case(check, data, file, raw)
     top = check.mapping(data, (), {"case", "description", "source", "pack", "xclbins",
                                    "decode", "plans", "expect", "trials", "deadline_s",
-                                   "flow"},
+                                   "flow", "programs"},
                         {"case", "description", "pack", "xclbins", "decode", "plans"})
     name = check.string(top["case"], ("case",), _NAME)
     description = check.string(top["description"], ("description",))
@@ -282,15 +284,16 @@ def parse_case(raw: bytes, file: str) -> Case:
                                                  "such as attn, mm, layer, dequant")
         xclbins[role] = check.string(filename, ("xclbins", role))
 
+    programs = _programs(check, top.get("programs", {}), xclbins, Path(file).parent)
     decode = check.mapping(top["decode"], ("decode",), {"layers", "runlist_context",
                                                         "per_layer"},
                            {"layers", "runlist_context", "per_layer"})
     layers = check.integer(decode["layers"], ("decode", "layers"), 1, 10_000)
     context = check.string(decode["runlist_context"], ("decode", "runlist_context"))
-    if context not in xclbins:
+    if context not in xclbins and context not in programs:
         raise check.error(("decode", "runlist_context"),
-                          f"{context!r} is not one of the case's xclbins "
-                          f"({', '.join(xclbins)})")
+                          f"{context!r} is not one of the case's contexts "
+                          f"({', '.join([*xclbins, *programs])})")
     per_layer = _commands(check, decode["per_layer"], Path(file).parent)
 
     plans_raw = top["plans"]
@@ -326,14 +329,47 @@ def parse_case(raw: bytes, file: str) -> Case:
               if "trials" in top else DEFAULT_TRIALS)
     deadline = (check.number(top["deadline_s"], ("deadline_s",), 0.1, 86_400)
                 if "deadline_s" in top else None)
-    flow = check.string(top.get("flow", INSTR_BO), ("flow",))
+    flow = check.string(top.get("flow", FULL_ELF if context in programs else INSTR_BO),
+                        ("flow",))
     if flow not in FLOWS:
         raise check.error(("flow",), f"{flow!r} is not a flow; use elf (FastFlowLM's: a "
-                                     "control-code ELF, module and ext.kernel) or instr-bo "
-                                     "(an instruction buffer, as mlir-aie and IRON)")
+                                     "control-code ELF, module and ext.kernel), instr-bo "
+                                     "(an instruction buffer, as mlir-aie and IRON) or "
+                                     "full-elf (a context made from a full ELF)")
+    if context in programs and flow != FULL_ELF:
+        raise check.error(("flow",), f"the runlist context {context!r} is made from full "
+                                     f"ELFs (programs), which only the full-elf flow runs")
     return Case(name, description, source, pack, xclbins, layers, context, per_layer,
                 tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest(),
-                flow)
+                flow, programs=programs)
+
+
+def _programs(check: _Checker, raw: Any, xclbins: dict[str, str],
+              folder: Path) -> dict[str, tuple[str, ...]]:
+    """`programs: {role: file or [files]}`: contexts made from full ELFs, paths relative to
+    the case file."""
+    if not isinstance(raw, dict):
+        raise check.error(("programs",), f"expected a mapping of role to ELF file(s), got "
+                                         f"{describe(raw)}")
+    programs: dict[str, tuple[str, ...]] = {}
+    for role, files in raw.items():
+        path = ("programs", role)
+        if not isinstance(role, str) or not _ROLE.fullmatch(role):
+            raise check.error(path, f"role {role!r} must be a lower-case name")
+        if role in xclbins:
+            raise check.error(path, f"{role!r} is an xclbin context too; a context is made "
+                                    "from an xclbin or from full ELFs, not both")
+        names = [files] if isinstance(files, str) else files
+        if not isinstance(names, list) or not names:
+            raise check.error(path, "expected an ELF file or a list of them")
+        resolved = []
+        for i, name in enumerate(names):
+            elf = (folder / check.string(name, path + (i,))).resolve()
+            if not elf.is_file():
+                raise check.error(path + (i,), f"{elf} does not exist")
+            resolved.append(str(elf))
+        programs[role] = tuple(resolved)
+    return programs
 
 
 def _capture_case(check: _Checker, data: dict, file: str, raw: bytes) -> Case:

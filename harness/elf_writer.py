@@ -151,8 +151,19 @@ def _align(n: int, to: int) -> int:
 def control_code_file(control_code: bytes) -> Path:
     """The ELF of `control_code` as a file (`pyxrt.elf` takes a path), kept in the cache
     under its UID, so every trial and worker of a run shares one."""
-    data = control_code_elf(control_code)
-    path = cache_dir("control-code") / f"{control_code_uid(control_code)}.elf"
+    return _cached_file(control_code_elf(control_code),
+                        f"{control_code_uid(control_code)}.elf")
+
+
+def full_elf_file(control_code: bytes, columns: int, *, kernel: str,
+                  args: tuple[str, ...]) -> Path:
+    """`full_elf` as a cached file (a simulator stand-in for a design's full ELF)."""
+    data = full_elf(control_code, columns, kernel=kernel, args=args)
+    return _cached_file(data, f"full-{hashlib.sha256(data).hexdigest()[:24]}.elf")
+
+
+def _cached_file(data: bytes, name: str) -> Path:
+    path = cache_dir("control-code") / name
     try:
         if path.read_bytes() == data:
             return path

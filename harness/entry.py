@@ -48,7 +48,12 @@ def _invoke(args: list[str], prog_name: str, command_name: str | None) -> int:
 
 def _run(args: list[str], prog_name: str, command_name: str | None = None) -> int:
     signal.signal(signal.SIGTERM, _early_stop)
+    # Python ignores SIGINT from the start when it inherited it ignored; the harness
+    # always stops on Ctrl-C. A parent may also have blocked both signals until the
+    # harness is ready for them (its tests do): from here on they are handled.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         return _invoke(args, prog_name, command_name)
     except KeyboardInterrupt:
         print("interrupted: stopped by Ctrl-C", file=sys.stderr)

@@ -37,11 +37,10 @@ from harness.case import DEFAULT_TRIALS, Case, Command
 from harness.errors import BadInput, CaseError
 from harness.jsonread import JsonReader, describe, parse_json
 from harness.plan import make_plan
-from harness.results import ELF_FLOW, INSTR_BO, BufferSpec
+from harness.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec
 from harness.yamlio import write_atomic
 
 VALIDATE_PREFIX = "xrt-validate:"
-RECIPE_CONTEXT = "recipe"
 RUNLIST_THRESHOLD = 6            # xrt_core::runner default_runlist_threshold
 MAX_RECIPE_BYTES = 64 << 20
 SHAPES = Path(__file__).parent / "data" / "xrt_validate.yaml"
@@ -69,14 +68,24 @@ def load_recipe(ref: str, profile: str | None = None) -> Case:
     raw = _read(recipe_path)
     data = _json(raw, str(recipe_path))
     profile_raw = _read(profile_path) if profile_path else b""
-    bindings, iterations = (_profile(_json(profile_raw, str(profile_path)), str(profile_path))
-                            if profile_path else ({}, None))
-    case = _case(data, recipe_path, bindings, notes)
-    if iterations is not None:
-        notes.append(f"the profile asks for {iterations} iterations; here --trials sets how "
-                     "often each plan runs")
+    read = _profile(_json(profile_raw, str(profile_path)), str(profile_path), notes) \
+        if profile_path else Profile({}, None, RUNLIST_THRESHOLD)
+    case = _case(data, recipe_path, read, notes)
+    if read.iterations is not None:
+        notes.append(f"the profile asks for {read.iterations} iterations (XRT's runner "
+                     "executes the whole recipe that often); here --trials sets how often "
+                     "each plan runs")
     digest = hashlib.sha256(raw + b"\0" + profile_raw).hexdigest()
     return _with(case, notes, digest, str(profile_path) if profile_path else None, ref)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a profile says: the buffers it binds, iterations, the runlist threshold."""
+
+    bindings: dict[str, BufferSpec]
+    iterations: int | None
+    runlist_threshold: int
 
 
 def _read(path: Path) -> bytes:
@@ -97,9 +106,11 @@ def _json(raw: bytes, file: str) -> dict[str, Any]:
     return data
 
 
-def _profile(data: dict[str, Any], file: str) -> tuple[dict[str, BufferSpec], int | None]:
-    """Buffers the profile binds (size, and a file that initialises them), and the
-    number of iterations it asks for."""
+def _profile(data: dict[str, Any], file: str, notes: list[str]) -> Profile:
+    """The buffers the profile binds, as XRT's runner creates them (`bindings::init`,
+    `init_buffer_file`): `size` when given, else the file's; the file's bytes are copied
+    into [begin, end) of the buffer, and without a size that range is empty (only a
+    page-aligned "mmap": true file is mapped whole), so the buffer stays zero."""
     read = JsonReader(file, RecipeError)
     bindings: dict[str, BufferSpec] = {}
     for where, entry in read.objects(data.get("bindings", []), "bindings"):
@@ -110,76 +121,181 @@ def _profile(data: dict[str, Any], file: str) -> tuple[dict[str, BufferSpec], in
             source = (Path(file).parent / read.text(init["file"], where + ".init.file")).resolve()
             if not source.is_file():
                 raise read.fail(where + ".init.file", f"{source} does not exist")
+        elif init:
+            raise read.fail(where + ".init", "only file initialisation is supported (not "
+                                             "stride or random)")
         size = entry.get("size")
         if size is None and source is None:
             raise read.fail(where, "a binding without a file needs a size")
-        size = read.index(size, where + ".size") if size is not None else source.stat().st_size
-        bindings[name] = BufferSpec(size, str(source) if source else None)
+        if size is not None:
+            bindings[name] = BufferSpec(read.index(size, where + ".size"),
+                                        str(source) if source else None)
+        elif init.get("mmap") is True:
+            bindings[name] = BufferSpec(source.stat().st_size, str(source))
+        else:
+            bindings[name] = BufferSpec(source.stat().st_size)
+            notes.append(f"{file}: {where} ({name}) has a file but no size: XRT's runner "
+                         "makes the buffer the file's size and copies nothing into it (the "
+                         "range [begin, end) defaults to [0, size) = empty); it stays zero "
+                         "here too. Give size to fill it")
     execution = read.mapping(data.get("execution", {}), "execution")
     iterations = execution.get("iterations")
-    return bindings, read.index(iterations, "execution.iterations") if iterations is not None \
-        else None
+    threshold = execution.get("runlist_threshold", RUNLIST_THRESHOLD)
+    return Profile(bindings,
+                   read.index(iterations, "execution.iterations")
+                   if iterations is not None else None,
+                   read.index(threshold, "execution.runlist_threshold"))
 
 
-def _case(data: dict[str, Any], path: Path, bindings: dict[str, BufferSpec],
-          notes: list[str]) -> Case:
+EXTERNAL = {"input", "output", "inout", "weight"}    # runner.cpp buffer::is_external
+BUFFER_TYPES = EXTERNAL | {"internal", "spill", "unknown", "debug"}
+
+
+def _contexts(read: JsonReader, data: dict[str, Any], base: Path,
+              absent: list[str]) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """The hardware contexts a recipe makes (`resources::create_hwctxs`): the legacy
+    header's (xclbin, or program/programs) named "header", then each of
+    resources.hwctxs (name, xclbin or programs)."""
+    xclbins: dict[str, str] = {}
+    programs: dict[str, tuple[str, ...]] = {}
+
+    def artefact(name: Any, where: str, stand_in: bool = True) -> str:
+        path = (base / read.text(name, where)).resolve()
+        if not path.is_file():
+            if not stand_in:        # no stand-in configures an array: a full ELF must exist
+                raise read.fail(where, f"{path} does not exist")
+            absent.append(str(path))
+        return str(path)
+
+    def add(name: str, entry: dict[str, Any], where: str, legacy: bool) -> None:
+        if "xclbin" in entry:
+            xclbins[name] = artefact(entry["xclbin"], where + ".xclbin")
+        elif "programs" in entry or (legacy and "program" in entry):
+            files = [(entry["program"], f"{where}.program")] if legacy and \
+                "program" in entry else []
+            files += [(f, f"{where}.programs[{i}]") for i, f in
+                      enumerate(read.array(entry.get("programs", []), where + ".programs"))]
+            if not files:
+                raise read.fail(where + ".programs", "no program specified for hwctx")
+            programs[name] = tuple(artefact(f, at, stand_in=False) for f, at in files)
+        elif not legacy:
+            raise read.fail(where, "no xclbin or program specified for hwctx")
+
+    add("header", read.mapping(data.get("header", {}), "header"), "header", legacy=True)
+    resources = read.mapping(data.get("resources", {}), "resources")
+    for where, entry in read.objects(resources.get("hwctxs", []), "resources.hwctxs"):
+        name = read.text(entry.get("name"), where + ".name")
+        if name in xclbins or name in programs:
+            raise read.fail(where + ".name", f"{name!r} is named twice")
+        add(name, entry, where, legacy=False)
+    if not xclbins and not programs:
+        raise read.fail("header", "could not create hwctx, xclbin or program is required in "
+                                  "recipe")
+    return xclbins, programs
+
+
+def _case(data: dict[str, Any], path: Path, profile: Profile, notes: list[str]) -> Case:
     read = JsonReader(str(path), RecipeError)
     base = path.parent
     if data.get("version") != "1.0":
         raise read.fail("version", f"{data.get('version')!r}; XRT's runner reads version 1.0")
-    header = read.mapping(data.get("header"), "header")
-    if "program" in header:
-        raise read.fail("header.program", "ELF-program configurations are not supported; "
-                                          "give a recipe whose header names an xclbin")
-    xclbin = (base / read.text(header.get("xclbin"), "header.xclbin")).resolve()
-    absent = [] if xclbin.is_file() else [str(xclbin)]
+    absent: list[str] = []
+    xclbins, programs = _contexts(read, data, base, absent)
+    contexts = [*xclbins, *programs]
     resources = read.mapping(data.get("resources", {}), "resources")
     buffers: dict[str, BufferSpec] = {}
+    unset: list[str] = []
     for where, entry in read.objects(resources.get("buffers", []), "resources.buffers"):
         name = read.text(entry.get("name"), where + ".name")
-        if name in bindings:
-            buffers[name] = bindings[name]
-        elif "size" in entry:
-            buffers[name] = BufferSpec(read.index(entry["size"], where + ".size"))
+        kind = entry.get("type")
+        if kind not in BUFFER_TYPES:
+            raise read.fail(where + ".type", f"{describe(kind)}; XRT's runner knows "
+                                             f"{', '.join(sorted(BUFFER_TYPES))}")
+        size = entry.get("size")
+        if size is None and kind in ("internal", "debug"):
+            raise read.fail(where, f"a{'n' if kind == 'internal' else ''} {kind} buffer "
+                                   "needs a size")
+        if name in profile.bindings:
+            buffers[name] = profile.bindings[name]
+        elif kind not in EXTERNAL and size:
+            buffers[name] = BufferSpec(read.index(size, where + ".size"))
         else:
-            raise read.fail(where, f"buffer {name!r} has no size and the profile binds "
-                                   "no file to it")
-    kernels: dict[str, tuple[str, str | None]] = {}
+            unset.append(name)              # runner.cpp create_bo: no buffer, no argument
+    if unset:
+        notes.append(f"buffers {', '.join(unset)} are external ({'/'.join(sorted(EXTERNAL))}) "
+                     "or empty with no binding in the profile: XRT's runner creates no buffer "
+                     "for them and leaves the arguments they are given unset; so does the "
+                     "harness")
+    kernels: dict[str, tuple[str, str | None, str]] = {}
     for where, entry in read.objects(resources.get("kernels", []), "resources.kernels"):
         name = read.text(entry.get("name"), where + ".name")
         instance = read.text(entry.get("instance", name), where + ".instance")
+        hwctx = entry.get("hwctx", "")
+        if hwctx:
+            hwctx = read.text(hwctx, where + ".hwctx")
+            if hwctx not in contexts:
+                raise read.fail(where + ".hwctx", f"{hwctx!r} is not a context of the recipe "
+                                                  f"({', '.join(contexts)})")
+        elif len(contexts) == 1:
+            hwctx = contexts[0]
+        else:
+            raise read.fail(where, "default hwctx is missing or ambiguous: name the kernel's "
+                                   f"hwctx ({', '.join(contexts)})")
         elf = None
         if "ctrlcode" in entry:
+            if hwctx in programs:
+                raise read.fail(where + ".ctrlcode", "a kernel of a context made from full "
+                                                     "ELFs takes no ctrlcode")
             elf = str((base / read.text(entry["ctrlcode"], where + ".ctrlcode")).resolve())
             if not Path(elf).is_file():
                 absent.append(elf)
-        kernels[name] = (instance, elf)
+        kernels[name] = (instance, elf, hwctx)
     execution = read.mapping(data.get("execution"), "execution")
     runs = list(read.objects(execution.get("runs"), "execution.runs"))
     if not runs:
         raise read.fail("execution.runs", "no runs")
     templates: dict[Command, int] = {}          # runs alike share one, in first-seen order
-    order = [templates.setdefault(_run(read, entry, where, kernels, buffers), len(templates))
-             for where, entry in runs]
-    flow = ELF_FLOW if all(elf for _, elf in kernels.values()) else INSTR_BO
+    order, used = [], set()
+    declared = set(buffers) | set(unset)
+    for where, entry in runs:
+        command, hwctx = _run(read, entry, where, kernels, buffers, declared)
+        used.add(hwctx)
+        order.append(templates.setdefault(command, len(templates)))
+    if len(used) > 1:
+        raise read.fail("execution.runs", f"the runs use kernels of {len(used)} contexts "
+                                          f"({', '.join(sorted(used))}); a runlist belongs "
+                                          "to one")
+    context = used.pop()
+    flow = ELF_FLOW if all(elf for _, elf, c in kernels.values() if c == context) else \
+        INSTR_BO
     n = len(order)
-    if n < RUNLIST_THRESHOLD:
-        notes.append(f"XRT's runner starts fewer than {RUNLIST_THRESHOLD} runs one by one; "
-                     f"here the {n} run{'s' if n > 1 else ''} go in a runlist like any plan")
+    threshold = profile.runlist_threshold
+    if n < threshold:
+        notes.append(f"XRT's runner starts fewer than {threshold} runs one by one "
+                     "(runlist_threshold); here the "
+                     f"{n} run{'s' if n > 1 else ''} go in a runlist like any plan")
+    elif threshold != RUNLIST_THRESHOLD:
+        notes.append(f"the profile's runlist_threshold is {threshold}: XRT's runner makes a "
+                     f"runlist of {n} runs, as here")
     return Case(name=path.stem, description=f"XRT run recipe {path.name}: {n} runs",
-                source=str(path), pack="recipe", xclbins={RECIPE_CONTEXT: str(xclbin)},
-                layers=n, runlist_context=RECIPE_CONTEXT, per_layer=tuple(templates),
+                source=str(path), pack="recipe", xclbins=xclbins, layers=n,
+                runlist_context=context, per_layer=tuple(templates),
                 plans=(make_plan("recipe", str(n), n),), expect={}, trials=DEFAULT_TRIALS,
-                deadline_s=None, file=str(path.resolve()), sha256="", flow=flow,
-                buffers=buffers, order=tuple(order), kind="recipe", absent=tuple(absent))
+                deadline_s=None, file=str(path.resolve()), sha256="",
+                flow=FULL_ELF if context in programs else flow, buffers=buffers,
+                order=tuple(order), kind="recipe", absent=tuple(absent), programs=programs)
 
 
 def _run(read: JsonReader, entry: dict[str, Any], where: str,
-         kernels: dict[str, tuple[str, str | None]], buffers: dict[str, BufferSpec]) -> Command:
-    name = read.text(entry.get("name"), where + ".name")
+         kernels: dict[str, tuple[str, str | None, str]],
+         buffers: dict[str, BufferSpec], declared: set[str]) -> tuple[Command, str]:
+    # runner.cpp create_kernel_run: "kernel" names the kernel; the legacy "name" does
+    # when "kernel" is absent
+    key = "kernel" if "kernel" in entry else "name"
+    name = read.text(entry.get(key), f"{where}.{key}")
     if name not in kernels:
-        raise read.fail(where + ".name", f"{name!r} is not a kernel of resources.kernels "
-                                         f"({', '.join(kernels) or 'none'})")
+        raise read.fail(f"{where}.{key}", f"{name!r} is not a kernel of resources.kernels "
+                                          f"({', '.join(kernels) or 'none'})")
     if entry.get("where", "npu") != "npu":
         raise read.fail(where + ".where", "CPU runs are not supported; the harness submits "
                                           "to the NPU")
@@ -188,23 +304,27 @@ def _run(read: JsonReader, entry: dict[str, Any], where: str,
         if "size" in arg or "offset" in arg:
             raise read.fail(at, "sub-buffer arguments (size/offset) are not supported")
         buffer = read.text(arg.get("name"), at + ".name")
-        if buffer not in buffers:
+        index = read.index(arg.get("argidx"), at + ".argidx")
+        if buffer not in declared:         # resources::get_buffer_or_error
             raise read.fail(at + ".name", f"{buffer!r} is not a buffer of resources.buffers "
-                                          f"({', '.join(buffers) or 'none'})")
-        args.append((read.index(arg.get("argidx"), at + ".argidx"), "bo", buffer))
+                                          f"({', '.join(sorted(declared)) or 'none'})")
+        if buffer in buffers:
+            args.append((index, "bo", buffer))
     for at, constant in read.objects(entry.get("constants", []), where + ".constants"):
         value = constant.get("value")
-        if constant.get("type", "int") != "int" or isinstance(value, bool) \
-                or not isinstance(value, int):
-            raise read.fail(at, f"only integer constants are supported, got {describe(value)}")
+        # create_constant_args: "int" read as a C int; "string" the harness cannot pass
+        if constant.get("type") != "int" or isinstance(value, bool) \
+                or not isinstance(value, int) or not -2**31 <= value < 2**31:
+            raise read.fail(at, f"only int constants (a C int) are supported, got "
+                                f"{describe(value)} of type {describe(constant.get('type'))}")
         args.append((read.index(constant.get("argidx"), at + ".argidx"), "int", value))
     indices = [a[0] for a in args]
     if len(set(indices)) != len(indices):
         raise read.fail(where, f"an argument index is set twice ({sorted(indices)})")
-    instance, elf = kernels[name]
+    instance, elf, hwctx = kernels[name]
     # An absent control code is a NOP ELF stand-in (simulated stack only; hardware refuses).
     return Command(instance, "nop", (), elf=elf if elf and Path(elf).is_file() else None,
-                   args=tuple(sorted(args)))
+                   args=tuple(sorted(args))), hwctx
 
 
 def _with(case: Case, notes: list[str], digest: str, profile: str | None, ref: str) -> Case:
@@ -273,10 +393,11 @@ def _rebuilt(name: str) -> tuple[Path, Path | None, list[str]]:
            "arguments": [{"name": b["name"], "argidx": b["argidx"]}
                          for b in shape["buffers"] if "argidx" in b],
            "constants": [{"value": 3, "type": "int", "argidx": 0}]}
+    kernel = {"name": "k1", "instance": shape["instance"]}
+    if shape["ctrlcode"]:
+        kernel["ctrlcode"] = shape["ctrlcode"]
     recipe = {"version": "1.0", "header": {"xclbin": shape["xclbin"]},
-              "resources": {"buffers": buffers,
-                            "kernels": [{"name": "k1", "instance": shape["instance"],
-                                         "ctrlcode": shape["ctrlcode"]}]},
+              "resources": {"buffers": buffers, "kernels": [kernel]},
               "execution": {"runs": [run] * shape["runs"]}}
     profile = {"version": "1.0", "execution": {"iterations": shape["iterations"],
                                                "verbose": False}}
@@ -304,36 +425,64 @@ class Export:
     missing: list[str]
 
 
-def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path, real: bool,
-                 flow: str, folder: Path) -> Export:
+def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | None,
+                 real: bool, flow: str, folder: Path) -> Export:
     """Write `case`, cut as each plan says, as XRT run recipes into `folder` (which must
     not exist). XRT's runner makes one runlist of each contiguous sequence of NPU runs,
     so each runlist of a plan is a recipe of its own, run in order by run_PLAN.sh.
     `xclbin` gives the partition the control code is sized to; it is copied only when
     `real` (a stand-in is never passed off as the pack), else the README says where the
-    real one goes."""
+    real one goes. A context made from full ELFs is written as `resources.hwctxs[]` with
+    its programs.
+
+    Every buffer is one XRT's runner creates (runner.cpp `create_bo`, `bindings::init`):
+    a data buffer with no content is `internal` with its size; one with content is bound
+    in the profile with its `size` and `init.file` (without a size the runner copies
+    nothing into it)."""
     from harness.elf_writer import control_code_elf
     from harness.txn import nop_stream, word_count
     from harness.xclbin import read_xclbin
 
-    part = read_xclbin(xclbin).partition
-    columns = part.column_width if part else 4
     files: dict[str, bytes] = {}
-    xclbin_name = Path(case.xclbins[case.runlist_context]).name
-    missing = []
-    if real:
-        files[xclbin_name] = xclbin.read_bytes()
+    missing: list[str] = []
+    programs = case.programs.get(case.runlist_context)
+    if programs is None and flow == FULL_ELF:
+        raise BadInput(f"{case.name}: --flow full-elf needs a full ELF for context "
+                       f"{case.runlist_context!r} (programs: in the case); the simulator's "
+                       "stand-in is not exported")
+    columns = 4
+    header: dict[str, Any] = {}
+    hwctxs: list[dict[str, Any]] = []
+    if programs is not None:
+        names = [f"program_{i}.elf" for i in range(len(programs))]
+        files.update({n: Path(p).read_bytes() for n, p in zip(names, programs, strict=True)})
+        hwctxs.append({"name": case.runlist_context, "programs": names})
     else:
-        missing.append(xclbin_name)
+        part = read_xclbin(xclbin).partition if xclbin else None
+        columns = part.column_width if part else columns
+        xclbin_name = Path(case.xclbins[case.runlist_context]).name
+        header["xclbin"] = xclbin_name
+        if real and xclbin:
+            files[xclbin_name] = xclbin.read_bytes()
+        else:
+            missing.append(xclbin_name)
 
     def stream_of(command: Command) -> bytes:
         return nop_stream(columns) if command.instructions == "nop" else \
             Path(command.instructions).read_bytes()
 
     kernels, buffers, bindings, templates = [], [], [], []
+
+    def bound(name: str, content: bytes, file: str) -> None:
+        files[file] = content
+        buffers.append({"name": name, "type": "input", "size": len(content)})
+        bindings.append({"name": name, "size": len(content), "init": {"file": file}})
+
     for c, command in enumerate(case.per_layer):
-        kernel = {"name": f"k{c}", "instance": command.kernel}
-        if command.elf:                               # a recipe's or capture's own
+        kernel: dict[str, Any] = {"name": f"k{c}", "instance": command.kernel}
+        if programs is not None:
+            kernel["hwctx"] = case.runlist_context
+        elif command.elf:                             # a recipe's or capture's own
             kernel["ctrlcode"] = f"ctrl_{c}.elf"
             files[kernel["ctrlcode"]] = Path(command.elf).read_bytes()
         elif command.args is not None and case.flow == ELF_FLOW:
@@ -346,22 +495,24 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path, r
         if command.args is not None:
             templates.append(_exported_run(f"k{c}", command.args))
             continue
-        args: list[tuple[int, str, Any]] = [(0, "int", command.opcode)]
-        if "ctrlcode" not in kernel:
-            stream = stream_of(command)
-            files[f"instr_{c}.bin"] = stream
-            buffers.append({"name": f"c{c}_instr", "type": "input", "size": len(stream)})
-            bindings.append({"name": f"c{c}_instr", "init": {"file": f"instr_{c}.bin"}})
-            args += [(1, "bo", f"c{c}_instr"), (2, "int", word_count(stream))]
+        args: list[tuple[int, str, Any]] = []
+        first = 0
+        if programs is None:
+            args.append((0, "int", command.opcode))
+            first = 3
+            if "ctrlcode" not in kernel:
+                stream = stream_of(command)
+                bound(f"c{c}_instr", stream, f"instr_{c}.bin")
+                args += [(1, "bo", f"c{c}_instr"), (2, "int", word_count(stream))]
         for j, size in enumerate(command.buffers):
-            buffers.append({"name": f"c{c}_b{j}", "type": "inout", "size": size})
-            args.append((3 + j, "bo", f"c{c}_b{j}"))
+            buffers.append({"name": f"c{c}_b{j}", "type": "internal", "size": size})
+            args.append((first + j, "bo", f"c{c}_b{j}"))
         templates.append(_exported_run(f"k{c}", tuple(args)))
     for name, spec in case.buffers.items():
-        buffers.append({"name": name, "type": "inout", "size": spec.size})
         if spec.data:
-            files[f"data_{name}.bin"] = Path(spec.data).read_bytes()
-            bindings.append({"name": name, "init": {"file": f"data_{name}.bin"}})
+            bound(name, Path(spec.data).read_bytes()[:spec.size], f"data_{name}.bin")
+        else:
+            buffers.append({"name": name, "type": "internal", "size": spec.size})
     sequence = (list(case.order) if case.order is not None
                 else [c for _ in range(case.layers) for c in range(len(case.per_layer))])
     per_unit = case.runs_per_layer
@@ -372,15 +523,22 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path, r
             runs = [templates[t] for t in sequence[start * per_unit:(start + units) * per_unit]]
             start += units
             name = f"recipe_{_safe(plan_name)}_{k + 1}of{len(chunks)}.json"
-            recipe = {"version": "1.0", "header": {"xclbin": xclbin_name},
-                      "resources": {"buffers": buffers, "kernels": kernels},
+            recipe = {"version": "1.0", "header": header,
+                      "resources": {**({"hwctxs": hwctxs} if hwctxs else {}),
+                                    "buffers": buffers, "kernels": kernels},
                       "execution": {"runs": runs}}
             files[name] = (json.dumps(recipe, indent=2) + "\n").encode()
             these.append(f"xrt-runner --recipe {name} --profile profile.json --dir .")
             recipes.append(name)
         files[f"run_{_safe(plan_name)}.sh"] = _run_script(case, plan_name, chunks,
                                                            these).encode()
-    profile = {"version": "1.0", "bindings": bindings, "execution": {"iterations": 1}}
+    # A runlist of fewer than RUNLIST_THRESHOLD runs would be started run by run: the
+    # profile lowers the threshold so every recipe is one xrt::runlist, as the plan cuts it.
+    smallest = min(c * per_unit for _, chunks in plans for c in chunks)
+    execution: dict[str, Any] = {"iterations": 1}
+    if smallest < RUNLIST_THRESHOLD:
+        execution["runlist_threshold"] = max(1, smallest)
+    profile = {"version": "1.0", "bindings": bindings, "execution": execution}
     files["profile.json"] = (json.dumps(profile, indent=2) + "\n").encode()
     files["README.md"] = _readme(case, plans, flow, files, missing).encode()
     _write_folder(folder, files)
@@ -414,10 +572,13 @@ def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
              f"{case.layers} {unit}s, {case.runs_per_layer} run(s) per {unit}. Runs: "
              f"{flow}, with the arguments the harness sets.", "",
              "XRT's runner (`xrt-runner`) makes one `xrt::runlist` of every contiguous "
-             "sequence of 6 or more NPU runs in a recipe, so each runlist of a plan is a "
-             "recipe of its own, and `run_PLAN.sh` runs them in order (each in its own "
-             "process, so each opens its own hardware context). A recipe of fewer than 6 "
-             "runs is started run by run, not as a runlist.", "",
+             "sequence of `runlist_threshold` (6) or more NPU runs in a recipe, so each "
+             "runlist of a plan is a recipe of its own, and `run_PLAN.sh` runs them in order "
+             "(each in its own process, so each opens its own hardware context). When a plan "
+             "has a runlist of fewer than 6 runs, profile.json lowers `runlist_threshold` so "
+             "that it is one `xrt::runlist` too. Every buffer is one the runner creates: "
+             "`internal` with its size, or bound in profile.json with its `size` and the "
+             "file it is filled from.", "",
              "```sh", "source /opt/xilinx/xrt/setup.sh"]
     lines += [f"sh run_{_safe(name)}.sh      # {name}: {'+'.join(map(str, chunks))}"
               for name, chunks in plans]

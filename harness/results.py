@@ -45,13 +45,17 @@ NO_ANSWER = frozenset(s.value for s in TrialStatus if not s.answered)
 COMPLETED_STATE = "COMPLETED"
 
 
-INSTR_BO, ELF_FLOW = "instr-bo", "elf"
-FLOWS = (ELF_FLOW, INSTR_BO)
+INSTR_BO, ELF_FLOW, FULL_ELF = "instr-bo", "elf", "full-elf"
+FLOWS = (ELF_FLOW, INSTR_BO, FULL_ELF)
 FLOW_TEXT = {
     ELF_FLOW: "elf: control-code ELF -> module -> ext.kernel, called (3, 0, 0, bo...) as "
               "FastFlowLM calls it; XRT sends ERT_START_NPU commands",
     INSTR_BO: "instr-bo: kernel called (3, instruction bo, ninstr, bo...) as mlir-aie and "
               "IRON call it; XRT sends ERT_START_CU commands",
+    FULL_ELF: "full-elf: hardware context made from full ELFs (hw_context(device, elf)), "
+              "kernel opened by name (ext.kernel(hwctx, 'main:sequence')), buffers from "
+              "argument 0, as mlir-aie, IRON's FullELFCallable and mlir-air do; XRT sends "
+              "ERT_START_NPU_PREEMPT_ELF commands",
 }
 
 
@@ -69,7 +73,9 @@ class CommandSpec:
     ``instr-bo`` flow (opcode, instruction buffer, ninstr, data buffers...), as mlir-aie
     and IRON call kernels; ``elf`` flow (opcode, 0, 0, data buffers...) on a kernel built
     from a control-code ELF (`elf`, or one made from `instructions` as FastFlowLM's
-    aiebu step does), as FastFlowLM calls them. With `args` (a recipe's or a capture's
+    aiebu step does), as FastFlowLM calls them; ``full-elf`` flow (data buffers from 0)
+    on a kernel the runlist context's full ELF declares (`kernel` is its name, e.g.
+    ``main:sequence``). With `args` (a recipe's or a capture's
     run) they are given: ``[argidx, "bo", buffer name]`` or ``[argidx, "int", value]``,
     buffers named in the trial's `buffers`."""
 
@@ -84,11 +90,14 @@ class CommandSpec:
 
 @dataclass
 class BufferSpec:
-    """A named buffer of a recipe or capture: its size, and the file its content comes
-    from (written and synced to the device before each runlist), if any."""
+    """A named buffer of a recipe or capture: its size, the file its content comes from
+    (written and synced to the device before each runlist), if any, and for a capture's
+    instruction buffer the flags and memory group it was allocated with."""
 
     size: int
     data: str | None = None
+    flags: int | None = None
+    memgrp: int | None = None
 
 
 @dataclass
@@ -109,6 +118,8 @@ class TrialSpec:
     continue_after_failure: bool = False
     buffers: dict[str, BufferSpec] = field(default_factory=dict)
     order: list[int] | None = None
+    # contexts made from full ELFs instead of an xclbin: role -> ELF files
+    programs: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def runs_per_unit(self) -> int:

@@ -34,9 +34,17 @@ from harness.errors import (
 from harness.isolation import run_isolated, worker_start
 from harness.packs import ResolvedPack, resolve_pack
 from harness.plan import Plan
+from harness.programs import Programs, check_programs, program_identity, programs_for
 from harness.report import PlanRecord, Report, utc_now
 from harness.reportfile import SIMULATED_SYNC_S, ReportFile
-from harness.results import ELF_FLOW, CommandSpec, TrialResult, TrialSpec, TrialStatus
+from harness.results import (
+    ELF_FLOW,
+    FULL_ELF,
+    CommandSpec,
+    TrialResult,
+    TrialSpec,
+    TrialStatus,
+)
 from harness.session import run_trial
 from harness.verdict import judge
 from harness.xclbin import read_xclbin
@@ -67,16 +75,18 @@ class RunOptions:
     flow: str | None = None          # --flow: overrides the case's
 
 
-def check_pack(case: Case, pack: ResolvedPack) -> list[str]:
+def check_pack(case: Case, pack: ResolvedPack, programs: Programs | None = None) -> list[str]:
     """What real XRT would refuse, refused before any trial starts; what it would take but
     a user probably did not mean, returned as warnings."""
     warnings = []
+    if programs is not None:
+        check_programs(case, programs)
     for role, path in pack.files.items():
         try:
             meta = read_xclbin(path)
         except XclbinError as err:
             raise BadInput(f"{role} xclbin: {err}") from None
-        if role != case.runlist_context:
+        if role != case.runlist_context or (programs and role in programs.files):
             continue
         for i, cmd in enumerate(case.per_layer):
             try:
@@ -127,24 +137,47 @@ def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
 
 
 def flow_of(case: Case, options: RunOptions) -> str:
-    return options.flow or case.flow
+    """The flow a run submits in: --flow, else the case's; a runlist context made from full
+    ELFs runs only in the full-elf flow."""
+    flow = options.flow or case.flow
+    if case.runlist_context in case.programs and flow != FULL_ELF:
+        raise BadInput(f"--flow {flow}: the runlist context {case.runlist_context!r} of "
+                       f"{case.name} is made from full ELFs; only --flow full-elf runs it")
+    return flow
+
+
+def case_programs(case: Case, pack: ResolvedPack, options: RunOptions, *,
+                  simulated: bool = True) -> Programs:
+    """The full-ELF contexts of `case` in the run's flow (a stand-in only when simulated)."""
+    columns = 4
+    xclbin = pack.files.get(case.runlist_context)
+    if xclbin is not None:
+        part = read_xclbin(xclbin).partition
+        columns = part.column_width if part else columns
+    return programs_for(case, flow_of(case, options), columns, simulated=simulated)
 
 
 def trial_spec(case: Case, pack: ResolvedPack, plan_name: str, chunks: list[int], index: int,
-               options: RunOptions) -> TrialSpec:
+               options: RunOptions, programs: Programs | None = None) -> TrialSpec:
     flow = flow_of(case, options)
+    programs = programs or case_programs(case, pack, options)
+    full = case.runlist_context in programs.files
+
+    def command_flow(c: Any) -> str:
+        return FULL_ELF if full else ELF_FLOW if c.elf else flow
     return TrialSpec(
         plan=plan_name, chunks=list(chunks), trial=index,
         seed=trial_seed(options.seed, plan_name, index),
         xclbins={role: str(path) for role, path in pack.files.items()},
         runlist_context=case.runlist_context,
-        per_layer=[CommandSpec(c.kernel, c.instructions, list(c.buffers), c.opcode,
-                               ELF_FLOW if c.elf else flow, c.elf,
+        per_layer=[CommandSpec(programs.kernels[i] or c.kernel, c.instructions,
+                               list(c.buffers), c.opcode, command_flow(c), c.elf,
                                [list(a) for a in c.args] if c.args is not None else None)
-                   for c in case.per_layer],
+                   for i, c in enumerate(case.per_layer)],
         continue_after_failure=options.continue_after_failure,
         buffers=dict(case.buffers),
-        order=list(case.order) if case.order is not None else None)
+        order=list(case.order) if case.order is not None else None,
+        programs=programs.files)
 
 
 def case_latencies(case: Case) -> dict[str, float]:
@@ -176,7 +209,8 @@ class Runner:
 
     def spec(self, plan: PlanRecord, index: int) -> TrialSpec:
         case, pack, options = self._workload(plan)
-        return trial_spec(case, pack, plan.name, plan.chunks, index, options)
+        programs = case_programs(case, pack, options, simulated=not self.backend.hardware)
+        return trial_spec(case, pack, plan.name, plan.chunks, index, options, programs)
 
     def _workload(self, plan: PlanRecord) -> tuple[Case, ResolvedPack, RunOptions]:
         if plan.control and self.control is not None:
@@ -267,7 +301,8 @@ def _timing(result: TrialResult) -> str:
 
 
 def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Plan],
-               options: RunOptions, command: str, environment: dict[str, Any]) -> Report:
+               options: RunOptions, command: str, environment: dict[str, Any],
+               programs: Programs | None = None) -> Report:
     backend_info = backend.as_report()
     backend_info["isolation"] = options.isolate
     return Report(
@@ -292,7 +327,11 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
         artifacts={"pack": {"name": pack.name, "source": pack.source,
                             "stand_ins": pack.stand_ins, "searched": pack.searched},
                    "xclbins": [identity(read_xclbin(path), role)
-                               for role, path in pack.files.items()]},
+                               for role, path in pack.files.items()],
+                   **({"programs": [program_identity(role, path, programs.stand_in)
+                                    for role, paths in programs.files.items()
+                                    for path in paths]} if programs and programs.files
+                      else {})},
         plans=[PlanRecord(p.name, p.spec, list(p.chunks),
                           case.expect[p.name].name if p.name in case.expect else None)
                for p in plans],
@@ -411,11 +450,15 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
     environment = collect_environment(backend)
     backend.adopt_environment(environment)
     pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=not backend.hardware)
+    programs = case_programs(case, pack, options, simulated=not backend.hardware)
     warnings = list(case.notes) + [f"{path} is absent: a stand-in takes its place"
                                    for path in case.absent]
-    warnings += check_pack(case, pack) + profile_warnings(case, backend)
+    if programs.stand_in:
+        warnings.append(f"no full ELF for context {case.runlist_context!r}: a stand-in built "
+                        "from the case's commands takes its place (simulated stack only)")
+    warnings += check_pack(case, pack, programs) + profile_warnings(case, backend)
     report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
-                        options, command, environment)
+                        options, command, environment, programs)
     handle = ReportFile.create(report, out=out, name=case.name, force=force)
     for warning in warnings:
         handle.note(f"warning: {warning}")

@@ -36,7 +36,7 @@ from harness.ert import (
 )
 from harness.results import (
     ELF_FLOW,
-    INSTR_BO,
+    FULL_ELF,
     CommandSpec,
     RunlistOutcome,
     TrialResult,
@@ -70,12 +70,22 @@ class _Loaded:
         self.contexts: dict[str, Any] = {}
         columns = 0
         for role, path in spec.xclbins.items():
+            if role in spec.programs:
+                continue
             # register_xclbin returns the uuid in every release (pyxrt.cpp)
             self.contexts[role] = xrt.hw_context(self.dev,
                                                  self.dev.register_xclbin(xrt.xclbin(path)))
             if role == spec.runlist_context:
                 part = read_xclbin_cached(path).partition
                 columns = part.column_width if part else 4
+        for role, paths in spec.programs.items():
+            # a context made from full ELFs: the first makes it, add_config adds the rest
+            elfs = [xrt.elf(path) for path in paths]
+            ctx = self.contexts[role] = xrt.hw_context(self.dev, elfs[0])
+            for more in elfs[1:]:
+                ctx.add_config(more)
+            if role == spec.runlist_context:
+                columns = xrt.program(elfs[0]).get_partition_size()
         self.ctx = self.contexts[spec.runlist_context]
         self.columns, self.dev_gen = columns, _dev_gen(xrt, self.dev)
         self._kernels: dict[tuple[str, str, str | None], Any] = {}
@@ -90,16 +100,27 @@ class _Loaded:
         self._build_args = [item for k, args in self.commands
                             for item in (k, *(value for _, value in args))]
 
-    def _command(self, cmd: CommandSpec) -> tuple[Any, list[tuple[int, Any]]]:
+    def _kernel(self, cmd: CommandSpec) -> Any:
         xrt = self.xrt
         if cmd.flow == ELF_FLOW:
-            k = self._elf_kernel(cmd)
-        else:
-            k = self._kernels.get((cmd.kernel, INSTR_BO, None)) or self._kernels.setdefault(
-                (cmd.kernel, INSTR_BO, None), xrt.kernel(self.ctx, cmd.kernel))
+            return self._elf_kernel(cmd)
+        key = (cmd.kernel, cmd.flow, None)
+        if key not in self._kernels:
+            # a full ELF's kernel is opened by name from the context's ELFs
+            make = xrt.ext.kernel if cmd.flow == FULL_ELF else xrt.kernel
+            self._kernels[key] = make(self.ctx, cmd.kernel)
+        return self._kernels[key]
+
+    def _command(self, cmd: CommandSpec) -> tuple[Any, list[tuple[int, Any]]]:
+        xrt = self.xrt
+        k = self._kernel(cmd)
         if cmd.args is not None:
             return k, [(index, self._named(name_or_value, k, index) if kind == "bo"
                         else name_or_value) for index, kind, name_or_value in cmd.args]
+        if cmd.flow == FULL_ELF:
+            # the full ELF's ABI: the buffers are the arguments, from 0
+            return k, list(enumerate(self._buffer(size, xrt.bo.host_only, 0, None)
+                                     for size in cmd.buffers))
         data = [self._buffer(size, xrt.bo.host_only, k.group_id(3 + i), None)
                 for i, size in enumerate(cmd.buffers)]
         if cmd.flow == ELF_FLOW:
@@ -115,7 +136,7 @@ class _Loaded:
 
     def _elf_kernel(self, cmd: CommandSpec) -> Any:
         path = cmd.elf or str(control_code_file(self._stream(cmd.instructions)))
-        key = (cmd.kernel, ELF_FLOW, path)
+        key: tuple[str, str, str | None] = (cmd.kernel, ELF_FLOW, path)
         if key not in self._kernels:
             module = self._modules.get(path)
             if module is None:
@@ -124,14 +145,28 @@ class _Loaded:
         return self._kernels[key]
 
     def _named(self, name: str, k: Any, index: int) -> Any:
-        """A recipe's or capture's buffer, made on first use in the memory group of the
-        argument that first takes it, as XRT's runner does."""
+        """A recipe's or capture's buffer, made on first use: with the flags and memory
+        group a capture recorded for it (an instruction buffer of the TXN flow, as XRT's
+        replay allocates it), else host-only in the memory group of the argument that
+        first takes it, as XRT's runner does."""
         if name not in self.named:
             buffer = self.spec.buffers[name]
             content = Path(buffer.data).read_bytes() if buffer.data else None
-            self.named[name] = self._buffer(buffer.size, self.xrt.bo.host_only,
-                                            k.group_id(index), content)
+            xrt = self.xrt
+            if buffer.memgrp and buffer.flags is not None \
+                    and buffer.flags != int(xrt.bo.host_only):
+                flags, group = xrt.bo.flags(buffer.flags), buffer.memgrp
+            else:
+                flags, group = xrt.bo.host_only, self._group(k, index)
+            self.named[name] = self._buffer(buffer.size, flags, group, content)
         return self.named[name]
+
+    @staticmethod
+    def _group(k: Any, index: int) -> int:
+        try:
+            return k.group_id(index)
+        except RuntimeError:              # a full ELF's kernel has no xclbin connectivity
+            return 0
 
     def _buffer(self, size: int, flags: Any, group: int, content: bytes | None) -> Any:
         bo = self.xrt.bo(self.dev, size, flags, group)

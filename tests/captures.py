@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.elf_writer import control_code_elf
+from harness.elf_writer import control_code_elf, full_elf
 from harness.txn import nop_stream
 from harness.xclbin_writer import flm_spec, synthesize
 
@@ -42,6 +42,19 @@ class CaptureWriter:
         self.hwctxs.append({"name": name, "cfg": {}, "xclbin": xclbin})
         return name
 
+    def program_hwctx(self, columns: int = 4) -> str:
+        """A context made from a full ELF (capture.cpp dump_programs)."""
+        name = f"hwctx_{len(self.hwctxs)}"
+        program = self.artefact(full_elf(nop_stream(columns), columns))
+        self.hwctxs.append({"name": name, "cfg": {}, "programs": [program]})
+        return name
+
+    def elf_kernel(self, hwctx: str, instance: str = "main:sequence") -> str:
+        """A kernel of a full-ELF context: no ctrlcode of its own."""
+        name = f"kernel_{len(self.kernels)}"
+        self.kernels.append({"name": name, "instance": instance, "hwctx": hwctx})
+        return name
+
     def kernel(self, hwctx: str, instance: str = "MLIR_AIE", columns: int = 8) -> str:
         name = f"kernel_{len(self.kernels)}"
         ctrlcode = self.artefact(control_code_elf(nop_stream(columns)))
@@ -49,9 +62,22 @@ class CaptureWriter:
                              "ctrlcode": ctrlcode})
         return name
 
-    def buffer(self, size: int = 4096) -> str:
+    def buffer(self, size: int = 4096, *, flags: int | None = None,
+               memgrp: int | None = None) -> str:
         name = f"bo_{len(self.buffers)}"
-        self.buffers.append({"name": name, "size": size, "type": "inout"})
+        entry: dict[str, Any] = {"name": name, "size": size, "type": "inout"}
+        if memgrp:                    # capture.cpp: only for non-host-only buffers
+            entry.update(memgrp=memgrp, flags=flags)
+        self.buffers.append(entry)
+        return name
+
+    def raw_run(self, kernel: str, bos: dict[int, str], constants: dict[int, int]) -> str:
+        name = f"run_{len(self.runs)}"
+        self.runs.append({
+            "name": name, "kernel": kernel,
+            "arguments": [{"bo": bo, "argidx": i, "type": "inout"} for i, bo in bos.items()],
+            "constants": [{"value": v, "argidx": i, "type": "int"}
+                          for i, v in constants.items()]})
         return name
 
     def run(self, kernel: str, bos: list[str]) -> str:
@@ -83,10 +109,15 @@ class CaptureWriter:
         return name
 
     def document(self) -> dict[str, Any]:
+        # capture.cpp insert_json_object leaves an empty section null
+        def section(items: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+            return items or None
         return {"version": "1.0",
-                "resources": {"hwctxs": self.hwctxs, "buffers": self.buffers,
-                              "kernels": self.kernels, "runs": self.runs},
-                "execution": {"threads": self.threads, "frames": self.frames},
+                "resources": {"hwctxs": section(self.hwctxs),
+                              "buffers": section(self.buffers),
+                              "kernels": section(self.kernels), "runs": section(self.runs)},
+                "execution": {"threads": section(self.threads),
+                              "frames": section(self.frames)},
                 "ini": {"Runtime.verbosity": "4"}}
 
     def save(self, document: dict[str, Any] | None = None) -> Path:

@@ -10,7 +10,7 @@ import pytest
 from captures import MAIN, OTHER, CaptureWriter, decode_capture, threaded_capture
 from click.testing import CliRunner
 
-from harness.capture import load_capture
+from harness.capture import capture_case, load_capture
 from harness.case import load_case
 from harness.cli import main
 from harness.report import load_report
@@ -207,11 +207,17 @@ def mutated(tmp_path: Path, change) -> Path:
     (lambda d, f: d["execution"]["frames"][2]["runs"][5].update(run="run_999"),
      "execution.frames[2].runs[5].run: 'run_999' is not a run of resources.runs"),
     (lambda d, f: d["execution"]["frames"][0].update(waits=["frame_3"]),
-     "execution.frames[0].waits[0]: 'frame_3' is neither this frame nor one before it"),
+     "execution.frames[0].waits[0]: 'frame_3' comes later in the same thread"),
+    (lambda d, f: d["execution"]["frames"][0].update(waits=["frame_99"]),
+     "execution.frames[0].waits[0]: 'frame_99' is not a frame of the capture"),
+    (lambda d, f: d["resources"]["runs"][0]["constants"][0].update(value=-1),
+     "constants[0].value: expected an unsigned 64-bit integer"),
     (lambda d, f: d["execution"]["frames"][0].update(tid="1"),
      "execution.frames[0].tid: thread 1 is not one of execution.threads"),
     (lambda d, f: d.update(version="2.0"), "version: '2.0'; XRT's capture writes 1.0"),
     (lambda d, f: d["resources"]["hwctxs"][0].pop("xclbin"),
+     "resources.hwctxs[0]: neither an xclbin nor programs"),
+    (lambda d, f: d["resources"]["hwctxs"][0].update(xclbin=""),
      "resources.hwctxs[0].xclbin: expected a non-empty string"),
     (lambda d, f: d["resources"]["hwctxs"].append(dict(d["resources"]["hwctxs"][0])),
      "resources.hwctxs[4].name: 'hwctx_0' is named twice"),
@@ -262,3 +268,96 @@ def test_a_stopped_capture_run_resumes_on_its_frame(decode, tmp_path, monkeypatc
     result = invoke("run", "--resume", str(out), "--no-isolate")
     assert result.exit_code == 0, result.output
     assert calls[-1].order is not None and len(calls[-1].order) == 42
+
+
+# -- captures as XRT writes them, round 2 ----------------------------------------------------
+
+def test_a_full_elf_context_capture_runs_in_the_full_elf_flow(tmp_path):
+    writer = CaptureWriter(tmp_path / "cap")
+    ctx = writer.program_hwctx()
+    kernel = writer.elf_kernel(ctx)
+    data = writer.buffer(64)                 # no buffers of its own size class: null below
+    runs = [writer.raw_run(kernel, {0: data}, {}) for _ in range(30)]
+    writer.frame(runs)
+    folder = writer.save()
+    document = json.loads((folder / "replay.json").read_text())
+    capture = load_capture(folder)
+    assert set(capture.programs) == {ctx} and capture.hwctxs == {}
+    case = capture_case(capture, None, name="c", description="d", file="f", sha256="s")
+    assert case.flow == "full-elf" and case.per_layer[0].kernel == "main:sequence"
+    out = tmp_path / "r.yaml"
+    result = invoke("run", str(folder), "--trials", "1", "--no-isolate", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert document["resources"]["hwctxs"][0]["programs"]
+
+
+def test_empty_sections_are_null_and_are_read_as_empty(tmp_path):
+    writer = CaptureWriter(tmp_path / "cap")
+    ctx = writer.program_hwctx()
+    kernel = writer.elf_kernel(ctx, "main")
+    writer.frame([writer.raw_run(kernel, {}, {}) for _ in range(3)])
+    folder = writer.save()
+    document = json.loads((folder / "replay.json").read_text())
+    assert document["resources"]["buffers"] is None
+    assert load_capture(folder).buffers == {}
+
+
+def test_a_wait_may_name_a_later_frame_of_another_thread(tmp_path):
+    writer = CaptureWriter(tmp_path / "cap")
+    ctx = writer.hwctx("layer")
+    kernel = writer.kernel(ctx)
+    bos = [writer.buffer() for _ in range(5)]
+    writer.frame([writer.run(kernel, bos)], tid=MAIN, waits=["frame_1"])   # OTHER's, later
+    writer.frame([writer.run(kernel, bos)], tid=OTHER)
+    capture = load_capture(writer.save())
+    assert capture.frames[0].waits == ("frame_1",)
+
+
+def test_txn_instruction_buffers_are_allocated_with_their_recorded_flags(tmp_path):
+    # replay.cpp create_buffer: memgrp and flags (recorded for what is not host-only) make
+    # xrt::bo(device, size, flags, memgrp)
+    from harness.backend import choose_backend
+    from harness.runner import RunOptions, trial_spec
+    from harness.session import _Loaded
+    from harness.txn import nop_stream, word_count
+    writer = CaptureWriter(tmp_path / "cap")
+    ctx = writer.hwctx("layer")
+    kernel = writer.kernel(ctx)
+    writer.kernels[-1].pop("ctrlcode")                    # the TXN flow: no ELF
+    stream = nop_stream(8)
+    instr = writer.buffer(len(stream), flags=1 << 24, memgrp=1)          # cacheable, group 1
+    data = [writer.buffer() for _ in range(5)]
+    run = writer.raw_run(kernel, {1: instr, **{3 + i: b for i, b in enumerate(data)}},
+                         {0: 3, 2: word_count(stream)})
+    writer.frame([run] * 6, dump={instr: stream})
+    folder = writer.save()
+    case = capture_case(load_capture(folder), None, name="c", description="d", file="f",
+                        sha256="s")
+    assert case.flow == "instr-bo" and case.buffers[instr].flags == 1 << 24
+    backend = choose_backend("sim")
+    backend.prepare_trial(1)
+    from harness.packs import resolve_pack
+    spec = trial_spec(case, resolve_pack(case, simulated=True), "captured", [6], 0,
+                      RunOptions(trials=1))
+    loaded = _Loaded(backend.xrt, spec)
+    bo = loaded.named[instr]
+    assert bo._flags.value == 1 << 24 and bo._group == 1
+    assert loaded.named[data[0]]._flags == backend.xrt.bo.host_only
+    result = invoke("run", str(folder), "--trials", "1", "--no-isolate",
+                    "--out", str(tmp_path / "r.yaml"))
+    assert result.exit_code == 0, result.output
+
+
+def test_uint64_constants_pass_as_their_c_int_bits_or_are_refused(tmp_path):
+    writer = CaptureWriter(tmp_path / "cap")
+    ctx = writer.program_hwctx()
+    kernel = writer.elf_kernel(ctx)
+    writer.frame([writer.raw_run(kernel, {}, {0: 0xFFFFFFFF})] * 2)
+    capture = load_capture(writer.save())
+    case = capture_case(capture, None, name="c", description="d", file="f", sha256="s")
+    assert case.per_layer[0].args == ((0, "int", -1),)      # the same 32 bits as a C int
+    writer.runs[0]["constants"][0]["value"] = 2**40
+    with pytest.raises(Exception, match="64-bit constant 0x10000000000; pyxrt's run.set_arg "
+                                        "takes a C int"):
+        capture_case(load_capture(writer.save()), None, name="c", description="d",
+                     file="f", sha256="s")

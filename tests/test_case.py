@@ -69,7 +69,7 @@ def test_good_case(tmp_path):
     ("      buffers: [4096, 4096]", "      buffers: [4096, -1]", 10,
      "decode.per_layer[0].buffers[1]", "out of range"),
     ("runlist_context: layer", "runlist_context: attn", 7, "decode.runlist_context",
-     "not one of the case's xclbins"),
+     "not one of the case's contexts"),
     ("    - kernel: MLIR_AIE\n", "    - kernel: MLIR_AIE\n      instructions: none.bin\n",
      10, "decode.per_layer[0].instructions", "does not exist"),
 ])

@@ -7,6 +7,7 @@ import json
 
 import jsonschema
 import pytest
+import xrt_runner
 from click.testing import CliRunner
 from conftest import SHARED_REFERENCE
 
@@ -72,9 +73,35 @@ def test_the_instruction_buffer_flow_binds_the_stream_from_a_file(tmp_path, sche
     assert "ctrlcode" not in recipe["resources"]["kernels"][0]
     run = recipe["execution"]["runs"][0]
     assert {"value": 5, "type": "int", "argidx": 2} in run["constants"]   # ninstr in words
-    profile = json.loads((folder / "profile.json").read_text())
-    assert profile["bindings"] == [{"name": "c0_instr", "init": {"file": "instr_0.bin"}}]
     assert (folder / "instr_0.bin").read_bytes() == nop_stream(8)    # the partition's width
+    # read as XRT's runner reads it: the instruction buffer carries the stream (a binding
+    # without its size would have been created the file's size and left all zero), the data
+    # buffers are created (internal), and 42 runs are one xrt::runlist
+    done = xrt_runner.read(folder / "recipe_42_1of1.json", folder / "profile.json")
+    assert done.as_runlist and len(done.runs) == 42 and done.iterations == 1
+    first = done.runs[0]
+    assert first.instance == "MLIR_AIE" and first.ctrlcode is None and first.hwctx == "header"
+    assert first.args[0] == 3 and first.args[1] == nop_stream(8) and first.args[2] == 5
+    assert [len(first.args[i]) for i in range(3, 8)] == [4096] * 5
+    profile = json.loads((folder / "profile.json").read_text())
+    del profile["bindings"][0]["size"]
+    (folder / "unsized.json").write_text(json.dumps(profile))
+    unsized = xrt_runner.read(folder / "recipe_42_1of1.json", folder / "unsized.json")
+    assert unsized.runs[0].args[1] == bytes(20)             # what the old export gave
+
+
+def test_short_runlists_stay_runlists_under_xrts_threshold(tmp_path):
+    # runner.cpp npu_runlist: fewer than runlist_threshold (6) runs are started one by one;
+    # the export lowers the threshold so a plan's short runlist is still one runlist
+    folder = tmp_path / "short"
+    assert invoke("export", "minicpm5-2b-decode", "--plan", "max:4", str(folder)).exit_code == 0
+    recipes = sorted(folder.glob("recipe_max_4_*.json"))
+    assert len(recipes) == 11
+    for recipe in recipes:
+        done = xrt_runner.read(recipe, folder / "profile.json")
+        assert done.as_runlist and len(done.runs) in (4, 2)
+    profile = json.loads((folder / "profile.json").read_text())
+    assert profile["execution"]["runlist_threshold"] == 2
 
 
 def test_a_recipe_cut_exports_with_its_own_artefacts(validate_artefacts, tmp_path, schema):
@@ -116,3 +143,27 @@ def test_a_real_pack_is_copied(shared_xclbins, tmp_path):
     assert result.exit_code == 0, result.output
     assert (folder / "layer.xclbin").read_bytes() == \
         (shared_xclbins / "Qwen3-1.7B-NPU2" / "layer.xclbin").read_bytes()
+
+
+def test_a_full_elf_case_exports_its_programs_as_a_context(tmp_path):
+    from harness.elf_writer import full_elf
+    (tmp_path / "aie.elf").write_bytes(full_elf(nop_stream(4), 4))
+    recipe = {"version": "1.0", "resources": {
+        "hwctxs": [{"name": "ctx", "programs": ["aie.elf"]}],
+        "buffers": [{"name": "a", "type": "internal", "size": 64}],
+        "kernels": [{"name": "main", "instance": "main:sequence", "hwctx": "ctx"}]},
+        "execution": {"runs": [{"kernel": "main", "arguments": [{"name": "a", "argidx": 0}]}]
+                      * 12}}
+    (tmp_path / "full.json").write_text(json.dumps(recipe))
+    folder = tmp_path / "out"
+    result = invoke("export", str(tmp_path / "full.json"), "--plan", "6+6", str(folder))
+    assert result.exit_code == 0, result.output
+    done = xrt_runner.read(folder / "recipe_6_6_1of2.json", folder / "profile.json")
+    assert done.hwctxs == {"ctx": {"programs": ["program_0.elf"]}}
+    assert (folder / "program_0.elf").read_bytes() == (tmp_path / "aie.elf").read_bytes()
+    assert done.as_runlist and [r.instance for r in done.runs] == ["main:sequence"] * 6
+    assert done.runs[0].hwctx == "ctx" and done.runs[0].args == {0: bytes(64)}
+    # a decode case's full-ELF stand-in is the simulator's, never exported
+    refused = invoke("export", "minicpm5-2b-decode", "--flow", "full-elf",
+                     str(tmp_path / "no"))
+    assert refused.exit_code == 2 and "stand-in is not exported" in refused.output

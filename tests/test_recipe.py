@@ -143,16 +143,22 @@ def broken(folder: Path, tmp_path: Path, change) -> Path:
      "execution.runs[0].name: 'k9' is not a kernel of resources.kernels (k1)"),
     (lambda r: r["execution"]["runs"][0]["arguments"][0].update(name="nope"),
      "execution.runs[0].arguments[0].name: 'nope' is not a buffer"),
-    (lambda r: r.update(header={"program": "x.elf"}),
-     "header.program: ELF-program configurations are not supported"),
+    (lambda r: r.update(header={"program": "x.elf"}), "header.program: "),
     (lambda r: r["execution"]["runs"][0]["constants"][0].update(value="3", type="string"),
-     "execution.runs[0].constants[0]: only integer constants are supported"),
+     "execution.runs[0].constants[0]: only int constants (a C int) are supported"),
+    (lambda r: r["execution"]["runs"][0]["constants"][0].update(value=2**31),
+     "only int constants (a C int) are supported"),
+    (lambda r: r["resources"]["kernels"][0].update(hwctx="other"),
+     "resources.kernels[0].hwctx: 'other' is not a context of the recipe (header)"),
     (lambda r: r["execution"]["runs"][0]["arguments"][0].update(size=4, offset=0),
      "sub-buffer arguments (size/offset) are not supported"),
-    (lambda r: r["execution"]["runs"][0]["arguments"][0].update(argidx=0),
-     "an argument index is set twice"),
-    (lambda r: r["resources"]["buffers"][0].pop("size"),
-     "resources.buffers[0]: buffer 'arg0' has no size and the profile binds no file"),
+    (lambda r: r["execution"]["runs"][0]["constants"].append(
+        {"value": 1, "type": "int", "argidx": 0}), "an argument index is set twice"),
+    (lambda r: (r["resources"]["buffers"][0].update(type="internal"),
+                r["resources"]["buffers"][0].pop("size")),
+     "resources.buffers[0]: an internal buffer needs a size"),
+    (lambda r: r["resources"]["buffers"][0].update(type="scratch"),
+     "resources.buffers[0].type: the string 'scratch'; XRT's runner knows debug,"),
     (lambda r: r.update(version="2.0"), "version: '2.0'; XRT's runner reads version 1.0"),
     (lambda r: r["execution"].update(runs=[]), "execution.runs: no runs"),
     (lambda r: r["execution"]["runs"][0]["constants"][0].update(argidx=9),
@@ -183,10 +189,21 @@ def test_a_profile_binding_fills_a_buffer_from_its_file(validate_artefacts, tmp_
     data = tmp_path / "arg0.bin"
     data.write_bytes(bytes(range(20)))
     profile = tmp_path / "p.json"
+    # runner.cpp bindings::init_buffer_file copies [begin, end) = [0, size): with a size
     profile.write_text(json.dumps({"version": "1.0", "bindings": [
-        {"name": "arg0", "init": {"file": "arg0.bin"}}], "execution": {"iterations": 1}}))
+        {"name": "arg0", "size": 20, "init": {"file": "arg0.bin"}}],
+        "execution": {"iterations": 1}}))
     case = load_recipe(str(validate_artefacts / "recipe_latency_strx.json"), str(profile))
     assert case.buffers["arg0"].size == 20 and case.buffers["arg0"].data == str(data)
+    assert (0, "int", 3) in case.per_layer[0].args and (3, "bo", "arg0") in case.per_layer[0].args
+    # ... and without one the range is empty: the buffer has the file's size and stays zero
+    profile.write_text(json.dumps({"version": "1.0", "bindings": [
+        {"name": "arg0", "init": {"file": "arg0.bin"}}]}))
+    case = load_recipe(str(validate_artefacts / "recipe_latency_strx.json"), str(profile))
+    assert case.buffers["arg0"].size == 20 and case.buffers["arg0"].data is None
+    assert any("copies nothing" in note for note in case.notes)
+    # unbound external buffers are never created, their arguments never set
+    assert [a[0] for a in case.per_layer[0].args] == [0, 3]
 
 
 def test_flow_is_the_recipes_own(validate_artefacts):
@@ -213,3 +230,61 @@ def test_a_stopped_recipe_run_resumes(validate_artefacts, tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
     assert [t.state for t in load_report(out).plans[0].trials] == \
         ["COMPLETED", "interrupted", "COMPLETED"]
+
+
+def test_xrts_aie_reconfig_nop_recipe_completes(validate_artefacts, tmp_path):
+    # TestAIEReconfigOverhead.cpp's second run: recipe_aie_reconfig_nop.json (amd/xdna-driver
+    # tools/bins/Runner/aie_reconfig_overhead at 3af6ca94): kernel DPU with no control code,
+    # constant 3 at arg 0, three external buffers the runner never creates (no bindings),
+    # so arguments 1 and 2 (the instruction buffer) stay 0 and the command completes
+    shutil.copy(validate_artefacts / "validate_strx.xclbin", tmp_path / "validate_strx.xclbin")
+    recipe = {"version": "1.0", "header": {"xclbin": "validate_strx.xclbin"},
+              "resources": {"buffers": [
+                  {"name": "bo_ifm", "type": "input", "size": 134217728},
+                  {"name": "bo_ofm", "type": "output", "size": 134217728},
+                  {"name": "bo_inter", "type": "input", "size": 1048576}],
+                  "kernels": [{"name": "k1", "instance": "DPU"}]},
+              "execution": {"runs": [{"name": "k1", "arguments": [
+                  {"name": "bo_ifm", "argidx": 3}, {"name": "bo_ofm", "argidx": 5},
+                  {"name": "bo_inter", "argidx": 6}],
+                  "constants": [{"value": 3, "type": "int", "argidx": 0}]}]}}
+    path = tmp_path / "recipe_aie_reconfig_nop_strx.json"
+    path.write_text(json.dumps(recipe))
+    (tmp_path / "profile.json").write_text(json.dumps(
+        {"version": "1.0", "execution": {"iterations": 1000, "verbose": False}}))
+    out = tmp_path / "r.yaml"
+    result = invoke("run", str(path), "--recipe-profile", str(tmp_path / "profile.json"),
+                    "--trials", "2", "--no-isolate", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    trials = load_report(out).plans[0].trials
+    assert [t.state for t in trials] == ["COMPLETED", "COMPLETED"]
+    assert all(r.runs == 1 for t in trials for r in t.runlists)
+    # the rebuilt shape runs the same
+    assert invoke("run", "xrt-validate:aie_reconfig_nop", "--trials", "1",
+                  "--no-isolate", "--out", str(tmp_path / "v.yaml")).exit_code == 0
+
+
+def test_kernel_names_the_kernel_over_name_and_program_contexts(tmp_path):
+    # runner.cpp create_kernel_run: "kernel" takes precedence over the legacy "name";
+    # resources.hwctxs[].programs makes a context from full ELFs (the full-elf flow)
+    from harness.elf_writer import full_elf
+    from harness.txn import nop_stream
+    (tmp_path / "aie.elf").write_bytes(full_elf(nop_stream(4), 4))
+    recipe = {"version": "1.0", "resources": {
+        "hwctxs": [{"name": "ctx", "programs": ["aie.elf"]}],
+        "buffers": [{"name": "a", "type": "internal", "size": 64}],
+        "kernels": [{"name": "main", "instance": "main:sequence", "hwctx": "ctx"}]},
+        "execution": {"runs": [{"name": "label-only", "kernel": "main",
+                                "arguments": [{"name": "a", "argidx": 0}]}] * 8}}
+    path = tmp_path / "full.json"
+    path.write_text(json.dumps(recipe))
+    case = load_recipe(str(path))
+    assert case.flow == "full-elf" and case.programs == {"ctx": (str(tmp_path / "aie.elf"),)}
+    assert case.per_layer[0].kernel == "main:sequence"
+    out = tmp_path / "r.yaml"
+    result = invoke("run", str(path), "--trials", "1", "--no-isolate", "--out", str(out),
+                    "--profile", "hang-at:5")
+    assert result.exit_code == 1, result.output
+    report = load_report(out)
+    assert report.artifacts["programs"][0]["kernels"] == ["main(void*, void*, void*)"]
+    assert report.plans[0].trials[0].runlists[0].state == "TIMEOUT"

@@ -8,7 +8,6 @@ from simkit import Rig, nop_elf, outcome, states
 
 import harness.sim.pyxrt as pyxrt
 from harness.drivers import KERNELS, driver_build
-from harness.sim import control
 from harness.sim.stack import FF, HWCTX_CREATE_FAILED
 
 TIMEOUT_MSG = "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
@@ -143,7 +142,6 @@ def test_set_arg_rewrites_an_instr_bo_run_but_not_an_elf_runs_address(tmp_path):
     r = runs[0]
     for i, value in enumerate([3, rig.instr, rig.words, *rig.bufs]):   # every argument again
         r.set_arg(i, value)
-    control.current().profile.__class__          # the same device
     fresh = pyxrt.runlist(rig.ctx)
     del rl
     fresh.add(r)

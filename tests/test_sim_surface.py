@@ -410,7 +410,9 @@ def test_full_elf_kernels_and_the_flow_checks(tmp_path):
                                                ("2.23", True), ("master", True)])
 def test_keywords_only_where_the_binding_names_parameters(tmp_path, release, keywords):
     fx = Fixtures(tmp_path, release)
-    call = (lambda: pyxrt.bo(device=fx.device, size=64, flags=pyxrt.bo.host_only, group=0))
+
+    def call():
+        return pyxrt.bo(device=fx.device, size=64, flags=pyxrt.bo.host_only, group=0)
     if keywords:
         assert call().size() == 64
         # run.set_arg has no py::arg names in any release. (HOT_PATH: a keyword there is

@@ -21,7 +21,7 @@ from harness.results import FLOWS
 @click.option("--recipe-profile", type=click.Path(dir_okay=False),
               help="The profile of a recipe CASE.")
 @click.option("--flow", type=click.Choice(FLOWS), default=None,
-              help="elf or instr-bo (default: the case's).")
+              help="elf, instr-bo or full-elf (default: the case's).")
 @click.option("--xclbins", "xclbins_dir", type=click.Path(file_okay=False),
               help="Folder holding the pack's xclbins (or <pack>/ under it).")
 def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir) -> None:
@@ -38,8 +38,8 @@ def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir) -> No
     # The stand-ins of a missing pack give the partition the control code is sized to;
     # they are never written out as the pack.
     pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=True)
-    done = export_plans(case, plans, pack.files[case.runlist_context], not pack.stand_ins,
-                        flow or case.flow, Path(folder))
+    done = export_plans(case, plans, pack.files.get(case.runlist_context),
+                        not pack.stand_ins, flow or case.flow, Path(folder))
     click.echo(f"wrote {len(done.recipes)} recipe(s) for {len(plans)} plan(s) to {folder}:")
     for name in done.recipes:
         click.echo(f"  {name}")

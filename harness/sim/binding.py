@@ -548,7 +548,7 @@ class bo:
         overloaded("__init__", type(self).__name__, [
             Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
                      (_device_param(), ("size", SIZE_T), flags, group),
-                     lambda d, size, f, g: self._allocate(d._open(), size), named=True),
+                     lambda d, size, f, g: self._allocate(d._open(), size, f, g), named=True),
             Overload("(hwctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
                      (ctx, ("size", SIZE_T), flags, group),
                      lambda c, size, f, g: self._allocate(_ctx_stack(c), size), new,
@@ -561,12 +561,13 @@ class bo:
                      self._sub_buffer),
         ], args, kwargs, constructor=True)
 
-    def _allocate(self, stack: Stack, size: int) -> None:
+    def _allocate(self, stack: Stack, size: int, flags: Any = None, group: int = 0) -> None:
         if size == 0:
             raise RuntimeError("Failed to allocate buffer object of size 0: "
                                "Invalid argument")
         self._storage = _Storage(size)
         self._size = size
+        self._flags, self._group = flags, group      # as allocated, for inspection
 
     def _sub_buffer(self, parent: bo, size: int, offset: int) -> None:
         storage = parent._s()

@@ -10,8 +10,7 @@ import sys
 
 import numpy as np
 import pyxrt
-
-from helpers_for_host import banner   # a module beside the script: sys.path[0] is its folder
+from helpers_for_host import banner  # a module beside the script: sys.path[0] is its folder
 
 elf_path, depth = sys.argv[1], int(sys.argv[2])
 banner("full ELF")
