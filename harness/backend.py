@@ -68,8 +68,9 @@ class Backend:
         nature = ("documented limits" if self.profile.documented
                   else "hypothesis " + ",".join(self.profile.deviations))
         tail = f"; {self.reason}" if self.reason else ""
-        return (f"backend: SIMULATED stack, profile {self.profile.name} ({nature}); "
-                f"not hardware evidence{tail}")
+        build = driver_build(self.profile.flavour, self.profile.kernel).name
+        return (f"backend: SIMULATED stack, profile {self.profile.name} ({nature}; {build}, "
+                f"XRT {self.profile.release.name}); not hardware evidence{tail}")
 
     def as_report(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -80,10 +81,13 @@ class Backend:
         if self.stand_in:
             out["stand_in"] = True
         if self.profile is not None:
+            build = driver_build(self.profile.flavour, self.profile.kernel)
             out.update({"profile": self.profile.name,
                         "documented": self.profile.documented,
                         "deviations": self.profile.deviations,
-                        "realtime": self.profile.realtime})
+                        "realtime": self.profile.realtime,
+                        "driver": {"flavour": build.flavour, "kernel": build.kernel,
+                                   "source": build.source}})
         if self.reason:
             out["reason"] = self.reason
         out["xrt"] = self.xrt_release()

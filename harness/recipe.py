@@ -15,8 +15,8 @@ artefacts they name. Without an XRT install, the recipes XRT ships for XDNA 2 ar
 rebuilt from their recorded shape (`harness/data/xrt_validate.yaml`), and the case
 says so.
 
-What the harness cannot do with a recipe is refused by name: ELF-program
-configurations (`header.program`), CPU runs, sub-buffer arguments, string constants.
+What the harness cannot do with a recipe is refused by name: CPU runs, sub-buffer
+arguments, string constants.
 """
 
 from __future__ import annotations

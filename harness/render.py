@@ -66,9 +66,16 @@ def environment_rows(env: dict[str, Any], backend: dict[str, Any] | None = None
         ("XRT", xrt_text),
         ("XRT libraries mapped", ", ".join(mapped) if mapped else "none"),
         ("XRT that answered", _answering_xrt((backend or {}).get("xrt"))),
+        *([("driver that answered", _answering_driver(backend["driver"]))]
+          if (backend or {}).get("driver") else []),
         ("memlock", f"soft {memlock.get('soft')}, hard {memlock.get('hard')}"),
         ("distribution", str(system.get("distribution") or "?")),
     ]
+
+
+def _answering_driver(driver: dict[str, Any]) -> str:
+    return (f"simulated {driver.get('flavour')} on Linux {driver.get('kernel')} "
+            f"({driver.get('source')})")
 
 
 FORM_TEXT = {"state in message": "runlist errors name the state",

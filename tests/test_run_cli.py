@@ -25,7 +25,8 @@ def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
     result = invoke("reproduce", "--no-isolate", "--backend", "sim")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("backend: SIMULATED stack, profile staging (documented limits)")
+    assert lines[0].startswith("backend: SIMULATED stack, profile staging (documented limits; "
+                               "staging on Linux 7.0, XRT master)")
     assert lines[1].startswith("verdict: not reproduced: monolithic 42: COMPLETED 3/3; "
                                "halves 21+21: COMPLETED 3/3")
     assert "documented limits do not produce the failure; a hardware run is the test" \
@@ -223,3 +224,19 @@ def test_reproduce_ert_timeout_entry_point(monkeypatch, capsys):
         reproduce()
     assert info.value.code == 0
     assert capsys.readouterr().out.startswith("Usage: reproduce_ert_timeout [OPTIONS] [CASE]")
+
+
+@pytest.mark.parametrize("kernel, state", [("7.0", "TIMEOUT"), ("6.16", "ABORT")])
+def test_reproduce_answers_as_the_mainline_kernel_does(tmp_path, kernel, state):
+    # mainline: 6fb7f2988832 (6.17.y, 7.0) ends the hung job TIMEOUT; 6.16 ABORTs it
+    out = tmp_path / "r.yaml"
+    result = CliRunner().invoke(main, ["reproduce", "--profile",
+                                       f"mainline,kernel:{kernel},hang-at:30", "--no-isolate",
+                                       "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    report = load_report(out)
+    monolithic = next(p for p in report.plans if p.name == "monolithic")
+    assert {t.state for t in monolithic.trials} == {state}
+    assert report.backend["driver"] == {"flavour": "mainline", "kernel": kernel,
+                                        "source": report.backend["driver"]["source"]}
+    assert f"mainline on Linux {kernel}" in result.output.splitlines()[0]
