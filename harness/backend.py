@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from harness.driver_log import trial_entry
 from harness.drivers import SLOWEST, driver_build, timeout_seconds
 from harness.errors import BadInput, EnvironmentNotReady
 from harness.ert import NO_STATE_IN_MESSAGE, STATE_IN_MESSAGE, expected_message_form
+from harness.kernel_log import reading_of
 from harness.sim import control
 from harness.sim import pyxrt as sim_pyxrt
 from harness.sim.profiles import Profile, parse_profile
@@ -126,6 +128,15 @@ class Backend:
         if self.hardware:
             return None
         return control.current().clock.now
+
+    def simulated_kernel_log(self, failed: bool) -> dict[str, Any] | None:
+        """The kernel log the simulated driver printed during this trial, read as a real
+        one is (`harness.kernel_log`); None on the hardware path, which reads its own."""
+        if self.hardware:
+            return None
+        text = control.current().kernel_log.kmsg()
+        return trial_entry(reading_of(text, "simulated /dev/kmsg"), self.profile.flavour,
+                           failed)
 
     def driver_timeout_s(self) -> float:
         """The longest time the driver may take to notice a hang (for deadlines)."""

@@ -9,12 +9,14 @@ from harness.probe import probe
 from harness.probe.sources import Sources
 
 
-def collect_environment(backend: Backend) -> dict[str, Any]:
+def collect_environment(backend: Backend, *, xrt_smi_validate: bool = False
+                        ) -> dict[str, Any]:
     """On hardware the probe opens the device (loading the driver plugin) so the report
-    names the XRT libraries really mapped; on the simulated stack it only reads."""
+    names the XRT libraries really mapped, and runs `xrt-smi examine` (validate only when
+    asked); on the simulated stack it only reads."""
     src = Sources.live()
     src.open_device = backend.hardware
-    facts = probe(src)
+    facts = probe(src, xrt_smi_runs=backend.hardware, xrt_smi_validate=xrt_smi_validate)
     facts["fingerprint_of"] = "this machine" + (" (trials ran on the simulated stack)"
                                                 if backend.simulated else "")
     return facts

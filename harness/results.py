@@ -169,6 +169,9 @@ class TrialResult:
     started: str | None = None
     worker: dict[str, Any] | None = None  # the process that ran it: pid, XRT libraries mapped
     deadline_s: float | None = None       # what bounded it: the worker's deadline; None in process
+    kernel_log: dict[str, Any] | None = None   # the driver's lines during it (harness.driver_log)
+    recovery: dict[str, Any] | None = None     # after a hardware failure: did the device answer
+    device_users: dict[str, Any] | None = None  # other processes on the NPU or /dev/kfd then
 
     def __post_init__(self) -> None:
         self.status = TrialStatus(self.status)

@@ -21,6 +21,7 @@ from harness.backend import Backend, choose_backend, trial_seed
 from harness.capture import frame_case
 from harness.case import Case, load_case
 from harness.depth_control import control_for
+from harness.driver_log import trial_entry
 from harness.environment import collect_environment, fingerprint_differences
 from harness.errors import (
     BadInput,
@@ -32,9 +33,14 @@ from harness.errors import (
     XclbinError,
 )
 from harness.isolation import run_isolated, worker_start
+from harness.kernel_log import PERMISSION_FIX, KernelLogReader, Reading, Unreadable
 from harness.packs import ResolvedPack, resolve_pack
 from harness.plan import Plan
+from harness.probe.holders import device_users, own_family
+from harness.probe.kernel_log import kernel_log_reader
+from harness.probe.sources import Sources
 from harness.programs import Programs, check_programs, program_identity, programs_for
+from harness.recovery import Recovery, check_recovery, recovery_fix
 from harness.report import PlanRecord, Report, utc_now
 from harness.reportfile import SIMULATED_SYNC_S, ReportFile
 from harness.results import (
@@ -202,6 +208,10 @@ class Runner:
         if options.isolate:
             isolation.prepare(backend.as_report())
         handle.resume_command = continue_command(handle.report, handle.path)
+        # The hardware path reads the kernel log around each trial; the simulated stack
+        # hands its own log back with each trial (Backend.simulated_kernel_log).
+        self.kernel_log: KernelLogReader | Unreadable | None = \
+            kernel_log_reader(Sources.live()) if backend.hardware else None
 
     @property
     def report(self) -> Report:
@@ -252,13 +262,18 @@ class Runner:
 
     def trial(self, plan: PlanRecord, number: int, total: int) -> TrialResult:
         index = len(plan.trials)
-        spec = self.spec(plan, index)
-        placeholder = TrialResult(index, TrialStatus.IN_FLIGHT, seed=spec.seed, started=utc_now())
-        plan.trials.append(placeholder)
-        self.handle.record_trial(plan.name, placeholder)
         counter = f"[{number}/{total}]" if total else f"[{number}]"
-        self.progress(f"{counter} {plan.label}: trial {index + 1} running", False)
+        placeholder: TrialResult | None = None
+        # Everything from the in-flight entry to the recorded outcome sits inside the
+        # try: a stop anywhere in between marks the trial interrupted and names how to go on.
         try:
+            spec = self.spec(plan, index)
+            placeholder = TrialResult(index, TrialStatus.IN_FLIGHT, seed=spec.seed,
+                                      started=utc_now())
+            plan.trials.append(placeholder)
+            self.handle.record_trial(plan.name, placeholder)
+            self.progress(f"{counter} {plan.label}: trial {index + 1} running", False)
+            self._mark_kernel_log()
             stop.raise_if_requested()
             if self.options.isolate:
                 case = self._workload(plan)[0]
@@ -274,23 +289,105 @@ class Runner:
                     result.worker = {"pid": os.getpid(), "in_process": True,
                                      "xrt_libraries": own_libraries()}
             stop.raise_if_requested()      # a stop swallowed during the trial stops here
+            result.started = placeholder.started
+            recovery = self._after_hardware_trial(result) if self.backend.hardware else None
+            plan.trials[index] = result
+            self.handle.record_trial(plan.name, result)
         except (KeyboardInterrupt, Terminated) as signalled:
             how, code = (("Ctrl-C", ExitCode.INTERRUPTED)
                          if isinstance(signalled, KeyboardInterrupt)
                          else ("SIGTERM", ExitCode.TERMINATED))
-            placeholder.status = TrialStatus.INTERRUPTED
-            placeholder.error = f"interrupted by {how}"
-            self.handle.record_trial(plan.name, placeholder)
+            if placeholder is not None and plan.trials[index] is placeholder:
+                placeholder.status = TrialStatus.INTERRUPTED
+                placeholder.error = f"interrupted by {how}"
+                self.handle.record_trial(plan.name, placeholder)
             self.handle.close()
             raise Interrupted(f"stopped by {how}; everything so far is in {self.handle.path}; "
                               f"continue with `{continue_command(self.report, self.handle.path)}`",
                               code) from None
-        result.started = placeholder.started
-        plan.trials[index] = result
-        self.handle.record_trial(plan.name, result)
         self.progress(f"{counter} {plan.label}: trial {index + 1} {result.state}"
                       + _timing(result), True)
+        if recovery is not None and not recovery.recovered:
+            self.handle.note(f"the NPU did not answer after {plan.label} trial {index + 1}; "
+                             "the run stopped there")
+            self.handle.close()
+            raise EnvironmentNotReady(
+                f"the NPU did not answer after {plan.label} trial {index + 1} failed "
+                f"({recovery.attempts} attempts over {recovery.waited_s:g} s: "
+                f"{recovery.last_error}); {recovery.fix}. Everything so far is in "
+                f"{self.handle.path}; continue with "
+                f"`{continue_command(self.report, self.handle.path)}`")
         return result
+
+    def _mark_kernel_log(self) -> None:
+        if self.kernel_log is None or isinstance(self.kernel_log, Unreadable):
+            return
+        try:
+            self.kernel_log.mark()
+        except OSError as err:
+            self.kernel_log = Unreadable(self.kernel_log.source, f"marking failed: "
+                                         f"{err.strerror}", PERMISSION_FIX)
+
+    def _after_hardware_trial(self, result: TrialResult) -> Recovery | None:
+        """What a maintainer asks for after a failure on hardware: who else held the
+        device, whether it answers again, and the kernel log of the trial (read last,
+        so it includes what the recovery check made the driver print)."""
+        failed = result.status in (TrialStatus.FAILED, TrialStatus.DEADLINE,
+                                   TrialStatus.CRASHED)
+        recovery = None
+        if failed:
+            result.device_users = device_users(Sources.live(), own_family())
+            recovery = self._check_recovery()
+            result.recovery = recovery.to_json()
+        reader = self.kernel_log
+        if reader is not None:
+            if not isinstance(reader, Unreadable):
+                try:
+                    reading: Reading | Unreadable = reader.read()
+                except OSError as err:
+                    reading = Unreadable(reader.source, f"reading failed: {err.strerror}",
+                                         PERMISSION_FIX)
+            else:
+                reading = reader
+            flavour = (self.report.environment.get("driver") or {}).get("flavour")
+            result.kernel_log = trial_entry(reading, flavour, failed)
+            if result.kernel_log is not None and recovery is not None:
+                result.kernel_log["includes"] = "the trial and the recovery check after it"
+        return recovery
+
+    def _check_recovery(self) -> Recovery:
+        spec, what = self._recovery_spec()
+        deadline = derive_deadline(self.case, Plan("recovery", "1", (1,)), self.backend)
+
+        def attempt() -> str | None:
+            if self.options.isolate:
+                answer = run_isolated(spec, self.backend.as_report(), deadline,
+                                      self.backend.latencies)
+            else:
+                answer = run_trial(spec, self.backend)
+            if answer.status is TrialStatus.COMPLETED:
+                return None
+            return answer.error or answer.state
+        environment = self.report.environment
+        bdf = (environment.get("npu") or {}).get("bdf")
+        module = (environment.get("driver") or {}).get("module")
+        return check_recovery(attempt, what, recovery_fix(module, bdf))
+
+    def _recovery_spec(self) -> tuple[TrialSpec, str]:
+        """One NOP run on a fresh context (XRT's validate.xclbin and nop.elf, as xrt-smi
+        validate runs them); where this machine lacks them, one layer of the case."""
+        control = replace(control_for(self.case)[0], layers=1)
+        options = replace(self.options, flow=None)
+        try:
+            pack = resolve_pack(control, simulated=False)
+            spec = trial_spec(control, pack, "recovery", [1], 0, options)
+            return spec, "one NOP run (nop.elf on XRT's validate.xclbin) on a fresh context"
+        except (EnvironmentNotReady, BadInput):
+            programs = case_programs(self.case, self.pack, self.options, simulated=False)
+            spec = trial_spec(self.case, self.pack, "recovery", [1], 0, self.options,
+                              programs)
+            return spec, ("one layer of the case on a fresh context (XRT's validate.xclbin "
+                          "for a NOP run is not on this machine)")
 
 
 def _timing(result: TrialResult) -> str:
@@ -441,13 +538,14 @@ def _unchanged(entries: list[dict[str, Any]], report_path: str) -> dict[str, Pat
 
 def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
              backend: Backend, xclbins_dir: str | None, out: str | None, force: bool,
-             command: str, progress: Progress | None = None) -> Runner:
+             command: str, progress: Progress | None = None,
+             xrt_smi_validate: bool = False) -> Runner:
     """Probe the machine, find the pack, write the report's first version: a run ready to go.
     `plans` None means the case's own plans; an empty list, plans added as a search goes."""
     if backend.hardware and case.absent:
         raise EnvironmentNotReady(f"{case.file} names {', '.join(case.absent)}, which is not "
                                   "there; the hardware path runs only real artefacts")
-    environment = collect_environment(backend)
+    environment = collect_environment(backend, xrt_smi_validate=xrt_smi_validate)
     backend.adopt_environment(environment)
     pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=not backend.hardware)
     programs = case_programs(case, pack, options, simulated=not backend.hardware)

@@ -307,4 +307,5 @@ def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
             # so the next trial does not start beside what a hang may have poisoned.
             gc.collect()
     result.wall_ms = round((time.perf_counter() - started) * 1000.0, 3)
+    result.kernel_log = backend.simulated_kernel_log(result.status is not TrialStatus.COMPLETED)
     return result

@@ -70,6 +70,12 @@ def trial_options(fn: Callable | None = None, *, trials_default: str = "the case
         click.option("--out", type=click.Path(dir_okay=False),
                      help="Report file (default: reports/<case>-<time>-<id>.yaml)."),
         click.option("--force", is_flag=True, help="Replace --out if it exists."),
+        click.option("--xrt-smi-validate", is_flag=True, expose_value=False,
+                     callback=lambda ctx, param, value: ctx.meta.__setitem__(
+                         XRT_SMI_VALIDATE, value),
+                     help="On hardware, also run `xrt-smi validate` before the trials and "
+                          "keep its output in the report (it runs XRT's test workloads on "
+                          "the NPU, up to 5 minutes). `xrt-smi examine` is always kept."),
         click.option("--no-isolate", is_flag=True,
                      help="Run trials in this process: fast, but a hang cannot be cut off. "
                           "Every trial is still written to the report as it starts and ends "
@@ -100,6 +106,15 @@ def make_backend(kind: str, profile: str | None, realtime: bool, *,
                    "can block forever, and nothing can cut it off; without --no-isolate each "
                    "trial has a hard deadline", err=True)
     return backend
+
+
+XRT_SMI_VALIDATE = "xrt_smi_validate"
+
+
+def xrt_smi_validate_asked() -> bool:
+    """Whether --xrt-smi-validate was given to the running command."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.meta.get(XRT_SMI_VALIDATE))
 
 
 def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: float | None,

@@ -26,8 +26,13 @@ from harness.yamlio import dump_yaml
 @click.option("--model-dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="A model folder: the memlock check then asks for room for its model.q4nx "
                    "(the weights live in pinned buffers), not just FastFlowLM's 100 MiB.")
+@click.option("--xrt-smi", "with_xrt_smi", is_flag=True,
+              help="Also run `xrt-smi examine` (30 s at most) and show its output.")
+@click.option("--xrt-smi-validate", is_flag=True,
+              help="Also run `xrt-smi validate`: it runs XRT's test workloads on the NPU "
+                   "(5 minutes at most).")
 def probe(root: str, as_json: bool, as_yaml: bool, require_npu: bool,
-          model_dir: str | None) -> None:
+          model_dir: str | None, with_xrt_smi: bool, xrt_smi_validate: bool) -> None:
     """Fingerprint this machine's NPU stack and check it is ready, naming each fix.
 
     Reads the device nodes, PCI identity and generation, firmware, driver
@@ -43,7 +48,8 @@ def probe(root: str, as_json: bool, as_yaml: bool, require_npu: bool,
         if not weights.is_file():
             raise BadInput(f"{model_dir} has no model.q4nx to size the memlock need from")
         need = weights.stat().st_size
-    facts = run_probe(src, need_bytes=need)
+    facts = run_probe(src, need_bytes=need, xrt_smi_runs=with_xrt_smi or xrt_smi_validate,
+                      xrt_smi_validate=xrt_smi_validate)
     if as_json:
         click.echo(json.dumps(facts, indent=2))
     elif as_yaml:

@@ -19,6 +19,7 @@ from harness.cli.options import (
     run_options,
     trial_options,
     with_frame,
+    xrt_smi_validate_asked,
 )
 from harness.cli.progress import announce, progress_line
 from harness.errors import BadInput
@@ -128,7 +129,8 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
                                   continue_after_failure=continue_after_failure, seed=seed,
                                   flow=flow),
                       backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                      command="run", progress=progress_line)
+                      command="run", progress=progress_line,
+                      xrt_smi_validate=xrt_smi_validate_asked())
     return _execute(runner, as_json, backend.describe(), exit_codes)
 
 
@@ -165,7 +167,8 @@ def reproduce(case_ref, no_control, backend_kind, profile, realtime, seed, trial
                                   continue_after_failure=continue_after_failure, seed=seed,
                                   flow=flow),
                       backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                      command="reproduce", progress=progress_line)
+                      command="reproduce", progress=progress_line,
+                      xrt_smi_validate=xrt_smi_validate_asked())
     if not no_control:
         why_not = runner.add_control()
         if why_not:

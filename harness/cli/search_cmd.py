@@ -18,6 +18,7 @@ from harness.cli.options import (
     run_options,
     trial_options,
     with_frame,
+    xrt_smi_validate_asked,
 )
 from harness.cli.progress import TrialBar, announce
 from harness.errors import BadInput, ReportError
@@ -124,7 +125,8 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
                                             continue_after_failure=continue_after_failure,
                                             seed=seed, flow=flow),
                       backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                      command="bisect")
+                      command="bisect",
+                      xrt_smi_validate=xrt_smi_validate_asked())
     if replay_path:
         runner.report.sections["bisect"] = {"settings": settings.to_dict(), "log": [],
                                             "replay_of": report.run_id}
@@ -264,7 +266,8 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
                                                 continue_after_failure=continue_after_failure,
                                                 seed=seed, flow=flow),
                           backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                          command="sweep")
+                          command="sweep",
+                          xrt_smi_validate=xrt_smi_validate_asked())
         runner.report.sections["sweep"] = {**sweep_section([], rows, chunks, False)}
         runner.handle.rewrite()          # what was asked is on disk before the first trial
         announce(backend.describe(), runner.warnings, as_json)

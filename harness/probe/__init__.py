@@ -12,13 +12,19 @@ from typing import Any
 from harness.probe.checks import Check, run_checks
 from harness.probe.driver import driver_facts
 from harness.probe.flm import flm_facts, memlock_facts
+from harness.probe.holders import device_users, own_family
+from harness.probe.kernel_log import kernel_log_facts
 from harness.probe.npu import npu_facts
 from harness.probe.sources import Sources, as_plain
 from harness.probe.system import system_facts
 from harness.probe.xrt import xrt_facts
+from harness.probe.xrt_smi import xrt_smi
 
 
-def probe(src: Sources | None = None, *, need_bytes: int | None = None) -> dict[str, Any]:
+def probe(src: Sources | None = None, *, need_bytes: int | None = None,
+          xrt_smi_runs: bool = False, xrt_smi_validate: bool = False) -> dict[str, Any]:
+    """Everything the probe reads; `xrt_smi_runs` runs `xrt-smi examine` (and validate only
+    with `xrt_smi_validate`: it runs work on the NPU)."""
     src = src or Sources.live()
     system = system_facts(src)
     npu = npu_facts(src)
@@ -30,7 +36,11 @@ def probe(src: Sources | None = None, *, need_bytes: int | None = None) -> dict[
         "xrt": xrt_facts(src, npu["present"]),
         "memlock": memlock_facts(src, need_bytes),
         "flm": flm_facts(src),
+        **kernel_log_facts(src, npu.get("pci") or {}),
+        "device_users": device_users(src, own_family() if not src.fake else ()),
     }
+    if xrt_smi_runs and npu["present"]:
+        facts["xrt_smi"] = xrt_smi(src, validate=xrt_smi_validate)
     facts["checks"] = [c.to_dict() for c in run_checks(facts)]
     return as_plain(facts)
 
@@ -59,6 +69,12 @@ def render(facts: dict[str, Any]) -> str:
         lines.append(f"firmware: {firmware or 'unknown'}; columns: "
                      f"{ioctl.get('columns') or 'unknown'}; power mode: "
                      f"{ioctl.get('power_mode') or 'unknown'}")
+        pm = npu.get("runtime_pm") or {}
+        loaded = (facts.get("npu_firmware") or {}).get("loaded") or "not in the log"
+        lines.append(f"  PCI {npu.get('bdf') or '?'}; IOMMU group type "
+                     f"{npu.get('iommu_group_type') or 'unknown'}; runtime PM "
+                     f"{pm.get('status') or '?'} (control {pm.get('control') or '?'}); "
+                     f"firmware file {loaded}")
     lines.append(f"system: {system.get('distribution') or '?'}, "
                  f"kernel {system.get('kernel') or '?'}, "
                  f"{system.get('cpu') or '?'} ({system.get('cpus') or '?'} CPUs), "
@@ -95,6 +111,26 @@ def render(facts: dict[str, Any]) -> str:
                      + (f", {models} models in model_list.json" if models else ""))
     else:
         lines.append("FastFlowLM: no flm on PATH")
+    dmi = system.get("dmi") or {}
+    if dmi.get("bios_version"):
+        lines.append(f"BIOS: {dmi.get('bios_vendor') or '?'} {dmi['bios_version']} "
+                     f"({dmi.get('bios_date') or '?'}); {dmi.get('sys_vendor') or '?'} "
+                     f"{dmi.get('product_name') or '?'}")
+    log = facts.get("kernel_log") or {}
+    lines.append("kernel log: " + (f"read from {log['source']}" if "unreadable" not in log
+                                   else f"unreadable ({log['unreadable']}) -> {log['fix']}"))
+    users = (facts.get("device_users") or {}).get("users") or []
+    if users:
+        lines.append("other processes on the NPU or /dev/kfd: " + ", ".join(
+            f"{u['pid']} {u.get('command') or '?'} ({', '.join(u['devices'])})" for u in users))
+    built = xrt.get("pyxrt_built_for")
+    if built and built.get("installed") and not built.get("matches"):
+        lines.append(f"  pyxrt is built for Python {', '.join(built['installed'])}; this is "
+                     f"Python {built['running']}")
+    for name, run in (facts.get("xrt_smi") or {}).items():
+        if isinstance(run, dict) and "output" in run:
+            lines.append(f"xrt-smi {name} (exit {run.get('exit_status')}):")
+            lines += [f"  {line}" for line in run["output"].splitlines()]
     lines.append("checks:")
     lines += [f"  {Check(**c).line()}" for c in facts["checks"]]
     return "\n".join(lines)

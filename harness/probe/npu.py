@@ -79,9 +79,22 @@ def npu_facts(src: Sources) -> dict[str, Any]:
         "generation": generation(device, revision),
         "sysfs": {key: src.read(f"{device_dir}/{key}")
                   for key in ("fw_version", "vbnv", "device_type")},
+        **_pci_context(src, device_dir),
         "ioctl": _ioctl_facts(src, src.path(found[0]["path"])),
     })
     return facts
+
+
+def _pci_context(src: Sources, device_dir: str) -> dict[str, Any]:
+    """Where the function sits and how the kernel treats it: its BDF, the IOMMU domain
+    type of its group (``DMA``, ``DMA-FQ``, ``identity`` with iommu=pt), runtime PM."""
+    uevent = src.read(f"{device_dir}/uevent") or ""
+    bdf = next((line.split("=", 1)[1] for line in uevent.splitlines()
+                if line.startswith("PCI_SLOT_NAME=")), None)
+    return {"bdf": bdf,
+            "iommu_group_type": src.read(f"{device_dir}/iommu_group/type"),
+            "runtime_pm": {"status": src.read(f"{device_dir}/power/runtime_status"),
+                           "control": src.read(f"{device_dir}/power/control")}}
 
 
 def _ioctl_facts(src: Sources, node) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import psutil
 
+from harness.kernel_log import Completed, Execute, execute
 from harness.probe import drm
 from harness.xrt_loader import load_pyxrt, system_root
 
@@ -82,6 +83,7 @@ class Sources:
     run: Callable[[list[str]], str | None] | None = None
     memlock: Callable[[], tuple[int, int] | None] = _memlock
     open_device: bool = True
+    execute: Execute | None = None            # run a program with a time limit (xrt-smi)
 
     @classmethod
     def live(cls) -> Sources:
@@ -89,8 +91,9 @@ class Sources:
         pyxrt from `harness.xrt_loader`."""
         root = system_root()
         if root != Path("/"):
-            return cls(root=root)
-        return cls(drm=drm.RealDrm(), run=_run)
+            # programs are looked up in the tree (`which`), so a fake root brings its own
+            return cls(root=root, execute=execute)
+        return cls(drm=drm.RealDrm(), run=_run, execute=execute)
 
     @property
     def fake(self) -> bool:
@@ -143,6 +146,14 @@ class Sources:
 
     def environment(self, name: str) -> str | None:
         return self.env.get(name)
+
+    def program(self, name: str, argv: list[str], timeout_s: float) -> Completed | None:
+        """Run `name` (found on PATH, in the tree for a fake root) with a time limit;
+        None when it is not installed or cannot run here."""
+        binary = self.which(name)
+        if binary is None or self.execute is None:
+            return None
+        return self.execute([str(binary), *argv], timeout_s)
 
 
 def as_plain(value: Any) -> Any:

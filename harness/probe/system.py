@@ -6,7 +6,9 @@ from typing import Any
 
 from harness.probe.sources import Sources
 
-BOOT_FLAGS = ("iommu", "amd_iommu", "iommu.passthrough", "amd_iommu_dump")
+BOOT_FLAGS = ("iommu", "amd_iommu", "iommu.passthrough", "iommu.strict", "amd_iommu_dump")
+# DMI identity without serial numbers or UUIDs (those identify one unit, not a model)
+DMI = ("sys_vendor", "product_name", "board_name", "bios_vendor", "bios_version", "bios_date")
 
 
 def system_facts(src: Sources) -> dict[str, Any]:
@@ -34,6 +36,7 @@ def system_facts(src: Sources) -> dict[str, Any]:
         "cpu": model,
         "cpus": cores,
         "memory_gib": round(mem_kb / 1024 / 1024, 1) if mem_kb else None,
+        "dmi": {key: src.read(f"/sys/class/dmi/id/{key}") for key in DMI},
         "user": src.identity.user,
         "root": src.identity.root,
     }

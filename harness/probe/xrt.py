@@ -10,6 +10,8 @@ pyxrt came from.
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ def xrt_facts(src: Sources, npu_present: bool) -> dict[str, Any]:
     }
     if module is None:
         facts["pyxrt_error"] = error
+        facts["pyxrt_built_for"] = built_for(src)
     else:
         file = getattr(module, "__file__", None)
         folder, version = _install_version(file)
@@ -56,6 +59,27 @@ def xrt_facts(src: Sources, npu_present: bool) -> dict[str, Any]:
     facts["mapped"] = mapped_libraries(src.read_maps())
     facts["validate_archive"] = _validate_archives(src)
     return facts
+
+
+_ABI = re.compile(r"^pyxrt\.cpython-(\d)(\d+)")
+
+
+def built_for(src: Sources) -> dict[str, Any]:
+    """Which Python the installed pyxrt was built for (its extension's ABI tag), beside the
+    one running: a mismatch is why `import pyxrt` fails after `setup.sh`."""
+    running = ".".join(str(n) for n in sys.version_info[:2])
+    found: list[str] = []
+    for install in filter(None, (src.environment("XILINX_XRT"), "/opt/xilinx/xrt")):
+        folder = src.path(install) / "python"
+        if folder.is_dir():
+            for path in sorted(folder.glob("pyxrt*.so")):
+                match = _ABI.match(path.name)
+                label = f"{match[1]}.{match[2]}" if match else "unknown ABI"
+                entry = f"{label} ({install.rstrip('/')}/python/{path.name})"
+                if entry not in found:
+                    found.append(entry)
+    return {"running": running, "installed": found,
+            "matches": any(entry.startswith(running + " ") for entry in found)}
 
 
 def validate_files(root: Path, xilinx_xrt: str | None) -> list[Path]:

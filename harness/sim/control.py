@@ -11,9 +11,11 @@ script written for pyxrt runs against the simulator unchanged.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from harness.sim.profiles import Profile, parse_profile
 from harness.sim.stack import Stack
+from harness.xrt_loader import ROOT_ENV
 
 PROFILE_ENV = "HARNESS_SIM_PROFILE"
 
@@ -31,6 +33,15 @@ def configure(profile: Profile | str | None = None, *,
 
 
 def current() -> Stack:
+    """The configured stack; else one from the environment, as for a plain pyxrt script.
+    Under ``HARNESS_ROOT`` (the hardware path on a fabricated machine) with a
+    ``dev/kmsg`` file there, the driver's lines go to that file too, where the harness's
+    kernel-log reader finds them as it would on a real machine."""
     if _current is None:
-        return configure(os.environ.get(PROFILE_ENV))
+        stack = configure(os.environ.get(PROFILE_ENV))
+        root = os.environ.get(ROOT_ENV)
+        kmsg = Path(root) / "dev" / "kmsg" if root else None
+        if kmsg is not None and kmsg.is_file():
+            stack.kernel_log.sink = kmsg
+        return stack
     return _current

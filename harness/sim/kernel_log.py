@@ -6,8 +6,10 @@ The staging and mainline trees print through `XDNA_ERR` -> `drm_err` and `XDNA_W
 <bdf>: <func>: <text>`` through `dev_err_ratelimited` and `dev_warn` (`amdxdna_drm.h`);
 a rate-limited call site prints at most 10 lines in 5 s (the kernel's default
 `DEFINE_RATELIMIT_STATE`) and then ``<func>: N callbacks suppressed``. The records are
-kept as `/dev/kmsg` gives them (``level,seq,usec,-;text``), so the harness reads the
-simulator's log with the same reader as a real machine's.
+kept as `/dev/kmsg` gives them (``level,seq,usec,-;text``, escaped as the kernel escapes
+them), so the harness reads the simulator's log with the same reader as a real
+machine's; with a sink (a file standing in for /dev/kmsg under ``HARNESS_ROOT``) each
+record is also appended there as it is printed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+from harness.kernel_log import escape
 
 BDF = "0000:c7:00.1"
 DEVICE = f"amdxdna {BDF}: "
@@ -33,19 +38,28 @@ class KernelRecord:
 
     def kmsg(self) -> str:
         """The record as one read of /dev/kmsg returns it (without the newline)."""
-        return f"{self.level},{self.seq},{self.usec},-;{self.text}"
+        return f"{self.level},{self.seq},{self.usec},-;{escape(self.text)}"
 
 
 class KernelLog:
-    def __init__(self, flavour: str, now: Callable[[], float]) -> None:
+    def __init__(self, flavour: str, now: Callable[[], float], sink: Path | None = None
+                 ) -> None:
         self.legacy = flavour == "oot"
         self.now = now
+        self.sink = sink
         self.records: list[KernelRecord] = []
         self._sites: dict[str, tuple[float, int, int]] = {}   # begin, printed, missed
 
     def _emit(self, level: int, text: str) -> None:
-        self.records.append(KernelRecord(level, len(self.records), int(BOOT_US + self.now()),
-                                         text))
+        record = KernelRecord(level, len(self.records), int(BOOT_US + self.now()), text)
+        self.records.append(record)
+        if self.sink is not None:
+            with open(self.sink, "a", encoding="utf-8") as kmsg:
+                kmsg.write(record.kmsg() + "\n")
+
+    def kmsg(self, start: int = 0) -> str:
+        """The records from `start` on, as reads of /dev/kmsg return them."""
+        return "".join(r.kmsg() + "\n" for r in self.records[start:])
 
     def err(self, func: str, text: str) -> None:
         if not self.legacy:

@@ -617,6 +617,7 @@ class Stack:
                 self._oot_stop(ctx)
             return
         self.kernel_log.err("aie2_legacy_tdr_detect", "TDR timeout detected")
+        self.kernel_log.warn("aie2_tdr_work_func", "Device isn't making progress")
         for ctx in list(self.contexts):
             if ctx.inflight:
                 first, *rest = list(ctx.inflight)

@@ -1,0 +1,58 @@
+"""Other processes holding the NPU or the GPU's compute node: ROCm work beside an NPU
+run shares the IOMMU and memory bandwidth, and a second NPU user shares the columns."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from harness.probe.sources import Sources
+
+WATCHED = ("/dev/accel/", "/dev/kfd")
+
+
+def device_users(src: Sources, exclude: Iterable[int] = ()) -> dict[str, Any]:
+    """Each process (other than `exclude`) with an open /dev/accel/* or /dev/kfd, and how
+    many processes could not be inspected (other users' without privileges)."""
+    skip = set(exclude)
+    proc = src.path("/proc")
+    users: list[dict[str, Any]] = []
+    hidden = 0
+    try:
+        pids = sorted(int(p) for p in os.listdir(proc) if p.isdigit())
+    except OSError:
+        return {"users": [], "uninspectable": None}
+    for pid in pids:
+        if pid in skip:
+            continue
+        try:
+            fds = os.listdir(proc / str(pid) / "fd")
+        except PermissionError:
+            hidden += 1
+            continue
+        except OSError:
+            continue                      # gone meanwhile
+        held = set()
+        for fd in fds:
+            try:
+                target = os.readlink(proc / str(pid) / "fd" / fd)
+            except OSError:
+                continue
+            if target.startswith(WATCHED):
+                held.add(target)
+        if held:
+            comm = src.read(f"/proc/{pid}/comm")
+            users.append({"pid": pid, "command": comm if comm else None,
+                          "devices": sorted(held)})
+    return {"users": users, "uninspectable": hidden}
+
+
+def own_family() -> set[int]:
+    """This process and its children (the isolated trial workers)."""
+    import psutil
+    me = psutil.Process()
+    try:
+        return {me.pid, *(c.pid for c in me.children(recursive=True))}
+    except psutil.Error:
+        return {me.pid}

@@ -1,0 +1,45 @@
+"""The kernel log as the probe sees it: can this user read it, and what firmware the
+driver says it loaded (staging and mainline print ``Load firmware <file>`` at probe time,
+`aie2_pci.c` `aie2_init`; the legacy tree prints it only at debug level)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.driver_log import firmware_file
+from harness.kernel_log import KernelLogReader, Unreadable, open_kernel_log
+from harness.probe.sources import Sources
+
+FIRMWARE_DIR = "/lib/firmware/amdnpu"
+
+
+def kernel_log_reader(src: Sources) -> KernelLogReader | Unreadable:
+    journalctl = src.which("journalctl")
+    return open_kernel_log(src.path("/dev/kmsg"), str(journalctl) if journalctl else None,
+                           src.execute or (lambda argv, timeout: None))
+
+
+def kernel_log_facts(src: Sources, pci: dict[str, Any]) -> dict[str, Any]:
+    reader = kernel_log_reader(src)
+    if isinstance(reader, Unreadable):
+        return {"kernel_log": reader.to_json(), "npu_firmware": _firmware_files(src, pci, None)}
+    try:
+        loaded = firmware_file(reader.boot())
+    except OSError:
+        loaded = None
+    finally:
+        reader.close()
+    return {"kernel_log": {"source": reader.source},
+            "npu_firmware": _firmware_files(src, pci, loaded)}
+
+
+def _firmware_files(src: Sources, pci: dict[str, Any], loaded: str | None) -> dict[str, Any]:
+    """The file the log names, and what /lib/firmware/amdnpu/<device>_<revision>/ holds
+    (the driver's fw_path is ``amdnpu/<device>_<revision>/``)."""
+    device, revision = pci.get("device"), pci.get("revision")
+    files: list[str] = []
+    if device and revision:
+        folder = src.path(f"{FIRMWARE_DIR}/{int(device, 16):x}_{int(revision, 16):02x}")
+        if folder.is_dir():
+            files = sorted(p.name for p in folder.iterdir())
+    return {"loaded": loaded or None, "files": files}
