@@ -75,7 +75,7 @@ _CAPTURE_FIELDS = {"Version": "version", "Report size": "report_size",
 _JOB_FIELDS = {"seq": "seq", "op": "op", "msg": "msg", "fence": "fence",
                "out_fence": "out_fence"}
 _AIE_FIELDS = {"Tile location (Row, Column)": "tile", "Module": "module",
-               "Category": "category", "Event (ID)": "event"}
+               "Category": "category", "Event (ID)": "aie_event"}
 
 # One line, one event: (kind, pattern on the message after "<func>: ", where it is printed)
 _SINGLE: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
@@ -215,7 +215,15 @@ def events(records: Iterable[LogRecord]) -> list[dict[str, Any]]:
 
 
 def trees(records: Iterable[LogRecord]) -> set[str]:
-    return {line.tree for r in records if (line := split_line(r.text)) is not None}
+    """The trees the lines tell: [drm] says in-tree/staging; ``<func>: `` without it says
+    legacy. A line with neither (the IOMMU's dev_err on the device, legacy XDNA_INFO)
+    tells nothing."""
+    found = set()
+    for record in records:
+        line = split_line(record.text)
+        if line is not None and (line.tree == DRM or line.func is not None):
+            found.add(line.tree)
+    return found
 
 
 def tree_note(records: Iterable[LogRecord], flavour: str | None) -> tuple[str | None, str | None]:
@@ -239,11 +247,23 @@ def tree_note(records: Iterable[LogRecord], flavour: str | None) -> tuple[str | 
 
 
 def firmware_account(found: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
-    """The first timeout capture's fields by FIRMWARE_FIELDS name, or None."""
+    """The timeout capture's fields by FIRMWARE_FIELDS name, or None. The legacy tree
+    dumps every context; the one that had work in flight (sub > comp) is the one that
+    hung, so its capture is preferred over the first."""
+    first = busy = None
+    dump: dict[str, Any] | None = None
     for event in found:
-        if event["event"] == "timeout_capture":
-            return {name: event[name] for name in FIRMWARE_FIELDS if name in event}
-    return None
+        if event["event"] == "context_dump":
+            dump = event
+        elif event["event"] == "timeout_capture":
+            first = first or event
+            if busy is None and dump is not None and \
+                    dump.get("submitted") != dump.get("completed"):
+                busy = event
+    chosen = busy or first
+    if chosen is None:
+        return None
+    return {name: chosen[name] for name in FIRMWARE_FIELDS if name in chosen}
 
 
 def firmware_file(records: Iterable[LogRecord]) -> str | None:

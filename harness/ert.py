@@ -120,7 +120,8 @@ def expected_message_form(version: str | None) -> str:
 
 _STATE_IN_TEXT = re.compile(r"ERT_CMD_STATE_([A-Z_]+)")
 _HEALTH_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(0[xX][0-9a-fA-F]+|-?\d+)\s*$")
-_KERNEL_LINE = re.compile(r"^\s*Kernel Instance\s*:\s*(\S.*?)\s*$")
+# XRT master (aie_error_message_v1) names what ran before the health lines
+_IDENTITY_LINE = re.compile(r"^\s*(Kernel Instance|ELF File|ELF UUID)\s*:\s*(\S.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ class XrtFailure:
     headline: str
     kernel_instance: str | None = None
     health: dict[str, int] = field(default_factory=dict)
+    identity: dict[str, str] = field(default_factory=dict)   # Kernel Instance, ELF File/UUID
 
     @property
     def is_runlist(self) -> bool:
@@ -158,17 +160,18 @@ def parse_xrt_error(message: str) -> XrtFailure:
         except ValueError:
             state = None
             state_text = f"unknown ({XRT_PREFIX}{match.group(1)})"
-    kernel_instance = None
+    identity: dict[str, str] = {}
     health: dict[str, int] = {}
     for line in lines[1:]:
-        kernel = _KERNEL_LINE.match(line)
-        if kernel:
-            kernel_instance = kernel.group(1)
+        named = _IDENTITY_LINE.match(line)
+        if named:
+            identity[named.group(1)] = named.group(2)
             continue
         pair = _HEALTH_LINE.match(line)
         if pair:
             health[pair.group(1)] = int(pair.group(2), 0)
-    return XrtFailure(state, state_text, headline, kernel_instance, health)
+    return XrtFailure(state, state_text, headline, identity.get("Kernel Instance"), health,
+                      identity)
 
 
 @dataclass(frozen=True)

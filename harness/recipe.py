@@ -553,7 +553,12 @@ def _exported_run(kernel: str, args: tuple[tuple[int, str, Any], ...]) -> dict[s
 
 
 def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+    """A plan name as part of a file name; a long one (a sweep's 1+1+...+1 cut) is
+    shortened with a digest of the whole, so names stay unique and below NAME_MAX."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+    if len(safe) <= 48:
+        return safe
+    return f"{safe[:32]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
 
 
 def _run_script(case: Case, plan_name: str, chunks: list[int], commands: list[str]) -> str:

@@ -2,8 +2,12 @@
 
 Markdown: a title that says SIMULATED (and the profile) when it was not
 hardware, the verdict in one line, a table of plans and outcome counts (or
-the bisect log, or the sweep grid), the failing runs, the environment, the
-xclbin identities, and the whole report as YAML in a collapsed `<details>`.
+the bisect log, or the sweep grid), the failing runs, what the driver and the
+firmware said about the first failure (kernel log, the firmware's timeout
+report, recovery), the environment, the xclbin identities, and the report as
+YAML in a collapsed `<details>`. The whole fits GitHub's 65,536-character issue
+body: the YAML gets what room is left (whole, without per-trial detail, cut, or
+left out, saying which), and the bundle (`harness.bundle`) carries everything.
 """
 
 from __future__ import annotations
@@ -11,14 +15,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.evidence import (
+    event_summary,
+    failed_trials,
+    firmware_rows,
+    first_failure,
+    identity_rows,
+    recovery_text,
+)
 from harness.plan import cut_text, plan_label
 from harness.report import is_simulated
 from harness.results import counts_text, flow_text
 from harness.yamlio import dump_yaml
 
 MAX_FAILING_ROWS = 20
-# GitHub refuses issue comments over 65,536 characters.
-MAX_EMBEDDED_YAML = 50_000
+MAX_BODY = 65_536              # GitHub refuses issue bodies and comments over this
+MAX_LOG_LINES = 80             # of the first failing trial's kernel log, in the render
+MAX_EVENTS = 20
+MAX_XRT_SMI = 3_000
+MIN_YAML_ROOM = 2_000          # below this, the YAML is left out rather than cut to nothing
 
 
 def title(data: dict[str, Any]) -> str:
@@ -70,6 +85,7 @@ def environment_rows(env: dict[str, Any], backend: dict[str, Any] | None = None
           if (backend or {}).get("driver") else []),
         ("memlock", f"soft {memlock.get('soft')}, hard {memlock.get('hard')}"),
         ("distribution", str(system.get("distribution") or "?")),
+        *identity_rows(env),
     ]
 
 
@@ -224,27 +240,32 @@ def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _yaml_for_embedding(data: dict[str, Any]) -> tuple[str, str]:
-    """The report as YAML for the issue, whole if it fits in an issue comment, else
-    without the per-trial detail. Trials are measured one at a time and the count stops
-    once they cannot fit, so a report of thousands of trials is never dumped whole."""
+def _yaml_for_embedding(data: dict[str, Any], room: int) -> tuple[str, str]:
+    """The report as YAML in at most `room` characters: whole; else without the per-trial
+    detail; else cut; else nothing. The note says which. Trials are measured one at a
+    time and the count stops once they cannot fit, so a report of thousands of trials is
+    never dumped whole."""
     slim = dict(data)
     slim["plans"] = [{k: v for k, v in p.items() if k != "trials"}
                      for p in data.get("plans") or []]
     text = dump_yaml(slim)
-    room = MAX_EMBEDDED_YAML - len(text)
+    left = room - len(text)
     trials = [t for p in data.get("plans") or [] for t in p.get("trials") or []]
     for trial in trials:
-        room -= len(dump_yaml([trial]))
-        if room < 0:
+        left -= len(dump_yaml([trial]))
+        if left < 0:
             break
     else:
         return dump_yaml(data), ""
-    note = (f"The full report ({len(trials)} trials) is too big for an issue comment: attach "
-            "the file. Shown here without the per-trial detail.")
-    if len(text) > MAX_EMBEDDED_YAML:
-        text = text[:MAX_EMBEDDED_YAML] + "\n# ... cut here: attach the report file\n"
-    return text, note
+    attach = "the report file (or the bundle) holds it all"
+    if len(text) <= room:
+        return text, (f"Shown without the per-trial detail of its {len(trials)} trials, to fit "
+                      f"an issue; {attach}.")
+    if room >= MIN_YAML_ROOM:
+        cut = text[:room - 60]
+        return cut[:cut.rfind("\n") + 1] + "# ... cut here to fit an issue\n", \
+            f"Cut to fit an issue, and without the per-trial detail; {attach}."
+    return "", f"Left out: no room in an issue; {attach}."
 
 
 # -- Markdown ---------------------------------------------------------------------------
@@ -262,7 +283,9 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def render_markdown(data: dict[str, Any]) -> str:
+def render_markdown(data: dict[str, Any], bundle: list[str] | None = None) -> str:
+    """The report as an issue body of at most MAX_BODY characters; `bundle` is the
+    bundle's file name and the files in it, when there is one to attach."""
     backend = data.get("backend") or {}
     lines = [f"## xdna-runlist-harness: {title(data)}", ""]
     if is_simulated(backend):
@@ -301,9 +324,11 @@ def render_markdown(data: dict[str, Any]) -> str:
         if notes:
             lines += ["", "Failing run located as: " + "; ".join(_cell(n) for n in notes) + "."]
         lines.append("")
+    lines += evidence_markdown(data, MAX_LOG_LINES)
     lines += export_markdown(data.get("exports"))
     lines += ["### Environment", ""] + md_table(["", ""], [list(r) for r in environment_rows(
         data.get("environment") or {}, data.get("backend"))]) + [""]
+    lines += xrt_smi_markdown(data.get("environment") or {})
     xclbins = xclbin_rows(data)
     if xclbins:
         stand_ins = ((data.get("artifacts") or {}).get("pack") or {}).get("stand_ins")
@@ -312,13 +337,117 @@ def render_markdown(data: dict[str, Any]) -> str:
             lines += ["Synthesized stand-ins with the kernel signatures of the pack (no real "
                       "pack was present).", ""]
         lines += md_table(["role", "uuid", "sha256", "known as"], xclbins) + [""]
-    yaml_text, note = _yaml_for_embedding(data)
-    fence = "`" * max(3, _longest_backticks(yaml_text) + 1)
-    lines += ["<details>", "<summary>Full report (YAML)</summary>", ""]
-    if note:
-        lines += [note, ""]
-    lines += [f"{fence}yaml", yaml_text.rstrip("\n"), fence, "", "</details>", ""]
-    return "\n".join(lines)
+    footer = bundle_markdown(bundle)
+    head = "\n".join(lines)
+    wrapper = ["<details>", "<summary>Full report (YAML)</summary>", ""]
+    # what the YAML may take: the body's limit less everything else, its wrapper and note
+    room = MAX_BODY - len(head) - len("\n".join(footer)) - 600
+    yaml_text, note = _yaml_for_embedding(data, room)
+    tail = wrapper + ([note, ""] if note else [])
+    if yaml_text:
+        fence = "`" * max(3, _longest_backticks(yaml_text) + 1)
+        tail += [f"{fence}yaml", yaml_text.rstrip("\n"), fence, ""]
+    tail += ["</details>", ""]
+    body = "\n".join([head, *tail, *footer])
+    return body if len(body) <= MAX_BODY else _cut_to_fit(head, footer, len(body))
+
+
+def _cut_to_fit(head: str, footer: list[str], size: int) -> str:
+    """Tables alone too big for an issue (a sweep of thousands of cells): cut at a line,
+    close what the cut left open, and say so."""
+    note = ["", f"*Cut here to fit an issue (the whole render is {size} characters); the "
+                "report and the bundle's report.md hold all of it.*", ""]
+    keep = head[:MAX_BODY - len("\n".join(note + footer)) - 40]
+    keep = keep[:keep.rfind("\n")]
+    if keep.count("```") % 2:
+        keep += "\n```"
+    if keep.count("<details>") > keep.count("</details>"):
+        keep += "\n</details>"
+    return "\n".join([keep, *note, *footer])
+
+
+def evidence_markdown(data: dict[str, Any], max_lines: int) -> list[str]:
+    """The driver's and the firmware's account of the first failure, and recovery."""
+    found = first_failure(data)
+    if found is None:
+        return []
+    plan, trial = found
+    failures = len(list(failed_trials(data)))
+    number = int(trial.get("index") or 0) + 1
+    lines = ["### What the driver and the firmware said", "",
+             f"First failing trial: plan {_cell(plan)}, trial {number} "
+             f"({trial.get('status')}; {failures} failed trial(s) in all)."]
+    recovery = recovery_text(trial)
+    if recovery:
+        lines.append(f"Recovery: {_cell(recovery)}.")
+    users = (trial.get("device_users") or {}).get("users")
+    if users is not None:
+        lines.append("Other NPU/GPU users then: " + (", ".join(
+            f"{u.get('pid')} {_cell(u.get('command') or '?')}" for u in users) or "none") + ".")
+    lines.append("")
+    rows = firmware_rows(trial)
+    if rows:
+        lines += ["Firmware's account of the timeout:", ""]
+        lines += md_table(["field", "kernel log", "XRT message"], rows) + [""]
+    log = trial.get("kernel_log")
+    if not log:
+        lines += ["No kernel log was kept for this trial.", ""]
+        return lines
+    if "unreadable" in log:
+        lines += [f"Kernel log: not readable ({_cell(log['unreadable'])}); "
+                  f"{_cell(log.get('fix'))}.", ""]
+        return lines
+    events = event_summary(trial)
+    if events:
+        lines += ["Driver events:", ""] + [f"- {_cell(e)}" for e in events[:MAX_EVENTS]]
+        if len(events) > MAX_EVENTS:
+            lines.append(f"- ... {len(events) - MAX_EVENTS} more in the report")
+        lines.append("")
+    if log.get("tree_note"):
+        lines += [f"Driver tree by its log prefix: {_cell(log['tree_note'])}.", ""]
+    shown = log.get("lines") or []
+    if not shown:
+        lines += [f"Kernel log ({_cell(log.get('source'))}): the driver printed nothing "
+                  "during this trial.", ""]
+        return lines
+    left_out = len(shown) - max_lines + int(log.get("omitted") or 0)
+    text = "\n".join(shown[:max_lines])
+    fence = "`" * max(3, _longest_backticks(text) + 1)
+    summary = (f"Kernel log of this trial ({len(shown) + int(log.get('omitted') or 0)} "
+               f"amdxdna/IOMMU lines from {log.get('source')})")
+    lines += ["<details>", f"<summary>{_cell(summary)}</summary>", "", f"{fence}text", text,
+              fence]
+    if left_out > 0:
+        lines += ["", f"{left_out} more lines are in kernel-log.txt of the bundle."]
+    lines += ["", "</details>", ""]
+    return lines
+
+
+def xrt_smi_markdown(env: dict[str, Any]) -> list[str]:
+    lines = []
+    for name, run in (env.get("xrt_smi") or {}).items():
+        if not isinstance(run, dict) or "output" not in run:
+            continue
+        text = run["output"]
+        cut = len(text) > MAX_XRT_SMI
+        text = text[:MAX_XRT_SMI]
+        fence = "`" * max(3, _longest_backticks(text) + 1)
+        lines += ["<details>", f"<summary>xrt-smi {name} (exit {run.get('exit_status')})"
+                  "</summary>", "", f"{fence}text", text, fence]
+        if cut:
+            lines += ["", "Cut here; the whole output is in the report."]
+        lines += ["", "</details>", ""]
+    return lines
+
+
+def bundle_markdown(bundle: list[str] | None) -> list[str]:
+    """Names the bundle and each file in it, so a maintainer knows what the attachment
+    holds (GitHub attaches files, not folders)."""
+    if not bundle:
+        return []
+    name, *files = bundle
+    return ["---", "", f"Attached: `{name}` (`runlist-harness report bundle`), holding "
+            + ", ".join(f"`{f}`" for f in files) + ".", ""]
 
 
 def server_markdown(server: dict[str, Any]) -> list[str]:
@@ -393,6 +522,20 @@ def render_text(data: dict[str, Any]) -> str:
     notes = located_notes(data)
     if notes:
         lines += ["  located as: " + "; ".join(notes)]
+    found = first_failure(data)
+    if found is not None:
+        plan, trial = found
+        log = trial.get("kernel_log") or {}
+        lines += ["", f"first failure: plan {plan}, trial {int(trial.get('index') or 0) + 1}"]
+        recovery = recovery_text(trial)
+        if recovery:
+            lines.append(f"  recovery: {recovery}")
+        if "unreadable" in log:
+            lines.append(f"  kernel log: not readable ({log['unreadable']}); {log.get('fix')}")
+        elif log:
+            lines.append(f"  kernel log ({log.get('source')}): {len(log.get('lines') or [])} "
+                         "lines" + (f"; {log['tree_note']}" if log.get("tree_note") else ""))
+            lines += [f"    {event}" for event in event_summary(trial)[:MAX_EVENTS]]
     lines += ["", "environment:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
         data.get("environment") or {}, data.get("backend"))]
     xclbins = xclbin_rows(data)

@@ -40,8 +40,10 @@ def load_pyxrt() -> tuple[ModuleType | None, str]:
 
 
 def is_stand_in(module: ModuleType) -> bool:
-    """Whether this "pyxrt" is the harness's simulated one standing in for the real module."""
-    return getattr(module, "__name__", "") == SIMULATED_MODULE
+    """Whether this "pyxrt" is the harness's simulated one standing in for the real module
+    (itself, or a module built on it that says so with ``__harness_stand_in__``)."""
+    return getattr(module, "__name__", "") == SIMULATED_MODULE or \
+        getattr(module, "__harness_stand_in__", False) is True
 
 
 def system_root() -> Path:

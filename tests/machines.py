@@ -44,6 +44,36 @@ class Tree:
         self.write(f"{base}/vbnv", "RyzenAI-npu5")
         self.write(f"{base}/device_type", "1")
 
+    def identity(self, bdf: str = "0000:c7:00.1") -> None:
+        """What maintainers ask for beyond the driver: the function's place and IOMMU
+        domain, runtime PM, DMI, firmware files, a boot log in /dev/kmsg, xrt-smi, and a
+        ROCm process holding /dev/kfd."""
+        base = "/sys/class/accel/accel0/device"
+        self.write(f"{base}/uevent", f"DRIVER=amdxdna\nPCI_CLASS=118000\nPCI_SLOT_NAME={bdf}\n")
+        self.write(f"{base}/iommu_group/type", "DMA-FQ")
+        self.write(f"{base}/power/runtime_status", "active")
+        self.write(f"{base}/power/control", "auto")
+        for key, value in {"sys_vendor": "Framework",
+                           "product_name": "Desktop (AMD Ryzen AI Max 300 Series)",
+                           "board_name": "FRANMFCP06", "bios_vendor": "INSYDE Corp.",
+                           "bios_version": "03.04", "bios_date": "10/01/2025",
+                           "product_serial": "FRAMESERIAL123"}.items():
+            self.write(f"/sys/class/dmi/id/{key}", value)
+        self.write("/lib/firmware/amdnpu/17f0_11/npu_7.sbin", "fw")
+        self.write("/lib/firmware/amdnpu/17f0_11/npu.sbin", "fw")
+        self.write("/dev/kmsg",
+                   "6,10,4000000,-;Linux version 7.0.0-31-generic\n"
+                   f"6,11,5100000,-;amdxdna {bdf}: [drm] Load firmware amdnpu/17f0_11/npu_7.sbin\n"
+                   " SUBSYSTEM=pci\n DEVICE=+pci:0000:c7:00.1\n")
+        self.write("/usr/bin/xrt-smi",
+                   "#!/bin/sh\necho \"xrt-smi $1: Device(s) Present\"\n"
+                   "echo \"|[0000:c7:00.1]  |NPU Strix Halo  |\"\n", 0o755)
+        self.write("/proc/4242/comm", "ollama-rocm")
+        fd = self.root / "proc" / "4242" / "fd"
+        fd.mkdir(parents=True, exist_ok=True)
+        (fd / "3").symlink_to("/dev/kfd")
+        (fd / "4").symlink_to("/dev/null")
+
     def module(self, params: dict[str, str], *, version: str | None = None,
                module_file: str | None = None, name: str = "amdxdna",
                param_mode: int = 0o644) -> None:

@@ -85,7 +85,9 @@ def run_watching(*args: str, timeout: float = 120) -> tuple[int, str, str, dict[
     ended = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < ended:
         for pid, seen_as in descendants(proc).items():
-            if not seen.get(pid, "").split(": ", 1)[-1]:   # keep what a live process showed
+            # The latest command line a live process showed wins: just after fork, before
+            # exec, a child still shows its parent's command line.
+            if seen_as != "gone" and seen_as.split(": ", 1)[-1] or pid not in seen:
                 seen[pid] = seen_as
         time.sleep(0.02)
     out, err = proc.communicate(timeout=30)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
+from harness import bundle as bundling
 from harness import compare as comparing
 from harness import render as rendering
 from harness.errors import ExitCode, ReportError
@@ -51,8 +53,36 @@ def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: 
     if not check:
         click.echo(f"warning: rendering {file} without checking it against the schema", err=True)
     data = _data(file, do_redact, check)
-    text = rendering.render_markdown(data) if fmt == "md" else rendering.render_text(data)
+    if fmt == "md":
+        # the same text as report.md in the bundle, naming the bundle and what it holds
+        contents = bundling.collect(Path(file), do_redact)
+        text = contents.files[bundling.REPORT_MD].decode()
+    else:
+        text = rendering.render_text(data)
     _emit(text, out)
+
+
+@report.command("bundle")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="The .tar.gz to write (default: REPORT.bundle.tar.gz beside the report).")
+@click.option("--redact/--no-redact", "do_redact", default=True, show_default=True,
+              help="Replace host name, user, home folders, machine id, serials, MAC and IP "
+                   "addresses with placeholders in everything the bundle holds.")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@click.option("--check/--no-check", default=True, show_default=True,
+              help="Refuse a report that does not validate against the schema.")
+def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, check: bool) -> None:
+    """One .tar.gz to attach to an upstream issue: README for the maintainer, the rendered
+    report, the report, every trial's kernel log, xrt-smi output and the XRT recipes.
+    Nothing from outside the report's folder; xclbins are named, not shipped."""
+    _data(file, do_redact, check)              # refuses what does not validate, as render
+    target, contents = bundling.write_bundle(Path(file), Path(out) if out else None,
+                                             do_redact=do_redact, force=force)
+    click.echo(f"bundle: {target} ({target.stat().st_size} bytes): "
+               + ", ".join(contents.names()))
+    for item in contents.left_out:
+        click.echo(f"  not included: {item}")
 
 
 @report.command("compare")

@@ -168,6 +168,16 @@ RULES = (
          "callbacks suppressed')",
          f"{STAGING} amdxdna_pci_drv.h; {LEGACY} amdxdna_drm.h; Linux "
          "include/linux/ratelimit_types.h"),
+    Rule("driver", "on a timeout each tree logs its own lines: staging >= 6.17 'TDR timeout "
+         "detected' (aie2_tdr_detect) and the capture block (aie2_set_cmd_timeout); staging "
+         "< 6.17 'TDR timeout detected' (aie2_legacy_tdr_detect) then 'Device isn't making "
+         "progress' (aie2_tdr_work_func); mainline 7.0 nothing, 7.1 the capture block; legacy "
+         "'Device isn't making progress... Count N timeout T dump_only 0' (aie2_tdr_work), "
+         "then per context 'Dumping ctx', the capture block and 'JOB[i]:' with seq/op/msg/"
+         "fence lines (aie2_dump_ctx). The records are /dev/kmsg's, escaped as printk "
+         "escapes them; under HARNESS_ROOT they are also appended to its dev/kmsg",
+         f"{STAGING} aie2_ctx.c, aie2_tdr.c; {LEGACY} aie2_tdr.c, aie2_ctx.c; Linux "
+         "kernel/printk/printk.c msg_add_ext_text; Documentation/ABI/testing/dev-kmsg"),
     Rule("firmware", "sub-commands run in order, each taking its kernel's latency (the case's "
          "latency_us or 50 us); the device reads the synced copy of the instruction buffer "
          "and rejects a malformed TXN, a partition mismatch or a short ninstr (ERROR at that "
