@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.case import DEFAULT_TRIALS, Case, Command
+from harness.confine import OutsideFolder, inside
+from harness.elf import ElfError, read_elf
 from harness.errors import CaseError
 from harness.jsonread import JsonReader, describe, parse_json
 from harness.plan import Plan, make_plan
@@ -130,7 +132,10 @@ class Capture:
 
 
 def _file_in(read: JsonReader, folder: Path, name: str, where: str) -> str:
-    path = (folder / name).resolve()
+    try:
+        path = inside(folder, name)
+    except OutsideFolder as err:
+        raise read.fail(where, str(err)) from None
     if not path.is_file():
         raise read.fail(where, f"{name} is not in {folder}")
     return str(path)
@@ -194,7 +199,7 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
         name = read.text(entry.get("name"), where + ".name")
         if name in buffers:
             raise read.fail(where + ".name", f"{name!r} is named twice")
-        size = read.index(entry.get("size"), where + ".size")
+        size = read.size(entry.get("size"), where + ".size")
         flags = read.index(entry["flags"], where + ".flags") if "flags" in entry else None
         memgrp = read.index(entry["memgrp"], where + ".memgrp") if "memgrp" in entry \
             else None
@@ -210,6 +215,10 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
         if entry.get("ctrlcode"):
             ctrlcode = _file_in(read, folder, read.text(entry["ctrlcode"], where + ".ctrlcode"),
                                 where + ".ctrlcode")
+            try:        # read now: a file that is no ELF is bad input, not a device failure
+                read_elf(ctrlcode)
+            except ElfError as err:
+                raise read.fail(where + ".ctrlcode", str(err)) from None
         instance = read.text(entry.get("instance"), where + ".instance")
         kernels[name] = Kernel(name, instance, hwctx, ctrlcode)
     runs: dict[str, Run] = {}

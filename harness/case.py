@@ -17,18 +17,26 @@ from typing import Any
 
 import yaml
 
+from harness.confine import OutsideFolder, inside
+from harness.elf import ElfError, read_elf
 from harness.errors import CaseError, PlanError
 from harness.ert import CmdState, state_from_name
-from harness.jsonread import describe
+from harness.jsonread import MAX_BUFFER_BYTES, describe
 from harness.plan import Plan, make_plan
 from harness.results import FLOWS, FULL_ELF, INSTR_BO, BufferSpec
-from harness.yamlio import AliasError, DuplicateKeyError, KeyPath, load_yaml_with_lines
+from harness.txn import file_problem
+from harness.yamlio import (
+    AliasError,
+    DuplicateKeyError,
+    KeyPath,
+    NestingError,
+    load_yaml_with_lines,
+)
 
 NOP = "nop"
 DEFAULT_TRIALS = 3
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _ROLE = re.compile(r"[a-z][a-z0-9_]*")
-MAX_BUFFER_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,13 @@ class Case:
             named = ":" in plan.spec           # even:K / max:N keep their spec as the name
             plans.append(Plan(plan.spec if named else "+".join(map(str, plan.chunks)),
                               plan.spec, plan.chunks))
+        seen: dict[str, str] = {}
+        for ref, plan in zip(refs, plans, strict=True):
+            if plan.name in seen:
+                # the report keys trials by plan name: two plans of one name would merge
+                raise PlanError(f"--plan {ref!r} names plan {plan.name!r} again (given as "
+                                f"{seen[plan.name]!r} already); give each plan once")
+            seen[plan.name] = ref
         return plans
 
 
@@ -254,7 +269,7 @@ def parse_case(raw: bytes, file: str) -> Case:
         raise CaseError(f"{file}: not UTF-8 text (byte {err.start})") from None
     try:
         data, lines = load_yaml_with_lines(text)
-    except (DuplicateKeyError, AliasError) as err:
+    except (DuplicateKeyError, AliasError, NestingError) as err:
         raise CaseError(f"{file}:{err.line}: {err}") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
@@ -283,6 +298,9 @@ def parse_case(raw: bytes, file: str) -> Case:
             raise check.error(("xclbins", role), f"role {role!r} must be a lower-case name "
                                                  "such as attn, mm, layer, dequant")
         xclbins[role] = check.string(filename, ("xclbins", role))
+        if Path(xclbins[role]).name != xclbins[role] or xclbins[role] in (".", ".."):
+            raise check.error(("xclbins", role), f"{xclbins[role]!r} must be a file name in "
+                                                 "the pack's folder, not a path")
 
     programs = _programs(check, top.get("programs", {}), xclbins, Path(file).parent)
     decode = check.mapping(top["decode"], ("decode",), {"layers", "runlist_context",
@@ -344,6 +362,21 @@ def parse_case(raw: bytes, file: str) -> Case:
                 flow, programs=programs)
 
 
+def _inside(check: _Checker, folder: Path, name: str, path: KeyPath) -> Path:
+    try:
+        return inside(folder, name, own_case=True)
+    except OutsideFolder as err:
+        raise check.error(path, str(err)) from None
+
+
+def _is_elf(check: _Checker, file: Path, path: KeyPath) -> None:
+    """A named ELF is read before any trial: a wrong file is bad input, not a failure."""
+    try:
+        read_elf(file)
+    except ElfError as err:
+        raise check.error(path, str(err)) from None
+
+
 def _programs(check: _Checker, raw: Any, xclbins: dict[str, str],
               folder: Path) -> dict[str, tuple[str, ...]]:
     """`programs: {role: file or [files]}`: contexts made from full ELFs, paths relative to
@@ -364,9 +397,10 @@ def _programs(check: _Checker, raw: Any, xclbins: dict[str, str],
             raise check.error(path, "expected an ELF file or a list of them")
         resolved = []
         for i, name in enumerate(names):
-            elf = (folder / check.string(name, path + (i,))).resolve()
+            elf = _inside(check, folder, check.string(name, path + (i,)), path + (i,))
             if not elf.is_file():
                 raise check.error(path + (i,), f"{elf} does not exist")
+            _is_elf(check, elf, path + (i,))
             resolved.append(str(elf))
         programs[role] = tuple(resolved)
     return programs
@@ -414,11 +448,15 @@ def _commands(check: _Checker, value: Any, base: Path) -> tuple[Command, ...]:
         instructions = entry.get("instructions", NOP)
         check.string(instructions, here + ("instructions",))
         if instructions != NOP:
-            insts = (base / instructions).resolve()
+            insts = _inside(check, base, instructions, here + ("instructions",))
             if not insts.is_file():
                 raise check.error(here + ("instructions",),
                                   f"instruction file {insts} does not exist (use 'nop' for "
                                   "the one-NOOP stream)")
+            problem = file_problem(insts)
+            if problem:
+                raise check.error(here + ("instructions",),
+                                  f"instruction file {insts}: {problem}")
             instructions = str(insts)
         buffers_raw = entry["buffers"]
         if not isinstance(buffers_raw, list):

@@ -281,7 +281,8 @@ class _Parser:
     def parse(self) -> Elf:
         data = self.data
         if data[:4] != MAGIC:
-            raise self.fail(0, f"bad magic {data[:4]!r}: not an ELF file")
+            raise self.fail(0, "bad magic: it does not start with b'\\x7fELF'; not an ELF "
+                               "file")
         if len(data) < 16:
             raise self.fail(len(data), "truncated identification bytes")
         ei_class, ei_data = data[4], data[5]

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harness.errors import BadInput
+from harness.jsonread import JsonShapeError, loads
 
 MAX_BODY = 8 * 1024 * 1024
 MAX_HEAD = 64 * 1024
@@ -210,10 +211,11 @@ def _read_response(reader: _Reader) -> tuple[int, dict[str, str], bytes]:
 def _classify(status: int, headers: dict[str, str], data: bytes) -> Reply:
     text = data.decode("utf-8", "replace")
     try:
-        parsed = json.loads(text) if text.strip() else None
-        is_json = True
-    except ValueError:
+        parsed = loads(text) if text.strip() else None
+        is_json, problem = True, ""
+    except ValueError as err:   # JsonShapeError too: deep or duplicated is no answer
         parsed, is_json = None, False
+        problem = str(err) if isinstance(err, JsonShapeError) else "not JSON"
     if 300 <= status < 400:
         where = headers.get("location", "nowhere given")
         return Reply("redirect", status, parsed, error=f"HTTP {status} redirect to {where}; give "
@@ -223,7 +225,7 @@ def _classify(status: int, headers: dict[str, str], data: bytes) -> Reply:
         detail = f": {first}" if first and not is_json else ""
         return Reply("http-error", status, parsed, error=f"HTTP {status}{detail}")
     if not is_json:
-        return Reply("bad-json", status, error=f"HTTP {status} but not JSON: {data[:120]!r}")
+        return Reply("bad-json", status, error=f"HTTP {status} but {problem}: {data[:120]!r}")
     return Reply("ok", status, parsed)
 
 

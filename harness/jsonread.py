@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+MAX_BUFFER_BYTES = 1 << 30     # one buffer, in any document that declares sizes
+
 
 def describe(value: Any) -> str:
     """A value as an error message shows what it got."""
@@ -45,7 +47,18 @@ class JsonReader:
     def text(self, value: Any, where: str) -> str:
         if not isinstance(value, str) or not value:
             raise self.fail(where, f"expected a non-empty string, got {describe(value)}")
+        if "\0" in value:
+            raise self.fail(where, "a NUL character in a name (no name nor path holds one)")
         return value
+
+    def size(self, value: Any, where: str) -> int:
+        """A buffer size, within the one cap every document shares (cases, recipes,
+        captures): a declared 2**64 is a bad document, not a machine to exhaust."""
+        size = self.index(value, where)
+        if size > MAX_BUFFER_BYTES:
+            raise self.fail(where, f"{size} bytes is over the {MAX_BUFFER_BYTES >> 30} GiB a "
+                                   "buffer may have here")
+        return size
 
     def index(self, value: Any, where: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -53,11 +66,41 @@ class JsonReader:
         return value
 
 
+class JsonShapeError(ValueError):
+    """Well-formed JSON no document of ours may be: a key twice in one object, or nesting
+    deeper than the interpreter can walk."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        # json.loads would keep the last silently; a reader that kept the first would see
+        # another document
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JsonShapeError(f"key {key!r} appears twice in one object")
+            seen.add(key)
+    return out
+
+
+def loads(text: str | bytes) -> Any:
+    """json.loads, refusing duplicate keys and nesting past the recursion limit with
+    JsonShapeError (a ValueError, as malformed JSON is), never RecursionError."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise JsonShapeError("nested too deeply (more levels than any document of this "
+                             "kind has)") from None
+
+
 def parse_json(raw: bytes, file: str, error: type[Exception], hint: str = "") -> Any:
     """The document in `raw`, or `error` naming the file, the line and what is wrong."""
     try:
-        return json.loads(raw.decode("utf-8"))
+        return loads(raw.decode("utf-8"))
     except UnicodeDecodeError as err:
         raise error(f"{file}: not UTF-8 text (byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise error(f"{file}:{err.lineno}: not valid JSON ({err.msg}){hint}") from None
+    except JsonShapeError as err:
+        raise error(f"{file}: {err}") from None

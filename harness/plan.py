@@ -18,8 +18,12 @@ from dataclasses import dataclass
 
 from harness.errors import PlanError
 
-_EXPLICIT = re.compile(r"\d+(\s*\+\s*\d+)*")
-_NAMED = re.compile(r"(even|max)\s*:\s*(\d+)")
+# ASCII digits only: int() also reads "４２" and "٤٢", which would name one plan twice
+_EXPLICIT = re.compile(r"[0-9]+(\s*\+\s*[0-9]+)*", re.ASCII)
+_NAMED = re.compile(r"(even|max)\s*:\s*([0-9]+)", re.ASCII)
+# The deepest plan the harness builds: XRT's own deepest runlist test is 1,000 runs, and
+# every layer is a run object held in memory while the trial runs.
+MAX_LAYERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,12 @@ def parse_plan(spec: str | int, layers: int) -> tuple[int, ...]:
         raise PlanError(f"plan {spec!r} must be a string such as \"21+21\" or a number")
     if layers < 1:
         raise PlanError(f"the layer count must be at least 1, not {layers}")
+    if layers > MAX_LAYERS:
+        raise PlanError(f"{layers:,} layers is past the {MAX_LAYERS:,} a plan may have")
     text = str(spec).strip()
+    if len(text) > 8 * MAX_LAYERS:
+        raise PlanError(f"a plan spec of {len(text):,} characters is longer than any plan of "
+                        f"at most {MAX_LAYERS:,} layers")
     named = _NAMED.fullmatch(text)
     if named:
         kind, n = named.group(1), int(named.group(2))

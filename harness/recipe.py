@@ -34,6 +34,8 @@ import yaml
 
 from harness.cache import cache_dir
 from harness.case import DEFAULT_TRIALS, Case, Command
+from harness.confine import OutsideFolder, inside
+from harness.elf import ElfError, read_elf
 from harness.errors import BadInput, CaseError
 from harness.jsonread import JsonReader, describe, parse_json
 from harness.plan import make_plan
@@ -118,7 +120,7 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> Profile:
         init = read.mapping(entry.get("init", {}), where + ".init")
         source = None
         if "file" in init:
-            source = (Path(file).parent / read.text(init["file"], where + ".init.file")).resolve()
+            source = _inside(read, Path(file).parent, init["file"], where + ".init.file")
             if not source.is_file():
                 raise read.fail(where + ".init.file", f"{source} does not exist")
         elif init:
@@ -128,12 +130,13 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> Profile:
         if size is None and source is None:
             raise read.fail(where, "a binding without a file needs a size")
         if size is not None:
-            bindings[name] = BufferSpec(read.index(size, where + ".size"),
+            bindings[name] = BufferSpec(read.size(size, where + ".size"),
                                         str(source) if source else None)
         elif init.get("mmap") is True:
-            bindings[name] = BufferSpec(source.stat().st_size, str(source))
+            bindings[name] = BufferSpec(read.size(source.stat().st_size, where + ".init.file"),
+                                        str(source))
         else:
-            bindings[name] = BufferSpec(source.stat().st_size)
+            bindings[name] = BufferSpec(read.size(source.stat().st_size, where + ".init.file"))
             notes.append(f"{file}: {where} ({name}) has a file but no size: XRT's runner "
                          "makes the buffer the file's size and copies nothing into it (the "
                          "range [begin, end) defaults to [0, size) = empty); it stays zero "
@@ -145,6 +148,21 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> Profile:
                    read.index(iterations, "execution.iterations")
                    if iterations is not None else None,
                    read.index(threshold, "execution.runlist_threshold"))
+
+
+def _inside(read: JsonReader, folder: Path, name: Any, where: str) -> Path:
+    try:
+        return inside(folder, read.text(name, where))
+    except OutsideFolder as err:
+        raise read.fail(where, str(err)) from None
+
+
+def _is_elf(read: JsonReader, path: Path, where: str) -> None:
+    """Read before any trial: a file that is no ELF is bad input, not a device failure."""
+    try:
+        read_elf(path)
+    except ElfError as err:
+        raise read.fail(where, str(err)) from None
 
 
 EXTERNAL = {"input", "output", "inout", "weight"}    # runner.cpp buffer::is_external
@@ -160,11 +178,13 @@ def _contexts(read: JsonReader, data: dict[str, Any], base: Path,
     programs: dict[str, tuple[str, ...]] = {}
 
     def artefact(name: Any, where: str, stand_in: bool = True) -> str:
-        path = (base / read.text(name, where)).resolve()
+        path = _inside(read, base, name, where)
         if not path.is_file():
             if not stand_in:        # no stand-in configures an array: a full ELF must exist
                 raise read.fail(where, f"{path} does not exist")
             absent.append(str(path))
+        elif not stand_in:
+            _is_elf(read, path, where)
         return str(path)
 
     def add(name: str, entry: dict[str, Any], where: str, legacy: bool) -> None:
@@ -218,7 +238,7 @@ def _case(data: dict[str, Any], path: Path, profile: Profile, notes: list[str]) 
         if name in profile.bindings:
             buffers[name] = profile.bindings[name]
         elif kind not in EXTERNAL and size:
-            buffers[name] = BufferSpec(read.index(size, where + ".size"))
+            buffers[name] = BufferSpec(read.size(size, where + ".size"))
         else:
             unset.append(name)              # runner.cpp create_bo: no buffer, no argument
     if unset:
@@ -246,9 +266,11 @@ def _case(data: dict[str, Any], path: Path, profile: Profile, notes: list[str]) 
             if hwctx in programs:
                 raise read.fail(where + ".ctrlcode", "a kernel of a context made from full "
                                                      "ELFs takes no ctrlcode")
-            elf = str((base / read.text(entry["ctrlcode"], where + ".ctrlcode")).resolve())
+            elf = str(_inside(read, base, entry["ctrlcode"], where + ".ctrlcode"))
             if not Path(elf).is_file():
                 absent.append(elf)
+            else:
+                _is_elf(read, Path(elf), where + ".ctrlcode")
         kernels[name] = (instance, elf, hwctx)
     execution = read.mapping(data.get("execution"), "execution")
     runs = list(read.objects(execution.get("runs"), "execution.runs"))
@@ -368,7 +390,8 @@ def validate_recipe(name: str) -> tuple[Path, Path | None, list[str]]:
 def _artefacts(recipe: dict[str, Any]) -> list[str]:
     names = [recipe.get("header", {}).get("xclbin")]
     names += [k.get("ctrlcode") for k in recipe.get("resources", {}).get("kernels", [])]
-    return [n for n in names if isinstance(n, str)]
+    # names from the archive become files in our cache: plain names only
+    return [n for n in names if isinstance(n, str) and Path(n).name == n and n not in (".", "..")]
 
 
 def shipped_shapes() -> dict[str, dict[str, Any]]:

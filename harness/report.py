@@ -29,9 +29,10 @@ from typing import Any
 import yaml
 
 from harness.errors import ReportError
+from harness.jsonread import JsonShapeError, loads
 from harness.plan import plan_label
 from harness.results import RunlistOutcome, TrialResult, counts_text
-from harness.yamlio import AliasError, DuplicateKeyError, dump_yaml, load_yaml_text
+from harness.yamlio import AliasError, DuplicateKeyError, NestingError, dump_yaml, load_yaml_text
 
 SCHEMA_V1 = "xdna-runlist-harness/report/v1"
 SCHEMA = "xdna-runlist-harness/report/v2"
@@ -248,7 +249,9 @@ def parse_entry(line: str) -> Any:
         raise ValueError("a journal entry starts with '- '")
     body = line[2:]
     try:
-        return json.loads(body)
+        return loads(body)
+    except JsonShapeError:
+        raise
     except ValueError:
         return load_yaml_text(body)
 
@@ -349,12 +352,17 @@ def load_report(path: str | Path) -> Report:
     parts = split(text)
     try:
         header = load_yaml_text(parts.header)
-        entries = [(line, parse_entry(body)) for line, body in parts.entries]
+        entries = []
+        for line, body in parts.entries:
+            try:
+                entries.append((line, parse_entry(body)))
+            except JsonShapeError as err:
+                raise ReportError(f"{path}:{line}: journal entry {err}") from None
     except (yaml.YAMLError, ValueError) as err:
         mark = getattr(err, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
         problem = getattr(err, "problem", None) or err
-        if isinstance(err, (AliasError, DuplicateKeyError)):
+        if isinstance(err, (AliasError, DuplicateKeyError, NestingError)):
             raise ReportError(f"{path}:{err.line}: {err}") from None
         raise ReportError(f"{path}{line}: not valid YAML ({problem})") from None
     if parts.entries or (isinstance(header, dict) and header.get("schema") == SCHEMA):

@@ -80,6 +80,17 @@ def check_output_path(path: Path, *, force: bool, what: str = "--out") -> None:
 _HELD: set[ReportLock] = set()
 
 
+def _running(pid: int) -> bool:
+    """Whether a process with this pid exists (signal 0 only asks)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True         # someone else's process: it exists
+    return True
+
+
 def release_all() -> None:
     """Let go of every report this process holds (a command ends, however it ends)."""
     for lock in list(_HELD):
@@ -87,14 +98,37 @@ def release_all() -> None:
 
 
 class ReportLock:
+    """The lock of the file a report path names: a symlinked report is locked (and written)
+    where it points, so two names for one file cannot be written at once."""
+
     def __init__(self, report: Path) -> None:
-        self.path = report.with_name(f".{report.name}.lock")
+        real = Path(os.path.realpath(report))
+        self.path = real.with_name(f".{real.name}.lock")
         self.fd: int | None = None
         self.took_over: int | None = None      # the pid of a gone writer whose lock we took
+        self.holder_gone = False               # and whether no process has that pid now
+
+    def _open(self) -> int:
+        """The lock file, never through a symlink nor a second name of another file: it is
+        truncated, so a planted link would have us overwrite what it names."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise BadInput(f"lock file {self.path} is a symlink; refusing to follow it: "
+                               "remove it if no harness is writing the report") from None
+            raise
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            raise BadInput(f"lock file {self.path} is not a plain file of its own (it has "
+                           f"{st.st_nlink} names); refusing to write it: remove it if no "
+                           "harness is writing the report")
+        return fd
 
     def acquire(self) -> None:
         for _ in range(10):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -111,12 +145,20 @@ class ReportLock:
             if not same:
                 os.close(fd)
                 continue
-            previous = os.read(fd, 32).decode("ascii", "replace").strip()
+            try:
+                previous = os.read(fd, 32).decode("ascii", "replace").strip()
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+            except OSError:
+                # a full disk: leave no lock file behind, as if we had never come
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+                os.close(fd)
+                raise
             if previous.isdigit() and int(previous) != os.getpid():
                 self.took_over = int(previous)
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
+                self.holder_gone = not _running(self.took_over)
             self.fd = fd
             _HELD.add(self)
             return
@@ -168,6 +210,12 @@ def disk_fault(path: Path, err: OSError, *, started: bool, resume: str | None) -
 atexit.register(release_all)
 
 
+def _through_link(path: Path) -> Path:
+    """The file a symlinked report name points at: it is that file we lock and replace
+    (replacing the link itself would leave the file it names behind, unlocked)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 class ReportFile:
     """The open report of a run: the header once, then appended journal entries."""
 
@@ -188,7 +236,7 @@ class ReportFile:
     def create(cls, report: Report, *, out: str | None, folder: str = "reports",
                name: str = "run", force: bool = False) -> ReportFile:
         if out:
-            path = Path(out)
+            path = _through_link(Path(out))
             check_output_path(path, force=force)
         else:
             stamp = report.created.replace("-", "").replace(":", "")
@@ -220,7 +268,7 @@ class ReportFile:
     @classmethod
     def reopen(cls, path: str | Path) -> ReportFile:
         """Lock a report and load it; nothing on disk changes until `take_over`."""
-        target = Path(path)
+        target = _through_link(Path(path))
         lock = ReportLock(target)
         lock.acquire()
         try:
@@ -237,7 +285,9 @@ class ReportFile:
         notes = []
         if self.lock.took_over:
             notes.append(f"took over the lock of pid {self.lock.took_over}, which is no longer "
-                         "running")
+                         "running" if self.lock.holder_gone else
+                         f"took over a lock file naming pid {self.lock.took_over}, which no "
+                         "longer held it (that pid runs now, perhaps as another program)")
         removed = _clean_temps(self.path)
         if removed:
             notes.append("removed temp files a stopped writer left: " + ", ".join(removed))

@@ -12,7 +12,9 @@ Two traps of ROCm/FastFlowLM#712 are checked on every run:
 
 from __future__ import annotations
 
+import math
 import platform
+import re
 import secrets
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,6 +25,7 @@ from harness import __version__, command_argv
 from harness.errors import EnvironmentNotReady
 from harness.ert import parse_xrt_error
 from harness.flm_client import FlmClient, Reply
+from harness.jsonread import describe
 from harness.modelpack import find_tag, read_model_list
 from harness.probe.checks import Check
 from harness.report import Report, utc_now
@@ -59,6 +62,7 @@ class RequestResult:
     wall_ms: float
     state: str | None = None
     error: str | None = None
+    http_status: int | None = None
     echoed_model: str | None = None
     completion_tokens: int | None = None
     content_chars: int | None = None
@@ -77,15 +81,45 @@ def _number(*sources: Any) -> float | None:
     return None
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _wrong_type(body: dict[str, Any]) -> str | None:
+    """Where a successful answer's shape is not OpenAI's chat completion, or None: a
+    server's answer is input like any file, and the wrong type is an answer to record,
+    not a fault of ours."""
+    choices = body.get("choices")
+    if not isinstance(choices, list):
+        return f"choices is {describe(choices)}, not a list"
+    if not isinstance(choices[0], dict):
+        return f"choices[0] is {describe(choices[0])}, not an object"
+    message = choices[0].get("message", {})
+    if not isinstance(message, dict):
+        return f"choices[0].message is {describe(message)}, not an object"
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        return f"choices[0].message.content is {describe(content)}, not text"
+    if body.get("usage") is not None and not isinstance(body["usage"], dict):
+        return f"usage is {describe(body['usage'])}, not an object"
+    tokens = _mapping(body.get("usage")).get("completion_tokens")
+    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)):
+        return f"usage.completion_tokens is {describe(tokens)}, not an integer"
+    if body.get("model") is not None and not isinstance(body["model"], str):
+        return f"model is {describe(body['model'])}, not text"
+    return None
+
+
 def classify_reply(index: int, model: str, reply: Reply) -> RequestResult:
-    result = RequestResult(index, model, reply.outcome, reply.wall_ms, error=reply.error)
-    body = reply.body if isinstance(reply.body, dict) else {}
+    result = RequestResult(index, model, reply.outcome, reply.wall_ms, error=reply.error,
+                           http_status=reply.status)
+    body = _mapping(reply.body)
     if "error" in body:
         message = body["error"]
         if isinstance(message, dict):
             message = message.get("message") or str(message)
         result.outcome = "error-body" if reply.outcome == "ok" else reply.outcome
-        result.error = str(message)
+        result.error = str(message)[:2000]
         failure = parse_xrt_error(result.error)
         result.state = failure.state.name if failure.state else None
         return result
@@ -95,22 +129,29 @@ def classify_reply(index: int, model: str, reply: Reply) -> RequestResult:
         result.outcome = "unexpected"
         result.error = f"neither choices nor error in the answer: {str(body)[:160]}"
         return result
+    wrong = _wrong_type(body)
+    if wrong:
+        result.outcome = "unexpected"
+        result.error = f"not a chat completion: {wrong}"
+        return result
     result.outcome = "success"
     result.echoed_model = body.get("model")
-    usage = body.get("usage") or {}
+    usage = _mapping(body.get("usage"))
     result.completion_tokens = usage.get("completion_tokens")
-    message = (body["choices"][0] or {}).get("message") or {}
-    result.content_chars = len(message.get("content") or "")
+    result.content_chars = len(_mapping(body["choices"][0]).get("message", {}).get("content")
+                               or "")
     for name in SPEED_FIELDS:
         setattr(result, name, _number(body.get(name), usage.get(name)))
     return result
 
 
 def _names(reply: Reply, key: str, field_name: str) -> list[str]:
-    body = reply.body if isinstance(reply.body, dict) else {}
-    items = body.get(key) or []
+    items = _mapping(reply.body).get(key)
+    if not isinstance(items, list):
+        return []
     return [str(item.get(field_name)) for item in items
-            if isinstance(item, dict) and item.get(field_name)]
+            if isinstance(item, dict) and isinstance(item.get(field_name), str)
+            and item.get(field_name)]
 
 
 def model_size(opts: ServeOptions, flm_binary: str | None) -> tuple[int | None, str]:
@@ -143,6 +184,11 @@ def plausibility(result: RequestResult, size: int | None, generation: str | None
     tps = result.decoding_speed_tps
     if result.outcome != "success" or tps is None:
         return None
+    if not math.isfinite(tps) or tps < 0:
+        # NaN compares false with any ceiling: it would pass every bound
+        return Check("FAIL", "plausibility", f"request {result.index}: the server reported "
+                     f"{tps} tok/s, which is no speed", "the server's timing is broken; "
+                     "do not trust its speeds")
     if size is None:
         return Check("WARN", "plausibility", f"request {result.index}: {tps:g} tok/s, but "
                      "the model's size is unknown", "give --model-bytes, --model-list or "
@@ -198,8 +244,8 @@ class Probe:
         checks = self.checks(known, resident, results, made_up, size, generation, ceiling)
         server = {
             "url": client.url,
-            "version": (version.body or {}).get("version") if isinstance(version.body, dict)
-            else None,
+            "version": str(_mapping(version.body).get("version"))[:200]
+            if _mapping(version.body).get("version") is not None else None,
             "endpoints": {path: reply.outcome for path, reply in
                           (("/api/version", version), ("/v1/models", listed),
                            ("/api/tags", tags), ("/api/ps", after))},
@@ -253,9 +299,18 @@ class Probe:
                 out.append(Check("FAIL", "made-up tag", f"{made_up.model} got a completion",
                                  "this server substitutes models for unknown tags "
                                  "(ROCm/FastFlowLM#716); check every tag you use"))
-            elif made_up.outcome in ("error-body", "http-error"):
+            elif refused(made_up):
                 out.append(Check("PASS", "made-up tag", f"{made_up.model} was refused "
-                                 f"({made_up.outcome})"))
+                                 f"({made_up.outcome}"
+                                 + (f" {made_up.http_status}" if made_up.http_status else "")
+                                 + ")"))
+            elif made_up.outcome in ("error-body", "http-error"):
+                out.append(Check("WARN", "made-up tag", f"{made_up.model} was not refused: "
+                                 "the server tried to serve it and failed ("
+                                 + (made_up.error or made_up.outcome).splitlines()[0][:160]
+                                 + ")", "a server that refuses unknown tags answers 4xx or "
+                                 "says the model is not found; check every tag you use "
+                                 "(ROCm/FastFlowLM#716)"))
             else:
                 out.append(Check("WARN", "made-up tag", f"{made_up.model} got no proper answer "
                                  f"({made_up.outcome}): whether this server substitutes models "
@@ -265,6 +320,22 @@ class Probe:
             if check is not None:
                 out.append(check)
         return out
+
+
+NOT_FOUND = re.compile(r"not found|unknown model|no such model|does not exist|not exist|"
+                       r"invalid model|not available|model .* not", re.I)
+
+
+def refused(answer: RequestResult) -> bool:
+    """Whether the server refused a tag (as a server that knows its models does: a 4xx, or
+    an error saying the model is not there), rather than trying to run it and failing (an
+    XRT state, a 5xx, any other error)."""
+    if answer.state:
+        return False
+    if answer.outcome == "http-error" and answer.http_status is not None:
+        return 400 <= answer.http_status < 500
+    return answer.outcome == "error-body" and bool(NOT_FOUND.search(answer.error or "")) \
+        and not (answer.http_status or 200) >= 500
 
 
 def verdict(results: list[RequestResult], checks: list[Check]) -> dict[str, Any]:
@@ -287,7 +358,8 @@ def verdict(results: list[RequestResult], checks: list[Check]) -> dict[str, Any]
         return {"reproduced": None,
                 "text": f"inconclusive: {len(failed)}/{total} requests failed without an XRT "
                         f"state ({kinds}){caveat}"}
-    speeds = [r.decoding_speed_tps for r in results if r.decoding_speed_tps is not None]
+    speeds = [r.decoding_speed_tps for r in results if r.decoding_speed_tps is not None
+              and math.isfinite(r.decoding_speed_tps)]
     speed = f", decode {sum(speeds) / len(speeds):.1f} tok/s" if speeds else ""
     return {"reproduced": False,
             "text": f"not reproduced: {total}/{total} requests completed{speed}{caveat}"}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import BadInput, EnvironmentNotReady
-from harness.plan import Plan, plan_for_depth
+from harness.plan import MAX_LAYERS, Plan, plan_for_depth
 from harness.results import NO_ANSWER
 from harness.runner import Runner
 from harness.search import BudgetReached, Prober, Say
@@ -25,21 +25,31 @@ ABBREVIATIONS = {"COMPLETED": "ok", "TIMEOUT": "TO", "ABORT": "AB", "ERROR": "ER
 
 def parse_depths(text: str) -> list[int]:
     """``A..B`` or ``A..B:STEP`` (inclusive), or a comma list."""
-    match = re.fullmatch(r"\s*(\d+)\s*\.\.\s*(\d+)\s*(?::\s*(\d+))?\s*", text)
+    match = re.fullmatch(r"\s*([0-9]+)\s*\.\.\s*([0-9]+)\s*(?::\s*([0-9]+))?\s*", text,
+                         re.ASCII)
     if match:
         lo, hi, step = int(match.group(1)), int(match.group(2)), int(match.group(3) or 1)
         if lo < 1 or hi < lo or step < 1:
             raise BadInput(f"--depths {text!r}: need 1 <= A <= B and STEP >= 1")
+        _within(hi, text, "--depths")       # before the list exists: 1..10**9 is no list
         return list(range(lo, hi + 1, step))
     return parse_list(text, "--depths")
 
 
+def _within(value: int, text: str, option: str) -> None:
+    if value > MAX_LAYERS:
+        raise BadInput(f"{option} {text[:60]!r}: {value:,} is past the {MAX_LAYERS:,} layers a "
+                       "plan may have")
+
+
 def parse_list(text: str, option: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise BadInput(f"{option} {text!r}: use numbers separated by commas, e.g. "
-                       "1,8,21,24,42") from None
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not all(re.fullmatch(r"[0-9]{1,12}", part, re.ASCII) for part in parts):
+        raise BadInput(f"{option} {text[:60]!r}: use numbers separated by commas, e.g. "
+                       "1,8,21,24,42")
+    values = [int(part) for part in parts]
+    for value in values:
+        _within(value, text, option)
     if not values or min(values) < 1:
         raise BadInput(f"{option} {text!r}: every value must be >= 1")
     return sorted(set(values))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 HEADER_SIZE = 16
 DEV_GEN_NPU1 = 3     # AIE2 (Phoenix)
@@ -69,6 +70,27 @@ def parse_header(stream: bytes) -> TxnHeader:
                        f"{HEADER_SIZE}-byte TXN header")
     fields = struct.unpack_from("<BBBBBBxxII", stream, 0)
     return TxnHeader(*fields)
+
+
+def file_problem(path: str | Path) -> str | None:
+    """Why a file named as an instruction stream is not one, or None: read before any
+    trial, so a wrong file is bad input rather than a device failure. Only what every TXN
+    has is checked (header, version 0.1, declared size within the file); the partition's
+    own checks come when the stream is submitted. The file's bytes are never quoted."""
+    try:
+        stream = Path(path).read_bytes()
+    except OSError as err:
+        return f"cannot read it: {err.strerror or err}"
+    try:
+        header = parse_header(stream)
+    except TxnError as err:
+        return str(err)
+    if (header.major, header.minor) != (0, 1):
+        return "it is not an aie-rt TXN stream (no version 0.1 TXN header)"
+    if not HEADER_SIZE <= header.size <= len(stream):
+        return (f"it is not an aie-rt TXN stream (the size its header declares does not "
+                f"fit the file's {len(stream)} bytes)")
+    return None
 
 
 def check_stream(stream: bytes, *, columns: int, dev_gen: int,

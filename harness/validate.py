@@ -25,7 +25,13 @@ from harness.report import (
 )
 from harness.report import split as split_report
 from harness.schema import check
-from harness.yamlio import AliasError, DuplicateKeyError, KeyPath, load_yaml_with_lines
+from harness.yamlio import (
+    AliasError,
+    DuplicateKeyError,
+    KeyPath,
+    NestingError,
+    load_yaml_with_lines,
+)
 
 
 @dataclass
@@ -48,7 +54,7 @@ def validate_file(file: str) -> Validation:
     parts = split_report(text)
     try:
         header, lines = load_yaml_with_lines(parts.header)
-    except (DuplicateKeyError, AliasError) as err:
+    except (DuplicateKeyError, AliasError, NestingError) as err:
         result.problems.append(f"line {err.line}: {err}")
         return result
     except yaml.YAMLError as err:

@@ -244,9 +244,9 @@ class _Parser:
     def parse(self) -> Xclbin:
         data = self.data
         if len(data) < len(MAGIC) or data[:8] != MAGIC:
-            found = data[:8]
-            raise self.fail(0, f"bad magic: expected b'xclbin2\\x00', found {found!r}; "
-                               "this is not an xclbin (axlf) file")
+            # what the file holds instead is not ours to print: it may be anything
+            raise self.fail(0, "bad magic: it does not start with b'xclbin2\\x00'; this is "
+                               "not an xclbin (axlf) file")
         if len(data) < HEADER_END:
             raise self.fail(len(data), f"truncated header: the file has {len(data)} bytes, "
                                        f"the axlf header needs {HEADER_END}")

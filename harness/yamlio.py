@@ -46,7 +46,38 @@ class AliasError(ValueError):
         self.line = line
 
 
+class NestingError(ValueError):
+    """Deeper than any case or report nests: PyYAML's C composer recurses on the machine
+    stack, so such a document would crash the interpreter rather than raise."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"nested more than {MAX_DEPTH} levels deep; no case or report "
+                         "nests so deep")
+        self.line = line
+
+
+MAX_DEPTH = 200
+
+
+def _refuse_deep_nesting(text: str) -> None:
+    # Each level of nesting costs at least one flow bracket, or one more column on a line
+    # (indentation, "- ", "? "), so a text whose brackets and longest line are few cannot
+    # be deep; only others are walked, as parser events, which never recurse.
+    longest = max(map(len, text.splitlines()), default=0)
+    if longest + text.count("[") + text.count("{") < MAX_DEPTH:
+        return
+    depth = 0
+    for event in yaml.parse(text, Loader=_SafeLoader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise NestingError(event.start_mark.line + 1)
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+
+
 def _compose(text: str) -> tuple[Any, yaml.Node | None]:
+    _refuse_deep_nesting(text)
     loader = _SafeLoader(text)
     try:
         node = loader.get_single_node()

@@ -25,6 +25,8 @@ class Behaviour:
     substitute: bool = False         # answer unknown tags with the resident model
     decode_tps: float = 19.8
     delay_s: float = 5.0
+    unknown_tag: str = "refuse"      # refuse (not found) | fail (tries it: HTTP 500)
+    answer: str | None = None        # raw JSON text for a completion, wrong as it may be
     requests: list[dict] = field(default_factory=list)
 
 
@@ -87,7 +89,17 @@ def _handler(b: Behaviour):
             b.requests.append(request)
             tag = request.get("model")
             if tag not in b.models and not b.substitute:
-                self.send_json({"error": f"model {tag} not found"})
+                if b.unknown_tag == "fail":
+                    self.send_json({"error": "internal error while loading the model"}, 500)
+                else:
+                    self.send_json({"error": f"model {tag} not found"})
+                return
+            if b.answer is not None:
+                body = b.answer.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
                 return
             if b.chat == "drop":
                 self.close_connection = True

@@ -265,7 +265,7 @@ def test_a_stopped_capture_run_resumes_on_its_frame(decode, tmp_path, monkeypatc
     out = tmp_path / "r.yaml"
     assert invoke("run", name, "--frame", "frame_2", "--trials", "2", "--no-isolate",
                   "--out", str(out)).exit_code == 130
-    result = invoke("run", "--resume", str(out), "--no-isolate")
+    result = invoke("run", "--resume", str(out))
     assert result.exit_code == 0, result.output
     assert calls[-1].order is not None and len(calls[-1].order) == 42
 

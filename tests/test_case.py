@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from harness.case import load_case, parse_case, shipped_cases
 from harness.errors import CaseError
 from harness.ert import CmdState
+from harness.txn import nop_stream
 
 GOOD = """\
 case: demo
@@ -104,7 +105,7 @@ def test_unknown_case_name_lists_shipped():
 
 def test_instructions_path_resolves_relative_to_case(tmp_path):
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "insts.bin").write_bytes(b"\0" * 20)
+    (tmp_path / "sub" / "insts.bin").write_bytes(nop_stream(4))
     text = GOOD.replace("    - kernel: MLIR_AIE\n",
                         "    - kernel: MLIR_AIE\n      instructions: insts.bin\n")
     case = load_case(write(tmp_path / "sub", text))

@@ -89,7 +89,7 @@ def test_a_stopped_reproduce_resumes_its_control_with_the_controls_runs(tmp_path
     assert first.exit_code == 130
     monkeypatch.setattr(harness.runner, "run_trial", lambda spec, backend: (
         specs.append(spec), real(spec, backend))[1])
-    again = CliRunner().invoke(main, ["run", "--resume", str(out), "--no-isolate"])
+    again = CliRunner().invoke(main, ["run", "--resume", str(out)])
     assert again.exit_code == 0, again.output
     control_spec = specs[-1]
     assert control_spec.plan == "depth-only"

@@ -226,7 +226,7 @@ def test_a_stopped_recipe_run_resumes(validate_artefacts, tmp_path, monkeypatch)
                    "--no-isolate", "--out", str(out))
     assert first.exit_code == 130
     assert [t.status for t in load_report(out).plans[0].trials] == ["completed", "interrupted"]
-    result = invoke("run", "--resume", str(out), "--no-isolate")
+    result = invoke("run", "--resume", str(out))
     assert result.exit_code == 0, result.output
     assert [t.state for t in load_report(out).plans[0].trials] == \
         ["COMPLETED", "interrupted", "COMPLETED"]

@@ -24,6 +24,7 @@ import click
 from click.utils import make_default_short_help
 
 from harness import __version__
+from harness.confine import allow_outside_for_cases
 from harness.errors import ExitCode, HarnessError, Terminated
 from harness.exits import GIT_BISECT, HARNESS, translate
 
@@ -216,3 +217,4 @@ def main() -> None:
     Runs on a real NPU through pyxrt, or on the simulated stack that ships
     with the harness when there is none.
     """
+    allow_outside_for_cases(False)     # until a command's --allow-outside-paths says so

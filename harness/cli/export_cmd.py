@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.case import load_case
+from harness.cli.options import ALLOW_OUTSIDE_PATHS
 from harness.packs import resolve_pack
 from harness.recipe import export_plans
 from harness.results import FLOWS
@@ -24,6 +25,7 @@ from harness.results import FLOWS
               help="elf, instr-bo or full-elf (default: the case's).")
 @click.option("--xclbins", "xclbins_dir", type=click.Path(file_okay=False),
               help="Folder holding the pack's xclbins (or <pack>/ under it).")
+@ALLOW_OUTSIDE_PATHS
 def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir) -> None:
     """Write CASE's plans as XRT run recipes + profile + artefacts into FOLDER (new),
     runnable with XRT's own `xrt-runner --recipe R --profile P` and no Python.

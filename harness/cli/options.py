@@ -10,6 +10,7 @@ import click
 
 from harness.backend import KINDS, Backend, choose_backend
 from harness.case import Case
+from harness.confine import allow_outside_for_cases
 from harness.errors import BadInput
 from harness.exits import CONVENTIONS, HARNESS
 from harness.results import FLOWS
@@ -56,6 +57,17 @@ def backend_options(fn: Callable) -> Callable:
     return fn
 
 
+def _allow_outside(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    allow_outside_for_cases(value)
+    return value
+
+
+ALLOW_OUTSIDE_PATHS = click.option("--allow-outside-paths", is_flag=True, expose_value=False,
+                                   callback=_allow_outside,
+                                   help="Let a case of your own name files outside its "
+                                        "folder (recipes and captures never may).")
+
+
 def trial_options(fn: Callable | None = None, *, trials_default: str = "the case's, usually 3"
                   ) -> Callable:
     """The options of every command that runs trials; `trials_default` says what --trials
@@ -76,6 +88,7 @@ def trial_options(fn: Callable | None = None, *, trials_default: str = "the case
                      help="On hardware, also run `xrt-smi validate` before the trials and "
                           "keep its output in the report (it runs XRT's test workloads on "
                           "the NPU, up to 5 minutes). `xrt-smi examine` is always kept."),
+        ALLOW_OUTSIDE_PATHS,
         click.option("--no-isolate", is_flag=True,
                      help="Run trials in this process: fast, but a hang cannot be cut off. "
                           "Every trial is still written to the report as it starts and ends "
@@ -157,3 +170,38 @@ def with_frame(case: Case, frame: str | None) -> Case:
         raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a {case.kind}")
     from harness.capture import frame_case
     return frame_case(case, frame)
+
+
+# What a continued report keeps from its first run, and how to name the report's value.
+_KEPT_ON_RESUME = {
+    "profile": ("--profile", lambda r: r.backend.get("profile") or "none (hardware)"),
+    "trials": ("--trials", lambda r: r.settings.get("trials")),
+    "flow": ("--flow", lambda r: r.settings.get("flow")),
+    "deadline": ("--deadline", lambda r: r.settings.get("deadline_s") or "the default"),
+    "backend_kind": ("--backend", lambda r: r.backend.get("kind")),
+    "realtime": ("--realtime", lambda r: bool(r.backend.get("realtime"))),
+    "seed": ("--seed", lambda r: r.settings.get("seed")),
+    "continue_after_failure": ("--continue-after-failure",
+                               lambda r: r.settings.get("continue_after_failure")),
+    "xclbins_dir": ("--xclbins", lambda r: (r.artifacts.get("pack") or {}).get("folder")
+                    or "the recorded pack"),
+    "out": ("--out", lambda r: "the report itself"),
+    "force": ("--force", lambda r: "nothing to replace"),
+    "no_isolate": ("--no-isolate", lambda r: "isolated" if r.settings.get("isolate")
+                   else "in-process"),
+}
+
+
+def refuse_settings_on_resume(ctx: click.Context, report_path: str, how: str) -> None:
+    """A continued report runs as it began: an option that would be ignored is refused,
+    naming what the report holds, before the report is touched."""
+    from harness.report import load_report
+    given = [name for name in _KEPT_ON_RESUME if name in ctx.params and
+             ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    if not given:
+        return
+    report = load_report(report_path)
+    named = "; ".join(f"{_KEPT_ON_RESUME[n][0]} (the report's: {_KEPT_ON_RESUME[n][1](report)})"
+                      for n in given)
+    raise BadInput(f"{how} continues with the report's own settings; drop {named}, or start "
+                   "a new run to change them")

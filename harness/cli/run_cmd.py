@@ -16,6 +16,7 @@ from harness.cli.options import (
     exit_codes_option,
     frame_option,
     make_backend,
+    refuse_settings_on_resume,
     run_options,
     trial_options,
     with_frame,
@@ -113,6 +114,7 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
         if case_ref or plan_refs or recipe_profile or frame:
             raise BadInput("--resume takes its case and plans from the report; drop CASE and "
                            "--plan")
+        refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
         runner, report = reopen(resume_path, progress_line,
                                 allow_different_machine=allow_different_machine)
         line = f"resuming {resume_path}: " + ("SIMULATED stack, profile "

@@ -15,6 +15,7 @@ from harness.cli.options import (
     backend_options,
     frame_option,
     make_backend,
+    refuse_settings_on_resume,
     run_options,
     trial_options,
     with_frame,
@@ -22,6 +23,7 @@ from harness.cli.options import (
 )
 from harness.cli.progress import TrialBar, announce
 from harness.errors import BadInput, ReportError
+from harness.plan import MAX_LAYERS
 from harness.report import load_report
 from harness.reportfile import check_output_path
 from harness.runner import Runner, open_run, reopen
@@ -51,14 +53,14 @@ def _finish(runner: Runner, as_json: bool, lines: list[str]) -> None:
 
 @click.command()
 @click.argument("case_ref", metavar="CASE", required=False)
-@click.option("--lo", type=click.IntRange(1, None), help="A depth (or chunk size) believed "
+@click.option("--lo", type=click.IntRange(1, MAX_LAYERS), help="A depth (or chunk size) believed "
               "to complete; the search starts above it.")
-@click.option("--hi", type=click.IntRange(1, None), help="A depth (or chunk size) believed "
+@click.option("--hi", type=click.IntRange(1, MAX_LAYERS), help="A depth (or chunk size) believed "
               "to fail; the search ends there.")
 @click.option("--chunk", "chunk_spec", default=None,
               help="Cut every probed depth this way: a chunk size (21) or even:K / max:N. "
                    "Default: one runlist.")
-@click.option("--chunks-at", "chunks_at", type=click.IntRange(1, None), default=None,
+@click.option("--chunks-at", "chunks_at", type=click.IntRange(1, MAX_LAYERS), default=None,
               help="The other direction: at this fixed depth, find the largest chunk size "
                    "that completes (--lo/--hi then bound the chunk size; default 1..DEPTH).")
 @click.option("--flaky-as", type=click.Choice(FLAKY_CHOICES), default="good",
@@ -95,6 +97,7 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
         if case_ref or lo or hi or chunks_at or frame:
             raise BadInput("--replay continues the logged bisect; drop CASE, --lo, --hi and "
                            "--chunks-at (or add --rerun to run it again)")
+        refuse_settings_on_resume(click.get_current_context(), replay_path, "--replay")
         runner, report = reopen(replay_path, kind="bisect",
                                 allow_different_machine=allow_different_machine)
         settings, bisection = _logged(report)
@@ -232,6 +235,7 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
         if case_ref or depths_text or chunks_text or frames_text:
             raise BadInput("--replay continues the sweep its report asked for; drop CASE, "
                            "--depths, --frames and --chunks")
+        refuse_settings_on_resume(click.get_current_context(), replay_path, "--replay")
         runner, report = reopen(replay_path, kind="sweep",
                                 allow_different_machine=allow_different_machine)
         request = report.sections.get("sweep") or {}

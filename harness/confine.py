@@ -1,0 +1,46 @@
+"""Artefacts a document names stay in the document's folder.
+
+Recipes, profiles, captures and cases name files (`ctrlcode`, `init.file`, `fnm`,
+`instructions`, `programs`, `xclbin`) that the harness loads and that `export` and
+`report bundle` copy into what a user sends upstream. A name that is absolute, climbs out
+with `..`, or is a symlink resolving outside would have us read, and ship, a file the
+document's author chose on the user's machine. Such names are refused with the name and
+the folder; the user's own case may opt in with `--allow-outside-paths`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class OutsideFolder(ValueError):
+    """An artefact path leading out of its document's folder."""
+
+
+# Set by the commands' --allow-outside-paths (each invocation sets it, so it never leaks
+# from one command to the next); only case files honour it.
+cases_may_leave_folder = False
+
+
+def allow_outside_for_cases(allowed: bool) -> None:
+    global cases_may_leave_folder
+    cases_may_leave_folder = allowed
+
+
+def inside(folder: Path, name: str, *, own_case: bool = False) -> Path:
+    """`name` resolved against `folder`, refused when it leads outside that folder."""
+    if "\0" in name:
+        raise OutsideFolder(f"{name!r} holds a NUL byte, which no file name can")
+    path = (folder / name).resolve()
+    if own_case and cases_may_leave_folder:
+        return path
+    root = folder.resolve()
+    if path != root and root not in path.parents:
+        how = ("is an absolute path" if os.path.isabs(name) else "climbs out with '..'"
+               if ".." in Path(name).parts else "is a symlink leading")
+        hint = ("; copy the file into that folder" + (", or pass --allow-outside-paths for "
+                                                      "a case of your own" if own_case else ""))
+        raise OutsideFolder(f"{name} {how} outside {folder}: artefacts must stay in the "
+                            f"document's folder{hint}")
+    return path

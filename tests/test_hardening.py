@@ -1,0 +1,360 @@
+"""Hostile files and paths: locks and artefacts pointed elsewhere, bad files taken for device
+failures, sizes and depths past every limit. Each ends in one line and a clear exit
+status, before any trial, with nothing outside the user's folders written or shipped."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.elf_writer import control_code_elf
+from harness.report import load_report
+from harness.reportfile import ReportLock
+from harness.txn import nop_stream
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def unfinished(tmp_path: Path, name: str = "r.yaml") -> Path:
+    """A report as a run stopped after one of its two trials leaves it."""
+    out = tmp_path / name
+    done = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1", "--no-isolate",
+                  "--out", str(out))
+    assert done.exit_code == 0, done.output
+    data = out.read_text().replace("trials: 1\n", "trials: 2\n", 1)
+    out.write_text(re.sub(r"\nfinished: .*\n", "\nfinished: null\n", data, count=1))
+    return out
+
+
+# -- locks -------------------------------------------------------------------------------------
+
+def test_a_symlinked_lock_is_refused_and_what_it_names_untouched(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / ".r.yaml.lock").symlink_to(victim)
+    result = invoke("run", "minicpm5-2b-decode", "--no-isolate", "--trials", "1",
+                    "--out", str(tmp_path / "r.yaml"))
+    assert result.exit_code == 2
+    assert "is a symlink; refusing to follow it" in result.output
+    assert victim.read_text() == "precious\n" and not (tmp_path / "r.yaml").exists()
+
+
+def test_a_hard_linked_lock_is_refused(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    os.link(victim, tmp_path / ".r.yaml.lock")
+    result = invoke("run", "minicpm5-2b-decode", "--no-isolate", "--trials", "1",
+                    "--out", str(tmp_path / "r.yaml"))
+    assert result.exit_code == 2 and "not a plain file of its own" in result.output
+    assert victim.read_text() == "precious\n"
+
+
+def test_two_names_of_one_report_share_one_lock(tmp_path):
+    real = unfinished(tmp_path)
+    alias = tmp_path / "S.yaml"
+    alias.symlink_to(real.name)
+    assert ReportLock(alias).path == ReportLock(real).path
+    held = ReportLock(real)
+    held.acquire()
+    try:
+        refused = invoke("run", "--resume", str(alias))
+        assert refused.exit_code == 2 and "another harness" in refused.output
+    finally:
+        held.release()
+
+
+def test_resume_through_a_symlink_writes_the_file_it_points_at(tmp_path):
+    real = unfinished(tmp_path)
+    alias = tmp_path / "S.yaml"
+    alias.symlink_to(real.name)
+    done = invoke("run", "--resume", str(alias))
+    assert done.exit_code == 0, done.output
+    assert alias.is_symlink() and len(load_report(real).plans[0].trials) == 2
+
+
+def test_a_lock_naming_a_live_pid_is_not_called_gone(tmp_path):
+    out = unfinished(tmp_path)
+    lock = tmp_path / ".r.yaml.lock"
+    lock.write_text("1")                 # pid 1 always runs, but holds no lock of ours
+    assert invoke("run", "--resume", str(out)).exit_code == 0
+    notes = [n["note"] for n in load_report(out).notes]
+    assert not any("no longer running" in n for n in notes)
+    assert any("naming pid 1, which no longer held it" in n for n in notes)
+
+
+# -- artefact paths stay in their document's folder ----------------------------------------
+
+SECRET = b"SECRET-BYTES-0123456789abcdef" * 4
+
+
+def recipe(folder: Path, ctrlcode: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    document = {"version": "1.0", "header": {"xclbin": "validate.xclbin"},
+                "resources": {"buffers": [{"name": "a", "type": "input", "size": 20}],
+                              "kernels": [{"name": "k", "instance": "DPU",
+                                           "ctrlcode": ctrlcode}]},
+                "execution": {"runs": [{"name": "k", "arguments": [{"name": "a",
+                                                                     "argidx": 3}],
+                                        "constants": [{"value": 3, "type": "int",
+                                                       "argidx": 0}]}]}}
+    path = folder / "recipe.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.mark.parametrize("how", ["climb", "absolute", "symlink"])
+def test_a_recipe_cannot_name_a_file_outside_its_folder(tmp_path, how):
+    outside = tmp_path / "private.elf"
+    outside.write_bytes(control_code_elf(nop_stream(4)))
+    folder = tmp_path / "downloaded"
+    folder.mkdir()
+    name = {"climb": "../private.elf", "absolute": str(outside), "symlink": "link.elf"}[how]
+    if how == "symlink":
+        (folder / "link.elf").symlink_to(outside)
+    result = invoke("run", str(recipe(folder, name)), "--trials", "1", "--no-isolate",
+                    "--out", str(tmp_path / "r.yaml"))
+    assert result.exit_code == 2, result.output
+    assert f"{name} " in result.output and f"outside {folder}" in result.output
+    assert not (tmp_path / "r.yaml").exists()
+    exported = invoke("export", str(recipe(folder, name)), str(tmp_path / "export"))
+    assert exported.exit_code == 2 and not (tmp_path / "export").exists()
+
+
+def test_a_capture_cannot_name_data_outside_its_folder(tmp_path):
+    from captures import decode_capture
+    folder = decode_capture(tmp_path / "capture", depth=4)
+    (tmp_path / "secret.bin").write_bytes(SECRET)
+    replay = json.loads((folder / "replay.json").read_text())
+    replay["execution"]["frames"][0]["runs"][0]["arguments"][0]["fnm"] = "../secret.bin"
+    (folder / "replay.json").write_text(json.dumps(replay))
+    result = invoke("run", str(folder), "--trials", "1", "--no-isolate",
+                    "--out", str(tmp_path / "r.yaml"))
+    assert result.exit_code == 2 and "../secret.bin climbs out with '..'" in result.output
+
+
+def own_case(folder: Path, instructions: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = (Path(__file__).parent.parent / "cases" / "nop-depth.yaml").read_text()
+    path = folder / "case.yaml"
+    path.write_text(text.replace("case: nop-depth", "case: own").replace(
+        "instructions: nop", f"instructions: {instructions}"))
+    return path
+
+
+def test_a_case_of_ones_own_may_name_an_absolute_path_when_asked(tmp_path):
+    insts = tmp_path / "elsewhere" / "insts.bin"
+    insts.parent.mkdir()
+    insts.write_bytes(nop_stream(4))
+    case = own_case(tmp_path / "mine", str(insts))
+    refused = invoke("run", str(case), "--trials", "1", "--no-isolate", "--out",
+                     str(tmp_path / "r.yaml"))
+    assert refused.exit_code == 2 and "--allow-outside-paths" in refused.output
+    allowed = invoke("run", str(case), "--trials", "1", "--no-isolate", "--plan", "42",
+                     "--allow-outside-paths", "--out", str(tmp_path / "r.yaml"))
+    assert allowed.exit_code == 0, allowed.output
+    again = invoke("run", str(case), "--trials", "1", "--no-isolate", "--out",
+                   str(tmp_path / "r2.yaml"))
+    assert again.exit_code == 2          # the permission was for that command only
+
+
+# -- a file of the wrong kind is bad input, not a device failure ----------------------------
+
+def test_an_instruction_file_that_is_no_txn_is_exit_2_before_any_trial(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "insts.bin").write_bytes(SECRET)
+    result = invoke("run", str(own_case(tmp_path / "mine", "insts.bin")), "--trials", "1",
+                    "--no-isolate", "--out", str(tmp_path / "r.yaml"))
+    assert result.exit_code == 2 and "not an aie-rt TXN stream" in result.output
+    assert "SECRET" not in result.output and not (tmp_path / "r.yaml").exists()
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_control_code_that_is_no_elf_is_exit_2_before_any_trial(tmp_path):
+    folder = tmp_path / "recipe"
+    folder.mkdir()
+    (folder / "ctrl.elf").write_bytes(SECRET)
+    result = invoke("run", str(recipe(folder, "ctrl.elf")), "--trials", "1", "--no-isolate",
+                    "--out", str(tmp_path / "r.yaml"))
+    assert result.exit_code == 2 and "not an ELF file" in result.output
+    assert "SECRET" not in result.output and not (tmp_path / "r.yaml").exists()
+    git = invoke("run", str(recipe(folder, "ctrl.elf")), "--trials", "1", "--no-isolate",
+                 "--exit-codes", "git-bisect", "--out", str(tmp_path / "r.yaml"))
+    assert git.exit_code == 125          # git bisect skips: this commit was never tested
+
+
+def test_no_error_quotes_the_bytes_of_a_file_of_the_wrong_kind(tmp_path):
+    wrong = tmp_path / "wrong.bin"
+    wrong.write_bytes(SECRET)
+    for args in (["xclbin", "inspect", str(wrong)], ["elf", "inspect", str(wrong)]):
+        result = invoke(*args)
+        assert result.exit_code == 2 and "SECRET" not in result.output, result.output
+
+
+# -- serve-probe: a server's answer is input too --------------------------------------------
+
+def serve_probe(behaviour, *args: str):
+    from fakeflm import FakeFlm
+    with FakeFlm(behaviour) as server:
+        return invoke("serve-probe", "--url", server.url, "--model", "minicpm5:2b",
+                      "--out", "", *args)
+
+
+COMPLETION = ('{"model": "minicpm5:2b", "choices": [{"message": {"content": "Hi"}}], '
+              '"usage": {"completion_tokens": 1}, "decoding_speed_tps": %s}')
+
+
+@pytest.mark.parametrize("answer, words", [
+    ('{"choices": "abc"}', "choices is the string 'abc', not a list"),
+    ('{"choices": [{"message": {"content": 7}}]}', "choices[0].message.content is int 7"),
+    ('{"choices": [1]}', "choices[0] is int 1, not an object"),
+    ('{"choices": [{"message": {}}], "usage": [1]}', "usage is list [1], not an object"),
+    ('{"choices": [{"message": {}}], "usage": {"completion_tokens": "1"}}',
+     "usage.completion_tokens is the string '1', not an integer"),
+    ('{"choices": [{"message": {}}], "choices": []}', "appears twice"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+])
+def test_an_answer_of_the_wrong_shape_is_recorded_not_a_fault(tmp_path, answer, words):
+    from fakeflm import Behaviour
+    out = tmp_path / "s.yaml"
+    result = serve_probe(Behaviour(answer=answer, substitute=True), "--out", str(out),
+                         "--no-made-up-tag")
+    assert result.exit_code == 1, result.output
+    request = load_report(out).sections["server"]["requests"][0]
+    assert request["outcome"] in ("unexpected", "bad-json") and words in request["error"], \
+        request
+
+
+def test_a_nan_speed_fails_the_plausibility_check(tmp_path):
+    from fakeflm import Behaviour
+    out = tmp_path / "s.yaml"
+    result = serve_probe(Behaviour(answer=COMPLETION % "NaN"), "--out", str(out),
+                         "--model-bytes", "2020000000", "--no-made-up-tag")
+    assert "FAIL plausibility: request 0: the server reported nan tok/s" in result.output
+    verdict = next(line for line in result.output.splitlines() if line.startswith("verdict"))
+    assert "decode nan" not in verdict and "but: plausibility" in verdict
+
+
+def test_a_made_up_tag_the_server_tried_and_failed_is_no_pass(tmp_path):
+    from fakeflm import Behaviour
+    result = serve_probe(Behaviour(unknown_tag="fail"), "--out", str(tmp_path / "s.yaml"))
+    assert "WARN made-up tag" in result.output and "tried to serve it and failed" \
+        in result.output
+    honest = serve_probe(Behaviour(), "--out", str(tmp_path / "t.yaml"))
+    assert "PASS made-up tag" in honest.output
+
+
+# -- sizes and counts are checked arithmetically, before anything is built -------------------
+
+@pytest.mark.parametrize("args, words", [
+    (["bisect", "minicpm5-2b-decode", "--lo", "1", "--hi", "1000000000"], "1<=x<=100000"),
+    (["bisect", "minicpm5-2b-decode", "--chunks-at", "100000000"], "1<=x<=100000"),
+    (["sweep", "minicpm5-2b-decode", "--depths", "1..200000000", "--chunks", "21"],
+     "200,000,000 is past the 100,000 layers"),
+    (["sweep", "minicpm5-2b-decode", "--depths", "1.." + "9" * 40, "--chunks", "21"],
+     "is past the 100,000 layers"),
+    (["sweep", "minicpm5-2b-decode", "--depths", "21,42", "--chunks", "１"],
+     "use numbers separated by commas"),
+    (["run", "minicpm5-2b-decode", "--plan", "42", "--plan", "42"],
+     "names plan '42' again"),
+    (["run", "minicpm5-2b-decode", "--plan", "21+21", "--plan", "21 + 21"],
+     "names plan '21+21' again"),
+    (["run", "minicpm5-2b-decode", "--plan", "４２"], "does not parse"),
+])
+def test_past_every_limit_is_one_line_exit_2_in_bounded_memory(args, words):
+    import resource
+    import subprocess
+    import sys
+
+    def small() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+    done = subprocess.run([sys.executable, "-m", "harness", *args, "--no-isolate", "--trials",
+                           "1", "--out", os.devnull], capture_output=True, text=True,
+                          timeout=60, preexec_fn=small)
+    assert done.returncode == 2, done.stderr
+    assert words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_recipe_buffer_past_the_cap_is_bad_input(tmp_path):
+    path = recipe(tmp_path / "r", "absent.elf")
+    for size in (10 ** 12, 2 ** 64, (1 << 30) + 1):
+        document = json.loads(path.read_text())
+        document["resources"]["buffers"].append({"name": "big", "type": "internal",
+                                                  "size": size})
+        path.write_text(json.dumps(document))
+        result = invoke("run", str(path), "--trials", "1", "--no-isolate",
+                        "--out", str(tmp_path / "o.yaml"))
+        assert result.exit_code == 2 and "over the 1 GiB a buffer may have" in result.output
+
+
+def test_a_capture_buffer_past_the_cap_is_bad_input(tmp_path):
+    from captures import decode_capture
+    folder = decode_capture(tmp_path / "capture", depth=4)
+    replay = json.loads((folder / "replay.json").read_text())
+    replay["resources"]["buffers"][0]["size"] = 2 ** 64
+    (folder / "replay.json").write_text(json.dumps(replay))
+    result = invoke("run", str(folder), "--trials", "1", "--no-isolate")
+    assert result.exit_code == 2 and "over the 1 GiB" in result.output
+
+
+@pytest.mark.parametrize("document, words", [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"version": "1.0", "version": "1.0"}', "key 'version' appears twice"),
+])
+def test_hostile_json_is_exit_2_naming_the_file(tmp_path, document, words):
+    (tmp_path / "recipe.json").write_text(document)
+    result = invoke("run", str(tmp_path / "recipe.json"))
+    assert result.exit_code == 2 and words in result.output
+    (tmp_path / "replay.json").write_text(document)
+    result = invoke("run", str(tmp_path), "--trials", "1")
+    assert result.exit_code == 2 and words in result.output and "replay.json" in result.output
+
+
+def test_a_nul_in_a_name_is_bad_input(tmp_path):
+    result = invoke("run", str(recipe(tmp_path / "r", "ctrl\0.elf")), "--no-isolate")
+    assert result.exit_code == 2 and "NUL" in result.output
+
+
+def test_deep_yaml_is_refused_not_a_crash(tmp_path):
+    import subprocess
+    import sys
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("- " * 100_000 + "x\n")
+    for args in (["run", str(deep)], ["report", "validate", str(deep)],
+                 ["report", "render", str(deep)]):
+        done = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 2 and "nested more than 200 levels" in done.stderr + \
+            done.stdout, (args, done.returncode, done.stderr)
+
+
+def test_a_journal_entry_nested_deep_or_with_a_key_twice_is_bad_input(tmp_path):
+    out = unfinished(tmp_path)
+    text = out.read_text()
+    for line in ['- ' + '{"a":' * 100_000 + '1' + '}' * 100_000 + '\n',
+                 '- {"note": {"at": "x", "at": "y", "note": "n"}}\n']:
+        out.write_text(text + line)
+        result = invoke("run", "--resume", str(out))
+        assert result.exit_code == 2, result.output
+        assert re.search(r"r\.yaml:\d+: journal entry", result.output), result.output
+
+
+# -- a continued report runs as it began --------------------------------------------------------
+
+def test_resume_refuses_settings_it_would_ignore_naming_the_reports(tmp_path):
+    out = unfinished(tmp_path)
+    before = out.read_bytes()
+    result = invoke("run", "--resume", str(out), "--profile", "mainline", "--trials", "5",
+                    "--flow", "instr-bo", "--deadline", "3")
+    assert result.exit_code == 2
+    for words in ("--profile (the report's: staging)", "--trials (the report's: 2)",
+                  "--flow (the report's: elf)", "--deadline (the report's: the default)"):
+        assert words in result.output
+    assert out.read_bytes() == before
