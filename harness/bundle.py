@@ -139,9 +139,11 @@ def _export_afresh(data: dict[str, Any], target: Path) -> str | None:
     return None
 
 
-def collect(report: Path, do_redact: bool = True) -> Contents:
-    """Everything the bundle of `report` holds."""
-    data = load_report(str(report)).to_dict()
+def collect(report: Path, do_redact: bool = True, data: dict[str, Any] | None = None
+            ) -> Contents:
+    """Everything the bundle of `report` holds (`data`: the report as loaded, when the
+    caller has it already)."""
+    data = load_report(str(report)).to_dict() if data is None else data
     shown = redact(data) if do_redact else data
     contents = Contents()
     contents.files[README] = b""                 # written last: it lists the rest

@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2          # a file, option or argument is wrong
     ENV_NOT_READY = 3      # the machine cannot run this (no NPU, no pyxrt, server down)
     HARNESS_FAULT = 4      # a worker crashed or missed its deadline, or the harness broke
+    STOPPED = 5            # a search stopped at its --max-trials budget, unfinished
     INTERRUPTED = 130      # Ctrl-C (SIGINT)
     TERMINATED = 143       # SIGTERM (a scheduler, timeout(1))
 

@@ -24,6 +24,7 @@ import os
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -148,6 +149,44 @@ def _outcome(spec: TrialSpec, started: float, code: int | None, raw: bytes,
                              f"{_tail(output) or '(empty)'}")
 
 
+WORKERS_PREFIX = "harness-workers-"
+OWNERS = "owners"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_abandoned_folders(root: Path | None = None) -> list[Path]:
+    """Remove the worker folders of killed runs: ours (same user), real folders (not
+    links), whose harness and fork server are both gone. A folder without its owners file
+    is left alone unless it is an hour old (a run may be between mkdtemp and writing it)."""
+    removed = []
+    for folder in Path(root or tempfile.gettempdir()).glob(WORKERS_PREFIX + "*"):
+        try:
+            st = folder.lstat()
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            owners = folder / OWNERS
+            if owners.is_file():
+                pids = [int(p) for p in owners.read_text().split()]
+                if any(_alive(pid) for pid in pids):
+                    continue
+            elif time.time() - st.st_mtime < 3600:
+                continue
+        except (OSError, ValueError):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
 class ServerGone(Exception):
     """The fork server ended (or stopped answering) between trials."""
 
@@ -156,12 +195,15 @@ class ForkServer:
     """One `python -m harness.worker --serve` and the files its children write."""
 
     def __init__(self, backend: dict[str, Any]) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="harness-workers-"))
+        sweep_abandoned_folders()
+        self.folder = Path(tempfile.mkdtemp(prefix=WORKERS_PREFIX))
         self.log = self.folder / "server.out"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(worker_command(backend, "--serve"),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=log, start_new_session=True)
+        # who uses this folder: the next run removes it once both are gone
+        (self.folder / OWNERS).write_text(f"{os.getpid()} {self.proc.pid}\n")
         self.buffer = b""
         self.count = 0
         self.broken = False

@@ -143,6 +143,7 @@ class Report:
     declared: int | None = None          # how many plans the header declares (the rest: journal)
     notes: list[dict[str, Any]] = field(default_factory=list)
     torn_line: int | None = None         # a last journal line cut short by a kill, ignored
+    read_whole: bool = False             # rewritten by a YAML tool: see REWRITTEN_NOTE
 
     @property
     def simulated(self) -> bool:
@@ -220,15 +221,43 @@ class ReportText:
     header_lines: int                      # lines before the journal's entries
     entries: list[tuple[int, str]]         # (1-based line, the entry's text)
     torn_line: int | None = None           # a last line without its newline
+    # Not in the harness's layout (a YAML tool rewrote it: keys sorted, entries in block
+    # style, a comment added): read as one YAML document instead, more slowly.
+    whole: bool = False
+    journal_found: bool = True             # the "journal:" line (a v2 file always has it)
+
+
+REWRITTEN_NOTE = ("a YAML tool rewrote this report (its journal is no longer one JSON line "
+                  "per entry): it was read as one YAML document, more slowly; the harness's "
+                  "next write to it restores its own layout")
 
 
 def split(text: str) -> ReportText:
-    """Find the journal (v2); a file without one (v1) is all header."""
+    """The header and the journal entries (v2); a file without a journal (v1) is all
+    header; a file in neither layout is marked `whole`."""
+    parts = _split(text)
+    if any(not body.startswith("- {") for _, body in parts.entries):
+        return ReportText(text, text.count("\n"), [], whole=True)
+    return parts
+
+
+def whole_document(text: str) -> tuple[Any, list[tuple[int, Any]]]:
+    """A rewritten report read as one document: its header keys, and its journal's entries
+    (with no line of their own: a YAML tool may have spread each over many)."""
+    document = load_yaml_text(text)
+    if not isinstance(document, dict):
+        return document, []
+    journal = document.get(JOURNAL[:-1])
+    header = {k: v for k, v in document.items() if k != JOURNAL[:-1]}
+    return header, [(0, entry) for entry in journal] if isinstance(journal, list) else []
+
+
+def _split(text: str) -> ReportText:
     at = text.find("\n" + JOURNAL + "\n")
     if at < 0:
         if text.endswith("\n" + JOURNAL):
             return ReportText(text[:len(text) - len(JOURNAL)], text.count("\n"), [])
-        return ReportText(text, text.count("\n"), [])
+        return ReportText(text, text.count("\n"), [], journal_found=False)
     header = text[:at + 1]
     first = header.count("\n") + 2
     body = text[at + len(JOURNAL) + 2:]
@@ -324,10 +353,15 @@ def assemble(header: Any, entries: list[tuple[int, Any]]
 def read_document(path: str | Path) -> dict[str, Any]:
     """A report file as the one nested document the schema describes, as written: neither
     checked nor converted (a v1 file is that document; a v2 file is assembled)."""
-    parts = split(read_report_text(path))
-    header = load_yaml_text(parts.header)
+    text = read_report_text(path)
+    parts = split(text)
+    if parts.whole:
+        header, entries = whole_document(text)
+    else:
+        header = load_yaml_text(parts.header)
+        entries = [(line, parse_entry(body)) for line, body in parts.entries]
     if isinstance(header, dict) and header.get("schema") == SCHEMA:
-        return assemble(header, [(line, parse_entry(body)) for line, body in parts.entries])[0]
+        return assemble(header, entries)[0]
     return header
 
 
@@ -351,8 +385,8 @@ def load_report(path: str | Path) -> Report:
     text = read_report_text(path)
     parts = split(text)
     try:
-        header = load_yaml_text(parts.header)
-        entries = []
+        header, entries = whole_document(text) if parts.whole else \
+            (load_yaml_text(parts.header), [])
         for line, body in parts.entries:
             try:
                 entries.append((line, parse_entry(body)))
@@ -365,7 +399,7 @@ def load_report(path: str | Path) -> Report:
         if isinstance(err, (AliasError, DuplicateKeyError, NestingError)):
             raise ReportError(f"{path}:{err.line}: {err}") from None
         raise ReportError(f"{path}{line}: not valid YAML ({problem})") from None
-    if parts.entries or (isinstance(header, dict) and header.get("schema") == SCHEMA):
+    if entries or (isinstance(header, dict) and header.get("schema") == SCHEMA):
         try:
             data, _ = assemble(header, entries)
         except ValueError as err:
@@ -374,6 +408,7 @@ def load_report(path: str | Path) -> Report:
         data = header
     report = Report.from_dict(data, str(path))
     report.torn_line = parts.torn_line
+    report.read_whole = parts.whole
     if report.schema == SCHEMA:
         report.declared = len(header.get("plans") or [])
     return report

@@ -192,6 +192,7 @@ def generated_journal(report: Report) -> bytes:
               for p in report.plans for t in p.trials]
     lines += [entry_line("probe", probe)
               for probe in (report.sections.get("bisect") or {}).get("log") or []]
+    lines += [entry_line("note", note) for note in report.notes]
     return b"".join(lines)
 
 
@@ -208,6 +209,25 @@ def disk_fault(path: Path, err: OSError, *, started: bool, resume: str | None) -
 
 
 atexit.register(release_all)
+
+SPACE_MARGIN = 1 << 20       # a rewrite leaves at least this much for everything else
+
+
+def _check_space(target: Path, header_bytes: int) -> None:
+    """Rewriting a header copies the report beside itself: refuse before the copy starts
+    when the disk cannot hold both, so the report stays whole and continuable rather than
+    the copy failing half-way."""
+    try:
+        size = target.stat().st_size
+        fs = os.statvfs(target.parent)
+    except OSError:
+        return                  # what cannot be measured is left to the write itself
+    need = size + header_bytes + SPACE_MARGIN
+    free = fs.f_bavail * fs.f_frsize
+    if free < need:
+        raise OSError(errno.ENOSPC, f"no space left on device: rewriting the header needs "
+                                    f"about {need >> 20} MiB beside the report, "
+                                    f"{free >> 20} MiB are free")
 
 
 def _through_link(path: Path) -> Path:
@@ -281,6 +301,7 @@ class ReportFile:
     def take_over(self) -> None:
         """Go on writing a reopened report: the header once more (dropping a torn last
         entry), the temp files a killed writer left removed, and notes saying so."""
+        rewritten = self.report.read_whole
         self.rewrite()
         notes = []
         if self.lock.took_over:
@@ -288,6 +309,9 @@ class ReportFile:
                          "running" if self.lock.holder_gone else
                          f"took over a lock file naming pid {self.lock.took_over}, which no "
                          "longer held it (that pid runs now, perhaps as another program)")
+        if rewritten:
+            notes.append("a YAML tool had rewritten this report; the harness restored its "
+                         "own layout (header, then one journal line per entry)")
         removed = _clean_temps(self.path)
         if removed:
             notes.append("removed temp files a stopped writer left: " + ", ".join(removed))
@@ -305,6 +329,8 @@ class ReportFile:
         """Write header + journal atomically; `journal` None copies the file's own."""
         self.close_journal()
         target = self.path
+        if journal is None:
+            _check_space(target, len(header))
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         try:
             os.fchmod(fd, mode_for(target))
@@ -328,6 +354,9 @@ class ReportFile:
                 os.unlink(tmp)
 
     def _copy_journal(self, out: Any) -> None:
+        if self.report.read_whole:          # a YAML tool's layout: write ours afresh
+            out.write(generated_journal(self.report))
+            return
         text = read_report_text(self.path)
         at = text.find("\n" + JOURNAL + "\n")
         if at >= 0:
@@ -345,6 +374,7 @@ class ReportFile:
             raise disk_fault(self.path, err, started=True, resume=self.resume_command) \
                 from None
         self.report.torn_line = None
+        self.report.read_whole = False
         self.report.declared = self.report.declared if self.report.declared is not None \
             else len(self.report.plans)
 

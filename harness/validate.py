@@ -11,13 +11,18 @@ with where its results came from (`harness.report.is_simulated`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 
-from harness.errors import ReportError
+from harness.errors import PlanError, ReportError
+from harness.plan import parse_plan
 from harness.report import (
+    JOURNAL,
     KNOWN_SCHEMAS,
+    REWRITTEN_NOTE,
     SCHEMA,
+    Report,
     assemble,
     is_simulated,
     parse_entry,
@@ -32,6 +37,9 @@ from harness.yamlio import (
     NestingError,
     load_yaml_with_lines,
 )
+
+# The commands whose verdict is the judge's of their plans (searches write their own).
+JUDGED = ("run", "reproduce")
 
 
 @dataclass
@@ -70,7 +78,21 @@ def validate_file(file: str) -> Validation:
         result.problems.append(f"unknown report schema {header.get('schema')!r}; this harness "
                                f"validates {', '.join(KNOWN_SCHEMAS)}")
         return result
+    plans = header.get("plans")
+    declarations_only = isinstance(plans, list) and any(
+        isinstance(plan, dict) and "trials" not in plan for plan in plans)
+    if header["schema"] == SCHEMA and not parts.journal_found and declarations_only:
+        # a header's plans are declarations, their trials in the journal below it; a
+        # document with trials nested in its plans is whole without one
+        result.problems.append(f"line {parts.header_lines}: no '{JOURNAL}' line: a "
+                               f"{SCHEMA} file always has one; this one was cut short in its "
+                               "header, and its journal is lost")
+        return result
     entries = []
+    if parts.whole and isinstance(header.get(JOURNAL[:-1]), list):
+        result.notes.append(REWRITTEN_NOTE)
+        entries = [(lines.get((JOURNAL[:-1], i), 0), entry)
+                   for i, entry in enumerate(header.pop(JOURNAL[:-1]))]
     for line, body in parts.entries:
         try:
             entries.append((line, parse_entry(body)))
@@ -89,6 +111,8 @@ def validate_file(file: str) -> Validation:
         line = _line_of(problem.path, entry_lines, lines)
         result.problems.append(f"line {line}: {problem.where()}: {problem.message}" if line
                                else f"{problem.where()}: {problem.message}")
+    if not result.problems:
+        result.problems += _consistency(doc)
     backend = doc.get("backend")
     if isinstance(backend, dict) and isinstance(backend.get("simulated"), bool) and \
             backend["simulated"] != is_simulated(backend):
@@ -98,6 +122,35 @@ def validate_file(file: str) -> Validation:
             + (" with a stand-in pyxrt" if backend.get("stand_in") else "")
             + ": results of the simulated stack are never hardware evidence")
     return result
+
+
+def _consistency(doc: dict[str, Any]) -> list[str]:
+    """What the schema cannot see: each plan's chunks are what its spec makes, and a
+    finished run's verdict is what its trials say (a journal that lost its tail, or a
+    header cut short after the verdict, disagrees)."""
+    problems = []
+    try:
+        report = Report.from_dict(doc)
+    except ReportError as err:
+        return [str(err)]
+    for plan in report.plans:
+        try:
+            made = parse_plan(plan.spec, sum(plan.chunks))
+        except PlanError:
+            continue              # a name-only spec (a recipe's, a frame's): nothing to match
+        if list(made) != list(plan.chunks):
+            problems.append(f"plan {plan.name}: spec {plan.spec!r} makes chunks "
+                            f"{list(made)}, the report says {list(plan.chunks)}")
+    if report.finished and report.command in JUDGED and report.verdict is not None:
+        from harness.verdict import judge
+        told = judge(report.plans, report.backend).to_dict()
+        if told.get("text") != report.verdict.get("text"):
+            problems.append(f"the verdict ({report.verdict.get('text')!r}) is not what its "
+                            f"trials say ({told.get('text')!r}): the journal lost entries, or "
+                            "the header was changed")
+    if report.finished and report.command in JUDGED and report.verdict is None:
+        problems.append("finished, but without a verdict: the header was cut short")
+    return problems
 
 
 def _line_of(path: KeyPath, entry_lines: dict[tuple, int], lines: dict[KeyPath, int]

@@ -358,3 +358,241 @@ def test_resume_refuses_settings_it_would_ignore_naming_the_reports(tmp_path):
                   "--flow (the report's: elf)", "--deadline (the report's: the default)"):
         assert words in result.output
     assert out.read_bytes() == before
+
+
+# -- folders that cannot be written ----------------------------------------------------------
+
+@pytest.fixture
+def read_only(tmp_path, monkeypatch):
+    """`tmp_path/ro` as a read-only file system answers (EROFS for any write or create),
+    whoever runs the tests: root is not stopped by modes."""
+    import errno
+    import tempfile
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    real_open, real_mkstemp, real_mkdir = os.open, tempfile.mkstemp, os.mkdir
+
+    def refused(path) -> OSError:
+        return OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    def ro_open(path, flags, *args, **kwargs):
+        if str(path).startswith(str(folder)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise refused(path)
+        return real_open(path, flags, *args, **kwargs)
+
+    def ro_mkstemp(*args, dir=None, **kwargs):
+        if dir is not None and str(dir).startswith(str(folder)):
+            raise refused(dir)
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    def ro_mkdir(path, *args, **kwargs):
+        if str(path).startswith(str(folder)):
+            raise refused(path)
+        return real_mkdir(path, *args, **kwargs)
+    monkeypatch.setattr(os, "open", ro_open)
+    monkeypatch.setattr(os, "mkdir", ro_mkdir)
+    monkeypatch.setattr(tempfile, "mkstemp", ro_mkstemp)
+    return folder
+
+
+def test_read_only_folders_are_exit_3_in_one_line(tmp_path, read_only):
+    stopped = unfinished(tmp_path)
+    finished = tmp_path / "done.yaml"
+    invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1", "--no-isolate",
+           "--out", str(finished))
+    (read_only / "r.yaml").write_bytes(stopped.read_bytes())
+    (read_only / "done.yaml").write_bytes(finished.read_bytes())
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    from harness.xclbin_writer import flm_spec, synthesize
+    for role in ("attn", "mm", "layer", "dequant"):
+        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Pack/{role}")))
+    before = {p.name: p.read_bytes() for p in read_only.iterdir()}
+    for args in (["run", "--resume", str(read_only / "r.yaml")],
+                 ["report", "render", str(finished), "--out", str(read_only / "r.md")],
+                 ["report", "bundle", str(read_only / "done.yaml")],
+                 ["export", "minicpm5-2b-decode", str(read_only / "export")],
+                 ["xclbins", "import", str(pack), "--dest", str(read_only / "packs")]):
+        result = invoke(*args)
+        assert result.exit_code == 3, (args, result.output)
+        assert "Read-only file system (EROFS)" in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
+    assert {p.name: p.read_bytes() for p in read_only.iterdir()} == before
+
+
+# -- validate and resume read a report alike --------------------------------------------------
+
+def test_validate_and_resume_agree_on_every_truncation_offset(tmp_path):
+    from harness.errors import HarnessError
+    from harness.runner import reopen
+    from harness.validate import validate_file
+    source = unfinished(tmp_path)
+    data = source.read_bytes()
+    journal = data.index(b"\njournal:\n")
+    # every offset from just before the journal on, a stride through the header
+    offsets = sorted(set(range(0, journal - 40, 41)) | set(range(journal - 40, len(data) + 1)))
+    disagreements = []
+    copy = tmp_path / "cut.yaml"
+    for offset in offsets:
+        copy.write_bytes(data[:offset])
+        valid = validate_file(str(copy)).valid
+        try:
+            runner, _ = reopen(str(copy))
+            runner.handle.close()
+            resumed = True
+        except HarnessError:
+            resumed = False
+        if valid != resumed:
+            disagreements.append((offset, valid, resumed))
+    assert not disagreements, disagreements[:5]
+    assert len(offsets) > 300
+
+
+@pytest.mark.parametrize("sort_keys, comment", [(True, ""), (False, "# looked at\n"),
+                                                (True, "# a note\n")])
+def test_a_report_rewritten_by_a_yaml_tool_is_still_a_report(tmp_path, sort_keys, comment):
+    import yaml
+    out = unfinished(tmp_path)
+    document = yaml.safe_load(out.read_text())
+    out.write_text(yaml.safe_dump(document, sort_keys=sort_keys) + comment)
+    validation = invoke("report", "validate", str(out))
+    assert validation.exit_code == 0, validation.output
+    assert "a YAML tool rewrote this report" in validation.output
+    assert "unknown report schema None" not in validation.output
+    rendered = invoke("report", "render", str(out))
+    assert rendered.exit_code == 0 and "a YAML tool rewrote" in rendered.stderr
+    resumed = invoke("run", "--resume", str(out))
+    assert resumed.exit_code == 0, resumed.output
+    report = load_report(out)
+    assert len(report.plans[0].trials) == 2 and not report.read_whole
+    assert any("restored its own layout" in n["note"] for n in report.notes)
+    assert invoke("report", "validate", str(out)).output.strip().endswith("valid")
+
+
+def test_a_plan_whose_chunks_are_not_its_spec_is_invalid(tmp_path):
+    out = unfinished(tmp_path)
+    out.write_text(out.read_text().replace("chunks:\n  - 42", "chunks:\n  - 40\n  - 2", 1))
+    result = invoke("report", "validate", str(out))
+    assert result.exit_code == 2 and "spec '42' makes chunks [42]" in result.output
+    assert invoke("run", "--resume", str(out)).exit_code == 2
+
+
+def test_a_finished_report_whose_journal_lost_its_tail_is_invalid(tmp_path):
+    out = tmp_path / "done.yaml"
+    invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "2", "--no-isolate",
+           "--profile", "inflight-cap:40", "--out", str(out))
+    lines = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(lines[:-1]))            # the last trial's entry is gone
+    result = invoke("report", "validate", str(out))
+    assert result.exit_code == 2 and "is not what its trials say" in result.output
+
+
+# -- a full disk -------------------------------------------------------------------------------
+
+def test_finishing_on_a_nearly_full_disk_keeps_a_whole_continuable_report(tmp_path,
+                                                                          monkeypatch):
+    from types import SimpleNamespace
+
+    from harness import reportfile
+    from harness.validate import validate_file
+    out = tmp_path / "r.yaml"
+    monkeypatch.setattr(reportfile.os, "statvfs",
+                        lambda path: SimpleNamespace(f_bavail=16, f_frsize=4096))
+    result = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "2",
+                    "--no-isolate", "--out", str(out))
+    assert result.exit_code == 4
+    assert "rewriting the header needs about" in result.stderr
+    assert f"run --resume {out}" in result.stderr
+    assert validate_file(str(out)).valid and load_report(out).finished is None
+    assert len(load_report(out).plans[0].trials) == 2
+    assert not list(tmp_path.glob(".r.yaml.*")), list(tmp_path.iterdir())   # no temp, no lock
+    monkeypatch.undo()
+    done = invoke("run", "--resume", str(out))
+    assert done.exit_code == 0, done.output
+    assert load_report(out).finished and len(load_report(out).plans[0].trials) == 2
+
+
+def test_no_lock_file_is_left_when_the_disk_is_full(tmp_path, monkeypatch):
+    import errno
+    real_write = os.write
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr("harness.reportfile.os.write", full)
+    result = invoke("run", "minicpm5-2b-decode", "--no-isolate", "--out",
+                    str(tmp_path / "r.yaml"))
+    monkeypatch.setattr("harness.reportfile.os.write", real_write)
+    assert result.exit_code == 3, result.output
+    assert not list(tmp_path.glob("*r.yaml*"))
+
+
+# -- what killed runs leave behind ----------------------------------------------------------
+
+def test_the_worker_folder_of_a_killed_run_is_swept_by_the_next(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = tmp_path / "killed.yaml"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "minicpm5-2b-decode",
+                             "--plan", "42", "--trials", "2", "--profile",
+                             "hang-at:3,realtime", "--out", str(out)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(400):
+            if out.exists() and '"status": "in-flight"' in out.read_text():
+                break
+            time.sleep(0.025)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    [left] = tmp_path.glob("harness-workers-*")
+    owners = [int(p) for p in (left / "owners").read_text().split()]
+    for _ in range(200):                    # the server follows its harness (PDEATHSIG)
+        if not any(Path(f"/proc/{pid}").exists() for pid in owners):
+            break
+        time.sleep(0.05)
+    live = tmp_path / "harness-workers-live"
+    live.mkdir()
+    (live / "owners").write_text(f"{os.getpid()}\n")       # a run still going: kept
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "minicpm5-2b-decode",
+                           "--plan", "42", "--trials", "1", "--out", str(tmp_path / "n.yaml")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not left.exists() and live.exists()
+
+
+# -- the README's git bisect recipe, as dash runs it ---------------------------------------
+
+def readme_bisect_script() -> str:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    return re.search(r"git bisect run sh -c '(.*?)'\n```", readme, re.S).group(1)
+
+
+@pytest.mark.parametrize("build, setup, expected", [
+    ("exit 1", None, 125),                        # does not build: skipped
+    ("exit 0", None, 125),                        # built, but no setup script: skipped
+    ("exit 0", "export exit_code=1", 1),                 # the harness saw the failure: bad
+    ("exit 0", "export exit_code=0", 0),                 # every trial completed: good
+])
+def test_the_readme_bisect_recipe_runs_under_dash(tmp_path, build, setup, expected):
+    import shutil
+    import subprocess
+    shell = shutil.which("dash") or shutil.which("sh")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "build.sh").write_text(f"#!/bin/sh\n{build}\n")
+    (tmp_path / "build" / "build.sh").chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if setup:
+        folder = tmp_path / "build/Release/opt/xilinx/xrt"
+        folder.mkdir(parents=True)
+        # the XRT setup script puts tools on PATH; here, a harness that exits as told
+        (folder / "setup.sh").write_text(f'{setup}\nexport PATH="{bin_dir}:$PATH"\n')
+        (bin_dir / "runlist-harness").write_text('#!/bin/sh\nexit "$exit_code"\n')
+        (bin_dir / "runlist-harness").chmod(0o755)
+    done = subprocess.run([shell, "-c", readme_bisect_script()], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=30,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == expected, done.stderr

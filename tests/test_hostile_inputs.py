@@ -93,7 +93,7 @@ def test_a_stopped_sweep_goes_on_with_replay(tmp_path):
     first = invoke("sweep", "minicpm5-2b-decode", "--depths", "36..44:4", "--chunks", "21,42",
                    "--trials", "1", "--no-isolate", "--profile", "inflight-cap:40",
                    "--max-trials", "2", "--out", str(out))
-    assert first.exit_code == 0
+    assert first.exit_code == 5           # stopped: not a finished search
     assert f"continue with `runlist-harness sweep --replay {out}`" in first.output
     stopped = load_report(out)
     assert stopped.finished is None and stopped.sections["sweep"]["depths"] == [36, 40, 44]

@@ -62,8 +62,9 @@ def test_budget_stops_cleanly_and_replay_continues_without_rerunning(tmp_path):
     first = invoke("bisect", "minicpm5-2b-decode", "--lo", "1", "--hi", "128", "--trials",
                    "2", "--profile", CAP, "--no-isolate", "--max-trials", "5", "--out",
                    str(out))
-    assert first.exit_code == 0
+    assert first.exit_code == 5
     assert "stopped early: first failing depth in" in first.stdout
+    assert f"continue with `runlist-harness bisect --replay {out}`" in first.stdout
     stopped = load_report(out)
     assert trials_in(stopped) == 5 and stopped.sections["bisect"]["answer"]["kind"] == \
         "incomplete"
@@ -166,7 +167,7 @@ def test_sweep_mixed_cells_show_counts():
 def test_sweep_budget():
     result = invoke("sweep", "minicpm5-2b-decode", "--depths", "1..10", "--chunks", "1,4",
                     "--trials", "2", "--max-trials", "7", "--no-isolate", "--backend", "sim")
-    assert "stopped by the budget" in result.stdout
+    assert "stopped by the budget" in result.stdout and result.exit_code == 5
     assert trials_in(load_report(report_path(result))) == 7
 
 

@@ -13,6 +13,7 @@ With `--json` the error is a JSON object on stdout instead. With
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import importlib
 import json
 import os
@@ -36,6 +37,8 @@ Exit codes:
   3    environment not ready (no NPU, no pyxrt, server unreachable)
   4    harness fault: a worker crashed or missed its deadline, a disk
        fault, or an error of the harness itself (traceback in a log file)
+  5    stopped early: bisect/sweep spent --max-trials before the search
+       ended; the report keeps everything and --replay continues it
   130  interrupted (Ctrl-C); the report keeps everything so far
   143  terminated (SIGTERM); the report keeps everything so far
   With --exit-codes git-bisect (run, reproduce): 0 good, 1 bad,
@@ -64,6 +67,18 @@ def fault_log(error: BaseException) -> str:
         return str(path)
     except OSError as err:
         return f"nowhere (the log could not be written: {err.strerror})"
+
+
+# A folder or file the machine will not let us write (or read): the environment, not a bug.
+_NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}
+
+
+def _not_writable(err: OSError) -> str:
+    name = errno.errorcode.get(err.errno or 0, "")
+    where = err.filename if err.filename is not None else "a file"
+    return (f"cannot use {where}: {err.strerror} ({name}); this user cannot write (or read) "
+            "it there: choose a folder that can be written and has space, or fix its "
+            "permissions")
 
 
 def guarded(ctx: click.Context, invoke) -> None:
@@ -99,6 +114,13 @@ def guarded(ctx: click.Context, invoke) -> None:
         # the reader went away (`| head`): stop writing, and say nothing more
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
         code = int(ExitCode.OK)
+    except OSError as err:
+        if err.errno not in _NOT_WRITABLE:
+            code = fail("harness fault", f"{type(err).__name__}: {err} (a bug in the harness; "
+                        f"the traceback is in {fault_log(err)}; please report it)",
+                        int(ExitCode.HARNESS_FAULT))
+        else:
+            code = fail("error", _not_writable(err), int(ExitCode.ENV_NOT_READY))
     except Exception as err:
         code = fail("harness fault", f"{type(err).__name__}: {err} (a bug in the harness; "
                     f"the traceback is in {fault_log(err)}; please report it)",

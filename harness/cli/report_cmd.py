@@ -12,7 +12,7 @@ from harness import compare as comparing
 from harness import render as rendering
 from harness.errors import ExitCode, ReportError
 from harness.redact import redact
-from harness.report import load_report
+from harness.report import REWRITTEN_NOTE, load_report
 from harness.validate import validate_file
 from harness.yamlio import write_atomic
 
@@ -31,7 +31,10 @@ def _data(path: str, do_redact: bool, check: bool = True) -> dict[str, Any]:
             raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:3])}{more}. "
                               "`runlist-harness report validate` lists every problem; "
                               "--no-check renders it anyway")
-    data = load_report(path).to_dict()          # refuses unknown schemas and broken files
+    loaded = load_report(path)                  # refuses unknown schemas and broken files
+    if loaded.read_whole:
+        click.echo(f"note: {path}: {REWRITTEN_NOTE}", err=True)
+    data = loaded.to_dict()
     return redact(data) if do_redact else data
 
 
@@ -52,13 +55,13 @@ def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: 
         do_redact = fmt == "md"
     if not check:
         click.echo(f"warning: rendering {file} without checking it against the schema", err=True)
-    data = _data(file, do_redact, check)
+    data = _data(file, do_redact=False, check=check)
     if fmt == "md":
         # the same text as report.md in the bundle, naming the bundle and what it holds
-        contents = bundling.collect(Path(file), do_redact)
+        contents = bundling.collect(Path(file), do_redact, data)
         text = contents.files[bundling.REPORT_MD].decode()
     else:
-        text = rendering.render_text(data)
+        text = rendering.render_text(redact(data) if do_redact else data)
     _emit(text, out)
 
 

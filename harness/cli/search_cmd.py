@@ -22,7 +22,7 @@ from harness.cli.options import (
     xrt_smi_validate_asked,
 )
 from harness.cli.progress import TrialBar, announce
-from harness.errors import BadInput, ReportError
+from harness.errors import BadInput, ExitCode, ReportError
 from harness.plan import MAX_LAYERS
 from harness.report import load_report
 from harness.reportfile import check_output_path
@@ -44,11 +44,17 @@ from harness.sweep import (
 )
 
 
-def _finish(runner: Runner, as_json: bool, lines: list[str]) -> None:
+def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> int:
+    """Print the outcome; a search its budget stopped says how to go on, and exits 5."""
+    stopped = runner.report.finished is None
+    if stopped:
+        lines = lines + [f"stopped at the --max-trials budget; continue with "
+                         f"`runlist-harness {command} --replay {runner.handle.path}`"]
     if as_json:
         click.echo(json.dumps(runner.report.to_dict(), indent=2))
     else:
         click.echo("\n".join(lines + [f"report: {runner.handle.path}"]))
+    return int(ExitCode.STOPPED if stopped else ExitCode.OK)
 
 
 @click.command()
@@ -82,13 +88,14 @@ def _finish(runner: Runner, as_json: bool, lines: list[str]) -> None:
 def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay_path, rerun,
            frame, allow_different_machine, backend_kind, profile, realtime, seed, trials,
            xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
-           as_json) -> None:
+           as_json) -> int:
     """Find the smallest depth at which one runlist (or the given chunking) fails.
 
     Bisects over depth with K trials per probed depth (default 5), classifies
     each (good / bad / flaky / skip), re-tests both neighbours of the boundary,
     and prints one line such as `first failing depth 38 (37: COMPLETED 5/5;
-    38: TIMEOUT 5/5)`. Exits 0 when the search ends, whatever it found.
+    38: TIMEOUT 5/5)`. Exits 0 when the search ends, whatever it found, and 5
+    when --max-trials stops it first (--replay continues it).
 
     On a recipe or a captured frame (--frame) the depth is the prefix of its runs,
     1..its depth by default.
@@ -102,8 +109,7 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
                                 allow_different_machine=allow_different_machine)
         settings, bisection = _logged(report)
         click.echo(f"continuing the bisect in {replay_path}")
-        _bisect(runner, settings, max_trials, as_json, bisection)
-        return
+        return _bisect(runner, settings, max_trials, as_json, bisection)
     if replay_path:
         report = load_report(replay_path)
         settings, _ = _logged(report)
@@ -134,7 +140,7 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
         runner.report.sections["bisect"] = {"settings": settings.to_dict(), "log": [],
                                             "replay_of": report.run_id}
     announce(backend.describe(), runner.warnings, as_json)
-    _bisect(runner, settings, max_trials, as_json)
+    return _bisect(runner, settings, max_trials, as_json)
 
 
 def bounded(case, depth: int, option: str) -> None:
@@ -192,7 +198,8 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
         answer = run_bisect(runner, settings, max_trials, bar.say, bisection)
     finally:
         bar.close()
-    _finish(runner, as_json, [answer.text] + [f"note: {n}" for n in answer.notes])
+    lines = [answer.text] + [f"note: {n}" for n in answer.notes]
+    return _finish(runner, as_json, lines, "bisect")
 
 
 @click.command()
@@ -219,7 +226,7 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
 def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials, replay_path,
           yes, allow_different_machine, backend_kind, profile, realtime, seed, trials,
           xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
-          as_json) -> None:
+          as_json) -> int:
     """Run every depth x chunk-size cell, K trials each (default 3), into one report.
 
     On a capture, --frames makes the rows captured frames (each at its whole depth)
@@ -286,8 +293,6 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
         bar.close()
     summary = finish_sweep(runner, case.name, cells, rows, chunks, complete)
     lines = [summary, grid_text(cells, rows, chunks)]
-    if not complete:
-        lines.append(f"continue with `runlist-harness sweep --replay {runner.handle.path}`")
     if plot_path:
         report = runner.report
         source = ("SIMULATED, profile " + str(report.backend.get("profile"))
@@ -295,7 +300,7 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
         plot_grid(cells, rows, chunks, plot_path,
                   f"{case.name}: share of trials completed ({source})")
         lines.append(f"plot: {plot_path}")
-    _finish(runner, as_json, lines)
+    return _finish(runner, as_json, lines, "sweep")
 
 
 def parse_frames(case, text: str) -> list[str]:
