@@ -141,6 +141,17 @@ def _file_in(read: JsonReader, folder: Path, name: str, where: str) -> str:
     return str(path)
 
 
+def _elf_in(read: JsonReader, folder: Path, name: str, where: str) -> str:
+    """An ELF the capture names, read now: a file that is no ELF is bad input, not a
+    device failure."""
+    path = _file_in(read, folder, name, where)
+    try:
+        read_elf(path)
+    except ElfError as err:
+        raise read.fail(where, str(err)) from None
+    return path
+
+
 def replay_file(ref: str | Path) -> Path:
     path = Path(ref)
     return path / REPLAY if path.is_dir() else path
@@ -188,7 +199,7 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
             files = read.array(entry["programs"], where + ".programs")
             if not files:
                 raise read.fail(where + ".programs", "no program recorded for the context")
-            programs[name] = tuple(_file_in(read, folder, read.text(f, at), at)
+            programs[name] = tuple(_elf_in(read, folder, read.text(f, at), at)
                                    for at, f in ((f"{where}.programs[{i}]", f)
                                                  for i, f in enumerate(files)))
         else:
@@ -213,12 +224,8 @@ def _parse(data: Any, path: Path, digest: str) -> Capture:
                                               f"resources.hwctxs ({', '.join(sorted(contexts))})")
         ctrlcode = None
         if entry.get("ctrlcode"):
-            ctrlcode = _file_in(read, folder, read.text(entry["ctrlcode"], where + ".ctrlcode"),
-                                where + ".ctrlcode")
-            try:        # read now: a file that is no ELF is bad input, not a device failure
-                read_elf(ctrlcode)
-            except ElfError as err:
-                raise read.fail(where + ".ctrlcode", str(err)) from None
+            ctrlcode = _elf_in(read, folder, read.text(entry["ctrlcode"], where + ".ctrlcode"),
+                               where + ".ctrlcode")
         instance = read.text(entry.get("instance"), where + ".instance")
         kernels[name] = Kernel(name, instance, hwctx, ctrlcode)
     runs: dict[str, Run] = {}

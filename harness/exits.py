@@ -2,8 +2,8 @@
 
 The harness's own codes (`ExitCode`, in `harness.errors`): 0 every trial completed,
 1 a trial failed on the device, 2 bad input, 3 environment not ready, 4 harness
-fault (a worker crashed or missed its deadline, or an unexpected error), 130
-interrupted (Ctrl-C), 143 terminated (SIGTERM).
+fault (a worker crashed or missed its deadline, or an unexpected error), 5 a search
+stopped at its --max-trials budget, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 
 `git bisect run` wants 0 good, 1 (up to 127) bad, 125 cannot-test and above 127
 abort. In that convention (`--exit-codes git-bisect`) a run that saw the failure is
