@@ -17,17 +17,17 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.driver_log import trial_entry
 from harness.drivers import SLOWEST, driver_build, timeout_seconds
 from harness.errors import BadInput, EnvironmentNotReady
 from harness.ert import NO_STATE_IN_MESSAGE, STATE_IN_MESSAGE, expected_message_form
 from harness.kernel_log import reading_of
-from harness.sim import control
-from harness.sim import pyxrt as sim_pyxrt
-from harness.sim.profiles import Profile, parse_profile
 from harness.xrt_loader import is_stand_in, load_pyxrt, npu_nodes
+
+if TYPE_CHECKING:          # the simulator loads only when the simulated backend is chosen
+    from harness.sim.profiles import Profile
 
 XRT_SUBMIT_SIZE = 24          # STACK.md 2: hard-wired in runlist_impl
 KINDS = ("auto", "xrt", "sim")
@@ -119,6 +119,7 @@ class Backend:
         """Give each trial a fresh simulated device and its own seed (from the trial's and
         the profile's `seed:S`); no-op on hardware."""
         if not self.hardware:
+            from harness.sim import control
             mixed = (seed + self.profile.seed * 1_000_003) % 2**32
             control.configure(self.profile.with_seed(mixed), latencies=self.latencies)
 
@@ -127,6 +128,7 @@ class Backend:
         hardware, which offers no device clock through pyxrt."""
         if self.hardware:
             return None
+        from harness.sim import control
         return control.current().clock.now
 
     def simulated_kernel_log(self, failed: bool) -> dict[str, Any] | None:
@@ -134,6 +136,7 @@ class Backend:
         one is (`harness.kernel_log`); None on the hardware path, which reads its own."""
         if self.hardware:
             return None
+        from harness.sim import control
         text = control.current().kernel_log.kmsg()
         return trial_entry(reading_of(text, "simulated /dev/kmsg"), self.profile.flavour,
                            failed)
@@ -171,6 +174,8 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
             ", so the simulated stack"
     else:
         reason = "" if kind == "sim" else "a profile was given, so the simulated stack"
+    from harness.sim import pyxrt as sim_pyxrt
+    from harness.sim.profiles import parse_profile
     parsed = parse_profile(profile)
     if realtime:
         parsed = parsed.with_realtime()

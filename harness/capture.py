@@ -41,7 +41,7 @@ from harness.case import DEFAULT_TRIALS, Case, Command
 from harness.confine import OutsideFolder, inside
 from harness.elf import ElfError, read_elf
 from harness.errors import CaseError
-from harness.jsonread import JsonReader, describe, parse_json
+from harness.jsonread import JsonReader, describe, gc_paused, parse_json
 from harness.plan import Plan, make_plan
 from harness.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec
 
@@ -103,7 +103,8 @@ class Capture:
     def frame(self, name: str | None) -> Frame:
         """A frame by name (or by its number: 7 for frame_7); None: the deepest runlist."""
         if name is None:
-            return max(self.frames, key=lambda f: (f.depth, -self.frames.index(f)))
+            # the deepest; of equal depths the first (enumerate: frames.index is O(n) each)
+            return max(enumerate(self.frames), key=lambda at: (at[1].depth, -at[0]))[1]
         wanted = f"frame_{name}" if name.isdigit() else name
         for frame in self.frames:
             if frame.name == wanted:
@@ -176,7 +177,8 @@ def _cached(path: str, mtime_ns: int, size: int) -> Capture:
     raw = Path(path).read_bytes()
     data = parse_json(raw, path, CaptureError, "; a capture cut short? capture again, "
                       "letting the application exit")
-    return _parse(data, Path(path), hashlib.sha256(raw).hexdigest())
+    with gc_paused():
+        return _parse(data, Path(path), hashlib.sha256(raw).hexdigest())
 
 
 def _parse(data: Any, path: Path, digest: str) -> Capture:

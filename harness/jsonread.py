@@ -3,12 +3,15 @@ error names the file and the field, e.g. ``replay.json: resources.runs[3].kernel
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 MAX_BUFFER_BYTES = 1 << 30     # one buffer, in any document that declares sizes
+BIG_DOCUMENT = 1 << 20         # from here on, a document is read with the collector paused
 
 
 def describe(value: Any) -> str:
@@ -84,11 +87,28 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a big document is built: each collection walks
+    every object alive, and building millions of them triggers one again and again, which
+    makes reading a 10x larger file cost 15x. Documents make no cycles to collect."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def loads(text: str | bytes) -> Any:
     """json.loads, refusing duplicate keys and nesting past the recursion limit with
     JsonShapeError (a ValueError, as malformed JSON is), never RecursionError."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        if len(text) < BIG_DOCUMENT:
+            return json.loads(text, object_pairs_hook=_unique_keys)
+        with gc_paused():
+            return json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:
         raise JsonShapeError("nested too deeply (more levels than any document of this "
                              "kind has)") from None

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness import __version__, command_argv, isolation, stop
+from harness import __version__, command_argv, stop
 from harness.backend import Backend, choose_backend, trial_seed
 from harness.capture import frame_case
 from harness.case import Case, load_case
@@ -32,7 +32,6 @@ from harness.errors import (
     Terminated,
     XclbinError,
 )
-from harness.isolation import run_isolated, worker_start
 from harness.kernel_log import PERMISSION_FIX, KernelLogReader, Reading, Unreadable
 from harness.packs import ResolvedPack, resolve_pack
 from harness.plan import Plan
@@ -205,8 +204,9 @@ class Runner:
         backend.latencies = case_latencies(case)
         if not backend.hardware:         # nothing simulated can hang the machine
             handle.sync_every_s = SIMULATED_SYNC_S
-        if options.isolate:
-            isolation.prepare(backend.as_report())
+        if options.isolate:      # isolation (and psutil) load only when trials isolate
+            from harness.isolation import prepare
+            prepare(backend.as_report())
         handle.resume_command = continue_command(handle.report, handle.path)
         # The hardware path reads the kernel log around each trial; the simulated stack
         # hands its own log back with each trial (Backend.simulated_kernel_log).
@@ -280,6 +280,7 @@ class Runner:
                 deadline = self.options.deadline_s or case.deadline_s or \
                     derive_deadline(case, Plan(plan.name, plan.spec, tuple(plan.chunks)),
                                     self.backend)
+                from harness.isolation import run_isolated
                 result = run_isolated(spec, self.backend.as_report(), deadline,
                                       self.backend.latencies)
                 result.deadline_s = deadline
@@ -361,6 +362,7 @@ class Runner:
 
         def attempt() -> str | None:
             if self.options.isolate:
+                from harness.isolation import run_isolated
                 answer = run_isolated(spec, self.backend.as_report(), deadline,
                                       self.backend.latencies)
             else:
@@ -416,7 +418,7 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
               **({"capture": case.capture, "frame": case.frame} if case.kind == "capture"
                  else {})},
         settings={"trials": options.trials, "isolate": options.isolate,
-                  "worker_start": worker_start() if options.isolate else None,
+                  "worker_start": _worker_start() if options.isolate else None,
                   "deadline_s": options.deadline_s,
                   "continue_after_failure": options.continue_after_failure,
                   "seed": options.seed, "flow": flow_of(case, options)},
@@ -541,6 +543,11 @@ def _unchanged(entries: list[dict[str, Any]], report_path: str) -> dict[str, Pat
                               "written; start a new run instead of resuming")
         files[entry["role"]] = current
     return files
+
+
+def _worker_start() -> str:
+    from harness.isolation import worker_start
+    return worker_start()
 
 
 def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,

@@ -14,7 +14,6 @@ import hashlib
 import struct
 import uuid as uuidlib
 from dataclasses import dataclass, field
-from xml.sax.saxutils import quoteattr
 
 from harness.xclbin import (
     AIE_PDI_SIZE,
@@ -31,6 +30,18 @@ AIE_PARTITION_STRUCT = 184
 IP_PS_KERNEL = 7
 MEM_DRAM = 2
 
+
+
+def quoteattr(value: str) -> str:
+    """An XML attribute value, quoted: what xml.sax.saxutils.quoteattr writes, without
+    importing it (it pulls in urllib.request, http, email and ssl: a fifth of start-up)."""
+    value = (value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+             .replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;"))
+    if '"' not in value:
+        return f'"{value}"'
+    if "'" not in value:
+        return f"'{value}'"
+    return '"{}"'.format(value.replace('"', "&quot;"))
 
 def npu_kernel_args(data_buffers: int = 5) -> tuple[KernelArg, ...]:
     """opcode (u64), instr (BO), ninstr (u32), bo0..boN: FastFlowLM's MLIR_AIE layout."""

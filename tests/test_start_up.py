@@ -71,3 +71,39 @@ def test_a_worker_loads_no_command_line():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_an_in_process_run_loads_neither_psutil_nor_the_web_stack(tmp_path):
+    """psutil (only for isolated trials) and xml.sax's urllib.request/http/email chain
+    cost a third of an in-process run's start-up, for nothing it uses."""
+    loaded = modules_after("reproduce", "--no-isolate", "--trials", "1",
+                           "--out", str(tmp_path / "r.yaml"))
+    assert "harness.runner" in loaded                  # it did run
+    unwanted = {"psutil", "harness.isolation", "urllib.request", "http.client", "email",
+                "ssl", "xml.sax"}
+    assert not unwanted & loaded, sorted(unwanted & loaded)
+
+
+HARDWARE_PATH = """
+import json, sys, types
+import harness.xrt_loader as loader
+fake = types.ModuleType("pyxrt")
+fake.__file__ = "/opt/xilinx/xrt/python/pyxrt.so"
+loader.load_pyxrt = lambda: (fake, None)
+loader.npu_nodes = lambda: ["/dev/accel/accel0"]
+import harness.backend, harness.runner, harness.session, harness.cli.run_cmd
+import harness.cli.search_cmd, harness.worker, harness.probe, harness.bundle
+harness.backend.load_pyxrt, harness.backend.npu_nodes = loader.load_pyxrt, loader.npu_nodes
+backend = harness.backend.choose_backend("auto")
+backend.prepare_trial(1)
+print(json.dumps([backend.kind, backend.simulated_kernel_log(False),
+                  sorted(m for m in sys.modules if m.startswith("harness.sim"))]))
+"""
+
+
+def test_the_hardware_path_never_loads_the_simulator():
+    done = subprocess.run([sys.executable, "-c", HARDWARE_PATH], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    kind, log, simulator = json.loads(done.stdout)
+    assert kind == "xrt" and log is None and simulator == []

@@ -273,3 +273,12 @@ def test_header_words_lying(position, value):
 def test_kernelarg_is_global():
     assert KernelArg("bo0", 3, 1, 8, 0x14, "void*").is_global
     assert not KernelArg("ninstr", 2, 0, 4, 0x10, "uint32_t").is_global
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_the_writers_attribute_quoting_is_the_standard_librarys(value):
+    from xml.sax.saxutils import quoteattr as standard
+
+    from harness.xclbin_writer import quoteattr
+    assert quoteattr(value) == standard(value)

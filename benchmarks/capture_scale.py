@@ -1,0 +1,111 @@
+"""Whether captures stay linear: reading a capture and picking its deepest frame, for a
+small and a ten-times-larger capture of the same shape, measured in this run.
+
+A capture of F frames, each of R runs (one hardware context, data dumped every tenth
+frame), is written as XRT's capture.cpp writes it, then read the way `capture import`,
+`capture show` and `run FOLDER` read it (`load_capture` + `frame(None)`, the deepest
+runlist). Figures: wall time and peak memory for 1,000 x 100 runs (the 100k-run
+baseline) and 10,000 x 100 runs (1M runs). Target: the larger within 3x of 10x the
+baseline (linear), and its peak memory within 4x the size of its replay.json.
+
+Usage: python benchmarks/capture_scale.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+READ = """
+import resource, sys, time
+from harness.capture import load_capture
+start = time.perf_counter()
+capture = load_capture(sys.argv[1])
+deepest = capture.frame(None)
+elapsed = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(elapsed, peak, deepest.depth)
+"""
+
+
+def write_capture(folder: Path, frames: int, runs_per_frame: int) -> int:
+    """replay.json of `frames` frames of `runs_per_frame` runs; returns its size."""
+    from harness.elf_writer import control_code_elf
+    from harness.txn import nop_stream
+    from harness.xclbin_writer import flm_spec, synthesize
+    folder.mkdir(parents=True)
+    (folder / "capture_0.bin").write_bytes(synthesize(flm_spec("Bench/layer")))
+    (folder / "capture_1.bin").write_bytes(control_code_elf(nop_stream(8)))
+    (folder / "capture_2.bin").write_bytes(bytes(4096))
+    buffers = [{"name": f"bo_{i}", "size": 4096, "type": "normal"} for i in range(4)]
+    runs, frame_list = [], []
+    for f in range(frames):
+        names = []
+        for r in range(runs_per_frame):
+            name = f"run_{f * runs_per_frame + r}"
+            runs.append({"name": name, "kernel": "kernel_0",
+                         "arguments": [{"argidx": 3 + i, "bo": f"bo_{i}"} for i in range(4)]})
+            names.append(name)
+        members = [{"run": n, "arguments": []} for n in names]
+        if f % 10 == 0:
+            members[0]["arguments"] = [{"argidx": 3, "bo": "bo_0", "fnm": "capture_2.bin"}]
+        frame_list.append({"name": f"frame_{f}", "tid": "1", "runs": members,
+                           "waits": [f"frame_{f}"]})
+    document = {"version": "1.0",
+                "resources": {"hwctxs": [{"name": "hwctx_0", "cfg": {},
+                                          "xclbin": "capture_0.bin"}],
+                              "buffers": buffers,
+                              "kernels": [{"name": "kernel_0", "instance": "MLIR_AIE",
+                                           "hwctx": "hwctx_0", "ctrlcode": "capture_1.bin"}],
+                              "runs": runs},
+                "execution": {"threads": ["1"], "frames": frame_list}}
+    text = json.dumps(document)
+    (folder / "replay.json").write_text(text)
+    return len(text)
+
+
+def measure(folder: Path) -> tuple[float, int, int]:
+    done = subprocess.run([sys.executable, "-c", READ, str(folder)], capture_output=True,
+                          text=True, check=True)
+    seconds, peak, depth = done.stdout.split()
+    return float(seconds), int(peak), int(depth)
+
+
+def bare_interpreter_peak() -> int:
+    done = subprocess.run([sys.executable, "-c", "import resource; print(resource.getrusage("
+                           "resource.RUSAGE_SELF).ru_maxrss * 1024)"], capture_output=True,
+                          text=True, check=True)
+    return int(done.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="100 and 1,000 frames")
+    args = parser.parse_args()
+    small, large = (100, 1_000) if args.quick else (1_000, 10_000)
+    runs = 100
+    with tempfile.TemporaryDirectory() as tmp:
+        base = bare_interpreter_peak()
+        figures = {}
+        for frames in (small, large):
+            folder = Path(tmp) / f"c{frames}"
+            size = write_capture(folder, frames, runs)
+            seconds, peak, depth = measure(folder)
+            figures[frames] = (seconds, peak - base, size)
+            print(f"{frames:>6,} frames x {runs} runs ({frames * runs:,} runs, replay.json "
+                  f"{size / 1e6:.1f} MB): {seconds:.2f} s, peak memory above a bare "
+                  f"interpreter {(peak - base) / 2**20:.0f} MiB (deepest frame {depth} runs)")
+        ratio = figures[large][0] / figures[small][0]
+        memory = figures[large][1] / figures[large][2]
+        print(f"time ratio {ratio:.1f}x for 10x the frames (target <= 30x: linear within 3x)"
+              f" -> {'met' if ratio <= 30 else 'NOT met'}")
+        print(f"memory {memory:.1f}x the JSON (target <= 4x) -> "
+              f"{'met' if memory <= 4 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
