@@ -84,3 +84,24 @@ def test_parser_only_raises_plan_error(text, depth):
     except PlanError:
         return
     assert sum(chunks) == depth and all(c >= 1 for c in chunks)
+
+
+def test_cut_text_writes_six_runlists_out_and_shortens_seven():
+    from harness.plan import cut_text
+    assert cut_text([7] * 6) == "7+7+7+7+7+7"                  # the boundary: still in full
+    assert cut_text([6] * 7) == "7 x 6"
+    assert cut_text([24] * 6 + [16]) == "6 x 24 + 16"          # XRT's chains
+    assert cut_text([24, 23, 22, 21, 20, 19, 18]) == "24+23+...+18 (7 runlists)"
+
+
+@pytest.mark.parametrize("layers", [0, -1])
+def test_a_plan_needs_at_least_one_layer(layers):
+    with pytest.raises(PlanError, match=f"at least 1, not {layers}"):
+        parse_plan("max:1", layers)
+
+
+def test_a_plan_past_the_layer_limit_is_refused_before_it_is_built():
+    from harness.plan import MAX_LAYERS
+    assert parse_plan("max:1", MAX_LAYERS) == (1,) * MAX_LAYERS
+    with pytest.raises(PlanError, match="past the 100,000"):
+        parse_plan("max:1", MAX_LAYERS + 1)

@@ -127,3 +127,27 @@ def test_verdicts(plans, backend, reproduced, words):
     assert verdict.reproduced is reproduced
     assert words in verdict.text
     assert ("SIMULATED" in verdict.text) == backend["simulated"]
+
+
+@pytest.mark.parametrize("plans, backend, reproduced, words", [
+    # every chunked plan must finish every trial: one of two with a deadline is not "avoids"
+    ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 2),
+      plan("halves", [21, 21], "COMPLETED", ["COMPLETED"] * 2),
+      plan("thirds", [14, 14, 14], "COMPLETED", ["COMPLETED", "deadline"])], HW, True,
+     "-> chunked plans did not finish every trial"),
+    # one expected-fail plan saw its state, the other a different one: reproduced, noted
+    ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 2),
+      plan("deep", [42], "TIMEOUT", ["ABORT"] * 2)], HW, True,
+     "(deep 42 expected TIMEOUT, saw ABORT)"),
+    # neither saw its expected state: a different failure, naming each
+    ([plan("monolithic", [42], "TIMEOUT", ["ABORT"] * 2),
+      plan("deep", [42], "TIMEOUT", ["ERROR"] * 2)], HW, False,
+     "a different failure (monolithic 42 expected TIMEOUT, saw ABORT; deep 42 expected "
+     "TIMEOUT, saw ERROR)"),
+    ([plan("monolithic", [42], "TIMEOUT", ["COMPLETED"] * 2)],
+     {**SIM, "documented": False, "profile": "inflight-cap:60"}, False,
+     "profile inflight-cap:60 does not produce it"),
+])
+def test_verdicts_of_several_expected_failures(plans, backend, reproduced, words):
+    verdict = judge(plans, backend)
+    assert verdict.reproduced is reproduced and words in verdict.text, verdict.text

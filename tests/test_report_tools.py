@@ -187,7 +187,8 @@ def test_render_and_compare_refuse_broken_reports(reports, tmp_path, command):
                                                if command == "compare" else [])
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
-    assert "is not a valid report" in result.output and "Traceback" not in result.output
+    assert "is not a valid report" in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
 
 
 # -- render, read as a browser would ---------------------------------------------------

@@ -94,6 +94,17 @@ def test_stack2_run_wait_ms_returns_timeout_when_the_host_wait_expires(tmp_path)
     assert r.wait() == pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED
 
 
+def test_stack2_a_host_wait_expires_after_exactly_its_milliseconds(tmp_path):
+    rig = Rig(tmp_path, "slow:layer:500000")          # one command takes 500,000 us
+    r = rig.run()
+    r.start()
+    started = control.current().clock.now()
+    assert r.wait(100) == pyxrt.ert_cmd_state.ERT_CMD_STATE_TIMEOUT
+    assert control.current().clock.now() - started == pytest.approx(100_000)
+    assert r.wait(399) == pyxrt.ert_cmd_state.ERT_CMD_STATE_TIMEOUT      # 499 ms in all
+    assert r.wait(2) == pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED      # done at 500 ms
+
+
 @pytest.mark.parametrize("release, shared", [("2.20", False), ("2.21", False),
                                              ("2.23", True), ("master", True)])
 def test_stack2_add_rules(tmp_path, release, shared):
