@@ -274,6 +274,16 @@ def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
         outcome.state, outcome.state_code = located.state.name, int(located.state.value)
 
 
+def warm(spec: TrialSpec, backend: Backend) -> None:
+    """Load what a trial of `spec` loads (xclbins, ELFs, kernels, buffers) on a throw-away
+    simulated device and run nothing, so a fork server's children start with every cache
+    filled. Never on hardware: the server must not open the device."""
+    if backend.hardware:
+        return
+    backend.prepare_trial(spec.seed)
+    _Loaded(backend.xrt, spec)
+
+
 def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
     """Run every chunk of one trial; never raises for what the stack does."""
     result = TrialResult(spec.trial, TrialStatus.COMPLETED, seed=spec.seed)

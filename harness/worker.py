@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
 import json
 import os
 import signal
@@ -47,17 +48,20 @@ def die_with_parent(parent: int) -> None:
 
 
 def run_request(request: dict[str, Any], backend_kind: str, profile: str | None,
-                start: str) -> dict[str, Any]:
-    """Run the trial a request names; the result as JSON."""
+                start: str, backend: Any = None) -> dict[str, Any]:
+    """Run the trial a request names (on `backend` when the fork server made it already);
+    the result as JSON."""
     from harness.backend import choose_backend
     from harness.session import run_trial
     from harness.xrt_loader import own_libraries
 
     spec = TrialSpec.from_json(request["spec"])
-    backend = choose_backend(backend_kind, profile)
+    backend = backend or choose_backend(backend_kind, profile)
     backend.latencies = request.get("latencies", {})
     result = run_trial(spec, backend)
-    result.worker = {"pid": os.getpid(), "start": start, "xrt_libraries": own_libraries()}
+    # the simulated stack maps no XRT library: /proc/self/maps is read only on hardware
+    result.worker = {"pid": os.getpid(), "start": start,
+                     "xrt_libraries": own_libraries() if backend.hardware else []}
     return result.to_json()
 
 
@@ -69,16 +73,21 @@ def serve(backend_kind: str, profile: str | None) -> int:
     import harness.backend
     import harness.session  # noqa: F401 - what every child needs, imported once here
 
+    backend = None
     if backend_kind == "sim":       # the hardware path's pyxrt is imported by each child
-        harness.backend.choose_backend(backend_kind, profile)
+        backend = harness.backend.choose_backend(backend_kind, profile)
+    warmed = backend is None
     replies = sys.stdout
     for line in sys.stdin:
         order = json.loads(line)
+        if not warmed:
+            _warm(order, backend)
+            warmed = True
         replies.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(order, backend_kind, profile, os.getppid())
+            _child(order, backend_kind, profile, os.getppid(), backend)
         replies.write(json.dumps({"pid": pid}) + "\n")
         replies.flush()
         _, status = os.waitpid(pid, 0)
@@ -88,11 +97,27 @@ def serve(backend_kind: str, profile: str | None) -> int:
     return 0
 
 
+def _warm(order: dict[str, Any], backend: Any) -> None:
+    """Before the first fork (simulated stack only): load what its trial loads, so every
+    child inherits the filled caches, then freeze what exists, so children do not copy
+    the pages the collector would touch. A set-up that fails here fails in the child
+    too, where it is recorded; here it is only a missed head start."""
+    from harness.session import warm
+    try:
+        backend.latencies = order["request"].get("latencies", {})
+        warm(TrialSpec.from_json(order["request"]["spec"]), backend)
+    except Exception:  # noqa: BLE001 - see above: the child meets and records it
+        pass
+    gc.collect()
+    gc.freeze()
+
+
 def _child(order: dict[str, Any], backend_kind: str, profile: str | None,
-           server: int) -> None:
+           server: int, backend: Any = None) -> None:
     """A forked trial: its own session (no terminal signals), killed with the server, its
     output in the file the parent reads, its result in another; never returns."""
     code = 1
+    gc.disable()        # one trial, then exit: its garbage goes with the process
     try:
         os.setsid()
         die_with_parent(server)
@@ -102,7 +127,7 @@ def _child(order: dict[str, Any], backend_kind: str, profile: str | None,
         os.dup2(output, 1)
         os.dup2(output, 2)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        result = run_request(order["request"], backend_kind, profile, FORK_SERVER)
+        result = run_request(order["request"], backend_kind, profile, FORK_SERVER, backend)
         with open(order["result"], "w") as out:
             json.dump(result, out)
         code = 0

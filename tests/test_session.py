@@ -129,3 +129,17 @@ def test_every_runlist_gets_new_run_objects_so_no_corrupted_payload_is_resubmitt
         result = run_trial(spec, backend)
         assert [o.state for o in result.runlists] == ["TIMEOUT", "TIMEOUT"], profile
         assert [o.failing_run for o in result.runlists] == [24, 24]
+
+
+def test_warming_a_fork_server_never_touches_the_hardware():
+    """The fork server must not open the device (a child of a process that loaded XRT's
+    libraries inherits their state): warm-up is for the simulated stack only."""
+    from types import SimpleNamespace
+
+    from harness.backend import Backend
+    from harness.session import warm
+
+    class Untouchable:
+        def __getattr__(self, name):
+            raise AssertionError(f"the server touched pyxrt.{name}")
+    warm(SimpleNamespace(), Backend("xrt", Untouchable()))     # returns before any use
