@@ -9,7 +9,8 @@ Four figures, each measured in this run on the simulated stack:
   its wall time spent in the report file; target under 5%;
 - a sweep of depths 1..256 x 5 chunk sizes in-process (3 trials per cell), in a child
   process: its peak memory (target under 200 MiB) and its report's size;
-- loading that report back (`load_report`); target under 3 s for ~18 MB.
+- loading that report back (`load_report`); target under 3 s for ~18 MB;
+- rendering it (`report render`, a separate process), in seconds.
 
 Usage: python benchmarks/report_scale.py [--quick]
 """
@@ -145,6 +146,10 @@ def main() -> None:
         load_s = time.perf_counter() - started
         size_mb = report.stat().st_size / 1e6
         held = sum(len(p.trials) for p in loaded.plans)
+        started = time.perf_counter()
+        rendered = subprocess.run([sys.executable, "-m", "harness", "report", "render",
+                                   str(report)], capture_output=True, text=True, check=True)
+        render_s = time.perf_counter() - started
     print("reports on the simulated stack, this run:")
     for policy, costs in policies.items():
         base = costs[SIZES[0]]
@@ -158,6 +163,8 @@ def main() -> None:
           "(target under 200 MiB)")
     print(f"  load its report ({size_mb:.1f} MB, {held:,} trials)   {load_s:.2f} s "
           "(target under 3 s)")
+    print(f"  render it (`report render`, {len(rendered.stdout):,} characters)   "
+          f"{render_s:.2f} s (target under 10 s for a 1..1024 x 5 report)")
 
 
 if __name__ == "__main__":

@@ -139,17 +139,18 @@ def _export_afresh(data: dict[str, Any], target: Path) -> str | None:
     return None
 
 
-def collect(report: Path, do_redact: bool = True, data: dict[str, Any] | None = None
-            ) -> Contents:
+def collect(report: Path, do_redact: bool = True, data: dict[str, Any] | None = None,
+            *, names_only: bool = False) -> Contents:
     """Everything the bundle of `report` holds (`data`: the report as loaded, when the
-    caller has it already)."""
+    caller has it already). `names_only`: report.md in full, the report's own copy left
+    empty (a render names the bundle's files; it need not dump a big report once more)."""
     data = load_report(str(report)).to_dict() if data is None else data
     shown = redact(data) if do_redact else data
     contents = Contents()
     contents.files[README] = b""                 # written last: it lists the rest
     contents.files[REPORT_MD] = b""
-    contents.files[report.name] = (dump_yaml(shown) if do_redact
-                                   else report.read_text(encoding="utf-8")).encode()
+    contents.files[report.name] = b"" if names_only else (
+        dump_yaml(shown) if do_redact else report.read_text(encoding="utf-8")).encode()
     log = kernel_log_text(shown)
     if log:
         contents.files[KERNEL_LOG] = log.encode()

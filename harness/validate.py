@@ -46,6 +46,7 @@ JUDGED = ("run", "reproduce")
 class Validation:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    document: dict[str, Any] | None = None     # the assembled report, when it was read
 
     @property
     def valid(self) -> bool:
@@ -107,6 +108,7 @@ def validate_file(file: str) -> Validation:
     except ValueError as err:
         result.problems.append(str(err))
         return result
+    result.document = doc
     for problem in check(doc):
         line = _line_of(problem.path, entry_lines, lines)
         result.problems.append(f"line {line}: {problem.where()}: {problem.message}" if line

@@ -12,7 +12,7 @@ from harness import compare as comparing
 from harness import render as rendering
 from harness.errors import ExitCode, ReportError
 from harness.redact import redact
-from harness.report import REWRITTEN_NOTE, load_report
+from harness.report import REWRITTEN_NOTE, Report, load_report
 from harness.validate import validate_file
 from harness.yamlio import write_atomic
 
@@ -25,14 +25,20 @@ def report() -> None:
 def _data(path: str, do_redact: bool, check: bool = True) -> dict[str, Any]:
     """A report's content, refused unless it validates: what validates renders."""
     if check:
-        problems = validate_file(path).problems
+        validation = validate_file(path)
+        problems = validation.problems
         if problems:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:3])}{more}. "
                               "`runlist-harness report validate` lists every problem; "
                               "--no-check renders it anyway")
-    loaded = load_report(path)                  # refuses unknown schemas and broken files
-    if loaded.read_whole:
+        # what validation read is the report: no second parse of a big file
+        loaded = Report.from_dict(validation.document, path)
+        rewritten = REWRITTEN_NOTE in validation.notes
+    else:
+        loaded = load_report(path)              # refuses unknown schemas and broken files
+        rewritten = loaded.read_whole
+    if rewritten:
         click.echo(f"note: {path}: {REWRITTEN_NOTE}", err=True)
     data = loaded.to_dict()
     return redact(data) if do_redact else data
@@ -58,7 +64,7 @@ def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: 
     data = _data(file, do_redact=False, check=check)
     if fmt == "md":
         # the same text as report.md in the bundle, naming the bundle and what it holds
-        contents = bundling.collect(Path(file), do_redact, data)
+        contents = bundling.collect(Path(file), do_redact, data, names_only=True)
         text = contents.files[bundling.REPORT_MD].decode()
     else:
         text = rendering.render_text(redact(data) if do_redact else data)
