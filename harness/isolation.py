@@ -37,6 +37,7 @@ import psutil
 
 from harness.errors import BadInput
 from harness.results import TrialResult, TrialSpec, TrialStatus
+from harness.stop import process_exists
 from harness.worker import FORK_SERVER, SPAWN
 
 STDERR_TAIL = 2000
@@ -153,16 +154,6 @@ WORKERS_PREFIX = "harness-workers-"
 OWNERS = "owners"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_abandoned_folders(root: Path | None = None) -> list[Path]:
     """Remove the worker folders of killed runs: ours (same user), real folders (not
     links), whose harness and fork server are both gone. A folder without its owners file
@@ -176,7 +167,7 @@ def sweep_abandoned_folders(root: Path | None = None) -> list[Path]:
             owners = folder / OWNERS
             if owners.is_file():
                 pids = [int(p) for p in owners.read_text().split()]
-                if any(_alive(pid) for pid in pids):
+                if any(process_exists(pid) for pid in pids):
                     continue
             elif time.time() - st.st_mtime < 3600:
                 continue

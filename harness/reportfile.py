@@ -46,6 +46,7 @@ from harness.report import (
     utc_now,
 )
 from harness.results import TrialResult
+from harness.stop import process_exists
 from harness.yamlio import fsync_dir, mode_for
 
 SIMULATED_SYNC_S = 0.5
@@ -78,17 +79,6 @@ def check_output_path(path: Path, *, force: bool, what: str = "--out") -> None:
 
 
 _HELD: set[ReportLock] = set()
-
-
-def _running(pid: int) -> bool:
-    """Whether a process with this pid exists (signal 0 only asks)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True         # someone else's process: it exists
-    return True
 
 
 def release_all() -> None:
@@ -158,7 +148,7 @@ class ReportLock:
                 raise
             if previous.isdigit() and int(previous) != os.getpid():
                 self.took_over = int(previous)
-                self.holder_gone = not _running(self.took_over)
+                self.holder_gone = not process_exists(self.took_over)
             self.fd = fd
             _HELD.add(self)
             return

@@ -9,6 +9,7 @@ the run there, with its trial recorded.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -54,3 +55,15 @@ def raise_if_requested() -> None:
         raise KeyboardInterrupt
     if _requested == "SIGTERM":
         raise Terminated
+
+
+def process_exists(pid: int) -> bool:
+    """Whether any process has this pid now (signal 0 only asks; someone else's process
+    answers EPERM, and exists all the same)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
