@@ -41,7 +41,6 @@ from harness.report import (
     entry_line,
     header_text,
     load_report,
-    read_report_text,
     trial_dict,
     utc_now,
 )
@@ -220,6 +219,39 @@ def _check_space(target: Path, header_bytes: int) -> None:
                                     f"{free >> 20} MiB are free")
 
 
+COPY_BLOCK = 1 << 20
+_JOURNAL_LINE = ("\n" + JOURNAL + "\n").encode()
+
+
+def _journal_start(src: Any) -> int | None:
+    """Where the journal's entries begin (after the "journal:" line), or None."""
+    src.seek(0)
+    seen, offset = b"", 0
+    while True:
+        block = src.read(COPY_BLOCK)
+        if not block:
+            return None
+        window = seen + block
+        at = window.find(_JOURNAL_LINE)
+        if at >= 0:
+            return offset - len(seen) + at + len(_JOURNAL_LINE)
+        seen = window[-len(_JOURNAL_LINE):]
+        offset += len(block)
+
+
+def _after_last_newline(src: Any, start: int, end: int) -> int:
+    """Just past the last newline in [start, end): where a torn last entry begins."""
+    position = end
+    while position > start:
+        size = min(COPY_BLOCK, position - start)
+        src.seek(position - size)
+        at = src.read(size).rfind(b"\n")
+        if at >= 0:
+            return position - size + at + 1
+        position -= size
+    return start
+
+
 def _through_link(path: Path) -> Path:
     """The file a symlinked report name points at: it is that file we lock and replace
     (replacing the link itself would leave the file it names behind, unlocked)."""
@@ -344,17 +376,28 @@ class ReportFile:
                 os.unlink(tmp)
 
     def _copy_journal(self, out: Any) -> None:
+        """The journal's entries as they are on disk, copied a block at a time (a report
+        of a million trials is never held in memory to be rewritten); a torn last entry
+        is left out."""
         if self.report.read_whole:          # a YAML tool's layout: write ours afresh
             out.write(generated_journal(self.report))
             return
-        text = read_report_text(self.path)
-        at = text.find("\n" + JOURNAL + "\n")
-        if at >= 0:
-            entries = text[at + len(JOURNAL) + 2:]
-            torn = self.report.torn_line is not None
-            out.write((entries[:entries.rfind("\n") + 1] if torn else entries).encode())
-            return
-        out.write(generated_journal(self.report))      # a v1 report: entries from its content
+        with open(self.path, "rb") as src:
+            start = _journal_start(src)
+            if start is None:               # a v1 report: entries from its content
+                out.write(generated_journal(self.report))
+                return
+            end = src.seek(0, os.SEEK_END)
+            if self.report.torn_line is not None:
+                end = _after_last_newline(src, start, end)
+            src.seek(start)
+            left = end - start
+            while left > 0:
+                block = src.read(min(COPY_BLOCK, left))
+                if not block:
+                    break
+                out.write(block)
+                left -= len(block)
 
     def rewrite(self) -> None:
         """The header again (verdict, finished, sections), the journal as it is."""

@@ -596,3 +596,27 @@ def test_the_readme_bisect_recipe_runs_under_dash(tmp_path, build, setup, expect
                           capture_output=True, text=True, timeout=30,
                           env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == expected, done.stderr
+
+
+# -- the journal copied a block at a time ----------------------------------------------------
+
+@pytest.mark.parametrize("block", [1, 3, 7, 64, 1 << 20])
+def test_the_journal_is_copied_block_by_block_as_it_is(tmp_path, monkeypatch, block):
+    import io
+
+    from harness import reportfile
+    monkeypatch.setattr(reportfile, "COPY_BLOCK", block)
+    out = unfinished(tmp_path)
+    text = out.read_bytes()
+    entries = text[text.index(b"\njournal:\n") + len(b"\njournal:\n"):]
+    for torn in (False, True):
+        handle = reportfile.ReportFile.reopen(out)
+        try:
+            if torn:
+                out.write_bytes(text + b'- {"trial": {"pla')
+                handle.report.torn_line = 999
+            copied = io.BytesIO()
+            handle._copy_journal(copied)
+        finally:
+            handle.close()
+        assert copied.getvalue() == entries
