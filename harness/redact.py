@@ -32,6 +32,8 @@ VERSION_KEY = re.compile(r"version|firmware|fw_|release|kernel|xrt", re.IGNORECA
 SERIAL_KEY = re.compile(r"serial", re.IGNORECASE)
 IDENTITY_KEYS = {"hostname": "hostname", "machine_id": "machine-id", "user": "user"}
 KEEP_IPS = {"127.0.0.1", "0.0.0.0", "::1", "::"}
+_PLAIN = {int, float, bool, type(None)}
+_CONTAINERS = {dict, list}        # values no redaction changes (unless identity)
 
 
 class Redactor:
@@ -39,6 +41,11 @@ class Redactor:
         self.literals: dict[str, str] = {}
         self.counters: dict[str, int] = {}
         self.seen: dict[tuple[str, str], str] = {}
+        # A report repeats its strings thousands of times (states, kernels, paths): each
+        # is worked out once. Same answer: placeholders are stable once given.
+        self._done: dict[tuple[str, bool], str] = {}
+        self._versioned: dict[str, bool] = {}
+        self._identities: dict[str, bool] = {}
 
     def placeholder(self, kind: str, value: str) -> str:
         key = (kind, value)
@@ -73,18 +80,29 @@ class Redactor:
             pass
 
     def _serials(self, data: Any) -> None:
-        if isinstance(data, dict):
+        # past plain numbers at once: a sweep's report holds millions of them
+        if data.__class__ is dict:
             for key, value in data.items():
                 if isinstance(key, str) and SERIAL_KEY.search(key) and \
                         isinstance(value, (str, int)):
                     self.add_literal("serial", value)
-                else:
+                elif value.__class__ in _CONTAINERS:
                     self._serials(value)
-        elif isinstance(data, list):
+        elif data.__class__ is list:
             for item in data:
-                self._serials(item)
+                if item.__class__ in _CONTAINERS:
+                    self._serials(item)
 
     def text(self, value: str, key: str = "") -> str:
+        versioned = self._versioned.get(key)
+        if versioned is None:
+            versioned = self._versioned[key] = bool(VERSION_KEY.search(key))
+        done = self._done.get((value, versioned))
+        if done is None:
+            done = self._done[(value, versioned)] = self._text(value, versioned)
+        return done
+
+    def _text(self, value: str, versioned: bool) -> str:
         for literal in sorted(self.literals, key=len, reverse=True):
             if literal in value:
                 # Whole words only: a host "halo" must not eat "Strix Halo"'s neighbours.
@@ -95,7 +113,7 @@ class Redactor:
         value = MAC.sub(lambda m: self.placeholder("mac", m.group(0).lower()), value)
         value = IPV6.sub(lambda m: m.group(0) if m.group(0) in KEEP_IPS
                          else self.placeholder("ip", m.group(0).lower()), value)
-        if not VERSION_KEY.search(key):
+        if not versioned:
             value = IPV4.sub(lambda m: self._ipv4(m, value), value)
         return value
 
@@ -111,12 +129,30 @@ class Redactor:
             return name                  # already a placeholder
         return self.placeholder("user", name)
 
+    def _identity(self, key: str) -> bool:
+        """Whether a value under `key` *is* an identity (replaced whole)."""
+        known = self._identities.get(key)
+        if known is None:
+            known = self._identities[key] = key in IDENTITY_KEYS or \
+                bool(SERIAL_KEY.search(key))
+        return known
+
     def data(self, value: Any, key: str = "") -> Any:
-        if isinstance(value, (str, int)) and not isinstance(value, bool) and (
-                key in IDENTITY_KEYS or SERIAL_KEY.search(key)):
+        cls = value.__class__
+        if cls is dict:
+            return {k: self.data(v, k if k.__class__ is str else key) for k, v in value.items()}
+        if cls is list:
+            if self._identity(key):
+                return [self.data(v, key) for v in value]
+            # the bulk of a report: lists of numbers (chains, indices), kept as they are
+            return [v if v.__class__ in _PLAIN else self.data(v, key) for v in value]
+        if (cls is str or isinstance(value, int)) and cls is not bool and \
+                self._identity(key):
             # A field that *is* an identity is replaced whole, however short its value.
             kind = IDENTITY_KEYS.get(key, "serial")
             return self.literals.get(str(value)) or self.placeholder(kind, str(value))
+        if cls is str:
+            return self.text(value, key)
         if isinstance(value, str):
             return self.text(value, key)
         if isinstance(value, dict):
