@@ -97,55 +97,66 @@ def recovery_text(trial: dict[str, Any]) -> str | None:
     return text
 
 
+def _map(value: Any) -> dict[str, Any]:
+    """A section of the environment as a mapping: a report any tool may have edited can
+    hold anything there, and what validates must render."""
+    return value if isinstance(value, dict) else {}
+
+
+def _names(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 def identity_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
     """The machine as maintainers ask for it, beyond kernel/driver/firmware/XRT."""
-    npu = env.get("npu") or {}
-    system = env.get("system") or {}
+    npu = _map(env.get("npu"))
+    system = _map(env.get("system"))
     rows: list[tuple[str, str]] = []
-    pci = npu.get("pci") or {}
+    pci = _map(npu.get("pci"))
     if pci.get("device"):
         rows.append(("PCI", f"{pci.get('vendor')}:{pci.get('device')} rev "
                             f"{pci.get('revision')} ({npu.get('generation') or 'unknown'})"
                             + (f" at {npu['bdf']}" if npu.get("bdf") else "")))
-    dmi = system.get("dmi") or {}
+    dmi = _map(system.get("dmi"))
     if dmi.get("bios_version") or dmi.get("product_name"):
         rows.append(("machine / BIOS", f"{dmi.get('sys_vendor') or '?'} "
                                        f"{dmi.get('product_name') or '?'}; BIOS "
                                        f"{dmi.get('bios_version') or '?'} "
                                        f"({dmi.get('bios_date') or '?'})"))
-    flags = system.get("boot_flags") or {}
+    flags = _map(system.get("boot_flags"))
     if npu.get("present") or flags:
         rows.append(("IOMMU", f"group type {npu.get('iommu_group_type') or 'unknown'}; boot "
                               "flags " + (" ".join(f"{k}={v}" for k, v in flags.items())
                                           or "none")))
-    pm = npu.get("runtime_pm") or {}
+    pm = _map(npu.get("runtime_pm"))
     if pm.get("status") or pm.get("control"):
         rows.append(("runtime PM", f"{pm.get('status') or '?'} (control "
                                    f"{pm.get('control') or '?'})"))
-    firmware = env.get("npu_firmware") or {}
+    firmware = _map(env.get("npu_firmware"))
     if firmware.get("loaded") or firmware.get("files"):
-        rows.append(("firmware file", (firmware.get("loaded") or "not in the kernel log")
-                     + (f" (present: {', '.join(firmware['files'])})"
+        rows.append(("firmware file", str(firmware.get("loaded") or "not in the kernel log")
+                     + (f" (present: {_names(firmware['files'])})"
                         if firmware.get("files") else "")))
-    log = env.get("kernel_log") or {}
+    log = _map(env.get("kernel_log"))
     if log:
-        rows.append(("kernel log", f"read from {log['source']}" if "unreadable" not in log
+        rows.append(("kernel log", f"read from {log.get('source')}" if "unreadable" not in log
                      else f"unreadable: {log['unreadable']} (fix: {log.get('fix')})"))
-    smi = env.get("xrt_smi") or {}
+    smi = _map(env.get("xrt_smi"))
     if smi:
         rows.append(("xrt-smi", "not installed" if not smi.get("installed") else "; ".join(
             f"{name}: " + (f"exit {run['exit_status']}" if "exit_status" in run
                            else str(run.get("note")))
             for name, run in smi.items() if isinstance(run, dict))))
-    users = env.get("device_users") or {}
+    users = _map(env.get("device_users"))
     if users:
-        listed = ", ".join(f"{u.get('pid')} {u.get('command') or '?'}"
-                           for u in users.get("users") or []) or "none"
+        listed = users.get("users")
+        listed = ", ".join(f"{u.get('pid')} {u.get('command') or '?'}" for u in listed
+                           if isinstance(u, dict)) if isinstance(listed, list) else ""
         hidden = users.get("uninspectable")
-        rows.append(("other NPU/GPU users at start", listed + (
+        rows.append(("other NPU/GPU users at start", (listed or "none") + (
             f" ({hidden} processes not inspectable)" if hidden else "")))
-    built = (env.get("xrt") or {}).get("pyxrt_built_for")
-    if built and built.get("installed"):
-        rows.append(("pyxrt built for", f"{', '.join(built['installed'])}; running Python "
+    built = _map(_map(env.get("xrt")).get("pyxrt_built_for"))
+    if built.get("installed"):
+        rows.append(("pyxrt built for", f"{_names(built['installed'])}; running Python "
                                         f"{built.get('running')}"))
     return rows

@@ -430,7 +430,7 @@ def test_validate_and_resume_agree_on_every_truncation_offset(tmp_path):
     data = source.read_bytes()
     journal = data.index(b"\njournal:\n")
     # every offset from just before the journal on, a stride through the header
-    offsets = sorted(set(range(0, journal - 40, 41)) | set(range(journal - 40, len(data) + 1)))
+    offsets = sorted(set(range(0, journal - 40, 97)) | set(range(journal - 40, len(data) + 1)))
     disagreements = []
     copy = tmp_path / "cut.yaml"
     for offset in offsets:
@@ -445,7 +445,7 @@ def test_validate_and_resume_agree_on_every_truncation_offset(tmp_path):
         if valid != resumed:
             disagreements.append((offset, valid, resumed))
     assert not disagreements, disagreements[:5]
-    assert len(offsets) > 300
+    assert len(offsets) > 250
 
 
 @pytest.mark.parametrize("sort_keys, comment", [(True, ""), (False, "# looked at\n"),
