@@ -138,27 +138,20 @@ class Redactor:
         return known
 
     def data(self, value: Any, key: str = "") -> Any:
-        cls = value.__class__
-        if cls is dict:
-            return {k: self.data(v, k if k.__class__ is str else key) for k, v in value.items()}
-        if cls is list:
+        if isinstance(value, dict):
+            return {k: self.data(v, k if isinstance(k, str) else key) for k, v in value.items()}
+        if isinstance(value, list):
             if self._identity(key):
                 return [self.data(v, key) for v in value]
             # the bulk of a report: lists of numbers (chains, indices), kept as they are
             return [v if v.__class__ in _PLAIN else self.data(v, key) for v in value]
-        if (cls is str or isinstance(value, int)) and cls is not bool and \
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and \
                 self._identity(key):
             # A field that *is* an identity is replaced whole, however short its value.
             kind = IDENTITY_KEYS.get(key, "serial")
             return self.literals.get(str(value)) or self.placeholder(kind, str(value))
-        if cls is str:
-            return self.text(value, key)
         if isinstance(value, str):
             return self.text(value, key)
-        if isinstance(value, dict):
-            return {k: self.data(v, k if isinstance(k, str) else key) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.data(v, key) for v in value]
         return value
 
 

@@ -143,15 +143,15 @@ def _consistency(doc: dict[str, Any]) -> list[str]:
         if list(made) != list(plan.chunks):
             problems.append(f"plan {plan.name}: spec {plan.spec!r} makes chunks "
                             f"{list(made)}, the report says {list(plan.chunks)}")
-    if report.finished and report.command in JUDGED and report.verdict is not None:
+    if report.finished and report.command in JUDGED:
+        if report.verdict is None:
+            return problems + ["finished, but without a verdict: the header was cut short"]
         from harness.verdict import judge
         told = judge(report.plans, report.backend).to_dict()
         if told.get("text") != report.verdict.get("text"):
             problems.append(f"the verdict ({report.verdict.get('text')!r}) is not what its "
                             f"trials say ({told.get('text')!r}): the journal lost entries, or "
                             "the header was changed")
-    if report.finished and report.command in JUDGED and report.verdict is None:
-        problems.append("finished, but without a verdict: the header was cut short")
     return problems
 
 
