@@ -16,11 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.backend import choose_backend
-from harness.case import load_case
-from harness.plan import plan_for_depth
-from harness.runner import RunOptions, open_run
-from harness.search import BisectSettings, Prober, run_bisect
+from harness.execution.backend import choose_backend
+from harness.execution.runner import RunOptions, open_run
+from harness.model.plan import plan_for_depth
+from harness.search.bisect import BisectSettings, Prober, run_bisect
+from harness.sources.load import load_case
 
 PROFILE = "inflight-cap:37,flaky:0.1"
 LO, HI, RIGHT = 1, 128, 38

@@ -22,7 +22,7 @@ from pathlib import Path
 
 READ = """
 import resource, sys, time
-from harness.capture import load_capture
+from harness.sources.capture import load_capture
 start = time.perf_counter()
 capture = load_capture(sys.argv[1])
 deepest = capture.frame(None)
@@ -34,9 +34,9 @@ print(elapsed, peak, deepest.depth)
 
 def write_capture(folder: Path, frames: int, runs_per_frame: int) -> int:
     """replay.json of `frames` frames of `runs_per_frame` runs; returns its size."""
-    from harness.elf_writer import control_code_elf
-    from harness.txn import nop_stream
-    from harness.xclbin_writer import flm_spec, synthesize
+    from harness.formats.elf_writer import control_code_elf
+    from harness.formats.txn import nop_stream
+    from harness.formats.xclbin_writer import flm_spec, synthesize
     folder.mkdir(parents=True)
     (folder / "capture_0.bin").write_bytes(synthesize(flm_spec("Bench/layer")))
     (folder / "capture_1.bin").write_bytes(control_code_elf(nop_stream(8)))

@@ -2,7 +2,7 @@
 
 Both sides build, submit and wait for the same 42-run decode runlist on the
 simulated stack, in this process, in the same run; the harness side also
-classifies the outcome and times it (`harness.session.run_chunk`). The
+classifies the outcome and times it (`harness.execution.session.run_chunk`). The
 figure is the ratio of the best time per run of each side over many short
 alternating rounds (on a shared machine the best is the cost; the rest is the
 neighbours); the target is at most 1.05x.
@@ -16,11 +16,11 @@ import argparse
 import gc
 import time
 
-from harness.backend import choose_backend
-from harness.case import load_case
-from harness.packs import resolve_pack
-from harness.runner import RunOptions, trial_spec
-from harness.session import _Loaded, run_chunk
+from harness.execution.backend import choose_backend
+from harness.execution.runner import RunOptions, trial_spec
+from harness.execution.session import _Loaded, run_chunk
+from harness.sources.load import load_case
+from harness.sources.packs import resolve_pack
 
 DEPTH = 42
 

@@ -28,13 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.backend import choose_backend
-from harness.case import load_case
-from harness.report import load_report
-from harness.reportfile import ReportFile
-from harness.results import TrialResult, TrialStatus
-from harness.runner import RunOptions, open_run
-from harness.session import run_trial
+from harness.execution.backend import choose_backend
+from harness.execution.runner import RunOptions, open_run
+from harness.execution.session import run_trial
+from harness.model.results import TrialResult, TrialStatus
+from harness.report.journal import ReportFile
+from harness.report.model import load_report
+from harness.sources.load import load_case
 
 SIZES = (10, 100, 1_000, 10_000)
 MEASURED = 200                 # trials timed at each size
@@ -105,7 +105,7 @@ class SaveClock:
 def sweep_saving_share(folder: Path, depths: str) -> tuple[float, float, int]:
     """(seconds in the report file, wall seconds, trials) of an isolated sweep, run as
     the command line runs it."""
-    from harness.cli import main as cli
+    from harness.app.cli import main as cli
     clock = SaveClock()
     clock.install()
     out = folder / "sweep.yaml"

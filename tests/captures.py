@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.elf_writer import control_code_elf, full_elf
-from harness.txn import nop_stream
-from harness.xclbin_writer import flm_spec, synthesize
+from harness.formats.elf_writer import control_code_elf, full_elf
+from harness.formats.txn import nop_stream
+from harness.formats.xclbin_writer import flm_spec, synthesize
 
 FLM_CONTEXTS = ("attn", "mm", "layer", "dequant")
 MAIN, OTHER = "140123456789", "140123456790"

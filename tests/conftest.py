@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.xclbin_writer import flm_spec, synthesize
+from harness.formats.xclbin_writer import flm_spec, synthesize
 
 PROJECT = Path(__file__).resolve().parent.parent
 SHARED_XCLBINS = Path(os.environ.get("HARNESS_SHARED_XCLBINS",
@@ -66,7 +66,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     import importlib
 
-    from harness.xrt_loader import npu_nodes
+    from harness.probe.xrt_loader import npu_nodes
     try:
         importlib.import_module("pyxrt")
         why = ""

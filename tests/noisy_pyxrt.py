@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import harness.sim.pyxrt as _sim
-from harness.kernel_log import escape
+from harness.logs.kernel_log import escape
 from harness.sim.pyxrt import *  # noqa: F403
 
 __harness_stand_in__ = True

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 
 import harness.sim.pyxrt as pyxrt
-from harness.elf_writer import control_code_elf
+from harness.formats.elf_writer import control_code_elf
+from harness.formats.txn import nop_stream, word_count
+from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.sim import control
-from harness.txn import nop_stream, word_count
-from harness.xclbin_writer import flm_spec, synthesize
 
 
 class Rig:

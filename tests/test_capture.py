@@ -10,10 +10,10 @@ import pytest
 from captures import MAIN, OTHER, CaptureWriter, decode_capture, threaded_capture
 from click.testing import CliRunner
 
-from harness.capture import capture_case, load_capture
-from harness.case import load_case
-from harness.cli import main
-from harness.report import load_report
+from harness.app.cli import main
+from harness.report.model import load_report
+from harness.sources.capture import capture_case, load_capture
+from harness.sources.load import load_case
 
 
 def invoke(*args: str):
@@ -156,7 +156,7 @@ def test_a_cut_of_a_captured_frame_exports_as_recipes(decode, tmp_path):
 def instr_bo_capture(folder: Path) -> Path:
     """An application that calls kernels as mlir-aie does: no control code, the
     instructions in a buffer at argidx 1 and their word count at argidx 2."""
-    from harness.txn import nop_stream
+    from harness.formats.txn import nop_stream
     writer = CaptureWriter(folder)
     ctx = writer.hwctx("layer")
     writer.kernels.append({"name": "kernel_0", "instance": "MLIR_AIE", "hwctx": ctx})
@@ -252,15 +252,15 @@ def test_import_never_overwrites_a_case(decode, tmp_path):
 
 
 def test_a_stopped_capture_run_resumes_on_its_frame(decode, tmp_path, monkeypatch):
-    import harness.runner
-    real, calls = harness.runner.run_trial, []
+    import harness.execution.runner
+    real, calls = harness.execution.runner.run_trial, []
 
     def stopped(spec, backend):
         calls.append(spec)
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real(spec, backend)
-    monkeypatch.setattr(harness.runner, "run_trial", stopped)
+    monkeypatch.setattr(harness.execution.runner, "run_trial", stopped)
     name = imported(decode)
     out = tmp_path / "r.yaml"
     assert invoke("run", name, "--frame", "frame_2", "--trials", "2", "--no-isolate",
@@ -316,10 +316,10 @@ def test_a_wait_may_name_a_later_frame_of_another_thread(tmp_path):
 def test_txn_instruction_buffers_are_allocated_with_their_recorded_flags(tmp_path):
     # replay.cpp create_buffer: memgrp and flags (recorded for what is not host-only) make
     # xrt::bo(device, size, flags, memgrp)
-    from harness.backend import choose_backend
-    from harness.runner import RunOptions, trial_spec
-    from harness.session import _Loaded
-    from harness.txn import nop_stream, word_count
+    from harness.execution.backend import choose_backend
+    from harness.execution.runner import RunOptions, trial_spec
+    from harness.execution.session import _Loaded
+    from harness.formats.txn import nop_stream, word_count
     writer = CaptureWriter(tmp_path / "cap")
     ctx = writer.hwctx("layer")
     kernel = writer.kernel(ctx)
@@ -336,7 +336,7 @@ def test_txn_instruction_buffers_are_allocated_with_their_recorded_flags(tmp_pat
     assert case.flow == "instr-bo" and case.buffers[instr].flags == 1 << 24
     backend = choose_backend("sim")
     backend.prepare_trial(1)
-    from harness.packs import resolve_pack
+    from harness.sources.packs import resolve_pack
     spec = trial_spec(case, resolve_pack(case, simulated=True), "captured", [6], 0,
                       RunOptions(trials=1))
     loaded = _Loaded(backend.xrt, spec)

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.case import load_case, parse_case, shipped_cases
-from harness.errors import CaseError
-from harness.ert import CmdState
-from harness.txn import nop_stream
+from harness.formats.txn import nop_stream
+from harness.model.errors import CaseError
+from harness.model.ert import CmdState
+from harness.sources.case import shipped_cases
+from harness.sources.load import load_case, parse_case
 
 GOOD = """\
 case: demo

@@ -6,8 +6,8 @@ import json
 
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.known import known_count, lookup
+from harness.app.cli import main
+from harness.formats.known import known_count, lookup
 
 
 def run(*args: str):
@@ -79,7 +79,7 @@ def test_cases_list_and_validate_shipped():
 
 
 def test_cases_validate_rejects_plan_summing_to_41(tmp_path):
-    from harness.case import find_case
+    from harness.sources.case import find_case
     text = find_case("minicpm5-2b-decode").read_text().replace('"21+21"', '"21+20"')
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)

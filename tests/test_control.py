@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import SHARED_REFERENCE
 
-from harness.cli import main
-from harness.report import PlanRecord, load_report
-from harness.results import TrialResult, TrialStatus
-from harness.verdict import CASE_ONLY, DEPTH_ALONE, INCONCLUSIVE, NOTHING, judge
+from harness.app.cli import main
+from harness.model.results import TrialResult, TrialStatus
+from harness.report.model import PlanRecord, load_report
+from harness.report.verdict import CASE_ONLY, DEPTH_ALONE, INCONCLUSIVE, NOTHING, judge
 
 
 def reproduce(tmp_path, *args: str):
@@ -76,18 +76,18 @@ def test_no_control_skips_it(tmp_path):
 
 def test_a_stopped_reproduce_resumes_its_control_with_the_controls_runs(tmp_path,
                                                                         monkeypatch):
-    import harness.runner
-    real, specs = harness.runner.run_trial, []
+    import harness.execution.runner
+    real, specs = harness.execution.runner.run_trial, []
 
     def stop_in_the_control(spec, backend):
         specs.append(spec)
         if spec.plan == "depth-only":
             raise KeyboardInterrupt
         return real(spec, backend)
-    monkeypatch.setattr(harness.runner, "run_trial", stop_in_the_control)
+    monkeypatch.setattr(harness.execution.runner, "run_trial", stop_in_the_control)
     first, out = reproduce(tmp_path)
     assert first.exit_code == 130
-    monkeypatch.setattr(harness.runner, "run_trial", lambda spec, backend: (
+    monkeypatch.setattr(harness.execution.runner, "run_trial", lambda spec, backend: (
         specs.append(spec), real(spec, backend))[1])
     again = CliRunner().invoke(main, ["run", "--resume", str(out)])
     assert again.exit_code == 0, again.output

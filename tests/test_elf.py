@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.cli import main
-from harness.elf import ElfError, parse_elf, read_elf
-from harness.elf_writer import control_code_elf
-from harness.txn import decode_stream, nop_stream
+from harness.app.cli import main
+from harness.formats.elf import ElfError, parse_elf, read_elf
+from harness.formats.elf_writer import control_code_elf
+from harness.formats.txn import decode_stream, nop_stream
 
 NOP_WORDS = bytes.fromhex("00010406" "04010000" "01000000" "14000000" "05000000")
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.ert import (
+from harness.model.ert import (
     CmdState,
     locate_failure,
     parse_xrt_error,

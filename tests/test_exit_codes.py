@@ -1,4 +1,4 @@
-"""Every exit path goes through one map (harness.cli.guarded, harness.exits): one test per
+"""Every exit path goes through one map (harness.app.cli.guarded, harness.app.exits): one test per
 code, the --json form of errors, and the git-bisect convention."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness import session
-from harness.cli import main
-from harness.errors import Terminated
-from harness.exits import GIT_BISECT, GIT_BISECT_SKIP, for_trials, translate
-from harness.report import load_report
-from harness.results import TrialStatus
+from harness.app.cli import main
+from harness.app.exits import GIT_BISECT, GIT_BISECT_SKIP, for_trials, translate
+from harness.execution import session
+from harness.model.errors import Terminated
+from harness.model.results import TrialStatus
+from harness.report.model import load_report
 
 
 def invoke(*args: str):
@@ -76,7 +76,8 @@ def test_4_as_json_when_asked(monkeypatch):
 @pytest.mark.parametrize("stop, code, how", [(KeyboardInterrupt, 130, "Ctrl-C"),
                                              (Terminated, 143, "SIGTERM")])
 def test_130_and_143_stop_with_one_line_and_the_report_kept(monkeypatch, stop, code, how):
-    monkeypatch.setattr("harness.runner.run_trial", lambda *a: (_ for _ in ()).throw(stop()))
+    monkeypatch.setattr("harness.execution.runner.run_trial",
+                        lambda *a: (_ for _ in ()).throw(stop()))
     result = invoke(*fast_run("--out", "r.yaml"))
     assert result.exit_code == code
     assert result.stderr.strip() == (f"interrupted: stopped by {how}; everything so far is in "

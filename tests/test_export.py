@@ -11,12 +11,12 @@ import xrt_runner
 from click.testing import CliRunner
 from conftest import SHARED_REFERENCE
 
-from harness.case import shipped_cases
-from harness.cli import main
-from harness.elf import read_elf
-from harness.recipe import load_recipe
-from harness.report import load_report
-from harness.txn import nop_stream
+from harness.app.cli import main
+from harness.formats.elf import read_elf
+from harness.formats.txn import nop_stream
+from harness.report.model import load_report
+from harness.sources.case import shipped_cases
+from harness.sources.recipe import load_recipe
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,7 @@ def test_a_real_pack_is_copied(shared_xclbins, tmp_path):
 
 
 def test_a_full_elf_case_exports_its_programs_as_a_context(tmp_path):
-    from harness.elf_writer import full_elf
+    from harness.formats.elf_writer import full_elf
     (tmp_path / "aie.elf").write_bytes(full_elf(nop_stream(4), 4))
     recipe = {"version": "1.0", "resources": {
         "hwctxs": [{"name": "ctx", "programs": ["aie.elf"]}],

@@ -10,19 +10,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.backend import choose_backend
-from harness.case import load_case, parse_case
-from harness.cli import main
-from harness.elf_writer import control_code_elf
-from harness.errors import CaseError
-from harness.packs import resolve_pack
-from harness.report import load_report
-from harness.results import ELF_FLOW, INSTR_BO
-from harness.runner import RunOptions, trial_spec
-from harness.session import run_trial
+from harness.app.cli import main
+from harness.execution.backend import choose_backend
+from harness.execution.runner import RunOptions, trial_spec
+from harness.execution.session import run_trial
+from harness.formats.elf_writer import control_code_elf
+from harness.formats.txn import nop_stream
+from harness.model.errors import CaseError
+from harness.model.results import ELF_FLOW, INSTR_BO
+from harness.report.model import load_report
 from harness.sim import control
 from harness.sim.stack import START_CU, START_NPU
-from harness.txn import nop_stream
+from harness.sources.load import load_case, parse_case
+from harness.sources.packs import resolve_pack
 
 
 def run_case(flow: str | None, profile: str = "staging"):

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.elf_writer import control_code_elf
-from harness.report import load_report
-from harness.reportfile import ReportLock
-from harness.txn import nop_stream
+from harness.app.cli import main
+from harness.formats.elf_writer import control_code_elf
+from harness.formats.txn import nop_stream
+from harness.report.journal import ReportLock
+from harness.report.model import load_report
 
 
 def invoke(*args: str):
@@ -404,7 +404,7 @@ def test_read_only_folders_are_exit_3_in_one_line(tmp_path, read_only):
     (read_only / "done.yaml").write_bytes(finished.read_bytes())
     pack = tmp_path / "pack"
     pack.mkdir()
-    from harness.xclbin_writer import flm_spec, synthesize
+    from harness.formats.xclbin_writer import flm_spec, synthesize
     for role in ("attn", "mm", "layer", "dequant"):
         (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Pack/{role}")))
     before = {p.name: p.read_bytes() for p in read_only.iterdir()}
@@ -423,9 +423,9 @@ def test_read_only_folders_are_exit_3_in_one_line(tmp_path, read_only):
 # -- validate and resume read a report alike --------------------------------------------------
 
 def test_validate_and_resume_agree_on_every_truncation_offset(tmp_path):
-    from harness.errors import HarnessError
-    from harness.runner import reopen
-    from harness.validate import validate_file
+    from harness.execution.runner import reopen
+    from harness.model.errors import HarnessError
+    from harness.report.check import validate_file
     source = unfinished(tmp_path)
     data = source.read_bytes()
     journal = data.index(b"\njournal:\n")
@@ -493,8 +493,8 @@ def test_finishing_on_a_nearly_full_disk_keeps_a_whole_continuable_report(tmp_pa
                                                                           monkeypatch):
     from types import SimpleNamespace
 
-    from harness import reportfile
-    from harness.validate import validate_file
+    from harness.report import journal as reportfile
+    from harness.report.check import validate_file
     out = tmp_path / "r.yaml"
     monkeypatch.setattr(reportfile.os, "statvfs",
                         lambda path: SimpleNamespace(f_bavail=16, f_frsize=4096))
@@ -518,10 +518,10 @@ def test_no_lock_file_is_left_when_the_disk_is_full(tmp_path, monkeypatch):
 
     def full(fd, data):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr("harness.reportfile.os.write", full)
+    monkeypatch.setattr("harness.report.journal.os.write", full)
     result = invoke("run", "minicpm5-2b-decode", "--no-isolate", "--out",
                     str(tmp_path / "r.yaml"))
-    monkeypatch.setattr("harness.reportfile.os.write", real_write)
+    monkeypatch.setattr("harness.report.journal.os.write", real_write)
     assert result.exit_code == 3, result.output
     assert not list(tmp_path.glob("*r.yaml*"))
 
@@ -604,7 +604,7 @@ def test_the_readme_bisect_recipe_runs_under_dash(tmp_path, build, setup, expect
 def test_the_journal_is_copied_block_by_block_as_it_is(tmp_path, monkeypatch, block):
     import io
 
-    from harness import reportfile
+    from harness.report import journal as reportfile
     monkeypatch.setattr(reportfile, "COPY_BLOCK", block)
     out = unfinished(tmp_path)
     text = out.read_bytes()

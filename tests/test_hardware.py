@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.report import load_report
+from harness.app.cli import main
+from harness.report.model import load_report
 
 pytestmark = pytest.mark.npu
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.report import load_report
-from harness.sweep import Cell, Row, cell_plan
+from harness.app.cli import main
+from harness.report.model import load_report
+from harness.search.sweep import Cell, Row, cell_plan
 
 HARNESS = [sys.executable, "-m", "harness"]
 BOMB = "".join(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9 if i else ["x"] * 9) + "]\n"

@@ -12,9 +12,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.isolation import WORKER_START_ENV, run_isolated, shutdown
-from harness.report import load_report
-from harness.results import CommandSpec, TrialSpec, TrialStatus
+from harness.execution.isolation import WORKER_START_ENV, run_isolated, shutdown
+from harness.model.results import CommandSpec, TrialSpec, TrialStatus
+from harness.report.model import load_report
 
 HARNESS = [sys.executable, "-m", "harness"]
 STARTS = ["fork-server", "spawn"]
@@ -137,7 +137,7 @@ def test_deadline_kills_the_worker_and_the_next_trial_still_runs(tmp_path, worke
 
 
 def test_a_worker_that_dies_is_recorded_as_crashed(tmp_path, worker_start):
-    from harness.xclbin_writer import flm_spec, synthesize
+    from harness.formats.xclbin_writer import flm_spec, synthesize
     xclbin = tmp_path / "layer.xclbin"
     xclbin.write_bytes(synthesize(flm_spec("Crash/layer")))
     spec = TrialSpec(plan="p", chunks=[2], trial=0, seed=1, xclbins={"layer": str(xclbin)},
@@ -187,8 +187,8 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_report(tmp_path, worker_start):
 
 
 def test_a_fork_server_that_died_between_trials_is_replaced(tmp_path, monkeypatch):
-    from harness import isolation
-    from harness.xclbin_writer import flm_spec, synthesize
+    from harness.execution import isolation
+    from harness.formats.xclbin_writer import flm_spec, synthesize
     monkeypatch.setenv(WORKER_START_ENV, "fork-server")
     xclbin = tmp_path / "layer.xclbin"
     xclbin.write_bytes(synthesize(flm_spec("Replace/layer")))

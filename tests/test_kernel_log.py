@@ -1,5 +1,5 @@
-"""Reading the kernel log (harness.kernel_log) and understanding the driver's lines
-(harness.driver_log), against records as /dev/kmsg and journalctl give them and the
+"""Reading the kernel log (harness.logs.kernel_log) and understanding the driver's lines
+(harness.logs.driver_lines), against records as /dev/kmsg and journalctl give them and the
 driver's format strings as its sources write them."""
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.driver_log import events, firmware_account, tree_note, trial_entry
-from harness.ert import parse_xrt_error
-from harness.evidence import xrt_account
-from harness.kernel_log import (
+from harness.execution.recovery import check_recovery, recovery_fix
+from harness.logs.driver_lines import events, firmware_account, tree_note, trial_entry
+from harness.logs.kernel_log import (
     MAX_KEPT_LINES,
     Completed,
     JournalReader,
@@ -28,7 +27,8 @@ from harness.kernel_log import (
     parse_journal,
     parse_kmsg,
 )
-from harness.recovery import check_recovery, recovery_fix
+from harness.model.ert import parse_xrt_error
+from harness.report.evidence import xrt_account
 
 BDF = "0000:c7:00.1"
 DRM_ERR = f"amdxdna {BDF}: [drm] *ERROR* "

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from machines import Tree
 
-from harness.report import load_report
-from harness.xclbin_writer import flm_spec, synthesize
+from harness.formats.xclbin_writer import flm_spec, synthesize
+from harness.report.model import load_report
 
 TESTS = Path(__file__).parent
 
@@ -149,9 +149,9 @@ def test_a_device_that_does_not_recover_stops_the_run_with_the_fix(machine, tmp_
     naming the fix and how to continue."""
     from click.testing import CliRunner
 
-    from harness import runner
-    from harness.cli import main
-    from harness.recovery import Recovery
+    from harness.app.cli import main
+    from harness.execution import runner
+    from harness.execution.recovery import Recovery
     from harness.sim import control
 
     for key in ("HARNESS_PYXRT", "HARNESS_ROOT", "HARNESS_SIM_PROFILE"):

@@ -10,13 +10,14 @@ import pytest
 from click.testing import CliRunner
 from machines import ar_archive
 
-from harness.case import load_case
-from harness.cli import main
-from harness.errors import BadInput
-from harness.packs import import_pack, read_ar_member, resolve_pack
-from harness.xclbin import read_xclbin
-from harness.xclbin_writer import flm_spec, synthesize, validate_spec
-from harness.yamlio import load_yaml_text
+from harness.app.cli import main
+from harness.formats.ar import read_ar_member
+from harness.formats.xclbin import read_xclbin
+from harness.formats.xclbin_writer import flm_spec, synthesize, validate_spec
+from harness.formats.yamlio import load_yaml_text
+from harness.model.errors import BadInput
+from harness.sources.load import load_case
+from harness.sources.packs import import_pack, resolve_pack
 
 ROLES = ("attn", "mm", "layer", "dequant")
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.errors import PlanError
-from harness.plan import make_plan, parse_plan, plan_for_depth
+from harness.model.errors import PlanError
+from harness.model.plan import make_plan, parse_plan, plan_for_depth
 
 
 def test_examples():
@@ -87,7 +87,7 @@ def test_parser_only_raises_plan_error(text, depth):
 
 
 def test_cut_text_writes_six_runlists_out_and_shortens_seven():
-    from harness.plan import cut_text
+    from harness.model.plan import cut_text
     assert cut_text([7] * 6) == "7+7+7+7+7+7"                  # the boundary: still in full
     assert cut_text([6] * 7) == "7 x 6"
     assert cut_text([24] * 6 + [16]) == "6 x 24 + 16"          # XRT's chains
@@ -101,7 +101,7 @@ def test_a_plan_needs_at_least_one_layer(layers):
 
 
 def test_a_plan_past_the_layer_limit_is_refused_before_it_is_built():
-    from harness.plan import MAX_LAYERS
+    from harness.model.plan import MAX_LAYERS
     assert parse_plan("max:1", MAX_LAYERS) == (1,) * MAX_LAYERS
     with pytest.raises(PlanError, match="past the 100,000"):
         parse_plan("max:1", MAX_LAYERS + 1)

@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 from machines import RELEASE, Tree
 
-from harness.cli import main
-from harness.probe import probe, ready, render
+from harness.app.cli import main
 from harness.probe.drm import DrmVersion
+from harness.probe.fingerprint import probe, ready, render
 from harness.probe.sources import Identity
-from harness.xrt_loader import mapped_libraries
+from harness.probe.xrt_loader import mapped_libraries
 
 ME = Identity(uid=54321, gids=(54321,), user="porter", emulate=True)
 ROOT = Identity(uid=0, gids=(0,), user="root", emulate=True)
@@ -187,7 +187,7 @@ def test_probe_here_reports_no_npu_cleanly():
 
 
 def test_run_embeds_the_fingerprint():
-    from harness.report import load_report
+    from harness.report.model import load_report
     result = CliRunner().invoke(main, ["run", "nop-depth", "--no-isolate", "--trials", "1",
                                        "--backend", "sim"])
     path = [x for x in result.stdout.splitlines() if x.startswith("report: ")][0][8:]
@@ -221,5 +221,5 @@ def test_memlock_against_a_model(tree, tmp_path):
     ({"loaded": False, "flavour": None}, None),
 ])
 def test_driver_timeout_for_deadlines(facts, seconds):
-    from harness.drivers import timeout_seconds
+    from harness.model.drivers import timeout_seconds
     assert timeout_seconds(facts) == seconds

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 from machines import ar_archive
 
-from harness.case import load_case
-from harness.cli import main
-from harness.recipe import load_recipe
-from harness.report import load_report
+from harness.app.cli import main
+from harness.report.model import load_report
+from harness.sources.load import load_case
+from harness.sources.recipe import load_recipe
 
 RECIPES = {"latency": 1, "throughput": 9, "cmd_chain_latency": 1000,
            "cmd_chain_throughput": 1000, "gemm": 1}
@@ -212,15 +212,15 @@ def test_flow_is_the_recipes_own(validate_artefacts):
 
 
 def test_a_stopped_recipe_run_resumes(validate_artefacts, tmp_path, monkeypatch):
-    import harness.runner
-    real, calls = harness.runner.run_trial, []
+    import harness.execution.runner
+    real, calls = harness.execution.runner.run_trial, []
 
     def stopped_at_the_second(spec, backend):
         calls.append(spec.trial)
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real(spec, backend)
-    monkeypatch.setattr(harness.runner, "run_trial", stopped_at_the_second)
+    monkeypatch.setattr(harness.execution.runner, "run_trial", stopped_at_the_second)
     out = tmp_path / "r.yaml"
     first = invoke("run", *recipe_args(validate_artefacts, "throughput"), "--trials", "2",
                    "--no-isolate", "--out", str(out))
@@ -267,8 +267,8 @@ def test_xrts_aie_reconfig_nop_recipe_completes(validate_artefacts, tmp_path):
 def test_kernel_names_the_kernel_over_name_and_program_contexts(tmp_path):
     # runner.cpp create_kernel_run: "kernel" takes precedence over the legacy "name";
     # resources.hwctxs[].programs makes a context from full ELFs (the full-elf flow)
-    from harness.elf_writer import full_elf
-    from harness.txn import nop_stream
+    from harness.formats.elf_writer import full_elf
+    from harness.formats.txn import nop_stream
     (tmp_path / "aie.elf").write_bytes(full_elf(nop_stream(4), 4))
     recipe = {"version": "1.0", "resources": {
         "hwctxs": [{"name": "ctx", "programs": ["aie.elf"]}],

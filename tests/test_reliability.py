@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.report import load_report
-from harness.results import TrialStatus
-from harness.validate import validate_file
+from harness.app.cli import main
+from harness.model.results import TrialStatus
+from harness.report.check import validate_file
+from harness.report.model import load_report
 
 HARNESS = [sys.executable, "-m", "harness"]
 SLOW = ["--profile", "hang-at:3,realtime"]          # each trial takes ~2 s of real time
@@ -117,7 +117,7 @@ def test_a_disk_fault_mid_run_is_one_line_exit_4_and_the_last_good_report(monkey
         if calls["n"] == 3:           # the header, the first in-flight entry, then this
             raise OSError(code, os.strerror(code))
         return real_write(fd, data)
-    monkeypatch.setattr("harness.reportfile.os.write", failing_write)
+    monkeypatch.setattr("harness.report.journal.os.write", failing_write)
     result = CliRunner().invoke(main, ["run", "minicpm5-2b-decode", "--plan", "42",
                                        "--no-isolate", "--trials", "2", "--out", "r.yaml"])
     assert result.exit_code == 4

@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-from harness.errors import ReportError
-from harness.report import PlanRecord, Report, load_report
-from harness.reportfile import ReportFile
-from harness.results import RunlistOutcome, TrialResult
-from harness.verdict import judge
-from harness.yamlio import write_atomic
+from harness.formats.yamlio import write_atomic
+from harness.model.errors import ReportError
+from harness.model.results import RunlistOutcome, TrialResult
+from harness.report.journal import ReportFile
+from harness.report.model import PlanRecord, Report, load_report
+from harness.report.verdict import judge
 
 
 def minimal_report() -> Report:

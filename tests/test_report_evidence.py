@@ -8,9 +8,9 @@ import copy
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.render import MAX_BODY, render_markdown
-from harness.report import load_report
+from harness.app.cli import main
+from harness.report.model import load_report
+from harness.report.render import MAX_BODY, render_markdown
 
 RUN = ["run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1", "--no-isolate"]
 

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cli import main
-from harness.report import load_report
+from harness.app.cli import main
+from harness.report.model import load_report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
 KINDS = {"run": "SIMULATED", "reproduce": "SIMULATED", "bisect": "SIMULATED",

@@ -13,12 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from harness.cli import main
-from harness.compare import build
-from harness.redact import redact
-from harness.report import read_document
-from harness.schema import check, report_schema
-from harness.yamlio import dump_yaml, load_yaml_text
+from harness.app.cli import main
+from harness.formats.yamlio import dump_yaml, load_yaml_text
+from harness.report.compare import build
+from harness.report.model import read_document
+from harness.report.redact import redact
+from harness.report.schema import check, report_schema
 
 CANARIES = {
     "hostname": "canary-host-7731",
@@ -70,8 +70,8 @@ def data_of(path: Path) -> dict:
 
 def rejudged(data: dict) -> dict:
     """The verdict an edited report's trials and backend give (validate checks it)."""
-    from harness.report import Report
-    from harness.verdict import judge
+    from harness.report.model import Report
+    from harness.report.verdict import judge
     report = Report.from_dict(data)
     return judge(report.plans, report.backend).to_dict()
 
@@ -265,7 +265,7 @@ def test_the_bisect_render_puts_the_boundary_first_and_collapses_alike_rows(repo
     ("/usr/local/bin/runlist-harness", "runlist-harness"),
     ("/src/harness/__main__.py", "runlist-harness")])
 def test_the_command_line_is_shown_as_the_user_typed_it(reports, argv0, program):
-    from harness.render import command_line
+    from harness.report.render import command_line
     data = data_of(reports["documented"])
     data["harness"]["argv"] = [argv0, "--no-isolate"]
     assert command_line(data).startswith(f"{program} --no-isolate (xdna-runlist-harness ")

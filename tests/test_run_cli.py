@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.report import SCHEMA, load_report
+from harness.app.cli import main
+from harness.report.model import SCHEMA, load_report
 
 
 def invoke(*args: str):
@@ -149,9 +149,9 @@ def test_bad_input_and_environment_errors(args, code, words):
 
 
 def test_hardware_run_lists_every_place_searched(monkeypatch, tmp_path):
-    from harness.case import load_case
-    from harness.errors import EnvironmentNotReady
-    from harness.packs import resolve_pack
+    from harness.model.errors import EnvironmentNotReady
+    from harness.sources.load import load_case
+    from harness.sources.packs import resolve_pack
     monkeypatch.setenv("FLM_XCLBIN_PATH", str(tmp_path / "flm"))
     with pytest.raises(EnvironmentNotReady) as info:
         resolve_pack(load_case("minicpm5-2b-decode"), simulated=False)
@@ -161,7 +161,7 @@ def test_hardware_run_lists_every_place_searched(monkeypatch, tmp_path):
 
 
 def test_an_explicit_xclbins_folder_is_used_or_refused_never_replaced(tmp_path):
-    from harness.xclbin_writer import flm_spec, synthesize
+    from harness.formats.xclbin_writer import flm_spec, synthesize
     given = tmp_path / "given"
     given.mkdir()
     (given / "layer.xclbin").write_bytes(synthesize(flm_spec("Given/layer")))
@@ -179,7 +179,7 @@ def test_an_explicit_xclbins_folder_is_used_or_refused_never_replaced(tmp_path):
 
 
 def test_import_refuses_a_pack_name_that_leaves_dest(tmp_path):
-    from harness.xclbin_writer import flm_spec, synthesize
+    from harness.formats.xclbin_writer import flm_spec, synthesize
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "layer.xclbin").write_bytes(synthesize(flm_spec("S/layer")))
     for name in ("../../escape", "..", "a/b", ".hidden"):
@@ -200,7 +200,7 @@ def test_real_pack_is_used_and_named(shared_xclbins):
 
 
 def test_too_many_buffers_for_the_kernel_is_refused_before_any_trial(tmp_path):
-    from harness.case import find_case
+    from harness.sources.case import find_case
     text = find_case("nop-depth").read_text().replace("buffers: [4096]",
                                                       "buffers: [1, 1, 1, 1, 1, 1]")
     case = tmp_path / "wide.yaml"
@@ -212,7 +212,7 @@ def test_too_many_buffers_for_the_kernel_is_refused_before_any_trial(tmp_path):
 
 
 def test_reproduce_ert_timeout_entry_point(monkeypatch, capsys):
-    from harness.entry import reproduce
+    from harness.app.entry import reproduce
     monkeypatch.setattr("sys.argv", ["reproduce_ert_timeout", "--no-isolate", "--trials", "1",
                                      "--profile", "inflight-cap:40"])
     with pytest.raises(SystemExit) as info:

@@ -13,11 +13,11 @@ from fakeflm import Behaviour, FakeFlm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.cli import main
-from harness.flm_client import FlmClient
-from harness.modelpack import find_tag, inspect_pack, read_q4nx
-from harness.report import load_report, read_document
-from harness.schema import report_schema
+from harness.app.cli import main
+from harness.report.model import load_report, read_document
+from harness.report.schema import report_schema
+from harness.serve.client import FlmClient
+from harness.serve.modelpack import find_tag, inspect_pack, read_q4nx
 
 
 def probe(server: FakeFlm, *args: str):
@@ -108,7 +108,7 @@ def test_slow_trickling_and_dropped_answers_never_hang(chat, outcome):
 
 
 def test_client_rejects_bad_urls():
-    from harness.errors import BadInput
+    from harness.model.errors import BadInput
     with pytest.raises(BadInput, match="use http://HOST:PORT"):
         FlmClient("ftp://x")
 
@@ -199,7 +199,7 @@ def test_find_tag():
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=300))
 def test_q4nx_reader_only_raises_bad_input(tmp_path_factory, data):
-    from harness.errors import BadInput
+    from harness.model.errors import BadInput
     path = tmp_path_factory.mktemp("q4nx") / "model.q4nx"
     path.write_bytes(data)
     try:

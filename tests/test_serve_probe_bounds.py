@@ -9,8 +9,8 @@ import sys
 import pytest
 from hostile import Hostile
 
-from harness.flm_client import FlmClient
-from harness.report import load_report
+from harness.report.model import load_report
+from harness.serve.client import FlmClient
 
 
 def serve_probe(url: str, *args: str, bound_s: float = 30) -> subprocess.CompletedProcess:

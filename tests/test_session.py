@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.backend import choose_backend
-from harness.results import CommandSpec, TrialSpec, chain_split
-from harness.session import _runlist_builder, run_trial
-from harness.txn import nop_stream
-from harness.xclbin_writer import flm_spec, synthesize
+from harness.execution.backend import choose_backend
+from harness.execution.session import _runlist_builder, run_trial
+from harness.formats.txn import nop_stream
+from harness.formats.xclbin_writer import flm_spec, synthesize
+from harness.model.results import CommandSpec, TrialSpec, chain_split
 
 
 def spec_for(tmp_path, chunks, *, instructions="nop", roles=("attn", "layer"), columns=8):
@@ -136,8 +136,8 @@ def test_warming_a_fork_server_never_touches_the_hardware():
     libraries inherits their state): warm-up is for the simulated stack only."""
     from types import SimpleNamespace
 
-    from harness.backend import Backend
-    from harness.session import warm
+    from harness.execution.backend import Backend
+    from harness.execution.session import warm
 
     class Untouchable:
         def __getattr__(self, name):

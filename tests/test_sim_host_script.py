@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.xclbin_writer import flm_spec, synthesize
+from harness.app.cli import main
+from harness.formats.xclbin_writer import flm_spec, synthesize
 
 SCRIPTS = Path(__file__).parent / "scripts"
 SCRIPT = SCRIPTS / "iron_host.py"
@@ -101,8 +101,8 @@ def test_member_states_after_a_failed_runlist_read_as_real_xrt_leaves_them(tmp_p
 def test_a_full_elf_script_runs_unchanged(tmp_path):
     # IRON's FullELFCallable / mlir-aie's full-ELF tests: elf(capsule, size),
     # hw_context(device, elf), ext.kernel(ctx, "main:sequence"), arguments from 0
-    from harness.elf_writer import full_elf
-    from harness.txn import nop_stream
+    from harness.formats.elf_writer import full_elf
+    from harness.formats.txn import nop_stream
     elf = tmp_path / "aie.elf"
     elf.write_bytes(full_elf(nop_stream(4), 4))
     done = subprocess.run([sys.executable, "-m", "harness", "sim", "exec",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.errors import BadInput
+from harness.model.errors import BadInput
 from harness.sim.profiles import DEVICES, FLAVOURS, parse_profile
 
 

@@ -321,7 +321,7 @@ def test_stack4_chain_over_4k_fails_after_submit_and_stays_new(tmp_path):
 def test_stack4_out_of_tree_caps_a_chain_at_64(tmp_path):
     from dataclasses import replace
 
-    from harness.xclbin_writer import flm_spec, synthesize
+    from harness.formats.xclbin_writer import flm_spec, synthesize
     path = tmp_path / "tiny.xclbin"          # a kernel without arguments: 52-byte slots
     path.write_bytes(synthesize(replace(flm_spec("tiny"), args=())))
     for profile, expected in [("oot,xrt-chain:65", NEW_MSG), ("staging,xrt-chain:65",

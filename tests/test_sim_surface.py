@@ -24,11 +24,11 @@ from conftest import SHARED_REFERENCE
 from surface_ref import Sig, Surface, parse_cpp, parse_stub
 
 import harness.sim.pyxrt as pyxrt
-from harness.elf_writer import control_code_elf, full_elf
+from harness.formats.elf_writer import control_code_elf, full_elf
+from harness.formats.txn import nop_stream
+from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.sim import binding, control
 from harness.sim.releases import RELEASES
-from harness.txn import nop_stream
-from harness.xclbin_writer import flm_spec, synthesize
 
 XRT_REFERENCE = SHARED_REFERENCE / "xrt"
 CHRONO = ("chrono",)

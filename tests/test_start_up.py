@@ -14,12 +14,12 @@ import pytest
 from click.testing import CliRunner
 from click.utils import make_default_short_help
 
-from harness.cli import COMMANDS, main
+from harness.app.cli import COMMANDS, main
 
-HEAVY = ("numpy", "harness.sim", "harness.backend", "harness.runner")
+HEAVY = ("numpy", "harness.sim", "harness.execution.backend", "harness.execution.runner")
 LOADED = """
 import json, sys
-from harness.entry import main
+from harness.app.entry import main
 sys.argv = ["runlist-harness", *json.loads(sys.argv[1])]
 try:
     main()
@@ -65,9 +65,10 @@ def test_a_run_does_load_the_simulator():
 
 
 def test_a_worker_loads_no_command_line():
-    code = ("import sys, harness.worker, harness.backend, harness.session\n"
+    code = ("import sys, harness.execution.worker, harness.execution.backend\n"
+            "import harness.execution.session\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('click', 'yaml', 'numpy') or m.startswith('harness.cli')))")
+            "('click', 'yaml', 'numpy') or m.startswith('harness.app.cli')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "[]", done.stdout
@@ -78,23 +79,25 @@ def test_an_in_process_run_loads_neither_psutil_nor_the_web_stack(tmp_path):
     cost a third of an in-process run's start-up, for nothing it uses."""
     loaded = modules_after("reproduce", "--no-isolate", "--trials", "1",
                            "--out", str(tmp_path / "r.yaml"))
-    assert "harness.runner" in loaded                  # it did run
-    unwanted = {"psutil", "harness.isolation", "urllib.request", "http.client", "email",
-                "ssl", "xml.sax"}
+    assert "harness.execution.runner" in loaded                  # it did run
+    unwanted = {"psutil", "harness.execution.isolation", "urllib.request", "http.client",
+                "email", "ssl", "xml.sax"}
     assert not unwanted & loaded, sorted(unwanted & loaded)
 
 
 HARDWARE_PATH = """
 import json, sys, types
-import harness.xrt_loader as loader
+import harness.probe.xrt_loader as loader
 fake = types.ModuleType("pyxrt")
 fake.__file__ = "/opt/xilinx/xrt/python/pyxrt.so"
 loader.load_pyxrt = lambda: (fake, None)
 loader.npu_nodes = lambda: ["/dev/accel/accel0"]
-import harness.backend, harness.runner, harness.session, harness.cli.run_cmd
-import harness.cli.search_cmd, harness.worker, harness.probe, harness.bundle
-harness.backend.load_pyxrt, harness.backend.npu_nodes = loader.load_pyxrt, loader.npu_nodes
-backend = harness.backend.choose_backend("auto")
+import harness.execution.backend as backends
+import harness.execution.runner, harness.execution.session, harness.app.cli.run_cmd
+import harness.app.cli.search_cmd, harness.execution.worker, harness.probe.fingerprint
+import harness.report.bundle
+backends.load_pyxrt, backends.npu_nodes = loader.load_pyxrt, loader.npu_nodes
+backend = backends.choose_backend("auto")
 backend.prepare_trial(1)
 print(json.dumps([backend.kind, backend.simulated_kernel_log(False),
                   sorted(m for m in sys.modules if m.startswith("harness.sim"))]))

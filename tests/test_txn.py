@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.txn import TxnError, check_stream, nop_stream, word_count
+from harness.formats.txn import TxnError, check_stream, nop_stream, word_count
 
 VALIDATE_NOP = [0x06040100, 0x00000104, 0x00000001, 0x00000014, 0x00000005]
 

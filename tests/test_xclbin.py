@@ -9,15 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.errors import XclbinError
-from harness.xclbin import HEADER_END, KIND, KernelArg, parse_xclbin, read_xclbin
-from harness.xclbin_writer import (
+from harness.formats.xclbin import HEADER_END, KIND, KernelArg, parse_xclbin, read_xclbin
+from harness.formats.xclbin_writer import (
     XclbinSpec,
     flm_spec,
     npu_kernel_args,
     synthesize,
     validate_spec,
 )
+from harness.model.errors import XclbinError
 
 VALID = synthesize(flm_spec("Test-NPU2/layer"))
 
@@ -280,5 +280,5 @@ def test_kernelarg_is_global():
 def test_the_writers_attribute_quoting_is_the_standard_librarys(value):
     from xml.sax.saxutils import quoteattr as standard
 
-    from harness.xclbin_writer import quoteattr
+    from harness.formats.xclbin_writer import quoteattr
     assert quoteattr(value) == standard(value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.drivers import FLAVOURS
+from harness.model.drivers import FLAVOURS
 from harness.probe.sources import UNREADABLE, Sources
 
 MODULES = ("amdxdna", "amdxdna_legacy")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.driver_log import firmware_file
-from harness.kernel_log import KernelLogReader, Unreadable, open_kernel_log
+from harness.logs.driver_lines import firmware_file
+from harness.logs.kernel_log import KernelLogReader, Unreadable, open_kernel_log
 from harness.probe.sources import Sources
 
 FIRMWARE_DIR = "/lib/firmware/amdnpu"

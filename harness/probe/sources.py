@@ -19,9 +19,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from harness.kernel_log import Completed, Execute, execute
+from harness.logs.kernel_log import Completed, Execute, execute
 from harness.probe import drm
-from harness.xrt_loader import load_pyxrt, system_root
+from harness.probe.xrt_loader import load_pyxrt, system_root
 
 UNREADABLE = "unreadable"
 
@@ -88,7 +88,7 @@ class Sources:
     @classmethod
     def live(cls) -> Sources:
         """This machine (or the tree `HARNESS_ROOT` names, without ioctls or `flm`), with
-        pyxrt from `harness.xrt_loader`."""
+        pyxrt from `harness.probe.xrt_loader`."""
         root = system_root()
         if root != Path("/"):
             # programs are looked up in the tree (`which`), so a fake root brings its own

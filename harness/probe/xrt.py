@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.probe.sources import Sources
-from harness.xrt_loader import mapped_libraries
+from harness.probe.xrt_loader import mapped_libraries
 
 
 def _install_version(module_file: str | None) -> tuple[str | None, str | None]:

@@ -16,8 +16,9 @@ import types
 from pathlib import Path
 from typing import Any
 
-from harness.elf import ElfError, parse_elf
-from harness.errors import XclbinError
+from harness.formats.elf import ElfError, parse_elf
+from harness.formats.xclbin import read_xclbin_cached
+from harness.model.errors import XclbinError
 from harness.sim import control
 from harness.sim.kernel_log import BDF
 from harness.sim.pybind import (
@@ -44,7 +45,6 @@ from harness.sim.releases import (
     XrtRelease,
 )
 from harness.sim.stack import Context, Stack
-from harness.xclbin import read_xclbin_cached
 
 XCL_BO_FLAGS_NONE = 0
 TIMEOUT_VALUE = 8

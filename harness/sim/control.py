@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from harness.probe.xrt_loader import ROOT_ENV
 from harness.sim.profiles import Profile, parse_profile
 from harness.sim.stack import Stack
-from harness.xrt_loader import ROOT_ENV
 
 PROFILE_ENV = "HARNESS_SIM_PROFILE"
 

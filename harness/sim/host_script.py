@@ -14,7 +14,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from harness.errors import BadInput
+from harness.model.errors import BadInput
 from harness.sim import control, pyxrt
 from harness.sim.profiles import Profile
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.kernel_log import escape
+from harness.logs.kernel_log import escape
 
 BDF = "0000:c7:00.1"
 DEVICE = f"amdxdna {BDF}: "

@@ -14,9 +14,9 @@ import math
 import re
 from dataclasses import dataclass, replace
 
-from harness.drivers import DEFAULT_KERNEL, KERNELS, driver_build
-from harness.drivers import FLAVOURS as DRIVER_FLAVOURS
-from harness.errors import BadInput
+from harness.model.drivers import DEFAULT_KERNEL, KERNELS, driver_build
+from harness.model.drivers import FLAVOURS as DRIVER_FLAVOURS
+from harness.model.errors import BadInput
 from harness.sim.releases import NEWEST, RELEASES, XrtRelease
 
 FLAVOURS = tuple(DRIVER_FLAVOURS)

@@ -32,6 +32,7 @@ import types
 import warnings
 from typing import Any
 
+from harness.formats.txn import TxnError, check_stream
 from harness.sim.binding import (
     TIMEOUT_VALUE,
     as_state,
@@ -70,7 +71,6 @@ from harness.sim.releases import (
     XrtRelease,
 )
 from harness.sim.stack import FF, START_CU, START_NPU, START_NPU_PREEMPT_ELF, Job, Overwrite
-from harness.txn import TxnError, check_stream
 
 NEW, COMPLETED, ABORT, TIMEOUT = 1, 4, 6, TIMEOUT_VALUE
 HEALTH_V0_FIELDS = ("txn_op_idx", "ctx_pc", "fatal_error_type",

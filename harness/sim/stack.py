@@ -1,6 +1,6 @@
 """The simulated amdxdna driver and NPU firmware: a discrete-event model.
 
-Each rule below is a fact of STACK.md 4 and `harness.drivers` (driver) or a labelled
+Each rule below is a fact of STACK.md 4 and `harness.model.drivers` (driver) or a labelled
 hypothesis of the profile (`harness.sim.profiles`):
 
 - 4 jobs in flight per hardware context (`CTX_MAX_CMDS`); further submissions wait in
@@ -44,8 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from harness import drivers
-from harness.drivers import (
+from harness.model import drivers
+from harness.model.drivers import (
     DEVICE_TWO_CHECKS,
     JOB_TIMER_DEVICE_STAMP,
     PAYLOAD_FF,
@@ -53,7 +53,7 @@ from harness.drivers import (
     PAYLOAD_HEALTH_FF,
     driver_build,
 )
-from harness.ert import CmdState
+from harness.model.ert import CmdState
 from harness.sim.clock import RealClock, VirtualClock
 from harness.sim.kernel_log import KernelLog
 from harness.sim.profiles import Profile

@@ -1,0 +1,82 @@
+"""`runlist-harness capture import|show`: XRT captures of what an application submitted."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+
+from harness.formats.yamlio import dump_yaml, write_atomic
+from harness.model.errors import BadInput
+from harness.sources.capture import Capture, load_capture, replay_file
+from harness.sources.capture_view import render_text, summary
+from harness.sources.load import load_case, parse_case
+
+
+@click.group()
+def capture() -> None:
+    """XRT captures (xrt-capture): import one as a case, see what it holds."""
+
+
+@capture.command("import")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--name", default=None,
+              help="The case's name (default: capture-FOLDER). It is written to "
+                   "CASES/NAME.yaml.")
+@click.option("--cases", "cases_dir", type=click.Path(file_okay=False), default="cases",
+              show_default=True, help="Where to write the case.")
+@click.option("--force", is_flag=True, help="Replace a case of the same name.")
+def import_(folder: str, name: str | None, cases_dir: str, force: bool) -> None:
+    """Check a capture folder (replay.json and every artefact it names) and write a case
+    that points at it; its plans cut the deepest runlist frame unless --frame says
+    another at run time."""
+    loaded = load_capture(folder)
+    name = name or "capture-" + re.sub(r"[^A-Za-z0-9._-]+", "-", loaded.folder.name).strip("-")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise BadInput(f"--name {name!r}: letters, digits, '.', '_' and '-' only")
+    deepest = loaded.frame(None)
+    context = loaded.context_of(deepest)
+    text = dump_yaml({
+        "case": name,
+        "description": (f"XRT capture imported from {loaded.folder}: {len(loaded.frames)} "
+                        f"frames; the deepest runlist is {deepest.name}, {deepest.depth} runs "
+                        f"in {context} ({Path(loaded.hwctxs[context]).name})"),
+        "source": f"xrt-capture {loaded.folder}",
+        "capture": str(loaded.folder),
+        "frame": deepest.name,
+        "trials": 3})
+    target = Path(cases_dir) / f"{name}.yaml"
+    parse_case(text.encode(), str(target))          # what is written reads back
+    try:
+        write_atomic(target, text, overwrite=force)
+    except FileExistsError:
+        raise BadInput(f"{target} exists; choose another --name or pass --force") from None
+    click.echo(f"wrote {target}: {deepest.name}, {deepest.depth} runs in {context}")
+    click.echo(f"see it:  runlist-harness capture show {name}")
+    click.echo(f"run it:  runlist-harness run {name} --plan {deepest.depth} --plan even:2")
+
+
+@capture.command()
+@click.argument("ref", metavar="FOLDER|CASE")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show(ref: str, as_json: bool) -> None:
+    """Contexts (and the FastFlowLM xclbins they match), kernels and their control code,
+    frames in order with thread, depth, kernels and waits, the depth histogram, and the
+    chains XRT makes of each runlist."""
+    loaded = _capture_of(ref)
+    if as_json:
+        click.echo(json.dumps(summary(loaded), indent=2))
+    else:
+        click.echo(render_text(loaded))
+
+
+def _capture_of(ref: str) -> Capture:
+    if replay_file(ref).is_file():
+        return load_capture(ref)
+    case = load_case(ref)
+    if case.kind != "capture" or not case.capture:
+        raise BadInput(f"{ref} is a {case.kind}, not a capture (give a capture folder or a "
+                       "case `capture import` wrote)")
+    return load_capture(case.capture)

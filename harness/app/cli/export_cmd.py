@@ -1,0 +1,51 @@
+"""`runlist-harness export`: a case's plans as XRT run recipes for `xrt-runner`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.app.cli.options import ALLOW_OUTSIDE_PATHS
+from harness.model.results import FLOWS
+from harness.sources.load import load_case
+from harness.sources.packs import resolve_pack
+from harness.sources.recipe import export_plans
+
+
+@click.command()
+@click.argument("case_ref", metavar="CASE")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--plan", "plan_refs", multiple=True,
+              help="A plan of the case by name, or a spec: 42, 21+21, max:24. Repeatable; "
+                   "default: every plan of the case.")
+@click.option("--recipe-profile", type=click.Path(dir_okay=False),
+              help="The profile of a recipe CASE.")
+@click.option("--flow", type=click.Choice(FLOWS), default=None,
+              help="elf, instr-bo or full-elf (default: the case's).")
+@click.option("--xclbins", "xclbins_dir", type=click.Path(file_okay=False),
+              help="Folder holding the pack's xclbins (or <pack>/ under it).")
+@ALLOW_OUTSIDE_PATHS
+def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir) -> None:
+    """Write CASE's plans as XRT run recipes + profile + artefacts into FOLDER (new),
+    runnable with XRT's own `xrt-runner --recipe R --profile P` and no Python.
+
+    Each runlist of a plan is one recipe (XRT's runner makes one runlist of every
+    contiguous sequence of NPU runs); run_PLAN.sh runs a plan's recipes in order.
+    The runlist context's xclbin is copied when found; the README in FOLDER names
+    what is missing.
+    """
+    case = load_case(case_ref, recipe_profile)
+    plans = [(p.name, list(p.chunks)) for p in case.plans_for(plan_refs)]
+    # The stand-ins of a missing pack give the partition the control code is sized to;
+    # they are never written out as the pack.
+    pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=True)
+    done = export_plans(case, plans, pack.files.get(case.runlist_context),
+                        not pack.stand_ins, flow or case.flow, Path(folder))
+    click.echo(f"wrote {len(done.recipes)} recipe(s) for {len(plans)} plan(s) to {folder}:")
+    for name in done.recipes:
+        click.echo(f"  {name}")
+    if done.missing:
+        click.echo(f"warning: not found here, copy into {folder} before running: "
+                   f"{', '.join(done.missing)}", err=True)
+    click.echo(f"run: cd {folder} && sh run_<plan>.sh   (see {folder}/README.md)")

@@ -1,0 +1,207 @@
+"""Options shared by the commands that run trials."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from harness.app.exits import CONVENTIONS, HARNESS
+from harness.execution.backend import KINDS, Backend, choose_backend
+from harness.execution.runner import RunOptions
+from harness.model.errors import BadInput
+from harness.model.results import FLOWS
+from harness.sources.case import Case
+from harness.sources.confine import allow_outside_for_cases
+
+
+class Seconds(click.ParamType):
+    """A finite number at or above a minimum: nan and inf are refused by name (a plain
+    FloatRange lets nan through, as nan compares false with everything)."""
+
+    name = "number"
+
+    def __init__(self, minimum: float) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+                ) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if number < self.minimum:
+            self.fail(f"{value!r} is below the minimum {self.minimum:g}", param, ctx)
+        return number
+
+
+def backend_options(fn: Callable) -> Callable:
+    for option in reversed([
+        click.option("--backend", "backend_kind", type=click.Choice(KINDS), default="auto",
+                     show_default=True,
+                     help="auto: hardware when pyxrt imports and an NPU node exists, else "
+                          "the simulated stack."),
+        click.option("--profile", default=None,
+                     help="Simulated stack profile, e.g. inflight-cap:40 or "
+                          "mainline,hang-at:3 (see `sim profiles`). Implies the simulator."),
+        click.option("--realtime", is_flag=True,
+                     help="Simulated time passes in real time (waits really block)."),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Base seed for flaky profiles; each trial derives its own."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _allow_outside(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    allow_outside_for_cases(value)
+    return value
+
+
+ALLOW_OUTSIDE_PATHS = click.option("--allow-outside-paths", is_flag=True, expose_value=False,
+                                   callback=_allow_outside,
+                                   help="Let a case of your own name files outside its "
+                                        "folder (recipes and captures never may).")
+
+
+def trial_options(fn: Callable | None = None, *, trials_default: str = "the case's, usually 3"
+                  ) -> Callable:
+    """The options of every command that runs trials; `trials_default` says what --trials
+    falls back to for this command."""
+    if fn is None:
+        return lambda f: trial_options(f, trials_default=trials_default)
+    for option in reversed([
+        click.option("--trials", type=click.IntRange(1, 1000), default=None,
+                     help=f"Trials per plan (default: {trials_default})."),
+        click.option("--xclbins", "xclbins_dir", type=click.Path(file_okay=False),
+                     help="Folder holding the pack's xclbins (or <pack>/ under it)."),
+        click.option("--out", type=click.Path(dir_okay=False),
+                     help="Report file (default: reports/<case>-<time>-<id>.yaml)."),
+        click.option("--force", is_flag=True, help="Replace --out if it exists."),
+        click.option("--xrt-smi-validate", is_flag=True, expose_value=False,
+                     callback=lambda ctx, param, value: ctx.meta.__setitem__(
+                         XRT_SMI_VALIDATE, value),
+                     help="On hardware, also run `xrt-smi validate` before the trials and "
+                          "keep its output in the report (it runs XRT's test workloads on "
+                          "the NPU, up to 5 minutes). `xrt-smi examine` is always kept."),
+        ALLOW_OUTSIDE_PATHS,
+        click.option("--no-isolate", is_flag=True,
+                     help="Run trials in this process: fast, but a hang cannot be cut off. "
+                          "Every trial is still written to the report as it starts and ends "
+                          "(a killed harness loses nothing)."),
+        click.option("--deadline", type=Seconds(0.1), default=None,
+                     help="Seconds before a trial's worker is killed (default: derived from "
+                          "the case and the driver's timeout)."),
+        click.option("--flow", type=click.Choice(FLOWS), default=None,
+                     help="How runs get their control code: elf (FastFlowLM's: a control-"
+                          "code ELF, module and ext.kernel; ERT_START_NPU commands) or "
+                          "instr-bo (an instruction buffer, as mlir-aie and IRON; "
+                          "ERT_START_CU). Default: the case's."),
+        click.option("--continue-after-failure", is_flag=True,
+                     help="Run a trial's later runlists after one fails (default: record "
+                          "them as skipped)."),
+        click.option("--json", "as_json", is_flag=True,
+                     help="Print the report as JSON instead of the summary."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def make_backend(kind: str, profile: str | None, realtime: bool, *,
+                 no_isolate: bool = False) -> Backend:
+    backend = choose_backend(kind, profile, realtime=realtime)
+    if backend.hardware and no_isolate:
+        click.echo("warning: --no-isolate on the hardware path: a pyxrt wait holds the GIL and "
+                   "can block forever, and nothing can cut it off; without --no-isolate each "
+                   "trial has a hard deadline", err=True)
+    return backend
+
+
+XRT_SMI_VALIDATE = "xrt_smi_validate"
+
+
+def xrt_smi_validate_asked() -> bool:
+    """Whether --xrt-smi-validate was given to the running command."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.meta.get(XRT_SMI_VALIDATE))
+
+
+def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: float | None,
+                continue_after_failure: bool, seed: int, flow: str | None = None
+                ) -> RunOptions:
+    if no_isolate and deadline is not None:
+        raise BadInput("--deadline bounds a trial's worker, and --no-isolate runs trials in this "
+                       "process, where nothing can cut a wait off; drop one of them")
+    if flow is not None and case.kind != "case":
+        raise BadInput(f"--flow: a {case.kind}'s runs say themselves how they get their "
+                       "control code (a ctrlcode ELF or not); drop --flow")
+    return RunOptions(trials=trials or case.trials, isolate=not no_isolate,
+                      deadline_s=deadline, continue_after_failure=continue_after_failure,
+                      seed=seed, flow=flow)
+
+
+exit_codes_option = click.option(
+    "--exit-codes", "exit_codes", type=click.Choice(CONVENTIONS), default=HARNESS,
+    show_default=True,
+    help="git-bisect: exit 0 when every trial completed (good), 1 when one failed on the "
+         "device (bad), 125 when the run could not tell (deadline, crash, environment, bad "
+         "input), for `git bisect run`.")
+
+allow_different_machine_option = click.option(
+    "--allow-different-machine", is_flag=True,
+    help="When continuing a report on hardware: add trials even though this machine's "
+         "kernel, driver, firmware or XRT differ from the report's (the report notes it).")
+
+
+frame_option = click.option(
+    "--frame", default=None,
+    help="For a capture: the frame whose runs the plans cut (frame_7 or 7; default: the "
+         "deepest runlist).")
+
+
+def with_frame(case: Case, frame: str | None) -> Case:
+    if frame is None:
+        return case
+    if case.kind != "capture":
+        raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a {case.kind}")
+    from harness.sources.capture import frame_case
+    return frame_case(case, frame)
+
+
+# What a continued report keeps from its first run, and how to name the report's value.
+_KEPT_ON_RESUME = {
+    "profile": ("--profile", lambda r: r.backend.get("profile") or "none (hardware)"),
+    "trials": ("--trials", lambda r: r.settings.get("trials")),
+    "flow": ("--flow", lambda r: r.settings.get("flow")),
+    "deadline": ("--deadline", lambda r: r.settings.get("deadline_s") or "the default"),
+    "backend_kind": ("--backend", lambda r: r.backend.get("kind")),
+    "realtime": ("--realtime", lambda r: bool(r.backend.get("realtime"))),
+    "seed": ("--seed", lambda r: r.settings.get("seed")),
+    "continue_after_failure": ("--continue-after-failure",
+                               lambda r: r.settings.get("continue_after_failure")),
+    "xclbins_dir": ("--xclbins", lambda r: (r.artifacts.get("pack") or {}).get("folder")
+                    or "the recorded pack"),
+    "out": ("--out", lambda r: "the report itself"),
+    "force": ("--force", lambda r: "nothing to replace"),
+    "no_isolate": ("--no-isolate", lambda r: "isolated" if r.settings.get("isolate")
+                   else "in-process"),
+}
+
+
+def refuse_settings_on_resume(ctx: click.Context, report_path: str, how: str) -> None:
+    """A continued report runs as it began: an option that would be ignored is refused,
+    naming what the report holds, before the report is touched."""
+    from harness.report.model import load_report
+    given = [name for name in _KEPT_ON_RESUME if name in ctx.params and
+             ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    if not given:
+        return
+    report = load_report(report_path)
+    named = "; ".join(f"{_KEPT_ON_RESUME[n][0]} (the report's: {_KEPT_ON_RESUME[n][1](report)})"
+                      for n in given)
+    raise BadInput(f"{how} continues with the report's own settings; drop {named}, or start "
+                   "a new run to change them")

@@ -1,0 +1,197 @@
+"""`runlist-harness run` and `reproduce` (= `reproduce_ert_timeout`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import click
+
+from harness.app.cli import GuardedCommand
+from harness.app.cli.options import (
+    allow_different_machine_option,
+    backend_options,
+    exit_codes_option,
+    frame_option,
+    make_backend,
+    refuse_settings_on_resume,
+    run_options,
+    trial_options,
+    with_frame,
+    xrt_smi_validate_asked,
+)
+from harness.app.cli.progress import announce, progress_line
+from harness.app.exits import for_trials
+from harness.execution.runner import Runner, flow_of, open_run, reopen
+from harness.model.errors import BadInput
+from harness.model.plan import cut_text
+from harness.model.results import flow_text
+from harness.report.model import PlanRecord, Report
+from harness.sources.load import load_case
+from harness.sources.recipe import export_plans
+
+DEFAULT_CASE = "minicpm5-2b-decode"
+
+
+def _execute(runner: Runner, as_json: bool, first_line: str, convention: str) -> int:
+    announce(first_line, runner.warnings, as_json)
+    report = runner.run()
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        click.echo(summary_text(report, str(runner.handle.path)))
+    return for_trials((t.status for p in report.plans for t in p.trials), convention)
+
+
+def summary_text(report: Report, path: str) -> str:
+    lines = [f"verdict: {report.verdict['text']}"]
+    width = max(len(p.label) for p in report.plans) if report.plans else 0
+    for plan in report.plans:
+        lines.append(f"  {plan.label:<{width}}  {plan.counts_text():<24} {_detail(plan)}")
+    pack = report.artifacts.get("pack", {})
+    if pack.get("stand_ins") and report.case.get("kind", "case") != "case":
+        names = ", ".join(Path(x.get("path", "")).name for x in report.artifacts["xclbins"])
+        lines.append(f"xclbins: synthesized stand-ins for {names}, which the "
+                     f"{report.case['kind']} names but is not here (same kernel signatures, "
+                     "not the real kernels)")
+    elif pack.get("stand_ins"):
+        lines.append(f"xclbins: synthesized stand-ins (no {pack.get('name')} pack found; "
+                     "same kernel signatures, not the real kernels)")
+    else:
+        lines.append(f"xclbins: {pack.get('name')} from {pack.get('source')}")
+    lines.append(f"runs: {flow_text(report.settings.get('flow'))}")
+    lines.append(f"report: {path}")
+    return "\n".join(lines)
+
+
+def _detail(plan: PlanRecord) -> str:
+    for trial in plan.trials:
+        for outcome in trial.runlists:
+            if outcome.state not in (None, "COMPLETED") and outcome.failing_run is not None:
+                return (f"runlist {outcome.index}: chains "
+                        f"{cut_text(outcome.chains)}, failing run "
+                        f"{outcome.failing_run} (chain {outcome.failing_chain}), "
+                        f"{outcome.state} from the {outcome.source}")
+    for trial in plan.trials:
+        if trial.error and not trial.status.answered:
+            return trial.error.splitlines()[0][:100]
+    chains = " | ".join(cut_text(r.chains) for r in plan.trials[0].runlists) \
+        if plan.trials else ""
+    return f"chains {chains}" if chains else ""
+
+
+@click.command()
+@click.argument("case_ref", metavar="CASE", required=False)
+@click.option("--plan", "plan_refs", multiple=True,
+              help="A plan of the case by name, or a spec: 42, 21+21, even:3, max:24. "
+                   "Repeatable; default: every plan of the case.")
+@click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False),
+              help="Finish an interrupted report (its in-flight trial becomes interrupted).")
+@click.option("--recipe-profile", "recipe_profile", type=click.Path(dir_okay=False),
+              help="The XRT execution profile of a recipe CASE (its bindings give buffer "
+                   "sizes and files).")
+@frame_option
+@allow_different_machine_option
+@backend_options
+@trial_options
+@exit_codes_option
+def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different_machine,
+        backend_kind, profile,
+        realtime, seed, trials, xclbins_dir, out, force, no_isolate, deadline,
+        flow, continue_after_failure, as_json, exit_codes) -> int:
+    """Run a case's plans (runlists of the given depth and chunking) and write a report.
+
+    CASE is a shipped case name (see `cases list`), a case file, an XRT run
+    recipe (RECIPE.json, with --recipe-profile PROFILE.json) or
+    xrt-validate:NAME (a recipe of XRT's validate suite, e.g. cmd_chain_latency:
+    1000 NOP runs in one runlist), or an XRT capture (its folder, or the case
+    `capture import` wrote; --frame picks the frame). A recipe's or frame's runs
+    are what plans cut: --plan 500+500 or max:24. Each trial runs in a worker
+    process with a hard deadline unless --no-isolate.
+    """
+    if resume_path:
+        if case_ref or plan_refs or recipe_profile or frame:
+            raise BadInput("--resume takes its case and plans from the report; drop CASE and "
+                           "--plan")
+        refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
+        runner, report = reopen(resume_path, progress_line,
+                                allow_different_machine=allow_different_machine)
+        line = f"resuming {resume_path}: " + ("SIMULATED stack, profile "
+                                               f"{report.backend.get('profile')}"
+                                               if report.simulated else "hardware NPU")
+        return _execute(runner, as_json, line, exit_codes)
+    if not case_ref:
+        raise BadInput("give a CASE (a shipped case name or a case file), or --resume REPORT")
+    case = with_frame(load_case(case_ref, recipe_profile), frame)
+    backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
+    runner = open_run(case, case.plans_for(plan_refs),
+                      run_options(case, trials=trials, no_isolate=no_isolate,
+                                  deadline=deadline,
+                                  continue_after_failure=continue_after_failure, seed=seed,
+                                  flow=flow),
+                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
+                      command="run", progress=progress_line,
+                      xrt_smi_validate=xrt_smi_validate_asked())
+    return _execute(runner, as_json, backend.describe(), exit_codes)
+
+
+@click.command(cls=GuardedCommand)
+@click.argument("case_ref", metavar="[CASE]", required=False, default=DEFAULT_CASE)
+@click.option("--no-control", is_flag=True,
+              help="Skip the depth-only control (the case's depth as NOP ELF runs on XRT's "
+                   "validate.xclbin).")
+@backend_options
+@trial_options
+@exit_codes_option
+def reproduce(case_ref, no_control, backend_kind, profile, realtime, seed, trials,
+              xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
+              as_json, exit_codes) -> int:
+    """Run the monolithic and chunked plans side by side and say whether the failure
+    reproduces (default case: minicpm5-2b-decode, the 42-layer decode of
+    ROCm/FastFlowLM#712). `reproduce_ert_timeout` runs this command.
+
+    Beside the case it runs a depth-only control: the same depth as NOP runs
+    (ELF flow) on XRT's own validate.xclbin, as `xrt-smi validate`'s runlist-latency
+    does; the verdict then says whether depth alone fails, depth fails only with the
+    case's commands, or nothing fails. The case's plans are also written as XRT run
+    recipes beside the report (REPORT.recipes/), runnable with `xrt-runner`.
+
+    Without an NPU this runs on the simulated stack; on its documented profile
+    the verdict says so plainly, and --profile inflight-cap:40 plays the
+    hypothesis that the firmware wedges on deep runlists.
+    """
+    case = load_case(case_ref)
+    backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
+    runner = open_run(case, None,
+                      run_options(case, trials=trials, no_isolate=no_isolate,
+                                  deadline=deadline,
+                                  continue_after_failure=continue_after_failure, seed=seed,
+                                  flow=flow),
+                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
+                      command="reproduce", progress=progress_line,
+                      xrt_smi_validate=xrt_smi_validate_asked())
+    if not no_control:
+        why_not = runner.add_control()
+        if why_not:
+            runner.warnings.append(why_not)
+            runner.handle.note(f"warning: {why_not}")
+    _export_beside(runner, force)
+    return _execute(runner, as_json, backend.describe(), exit_codes)
+
+
+def _export_beside(runner: Runner, force: bool) -> None:
+    """The case's plans as XRT run recipes in REPORT.recipes/, so XRT and driver developers
+    can reproduce with `xrt-runner` and no Python; the report records where."""
+    path = runner.handle.path
+    folder = path.with_name(path.stem + ".recipes")
+    if folder.exists() and force:
+        shutil.rmtree(folder)
+    case, pack = runner.case, runner.pack
+    plans = [(p.name, list(p.chunks)) for p in runner.report.plans if not p.control]
+    done = export_plans(case, plans, pack.files[case.runlist_context], not pack.stand_ins,
+                        flow_of(case, runner.options), folder)
+    runner.report.sections["exports"] = {"folder": str(folder), "recipes": done.recipes,
+                                         "plans": [name for name, _ in plans],
+                                         "missing": done.missing}
+    runner.handle.rewrite()

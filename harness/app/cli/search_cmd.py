@@ -1,0 +1,323 @@
+"""`runlist-harness bisect` and `sweep`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+
+from harness.app.cli.options import (
+    allow_different_machine_option,
+    backend_options,
+    frame_option,
+    make_backend,
+    refuse_settings_on_resume,
+    run_options,
+    trial_options,
+    with_frame,
+    xrt_smi_validate_asked,
+)
+from harness.app.cli.progress import TrialBar, announce
+from harness.execution.runner import Runner, open_run, reopen
+from harness.model.errors import BadInput, ExitCode, ReportError
+from harness.model.plan import MAX_LAYERS
+from harness.report.journal import check_output_path
+from harness.report.model import load_report
+from harness.search.bisect import BisectSettings, Prober, bisection_from_log, run_bisect
+from harness.search.bisection import FLAKY_CHOICES
+from harness.search.sweep import (
+    Row,
+    depth_rows,
+    distinct_cells,
+    estimate,
+    finish_sweep,
+    grid_text,
+    parse_depths,
+    parse_list,
+    plot_grid,
+    require_matplotlib,
+    run_sweep,
+    sweep_section,
+)
+from harness.sources.load import load_case
+
+
+def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> int:
+    """Print the outcome; a search its budget stopped says how to go on, and exits 5."""
+    stopped = runner.report.finished is None
+    if stopped:
+        lines = lines + [f"stopped at the --max-trials budget; continue with "
+                         f"`runlist-harness {command} --replay {runner.handle.path}`"]
+    if as_json:
+        click.echo(json.dumps(runner.report.to_dict(), indent=2))
+    else:
+        click.echo("\n".join(lines + [f"report: {runner.handle.path}"]))
+    return int(ExitCode.STOPPED if stopped else ExitCode.OK)
+
+
+@click.command()
+@click.argument("case_ref", metavar="CASE", required=False)
+@click.option("--lo", type=click.IntRange(1, MAX_LAYERS), help="A depth (or chunk size) believed "
+              "to complete; the search starts above it.")
+@click.option("--hi", type=click.IntRange(1, MAX_LAYERS), help="A depth (or chunk size) believed "
+              "to fail; the search ends there.")
+@click.option("--chunk", "chunk_spec", default=None,
+              help="Cut every probed depth this way: a chunk size (21) or even:K / max:N. "
+                   "Default: one runlist.")
+@click.option("--chunks-at", "chunks_at", type=click.IntRange(1, MAX_LAYERS), default=None,
+              help="The other direction: at this fixed depth, find the largest chunk size "
+                   "that completes (--lo/--hi then bound the chunk size; default 1..DEPTH).")
+@click.option("--flaky-as", type=click.Choice(FLAKY_CHOICES), default="good",
+              show_default=True,
+              help="How a depth with mixed outcomes counts: good (it can complete; find the "
+                   "first depth that never does), bad (find the first that ever fails), or "
+                   "skip (as git bisect skip; the answer may become a range).")
+@click.option("--max-trials", type=click.IntRange(1, None), default=None,
+              help="Stop cleanly after this many trials, keeping everything.")
+@click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False),
+              help="Continue the bisect logged in this report (trials it holds are reused).")
+@click.option("--rerun", is_flag=True,
+              help="With --replay: run the logged bisect again from scratch, into a new "
+                   "report (e.g. on another machine or firmware).")
+@frame_option
+@allow_different_machine_option
+@backend_options
+@trial_options(trials_default="5 per probed depth")
+def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay_path, rerun,
+           frame, allow_different_machine, backend_kind, profile, realtime, seed, trials,
+           xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
+           as_json) -> int:
+    """Find the smallest depth at which one runlist (or the given chunking) fails.
+
+    Bisects over depth with K trials per probed depth (default 5), classifies
+    each (good / bad / flaky / skip), re-tests both neighbours of the boundary,
+    and prints one line such as `first failing depth 38 (37: COMPLETED 5/5;
+    38: TIMEOUT 5/5)`. Exits 0 when the search ends, whatever it found, and 5
+    when --max-trials stops it first (--replay continues it).
+
+    On a recipe or a captured frame (--frame) the depth is the prefix of its runs,
+    1..its depth by default.
+    """
+    if replay_path and not rerun:
+        if case_ref or lo or hi or chunks_at or frame:
+            raise BadInput("--replay continues the logged bisect; drop CASE, --lo, --hi and "
+                           "--chunks-at (or add --rerun to run it again)")
+        refuse_settings_on_resume(click.get_current_context(), replay_path, "--replay")
+        runner, report = reopen(replay_path, kind="bisect",
+                                allow_different_machine=allow_different_machine)
+        settings, bisection = _logged(report)
+        click.echo(f"continuing the bisect in {replay_path}")
+        return _bisect(runner, settings, max_trials, as_json, bisection)
+    if replay_path:
+        report = load_report(replay_path)
+        settings, _ = _logged(report)
+        case = with_frame(load_case(report.case.get("reference") or report.case["file"],
+                                    report.case.get("recipe_profile")),
+                          report.case.get("frame"))
+        backend = make_backend(report.backend["kind"], report.backend.get("profile"), False)
+        if trials:
+            settings.trials = trials
+    else:
+        if not case_ref:
+            raise BadInput("give a CASE, or --replay REPORT")
+        case = with_frame(load_case(case_ref), frame)
+        if case.order is not None and not chunks_at:   # a recipe's or frame's prefix
+            lo, hi = lo or 1, hi or case.layers
+        backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
+        settings = _settings(lo, hi, chunk_spec, chunks_at, flaky_as, trials)
+        bounded(case, settings.depth if settings.mode == "chunk" else settings.hi,
+                "--chunks-at" if settings.mode == "chunk" else "--hi")
+    runner = open_run(case, [], run_options(case, trials=settings.trials, no_isolate=no_isolate,
+                                            deadline=deadline,
+                                            continue_after_failure=continue_after_failure,
+                                            seed=seed, flow=flow),
+                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
+                      command="bisect",
+                      xrt_smi_validate=xrt_smi_validate_asked())
+    if replay_path:
+        runner.report.sections["bisect"] = {"settings": settings.to_dict(), "log": [],
+                                            "replay_of": report.run_id}
+    announce(backend.describe(), runner.warnings, as_json)
+    return _bisect(runner, settings, max_trials, as_json)
+
+
+def bounded(case, depth: int, option: str) -> None:
+    """A recipe or a frame has so many runs; deeper cannot be cut from it."""
+    if case.order is not None and depth > case.layers:
+        what = f"frame {case.frame}" if case.frame else f"recipe {case.name}"
+        raise BadInput(f"{option} {depth}: {what} has {case.layers} runs; keep it at or below "
+                       f"{case.layers}")
+
+
+def _settings(lo, hi, chunk_spec, chunks_at, flaky_as, trials) -> BisectSettings:
+    if chunks_at:
+        if chunk_spec:
+            raise BadInput("--chunk and --chunks-at are two different searches; give one")
+        lo, hi = lo or 1, hi or chunks_at
+        if hi > chunks_at:
+            raise BadInput(f"--chunks-at {chunks_at} --hi {hi}: a chunk size above the depth is "
+                           f"one runlist of {chunks_at}; keep --lo and --hi at or below "
+                           f"{chunks_at}")
+        mode = "chunk"
+    else:
+        if lo is None or hi is None:
+            raise BadInput("give --lo A --hi B: a depth believed to complete and one "
+                           "believed to fail")
+        mode = "depth"
+    if lo >= hi:
+        raise BadInput(f"--lo {lo} must be below --hi {hi}")
+    settings = BisectSettings(mode, lo, hi, trials or 5, chunk_spec, chunks_at, flaky_as)
+    try:
+        settings.plan(hi)                 # a bad --chunk spec fails here, not mid-search
+    except Exception as err:
+        raise BadInput(f"--chunk {chunk_spec!r}: {err}") from None
+    return settings
+
+
+def _logged(report) -> tuple[BisectSettings, object]:
+    section = report.sections.get("bisect")
+    if not section or "settings" not in section:
+        raise ReportError("this report holds no bisect log (it was not written by `bisect`)")
+    try:
+        settings = BisectSettings(**section["settings"])
+        return settings, bisection_from_log(settings, section, report.plans,
+                                              int(report.settings.get("seed", 0)))
+    except (TypeError, KeyError, ValueError) as err:
+        raise ReportError(f"the bisect log in this report is malformed ({type(err).__name__}: "
+                          f"{err})") from None
+
+
+def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisection=None):
+    width = max(settings.hi - settings.lo, 2)
+    estimate = (math.ceil(math.log2(width)) + 2) * settings.trials
+    bar = TrialBar(min(estimate, max_trials or estimate), "bisect")
+    runner.progress = bar
+    try:
+        answer = run_bisect(runner, settings, max_trials, bar.say, bisection)
+    finally:
+        bar.close()
+    lines = [answer.text] + [f"note: {n}" for n in answer.notes]
+    return _finish(runner, as_json, lines, "bisect")
+
+
+@click.command()
+@click.argument("case_ref", metavar="CASE", required=False)
+@click.option("--depths", "depths_text", default=None,
+              help="Depths to run: A..B, A..B:STEP or a list such as 28,36,42.")
+@click.option("--frames", "frames_text", default=None,
+              help="For a capture instead of --depths: frames (frame_2,frame_7 or 2,7), "
+                   "'runlists' (every frame of more than one run) or 'all'; each at its "
+                   "whole depth.")
+@click.option("--chunks", "chunks_text", default=None,
+              help="Chunk sizes (layers, or runs, per runlist), e.g. 1,8,21,24,42.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Also draw the grid as a heatmap PNG (needs the plot extra).")
+@click.option("--max-trials", type=click.IntRange(1, None), default=None,
+              help="Stop cleanly after this many trials, keeping everything.")
+@click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False),
+              help="Continue the stopped sweep of this report (its trials are reused).")
+@click.option("--yes", is_flag=True,
+              help="Run a sweep even when its estimate passes the size limits.")
+@allow_different_machine_option
+@backend_options
+@trial_options(trials_default="3 per cell")
+def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials, replay_path,
+          yes, allow_different_machine, backend_kind, profile, realtime, seed, trials,
+          xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
+          as_json) -> int:
+    """Run every depth x chunk-size cell, K trials each (default 3), into one report.
+
+    On a capture, --frames makes the rows captured frames (each at its whole depth)
+    instead of depths. Prints the grid of outcomes (counts where mixed); --plot
+    draws it, with the source (hardware, or SIMULATED and its profile) in the
+    title. The work is estimated first and refused past the limits without --yes;
+    a stopped sweep (Ctrl-C, --max-trials) goes on with --replay REPORT.
+    """
+    if plot_path:
+        require_matplotlib()
+        check_output_path(Path(plot_path), force=force, what="--plot")
+    if replay_path:
+        if case_ref or depths_text or chunks_text or frames_text:
+            raise BadInput("--replay continues the sweep its report asked for; drop CASE, "
+                           "--depths, --frames and --chunks")
+        refuse_settings_on_resume(click.get_current_context(), replay_path, "--replay")
+        runner, report = reopen(replay_path, kind="sweep",
+                                allow_different_machine=allow_different_machine)
+        request = report.sections.get("sweep") or {}
+        chunks = list(request.get("chunks") or [])
+        case = runner.case
+        rows = (frame_rows(case, request["frames"]) if request.get("frames")
+                else depth_rows(list(request.get("depths") or [])))
+        if not rows or not chunks:
+            raise ReportError(f"{replay_path} does not say which depths and chunks it sweeps")
+        click.echo(f"continuing the sweep in {replay_path}")
+    else:
+        if not case_ref or not (depths_text or frames_text) or not chunks_text:
+            raise BadInput("give CASE --depths ... --chunks ... (or --frames on a capture), "
+                           "or --replay REPORT")
+        if depths_text and frames_text:
+            raise BadInput("--depths or --frames: rows are depths or captured frames, not both")
+        chunks = parse_list(chunks_text, "--chunks")
+        case = load_case(case_ref)
+        if frames_text:
+            rows = frame_rows(case, parse_frames(case, frames_text))
+        else:
+            rows = depth_rows(parse_depths(depths_text))
+            bounded(case, max(r.depth for r in rows), "--depths")
+        work = estimate(rows, chunks, trials or 3, case.runs_per_layer)
+        if work.over() and not yes:
+            raise BadInput(f"this sweep would take {work.text()}: past "
+                           + "; ".join(work.over()) + ". Narrow --depths or --chunks, or "
+                           "pass --yes to run it")
+        backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
+        runner = open_run(case, [], run_options(case, trials=trials or 3, no_isolate=no_isolate,
+                                                deadline=deadline,
+                                                continue_after_failure=continue_after_failure,
+                                                seed=seed, flow=flow),
+                          backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
+                          command="sweep",
+                          xrt_smi_validate=xrt_smi_validate_asked())
+        runner.report.sections["sweep"] = {**sweep_section([], rows, chunks, False)}
+        runner.handle.rewrite()          # what was asked is on disk before the first trial
+        announce(backend.describe(), runner.warnings, as_json)
+    k = runner.options.trials
+    total = len(distinct_cells(rows, chunks)) * k
+    kept = sum(len(plan.trials) for plan in runner.report.plans)
+    bar = TrialBar(min(total, kept + max_trials if max_trials else total), "sweep", done=kept)
+    runner.progress = bar
+    try:
+        cells, complete = run_sweep(Prober(runner, k, max_trials), rows, chunks, bar.say)
+    finally:
+        bar.close()
+    summary = finish_sweep(runner, case.name, cells, rows, chunks, complete)
+    lines = [summary, grid_text(cells, rows, chunks)]
+    if plot_path:
+        report = runner.report
+        source = ("SIMULATED, profile " + str(report.backend.get("profile"))
+                  if report.simulated else "hardware")
+        plot_grid(cells, rows, chunks, plot_path,
+                  f"{case.name}: share of trials completed ({source})")
+        lines.append(f"plot: {plot_path}")
+    return _finish(runner, as_json, lines, "sweep")
+
+
+def parse_frames(case, text: str) -> list[str]:
+    """--frames: names or numbers, 'runlists' or 'all', of a capture case."""
+    if case.kind != "capture":
+        raise BadInput(f"--frames picks frames of an XRT capture; {case.name} is a {case.kind}")
+    from harness.sources.capture import load_capture
+    capture = load_capture(case.capture or "")
+    if text.strip() in ("all", "runlists"):
+        frames = [f.name for f in capture.frames if text.strip() == "all" or f.depth > 1]
+        if not frames:
+            raise BadInput(f"--frames runlists: {case.name} has no frame of more than one run")
+        return frames
+    return [capture.frame(part.strip()).name for part in text.split(",") if part.strip()]
+
+
+def frame_rows(case, frames: list[str]) -> list[Row]:
+    from harness.sources.capture import load_capture
+    capture = load_capture(case.capture or "")
+    return [Row(name, capture.frame(name).depth, name) for name in frames]

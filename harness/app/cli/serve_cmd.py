@@ -1,0 +1,131 @@
+"""`runlist-harness serve-probe` and `pack inspect`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from harness.app.cli.options import Seconds
+from harness.model.errors import ExitCode
+from harness.probe.checks import Check
+from harness.probe.fingerprint import probe
+from harness.probe.npu import GENERATIONS
+from harness.probe.sources import Sources
+from harness.report.journal import ReportFile, check_output_path
+from harness.serve.modelpack import inspect_pack
+from harness.serve.reproduce import Probe, ServeOptions, request_failed
+
+GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values()}
+
+
+@click.command("serve-probe")
+@click.option("--url", required=True, help="Where flm serve listens, e.g. http://127.0.0.1:52625")
+@click.option("--model", "tag", required=True, help="The model tag to ask for, e.g. minicpm5:2b")
+@click.option("--prompt", default="Say hello.", show_default=True)
+@click.option("--max-tokens", type=click.IntRange(1, None), default=1, show_default=True,
+              help="Tokens to decode per request (upstream fails at 1).")
+@click.option("--requests", type=click.IntRange(1, 1000), default=1, show_default=True)
+@click.option("--timeout", "timeout_s", type=Seconds(0.1), default=120.0,
+              show_default=True,
+              help="Seconds before a request is given up on, whatever the server sends.")
+@click.option("--total-timeout", "total_s", type=Seconds(0.1), default=None,
+              help="Seconds the whole command may take, every request included (default: "
+                   "no bound beyond each request's --timeout).")
+@click.option("--no-made-up-tag", is_flag=True,
+              help="Skip the request with a made-up tag (the substitution test).")
+@click.option("--model-bytes", type=click.IntRange(1, None), default=None,
+              help="The model's size in bytes, for the plausibility check.")
+@click.option("--model-list", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="FastFlowLM's model_list.json (default: beside the flm on PATH).")
+@click.option("--model-dir", type=click.Path(exists=True, file_okay=False), default=None,
+              help="The model's folder (its model.q4nx gives the size).")
+@click.option("--npu", type=click.Choice(sorted(GENERATION_NAMES)), default=None,
+              help="NPU generation for the bandwidth ceiling (default: this machine's).")
+@click.option("--bandwidth-ceiling", "ceiling", type=Seconds(1), default=None,
+              help="GB/s the NPU can stream (default: ~65-88 by generation, see README).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None)
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_made_up_tag,
+                model_bytes, model_list, model_dir, npu, ceiling, out, force, as_json) -> None:
+    """Reproduce through a running `flm serve`: send chat completions with a tight
+    max_tokens, classify each answer (FastFlowLM reports errors as {"error": ...} with
+    HTTP 200), and check that the answers can be trusted: is the tag known and resident,
+    does a made-up tag get answered, is the decode speed physically possible?
+
+    Exits 0 when every request completed, 1 when any failed, 3 when the server
+    cannot be reached.
+    """
+    options = ServeOptions(url, tag, prompt, max_tokens, requests, timeout_s,
+                           not no_made_up_tag, model_bytes, model_list, model_dir,
+                           GENERATION_NAMES.get(npu) if npu else None, ceiling, total_s)
+    if out:
+        check_output_path(Path(out), force=force)
+    environment = probe(Sources.live())
+    report = Probe(options, environment).run()
+    handle = ReportFile.create(report, out=out, name="serve-probe", force=force)
+    handle.close()
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        server = report.sections["server"]
+        resident = ", ".join(server["resident_after"]) or "nothing reported"
+        click.echo(f"server: {server['url']} (version {server['version'] or '?'}); "
+                   f"resident: {resident}")
+        click.echo(f"verdict: {report.verdict['text']}")
+        for request in server["requests"]:
+            click.echo(_request_line(request))
+        if server["made_up_tag"]:
+            click.echo(_request_line(server["made_up_tag"]))
+        click.echo("checks:")
+        for check in server["checks"]:
+            click.echo(f"  {Check(**check).line()}")
+        click.echo(f"report: {handle.path}")
+    return ExitCode.DEVICE_FAILURE if request_failed(report) else ExitCode.OK
+
+
+def _request_line(request: dict) -> str:
+    speeds = ""
+    if request.get("decoding_speed_tps") is not None:
+        speeds = (f", ttft {request.get('prefill_duration_ttft')}, decode "
+                  f"{request['decoding_speed_tps']} tok/s")
+    detail = f": {request['error'].splitlines()[0]}" if request.get("error") else ""
+    return (f"  request {request['index']} ({request['model']}): {request['outcome']}"
+            f"{' ' + request['state'] if request.get('state') else ''}, "
+            f"{request['wall_ms']:.0f} ms{speeds}{detail}")
+
+
+@click.group()
+def pack() -> None:
+    """FastFlowLM model folders (model.q4nx, config.json)."""
+
+
+@pack.command("inspect")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+def pack_inspect(folder: str, as_json: bool) -> None:
+    """Layer count, shape, q_norm/k_norm, size and FLM fields, without loading weights."""
+    info = inspect_pack(folder)
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    click.echo(info["folder"])
+    q4nx = info.get("q4nx")
+    if q4nx:
+        click.echo(f"  model.q4nx   {q4nx['size']} bytes, {q4nx['tensors']} tensors, "
+                   f"{q4nx['layers']} layers, q_norm/k_norm "
+                   f"{'present' if q4nx['qk_norm'] else 'absent'}; dtypes "
+                   + ", ".join(f"{k} {v}" for k, v in sorted(q4nx["dtypes"].items())))
+    config = info.get("config")
+    if config:
+        shape = config["shape"]
+        click.echo("  config.json  " + ", ".join(f"{k} {v}" for k, v in shape.items()))
+        if config["flm"]:
+            click.echo("  FLM fields   " + ", ".join(f"{k} {v}" for k, v in
+                                                   config["flm"].items()))
+    if info["xclbins"]:
+        click.echo("  xclbins      " + ", ".join(info["xclbins"]))
+    for note in info["notes"]:
+        click.echo(f"  note: {note}")

@@ -1,0 +1,92 @@
+"""The console scripts `runlist-harness` and `reproduce_ert_timeout`.
+
+Kept light on purpose: its own imports are Python's built-in `signal`, `sys` and
+`os`, so Ctrl-C or SIGTERM at any moment after Python has started it ends with
+one line and 130 or 143, never a traceback or click's "Aborted!". Everything
+else (click, yaml, the simulator) is imported inside the guard.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+INTERRUPTED, TERMINATED = 130, 143
+
+
+def _early_stop(signum: int, frame: object) -> None:
+    # Until harness.execution.stop takes over: SIGTERM during start-up stops like Ctrl-C does.
+    raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(TERMINATED)
+
+
+def _invoke(args: list[str], prog_name: str, command_name: str | None) -> int:
+    from harness.execution import stop
+    stop.install()
+    import click
+
+    from harness.app.cli import main
+    from harness.app.exits import GIT_BISECT, HARNESS, translate
+    from harness.model.errors import ExitCode
+    command = main if command_name is None else main.get_command(click.Context(main),
+                                                                 command_name)
+    bisecting = f"--exit-codes={GIT_BISECT}" in args or any(
+        a == "--exit-codes" and b == GIT_BISECT for a, b in zip(args, args[1:], strict=False))
+    try:
+        code = command.main(args=args, prog_name=prog_name, standalone_mode=False)
+    except click.Abort:                 # click's form of a Ctrl-C while it parses
+        raise KeyboardInterrupt from None
+    except click.ClickException as err:  # usage errors before a command runs
+        where = getattr(err, "ctx", None)
+        hint = f" (see `{where.command_path} --help`)" if where is not None else ""
+        print(f"error: {err.format_message()}{hint}", file=sys.stderr)
+        code = int(ExitCode.BAD_INPUT)
+    if stop.requested() and not code:      # a stop something swallowed
+        code = INTERRUPTED if stop.requested() == "SIGINT" else TERMINATED
+    return translate(int(code or 0), GIT_BISECT if bisecting else HARNESS)
+
+
+def _run(args: list[str], prog_name: str, command_name: str | None = None) -> int:
+    signal.signal(signal.SIGTERM, _early_stop)
+    # Python ignores SIGINT from the start when it inherited it ignored; the harness
+    # always stops on Ctrl-C. A parent may also have blocked both signals until the
+    # harness is ready for them (its tests do): from here on they are handled.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+        return _invoke(args, prog_name, command_name)
+    except KeyboardInterrupt:
+        print("interrupted: stopped by Ctrl-C", file=sys.stderr)
+        return INTERRUPTED
+    except BaseException as err:
+        if type(err).__name__ != "Terminated" and not (isinstance(err, SystemExit)
+                                                        and err.code == TERMINATED):
+            raise
+        print("terminated: stopped by SIGTERM", file=sys.stderr)
+        return TERMINATED
+
+
+def _exit(code: int) -> None:
+    """Exit with `code`. After an interruption, leave at once (reports are saved and locks
+    let go of): a KeyboardInterrupt that passed through `exec` makes Python kill itself
+    with SIGINT at exit, whatever status the program chose (CPython's
+    unhandled_keyboard_interrupt flag)."""
+    if code not in (INTERRUPTED, TERMINATED):
+        sys.exit(code)
+    if "harness.report.journal" in sys.modules:
+        sys.modules["harness.report.journal"].release_all()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def main() -> None:
+    _exit(_run(sys.argv[1:], "runlist-harness"))
+
+
+def reproduce() -> None:
+    """`reproduce_ert_timeout`: the `reproduce` command on its own."""
+    _exit(_run(sys.argv[1:], "reproduce_ert_timeout", "reproduce"))

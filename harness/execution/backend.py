@@ -1,0 +1,188 @@
+"""Which XRT module the harness drives: the real `pyxrt` or the simulated one.
+
+This is the only module that knows the difference. Everything else receives
+`Backend.xrt`, a module with the pyxrt surface, and runs the same code either
+way. `auto` takes hardware when `pyxrt` imports and an NPU device node exists,
+else the simulated stack, and says which (`harness.probe.xrt_loader` finds both).
+
+`hardware` says which code path runs (the hardware one: deadlines from the probed
+driver, teardown, no simulator configuration); `simulated` says where results
+come from, and is also true on the hardware path when the "pyxrt" loaded is the
+harness's own simulator standing in (the tests of the hardware path do that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from harness.logs.driver_lines import trial_entry
+from harness.logs.kernel_log import reading_of
+from harness.model.drivers import SLOWEST, driver_build, timeout_seconds
+from harness.model.errors import BadInput, EnvironmentNotReady
+from harness.model.ert import NO_STATE_IN_MESSAGE, STATE_IN_MESSAGE, expected_message_form
+from harness.probe.xrt_loader import is_stand_in, load_pyxrt, npu_nodes
+
+if TYPE_CHECKING:          # the simulator loads only when the simulated backend is chosen
+    from harness.sim.profiles import Profile
+
+XRT_SUBMIT_SIZE = 24          # STACK.md 2: hard-wired in runlist_impl
+KINDS = ("auto", "xrt", "sim")
+
+
+@dataclass
+class Backend:
+    kind: str                         # "xrt" (the hardware path) or "sim"
+    xrt: ModuleType
+    profile: Profile | None = None
+    reason: str = ""                  # why auto chose this backend
+    stand_in: bool = False            # the hardware path driving the simulated pyxrt
+    latencies: dict[str, float] = field(default_factory=dict)
+    # On hardware, what the probe found: the loaded driver's timeout, pyxrt's XRT version.
+    hardware_timeout_s: float | None = None
+    hardware_xrt_version: str | None = None
+
+    @property
+    def hardware(self) -> bool:
+        return self.kind == "xrt"
+
+    @property
+    def simulated(self) -> bool:
+        return not self.hardware or self.stand_in
+
+    @property
+    def submit_size(self) -> int:
+        return self.profile.xrt_chain if self.profile else XRT_SUBMIT_SIZE
+
+    def describe(self) -> str:
+        """The first line of output: which stack the results come from."""
+        if self.hardware:
+            origin = getattr(self.xrt, "__file__", "?")
+            if self.stand_in:
+                return (f"backend: hardware path, but pyxrt is the SIMULATED stand-in ({origin});"
+                        " not hardware evidence")
+            version = f", XRT {self.hardware_xrt_version}" if self.hardware_xrt_version else ""
+            return f"backend: hardware NPU through pyxrt ({origin}{version})"
+        assert self.profile is not None
+        nature = ("documented limits" if self.profile.documented
+                  else "hypothesis " + ",".join(self.profile.deviations))
+        tail = f"; {self.reason}" if self.reason else ""
+        build = driver_build(self.profile.flavour, self.profile.kernel).name
+        return (f"backend: SIMULATED stack, profile {self.profile.name} ({nature}; {build}, "
+                f"XRT {self.profile.release.name}); not hardware evidence{tail}")
+
+    def as_report(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "simulated": self.simulated,
+            "pyxrt": getattr(self.xrt, "__file__", None),
+        }
+        if self.stand_in:
+            out["stand_in"] = True
+        if self.profile is not None:
+            build = driver_build(self.profile.flavour, self.profile.kernel)
+            out.update({"profile": self.profile.name,
+                        "documented": self.profile.documented,
+                        "deviations": self.profile.deviations,
+                        "realtime": self.profile.realtime,
+                        "driver": {"flavour": build.flavour, "kernel": build.kernel,
+                                   "source": build.source}})
+        if self.reason:
+            out["reason"] = self.reason
+        out["xrt"] = self.xrt_release()
+        return out
+
+    def xrt_release(self) -> dict[str, Any]:
+        """Which XRT release answers, and the failure message form it writes."""
+        if not self.hardware:
+            release = self.profile.release
+            return {"release": release.name, "tag": release.tag,
+                    "message_form": STATE_IN_MESSAGE if release.state_in_message
+                    else NO_STATE_IN_MESSAGE,
+                    "source": f"simulated as Xilinx/XRT {release.tag}"}
+        return {"release": self.hardware_xrt_version,
+                "message_form": expected_message_form(self.hardware_xrt_version),
+                "source": "BUILD_VERSION of the XRT install pyxrt came from"}
+
+    def adopt_environment(self, environment: dict[str, Any]) -> None:
+        """On hardware, take the driver's timeout and the XRT version from the probe."""
+        if not self.hardware:
+            return
+        self.hardware_timeout_s = timeout_seconds(environment.get("driver") or {})
+        pyxrt = (environment.get("xrt") or {}).get("pyxrt") or {}
+        self.hardware_xrt_version = pyxrt.get("xrt_version")
+
+    def prepare_trial(self, seed: int) -> None:
+        """Give each trial a fresh simulated device and its own seed (from the trial's and
+        the profile's `seed:S`); no-op on hardware."""
+        if not self.hardware:
+            from harness.sim import control
+            mixed = (seed + self.profile.seed * 1_000_003) % 2**32
+            control.configure(self.profile.with_seed(mixed), latencies=self.latencies)
+
+    def device_clock(self) -> Callable[[], float] | None:
+        """The simulated device's clock (microseconds) for the current trial; None on
+        hardware, which offers no device clock through pyxrt."""
+        if self.hardware:
+            return None
+        from harness.sim import control
+        return control.current().clock.now
+
+    def simulated_kernel_log(self, failed: bool) -> dict[str, Any] | None:
+        """The kernel log the simulated driver printed during this trial, read as a real
+        one is (`harness.logs.kernel_log`); None on the hardware path, which reads its own."""
+        if self.hardware:
+            return None
+        from harness.sim import control
+        text = control.current().kernel_log.kmsg()
+        return trial_entry(reading_of(text, "simulated /dev/kmsg"), self.profile.flavour,
+                           failed)
+
+    def driver_timeout_s(self) -> float:
+        """The longest time the driver may take to notice a hang (for deadlines)."""
+        if not self.hardware:
+            return driver_build(self.profile.flavour, self.profile.kernel).worst_seconds
+        # Unknown flavour: assume the slowest rule, mainline's 60 s.
+        return self.hardware_timeout_s or SLOWEST.seconds()
+
+
+def choose_backend(kind: str = "auto", profile: str | None = None, *,
+                   realtime: bool = False) -> Backend:
+    if kind not in KINDS:
+        raise BadInput(f"--backend {kind!r}: use one of {', '.join(KINDS)}")
+    if kind == "xrt" and profile:
+        raise BadInput("--profile applies to the simulated stack only; drop it or use "
+                       "--backend sim")
+    if kind in ("auto", "xrt") and not profile:
+        module, why = load_pyxrt()
+        nodes = npu_nodes()
+        if module is not None and nodes:
+            return Backend("xrt", module, reason=f"pyxrt imported, {nodes[0]} present",
+                           stand_in=is_stand_in(module))
+        if kind == "xrt":
+            if module is None:
+                raise EnvironmentNotReady(
+                    f"pyxrt does not import ({why}); run `source /opt/xilinx/xrt/setup.sh` "
+                    "or use --backend sim")
+            raise EnvironmentNotReady("no NPU device node under /dev/accel; check that the "
+                                      "amdxdna driver is loaded (`runlist-harness probe`) "
+                                      "or use --backend sim")
+        reason = ("no pyxrt" if module is None else "no NPU device node") + \
+            ", so the simulated stack"
+    else:
+        reason = "" if kind == "sim" else "a profile was given, so the simulated stack"
+    from harness.sim import pyxrt as sim_pyxrt
+    from harness.sim.profiles import parse_profile
+    parsed = parse_profile(profile)
+    if realtime:
+        parsed = parsed.with_realtime()
+    return Backend("sim", sim_pyxrt, parsed, reason)
+
+
+def trial_seed(base: int, plan: str, trial: int) -> int:
+    """A reproducible seed per trial, so a flaky profile varies across trials but not runs."""
+    digest = hashlib.sha256(f"{base}/{plan}/{trial}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")

@@ -1,0 +1,581 @@
+"""Run a case's plans trial by trial into a report: the main job.
+
+Before each trial its ``in-flight`` entry is on disk; after it, its outcome.
+Ctrl-C or SIGTERM marks the running trial ``interrupted``, keeps the file and
+raises `Interrupted` naming the command that continues it; ``reopen`` finishes
+such a report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from harness import __version__, command_argv
+from harness.execution import stop
+from harness.execution.backend import Backend, choose_backend, trial_seed
+from harness.execution.environment import collect_environment, fingerprint_differences
+from harness.execution.recovery import Recovery, check_recovery, recovery_fix
+from harness.execution.session import run_trial
+from harness.formats.xclbin import read_xclbin
+from harness.formats.xclbin_view import identity
+from harness.logs.driver_lines import trial_entry
+from harness.logs.kernel_log import PERMISSION_FIX, KernelLogReader, Reading, Unreadable
+from harness.model.errors import (
+    BadInput,
+    EnvironmentNotReady,
+    ExitCode,
+    Interrupted,
+    ReportError,
+    Terminated,
+    XclbinError,
+)
+from harness.model.plan import Plan
+from harness.model.results import (
+    ELF_FLOW,
+    FULL_ELF,
+    CommandSpec,
+    TrialResult,
+    TrialSpec,
+    TrialStatus,
+)
+from harness.probe.holders import device_users, own_family
+from harness.probe.kernel_log import kernel_log_reader
+from harness.probe.sources import Sources
+from harness.probe.xrt_loader import own_libraries
+from harness.report.journal import SIMULATED_SYNC_S, ReportFile
+from harness.report.model import PlanRecord, Report, utc_now
+from harness.report.verdict import judge
+from harness.sources.capture import frame_case
+from harness.sources.case import Case
+from harness.sources.depth_control import control_for
+from harness.sources.load import load_case
+from harness.sources.packs import ResolvedPack, resolve_pack
+from harness.sources.programs import Programs, check_programs, program_identity, programs_for
+
+# progress(text, done): a trial starting (done=False) or finished (done=True)
+Progress = Callable[[str, bool], None]
+STARTUP_S = 15.0          # a worker's own start-up (python, numpy, pyxrt) within a deadline
+
+
+def continue_command(report: Report, path: Path) -> str:
+    """How to go on with a stopped run, by the command that wrote its report."""
+    if report.command == "bisect":
+        return f"runlist-harness bisect --replay {path}"
+    if report.command == "sweep":
+        return f"runlist-harness sweep --replay {path}"
+    return f"runlist-harness run --resume {path}"
+
+
+@dataclass
+class RunOptions:
+    trials: int
+    isolate: bool = True
+    deadline_s: float | None = None
+    continue_after_failure: bool = False
+    seed: int = 0
+    flow: str | None = None          # --flow: overrides the case's
+
+
+def check_pack(case: Case, pack: ResolvedPack, programs: Programs | None = None) -> list[str]:
+    """What real XRT would refuse, refused before any trial starts; what it would take but
+    a user probably did not mean, returned as warnings."""
+    warnings = []
+    if programs is not None:
+        check_programs(case, programs)
+    for role, path in pack.files.items():
+        try:
+            meta = read_xclbin(path)
+        except XclbinError as err:
+            raise BadInput(f"{role} xclbin: {err}") from None
+        if role != case.runlist_context or (programs and role in programs.files):
+            continue
+        for i, cmd in enumerate(case.per_layer):
+            try:
+                kernel = meta.kernel(cmd.kernel)
+            except XclbinError as err:
+                raise BadInput(f"{case.file}: decode.per_layer[{i}]: {err}") from None
+            if cmd.args is not None:
+                past = [a[0] for a in cmd.args if a[0] >= len(kernel.args)]
+                if past:
+                    raise BadInput(f"{case.file}: a run sets argument {past[0]} of "
+                                   f"{kernel.name}, which takes {len(kernel.args)} in {path} "
+                                   "(run.set_arg past the kernel's arguments raises "
+                                   "IndexError)")
+                continue
+            data_args = len(kernel.args) - 3
+            if data_args < 0:
+                raise BadInput(f"kernel {kernel.name} in {path} has {len(kernel.args)} "
+                               "arguments; an NPU kernel needs opcode, instr and ninstr first")
+            if len(cmd.buffers) > data_args:
+                raise BadInput(f"{case.file}: decode.per_layer[{i}].buffers: {len(cmd.buffers)} "
+                               f"buffers, but {kernel.name} in {path} takes {data_args} "
+                               "(run.set_arg past the kernel's arguments raises IndexError)")
+            if len(cmd.buffers) < data_args:
+                warnings.append(f"{case.file}: decode.per_layer[{i}] gives {len(cmd.buffers)} "
+                                f"buffers, {kernel.name} takes {data_args}: arguments "
+                                f"{3 + len(cmd.buffers)}..{2 + data_args} stay 0")
+    return warnings
+
+
+def profile_warnings(case: Case, backend: Backend) -> list[str]:
+    """Hypotheses aimed at nothing this case runs (e.g. slow:nosuchkernel:1000)."""
+    if backend.hardware or backend.profile is None:
+        return []
+    names = {c.kernel for c in case.per_layer} | {Path(f).stem for f in case.xclbins.values()}
+    names |= {f"{Path(f).stem}/{c.kernel}" for f in case.xclbins.values() for c in case.per_layer}
+    return [f"profile token slow:{target}:... names no kernel or xclbin of {case.name} "
+            f"({', '.join(sorted(names))}); it changes nothing"
+            for target, _ in backend.profile.slow if target not in names]
+
+
+def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
+    """Worst case for one trial: start-up, plus each runlist hanging until the driver's
+    timeout fires, plus the time its commands take, with margin."""
+    latency_s = max((c.latency_us or 50.0) for c in case.per_layer) / 1e6
+    per_chunk = [backend.driver_timeout_s() * 1.5 + 2.0 + n * case.runs_per_layer * latency_s
+                 for n in plan.chunks]
+    return round(STARTUP_S + sum(per_chunk), 1)
+
+
+def flow_of(case: Case, options: RunOptions) -> str:
+    """The flow a run submits in: --flow, else the case's; a runlist context made from full
+    ELFs runs only in the full-elf flow."""
+    flow = options.flow or case.flow
+    if case.runlist_context in case.programs and flow != FULL_ELF:
+        raise BadInput(f"--flow {flow}: the runlist context {case.runlist_context!r} of "
+                       f"{case.name} is made from full ELFs; only --flow full-elf runs it")
+    return flow
+
+
+def case_programs(case: Case, pack: ResolvedPack, options: RunOptions, *,
+                  simulated: bool = True) -> Programs:
+    """The full-ELF contexts of `case` in the run's flow (a stand-in only when simulated)."""
+    columns = 4
+    xclbin = pack.files.get(case.runlist_context)
+    if xclbin is not None:
+        part = read_xclbin(xclbin).partition
+        columns = part.column_width if part else columns
+    return programs_for(case, flow_of(case, options), columns, simulated=simulated)
+
+
+def trial_spec(case: Case, pack: ResolvedPack, plan_name: str, chunks: list[int], index: int,
+               options: RunOptions, programs: Programs | None = None) -> TrialSpec:
+    flow = flow_of(case, options)
+    programs = programs or case_programs(case, pack, options)
+    full = case.runlist_context in programs.files
+
+    def command_flow(c: Any) -> str:
+        return FULL_ELF if full else ELF_FLOW if c.elf else flow
+    return TrialSpec(
+        plan=plan_name, chunks=list(chunks), trial=index,
+        seed=trial_seed(options.seed, plan_name, index),
+        xclbins={role: str(path) for role, path in pack.files.items()},
+        runlist_context=case.runlist_context,
+        per_layer=[CommandSpec(programs.kernels[i] or c.kernel, c.instructions,
+                               list(c.buffers), c.opcode, command_flow(c), c.elf,
+                               [list(a) for a in c.args] if c.args is not None else None)
+                   for i, c in enumerate(case.per_layer)],
+        continue_after_failure=options.continue_after_failure,
+        buffers=dict(case.buffers),
+        order=list(case.order) if case.order is not None else None,
+        programs=programs.files)
+
+
+def case_latencies(case: Case) -> dict[str, float]:
+    return {f"{case.runlist_context}/{c.kernel}": c.latency_us
+            for c in case.per_layer if c.latency_us is not None}
+
+
+class Runner:
+    def __init__(self, case: Case, backend: Backend, pack: ResolvedPack, handle: ReportFile,
+                 options: RunOptions, progress: Progress | None = None) -> None:
+        self.case = case
+        self.backend = backend
+        self.pack = pack
+        self.handle = handle
+        self.options = options
+        self.progress = progress or (lambda text, done: None)
+        self.warnings: list[str] = []
+        self.control: tuple[Case, ResolvedPack] | None = None   # what control plans run
+        backend.latencies = case_latencies(case)
+        if not backend.hardware:         # nothing simulated can hang the machine
+            handle.sync_every_s = SIMULATED_SYNC_S
+        if options.isolate:      # isolation (and psutil) load only when trials isolate
+            from harness.execution.isolation import prepare
+            prepare(backend.as_report())
+        handle.resume_command = continue_command(handle.report, handle.path)
+        # The hardware path reads the kernel log around each trial; the simulated stack
+        # hands its own log back with each trial (Backend.simulated_kernel_log).
+        self.kernel_log: KernelLogReader | Unreadable | None = \
+            kernel_log_reader(Sources.live()) if backend.hardware else None
+
+    @property
+    def report(self) -> Report:
+        return self.handle.report
+
+    def spec(self, plan: PlanRecord, index: int) -> TrialSpec:
+        case, pack, options = self._workload(plan)
+        programs = case_programs(case, pack, options, simulated=not self.backend.hardware)
+        return trial_spec(case, pack, plan.name, plan.chunks, index, options, programs)
+
+    def _workload(self, plan: PlanRecord) -> tuple[Case, ResolvedPack, RunOptions]:
+        if plan.control and self.control is not None:
+            case, pack = self.control
+            return case, pack, replace(self.options, flow=None)    # the control's own flow
+        if plan.frame and plan.frame != self.case.frame:
+            return frame_case(self.case, plan.frame), self.pack, self.options
+        return self.case, self.pack, self.options
+
+    def add_control(self) -> str | None:
+        """Add the depth-only control plan (`harness.sources.depth_control`); None if it was added,
+        else why not (its validate.xclbin is not on this machine)."""
+        case, plan, what = control_for(self.case)
+        try:
+            pack = resolve_pack(case, simulated=not self.backend.hardware)
+        except EnvironmentNotReady as err:
+            return f"the depth-only control was not run: {err}"
+        self.control = (case, pack)
+        self.backend.latencies.update(case_latencies(case))
+        self.handle.add_plan(PlanRecord(plan.name, plan.spec, list(plan.chunks),
+                                        control=what))
+        self.report.artifacts["control"] = {
+            "case": case.name, "runs": case.layers,
+            "pack": {"name": pack.name, "source": pack.source, "stand_ins": pack.stand_ins},
+            "xclbins": [identity(read_xclbin(path), role) for role, path in pack.files.items()]}
+        self.handle.rewrite()
+        return None
+
+    def run(self) -> Report:
+        total = sum(max(0, self.options.trials - len(p.finished())) for p in self.report.plans)
+        done = 0
+        for plan in self.report.plans:
+            while len(plan.finished()) < self.options.trials:
+                done += 1
+                self.trial(plan, done, total)
+        self.report.verdict = judge(self.report.plans, self.report.backend).to_dict()
+        self.handle.finish()
+        return self.report
+
+    def trial(self, plan: PlanRecord, number: int, total: int) -> TrialResult:
+        index = len(plan.trials)
+        counter = f"[{number}/{total}]" if total else f"[{number}]"
+        placeholder: TrialResult | None = None
+        # Everything from the in-flight entry to the recorded outcome sits inside the
+        # try: a stop anywhere in between marks the trial interrupted and names how to go on.
+        try:
+            spec = self.spec(plan, index)
+            placeholder = TrialResult(index, TrialStatus.IN_FLIGHT, seed=spec.seed,
+                                      started=utc_now())
+            plan.trials.append(placeholder)
+            self.handle.record_trial(plan.name, placeholder)
+            self.progress(f"{counter} {plan.label}: trial {index + 1} running", False)
+            self._mark_kernel_log()
+            stop.raise_if_requested()
+            if self.options.isolate:
+                case = self._workload(plan)[0]
+                deadline = self.options.deadline_s or case.deadline_s or \
+                    derive_deadline(case, Plan(plan.name, plan.spec, tuple(plan.chunks)),
+                                    self.backend)
+                from harness.execution.isolation import run_isolated
+                result = run_isolated(spec, self.backend.as_report(), deadline,
+                                      self.backend.latencies)
+                result.deadline_s = deadline
+            else:
+                result = run_trial(spec, self.backend)
+                if self.backend.hardware:
+                    result.worker = {"pid": os.getpid(), "in_process": True,
+                                     "xrt_libraries": own_libraries()}
+            stop.raise_if_requested()      # a stop swallowed during the trial stops here
+            result.started = placeholder.started
+            recovery = self._after_hardware_trial(result) if self.backend.hardware else None
+            plan.trials[index] = result
+            self.handle.record_trial(plan.name, result)
+        except (KeyboardInterrupt, Terminated) as signalled:
+            how, code = (("Ctrl-C", ExitCode.INTERRUPTED)
+                         if isinstance(signalled, KeyboardInterrupt)
+                         else ("SIGTERM", ExitCode.TERMINATED))
+            if placeholder is not None and plan.trials[index] is placeholder:
+                placeholder.status = TrialStatus.INTERRUPTED
+                placeholder.error = f"interrupted by {how}"
+                self.handle.record_trial(plan.name, placeholder)
+            self.handle.close()
+            raise Interrupted(f"stopped by {how}; everything so far is in {self.handle.path}; "
+                              f"continue with `{continue_command(self.report, self.handle.path)}`",
+                              code) from None
+        self.progress(f"{counter} {plan.label}: trial {index + 1} {result.state}"
+                      + _timing(result), True)
+        if recovery is not None and not recovery.recovered:
+            self.handle.note(f"the NPU did not answer after {plan.label} trial {index + 1}; "
+                             "the run stopped there")
+            self.handle.close()
+            raise EnvironmentNotReady(
+                f"the NPU did not answer after {plan.label} trial {index + 1} failed "
+                f"({recovery.attempts} attempts over {recovery.waited_s:g} s: "
+                f"{recovery.last_error}); {recovery.fix}. Everything so far is in "
+                f"{self.handle.path}; continue with "
+                f"`{continue_command(self.report, self.handle.path)}`")
+        return result
+
+    def _mark_kernel_log(self) -> None:
+        if self.kernel_log is None or isinstance(self.kernel_log, Unreadable):
+            return
+        try:
+            self.kernel_log.mark()
+        except OSError as err:
+            self.kernel_log = Unreadable(self.kernel_log.source, f"marking failed: "
+                                         f"{err.strerror}", PERMISSION_FIX)
+
+    def _after_hardware_trial(self, result: TrialResult) -> Recovery | None:
+        """What a maintainer asks for after a failure on hardware: who else held the
+        device, whether it answers again, and the kernel log of the trial (read last,
+        so it includes what the recovery check made the driver print)."""
+        failed = result.status in (TrialStatus.FAILED, TrialStatus.DEADLINE,
+                                   TrialStatus.CRASHED)
+        recovery = None
+        if failed:
+            result.device_users = device_users(Sources.live(), own_family())
+            recovery = self._check_recovery()
+            result.recovery = recovery.to_json()
+        reader = self.kernel_log
+        if reader is not None:
+            if not isinstance(reader, Unreadable):
+                try:
+                    reading: Reading | Unreadable = reader.read()
+                except OSError as err:
+                    reading = Unreadable(reader.source, f"reading failed: {err.strerror}",
+                                         PERMISSION_FIX)
+            else:
+                reading = reader
+            flavour = (self.report.environment.get("driver") or {}).get("flavour")
+            result.kernel_log = trial_entry(reading, flavour, failed)
+            if result.kernel_log is not None and recovery is not None:
+                result.kernel_log["includes"] = "the trial and the recovery check after it"
+        return recovery
+
+    def _check_recovery(self) -> Recovery:
+        spec, what = self._recovery_spec()
+        deadline = derive_deadline(self.case, Plan("recovery", "1", (1,)), self.backend)
+
+        def attempt() -> str | None:
+            if self.options.isolate:
+                from harness.execution.isolation import run_isolated
+                answer = run_isolated(spec, self.backend.as_report(), deadline,
+                                      self.backend.latencies)
+            else:
+                answer = run_trial(spec, self.backend)
+            if answer.status is TrialStatus.COMPLETED:
+                return None
+            return answer.error or answer.state
+        environment = self.report.environment
+        bdf = (environment.get("npu") or {}).get("bdf")
+        module = (environment.get("driver") or {}).get("module")
+        return check_recovery(attempt, what, recovery_fix(module, bdf))
+
+    def _recovery_spec(self) -> tuple[TrialSpec, str]:
+        """One NOP run on a fresh context (XRT's validate.xclbin and nop.elf, as xrt-smi
+        validate runs them); where this machine lacks them, one layer of the case."""
+        control = replace(control_for(self.case)[0], layers=1)
+        options = replace(self.options, flow=None)
+        try:
+            pack = resolve_pack(control, simulated=False)
+            spec = trial_spec(control, pack, "recovery", [1], 0, options)
+            return spec, "one NOP run (nop.elf on XRT's validate.xclbin) on a fresh context"
+        except (EnvironmentNotReady, BadInput):
+            programs = case_programs(self.case, self.pack, self.options, simulated=False)
+            spec = trial_spec(self.case, self.pack, "recovery", [1], 0, self.options,
+                              programs)
+            return spec, ("one layer of the case on a fresh context (XRT's validate.xclbin "
+                          "for a NOP run is not on this machine)")
+
+
+def _timing(result: TrialResult) -> str:
+    device = sum(r.device_ms or 0.0 for r in result.runlists)
+    if any(r.device_ms is not None for r in result.runlists):
+        return f" ({device:.1f} ms simulated device time)"
+    return f" ({(result.wall_ms or 0.0) / 1000:.1f} s)" if result.wall_ms else ""
+
+
+def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Plan],
+               options: RunOptions, command: str, environment: dict[str, Any],
+               programs: Programs | None = None) -> Report:
+    backend_info = backend.as_report()
+    backend_info["isolation"] = options.isolate
+    return Report(
+        command=command,
+        harness={"version": __version__, "python": platform.python_version(),
+                 "argv": command_argv()},
+        backend=backend_info,
+        case={"name": case.name, "file": str(Path(case.file).resolve()),
+              "sha256": case.sha256, "source": case.source, "layers": case.layers,
+              "runlist_context": case.runlist_context, "runs_per_layer": case.runs_per_layer,
+              "kind": case.kind, "flow": case.flow,
+              **({"reference": case.reference, "recipe_profile": case.recipe_profile}
+                 if case.kind == "recipe" else {}),
+              **({"capture": case.capture, "frame": case.frame} if case.kind == "capture"
+                 else {})},
+        settings={"trials": options.trials, "isolate": options.isolate,
+                  "worker_start": _worker_start() if options.isolate else None,
+                  "deadline_s": options.deadline_s,
+                  "continue_after_failure": options.continue_after_failure,
+                  "seed": options.seed, "flow": flow_of(case, options)},
+        environment=environment,
+        artifacts={"pack": {"name": pack.name, "source": pack.source,
+                            "stand_ins": pack.stand_ins, "searched": pack.searched},
+                   "xclbins": [identity(read_xclbin(path), role)
+                               for role, path in pack.files.items()],
+                   **({"programs": [program_identity(role, path, programs.stand_in)
+                                    for role, paths in programs.files.items()
+                                    for path in paths]} if programs and programs.files
+                      else {})},
+        plans=[PlanRecord(p.name, p.spec, list(p.chunks),
+                          case.expect[p.name].name if p.name in case.expect else None)
+               for p in plans],
+    )
+
+
+RESUMABLE = {"run": ("run", "reproduce"), "bisect": ("bisect",), "sweep": ("sweep",)}
+
+
+def _check_continuable(report: Report, path: str, kind: str) -> None:
+    """Refuse, with the file untouched, a report this command cannot continue."""
+    if report.command not in RESUMABLE[kind]:
+        if report.command in ("bisect", "sweep"):
+            raise ReportError(f"{path} is a {report.command} report: continue it with "
+                              f"`runlist-harness {report.command} --replay {path}`")
+        if report.command in RESUMABLE["run"]:
+            raise ReportError(f"{path} is a {report.command} report: continue it with "
+                              f"`runlist-harness run --resume {path}`")
+        raise ReportError(f"{path} is a {report.command} report; it has no trials to continue")
+    if report.finished:
+        raise ReportError(f"{path} already finished (at {report.finished}); start a new run "
+                          "to add trials")
+    if kind == "run" and not report.plans:
+        raise ReportError(f"{path} has no plans to run")
+
+
+def reopen(path: str, progress: Progress | None = None, *, kind: str = "run",
+           allow_different_machine: bool = False) -> tuple[Runner, Report]:
+    """Reopen a stopped report to add trials to it: it must be one this command continues,
+    unfinished; the case and every xclbin must be unchanged; on the hardware path so must
+    the machine's kernel, driver, firmware and XRT (unless allowed, and then the report
+    notes it). Trials it shows in flight become interrupted."""
+    handle = ReportFile.reopen(path)
+    try:
+        runner = _reopened(handle, path, progress, kind, allow_different_machine)
+    except BaseException:
+        handle.close()
+        raise
+    return runner, runner.report
+
+
+def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: str,
+              allow_different_machine: bool) -> Runner:
+    report = handle.report
+    _check_continuable(report, path, kind)
+    from harness.report.check import validate_file
+    problems = validate_file(str(handle.path)).problems
+    if problems:
+        # what `report validate` rejects is never continued: it would build on a broken file
+        more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+        raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:2])}{more}; "
+                          "`runlist-harness report validate` lists every problem")
+    case = load_case(report.case.get("reference") or report.case["file"],
+                     report.case.get("recipe_profile"))
+    if report.case.get("frame"):
+        case = frame_case(case, report.case["frame"])
+    if case.sha256 != report.case.get("sha256"):
+        raise ReportError(f"{report.case['file']} changed since {path} was written "
+                          "(sha256 differs); start a new run instead of resuming")
+    backend = choose_backend(report.backend["kind"], report.backend.get("profile"))
+    backend.adopt_environment(report.environment)
+    if backend.hardware:
+        differences = fingerprint_differences(report.environment, collect_environment(backend))
+        if differences and not allow_different_machine:
+            raise ReportError(f"this machine is not the one that wrote {path}: "
+                              + "; ".join(differences) + ". Start a new run, or pass "
+                              "--allow-different-machine to add trials to it anyway")
+        if differences:
+            report.sections.setdefault("resumed_elsewhere", []).append(
+                {"at": utc_now(), "differences": differences})
+    files = _unchanged(report.artifacts.get("xclbins", []), path)
+    pack_info = report.artifacts.get("pack", {})
+    pack = ResolvedPack(pack_info.get("name", case.pack), files, pack_info.get("source", ""),
+                        pack_info.get("searched", []), pack_info.get("stand_ins", False))
+    settings = report.settings
+    options = RunOptions(trials=int(settings["trials"]), isolate=bool(settings["isolate"]),
+                         deadline_s=settings.get("deadline_s"),
+                         continue_after_failure=bool(settings["continue_after_failure"]),
+                         seed=int(settings.get("seed", 0)), flow=settings.get("flow"))
+    runner = Runner(case, backend, pack, handle, options, progress)
+    control = report.artifacts.get("control")
+    if control:
+        control_case = control_for(case)[0]
+        control_info = control.get("pack", {})
+        runner.control = (control_case, ResolvedPack(
+            control_info.get("name", control_case.pack),
+            _unchanged(control.get("xclbins", []), path), control_info.get("source", ""),
+            [], control_info.get("stand_ins", False)))
+        backend.latencies.update(case_latencies(control_case))
+    report.finished = None
+    handle.take_over()
+    for plan in report.plans:
+        for trial in plan.trials:
+            if trial.status is TrialStatus.IN_FLIGHT:
+                trial.status = TrialStatus.INTERRUPTED
+                trial.error = ("the harness stopped while this trial ran (found when the report "
+                               "was reopened)")
+                handle.record_trial(plan.name, trial)
+    return runner
+
+
+def _unchanged(entries: list[dict[str, Any]], report_path: str) -> dict[str, Path]:
+    """The files a report's xclbin entries name, by role, refused if any changed."""
+    files = {}
+    for entry in entries:
+        current = Path(entry["path"])
+        if not current.is_file() or \
+                hashlib.sha256(current.read_bytes()).hexdigest() != entry["sha256"]:
+            raise ReportError(f"{current} is missing or changed since {report_path} was "
+                              "written; start a new run instead of resuming")
+        files[entry["role"]] = current
+    return files
+
+
+def _worker_start() -> str:
+    from harness.execution.isolation import worker_start
+    return worker_start()
+
+
+def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
+             backend: Backend, xclbins_dir: str | None, out: str | None, force: bool,
+             command: str, progress: Progress | None = None,
+             xrt_smi_validate: bool = False) -> Runner:
+    """Probe the machine, find the pack, write the report's first version: a run ready to go.
+    `plans` None means the case's own plans; an empty list, plans added as a search goes."""
+    if backend.hardware and case.absent:
+        raise EnvironmentNotReady(f"{case.file} names {', '.join(case.absent)}, which is not "
+                                  "there; the hardware path runs only real artefacts")
+    environment = collect_environment(backend, xrt_smi_validate=xrt_smi_validate)
+    backend.adopt_environment(environment)
+    pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=not backend.hardware)
+    programs = case_programs(case, pack, options, simulated=not backend.hardware)
+    warnings = list(case.notes) + [f"{path} is absent: a stand-in takes its place"
+                                   for path in case.absent]
+    if programs.stand_in:
+        warnings.append(f"no full ELF for context {case.runlist_context!r}: a stand-in built "
+                        "from the case's commands takes its place (simulated stack only)")
+    warnings += check_pack(case, pack, programs) + profile_warnings(case, backend)
+    report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
+                        options, command, environment, programs)
+    handle = ReportFile.create(report, out=out, name=case.name, force=force)
+    for warning in warnings:
+        handle.note(f"warning: {warning}")
+    runner = Runner(case, backend, pack, handle, options, progress)
+    runner.warnings = warnings
+    return runner

@@ -1,0 +1,321 @@
+"""One trial of a plan, driven through the pyxrt API (real or simulated, same code).
+
+Per trial, as FastFlowLM does: open the device, register every xclbin of the
+case and create one hw_context per xclbin (all contexts live), create the
+kernels, allocate the instruction buffer (cacheable, `group_id(1)`) and the
+data buffers (host_only, `group_id(3..)`), write the instruction stream
+(the one-NOOP TXN sized to the partition, or the case's insts.bin; ninstr in
+32-bit words), then for each chunk of the plan build a runlist in the runlist
+context, execute it, wait, and classify what the stack answered.
+
+Everything is created afresh per trial and dropped at its end, so a context
+a hang poisoned is not reused; and every runlist gets run objects of its own, since
+after a failure the driver may have written over a run's payload (0xFF, health data)
+and XRT never re-encodes a payload (STACK.md 4).
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.execution.backend import Backend
+from harness.formats.elf_writer import control_code_file
+from harness.formats.txn import DEV_GEN_AIE2P, DEV_GEN_NPU1, nop_stream, word_count
+from harness.formats.xclbin import read_xclbin_cached
+from harness.model.ert import (
+    NO_STATE_IN_MESSAGE,
+    STATE_IN_MESSAGE,
+    CmdState,
+    LocatedFailure,
+    locate_failure,
+    parse_xrt_error,
+    state_from_pyxrt,
+)
+from harness.model.results import (
+    ELF_FLOW,
+    FULL_ELF,
+    CommandSpec,
+    RunlistOutcome,
+    TrialResult,
+    TrialSpec,
+    TrialStatus,
+    chain_split,
+)
+
+NOP = "nop"
+COMPLETED_CODE = int(CmdState.COMPLETED)
+
+
+def _dev_gen(xrt: Any, dev: Any) -> int:
+    # npu1 (Phoenix) is AIE2 (3); every XDNA 2 part is AIE2P (4).
+    try:
+        name = str(dev.get_info(xrt.xrt_info_device.name)).lower()
+    except Exception:
+        return DEV_GEN_AIE2P
+    return DEV_GEN_NPU1 if "npu1" in name or "phoenix" in name else DEV_GEN_AIE2P
+
+
+class _Loaded:
+    """The device, contexts, kernels and buffers of one trial."""
+
+    def __init__(self, xrt: Any, spec: TrialSpec) -> None:
+        self.xrt = xrt
+        self.spec = spec
+        self.dev = xrt.device(0)
+        self.contexts: dict[str, Any] = {}
+        columns = 0
+        for role, path in spec.xclbins.items():
+            if role in spec.programs:
+                continue
+            # register_xclbin returns the uuid in every release (pyxrt.cpp)
+            self.contexts[role] = xrt.hw_context(self.dev,
+                                                 self.dev.register_xclbin(xrt.xclbin(path)))
+            if role == spec.runlist_context:
+                part = read_xclbin_cached(path).partition
+                columns = part.column_width if part else 4
+        for role, paths in spec.programs.items():
+            # a context made from full ELFs: the first makes it, add_config adds the rest
+            elfs = [xrt.elf(path) for path in paths]
+            ctx = self.contexts[role] = xrt.hw_context(self.dev, elfs[0])
+            for more in elfs[1:]:
+                ctx.add_config(more)
+            if role == spec.runlist_context:
+                columns = xrt.program(elfs[0]).get_partition_size()
+        self.ctx = self.contexts[spec.runlist_context]
+        self.columns, self.dev_gen = columns, _dev_gen(xrt, self.dev)
+        self._kernels: dict[tuple[str, str, str | None], Any] = {}
+        self._modules: dict[str, Any] = {}
+        self.named: dict[str, Any] = {}          # the recipe's or capture's buffers
+        # (kernel, [(argument index, value), ...]) for each command
+        self.commands: list[tuple[Any, list[tuple[int, Any]]]] = [
+            self._command(cmd) for cmd in spec.per_layer]
+        shapes = tuple(tuple(index for index, _ in args) for _, args in self.commands)
+        self._builders = [_runlist_builder((shape,)) for shape in shapes]
+        self._build = _runlist_builder(shapes)
+        self._build_args = [item for k, args in self.commands
+                            for item in (k, *(value for _, value in args))]
+
+    def _kernel(self, cmd: CommandSpec) -> Any:
+        xrt = self.xrt
+        if cmd.flow == ELF_FLOW:
+            return self._elf_kernel(cmd)
+        key = (cmd.kernel, cmd.flow, None)
+        if key not in self._kernels:
+            # a full ELF's kernel is opened by name from the context's ELFs
+            make = xrt.ext.kernel if cmd.flow == FULL_ELF else xrt.kernel
+            self._kernels[key] = make(self.ctx, cmd.kernel)
+        return self._kernels[key]
+
+    def _command(self, cmd: CommandSpec) -> tuple[Any, list[tuple[int, Any]]]:
+        xrt = self.xrt
+        k = self._kernel(cmd)
+        if cmd.args is not None:
+            return k, [(index, self._named(name_or_value, k, index) if kind == "bo"
+                        else name_or_value) for index, kind, name_or_value in cmd.args]
+        if cmd.flow == FULL_ELF:
+            # the full ELF's ABI: the buffers are the arguments, from 0
+            return k, list(enumerate(self._buffer(size, xrt.bo.host_only, 0, None)
+                                     for size in cmd.buffers))
+        data = [self._buffer(size, xrt.bo.host_only, k.group_id(3 + i), None)
+                for i, size in enumerate(cmd.buffers)]
+        if cmd.flow == ELF_FLOW:
+            # FastFlowLM's call: the control code comes from the module, not arguments
+            return k, list(enumerate([cmd.opcode, 0, 0, *data]))
+        stream = self._stream(cmd.instructions)
+        instr = self._buffer(len(stream), xrt.bo.cacheable, k.group_id(1), stream)
+        return k, list(enumerate([cmd.opcode, instr, word_count(stream), *data]))
+
+    def _stream(self, instructions: str) -> bytes:
+        return (nop_stream(self.columns, self.dev_gen) if instructions == NOP
+                else Path(instructions).read_bytes())
+
+    def _elf_kernel(self, cmd: CommandSpec) -> Any:
+        path = cmd.elf or str(control_code_file(self._stream(cmd.instructions)))
+        key: tuple[str, str, str | None] = (cmd.kernel, ELF_FLOW, path)
+        if key not in self._kernels:
+            module = self._modules.get(path)
+            if module is None:
+                module = self._modules[path] = self.xrt.module(self.xrt.elf(path))
+            self._kernels[key] = self.xrt.ext.kernel(self.ctx, module, cmd.kernel)
+        return self._kernels[key]
+
+    def _named(self, name: str, k: Any, index: int) -> Any:
+        """A recipe's or capture's buffer, made on first use: with the flags and memory
+        group a capture recorded for it (an instruction buffer of the TXN flow, as XRT's
+        replay allocates it), else host-only in the memory group of the argument that
+        first takes it, as XRT's runner does."""
+        if name not in self.named:
+            buffer = self.spec.buffers[name]
+            content = Path(buffer.data).read_bytes() if buffer.data else None
+            xrt = self.xrt
+            if buffer.memgrp and buffer.flags is not None \
+                    and buffer.flags != int(xrt.bo.host_only):
+                flags, group = xrt.bo.flags(buffer.flags), buffer.memgrp
+            else:
+                flags, group = xrt.bo.host_only, self._group(k, index)
+            self.named[name] = self._buffer(buffer.size, flags, group, content)
+        return self.named[name]
+
+    @staticmethod
+    def _group(k: Any, index: int) -> int:
+        try:
+            return k.group_id(index)
+        except RuntimeError:              # a full ELF's kernel has no xclbin connectivity
+            return 0
+
+    def _buffer(self, size: int, flags: Any, group: int, content: bytes | None) -> Any:
+        bo = self.xrt.bo(self.dev, size, flags, group)
+        if content is not None:
+            bo.write(content, 0)        # the binding takes any buffer (py::buffer)
+        bo.sync(self.xrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+        return bo
+
+    def build_runlist(self, start: int, units: int) -> tuple[Any, list[Any]]:
+        """The runlist of `units` layers (or runs, for a given order) from `start` on."""
+        rl = self.xrt.runlist(self.ctx)
+        runs: list[Any] = []
+        order = self.spec.order
+        if order is None:
+            self._build(self.xrt.run, rl.add, runs.append, units, *self._build_args)
+            return rl, runs
+        for position in order[start:start + units]:
+            k, args = self.commands[position]
+            self._builders[position](self.xrt.run, rl.add, runs.append, 1, k,
+                                     *(value for _, value in args))
+        return rl, runs
+
+
+@functools.lru_cache(maxsize=64)
+def _runlist_builder(shapes: tuple[tuple[int, ...], ...]) -> Callable[..., None]:
+    """The loop a person writes by hand to fill a runlist, for commands whose arguments
+    are set at these indices: `r = run(k0); r.set_arg(0, a0_0); ...; add(r)` per command,
+    per layer. A generic loop over (index, value) pairs costs the harness ~15% over a
+    hand-written host program on the simulated stack (benchmarks/harness_overhead.py);
+    this one makes the same calls in the same order as the generic loop would."""
+    params, body = [], []
+    for c, indices in enumerate(shapes):
+        params += [f"k{c}", *(f"a{c}_{i}" for i in range(len(indices)))]
+        body += [f"        r = make_run(k{c})",
+                 *(f"        r.set_arg({index}, a{c}_{i})" for i, index in enumerate(indices)),
+                 "        add(r)", "        keep(r)"]
+    source = (f"def build(make_run, add, keep, layers, {', '.join(params)}):\n"
+              "    for _ in range(layers):\n" + "\n".join(body) + "\n")
+    namespace: dict[str, Any] = {}
+    exec(compile(source, f"<runlist builder for {shapes}>", "exec"), namespace)
+    return namespace["build"]
+
+
+def run_chunk(loaded: _Loaded, backend: Backend, index: int, layers: int,
+              start: int = 0) -> RunlistOutcome:
+    rl, runs = loaded.build_runlist(start, layers)
+    outcome = RunlistOutcome(index, len(runs), chain_split(len(runs), backend.submit_size))
+    device_clock = backend.device_clock()
+    device_before = device_clock() if device_clock else 0.0
+    started = time.perf_counter()
+    errors = []
+    try:
+        rl.execute()
+    except RuntimeError as err:
+        # XRT: a failed submit still leaves the list running; it must be waited on.
+        errors.append(f"execute: {err}")
+    try:
+        rl.wait()
+    except RuntimeError as err:
+        errors.append(str(err))
+    message = "\n".join(errors) or None
+    outcome.wall_ms = round((time.perf_counter() - started) * 1000.0, 3)
+    if device_clock:
+        outcome.device_ms = round((device_clock() - device_before) / 1000.0, 3)
+    if message is None:
+        outcome.state, outcome.state_code = "COMPLETED", COMPLETED_CODE
+        return outcome
+    _classify_failure(outcome, message, runs, backend.submit_size)
+    return outcome
+
+
+def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
+                      submit_size: int) -> None:
+    failure = parse_xrt_error(message)
+    outcome.message = message
+    outcome.health = failure.health or None
+    # runlist.wait() blocks until the device answers, so a state in its error is the
+    # device's (a host-side expiry would have returned, not raised).
+    outcome.source = "device"
+    outcome.message_form = STATE_IN_MESSAGE if failure.state is not None else \
+        NO_STATE_IN_MESSAGE
+    if message.startswith("execute: "):
+        # The runs were never sent: their NEW says nothing about a chain.
+        outcome.state = failure.state.name if failure.state else "submit-failed"
+        outcome.state_code = int(failure.state) if failure.state else None
+        outcome.located_by = "not located: the submit failed"
+        return
+    states = []
+    for r in runs:
+        try:
+            states.append(state_from_pyxrt(r.state()))
+        except Exception as err:  # a binding that cannot report member states
+            outcome.located_by = f"not located: run.state() failed ({type(err).__name__})"
+            states = None
+            break
+    located = (locate_failure(states, failure.state, submit_size) if states is not None
+               else LocatedFailure(None, failure.state, outcome.located_by or ""))
+    outcome.located_by = located.how
+    if located.index is not None:
+        outcome.failing_run = located.index
+        outcome.failing_chain = located.index // submit_size
+    if located.state is None:
+        outcome.state, outcome.state_code = failure.state_text, None
+    else:
+        outcome.state, outcome.state_code = located.state.name, int(located.state.value)
+
+
+def warm(spec: TrialSpec, backend: Backend) -> None:
+    """Load what a trial of `spec` loads (xclbins, ELFs, kernels, buffers) on a throw-away
+    simulated device and run nothing, so a fork server's children start with every cache
+    filled. Never on hardware: the server must not open the device."""
+    if backend.hardware:
+        return
+    backend.prepare_trial(spec.seed)
+    _Loaded(backend.xrt, spec)
+
+
+def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
+    """Run every chunk of one trial; never raises for what the stack does."""
+    result = TrialResult(spec.trial, TrialStatus.COMPLETED, seed=spec.seed)
+    started = time.perf_counter()
+    backend.prepare_trial(spec.seed)
+    loaded = None
+    try:
+        loaded = _Loaded(backend.xrt, spec)
+        failed = False
+        start = 0
+        for index, units in enumerate(spec.chunks):
+            runs = units * spec.runs_per_unit
+            start += units
+            if failed and not spec.continue_after_failure:
+                result.runlists.append(RunlistOutcome(
+                    index, runs, chain_split(runs, backend.submit_size), skipped=True))
+                continue
+            outcome = run_chunk(loaded, backend, index, units, start - units)
+            result.runlists.append(outcome)
+            if outcome.state != "COMPLETED":
+                failed = True
+                result.status = TrialStatus.FAILED
+    except RuntimeError as err:
+        # XRT refused the set-up (e.g. no hardware context): the stack failed, not us.
+        result.status = TrialStatus.FAILED
+        result.error = f"set-up failed: {err}"
+    finally:
+        del loaded
+        if backend.hardware:
+            # Release every context and buffer now, even any held by a reference cycle,
+            # so the next trial does not start beside what a hang may have poisoned.
+            gc.collect()
+    result.wall_ms = round((time.perf_counter() - started) * 1000.0, 3)
+    result.kernel_log = backend.simulated_kernel_log(result.status is not TrialStatus.COMPLETED)
+    return result

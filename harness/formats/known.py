@@ -1,0 +1,69 @@
+"""Recognise xclbins FastFlowLM shipped, by sha256.
+
+The table (`harness/data/known_xclbins.yaml`) holds the facts of every xclbin
+in FastFlowLM's `src/xclbins` at one commit: size, hashes, uuid, and every
+`<pack>/<file>` name it was shipped under (one file can serve many packs).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import PurePath
+
+from harness.formats.yamlio import load_yaml_text
+
+
+@dataclass(frozen=True)
+class KnownXclbin:
+    sha256: str
+    size: int
+    md5: str
+    uuid: str
+    xclbin_version: str
+    kernels: tuple[str, ...]
+    known_as: tuple[str, ...]
+
+    def primary_name(self, path: str | None = None) -> str:
+        """The shipped name that best matches `path` (same pack folder and file name)."""
+        if path:
+            p = PurePath(path)
+            wanted = f"{p.parent.name}/{p.name}"
+            if wanted in self.known_as:
+                return wanted
+            for name in self.known_as:
+                if name.endswith("/" + p.name):
+                    return name
+        return self.known_as[0]
+
+    def describe(self, path: str | None = None) -> str:
+        first = self.primary_name(path)
+        others = len(self.known_as) - 1
+        if others == 0:
+            return first
+        return f"{first} (and {others} other pack{'s' if others > 1 else ''})"
+
+
+@functools.cache
+def _table() -> tuple[str, dict[str, KnownXclbin]]:
+    text = resources.files("harness").joinpath("data/known_xclbins.yaml").read_text("utf-8")
+    raw = load_yaml_text(text)
+    files = {
+        sha: KnownXclbin(sha, int(v["size"]), str(v["md5"]), str(v["uuid"]),
+                         str(v["xclbin_version"]), tuple(v["kernels"]), tuple(v["known_as"]))
+        for sha, v in raw["files"].items()
+    }
+    return str(raw["source"]), files
+
+
+def lookup(sha256: str) -> KnownXclbin | None:
+    return _table()[1].get(sha256.lower())
+
+
+def table_source() -> str:
+    return _table()[0]
+
+
+def known_count() -> int:
+    return len(_table()[1])

@@ -1,0 +1,115 @@
+"""Plans: how a decode of N layers is cut into runlists.
+
+Syntax (DESIGN.md "Cases"):
+
+- ``"42"``: one runlist of 42 layers;
+- ``"21+21"``, ``"14+14+14"``: explicit sizes, in order;
+- ``"even:K"``: K runlists whose sizes differ by at most one, larger first;
+- ``"max:N"``: runlists of N layers, the remainder last.
+
+Sizes must be positive and add up to the layer count.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.model.errors import PlanError
+
+# ASCII digits only: int() also reads "４２" and "٤٢", which would name one plan twice
+_EXPLICIT = re.compile(r"[0-9]+(\s*\+\s*[0-9]+)*", re.ASCII)
+_NAMED = re.compile(r"(even|max)\s*:\s*([0-9]+)", re.ASCII)
+# The deepest plan the harness builds: XRT's own deepest runlist test is 1,000 runs, and
+# every layer is a run object held in memory while the trial runs.
+MAX_LAYERS = 100_000
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    spec: str
+    chunks: tuple[int, ...]
+    frame: str | None = None      # a capture's frame whose runs it cuts (None: the case's)
+
+    @property
+    def depth(self) -> int:
+        return sum(self.chunks)
+
+    @property
+    def label(self) -> str:
+        return plan_label(self.name, self.chunks)
+
+
+def cut_text(chunks: Sequence[int]) -> str:
+    """``21+21``; a long cut in short: ``42 x 1``, ``41 x 24 + 16``, or
+    ``24+23+...+2 (9 runlists)``."""
+    if len(chunks) <= 6:
+        return "+".join(str(c) for c in chunks)
+    if len(set(chunks)) == 1:
+        return f"{len(chunks)} x {chunks[0]}"
+    if len(set(chunks[:-1])) == 1:            # XRT's chains: 41 x 24 + 16
+        return f"{len(chunks) - 1} x {chunks[0]} + {chunks[-1]}"
+    return f"{chunks[0]}+{chunks[1]}+...+{chunks[-1]} ({len(chunks)} runlists)"
+
+
+def plan_label(name: str, chunks: Sequence[int]) -> str:
+    """``monolithic 42`` or ``halves 21+21``: the name and the cut (just the cut when the
+    name is the cut)."""
+    cut = cut_text(chunks)
+    if name in (cut, "+".join(str(c) for c in chunks)):
+        return cut
+    plain = "+".join(str(c) for c in chunks)
+    if name.endswith((" " + cut, " " + plain)):       # a frame's plan: "frame_2 21+21"
+        return name[:name.rindex(" ")] + " " + cut
+    return f"{name} {cut}"
+
+
+def parse_plan(spec: str | int, layers: int) -> tuple[int, ...]:
+    """Return the chunk sizes `spec` describes for `layers` layers, or raise PlanError."""
+    if isinstance(spec, bool) or not isinstance(spec, (str, int)):
+        raise PlanError(f"plan {spec!r} must be a string such as \"21+21\" or a number")
+    if layers < 1:
+        raise PlanError(f"the layer count must be at least 1, not {layers}")
+    if layers > MAX_LAYERS:
+        raise PlanError(f"{layers:,} layers is past the {MAX_LAYERS:,} a plan may have")
+    text = str(spec).strip()
+    if len(text) > 8 * MAX_LAYERS:
+        raise PlanError(f"a plan spec of {len(text):,} characters is longer than any plan of "
+                        f"at most {MAX_LAYERS:,} layers")
+    named = _NAMED.fullmatch(text)
+    if named:
+        kind, n = named.group(1), int(named.group(2))
+        if n < 1:
+            raise PlanError(f"plan {text!r}: {kind}:N needs N >= 1")
+        if kind == "even":
+            if n > layers:
+                raise PlanError(f"plan {text!r} asks for {n} runlists but there are only "
+                                f"{layers} layers")
+            base, extra = divmod(layers, n)
+            return tuple(base + 1 if i < extra else base for i in range(n))
+        full, rest = divmod(layers, n)
+        return (n,) * full + ((rest,) if rest else ())
+    if not _EXPLICIT.fullmatch(text):
+        raise PlanError(f"plan {text!r} does not parse; use \"42\", \"21+21\", \"even:K\" "
+                        "or \"max:N\"")
+    chunks = tuple(int(part) for part in text.split("+"))
+    if any(c < 1 for c in chunks):
+        raise PlanError(f"plan {text!r} has an empty runlist; every size must be >= 1")
+    if sum(chunks) != layers:
+        raise PlanError(f"plan {text!r} covers {sum(chunks)} layers, the case has {layers}")
+    return chunks
+
+
+def make_plan(name: str, spec: str | int, layers: int) -> Plan:
+    return Plan(name, str(spec).strip(), parse_plan(spec, layers))
+
+
+def plan_for_depth(depth: int, chunk: str | int | None = None) -> Plan:
+    """A plan for an arbitrary depth: one runlist, or `chunk` as ``max:N`` style spec."""
+    if chunk is None:
+        return make_plan(str(depth), str(depth), depth)
+    spec = chunk if isinstance(chunk, str) and ":" in chunk else f"max:{chunk}"
+    chunks = parse_plan(spec, depth)
+    return Plan("+".join(map(str, chunks)), spec, chunks)

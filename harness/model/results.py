@@ -1,0 +1,224 @@
+"""What a trial is asked to do and what it answered: the harness's results model.
+
+A `TrialSpec` travels to a worker as JSON; a `TrialResult` comes back with one
+`RunlistOutcome` per runlist. Statuses are a closed set (`TrialStatus`); counts
+of outcomes are told the same way everywhere (`counts_text`). This module
+imports nothing heavy, so reading, validating and rendering reports never loads
+the simulator or numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
+from typing import Any
+
+
+class TrialStatus(str, Enum):
+    """How a trial ended, from the harness's side."""
+
+    COMPLETED = "completed"        # every runlist completed
+    FAILED = "failed"              # the stack answered with a failure
+    DEADLINE = "deadline"          # no answer before the deadline; the worker was killed
+    CRASHED = "crashed"            # the worker died without a result
+    IN_FLIGHT = "in-flight"        # on disk while it runs; left so if the harness dies
+    INTERRUPTED = "interrupted"    # stopped by the user, or found in flight on reopening
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def finished(self) -> bool:
+        """Counted as done: the trial will not be run again."""
+        return self in FINISHED
+
+    @property
+    def answered(self) -> bool:
+        """The stack gave an answer (completed or failed)."""
+        return self in (TrialStatus.COMPLETED, TrialStatus.FAILED)
+
+
+FINISHED = frozenset({TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.DEADLINE,
+                      TrialStatus.CRASHED})
+NO_ANSWER = frozenset(s.value for s in TrialStatus if not s.answered)
+COMPLETED_STATE = "COMPLETED"
+
+
+INSTR_BO, ELF_FLOW, FULL_ELF = "instr-bo", "elf", "full-elf"
+FLOWS = (ELF_FLOW, INSTR_BO, FULL_ELF)
+FLOW_TEXT = {
+    ELF_FLOW: "elf: control-code ELF -> module -> ext.kernel, called (3, 0, 0, bo...) as "
+              "FastFlowLM calls it; XRT sends ERT_START_NPU commands",
+    INSTR_BO: "instr-bo: kernel called (3, instruction bo, ninstr, bo...) as mlir-aie and "
+              "IRON call it; XRT sends ERT_START_CU commands",
+    FULL_ELF: "full-elf: hardware context made from full ELFs (hw_context(device, elf)), "
+              "kernel opened by name (ext.kernel(hwctx, 'main:sequence')), buffers from "
+              "argument 0, as mlir-aie, IRON's FullELFCallable and mlir-air do; XRT sends "
+              "ERT_START_NPU_PREEMPT_ELF commands",
+}
+
+
+def flow_text(flow: str | None) -> str:
+    """How a report's runs got their control code, in words (reports before 0.2 say
+    nothing: they ran the instruction-buffer flow)."""
+    return FLOW_TEXT.get(flow or INSTR_BO, str(flow))
+
+
+@dataclass
+class CommandSpec:
+    """One run: a kernel and its arguments.
+
+    With `args` None (a decode case's command) the arguments are the NPU call:
+    ``instr-bo`` flow (opcode, instruction buffer, ninstr, data buffers...), as mlir-aie
+    and IRON call kernels; ``elf`` flow (opcode, 0, 0, data buffers...) on a kernel built
+    from a control-code ELF (`elf`, or one made from `instructions` as FastFlowLM's
+    aiebu step does), as FastFlowLM calls them; ``full-elf`` flow (data buffers from 0)
+    on a kernel the runlist context's full ELF declares (`kernel` is its name, e.g.
+    ``main:sequence``). With `args` (a recipe's or a capture's
+    run) they are given: ``[argidx, "bo", buffer name]`` or ``[argidx, "int", value]``,
+    buffers named in the trial's `buffers`."""
+
+    kernel: str
+    instructions: str
+    buffers: list[int]
+    opcode: int = 3
+    flow: str = INSTR_BO
+    elf: str | None = None
+    args: list[list[Any]] | None = None
+
+
+@dataclass
+class BufferSpec:
+    """A named buffer of a recipe or capture: its size, the file its content comes from
+    (written and synced to the device before each runlist), if any, and for a capture's
+    instruction buffer the flags and memory group it was allocated with."""
+
+    size: int
+    data: str | None = None
+    flags: int | None = None
+    memgrp: int | None = None
+
+
+@dataclass
+class TrialSpec:
+    """Everything a worker needs to run one trial (sent to it as JSON).
+
+    `order` None: the runlist is `per_layer` repeated, and `chunks` count layers. Set
+    (a recipe or capture): run i of the sequence is `per_layer[order[i]]`, and `chunks`
+    count runs."""
+
+    plan: str
+    chunks: list[int]
+    trial: int
+    seed: int
+    xclbins: dict[str, str]
+    runlist_context: str
+    per_layer: list[CommandSpec]
+    continue_after_failure: bool = False
+    buffers: dict[str, BufferSpec] = field(default_factory=dict)
+    order: list[int] | None = None
+    # contexts made from full ELFs instead of an xclbin: role -> ELF files
+    programs: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def runs_per_unit(self) -> int:
+        return 1 if self.order is not None else len(self.per_layer)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrialSpec:
+        data = dict(data)
+        data["per_layer"] = [CommandSpec(**c) for c in data["per_layer"]]
+        data["buffers"] = {name: BufferSpec(**b) for name, b in data.get("buffers", {}).items()}
+        return cls(**data)
+
+
+@dataclass
+class RunlistOutcome:
+    index: int
+    runs: int
+    chains: list[int]
+    state: str | None = None             # None: not run (skipped after a failure)
+    state_code: int | None = None
+    failing_run: int | None = None
+    failing_chain: int | None = None
+    source: str | None = None            # device | host
+    device_ms: float | None = None
+    wall_ms: float | None = None
+    message: str | None = None
+    health: dict[str, int] | None = None
+    skipped: bool = False
+    message_form: str | None = None      # "state in message" (XRT >= 2.21.75) or not (2.20)
+    located_by: str | None = None        # how the failing run was found
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _OUTCOME_FIELDS}
+
+
+@dataclass
+class TrialResult:
+    index: int
+    status: TrialStatus
+    wall_ms: float | None = None
+    seed: int | None = None
+    runlists: list[RunlistOutcome] = field(default_factory=list)
+    error: str | None = None
+    started: str | None = None
+    worker: dict[str, Any] | None = None  # the process that ran it: pid, XRT libraries mapped
+    deadline_s: float | None = None       # what bounded it: the worker's deadline; None in process
+    kernel_log: dict[str, Any] | None = None   # the driver's lines then (logs.driver_lines)
+    recovery: dict[str, Any] | None = None     # after a hardware failure: did the device answer
+    device_users: dict[str, Any] | None = None  # other processes on the NPU or /dev/kfd then
+
+    def __post_init__(self) -> None:
+        self.status = TrialStatus(self.status)
+
+    @property
+    def state(self) -> str:
+        """The trial's outcome in one word: the first failing runlist's state, or its status."""
+        for outcome in self.runlists:
+            if outcome.state not in (None, COMPLETED_STATE):
+                return outcome.state
+        return COMPLETED_STATE if self.status is TrialStatus.COMPLETED else self.status.value
+
+    def to_json(self) -> dict[str, Any]:
+        # By hand, not dataclasses.asdict: its deep copy made a long report's save and
+        # render spend most of their time copying (benchmarks/report_scale.py). The
+        # result shares its lists and dicts with this object: read it, do not change it.
+        out = {name: getattr(self, name) for name in _TRIAL_FIELDS}
+        out["status"] = self.status.value
+        out["runlists"] = [r.to_json() for r in self.runlists]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrialResult:
+        data = dict(data)
+        data["runlists"] = [RunlistOutcome(**r) for r in data.get("runlists", [])]
+        return cls(**data)
+
+
+_OUTCOME_FIELDS = tuple(f.name for f in fields(RunlistOutcome))
+_TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
+
+
+def chain_split(runs: int, submit_size: int) -> list[int]:
+    """The chains XRT makes of a runlist of `runs` runs: ``submit_size`` each, the rest last."""
+    full, rest = divmod(runs, submit_size)
+    return [submit_size] * full + ([rest] if rest else [])
+
+
+def count_states(trials: Iterable[TrialResult]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for trial in trials:
+        counts[trial.state] = counts.get(trial.state, 0) + 1
+    return counts
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """``TIMEOUT 3/3`` or ``COMPLETED 2/3, TIMEOUT 1/3``, most frequent first; ``untested``."""
+    total = sum(counts.values())
+    parts = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{state} {n}/{total}" for state, n in parts) if total else "untested"

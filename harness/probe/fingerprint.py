@@ -1,0 +1,136 @@
+"""The environment fingerprint and preflight: what `runlist-harness probe` reads and checks.
+
+The upstream thread spent days establishing by hand what is read here in a
+second: driver flavour, firmware, which XRT libraries the process really
+mapped, the memlock limit (STACK.md 1, 4, 5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.probe.checks import Check, run_checks
+from harness.probe.driver import driver_facts
+from harness.probe.flm import flm_facts, memlock_facts
+from harness.probe.holders import device_users, own_family
+from harness.probe.kernel_log import kernel_log_facts
+from harness.probe.npu import npu_facts
+from harness.probe.sources import Sources, as_plain
+from harness.probe.system import system_facts
+from harness.probe.xrt import xrt_facts
+from harness.probe.xrt_smi import xrt_smi
+
+
+def probe(src: Sources | None = None, *, need_bytes: int | None = None,
+          xrt_smi_runs: bool = False, xrt_smi_validate: bool = False) -> dict[str, Any]:
+    """Everything the probe reads; `xrt_smi_runs` runs `xrt-smi examine` (and validate only
+    with `xrt_smi_validate`: it runs work on the NPU)."""
+    src = src or Sources.live()
+    system = system_facts(src)
+    npu = npu_facts(src)
+    facts: dict[str, Any] = {
+        "root": str(src.root),
+        "system": system,
+        "npu": npu,
+        "driver": driver_facts(src, system["kernel"]),
+        "xrt": xrt_facts(src, npu["present"]),
+        "memlock": memlock_facts(src, need_bytes),
+        "flm": flm_facts(src),
+        **kernel_log_facts(src, npu.get("pci") or {}),
+        "device_users": device_users(src, own_family() if not src.fake else ()),
+    }
+    if xrt_smi_runs and npu["present"]:
+        facts["xrt_smi"] = xrt_smi(src, validate=xrt_smi_validate)
+    facts["checks"] = [c.to_dict() for c in run_checks(facts)]
+    return as_plain(facts)
+
+
+def ready(facts: dict[str, Any]) -> bool:
+    return facts["npu"]["present"] and not any(c["status"] == "FAIL" for c in facts["checks"])
+
+
+def render(facts: dict[str, Any]) -> str:
+    npu, driver, xrt, system = facts["npu"], facts["driver"], facts["xrt"], facts["system"]
+    lines = []
+    if not npu["present"]:
+        lines.append("no NPU: this machine has no /dev/accel/accel* node; everything else "
+                     "works, and trials run on the simulated stack (--backend sim)")
+    else:
+        node = npu["nodes"][0]
+        pci = npu.get("pci", {})
+        lines.append(f"NPU: {npu.get('generation') or 'unknown'} (PCI "
+                     + (f"{pci.get('vendor')}:{pci.get('device')} rev {pci.get('revision')}"
+                        if pci.get("device") else "identity unreadable")
+                     + f"), {node['path']} "
+                     f"{node['owner']} {node['mode']}, "
+                     f"{'openable' if node['openable'] else 'NOT openable by this user'}")
+        ioctl = npu.get("ioctl", {})
+        firmware = ioctl.get("firmware") or npu.get("sysfs", {}).get("fw_version")
+        lines.append(f"firmware: {firmware or 'unknown'}; columns: "
+                     f"{ioctl.get('columns') or 'unknown'}; power mode: "
+                     f"{ioctl.get('power_mode') or 'unknown'}")
+        pm = npu.get("runtime_pm") or {}
+        loaded = (facts.get("npu_firmware") or {}).get("loaded") or "not in the log"
+        lines.append(f"  PCI {npu.get('bdf') or '?'}; IOMMU group type "
+                     f"{npu.get('iommu_group_type') or 'unknown'}; runtime PM "
+                     f"{pm.get('status') or '?'} (control {pm.get('control') or '?'}); "
+                     f"firmware file {loaded}")
+    lines.append(f"system: {system.get('distribution') or '?'}, "
+                 f"kernel {system.get('kernel') or '?'}, "
+                 f"{system.get('cpu') or '?'} ({system.get('cpus') or '?'} CPUs), "
+                 f"{system.get('memory_gib') or '?'} GiB; user {system.get('user') or '?'}"
+                 + (" (root)" if system.get("root") else "")
+                 + ("; boot flags " + " ".join(f"{k}={v}" for k, v in
+                                               system["boot_flags"].items())
+                    if system.get("boot_flags") else ""))
+    if driver["loaded"]:
+        version = driver.get("version") or npu.get("ioctl", {}).get("driver_version") or \
+            driver.get("version_note")
+        lines.append(f"driver: {driver['module']} {version}; flavour {driver['flavour']} "
+                     f"({'; '.join(driver['evidence'])})")
+        lines.append(f"  timeout rule: {driver['timeout_rule']}"
+                     + (f" [setting: {driver['timeout_setting']}]"
+                        if driver.get("timeout_setting") else ""))
+        if driver["parameters"]:
+            lines.append("  parameters: " + ", ".join(f"{k}={v}" for k, v in
+                                                      driver["parameters"].items()))
+    else:
+        lines.append("driver: no amdxdna module loaded")
+    pyxrt = xrt.get("pyxrt")
+    lines.append("XRT: " + (f"pyxrt {pyxrt['file']} (XRT {pyxrt.get('xrt_version') or '?'})"
+                            if pyxrt else f"pyxrt does not import ({xrt.get('pyxrt_error')})")
+                 + f"; XILINX_XRT={xrt.get('XILINX_XRT') or '-'}")
+    for lib in xrt.get("mapped", []):
+        lines.append(f"  mapped {lib['path']}")
+    memlock = facts["memlock"]
+    lines.append(f"memlock: soft {memlock.get('soft')}, hard {memlock.get('hard')}")
+    flm = facts["flm"]
+    if flm.get("binary"):
+        models = flm.get("model_list", {}).get("models")
+        lines.append(f"FastFlowLM: {flm['binary']} {flm.get('version') or ''}".rstrip()
+                     + (f", {models} models in model_list.json" if models else ""))
+    else:
+        lines.append("FastFlowLM: no flm on PATH")
+    dmi = system.get("dmi") or {}
+    if dmi.get("bios_version"):
+        lines.append(f"BIOS: {dmi.get('bios_vendor') or '?'} {dmi['bios_version']} "
+                     f"({dmi.get('bios_date') or '?'}); {dmi.get('sys_vendor') or '?'} "
+                     f"{dmi.get('product_name') or '?'}")
+    log = facts.get("kernel_log") or {}
+    lines.append("kernel log: " + (f"read from {log['source']}" if "unreadable" not in log
+                                   else f"unreadable ({log['unreadable']}) -> {log['fix']}"))
+    users = (facts.get("device_users") or {}).get("users") or []
+    if users:
+        lines.append("other processes on the NPU or /dev/kfd: " + ", ".join(
+            f"{u['pid']} {u.get('command') or '?'} ({', '.join(u['devices'])})" for u in users))
+    built = xrt.get("pyxrt_built_for")
+    if built and built.get("installed") and not built.get("matches"):
+        lines.append(f"  pyxrt is built for Python {', '.join(built['installed'])}; this is "
+                     f"Python {built['running']}")
+    for name, run in (facts.get("xrt_smi") or {}).items():
+        if isinstance(run, dict) and "output" in run:
+            lines.append(f"xrt-smi {name} (exit {run.get('exit_status')}):")
+            lines += [f"  {line}" for line in run["output"].splitlines()]
+    lines.append("checks:")
+    lines += [f"  {Check(**c).line()}" for c in facts["checks"]]
+    return "\n".join(lines)

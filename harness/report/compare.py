@@ -1,0 +1,112 @@
+"""One matrix across reports: a column per report, labelled by what differs between them
+(firmware, driver flavour and parameters, XRT, profile, machine), a row per plan (or per
+sweep cell), outcome counts in the cells, and the cells that differ marked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.model.results import counts_text
+from harness.report.model import is_simulated
+from harness.report.render import md_table, record_label
+
+
+def attributes(data: dict[str, Any]) -> dict[str, str]:
+    env = data.get("environment") or {}
+    npu, driver, xrt = env.get("npu") or {}, env.get("driver") or {}, env.get("xrt") or {}
+    system = env.get("system") or {}
+    backend = data.get("backend") or {}
+    ioctl = npu.get("ioctl") or {}
+    if is_simulated(backend):
+        source = f"SIMULATED {backend.get('profile')}"
+    elif backend.get("kind") == "flm-server":
+        source = "flm serve"
+    else:
+        source = "hardware"
+    out = {
+        "profile": source,
+        "firmware": str(ioctl.get("firmware") or (npu.get("sysfs") or {}).get("fw_version")
+                        or "-"),
+        "driver": f"{driver.get('flavour') or '-'} {driver.get('version') or ''}".strip(),
+        "XRT": str((xrt.get("pyxrt") or {}).get("xrt_version") or "-"),
+        "machine": str(system.get("hostname") or (system.get("machine_id") or "-")[:8]),
+        "case": str((data.get("case") or {}).get("name")),
+    }
+    for name, value in (driver.get("parameters") or {}).items():
+        out[f"param {name}"] = str(value)
+    return out
+
+
+def row_outcomes(data: dict[str, Any]) -> dict[str, dict[str, int]]:
+    sweep = data.get("sweep")
+    if sweep:
+        return {f"depth {c['depth']} chunk {c['chunk']}": c.get("counts") or {}
+                for c in sweep.get("cells") or []}
+    rows = {}
+    for plan in data.get("plans") or []:
+        rows[record_label(plan)] = (plan.get("summary") or {}).get("by_state") or {}
+    return rows
+
+
+@dataclass
+class Matrix:
+    files: list[str]
+    labels: list[str]
+    differing: list[str]
+    rows: list[tuple[str, list[str], list[bool]]]     # label, cells, marked
+
+
+def build(reports: list[tuple[str, dict[str, Any]]]) -> Matrix:
+    attrs = [attributes(data) for _, data in reports]
+    keys = []
+    for a in attrs:
+        keys += [k for k in a if k not in keys]
+    differing = [k for k in keys if len({a.get(k, "-") for a in attrs}) > 1]
+    if differing:
+        labels = [", ".join(f"{k} {a.get(k, '-')}" if k not in ("profile", "machine")
+                            else a.get(k, "-") for k in differing) for a in attrs]
+    else:
+        labels = [f"run {data.get('run_id', '?')[:6]}" for _, data in reports]
+    outcomes = [row_outcomes(data) for _, data in reports]
+    row_keys: list[str] = []
+    for table in outcomes:
+        row_keys += [k for k in table if k not in row_keys]
+    rows = []
+    for key in row_keys:
+        cells = [table.get(key) for table in outcomes]
+        present = [frozenset(c) for c in cells if c]
+        baseline = present[0] if present else frozenset()
+        marked = [bool(c) and frozenset(c) != baseline for c in cells]
+        rows.append((key, [counts_text(c) if c else "-" for c in cells], marked))
+    return Matrix([name for name, _ in reports], labels, differing, rows)
+
+
+def render_text(matrix: Matrix) -> str:
+    header = ["plan"] + [f"[{chr(65 + i)}]" for i in range(len(matrix.labels))]
+    table = [[key] + [c + (" *" if m else "") for c, m in zip(cells, marks, strict=True)]
+             for key, cells, marks in matrix.rows]
+    widths = [max(len(str(r[i])) for r in [header] + table) for i in range(len(header))]
+    lines = [_intro(matrix), ""]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in table]
+    lines += ["", "* outcomes differ from the first report with this row", "columns:"]
+    lines += [f"  [{chr(65 + i)}] {label}  ({name})"
+              for i, (label, name) in enumerate(zip(matrix.labels, matrix.files, strict=True))]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(matrix: Matrix) -> str:
+    header = ["plan"] + matrix.labels
+    rows = [[key] + [f"**{c}** ≠" if m else c for c, m in zip(cells, marks, strict=True)]
+            for key, cells, marks in matrix.rows]
+    lines = [f"## {_intro(matrix)}", ""] + md_table(header, rows)
+    lines += ["", "≠ marks outcomes that differ from the first report's.", "", "Reports:", ""]
+    lines += [f"{i + 1}. {label}: `{name}`"
+              for i, (label, name) in enumerate(zip(matrix.labels, matrix.files, strict=True))]
+    return "\n".join(lines) + "\n"
+
+
+def _intro(matrix: Matrix) -> str:
+    what = ", ".join(matrix.differing) if matrix.differing else "nothing recorded (same setup)"
+    return f"compare {len(matrix.files)} reports; columns differ by: {what}"

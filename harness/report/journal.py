@@ -1,0 +1,462 @@
+"""A report on disk while a run writes it: one writer, appended entries, nothing lost.
+
+- One writer per report: an advisory lock (`flock`) on a lock file beside it,
+  ``.NAME.yaml.lock``, holding the writer's pid. A second writer is refused,
+  naming that pid; a lock left by a process that is gone is taken over, and the
+  report notes it.
+- Saving a trial appends one journal line (`harness.report.model`): the header is
+  written once when the report is created and once more when it finishes (or is
+  reopened), atomically (temp file, fsync, rename), the journal copied over as
+  it is. A line is written in one call; if the write fails it is cut off again,
+  so the file never holds half an entry from a failed write (a kill in the middle
+  of one leaves a torn last line, which readers ignore and the next writer
+  removes).
+- Durability: every append is flushed to the kernel (a killed harness loses
+  nothing); it is fsynced too, at once on the hardware path (where the machine
+  itself may hang), at most every half second on the simulated stack (a power loss
+  may then lose that last half second).
+- Disk faults (no space, file-size limit, read-only or forbidden folder) end the
+  run with one line naming the file and the error, exit 4 (3 before anything ran),
+  and say how to continue; the last good version stays on disk.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.formats.yamlio import fsync_dir, mode_for
+from harness.model.errors import BadInput, DiskFault, EnvironmentNotReady, ReportError
+from harness.model.results import TrialResult
+from harness.probe.holders import process_exists
+from harness.report.model import (
+    JOURNAL,
+    PlanRecord,
+    Report,
+    entry_line,
+    header_text,
+    load_report,
+    trial_dict,
+    utc_now,
+)
+
+SIMULATED_SYNC_S = 0.5
+
+
+class ReportBusy(BadInput):
+    """Another harness is writing this report."""
+
+
+def check_output_path(path: Path, *, force: bool, what: str = "--out") -> None:
+    """Refuse, before anything runs, an output that is not a file we may (re)place."""
+    for folder in path.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise BadInput(f"{what} {path}: {folder} is a file, not a folder")
+            break
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO"
+                    if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode)
+                    or stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                    else "not a regular file")
+            raise BadInput(f"{what} {path} is {kind}; refusing to replace it, even with --force")
+        if not force:
+            raise BadInput(f"{what} {path} exists; choose another or pass --force to replace it")
+
+
+_HELD: set[ReportLock] = set()
+
+
+def release_all() -> None:
+    """Let go of every report this process holds (a command ends, however it ends)."""
+    for lock in list(_HELD):
+        lock.release()
+
+
+class ReportLock:
+    """The lock of the file a report path names: a symlinked report is locked (and written)
+    where it points, so two names for one file cannot be written at once."""
+
+    def __init__(self, report: Path) -> None:
+        real = Path(os.path.realpath(report))
+        self.path = real.with_name(f".{real.name}.lock")
+        self.fd: int | None = None
+        self.took_over: int | None = None      # the pid of a gone writer whose lock we took
+        self.holder_gone = False               # and whether no process has that pid now
+
+    def _open(self) -> int:
+        """The lock file, never through a symlink nor a second name of another file: it is
+        truncated, so a planted link would have us overwrite what it names."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise BadInput(f"lock file {self.path} is a symlink; refusing to follow it: "
+                               "remove it if no harness is writing the report") from None
+            raise
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            raise BadInput(f"lock file {self.path} is not a plain file of its own (it has "
+                           f"{st.st_nlink} names); refusing to write it: remove it if no "
+                           "harness is writing the report")
+        return fd
+
+    def acquire(self) -> None:
+        for _ in range(10):
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+                os.close(fd)
+                raise ReportBusy(f"another harness (pid {holder}) is writing "
+                                 f"{self.path.name[1:-5]}; wait for it to finish or stop it"
+                                 ) from None
+            # the lock file may have been removed and replaced while we waited for it
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            try:
+                previous = os.read(fd, 32).decode("ascii", "replace").strip()
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+            except OSError:
+                # a full disk: leave no lock file behind, as if we had never come
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+                os.close(fd)
+                raise
+            if previous.isdigit() and int(previous) != os.getpid():
+                self.took_over = int(previous)
+                self.holder_gone = not process_exists(self.took_over)
+            self.fd = fd
+            _HELD.add(self)
+            return
+        raise ReportBusy(f"could not lock {self.path}: it keeps being replaced")
+
+    def release(self) -> None:
+        _HELD.discard(self)
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)          # removed while still held, so no one locks a ghost
+        os.close(self.fd)
+        self.fd = None
+
+
+def _clean_temps(path: Path) -> list[str]:
+    """Remove complete temp files a kill between write and rename left behind: the report
+    beside them holds everything they do (they only differ in the header)."""
+    removed = []
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+            removed.append(tmp.name)
+    return removed
+
+
+def generated_journal(report: Report) -> bytes:
+    """Journal entries for what a report already holds (its trials, searched plans, probes)."""
+    lines = [entry_line("plan", p.declaration()) for p in report.plans[report.declared or 0:]]
+    lines += [entry_line("trial", {"plan": p.name, **trial_dict(t)})
+              for p in report.plans for t in p.trials]
+    lines += [entry_line("probe", probe)
+              for probe in (report.sections.get("bisect") or {}).get("log") or []]
+    lines += [entry_line("note", note) for note in report.notes]
+    return b"".join(lines)
+
+
+def disk_fault(path: Path, err: OSError, *, started: bool, resume: str | None) -> Exception:
+    name = errno.errorcode.get(err.errno or 0, "")
+    reason = f"{err.strerror or err} ({name})" if name else str(err)
+    if not started:
+        return EnvironmentNotReady(f"cannot write report {path}: {reason}; give --out in a "
+                                   "folder that can be written")
+    hint = f"continue with `{resume}` once it can be written" if resume else \
+        "run again with --out elsewhere"
+    return DiskFault(f"cannot write report {path}: {reason}; the last good version is on "
+                     f"disk: {hint}, or start again with --out elsewhere")
+
+
+atexit.register(release_all)
+
+SPACE_MARGIN = 1 << 20       # a rewrite leaves at least this much for everything else
+
+
+def _check_space(target: Path, header_bytes: int) -> None:
+    """Rewriting a header copies the report beside itself: refuse before the copy starts
+    when the disk cannot hold both, so the report stays whole and continuable rather than
+    the copy failing half-way."""
+    try:
+        size = target.stat().st_size
+        fs = os.statvfs(target.parent)
+    except OSError:
+        return                  # what cannot be measured is left to the write itself
+    need = size + header_bytes + SPACE_MARGIN
+    free = fs.f_bavail * fs.f_frsize
+    if free < need:
+        raise OSError(errno.ENOSPC, f"no space left on device: rewriting the header needs "
+                                    f"about {need >> 20} MiB beside the report, "
+                                    f"{free >> 20} MiB are free")
+
+
+COPY_BLOCK = 1 << 20
+_JOURNAL_LINE = ("\n" + JOURNAL + "\n").encode()
+
+
+def _journal_start(src: Any) -> int | None:
+    """Where the journal's entries begin (after the "journal:" line), or None."""
+    src.seek(0)
+    seen, offset = b"", 0
+    while True:
+        block = src.read(COPY_BLOCK)
+        if not block:
+            return None
+        window = seen + block
+        at = window.find(_JOURNAL_LINE)
+        if at >= 0:
+            return offset - len(seen) + at + len(_JOURNAL_LINE)
+        seen = window[-len(_JOURNAL_LINE):]
+        offset += len(block)
+
+
+def _after_last_newline(src: Any, start: int, end: int) -> int:
+    """Just past the last newline in [start, end): where a torn last entry begins."""
+    position = end
+    while position > start:
+        size = min(COPY_BLOCK, position - start)
+        src.seek(position - size)
+        at = src.read(size).rfind(b"\n")
+        if at >= 0:
+            return position - size + at + 1
+        position -= size
+    return start
+
+
+def _through_link(path: Path) -> Path:
+    """The file a symlinked report name points at: it is that file we lock and replace
+    (replacing the link itself would leave the file it names behind, unlocked)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+class ReportFile:
+    """The open report of a run: the header once, then appended journal entries."""
+
+    def __init__(self, path: Path, report: Report, lock: ReportLock,
+                 sync_every_s: float = 0.0) -> None:
+        self.path = path
+        self.report = report
+        self.lock = lock
+        self.sync_every_s = sync_every_s
+        self.resume_command: str | None = None
+        self._fd: int | None = None
+        self._synced = 0.0
+        self.appended = 0
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, report: Report, *, out: str | None, folder: str = "reports",
+               name: str = "run", force: bool = False) -> ReportFile:
+        if out:
+            path = _through_link(Path(out))
+            check_output_path(path, force=force)
+        else:
+            stamp = report.created.replace("-", "").replace(":", "")
+            path = Path(folder) / f"{name}-{stamp}-{report.run_id[:6]}.yaml"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise disk_fault(path, err, started=False, resume=None) from None
+        lock = ReportLock(path)
+        try:
+            lock.acquire()
+        except OSError as err:
+            raise disk_fault(path, err, started=False, resume=None) from None
+        _clean_temps(path)
+        report.declared = len(report.plans)
+        handle = cls(path, report, lock)
+        try:
+            handle._replace(header_text(report).encode(), journal=generated_journal(report),
+                            new=not force)
+        except FileExistsError:
+            lock.release()
+            raise ReportError(f"{path} was created by someone else meanwhile; not replacing "
+                              "it") from None
+        except OSError as err:
+            lock.release()
+            raise disk_fault(path, err, started=False, resume=None) from None
+        return handle
+
+    @classmethod
+    def reopen(cls, path: str | Path) -> ReportFile:
+        """Lock a report and load it; nothing on disk changes until `take_over`."""
+        target = _through_link(Path(path))
+        lock = ReportLock(target)
+        lock.acquire()
+        try:
+            report = load_report(target)
+        except BaseException:
+            lock.release()
+            raise
+        return cls(target, report, lock)
+
+    def take_over(self) -> None:
+        """Go on writing a reopened report: the header once more (dropping a torn last
+        entry), the temp files a killed writer left removed, and notes saying so."""
+        rewritten = self.report.read_whole
+        self.rewrite()
+        notes = []
+        if self.lock.took_over:
+            notes.append(f"took over the lock of pid {self.lock.took_over}, which is no longer "
+                         "running" if self.lock.holder_gone else
+                         f"took over a lock file naming pid {self.lock.took_over}, which no "
+                         "longer held it (that pid runs now, perhaps as another program)")
+        if rewritten:
+            notes.append("a YAML tool had rewritten this report; the harness restored its "
+                         "own layout (header, then one journal line per entry)")
+        removed = _clean_temps(self.path)
+        if removed:
+            notes.append("removed temp files a stopped writer left: " + ", ".join(removed))
+        for text in notes:
+            self.note(text)
+
+    def note(self, text: str) -> None:
+        entry = {"at": utc_now(), "note": text}
+        self.report.notes.append(entry)
+        self.append("note", entry)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _replace(self, header: bytes, journal: bytes | None, *, new: bool = False) -> None:
+        """Write header + journal atomically; `journal` None copies the file's own."""
+        self.close_journal()
+        target = self.path
+        if journal is None:
+            _check_space(target, len(header))
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            os.fchmod(fd, mode_for(target))
+            with os.fdopen(fd, "wb") as out:
+                out.write(header)
+                if journal is None:
+                    self._copy_journal(out)
+                else:
+                    out.write(journal)
+                out.flush()
+                os.fsync(out.fileno())
+            if new:
+                os.link(tmp, target)
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, target)
+            tmp = ""
+            fsync_dir(target.parent)
+        finally:
+            if tmp and os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def _copy_journal(self, out: Any) -> None:
+        """The journal's entries as they are on disk, copied a block at a time (a report
+        of a million trials is never held in memory to be rewritten); a torn last entry
+        is left out."""
+        if self.report.read_whole:          # a YAML tool's layout: write ours afresh
+            out.write(generated_journal(self.report))
+            return
+        with open(self.path, "rb") as src:
+            start = _journal_start(src)
+            if start is None:               # a v1 report: entries from its content
+                out.write(generated_journal(self.report))
+                return
+            end = src.seek(0, os.SEEK_END)
+            if self.report.torn_line is not None:
+                end = _after_last_newline(src, start, end)
+            src.seek(start)
+            left = end - start
+            while left > 0:
+                block = src.read(min(COPY_BLOCK, left))
+                if not block:
+                    break
+                out.write(block)
+                left -= len(block)
+
+    def rewrite(self) -> None:
+        """The header again (verdict, finished, sections), the journal as it is."""
+        try:
+            self._replace(header_text(self.report).encode(), journal=None)
+        except OSError as err:
+            raise disk_fault(self.path, err, started=True, resume=self.resume_command) \
+                from None
+        self.report.torn_line = None
+        self.report.read_whole = False
+        self.report.declared = self.report.declared if self.report.declared is not None \
+            else len(self.report.plans)
+
+    def append(self, kind: str, body: dict[str, Any]) -> None:
+        line = entry_line(kind, body)
+        try:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            size = os.fstat(self._fd).st_size
+            try:
+                done = 0
+                while done < len(line):       # a short write: the next one says why
+                    written = os.write(self._fd, line[done:])
+                    if written == 0:
+                        raise OSError(errno.ENOSPC, "no space left on device")
+                    done += written
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, size)      # never leave half an entry
+                raise
+            now = time.monotonic()
+            if not self.sync_every_s or now - self._synced >= self.sync_every_s:
+                os.fsync(self._fd)
+                self._synced = now
+        except OSError as err:
+            raise disk_fault(self.path, err, started=True, resume=self.resume_command) \
+                from None
+        self.appended += 1
+
+    def add_plan(self, plan: PlanRecord) -> None:
+        """A plan decided after the header was written (a search's, a control)."""
+        self.report.plans.append(plan)
+        self.append("plan", plan.declaration())
+
+    def record_trial(self, plan_name: str, trial: TrialResult) -> None:
+        self.append("trial", {"plan": plan_name, **trial_dict(trial)})
+
+    def close_journal(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+    def finish(self) -> None:
+        self.report.finished = utc_now()
+        self.rewrite()
+
+    def close(self) -> None:
+        self.close_journal()
+        self.lock.release()
+

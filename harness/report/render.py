@@ -1,0 +1,544 @@
+"""Reports as Markdown that pastes straight into a GitHub issue, or as plain text.
+
+Markdown: a title that says SIMULATED (and the profile) when it was not
+hardware, the verdict in one line, a table of plans and outcome counts (or
+the bisect log, or the sweep grid), the failing runs, what the driver and the
+firmware said about the first failure (kernel log, the firmware's timeout
+report, recovery), the environment, the xclbin identities, and the report as
+YAML in a collapsed `<details>`. The whole fits GitHub's 65,536-character issue
+body: the YAML gets what room is left (whole, without per-trial detail, cut, or
+left out, saying which), and the bundle (`harness.report.bundle`) carries everything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.formats.yamlio import dump_yaml
+from harness.model.plan import cut_text, plan_label
+from harness.model.results import counts_text, flow_text
+from harness.report.evidence import (
+    event_summary,
+    failed_trials,
+    firmware_rows,
+    first_failure,
+    identity_rows,
+    recovery_text,
+)
+from harness.report.model import is_simulated
+
+MAX_FAILING_ROWS = 20
+MAX_BODY = 65_536              # GitHub refuses issue bodies and comments over this
+MAX_LOG_LINES = 80             # of the first failing trial's kernel log, in the render
+MAX_EVENTS = 20
+MAX_XRT_SMI = 3_000
+MIN_YAML_ROOM = 2_000          # below this, the YAML is left out rather than cut to nothing
+
+
+def title(data: dict[str, Any]) -> str:
+    case = (data.get("case") or {}).get("name", "?")
+    backend = data.get("backend") or {}
+    if is_simulated(backend):
+        return (f"{case}: SIMULATED stack, profile {backend.get('profile')} "
+                "(not hardware evidence)")
+    if backend.get("kind") == "flm-server":
+        return f"{case}: through a running flm serve"
+    generation = ((data.get("environment") or {}).get("npu") or {}).get("generation")
+    return f"{case}: hardware NPU" + (f" ({generation})" if generation else "")
+
+
+def environment_rows(env: dict[str, Any], backend: dict[str, Any] | None = None
+                     ) -> list[tuple[str, str]]:
+    npu = env.get("npu") or {}
+    ioctl = npu.get("ioctl") or {}
+    driver = env.get("driver") or {}
+    xrt = env.get("xrt") or {}
+    pyxrt = xrt.get("pyxrt") or {}
+    memlock = env.get("memlock") or {}
+    system = env.get("system") or {}
+    if npu.get("present") is False:
+        generation = "none on this machine"
+    else:
+        generation = npu.get("generation") or "unknown"
+    if driver.get("loaded"):
+        version = driver.get("version") or ioctl.get("driver_version") or "version unknown"
+        driver_text = f"{driver.get('module')} {version}, flavour {driver.get('flavour')}"
+    else:
+        driver_text = "not loaded" if driver else "not recorded"
+    firmware = ioctl.get("firmware") or (npu.get("sysfs") or {}).get("fw_version")
+    xrt_text = (f"{pyxrt.get('xrt_version') or 'version unknown'} ({pyxrt.get('file')})"
+                if pyxrt else (f"pyxrt does not import ({xrt.get('pyxrt_error')})"
+                               if xrt else "not recorded"))
+    mapped = [lib.get("path", "") for lib in xrt.get("mapped") or []]
+    return [
+        ("NPU generation", generation),
+        ("kernel", str(system.get("kernel") or "?")),
+        ("driver", driver_text),
+        ("timeout rule", driver.get("timeout_rule") or "-"),
+        ("firmware", firmware or "unknown"),
+        ("power mode", ioctl.get("power_mode") or "unknown"),
+        ("XRT", xrt_text),
+        ("XRT libraries mapped", ", ".join(mapped) if mapped else "none"),
+        ("XRT that answered", _answering_xrt((backend or {}).get("xrt"))),
+        *([("driver that answered", _answering_driver(backend["driver"]))]
+          if (backend or {}).get("driver") else []),
+        ("memlock", f"soft {memlock.get('soft')}, hard {memlock.get('hard')}"),
+        ("distribution", str(system.get("distribution") or "?")),
+        *identity_rows(env),
+    ]
+
+
+def _answering_driver(driver: dict[str, Any]) -> str:
+    return (f"simulated {driver.get('flavour')} on Linux {driver.get('kernel')} "
+            f"({driver.get('source')})")
+
+
+FORM_TEXT = {"state in message": "runlist errors name the state",
+             "no state in message": "runlist errors name no state"}
+
+
+def _answering_xrt(xrt: dict[str, Any] | None) -> str:
+    if not xrt:
+        return "not recorded"
+    form = FORM_TEXT.get(str(xrt.get("message_form")), "runlist error form unknown")
+    return f"{xrt.get('release') or 'version unknown'}, {form} ({xrt.get('source')})"
+
+
+def located_notes(data: dict[str, Any]) -> list[str]:
+    """How the failing runs were located, each way once."""
+    seen: list[str] = []
+    for plan in data.get("plans") or []:
+        for trial in plan.get("trials") or []:
+            for outcome in trial.get("runlists") or []:
+                how = outcome.get("located_by")
+                if how and how not in seen and outcome.get("state") not in (None, "COMPLETED"):
+                    seen.append(how)
+    return seen
+
+
+def failing_rows(data: dict[str, Any]) -> list[list[str]]:
+    """One row per distinct failure: trials of a plan that failed alike share a row (their
+    numbers in the trial column); for a bisect, the boundary's plans come first."""
+    rows: dict[tuple, list[str]] = {}
+    trials_of: dict[tuple, list[int]] = {}
+    for plan in data.get("plans") or []:
+        label = record_label(plan)
+        for trial in plan.get("trials") or []:
+            found = []
+            if trial.get("status") in ("deadline", "crashed", "interrupted", "in-flight"):
+                status = "in flight when the harness stopped" \
+                    if trial.get("status") == "in-flight" else trial.get("status")
+                found.append([label, "-", "-", "-", "-", status, "-",
+                              _first_line(trial.get("error"))])
+            for outcome in trial.get("runlists") or []:
+                if outcome.get("state") in (None, "COMPLETED"):
+                    continue
+                chains = cut_text(outcome.get("chains") or [])
+                found.append([label, str(outcome.get("index")),
+                              f"{outcome.get('runs')} ({chains})",
+                              _opt(outcome.get("failing_run")), _opt(outcome.get("failing_chain")),
+                              str(outcome.get("state")), _opt(outcome.get("source")),
+                              _first_line(outcome.get("message"))])
+            for row in found:
+                key = tuple(row)
+                rows.setdefault(key, row)
+                trials_of.setdefault(key, []).append(int(trial.get("index") or 0))
+    out = [[row[0], _ranges(trials_of[key])] + row[1:] for key, row in rows.items()]
+    first = ((data.get("bisect") or {}).get("answer") or {}).get("first")
+    if first is not None:
+        boundary = {str(e.get("plan")) for e in (data.get("bisect") or {}).get("log") or []
+                    if e.get("x") in (first, first - 1)}
+        labels = {record_label(p) for p in data.get("plans") or [] if p.get("name") in boundary}
+        out.sort(key=lambda row: row[0] not in labels)
+    return out
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``0-2, 4``: trial numbers, runs collapsed."""
+    parts: list[str] = []
+    for n in sorted(set(numbers)):
+        if parts and parts[-1].split("-")[-1] == str(n - 1):
+            parts[-1] = parts[-1].split("-")[0] + f"-{n}"
+        else:
+            parts.append(str(n))
+    return ", ".join(parts)
+
+
+def command_line(data: dict[str, Any]) -> str:
+    """How the report was made: the command line, the harness version, the XRT release."""
+    harness = data.get("harness") or {}
+    argv = harness.get("argv") or []
+    # argv[0] is a path, `python -m harness`'s __main__.py or the entry point's name
+    program = "reproduce_ert_timeout" if argv and Path(str(argv[0])).name == \
+        "reproduce_ert_timeout" else "runlist-harness"
+    shown = " ".join([program, *map(str, argv[1:])]) if argv else str(data.get("command"))
+    xrt = ((data.get("backend") or {}).get("xrt") or {}).get("release")
+    return (f"{shown} (xdna-runlist-harness {harness.get('version', '?')}"
+            + (f", XRT {xrt}" if xrt else "") + ")")
+
+
+def _opt(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0][:160] if text and text.strip() else "-"
+
+
+def record_label(plan: dict[str, Any]) -> str:
+    """A report's plan entry labelled as `harness.model.plan.plan_label` does."""
+    return plan_label(str(plan.get("name")), plan.get("chunks") or [])
+
+
+def _counts(plan: dict[str, Any]) -> str:
+    summary = plan.get("summary") or {}
+    by_state = summary.get("by_state") or {}
+    if by_state:
+        return counts_text(by_state)
+    statuses = {t.get("status") for t in plan.get("trials") or [] if isinstance(t, dict)}
+    if "in-flight" in statuses:
+        return "in flight when the harness stopped"
+    if "interrupted" in statuses:
+        return "interrupted before any trial finished"
+    return "untested"
+
+
+def plan_rows(data: dict[str, Any]) -> list[list[str]]:
+    return [[record_label(p), str(len(p.get("trials") or [])), _counts(p),
+             "(control)" if p.get("control") else p.get("expect") or "-"]
+            for p in data.get("plans") or []]
+
+
+def bisect_rows(section: dict[str, Any]) -> list[list[str]]:
+    return [[str(i + 1), str(e.get("x")), str(e.get("plan")),
+             "confirmation" if e.get("confirmation") else "bisection",
+             counts_text(e.get("counts") or {}), str(e.get("class"))]
+            for i, e in enumerate(section.get("log") or [])]
+
+
+def sweep_table(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    chunks = section.get("chunks") or []
+    frames = section.get("frames")
+    cells = {(c.get("frame") or c["depth"], c["chunk"]): counts_text(c.get("counts") or {})
+             for c in section.get("cells") or []}
+    header = [("frame" if frames else "depth") + " \\ chunk"] + [str(c) for c in chunks]
+    rows = [[str(r)] + [cells.get((r, c), "-") for c in chunks]
+            for r in (frames or section.get("depths") or [])]
+    return header, rows
+
+
+def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for x in (data.get("artifacts") or {}).get("xclbins") or []:
+        names = x.get("known_as") or []
+        if names:
+            known = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
+        else:
+            known = "synthetic stand-in" if x.get("synthetic") else "-"
+        rows.append([str(x.get("role")), str(x.get("uuid")), str(x.get("sha256")), known])
+    return rows
+
+
+def _yaml_for_embedding(data: dict[str, Any], room: int) -> tuple[str, str]:
+    """The report as YAML in at most `room` characters: whole; else without the per-trial
+    detail; else cut; else nothing. The note says which. Trials are measured one at a
+    time and the count stops once they cannot fit, so a report of thousands of trials is
+    never dumped whole."""
+    slim = dict(data)
+    slim["plans"] = [{k: v for k, v in p.items() if k != "trials"}
+                     for p in data.get("plans") or []]
+    text = dump_yaml(slim)
+    left = room - len(text)
+    trials = [t for p in data.get("plans") or [] for t in p.get("trials") or []]
+    for trial in trials:
+        left -= len(dump_yaml([trial]))
+        if left < 0:
+            break
+    else:
+        return dump_yaml(data), ""
+    attach = "the report file (or the bundle) holds it all"
+    if len(text) <= room:
+        return text, (f"Shown without the per-trial detail of its {len(trials)} trials, to fit "
+                      f"an issue; {attach}.")
+    if room >= MIN_YAML_ROOM:
+        cut = text[:room - 60]
+        return cut[:cut.rfind("\n") + 1] + "# ... cut here to fit an issue\n", \
+            f"Cut to fit an issue, and without the per-trial detail; {attach}."
+    return "", f"Left out: no room in an issue; {attach}."
+
+
+# -- Markdown ---------------------------------------------------------------------------
+
+def _cell(value: Any) -> str:
+    # "<" opens an HTML tag on GitHub: placeholders like <user-1> must stay visible.
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;") \
+        .replace("\n", "<br>")
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |",
+             "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(data: dict[str, Any], bundle: list[str] | None = None) -> str:
+    """The report as an issue body of at most MAX_BODY characters; `bundle` is the
+    bundle's file name and the files in it, when there is one to attach."""
+    backend = data.get("backend") or {}
+    lines = [f"## xdna-runlist-harness: {title(data)}", ""]
+    if is_simulated(backend):
+        nature = ("the documented stack" if backend.get("documented", True)
+                  else "the documented stack plus the hypothesis "
+                  + ", ".join(backend.get("deviations") or []))
+        lines += [f"> **SIMULATED.** These results come from the harness's model of {nature},"
+                  " not from an NPU.", ""]
+    verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
+    lines += [f"**Verdict:** {_cell(verdict)}", "",
+              f"**Command:** `{command_line(data).replace('`', '')}`", "",
+              f"**Runs:** {_cell(flow_text(_flow(data)))}", ""]
+    if data.get("bisect"):
+        section = data["bisect"]
+        answer = section.get("answer") or {}
+        lines += ["### Bisect", "", f"**Answer:** {_cell(answer.get('text', 'unfinished'))}", ""]
+        lines += md_table(["step", "probed", "plan", "kind", "outcome", "class"],
+                          bisect_rows(section)) + [""]
+    elif data.get("sweep"):
+        header, rows = sweep_table(data["sweep"])
+        lines += ["### Sweep", ""] + md_table(header, rows) + [""]
+    elif data.get("plans"):
+        lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected"],
+                                              plan_rows(data)) + [""]
+    if data.get("server"):
+        lines += server_markdown(data["server"])
+    failing = failing_rows(data)
+    if failing:
+        shown = failing[:MAX_FAILING_ROWS]
+        lines += ["### Failing runs", ""]
+        lines += md_table(["plan", "trials", "runlist", "runs (chains)", "failing run",
+                           "chain", "state", "from", "message"], shown)
+        if len(failing) > len(shown):
+            lines.append(f"\n{len(failing) - len(shown)} more distinct failures in the report.")
+        notes = located_notes(data)
+        if notes:
+            lines += ["", "Failing run located as: " + "; ".join(_cell(n) for n in notes) + "."]
+        lines.append("")
+    lines += evidence_markdown(data, MAX_LOG_LINES)
+    lines += export_markdown(data.get("exports"))
+    lines += ["### Environment", ""] + md_table(["", ""], [list(r) for r in environment_rows(
+        data.get("environment") or {}, data.get("backend"))]) + [""]
+    lines += xrt_smi_markdown(data.get("environment") or {})
+    xclbins = xclbin_rows(data)
+    if xclbins:
+        stand_ins = ((data.get("artifacts") or {}).get("pack") or {}).get("stand_ins")
+        lines += ["### xclbins", ""]
+        if stand_ins:
+            lines += ["Synthesized stand-ins with the kernel signatures of the pack (no real "
+                      "pack was present).", ""]
+        lines += md_table(["role", "uuid", "sha256", "known as"], xclbins) + [""]
+    footer = bundle_markdown(bundle)
+    head = "\n".join(lines)
+    wrapper = ["<details>", "<summary>Full report (YAML)</summary>", ""]
+    # what the YAML may take: the body's limit less everything else, its wrapper and note
+    room = MAX_BODY - len(head) - len("\n".join(footer)) - 600
+    yaml_text, note = _yaml_for_embedding(data, room)
+    tail = wrapper + ([note, ""] if note else [])
+    if yaml_text:
+        fence = "`" * max(3, _longest_backticks(yaml_text) + 1)
+        tail += [f"{fence}yaml", yaml_text.rstrip("\n"), fence, ""]
+    tail += ["</details>", ""]
+    body = "\n".join([head, *tail, *footer])
+    return body if len(body) <= MAX_BODY else _cut_to_fit(head, footer, len(body))
+
+
+def _cut_to_fit(head: str, footer: list[str], size: int) -> str:
+    """Tables alone too big for an issue (a sweep of thousands of cells): cut at a line,
+    close what the cut left open, and say so."""
+    note = ["", f"*Cut here to fit an issue (the whole render is {size} characters); the "
+                "report and the bundle's report.md hold all of it.*", ""]
+    keep = head[:MAX_BODY - len("\n".join(note + footer)) - 40]
+    keep = keep[:keep.rfind("\n")]
+    if keep.count("```") % 2:
+        keep += "\n```"
+    if keep.count("<details>") > keep.count("</details>"):
+        keep += "\n</details>"
+    return "\n".join([keep, *note, *footer])
+
+
+def evidence_markdown(data: dict[str, Any], max_lines: int) -> list[str]:
+    """The driver's and the firmware's account of the first failure, and recovery."""
+    found = first_failure(data)
+    if found is None:
+        return []
+    plan, trial = found
+    failures = len(list(failed_trials(data)))
+    number = int(trial.get("index") or 0) + 1
+    lines = ["### What the driver and the firmware said", "",
+             f"First failing trial: plan {_cell(plan)}, trial {number} "
+             f"({trial.get('status')}; {failures} failed trial(s) in all)."]
+    recovery = recovery_text(trial)
+    if recovery:
+        lines.append(f"Recovery: {_cell(recovery)}.")
+    users = (trial.get("device_users") or {}).get("users")
+    if users is not None:
+        lines.append("Other NPU/GPU users then: " + (", ".join(
+            f"{u.get('pid')} {_cell(u.get('command') or '?')}" for u in users) or "none") + ".")
+    lines.append("")
+    rows = firmware_rows(trial)
+    if rows:
+        lines += ["Firmware's account of the timeout:", ""]
+        lines += md_table(["field", "kernel log", "XRT message"], rows) + [""]
+    log = trial.get("kernel_log")
+    if not log:
+        lines += ["No kernel log was kept for this trial.", ""]
+        return lines
+    if "unreadable" in log:
+        lines += [f"Kernel log: not readable ({_cell(log['unreadable'])}); "
+                  f"{_cell(log.get('fix'))}.", ""]
+        return lines
+    events = event_summary(trial)
+    if events:
+        lines += ["Driver events:", ""] + [f"- {_cell(e)}" for e in events[:MAX_EVENTS]]
+        if len(events) > MAX_EVENTS:
+            lines.append(f"- ... {len(events) - MAX_EVENTS} more in the report")
+        lines.append("")
+    if log.get("tree_note"):
+        lines += [f"Driver tree by its log prefix: {_cell(log['tree_note'])}.", ""]
+    shown = log.get("lines") or []
+    if not shown:
+        lines += [f"Kernel log ({_cell(log.get('source'))}): the driver printed nothing "
+                  "during this trial.", ""]
+        return lines
+    left_out = len(shown) - max_lines + int(log.get("omitted") or 0)
+    text = "\n".join(shown[:max_lines])
+    fence = "`" * max(3, _longest_backticks(text) + 1)
+    summary = (f"Kernel log of this trial ({len(shown) + int(log.get('omitted') or 0)} "
+               f"amdxdna/IOMMU lines from {log.get('source')})")
+    lines += ["<details>", f"<summary>{_cell(summary)}</summary>", "", f"{fence}text", text,
+              fence]
+    if left_out > 0:
+        lines += ["", f"{left_out} more lines are in kernel-log.txt of the bundle."]
+    lines += ["", "</details>", ""]
+    return lines
+
+
+def xrt_smi_markdown(env: dict[str, Any]) -> list[str]:
+    lines = []
+    for name, run in (env.get("xrt_smi") or {}).items():
+        if not isinstance(run, dict) or "output" not in run:
+            continue
+        text = run["output"]
+        cut = len(text) > MAX_XRT_SMI
+        text = text[:MAX_XRT_SMI]
+        fence = "`" * max(3, _longest_backticks(text) + 1)
+        lines += ["<details>", f"<summary>xrt-smi {name} (exit {run.get('exit_status')})"
+                  "</summary>", "", f"{fence}text", text, fence]
+        if cut:
+            lines += ["", "Cut here; the whole output is in the report."]
+        lines += ["", "</details>", ""]
+    return lines
+
+
+def bundle_markdown(bundle: list[str] | None) -> list[str]:
+    """Names the bundle and each file in it, so a maintainer knows what the attachment
+    holds (GitHub attaches files, not folders)."""
+    if not bundle:
+        return []
+    name, *files = bundle
+    return ["---", "", f"Attached: `{name}` (`runlist-harness report bundle`), holding "
+            + ", ".join(f"`{f}`" for f in files) + ".", ""]
+
+
+def server_markdown(server: dict[str, Any]) -> list[str]:
+    rows = [[str(r.get("index")), str(r.get("model")), str(r.get("outcome")),
+             _opt(r.get("state")), _opt(r.get("decoding_speed_tps")), _opt(r.get("wall_ms")),
+             _first_line(r.get("error"))] for r in server.get("requests") or []]
+    lines = ["### Server", ""]
+    lines += md_table(["request", "model", "outcome", "state", "decode tok/s", "wall ms",
+                       "error"], rows) + [""]
+    checks = server.get("checks") or []
+    if checks:
+        lines += md_table(["check", "status", "detail"],
+                          [[c.get("name", ""), c.get("status", ""), c.get("detail", "")]
+                           for c in checks]) + [""]
+    return lines
+
+
+def _longest_backticks(text: str) -> int:
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
+# -- plain text -------------------------------------------------------------------------
+
+def export_markdown(exports: dict[str, Any] | None) -> list[str]:
+    """How to reproduce with XRT's own runner, from the recipes written beside the report."""
+    if not exports:
+        return []
+    folder = Path(exports["folder"]).name
+    lines = ["### Reproduce with XRT's own tools", "",
+             f"The plans as XRT run recipes are in `{folder}/` beside this report (attach "
+             "it). With XRT installed, no Python needed:", "", "```sh",
+             "source /opt/xilinx/xrt/setup.sh", f"cd {folder}"]
+    lines += [f"sh run_{name}.sh" for name in exports.get("plans") or []]
+    lines += ["```", ""]
+    if exports.get("missing"):
+        lines += [f"Not included (copy in first): {', '.join(exports['missing'])}.", ""]
+    lines += ["The depth-only control is XRT's own `xrt-smi validate -r runlist-latency` "
+              "(one runlist of 1000 NOP runs).", ""]
+    return lines
+
+
+def _flow(data: dict[str, Any]) -> str | None:
+    return (data.get("settings") or {}).get("flow") or (data.get("case") or {}).get("flow")
+
+
+def render_text(data: dict[str, Any]) -> str:
+    lines = [title(data), "verdict: " + ((data.get("verdict") or {}).get("text")
+                                        or "no verdict (the run did not finish)"),
+             "command: " + command_line(data),
+             "runs: " + flow_text(_flow(data))]
+    if data.get("bisect"):
+        answer = (data["bisect"].get("answer") or {}).get("text", "unfinished")
+        lines += ["", f"bisect: {answer}"]
+        lines += [f"  {row[0]:>3}. {row[1]:>5} {row[3]:<12} {row[4]} -> {row[5]}"
+                  for row in bisect_rows(data["bisect"])]
+    elif data.get("sweep"):
+        header, rows = sweep_table(data["sweep"])
+        lines += ["", "  ".join(header)] + ["  ".join(r) for r in rows]
+    else:
+        lines += ["", "plans:"] + [f"  {r[0]:<24} {r[2]}" + (f"   (expected {r[3]})"
+                                                            if r[3] != "-" else "")
+                                   for r in plan_rows(data)]
+    failing = failing_rows(data)
+    if failing:
+        lines += ["", "failing runs:"]
+        lines += [f"  {r[0]} trials {r[1]} runlist {r[2]}: {r[6]}, failing run {r[4]} "
+                  f"(chain {r[5]}), from the {r[7]}: {r[8]}" for r in failing[:MAX_FAILING_ROWS]]
+    notes = located_notes(data)
+    if notes:
+        lines += ["  located as: " + "; ".join(notes)]
+    found = first_failure(data)
+    if found is not None:
+        plan, trial = found
+        log = trial.get("kernel_log") or {}
+        lines += ["", f"first failure: plan {plan}, trial {int(trial.get('index') or 0) + 1}"]
+        recovery = recovery_text(trial)
+        if recovery:
+            lines.append(f"  recovery: {recovery}")
+        if "unreadable" in log:
+            lines.append(f"  kernel log: not readable ({log['unreadable']}); {log.get('fix')}")
+        elif log:
+            lines.append(f"  kernel log ({log.get('source')}): {len(log.get('lines') or [])} "
+                         "lines" + (f"; {log['tree_note']}" if log.get("tree_note") else ""))
+            lines += [f"    {event}" for event in event_summary(trial)[:MAX_EVENTS]]
+    lines += ["", "environment:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
+        data.get("environment") or {}, data.get("backend"))]
+    xclbins = xclbin_rows(data)
+    if xclbins:
+        lines += ["", "xclbins:"] + [f"  {r[0]:<8} {r[1]}  {r[3]}" for r in xclbins]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,185 @@
+"""Running bisections and sweeps: K trials per probed plan, a trial budget, the log.
+
+Both commands write one report: every probed plan is a plan in it (so
+`report render` and `compare` work on them), and the search itself is kept
+in a `bisect` or `sweep` section. A bisect log holds its settings and every
+probe in order, so `bisect --replay` can continue it or run it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.execution.runner import Runner
+from harness.model.errors import BadInput
+from harness.model.plan import Plan, parse_plan, plan_for_depth
+from harness.model.results import count_states, counts_text
+from harness.report.model import PlanRecord
+from harness.search.bisection import Answer, Bisection, classify
+
+Say = Callable[[str], None]
+
+
+class BudgetReached(Exception):
+    """The --max-trials budget is spent; everything so far is kept."""
+
+
+@dataclass
+class BisectSettings:
+    mode: str                  # "depth" or "chunk"
+    lo: int
+    hi: int
+    trials: int
+    chunk: str | None = None   # depth mode: chunking applied at every depth (None: one runlist)
+    depth: int | None = None   # chunk mode: the fixed depth
+    flaky_as: str = "good"
+
+    def plan(self, x: int) -> Plan:
+        if self.mode == "chunk":
+            assert self.depth is not None
+            chunks = parse_plan(f"max:{x}", self.depth)
+            return Plan(f"{self.depth}@max{x}", f"max:{x}", chunks)
+        return plan_for_depth(x, self.chunk)
+
+    @property
+    def noun(self) -> str:
+        return "chunk size" if self.mode == "chunk" else "depth"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Prober:
+    """Runs K trials of a plan through a Runner, within a budget of trials.
+
+    Finished trials of a plan that no earlier measurement used (those of a probe a kill
+    cut short, or of a stopped sweep) are used first, so continuing a stopped search
+    repeats nothing and its log accounts for every trial."""
+
+    def __init__(self, runner: Runner, trials: int, budget: int | None,
+                 used: dict[str, set[int]] | None = None) -> None:
+        self.runner = runner
+        self.trials = trials
+        self.budget = budget
+        self.spent = 0
+        self.used = used if used is not None else {}
+
+    def record_for(self, plan: Plan) -> PlanRecord:
+        for record in self.runner.report.plans:
+            if record.name == plan.name:
+                return record
+        record = PlanRecord(plan.name, plan.spec, list(plan.chunks), frame=plan.frame)
+        self.runner.handle.add_plan(record)
+        return record
+
+    def measure(self, plan: Plan) -> tuple[dict[str, int], list[int]]:
+        """K trials of `plan` (reused where finished and unused, else run): their counts and
+        their indices."""
+        record = self.record_for(plan)
+        used = self.used.setdefault(plan.name, set())
+        chosen = [t for t in record.finished() if t.index not in used][:self.trials]
+        while len(chosen) < self.trials:
+            if self.budget is not None and self.spent >= self.budget:
+                raise BudgetReached
+            self.spent += 1
+            result = self.runner.trial(record, self.spent, self.budget or 0)
+            if result.status.finished:
+                chosen.append(result)
+        used.update(t.index for t in chosen)
+        return count_states(chosen), [t.index for t in chosen]
+
+
+def used_trials(log: list[dict[str, Any]], plans: list[PlanRecord]) -> dict[str, set[int]]:
+    """Which trials a bisect log's probes used. Logs that name no trial indices (written by
+    0.1) used every finished trial of their plans."""
+    used: dict[str, set[int]] = {}
+    by_name = {p.name: p for p in plans}
+    for entry in log:
+        indices = entry.get("trials")
+        if indices is None and entry.get("plan") in by_name:
+            indices = [t.index for t in by_name[entry["plan"]].finished()]
+        used.setdefault(entry.get("plan"), set()).update(indices or [])
+    return used
+
+
+def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say: Say,
+               bisection: Bisection | None = None) -> Answer:
+    report = runner.report
+    bisection = bisection or Bisection(settings.lo, settings.hi, settings.flaky_as,
+                                       settings.noun, seed=runner.options.seed)
+    if "bisect" not in report.sections:
+        report.sections["bisect"] = {"settings": settings.to_dict(), "log": []}
+        runner.handle.rewrite()          # the settings are on disk before the first trial
+    section = report.sections["bisect"]
+    prober = Prober(runner, settings.trials, budget, used_trials(section["log"], report.plans))
+    complete = True
+    try:
+        while (x := bisection.next_x()) is not None:
+            confirming = bisection.confirming
+            left, steps = bisection.steps_left()
+            plan = settings.plan(x)
+            cut = "" if plan.label == str(x) else f" ({plan.label})"
+            if confirming and x not in bisection.counts:
+                say(f"Confirming: testing {settings.noun} {x}{cut}, assumed "
+                    f"{'failing' if x == settings.hi else 'completing'} and not yet tested")
+            elif confirming:
+                say(f"Confirming: re-testing {settings.noun} {x}{cut}")
+            else:
+                say(f"Bisecting: {left} {settings.noun}s left to test after this (roughly "
+                    f"{steps} steps); testing {x}{cut}")
+            counts, indices = prober.measure(plan)
+            bisection.record(x, counts, confirmation=confirming)
+            good, bad = bisection.bounds()
+            entry = {"x": x, "plan": plan.name, "chunks": list(plan.chunks),
+                     "confirmation": confirming, "counts": counts, "trials": indices,
+                     "class": classify(counts), "good": good, "bad": bad}
+            section["log"].append(entry)
+            runner.handle.append("probe", entry)
+            say(f"  {x}: {counts_text(counts)} -> {classify(counts)}")
+    except BudgetReached:
+        complete = False
+        say(f"stopped: the budget of {budget} trials is spent")
+    answer = bisection.answer(complete=complete)
+    if settings.mode == "chunk":
+        answer.text = _as_largest_chunk(answer, settings)
+    section["answer"] = {"kind": answer.kind, "low": answer.low, "high": answer.high,
+                         "first": answer.first, "text": answer.text, "notes": answer.notes,
+                         "trials": sum(len(p.trials) for p in report.plans)}
+    report.verdict = {"reproduced": None, "text": answer.text}
+    if complete:
+        runner.handle.finish()
+    else:                                # stopped by the budget: `bisect --replay` goes on
+        runner.handle.rewrite()
+    return answer
+
+
+def _as_largest_chunk(answer: Answer, settings: BisectSettings) -> str:
+    """Chunk mode asks the other question: the largest chunk size that completes."""
+    detail = answer.text[answer.text.find("("):] if "(" in answer.text else ""
+    if answer.kind == "exact":
+        return (f"largest chunk size that completes at depth {settings.depth}: "
+                f"{answer.low - 1} {detail}")
+    if answer.kind == "none":
+        return f"every chunk size up to {settings.hi} completes at depth {settings.depth} " \
+               f"{detail}"
+    if answer.kind == "at-or-below":
+        return (f"even chunk size {answer.high} fails at depth {settings.depth} {detail}; "
+                "try a lower --lo")
+    return f"{answer.text} [chunk sizes at depth {settings.depth}]"
+
+
+def bisection_from_log(settings: BisectSettings, section: dict[str, Any],
+                       plans: list[PlanRecord], seed: int = 0) -> Bisection:
+    """Rebuild a bisection from a report: every probe the log holds counts, none is re-run
+    (the counts are the ones the log recorded for the trials each probe used)."""
+    bisection = Bisection(settings.lo, settings.hi, settings.flaky_as, settings.noun, seed=seed)
+    names = {p.name for p in plans}
+    for entry in section.get("log", []):
+        if entry.get("plan") not in names:
+            raise BadInput(f"the bisect log names plan {entry.get('plan')!r}, which the report "
+                           "does not hold")
+        bisection.record(int(entry["x"]), {str(k): int(v) for k, v in entry["counts"].items()},
+                         confirmation=bool(entry.get("confirmation")))
+    return bisection

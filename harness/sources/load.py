@@ -1,0 +1,39 @@
+"""The one way in to every source: a reference (a case name or file, an XRT run recipe,
+`xrt-validate:NAME`, an XRT capture folder, or a case file that points at an imported
+capture) becomes a `Case`, read by that source's own reader. The readers know nothing
+of each other; only this module knows them all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.model.errors import CaseError
+from harness.sources.capture import REPLAY, folder_case, pointer_case
+from harness.sources.case import Case, decode_case, find_case, read_document
+from harness.sources.recipe import is_recipe_ref, load_recipe
+
+
+def load_case(ref: str | Path, recipe_profile: str | None = None) -> Case:
+    """A case by name or file; an XRT run recipe (a .json file, or xrt-validate:NAME)
+    with its profile; an XRT capture folder (or a case file `capture import` wrote)."""
+    if is_recipe_ref(str(ref)):
+        return load_recipe(str(ref), recipe_profile)
+    path = Path(ref)
+    if path.name == REPLAY or path.is_dir() and (path / REPLAY).is_file():
+        return folder_case(path.parent if path.name == REPLAY else path)
+    if recipe_profile is not None:
+        raise CaseError(f"--recipe-profile goes with a recipe; {ref} is a case")
+    found = find_case(str(ref))
+    try:
+        raw = found.read_bytes()
+    except OSError as err:
+        raise CaseError(f"cannot read case file {found}: {err.strerror}") from None
+    return parse_case(raw, str(found))
+
+
+def parse_case(raw: bytes, file: str) -> Case:
+    """A case file's bytes: a decode case, or a pointer at an imported capture."""
+    data, check = read_document(raw, file)
+    if isinstance(data, dict) and "capture" in data:
+        return pointer_case(check, data, file, raw)
+    return decode_case(check, data, file, raw)

@@ -1,0 +1,638 @@
+"""XRT run recipes in and out: a recipe (and its profile) read as a case whose runs a
+plan cuts; any case's plans written as recipes for XRT's own `xrt-runner`.
+
+The format is XRT's (`src/runtime_src/core/common/runner/recipe.md`, `profile.md`,
+`schema/recipe.schema.json`; STACK.md 8): `header.xclbin`,
+`resources.buffers` (name, type, size), `resources.kernels` (name, `instance`,
+`ctrlcode` ELF), `execution.runs` (the kernel's name, buffer `arguments` by argidx,
+integer `constants` by argidx). XRT's runner turns 6 or more consecutive runs into one
+`xrt::runlist`; here the plan named after the recipe does the same, and other plans
+(`500+500`, `max:24`) cut the same runs.
+
+`xrt-validate:NAME` takes the recipe from XRT's validate archive (`xrt_smi_*.a`) the
+way `xrt-smi validate` does: `recipe_NAME.json`, `profile_NAME.json` and the
+artefacts they name. Without an XRT install, the recipes XRT ships for XDNA 2 are
+rebuilt from their recorded shape (`harness/data/xrt_validate.yaml`), and the case
+says so.
+
+What the harness cannot do with a recipe is refused by name: CPU runs, sub-buffer
+arguments, string constants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.formats.cache import cache_dir
+from harness.formats.elf import ElfError, read_elf
+from harness.formats.jsonread import JsonReader, describe, parse_json
+from harness.formats.yamlio import write_atomic
+from harness.model.errors import BadInput, CaseError
+from harness.model.plan import make_plan
+from harness.model.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec
+from harness.sources.case import DEFAULT_TRIALS, Case, Command
+from harness.sources.confine import OutsideFolder, inside
+
+VALIDATE_PREFIX = "xrt-validate:"
+RUNLIST_THRESHOLD = 6            # xrt_core::runner default_runlist_threshold
+MAX_RECIPE_BYTES = 64 << 20
+SHAPES = Path(__file__).parents[1] / "data" / "xrt_validate.yaml"
+
+
+class RecipeError(CaseError):
+    """A recipe or profile the harness cannot read or run."""
+
+
+def is_recipe_ref(ref: str) -> bool:
+    return ref.startswith(VALIDATE_PREFIX) or (ref.lower().endswith(".json")
+                                                and Path(ref).name != "replay.json")
+
+
+def load_recipe(ref: str, profile: str | None = None) -> Case:
+    """A recipe file (or `xrt-validate:NAME`) and its profile as a case."""
+    notes: list[str] = []
+    if ref.startswith(VALIDATE_PREFIX):
+        if profile is not None:
+            raise BadInput(f"{ref} comes with its own profile; drop --recipe-profile")
+        recipe_path, profile_path, origin = validate_recipe(ref[len(VALIDATE_PREFIX):])
+        notes += origin
+    else:
+        recipe_path, profile_path = Path(ref), Path(profile) if profile else None
+    raw = _read(recipe_path)
+    data = _json(raw, str(recipe_path))
+    profile_raw = _read(profile_path) if profile_path else b""
+    read = _profile(_json(profile_raw, str(profile_path)), str(profile_path), notes) \
+        if profile_path else Profile({}, None, RUNLIST_THRESHOLD)
+    case = _case(data, recipe_path, read, notes)
+    if read.iterations is not None:
+        notes.append(f"the profile asks for {read.iterations} iterations (XRT's runner "
+                     "executes the whole recipe that often); here --trials sets how often "
+                     "each plan runs")
+    digest = hashlib.sha256(raw + b"\0" + profile_raw).hexdigest()
+    return _with(case, notes, digest, str(profile_path) if profile_path else None, ref)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a profile says: the buffers it binds, iterations, the runlist threshold."""
+
+    bindings: dict[str, BufferSpec]
+    iterations: int | None
+    runlist_threshold: int
+
+
+def _read(path: Path) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > MAX_RECIPE_BYTES:
+            raise RecipeError(f"{path}: {size} bytes; a recipe over {MAX_RECIPE_BYTES >> 20} MiB "
+                              "is refused")
+        return path.read_bytes()
+    except OSError as err:
+        raise RecipeError(f"cannot read {path}: {err.strerror or err}") from None
+
+
+def _json(raw: bytes, file: str) -> dict[str, Any]:
+    data = parse_json(raw, file, RecipeError)
+    if not isinstance(data, dict):
+        raise RecipeError(f"{file}: expected a JSON object at the top, got {describe(data)}")
+    return data
+
+
+def _profile(data: dict[str, Any], file: str, notes: list[str]) -> Profile:
+    """The buffers the profile binds, as XRT's runner creates them (`bindings::init`,
+    `init_buffer_file`): `size` when given, else the file's; the file's bytes are copied
+    into [begin, end) of the buffer, and without a size that range is empty (only a
+    page-aligned "mmap": true file is mapped whole), so the buffer stays zero."""
+    read = JsonReader(file, RecipeError)
+    bindings: dict[str, BufferSpec] = {}
+    for where, entry in read.objects(data.get("bindings", []), "bindings"):
+        name = read.text(entry.get("name"), where + ".name")
+        init = read.mapping(entry.get("init", {}), where + ".init")
+        source = None
+        if "file" in init:
+            source = _inside(read, Path(file).parent, init["file"], where + ".init.file")
+            if not source.is_file():
+                raise read.fail(where + ".init.file", f"{source} does not exist")
+        elif init:
+            raise read.fail(where + ".init", "only file initialisation is supported (not "
+                                             "stride or random)")
+        size = entry.get("size")
+        if size is None and source is None:
+            raise read.fail(where, "a binding without a file needs a size")
+        if size is not None:
+            bindings[name] = BufferSpec(read.size(size, where + ".size"),
+                                        str(source) if source else None)
+        elif init.get("mmap") is True:
+            bindings[name] = BufferSpec(read.size(source.stat().st_size, where + ".init.file"),
+                                        str(source))
+        else:
+            bindings[name] = BufferSpec(read.size(source.stat().st_size, where + ".init.file"))
+            notes.append(f"{file}: {where} ({name}) has a file but no size: XRT's runner "
+                         "makes the buffer the file's size and copies nothing into it (the "
+                         "range [begin, end) defaults to [0, size) = empty); it stays zero "
+                         "here too. Give size to fill it")
+    execution = read.mapping(data.get("execution", {}), "execution")
+    iterations = execution.get("iterations")
+    threshold = execution.get("runlist_threshold", RUNLIST_THRESHOLD)
+    return Profile(bindings,
+                   read.index(iterations, "execution.iterations")
+                   if iterations is not None else None,
+                   read.index(threshold, "execution.runlist_threshold"))
+
+
+def _inside(read: JsonReader, folder: Path, name: Any, where: str) -> Path:
+    try:
+        return inside(folder, read.text(name, where))
+    except OutsideFolder as err:
+        raise read.fail(where, str(err)) from None
+
+
+def _is_elf(read: JsonReader, path: Path, where: str) -> None:
+    """Read before any trial: a file that is no ELF is bad input, not a device failure."""
+    try:
+        read_elf(path)
+    except ElfError as err:
+        raise read.fail(where, str(err)) from None
+
+
+EXTERNAL = {"input", "output", "inout", "weight"}    # runner.cpp buffer::is_external
+BUFFER_TYPES = EXTERNAL | {"internal", "spill", "unknown", "debug"}
+
+
+def _contexts(read: JsonReader, data: dict[str, Any], base: Path,
+              absent: list[str]) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """The hardware contexts a recipe makes (`resources::create_hwctxs`): the legacy
+    header's (xclbin, or program/programs) named "header", then each of
+    resources.hwctxs (name, xclbin or programs)."""
+    xclbins: dict[str, str] = {}
+    programs: dict[str, tuple[str, ...]] = {}
+
+    def artefact(name: Any, where: str, stand_in: bool = True) -> str:
+        path = _inside(read, base, name, where)
+        if not path.is_file():
+            if not stand_in:        # no stand-in configures an array: a full ELF must exist
+                raise read.fail(where, f"{path} does not exist")
+            absent.append(str(path))
+        elif not stand_in:
+            _is_elf(read, path, where)
+        return str(path)
+
+    def add(name: str, entry: dict[str, Any], where: str, legacy: bool) -> None:
+        if "xclbin" in entry:
+            xclbins[name] = artefact(entry["xclbin"], where + ".xclbin")
+        elif "programs" in entry or (legacy and "program" in entry):
+            files = [(entry["program"], f"{where}.program")] if legacy and \
+                "program" in entry else []
+            files += [(f, f"{where}.programs[{i}]") for i, f in
+                      enumerate(read.array(entry.get("programs", []), where + ".programs"))]
+            if not files:
+                raise read.fail(where + ".programs", "no program specified for hwctx")
+            programs[name] = tuple(artefact(f, at, stand_in=False) for f, at in files)
+        elif not legacy:
+            raise read.fail(where, "no xclbin or program specified for hwctx")
+
+    add("header", read.mapping(data.get("header", {}), "header"), "header", legacy=True)
+    resources = read.mapping(data.get("resources", {}), "resources")
+    for where, entry in read.objects(resources.get("hwctxs", []), "resources.hwctxs"):
+        name = read.text(entry.get("name"), where + ".name")
+        if name in xclbins or name in programs:
+            raise read.fail(where + ".name", f"{name!r} is named twice")
+        add(name, entry, where, legacy=False)
+    if not xclbins and not programs:
+        raise read.fail("header", "could not create hwctx, xclbin or program is required in "
+                                  "recipe")
+    return xclbins, programs
+
+
+def _case(data: dict[str, Any], path: Path, profile: Profile, notes: list[str]) -> Case:
+    read = JsonReader(str(path), RecipeError)
+    base = path.parent
+    if data.get("version") != "1.0":
+        raise read.fail("version", f"{data.get('version')!r}; XRT's runner reads version 1.0")
+    absent: list[str] = []
+    xclbins, programs = _contexts(read, data, base, absent)
+    contexts = [*xclbins, *programs]
+    resources = read.mapping(data.get("resources", {}), "resources")
+    buffers: dict[str, BufferSpec] = {}
+    unset: list[str] = []
+    for where, entry in read.objects(resources.get("buffers", []), "resources.buffers"):
+        name = read.text(entry.get("name"), where + ".name")
+        kind = entry.get("type")
+        if kind not in BUFFER_TYPES:
+            raise read.fail(where + ".type", f"{describe(kind)}; XRT's runner knows "
+                                             f"{', '.join(sorted(BUFFER_TYPES))}")
+        size = entry.get("size")
+        if size is None and kind in ("internal", "debug"):
+            raise read.fail(where, f"a{'n' if kind == 'internal' else ''} {kind} buffer "
+                                   "needs a size")
+        if name in profile.bindings:
+            buffers[name] = profile.bindings[name]
+        elif kind not in EXTERNAL and size:
+            buffers[name] = BufferSpec(read.size(size, where + ".size"))
+        else:
+            unset.append(name)              # runner.cpp create_bo: no buffer, no argument
+    if unset:
+        notes.append(f"buffers {', '.join(unset)} are external ({'/'.join(sorted(EXTERNAL))}) "
+                     "or empty with no binding in the profile: XRT's runner creates no buffer "
+                     "for them and leaves the arguments they are given unset; so does the "
+                     "harness")
+    kernels: dict[str, tuple[str, str | None, str]] = {}
+    for where, entry in read.objects(resources.get("kernels", []), "resources.kernels"):
+        name = read.text(entry.get("name"), where + ".name")
+        instance = read.text(entry.get("instance", name), where + ".instance")
+        hwctx = entry.get("hwctx", "")
+        if hwctx:
+            hwctx = read.text(hwctx, where + ".hwctx")
+            if hwctx not in contexts:
+                raise read.fail(where + ".hwctx", f"{hwctx!r} is not a context of the recipe "
+                                                  f"({', '.join(contexts)})")
+        elif len(contexts) == 1:
+            hwctx = contexts[0]
+        else:
+            raise read.fail(where, "default hwctx is missing or ambiguous: name the kernel's "
+                                   f"hwctx ({', '.join(contexts)})")
+        elf = None
+        if "ctrlcode" in entry:
+            if hwctx in programs:
+                raise read.fail(where + ".ctrlcode", "a kernel of a context made from full "
+                                                     "ELFs takes no ctrlcode")
+            elf = str(_inside(read, base, entry["ctrlcode"], where + ".ctrlcode"))
+            if not Path(elf).is_file():
+                absent.append(elf)
+            else:
+                _is_elf(read, Path(elf), where + ".ctrlcode")
+        kernels[name] = (instance, elf, hwctx)
+    execution = read.mapping(data.get("execution"), "execution")
+    runs = list(read.objects(execution.get("runs"), "execution.runs"))
+    if not runs:
+        raise read.fail("execution.runs", "no runs")
+    templates: dict[Command, int] = {}          # runs alike share one, in first-seen order
+    order, used = [], set()
+    declared = set(buffers) | set(unset)
+    for where, entry in runs:
+        command, hwctx = _run(read, entry, where, kernels, buffers, declared)
+        used.add(hwctx)
+        order.append(templates.setdefault(command, len(templates)))
+    if len(used) > 1:
+        raise read.fail("execution.runs", f"the runs use kernels of {len(used)} contexts "
+                                          f"({', '.join(sorted(used))}); a runlist belongs "
+                                          "to one")
+    context = used.pop()
+    flow = ELF_FLOW if all(elf for _, elf, c in kernels.values() if c == context) else \
+        INSTR_BO
+    n = len(order)
+    threshold = profile.runlist_threshold
+    if n < threshold:
+        notes.append(f"XRT's runner starts fewer than {threshold} runs one by one "
+                     "(runlist_threshold); here the "
+                     f"{n} run{'s' if n > 1 else ''} go in a runlist like any plan")
+    elif threshold != RUNLIST_THRESHOLD:
+        notes.append(f"the profile's runlist_threshold is {threshold}: XRT's runner makes a "
+                     f"runlist of {n} runs, as here")
+    return Case(name=path.stem, description=f"XRT run recipe {path.name}: {n} runs",
+                source=str(path), pack="recipe", xclbins=xclbins, layers=n,
+                runlist_context=context, per_layer=tuple(templates),
+                plans=(make_plan("recipe", str(n), n),), expect={}, trials=DEFAULT_TRIALS,
+                deadline_s=None, file=str(path.resolve()), sha256="",
+                flow=FULL_ELF if context in programs else flow, buffers=buffers,
+                order=tuple(order), kind="recipe", absent=tuple(absent), programs=programs)
+
+
+def _run(read: JsonReader, entry: dict[str, Any], where: str,
+         kernels: dict[str, tuple[str, str | None, str]],
+         buffers: dict[str, BufferSpec], declared: set[str]) -> tuple[Command, str]:
+    # runner.cpp create_kernel_run: "kernel" names the kernel; the legacy "name" does
+    # when "kernel" is absent
+    key = "kernel" if "kernel" in entry else "name"
+    name = read.text(entry.get(key), f"{where}.{key}")
+    if name not in kernels:
+        raise read.fail(f"{where}.{key}", f"{name!r} is not a kernel of resources.kernels "
+                                          f"({', '.join(kernels) or 'none'})")
+    if entry.get("where", "npu") != "npu":
+        raise read.fail(where + ".where", "CPU runs are not supported; the harness submits "
+                                          "to the NPU")
+    args: list[tuple[int, str, Any]] = []
+    for at, arg in read.objects(entry.get("arguments", []), where + ".arguments"):
+        if "size" in arg or "offset" in arg:
+            raise read.fail(at, "sub-buffer arguments (size/offset) are not supported")
+        buffer = read.text(arg.get("name"), at + ".name")
+        index = read.index(arg.get("argidx"), at + ".argidx")
+        if buffer not in declared:         # resources::get_buffer_or_error
+            raise read.fail(at + ".name", f"{buffer!r} is not a buffer of resources.buffers "
+                                          f"({', '.join(sorted(declared)) or 'none'})")
+        if buffer in buffers:
+            args.append((index, "bo", buffer))
+    for at, constant in read.objects(entry.get("constants", []), where + ".constants"):
+        value = constant.get("value")
+        # create_constant_args: "int" read as a C int; "string" the harness cannot pass
+        if constant.get("type") != "int" or isinstance(value, bool) \
+                or not isinstance(value, int) or not -2**31 <= value < 2**31:
+            raise read.fail(at, f"only int constants (a C int) are supported, got "
+                                f"{describe(value)} of type {describe(constant.get('type'))}")
+        args.append((read.index(constant.get("argidx"), at + ".argidx"), "int", value))
+    indices = [a[0] for a in args]
+    if len(set(indices)) != len(indices):
+        raise read.fail(where, f"an argument index is set twice ({sorted(indices)})")
+    instance, elf, hwctx = kernels[name]
+    # An absent control code is a NOP ELF stand-in (simulated stack only; hardware refuses).
+    return Command(instance, "nop", (), elf=elf if elf and Path(elf).is_file() else None,
+                   args=tuple(sorted(args))), hwctx
+
+
+def _with(case: Case, notes: list[str], digest: str, profile: str | None, ref: str) -> Case:
+    return replace(case, sha256=digest, notes=tuple(notes), recipe_profile=profile,
+                   reference=ref)
+
+
+# -- XRT's validate archive ---------------------------------------------------------------
+
+def validate_recipe(name: str) -> tuple[Path, Path | None, list[str]]:
+    """recipe_NAME.json and profile_NAME.json with the artefacts they name, from XRT's
+    validate archive; else rebuilt from the recorded shape of XRT's shipped recipe."""
+    from harness.formats.ar import read_ar_member
+    from harness.probe.xrt import validate_files
+    wanted = f"recipe_{name}.json"
+    for source in validate_files(Path("/"), os.environ.get("XILINX_XRT")):
+        if source.suffix != ".a":
+            loose = source.parent / wanted
+            if loose.is_file():
+                profile = source.parent / f"profile_{name}.json"
+                return loose, profile if profile.is_file() else None, \
+                    [f"recipe from {source.parent}"]
+            continue
+        recipe = read_ar_member(source, wanted)
+        if recipe is None:
+            continue
+        folder = cache_dir("xrt-validate", hashlib.sha256(source.read_bytes()).hexdigest()[:16])
+        _put(folder / wanted, recipe)
+        profile = read_ar_member(source, f"profile_{name}.json")
+        if profile is not None:
+            _put(folder / f"profile_{name}.json", profile)
+        for artefact in _artefacts(json.loads(recipe)):
+            member = read_ar_member(source, artefact)
+            if member is not None:
+                _put(folder / artefact, member)
+        return folder / wanted, (folder / f"profile_{name}.json" if profile else None), \
+            [f"recipe from {source}"]
+    return _rebuilt(name)
+
+
+def _artefacts(recipe: dict[str, Any]) -> list[str]:
+    names = [recipe.get("header", {}).get("xclbin")]
+    names += [k.get("ctrlcode") for k in recipe.get("resources", {}).get("kernels", [])]
+    # names from the archive become files in our cache: plain names only
+    return [n for n in names if isinstance(n, str) and Path(n).name == n and n not in (".", "..")]
+
+
+def shipped_shapes() -> dict[str, dict[str, Any]]:
+    data = yaml.safe_load(SHAPES.read_text())
+    shapes = data["recipes"]
+    for shape in shapes.values():
+        if isinstance(shape["buffers"], str):
+            shape["buffers"] = data["buffer_sets"][shape["buffers"]]
+    return shapes
+
+
+def _rebuilt(name: str) -> tuple[Path, Path | None, list[str]]:
+    shapes = shipped_shapes()
+    if name not in shapes:
+        raise BadInput(f"xrt-validate:{name}: no recipe_{name}.json in an XRT install (none "
+                       f"found), and not one the harness knows ({', '.join(shapes)})")
+    shape = shapes[name]
+    folder = cache_dir("xrt-validate", "rebuilt")
+    buffers = [{"name": b["name"], "type": b["type"], "size": b["size"]}
+               for b in shape["buffers"]]
+    run = {"name": "k1",
+           "arguments": [{"name": b["name"], "argidx": b["argidx"]}
+                         for b in shape["buffers"] if "argidx" in b],
+           "constants": [{"value": 3, "type": "int", "argidx": 0}]}
+    kernel = {"name": "k1", "instance": shape["instance"]}
+    if shape["ctrlcode"]:
+        kernel["ctrlcode"] = shape["ctrlcode"]
+    recipe = {"version": "1.0", "header": {"xclbin": shape["xclbin"]},
+              "resources": {"buffers": buffers, "kernels": [kernel]},
+              "execution": {"runs": [run] * shape["runs"]}}
+    profile = {"version": "1.0", "execution": {"iterations": shape["iterations"],
+                                               "verbose": False}}
+    _put(folder / f"recipe_{name}.json", json.dumps(recipe, indent=2).encode())
+    _put(folder / f"profile_{name}.json", json.dumps(profile, indent=2).encode())
+    return folder / f"recipe_{name}.json", folder / f"profile_{name}.json", [
+        f"no XRT validate archive here: recipe_{name}.json rebuilt from the shape XRT ships "
+        f"({shape['source']}); its artefacts are stand-ins unless present"]
+
+
+def _put(path: Path, data: bytes) -> None:
+    if not path.is_file() or path.read_bytes() != data:
+        write_atomic(path, data)
+
+
+
+# -- recipes out ---------------------------------------------------------------------------
+
+@dataclass
+class Export:
+    """What `export` wrote: the recipes (one per runlist of each plan), and the artefacts
+    they name that are not here (the folder's README says where they go)."""
+
+    recipes: list[str]
+    missing: list[str]
+
+
+def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | None,
+                 real: bool, flow: str, folder: Path) -> Export:
+    """Write `case`, cut as each plan says, as XRT run recipes into `folder` (which must
+    not exist). XRT's runner makes one runlist of each contiguous sequence of NPU runs,
+    so each runlist of a plan is a recipe of its own, run in order by run_PLAN.sh.
+    `xclbin` gives the partition the control code is sized to; it is copied only when
+    `real` (a stand-in is never passed off as the pack), else the README says where the
+    real one goes. A context made from full ELFs is written as `resources.hwctxs[]` with
+    its programs.
+
+    Every buffer is one XRT's runner creates (runner.cpp `create_bo`, `bindings::init`):
+    a data buffer with no content is `internal` with its size; one with content is bound
+    in the profile with its `size` and `init.file` (without a size the runner copies
+    nothing into it)."""
+    from harness.formats.elf_writer import control_code_elf
+    from harness.formats.txn import nop_stream, word_count
+    from harness.formats.xclbin import read_xclbin
+
+    files: dict[str, bytes] = {}
+    missing: list[str] = []
+    programs = case.programs.get(case.runlist_context)
+    if programs is None and flow == FULL_ELF:
+        raise BadInput(f"{case.name}: --flow full-elf needs a full ELF for context "
+                       f"{case.runlist_context!r} (programs: in the case); the simulator's "
+                       "stand-in is not exported")
+    columns = 4
+    header: dict[str, Any] = {}
+    hwctxs: list[dict[str, Any]] = []
+    if programs is not None:
+        names = [f"program_{i}.elf" for i in range(len(programs))]
+        files.update({n: Path(p).read_bytes() for n, p in zip(names, programs, strict=True)})
+        hwctxs.append({"name": case.runlist_context, "programs": names})
+    else:
+        part = read_xclbin(xclbin).partition if xclbin else None
+        columns = part.column_width if part else columns
+        xclbin_name = Path(case.xclbins[case.runlist_context]).name
+        header["xclbin"] = xclbin_name
+        if real and xclbin:
+            files[xclbin_name] = xclbin.read_bytes()
+        else:
+            missing.append(xclbin_name)
+
+    def stream_of(command: Command) -> bytes:
+        return nop_stream(columns) if command.instructions == "nop" else \
+            Path(command.instructions).read_bytes()
+
+    kernels, buffers, bindings, templates = [], [], [], []
+
+    def bound(name: str, content: bytes, file: str) -> None:
+        files[file] = content
+        buffers.append({"name": name, "type": "input", "size": len(content)})
+        bindings.append({"name": name, "size": len(content), "init": {"file": file}})
+
+    for c, command in enumerate(case.per_layer):
+        kernel: dict[str, Any] = {"name": f"k{c}", "instance": command.kernel}
+        if programs is not None:
+            kernel["hwctx"] = case.runlist_context
+        elif command.elf:                             # a recipe's or capture's own
+            kernel["ctrlcode"] = f"ctrl_{c}.elf"
+            files[kernel["ctrlcode"]] = Path(command.elf).read_bytes()
+        elif command.args is not None and case.flow == ELF_FLOW:
+            kernel["ctrlcode"] = f"ctrl_{c}.elf"      # named, but absent here
+            missing.append(kernel["ctrlcode"])
+        elif command.args is None and flow == ELF_FLOW:
+            kernel["ctrlcode"] = f"ctrl_{c}.elf"      # as FastFlowLM builds it
+            files[kernel["ctrlcode"]] = control_code_elf(stream_of(command))
+        kernels.append(kernel)
+        if command.args is not None:
+            templates.append(_exported_run(f"k{c}", command.args))
+            continue
+        args: list[tuple[int, str, Any]] = []
+        first = 0
+        if programs is None:
+            args.append((0, "int", command.opcode))
+            first = 3
+            if "ctrlcode" not in kernel:
+                stream = stream_of(command)
+                bound(f"c{c}_instr", stream, f"instr_{c}.bin")
+                args += [(1, "bo", f"c{c}_instr"), (2, "int", word_count(stream))]
+        for j, size in enumerate(command.buffers):
+            buffers.append({"name": f"c{c}_b{j}", "type": "internal", "size": size})
+            args.append((first + j, "bo", f"c{c}_b{j}"))
+        templates.append(_exported_run(f"k{c}", tuple(args)))
+    for name, spec in case.buffers.items():
+        if spec.data:
+            bound(name, Path(spec.data).read_bytes()[:spec.size], f"data_{name}.bin")
+        else:
+            buffers.append({"name": name, "type": "internal", "size": spec.size})
+    sequence = (list(case.order) if case.order is not None
+                else [c for _ in range(case.layers) for c in range(len(case.per_layer))])
+    per_unit = case.runs_per_layer
+    recipes: list[str] = []
+    for plan_name, chunks in plans:
+        start, these = 0, []
+        for k, units in enumerate(chunks):
+            runs = [templates[t] for t in sequence[start * per_unit:(start + units) * per_unit]]
+            start += units
+            name = f"recipe_{_safe(plan_name)}_{k + 1}of{len(chunks)}.json"
+            recipe = {"version": "1.0", "header": header,
+                      "resources": {**({"hwctxs": hwctxs} if hwctxs else {}),
+                                    "buffers": buffers, "kernels": kernels},
+                      "execution": {"runs": runs}}
+            files[name] = (json.dumps(recipe, indent=2) + "\n").encode()
+            these.append(f"xrt-runner --recipe {name} --profile profile.json --dir .")
+            recipes.append(name)
+        files[f"run_{_safe(plan_name)}.sh"] = _run_script(case, plan_name, chunks,
+                                                           these).encode()
+    # A runlist of fewer than RUNLIST_THRESHOLD runs would be started run by run: the
+    # profile lowers the threshold so every recipe is one xrt::runlist, as the plan cuts it.
+    smallest = min(c * per_unit for _, chunks in plans for c in chunks)
+    execution: dict[str, Any] = {"iterations": 1}
+    if smallest < RUNLIST_THRESHOLD:
+        execution["runlist_threshold"] = max(1, smallest)
+    profile = {"version": "1.0", "bindings": bindings, "execution": execution}
+    files["profile.json"] = (json.dumps(profile, indent=2) + "\n").encode()
+    files["README.md"] = _readme(case, plans, flow, files, missing).encode()
+    _write_folder(folder, files)
+    return Export(recipes, missing)
+
+
+def _exported_run(kernel: str, args: tuple[tuple[int, str, Any], ...]) -> dict[str, Any]:
+    return {"name": kernel,
+            "arguments": [{"name": v, "argidx": i} for i, kind, v in args if kind == "bo"],
+            "constants": [{"value": v, "type": "int", "argidx": i}
+                          for i, kind, v in args if kind == "int"]}
+
+
+def _safe(name: str) -> str:
+    """A plan name as part of a file name; a long one (a sweep's 1+1+...+1 cut) is
+    shortened with a digest of the whole, so names stay unique and below NAME_MAX."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+    if len(safe) <= 48:
+        return safe
+    return f"{safe[:32]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
+
+
+def _run_script(case: Case, plan_name: str, chunks: list[int], commands: list[str]) -> str:
+    lines = ["#!/bin/sh",
+             f"# {case.name}, plan {plan_name}: {len(chunks)} runlist(s), run in order.",
+             "# Needs XRT (source /opt/xilinx/xrt/setup.sh); no Python.",
+             "set -e", 'cd "$(dirname "$0")"']
+    return "\n".join(lines + commands) + "\n"
+
+
+def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
+            files: dict[str, bytes], missing: list[str]) -> str:
+    unit = case.unit
+    lines = [f"# {case.name} as XRT run recipes", "",
+             f"Written by xdna-runlist-harness from {case.source or case.file}: "
+             f"{case.layers} {unit}s, {case.runs_per_layer} run(s) per {unit}. Runs: "
+             f"{flow}, with the arguments the harness sets.", "",
+             "XRT's runner (`xrt-runner`) makes one `xrt::runlist` of every contiguous "
+             "sequence of `runlist_threshold` (6) or more NPU runs in a recipe, so each "
+             "runlist of a plan is a recipe of its own, and `run_PLAN.sh` runs them in order "
+             "(each in its own process, so each opens its own hardware context). When a plan "
+             "has a runlist of fewer than 6 runs, profile.json lowers `runlist_threshold` so "
+             "that it is one `xrt::runlist` too. Every buffer is one the runner creates: "
+             "`internal` with its size, or bound in profile.json with its `size` and the "
+             "file it is filled from.", "",
+             "```sh", "source /opt/xilinx/xrt/setup.sh"]
+    lines += [f"sh run_{_safe(name)}.sh      # {name}: {'+'.join(map(str, chunks))}"
+              for name, chunks in plans]
+    lines += ["```", "", "## Files", ""]
+    for name in sorted(files):
+        lines.append(f"- `{name}` ({len(files[name])} bytes, sha256 "
+                     f"{hashlib.sha256(files[name]).hexdigest()})")
+    for name in missing:
+        lines.append(f"- `{name}`: **not included** (not found where the harness looked); "
+                     "copy it here before running")
+    return "\n".join(lines) + "\n"
+
+
+def _write_folder(folder: Path, files: dict[str, bytes]) -> None:
+    """All files or none: written into a hidden sibling folder, then renamed into place."""
+    if folder.exists():
+        raise BadInput(f"{folder} exists; export writes a new folder (choose another)")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        for name, data in files.items():
+            (staging / name).write_bytes(data)
+        for script in staging.glob("*.sh"):
+            script.chmod(0o755)
+        staging.chmod(0o755)             # mkdtemp's 0700 is for while it is written
+        staging.rename(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
