@@ -32,8 +32,8 @@ from harness.execution.backend import choose_backend
 from harness.execution.runner import RunOptions, open_run
 from harness.execution.session import run_trial
 from harness.model.results import TrialResult, TrialStatus
+from harness.report.fileformat import load_report
 from harness.report.journal import ReportFile
-from harness.report.model import load_report
 from harness.sources.load import load_case
 
 SIZES = (10, 100, 1_000, 10_000)

@@ -11,7 +11,7 @@ from captures import MAIN, OTHER, CaptureWriter, decode_capture, threaded_captur
 from click.testing import CliRunner
 
 from harness.app.cli import main
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 from harness.sources.capture import capture_case, load_capture
 from harness.sources.load import load_case
 

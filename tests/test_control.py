@@ -12,7 +12,8 @@ from conftest import SHARED_REFERENCE
 
 from harness.app.cli import main
 from harness.model.results import TrialResult, TrialStatus
-from harness.report.model import PlanRecord, load_report
+from harness.report.fileformat import load_report
+from harness.report.model import PlanRecord
 from harness.report.verdict import CASE_ONLY, DEPTH_ALONE, INCONCLUSIVE, NOTHING, judge
 
 

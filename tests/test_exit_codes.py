@@ -15,7 +15,7 @@ from harness.app.exits import GIT_BISECT, GIT_BISECT_SKIP, for_trials, translate
 from harness.execution import session
 from harness.model.errors import Terminated
 from harness.model.results import TrialStatus
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 
 
 def invoke(*args: str):

@@ -14,7 +14,7 @@ from conftest import SHARED_REFERENCE
 from harness.app.cli import main
 from harness.formats.elf import read_elf
 from harness.formats.txn import nop_stream
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 from harness.sources.case import shipped_cases
 from harness.sources.recipe import load_recipe
 

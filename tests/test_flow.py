@@ -18,7 +18,7 @@ from harness.formats.elf_writer import control_code_elf
 from harness.formats.txn import nop_stream
 from harness.model.errors import CaseError
 from harness.model.results import ELF_FLOW, INSTR_BO
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 from harness.sim import control
 from harness.sim.stack import START_CU, START_NPU
 from harness.sources.load import load_case, parse_case

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from harness.app.cli import main
 from harness.formats.elf_writer import control_code_elf
 from harness.formats.txn import nop_stream
-from harness.report.journal import ReportLock
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
+from harness.report.lock import ReportLock
 
 
 def invoke(*args: str):
@@ -423,7 +423,7 @@ def test_read_only_folders_are_exit_3_in_one_line(tmp_path, read_only):
 # -- validate and resume read a report alike --------------------------------------------------
 
 def test_validate_and_resume_agree_on_every_truncation_offset(tmp_path):
-    from harness.execution.runner import reopen
+    from harness.execution.resume import reopen
     from harness.model.errors import HarnessError
     from harness.report.check import validate_file
     source = unfinished(tmp_path)

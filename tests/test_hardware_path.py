@@ -19,7 +19,7 @@ import pytest
 from machines import Tree
 
 from harness.formats.xclbin_writer import flm_spec, synthesize
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 
 TDR_MS = "500"          # not the default 2000: the deadline must come from the probe
 

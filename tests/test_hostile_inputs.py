@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.app.cli import main
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 from harness.search.sweep import Cell, Row, cell_plan
 
 HARNESS = [sys.executable, "-m", "harness"]

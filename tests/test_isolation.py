@@ -14,7 +14,7 @@ import pytest
 
 from harness.execution.isolation import WORKER_START_ENV, run_isolated, shutdown
 from harness.model.results import CommandSpec, TrialSpec, TrialStatus
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 
 HARNESS = [sys.executable, "-m", "harness"]
 STARTS = ["fork-server", "spawn"]

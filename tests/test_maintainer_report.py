@@ -21,7 +21,7 @@ import pytest
 from machines import Tree
 
 from harness.formats.xclbin_writer import flm_spec, synthesize
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 
 TESTS = Path(__file__).parent
 

@@ -187,7 +187,7 @@ def test_probe_here_reports_no_npu_cleanly():
 
 
 def test_run_embeds_the_fingerprint():
-    from harness.report.model import load_report
+    from harness.report.fileformat import load_report
     result = CliRunner().invoke(main, ["run", "nop-depth", "--no-isolate", "--trials", "1",
                                        "--backend", "sim"])
     path = [x for x in result.stdout.splitlines() if x.startswith("report: ")][0][8:]

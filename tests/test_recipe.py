@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from machines import ar_archive
 
 from harness.app.cli import main
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 from harness.sources.load import load_case
 from harness.sources.recipe import load_recipe
 

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from harness.app.cli import main
 from harness.model.results import TrialStatus
 from harness.report.check import validate_file
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 
 HARNESS = [sys.executable, "-m", "harness"]
 SLOW = ["--profile", "hang-at:3,realtime"]          # each trial takes ~2 s of real time

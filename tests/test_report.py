@@ -9,8 +9,9 @@ import pytest
 from harness.formats.yamlio import write_atomic
 from harness.model.errors import ReportError
 from harness.model.results import RunlistOutcome, TrialResult
+from harness.report.fileformat import load_report
 from harness.report.journal import ReportFile
-from harness.report.model import PlanRecord, Report, load_report
+from harness.report.model import PlanRecord, Report
 from harness.report.verdict import judge
 
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.app.cli import main
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 from harness.report.render import MAX_BODY, render_markdown
 
 RUN = ["run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1", "--no-isolate"]

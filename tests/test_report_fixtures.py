@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.app.cli import main
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
 KINDS = {"run": "SIMULATED", "reproduce": "SIMULATED", "bisect": "SIMULATED",

@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from harness.app.cli import main
 from harness.formats.yamlio import dump_yaml, load_yaml_text
 from harness.report.compare import build
-from harness.report.model import read_document
+from harness.report.fileformat import read_document
 from harness.report.redact import redact
 from harness.report.schema import check, report_schema
 

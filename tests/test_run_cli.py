@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.app.cli import main
-from harness.report.model import SCHEMA, load_report
+from harness.report.fileformat import load_report
+from harness.report.model import SCHEMA
 
 
 def invoke(*args: str):

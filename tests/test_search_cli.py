@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from harness.app.cli import main
 from harness.model.errors import BadInput
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 from harness.search.sweep import parse_depths
 
 CAP = "inflight-cap:37"

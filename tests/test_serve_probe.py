@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.app.cli import main
-from harness.report.model import load_report, read_document
+from harness.report.fileformat import load_report, read_document
 from harness.report.schema import report_schema
 from harness.serve.client import FlmClient
 from harness.serve.modelpack import find_tag, inspect_pack, read_q4nx

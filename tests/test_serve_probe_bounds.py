@@ -9,7 +9,7 @@ import sys
 import pytest
 from hostile import Hostile
 
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 from harness.serve.client import FlmClient
 
 

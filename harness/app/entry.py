@@ -73,8 +73,8 @@ def _exit(code: int) -> None:
     unhandled_keyboard_interrupt flag)."""
     if code not in (INTERRUPTED, TERMINATED):
         sys.exit(code)
-    if "harness.report.journal" in sys.modules:
-        sys.modules["harness.report.journal"].release_all()
+    if "harness.report.lock" in sys.modules:
+        sys.modules["harness.report.lock"].release_all()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

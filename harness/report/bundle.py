@@ -23,7 +23,7 @@ from harness.formats.yamlio import dump_yaml, write_atomic
 from harness.model.errors import BadInput, HarnessError
 from harness.report import render as rendering
 from harness.report.evidence import failed_trials
-from harness.report.model import load_report
+from harness.report.fileformat import load_report
 from harness.report.redact import redact
 
 README = "README.md"

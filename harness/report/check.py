@@ -24,18 +24,9 @@ from harness.formats.yamlio import (
 )
 from harness.model.errors import PlanError, ReportError
 from harness.model.plan import parse_plan
-from harness.report.model import (
-    JOURNAL,
-    KNOWN_SCHEMAS,
-    REWRITTEN_NOTE,
-    SCHEMA,
-    Report,
-    assemble,
-    is_simulated,
-    parse_entry,
-    read_report_text,
-)
-from harness.report.model import split as split_report
+from harness.report.fileformat import REWRITTEN_NOTE, assemble, parse_entry, read_report_text
+from harness.report.fileformat import split as split_report
+from harness.report.model import JOURNAL, KNOWN_SCHEMAS, SCHEMA, Report, is_simulated
 from harness.report.schema import check
 
 # The commands whose verdict is the judge's of their plans (searches write their own).

@@ -1,10 +1,8 @@
 """A report on disk while a run writes it: one writer, appended entries, nothing lost.
 
-- One writer per report: an advisory lock (`flock`) on a lock file beside it,
-  ``.NAME.yaml.lock``, holding the writer's pid. A second writer is refused,
-  naming that pid; a lock left by a process that is gone is taken over, and the
-  report notes it.
-- Saving a trial appends one journal line (`harness.report.model`): the header is
+- One writer per report (`harness.report.lock`); a lock taken over from a process
+  that is gone is noted in the journal.
+- Saving a trial appends one journal line (`harness.report.fileformat`): the header is
   written once when the report is created and once more when it finishes (or is
   reopened), atomically (temp file, fsync, rename), the journal copied over as
   it is. A line is written in one call; if the write fails it is cut off again,
@@ -22,10 +20,8 @@
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import errno
-import fcntl
 import os
 import stat
 import tempfile
@@ -36,23 +32,11 @@ from typing import Any
 from harness.formats.yamlio import fsync_dir, mode_for
 from harness.model.errors import BadInput, DiskFault, EnvironmentNotReady, ReportError
 from harness.model.results import TrialResult
-from harness.probe.holders import process_exists
-from harness.report.model import (
-    JOURNAL,
-    PlanRecord,
-    Report,
-    entry_line,
-    header_text,
-    load_report,
-    trial_dict,
-    utc_now,
-)
+from harness.report.fileformat import entry_line, header_text, load_report
+from harness.report.lock import ReportLock
+from harness.report.model import JOURNAL, PlanRecord, Report, trial_dict, utc_now
 
 SIMULATED_SYNC_S = 0.5
-
-
-class ReportBusy(BadInput):
-    """Another harness is writing this report."""
 
 
 def check_output_path(path: Path, *, force: bool, what: str = "--out") -> None:
@@ -75,92 +59,6 @@ def check_output_path(path: Path, *, force: bool, what: str = "--out") -> None:
             raise BadInput(f"{what} {path} is {kind}; refusing to replace it, even with --force")
         if not force:
             raise BadInput(f"{what} {path} exists; choose another or pass --force to replace it")
-
-
-_HELD: set[ReportLock] = set()
-
-
-def release_all() -> None:
-    """Let go of every report this process holds (a command ends, however it ends)."""
-    for lock in list(_HELD):
-        lock.release()
-
-
-class ReportLock:
-    """The lock of the file a report path names: a symlinked report is locked (and written)
-    where it points, so two names for one file cannot be written at once."""
-
-    def __init__(self, report: Path) -> None:
-        real = Path(os.path.realpath(report))
-        self.path = real.with_name(f".{real.name}.lock")
-        self.fd: int | None = None
-        self.took_over: int | None = None      # the pid of a gone writer whose lock we took
-        self.holder_gone = False               # and whether no process has that pid now
-
-    def _open(self) -> int:
-        """The lock file, never through a symlink nor a second name of another file: it is
-        truncated, so a planted link would have us overwrite what it names."""
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        except OSError as err:
-            if err.errno == errno.ELOOP:
-                raise BadInput(f"lock file {self.path} is a symlink; refusing to follow it: "
-                               "remove it if no harness is writing the report") from None
-            raise
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-            os.close(fd)
-            raise BadInput(f"lock file {self.path} is not a plain file of its own (it has "
-                           f"{st.st_nlink} names); refusing to write it: remove it if no "
-                           "harness is writing the report")
-        return fd
-
-    def acquire(self) -> None:
-        for _ in range(10):
-            fd = self._open()
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
-                os.close(fd)
-                raise ReportBusy(f"another harness (pid {holder}) is writing "
-                                 f"{self.path.name[1:-5]}; wait for it to finish or stop it"
-                                 ) from None
-            # the lock file may have been removed and replaced while we waited for it
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if not same:
-                os.close(fd)
-                continue
-            try:
-                previous = os.read(fd, 32).decode("ascii", "replace").strip()
-                os.lseek(fd, 0, os.SEEK_SET)
-                os.ftruncate(fd, 0)
-                os.write(fd, str(os.getpid()).encode())
-            except OSError:
-                # a full disk: leave no lock file behind, as if we had never come
-                with contextlib.suppress(OSError):
-                    os.unlink(self.path)
-                os.close(fd)
-                raise
-            if previous.isdigit() and int(previous) != os.getpid():
-                self.took_over = int(previous)
-                self.holder_gone = not process_exists(self.took_over)
-            self.fd = fd
-            _HELD.add(self)
-            return
-        raise ReportBusy(f"could not lock {self.path}: it keeps being replaced")
-
-    def release(self) -> None:
-        _HELD.discard(self)
-        if self.fd is None:
-            return
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)          # removed while still held, so no one locks a ghost
-        os.close(self.fd)
-        self.fd = None
 
 
 def _clean_temps(path: Path) -> list[str]:
@@ -196,8 +94,6 @@ def disk_fault(path: Path, err: OSError, *, started: bool, resume: str | None) -
     return DiskFault(f"cannot write report {path}: {reason}; the last good version is on "
                      f"disk: {hint}, or start again with --out elsewhere")
 
-
-atexit.register(release_all)
 
 SPACE_MARGIN = 1 << 20       # a rewrite leaves at least this much for everything else
 

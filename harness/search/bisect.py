@@ -1,29 +1,22 @@
-"""Running bisections and sweeps: K trials per probed plan, a trial budget, the log.
+"""Running a bisection: K trials per tested plan, a trial budget, the log.
 
-Both commands write one report: every probed plan is a plan in it (so
-`report render` and `compare` work on them), and the search itself is kept
-in a `bisect` or `sweep` section. A bisect log holds its settings and every
-probe in order, so `bisect --replay` can continue it or run it again.
+The report holds every tested plan as a plan of its own (so `report render` and
+`compare` work on them), and the bisection in its `bisect` section: its settings and
+every step in order, so `bisect --replay` can continue it or run it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from harness.execution.runner import Runner
 from harness.model.errors import BadInput
 from harness.model.plan import Plan, parse_plan, plan_for_depth
-from harness.model.results import count_states, counts_text
+from harness.model.results import counts_text
 from harness.report.model import PlanRecord
 from harness.search.bisection import Answer, Bisection, classify
-
-Say = Callable[[str], None]
-
-
-class BudgetReached(Exception):
-    """The --max-trials budget is spent; everything so far is kept."""
+from harness.search.measure import BudgetReached, Measurer, Say, used_trials
 
 
 @dataclass
@@ -51,59 +44,6 @@ class BisectSettings:
         return dict(self.__dict__)
 
 
-class Prober:
-    """Runs K trials of a plan through a Runner, within a budget of trials.
-
-    Finished trials of a plan that no earlier measurement used (those of a probe a kill
-    cut short, or of a stopped sweep) are used first, so continuing a stopped search
-    repeats nothing and its log accounts for every trial."""
-
-    def __init__(self, runner: Runner, trials: int, budget: int | None,
-                 used: dict[str, set[int]] | None = None) -> None:
-        self.runner = runner
-        self.trials = trials
-        self.budget = budget
-        self.spent = 0
-        self.used = used if used is not None else {}
-
-    def record_for(self, plan: Plan) -> PlanRecord:
-        for record in self.runner.report.plans:
-            if record.name == plan.name:
-                return record
-        record = PlanRecord(plan.name, plan.spec, list(plan.chunks), frame=plan.frame)
-        self.runner.handle.add_plan(record)
-        return record
-
-    def measure(self, plan: Plan) -> tuple[dict[str, int], list[int]]:
-        """K trials of `plan` (reused where finished and unused, else run): their counts and
-        their indices."""
-        record = self.record_for(plan)
-        used = self.used.setdefault(plan.name, set())
-        chosen = [t for t in record.finished() if t.index not in used][:self.trials]
-        while len(chosen) < self.trials:
-            if self.budget is not None and self.spent >= self.budget:
-                raise BudgetReached
-            self.spent += 1
-            result = self.runner.trial(record, self.spent, self.budget or 0)
-            if result.status.finished:
-                chosen.append(result)
-        used.update(t.index for t in chosen)
-        return count_states(chosen), [t.index for t in chosen]
-
-
-def used_trials(log: list[dict[str, Any]], plans: list[PlanRecord]) -> dict[str, set[int]]:
-    """Which trials a bisect log's probes used. Logs that name no trial indices (written by
-    0.1) used every finished trial of their plans."""
-    used: dict[str, set[int]] = {}
-    by_name = {p.name: p for p in plans}
-    for entry in log:
-        indices = entry.get("trials")
-        if indices is None and entry.get("plan") in by_name:
-            indices = [t.index for t in by_name[entry["plan"]].finished()]
-        used.setdefault(entry.get("plan"), set()).update(indices or [])
-    return used
-
-
 def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say: Say,
                bisection: Bisection | None = None) -> Answer:
     report = runner.report
@@ -113,7 +53,7 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
         report.sections["bisect"] = {"settings": settings.to_dict(), "log": []}
         runner.handle.rewrite()          # the settings are on disk before the first trial
     section = report.sections["bisect"]
-    prober = Prober(runner, settings.trials, budget, used_trials(section["log"], report.plans))
+    measurer = Measurer(runner, settings.trials, budget, used_trials(section["log"], report.plans))
     complete = True
     try:
         while (x := bisection.next_x()) is not None:
@@ -129,7 +69,7 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
             else:
                 say(f"Bisecting: {left} {settings.noun}s left to test after this (roughly "
                     f"{steps} steps); testing {x}{cut}")
-            counts, indices = prober.measure(plan)
+            counts, indices = measurer.measure(plan)
             bisection.record(x, counts, confirmation=confirming)
             good, bad = bisection.bounds()
             entry = {"x": x, "plan": plan.name, "chunks": list(plan.chunks),

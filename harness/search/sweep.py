@@ -17,7 +17,7 @@ from harness.execution.runner import Runner
 from harness.model.errors import BadInput, EnvironmentNotReady
 from harness.model.plan import MAX_LAYERS, Plan, plan_for_depth
 from harness.model.results import NO_ANSWER
-from harness.search.bisect import BudgetReached, Prober, Say
+from harness.search.measure import BudgetReached, Measurer, Say
 
 ABBREVIATIONS = {"COMPLETED": "ok", "TIMEOUT": "TO", "ABORT": "AB", "ERROR": "ER",
                  "NEW": "NEW", "deadline": "DL", "crashed": "CR", "interrupted": "INT"}
@@ -143,7 +143,7 @@ def estimate(rows: list[Row], chunks: list[int], trials: int, runs_per_layer: in
                     len(cells) * trials * TRIAL_BYTES + runlists * trials * RUNLIST_BYTES)
 
 
-def run_sweep(prober: Prober, rows: list[Row], chunks: list[int], say: Say
+def run_sweep(measurer: Measurer, rows: list[Row], chunks: list[int], say: Say
               ) -> tuple[list[Cell], bool]:
     """Measure every cell (sharing identical plans); False when the budget ran out."""
     measured: dict[tuple, dict[str, int]] = {}
@@ -155,10 +155,10 @@ def run_sweep(prober: Prober, rows: list[Row], chunks: list[int], say: Say
             key = (plan.frame, plan.chunks)
             if key not in measured and complete:
                 try:
-                    measured[key] = prober.measure(plan)[0]
+                    measured[key] = measurer.measure(plan)[0]
                 except BudgetReached:
                     complete = False
-                    say(f"stopped: the budget of {prober.budget} trials is spent")
+                    say(f"stopped: the budget of {measurer.budget} trials is spent")
             cells.append(Cell(row, chunk, plan, measured.get(key, {})))
     return cells, complete
 

@@ -127,7 +127,7 @@ def guarded(ctx: click.Context, invoke) -> None:
                     int(ExitCode.HARNESS_FAULT))
     finally:
         # Only what this run loaded: an import that Ctrl-C cut short must not run again.
-        for module, cleanup in (("harness.report.journal", "release_all"),
+        for module, cleanup in (("harness.report.lock", "release_all"),
                                 ("harness.execution.isolation", "shutdown")):
             hook = getattr(sys.modules.get(module), cleanup, None)
             if hook is not None:

@@ -195,7 +195,7 @@ _KEPT_ON_RESUME = {
 def refuse_settings_on_resume(ctx: click.Context, report_path: str, how: str) -> None:
     """A continued report runs as it began: an option that would be ignored is refused,
     naming what the report holds, before the report is touched."""
-    from harness.report.model import load_report
+    from harness.report.fileformat import load_report
     given = [name for name in _KEPT_ON_RESUME if name in ctx.params and
              ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
     if not given:

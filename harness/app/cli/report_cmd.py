@@ -13,7 +13,8 @@ from harness.report import bundle as bundling
 from harness.report import compare as comparing
 from harness.report import render as rendering
 from harness.report.check import validate_file
-from harness.report.model import REWRITTEN_NOTE, Report, load_report
+from harness.report.fileformat import REWRITTEN_NOTE, load_report
+from harness.report.model import Report
 from harness.report.redact import redact
 
 

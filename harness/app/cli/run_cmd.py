@@ -23,7 +23,8 @@ from harness.app.cli.options import (
 )
 from harness.app.cli.progress import announce, progress_line
 from harness.app.exits import for_trials
-from harness.execution.runner import Runner, flow_of, open_run, reopen
+from harness.execution.resume import reopen
+from harness.execution.runner import Runner, flow_of, open_run
 from harness.model.errors import BadInput
 from harness.model.plan import cut_text
 from harness.model.results import flow_text

@@ -20,13 +20,15 @@ from harness.app.cli.options import (
     xrt_smi_validate_asked,
 )
 from harness.app.cli.progress import TrialBar, announce
-from harness.execution.runner import Runner, open_run, reopen
+from harness.execution.resume import reopen
+from harness.execution.runner import Runner, open_run
 from harness.model.errors import BadInput, ExitCode, ReportError
 from harness.model.plan import MAX_LAYERS
+from harness.report.fileformat import load_report
 from harness.report.journal import check_output_path
-from harness.report.model import load_report
-from harness.search.bisect import BisectSettings, Prober, bisection_from_log, run_bisect
+from harness.search.bisect import BisectSettings, bisection_from_log, run_bisect
 from harness.search.bisection import FLAKY_CHOICES
+from harness.search.measure import Measurer
 from harness.search.sweep import (
     Row,
     depth_rows,
@@ -288,7 +290,7 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
     bar = TrialBar(min(total, kept + max_trials if max_trials else total), "sweep", done=kept)
     runner.progress = bar
     try:
-        cells, complete = run_sweep(Prober(runner, k, max_trials), rows, chunks, bar.say)
+        cells, complete = run_sweep(Measurer(runner, k, max_trials), rows, chunks, bar.say)
     finally:
         bar.close()
     summary = finish_sweep(runner, case.name, cells, rows, chunks, complete)

@@ -1,0 +1,132 @@
+"""Continuing a stopped report: `run --resume`, `bisect --replay`, `sweep --replay`.
+
+A report is continued only as it began: by the command that wrote it, unfinished, valid
+(`report check` accepts it), with its case and every xclbin unchanged, and on the
+hardware path on the same machine (kernel, driver, firmware, XRT) unless allowed. Trials
+it shows in flight become interrupted: the harness stopped while they ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from harness.execution.backend import choose_backend
+from harness.execution.environment import collect_environment, fingerprint_differences
+from harness.execution.runner import Progress, Runner, RunOptions, case_latencies
+from harness.model.errors import ReportError
+from harness.model.results import TrialStatus
+from harness.report.journal import ReportFile
+from harness.report.model import Report, utc_now
+from harness.sources.capture import frame_case
+from harness.sources.depth_control import control_for
+from harness.sources.load import load_case
+from harness.sources.packs import ResolvedPack
+
+RESUMABLE = {"run": ("run", "reproduce"), "bisect": ("bisect",), "sweep": ("sweep",)}
+
+
+def _check_continuable(report: Report, path: str, kind: str) -> None:
+    """Refuse, with the file untouched, a report this command cannot continue."""
+    if report.command not in RESUMABLE[kind]:
+        if report.command in ("bisect", "sweep"):
+            raise ReportError(f"{path} is a {report.command} report: continue it with "
+                              f"`runlist-harness {report.command} --replay {path}`")
+        if report.command in RESUMABLE["run"]:
+            raise ReportError(f"{path} is a {report.command} report: continue it with "
+                              f"`runlist-harness run --resume {path}`")
+        raise ReportError(f"{path} is a {report.command} report; it has no trials to continue")
+    if report.finished:
+        raise ReportError(f"{path} already finished (at {report.finished}); start a new run "
+                          "to add trials")
+    if kind == "run" and not report.plans:
+        raise ReportError(f"{path} has no plans to run")
+
+
+def reopen(path: str, progress: Progress | None = None, *, kind: str = "run",
+           allow_different_machine: bool = False) -> tuple[Runner, Report]:
+    """Reopen a stopped report to add trials to it: it must be one this command continues,
+    unfinished; the case and every xclbin must be unchanged; on the hardware path so must
+    the machine's kernel, driver, firmware and XRT (unless allowed, and then the report
+    notes it). Trials it shows in flight become interrupted."""
+    handle = ReportFile.reopen(path)
+    try:
+        runner = _reopened(handle, path, progress, kind, allow_different_machine)
+    except BaseException:
+        handle.close()
+        raise
+    return runner, runner.report
+
+
+def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: str,
+              allow_different_machine: bool) -> Runner:
+    report = handle.report
+    _check_continuable(report, path, kind)
+    from harness.report.check import validate_file
+    problems = validate_file(str(handle.path)).problems
+    if problems:
+        # what `report validate` rejects is never continued: it would build on a broken file
+        more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+        raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:2])}{more}; "
+                          "`runlist-harness report validate` lists every problem")
+    case = load_case(report.case.get("reference") or report.case["file"],
+                     report.case.get("recipe_profile"))
+    if report.case.get("frame"):
+        case = frame_case(case, report.case["frame"])
+    if case.sha256 != report.case.get("sha256"):
+        raise ReportError(f"{report.case['file']} changed since {path} was written "
+                          "(sha256 differs); start a new run instead of resuming")
+    backend = choose_backend(report.backend["kind"], report.backend.get("profile"))
+    backend.adopt_environment(report.environment)
+    if backend.hardware:
+        differences = fingerprint_differences(report.environment, collect_environment(backend))
+        if differences and not allow_different_machine:
+            raise ReportError(f"this machine is not the one that wrote {path}: "
+                              + "; ".join(differences) + ". Start a new run, or pass "
+                              "--allow-different-machine to add trials to it anyway")
+        if differences:
+            report.sections.setdefault("resumed_elsewhere", []).append(
+                {"at": utc_now(), "differences": differences})
+    files = _unchanged(report.artifacts.get("xclbins", []), path)
+    pack_info = report.artifacts.get("pack", {})
+    pack = ResolvedPack(pack_info.get("name", case.pack), files, pack_info.get("source", ""),
+                        pack_info.get("searched", []), pack_info.get("stand_ins", False))
+    settings = report.settings
+    options = RunOptions(trials=int(settings["trials"]), isolate=bool(settings["isolate"]),
+                         deadline_s=settings.get("deadline_s"),
+                         continue_after_failure=bool(settings["continue_after_failure"]),
+                         seed=int(settings.get("seed", 0)), flow=settings.get("flow"))
+    runner = Runner(case, backend, pack, handle, options, progress)
+    control = report.artifacts.get("control")
+    if control:
+        control_case = control_for(case)[0]
+        control_info = control.get("pack", {})
+        runner.control = (control_case, ResolvedPack(
+            control_info.get("name", control_case.pack),
+            _unchanged(control.get("xclbins", []), path), control_info.get("source", ""),
+            [], control_info.get("stand_ins", False)))
+        backend.latencies.update(case_latencies(control_case))
+    report.finished = None
+    handle.take_over()
+    for plan in report.plans:
+        for trial in plan.trials:
+            if trial.status is TrialStatus.IN_FLIGHT:
+                trial.status = TrialStatus.INTERRUPTED
+                trial.error = ("the harness stopped while this trial ran (found when the report "
+                               "was reopened)")
+                handle.record_trial(plan.name, trial)
+    return runner
+
+
+def _unchanged(entries: list[dict[str, Any]], report_path: str) -> dict[str, Path]:
+    """The files a report's xclbin entries name, by role, refused if any changed."""
+    files = {}
+    for entry in entries:
+        current = Path(entry["path"])
+        if not current.is_file() or \
+                hashlib.sha256(current.read_bytes()).hexdigest() != entry["sha256"]:
+            raise ReportError(f"{current} is missing or changed since {report_path} was "
+                              "written; start a new run instead of resuming")
+        files[entry["role"]] = current
+    return files

@@ -1,0 +1,71 @@
+"""Measuring a plan: K trials of it through a Runner, within a budget of trials, reusing
+finished trials no earlier measurement used. Bisect and sweep measure every plan so."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from harness.execution.runner import Runner
+from harness.model.plan import Plan
+from harness.model.results import count_states
+from harness.report.model import PlanRecord
+
+Say = Callable[[str], None]      # a search telling what it does
+
+
+class BudgetReached(Exception):
+    """The --max-trials budget is spent; everything so far is kept."""
+
+
+class Measurer:
+    """Runs K trials of a plan through a Runner, within a budget of trials.
+
+    Finished trials of a plan that no earlier measurement used (those of a step a kill
+    cut short, or of a stopped sweep) are used first, so continuing a stopped search
+    repeats nothing and its log accounts for every trial."""
+
+    def __init__(self, runner: Runner, trials: int, budget: int | None,
+                 used: dict[str, set[int]] | None = None) -> None:
+        self.runner = runner
+        self.trials = trials
+        self.budget = budget
+        self.spent = 0
+        self.used = used if used is not None else {}
+
+    def record_for(self, plan: Plan) -> PlanRecord:
+        for record in self.runner.report.plans:
+            if record.name == plan.name:
+                return record
+        record = PlanRecord(plan.name, plan.spec, list(plan.chunks), frame=plan.frame)
+        self.runner.handle.add_plan(record)
+        return record
+
+    def measure(self, plan: Plan) -> tuple[dict[str, int], list[int]]:
+        """K trials of `plan` (reused where finished and unused, else run): their counts and
+        their indices."""
+        record = self.record_for(plan)
+        used = self.used.setdefault(plan.name, set())
+        chosen = [t for t in record.finished() if t.index not in used][:self.trials]
+        while len(chosen) < self.trials:
+            if self.budget is not None and self.spent >= self.budget:
+                raise BudgetReached
+            self.spent += 1
+            result = self.runner.trial(record, self.spent, self.budget or 0)
+            if result.status.finished:
+                chosen.append(result)
+        used.update(t.index for t in chosen)
+        return count_states(chosen), [t.index for t in chosen]
+
+
+def used_trials(log: list[dict[str, Any]], plans: list[PlanRecord]) -> dict[str, set[int]]:
+    """Which trials a bisect log's steps used. Logs that name no trial indices (written by
+    0.1) used every finished trial of their plans."""
+    used: dict[str, set[int]] = {}
+    by_name = {p.name: p for p in plans}
+    for entry in log:
+        indices = entry.get("trials")
+        if indices is None and entry.get("plan") in by_name:
+            indices = [t.index for t in by_name[entry["plan"]].finished()]
+        used.setdefault(entry.get("plan"), set()).update(indices or [])
+    return used
