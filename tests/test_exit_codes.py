@@ -1,19 +1,24 @@
-"""Every exit path goes through one map (harness.app.cli.guarded, harness.app.exits): one test per
-code, the --json form of errors, and the git-bisect convention."""
+"""Every exit path goes through one map (`harness.app.exits`): one test per code, the
+--json form of errors, the git-bisect convention, and the one path itself: no other
+module decides a status, and a real process ends as CliRunner's does."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from harness.app import entry, exits
 from harness.app.cli import main
 from harness.app.exits import GIT_BISECT, GIT_BISECT_SKIP, for_trials, translate
 from harness.execution import session
-from harness.model.errors import Terminated
+from harness.model.errors import ExitCode, Terminated
 from harness.model.results import TrialStatus
 from harness.report.fileformat import load_report
 
@@ -154,3 +159,53 @@ def test_git_bisect_run_finds_the_first_bad_commit(tmp_path):
     assert re.search(r"is the first bad commit", out), out
     assert sh("log", "-1", "--format=%s", "refs/bisect/bad").strip() == "commit 11"
     assert "git bisect skip" in sh("bisect", "log")          # commit 8 was skipped
+
+
+# -- one path ------------------------------------------------------------------------------
+
+PACKAGE = Path(__file__).resolve().parents[1] / "harness"
+DECIDES = {"harness/app/exits.py", "harness/model/errors.py"}
+
+
+def test_no_module_but_exits_names_an_exit_status():
+    """`ExitCode.X` (a status chosen) and `sys.exit`/`os._exit` (a status used) appear only
+    where statuses are decided: exits.py, the error classes, and the two places a process
+    ends (the console scripts' entry, a command's `main`)."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        name = path.relative_to(PACKAGE.parent).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                    node.value.id == "ExitCode" and name not in DECIDES:
+                found.append(f"{name}:{node.lineno} ExitCode.{node.attr}")
+            if isinstance(node, ast.Attribute) and node.attr in ("exit", "_exit") and \
+                    isinstance(node.value, ast.Name) and node.value.id in ("sys", "os") and \
+                    name not in {"harness/app/entry.py", "harness/app/cli/__init__.py",
+                                 "harness/execution/worker.py"}:
+                found.append(f"{name}:{node.lineno} {node.value.id}.{node.attr}")
+    assert found == []
+
+
+def test_the_console_scripts_early_numbers_are_exits_own():
+    assert (entry.INTERRUPTED, entry.TERMINATED) == (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
+    assert exits.for_stop("SIGTERM") == 143 and exits.for_stop("SIGINT") == 130
+
+
+@pytest.mark.parametrize("args, code", [
+    (["run", "--trials", "0"], 2),
+    (["no-such-command"], 2),
+    (["run", "--trials", "0", "--exit-codes", "git-bisect"], 125),
+    (["run", "--trials", "0", "--exit-codes=git-bisect"], 125),
+    (["run", "no-such-case", "--exit-codes=git-bisect"], 125),
+    (["run", "no-such-case", "--json"], 2),
+])
+def test_a_real_process_ends_as_clirunner_does(args, code):
+    """One path for usage errors too: parsing fails inside the same `main` in a console
+    script as under CliRunner, with the same line (no blank line click would print)."""
+    done = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, timeout=60)
+    under = invoke(*args)
+    assert done.returncode == code == under.exit_code, done.stderr
+    assert done.stdout == under.stdout and done.stderr == under.stderr
+    lines = (done.stdout if "--json" in args else done.stderr).splitlines()
+    assert len(lines) == 1 and lines[0].strip(), lines

@@ -12,11 +12,13 @@ import os
 import signal
 import sys
 
+# Until harness.app.exits is loaded: the numbers ExitCode gives Ctrl-C and SIGTERM
+# (tests/test_exit_codes.py holds them equal).
 INTERRUPTED, TERMINATED = 130, 143
 
 
 def _early_stop(signum: int, frame: object) -> None:
-    # Until harness.execution.stop takes over: SIGTERM during start-up stops like Ctrl-C does.
+    # Until harness.execution.stop takes over: SIGTERM during start-up stops like Ctrl-C.
     raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(TERMINATED)
 
 
@@ -26,24 +28,9 @@ def _invoke(args: list[str], prog_name: str, command_name: str | None) -> int:
     import click
 
     from harness.app.cli import main
-    from harness.app.exits import GIT_BISECT, HARNESS, translate
-    from harness.model.errors import ExitCode
     command = main if command_name is None else main.get_command(click.Context(main),
                                                                  command_name)
-    bisecting = f"--exit-codes={GIT_BISECT}" in args or any(
-        a == "--exit-codes" and b == GIT_BISECT for a, b in zip(args, args[1:], strict=False))
-    try:
-        code = command.main(args=args, prog_name=prog_name, standalone_mode=False)
-    except click.Abort:                 # click's form of a Ctrl-C while it parses
-        raise KeyboardInterrupt from None
-    except click.ClickException as err:  # usage errors before a command runs
-        where = getattr(err, "ctx", None)
-        hint = f" (see `{where.command_path} --help`)" if where is not None else ""
-        print(f"error: {err.format_message()}{hint}", file=sys.stderr)
-        code = int(ExitCode.BAD_INPUT)
-    if stop.requested() and not code:      # a stop something swallowed
-        code = INTERRUPTED if stop.requested() == "SIGINT" else TERMINATED
-    return translate(int(code or 0), GIT_BISECT if bisecting else HARNESS)
+    return command.main(args=args, prog_name=prog_name, standalone_mode=False)
 
 
 def _run(args: list[str], prog_name: str, command_name: str | None = None) -> int:

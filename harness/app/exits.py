@@ -1,12 +1,20 @@
-"""The one exit-code map: what a run's trials mean as an exit status, in either convention.
+"""The one place a command's ending becomes an exit status.
 
-The harness's own codes (`ExitCode`, in `harness.model.errors`): 0 every trial completed,
-1 a trial failed on the device, 2 bad input, 3 environment not ready, 4 harness
-fault (a worker crashed or missed its deadline, or an unexpected error), 5 a search
-stopped at its --max-trials budget, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+Every command ends in `run`, however it ends. What it returned says how it went:
+nothing (0), a verdict from one of the `for_*` functions here, or `TrialsEnded`, the
+statuses of the trials it ran. What it raised is turned into one line on stderr
+(`ending_of`), or a JSON object on stdout with ``--json``. Then the convention asked
+for with ``--exit-codes``, read from the command line in one place (`convention_of`),
+gives the number.
+
+The harness's own codes (`ExitCode`, in `harness.model.errors`): 0 every trial
+completed, 1 a trial failed on the device, 2 bad input, 3 environment not ready, 4
+harness fault (a worker crashed or missed its deadline, a disk fault, or an error of the
+harness itself, whose traceback goes to a log file), 5 a search stopped at its
+--max-trials budget, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 
 `git bisect run` wants 0 good, 1 (up to 127) bad, 125 cannot-test and above 127
-abort. In that convention (`--exit-codes git-bisect`) a run that saw the failure is
+abort. In that convention (``--exit-codes git-bisect``) a run that saw the failure is
 bad, one where every trial completed is good, and one that could not tell (a
 deadline, a crash, the environment not ready, bad input, a harness fault) is 125,
 so `git bisect run` skips that commit. Interruptions keep 130/143, which abort the
@@ -15,15 +23,37 @@ bisection as a user would want.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime as dt
+import errno
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from harness.model.errors import ExitCode
+from harness.model.errors import ExitCode, HarnessError, Interrupted, Terminated
 from harness.model.results import TrialStatus
 
 HARNESS = "harness"
 GIT_BISECT = "git-bisect"
 CONVENTIONS = (HARNESS, GIT_BISECT)
 GIT_BISECT_SKIP = 125
+EXIT_CODES_OPTION = "--exit-codes"
+JSON_OPTION = "--json"
+
+
+@dataclass(frozen=True)
+class TrialsEnded:
+    """What a command that ran trials returns: how they ended. The exit status it means
+    depends on the convention (`status_of`)."""
+
+    statuses: frozenset[TrialStatus]
+
+
+def trials_ended(statuses: Iterable[TrialStatus]) -> TrialsEnded:
+    return TrialsEnded(frozenset(statuses))
 
 
 def for_trials(statuses: Iterable[TrialStatus], convention: str = HARNESS) -> int:
@@ -40,6 +70,33 @@ def for_trials(statuses: Iterable[TrialStatus], convention: str = HARNESS) -> in
     return int(ExitCode.DEVICE_FAILURE if failed else ExitCode.OK)
 
 
+def for_search(stopped: bool) -> ExitCode:
+    """A bisect or sweep: 5 when its --max-trials budget stopped it, else 0 (whatever it
+    found: the answer is in its output and report)."""
+    return ExitCode.STOPPED if stopped else ExitCode.OK
+
+
+def for_checked(any_bad: bool) -> ExitCode:
+    """Files a command checked or showed (`report check`, `cases check`, `inspect`):
+    2 when one of them is bad, the others still reported."""
+    return ExitCode.BAD_INPUT if any_bad else ExitCode.OK
+
+
+def for_requests(any_failed: bool) -> ExitCode:
+    """Requests to a running `flm serve`: 1 when one failed, as a trial on the device."""
+    return ExitCode.DEVICE_FAILURE if any_failed else ExitCode.OK
+
+
+def for_readiness(ready: bool) -> ExitCode:
+    """`probe --require-npu`: 3 when this machine cannot run trials on an NPU."""
+    return ExitCode.OK if ready else ExitCode.ENV_NOT_READY
+
+
+def for_stop(signal_name: str) -> ExitCode:
+    """A run stopped by a signal: 143 for SIGTERM, 130 for Ctrl-C (SIGINT)."""
+    return ExitCode.TERMINATED if signal_name == "SIGTERM" else ExitCode.INTERRUPTED
+
+
 def translate(code: int, convention: str) -> int:
     """A harness exit status in the requested convention."""
     if convention != GIT_BISECT:
@@ -47,3 +104,134 @@ def translate(code: int, convention: str) -> int:
     if code in (ExitCode.OK, ExitCode.DEVICE_FAILURE) or code > 127:
         return code
     return GIT_BISECT_SKIP
+
+
+def status_of(result: Any, convention: str) -> int:
+    """What a command returned, as an exit status in `convention`."""
+    if isinstance(result, TrialsEnded):
+        return for_trials(result.statuses, convention)
+    code = int(result) if isinstance(result, int) else int(ExitCode.OK)
+    return translate(code, convention)
+
+
+def _given(args: Sequence[str], option: str) -> list[str]:
+    """The values `option` was given on a raw command line (``--opt V`` or ``--opt=V``),
+    read without click, so they hold even when parsing the line failed."""
+    values = [a.split("=", 1)[1] for a in args if a.startswith(option + "=")]
+    values += [b for a, b in zip(args, args[1:], strict=False) if a == option]
+    return values
+
+
+def convention_of(args: Sequence[str]) -> str:
+    """The exit-code convention a command line asks for: the one reading of --exit-codes."""
+    return GIT_BISECT if GIT_BISECT in _given(args, EXIT_CODES_OPTION) else HARNESS
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    return JSON_OPTION in args
+
+
+# -- exceptions -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ending:
+    """How an exception ends a command: the label its one line starts with, the line,
+    the harness's exit status."""
+
+    label: str
+    message: str
+    code: int
+
+
+# A folder or file the machine will not let us write (or read): the environment, not a bug.
+_NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}
+
+
+def fault_log(error: BaseException) -> str:
+    """Keep a harness fault's traceback in a file; return where."""
+    from harness import __version__
+    from harness.formats.cache import cache_dir
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    try:
+        path = cache_dir("faults") / f"fault-{stamp}-{os.getpid()}.log"
+        path.write_text(f"xdna-runlist-harness {__version__}\nargv: {sys.argv}\n\n"
+                        + "".join(traceback.format_exception(error)))
+        return str(path)
+    except OSError as err:
+        return f"nowhere (the log could not be written: {err.strerror})"
+
+
+def _fault(err: BaseException) -> Ending:
+    return Ending("harness fault", f"{type(err).__name__}: {err} (a bug in the harness; the "
+                  f"traceback is in {fault_log(err)}; please report it)",
+                  int(ExitCode.HARNESS_FAULT))
+
+
+def ending_of(err: BaseException) -> Ending | None:
+    """The one mapping from an exception to how a command ends; None for one that is
+    not an ending (click's own exit, after --help or --version)."""
+    import click
+    if isinstance(err, click.exceptions.Exit):
+        return None
+    if isinstance(err, click.ClickException):
+        # One line, as for every other error; the usage is a --help away.
+        where = getattr(err, "ctx", None)
+        hint = f" (see `{where.command_path} --help`)" if where is not None else ""
+        return Ending("error", err.format_message() + hint, int(ExitCode.BAD_INPUT))
+    if isinstance(err, Interrupted):
+        return Ending(err.label, str(err), int(for_stop(err.signal)))
+    if isinstance(err, HarnessError):
+        return Ending(err.label, str(err), int(err.exit_code))
+    if isinstance(err, (KeyboardInterrupt, click.Abort)):
+        return Ending("interrupted", "stopped by Ctrl-C", int(ExitCode.INTERRUPTED))
+    if isinstance(err, Terminated):
+        return Ending("terminated", "stopped by SIGTERM", int(ExitCode.TERMINATED))
+    if isinstance(err, OSError) and err.errno in _NOT_WRITABLE:
+        name = errno.errorcode.get(err.errno or 0, "")
+        where = err.filename if err.filename is not None else "a file"
+        return Ending("error", f"cannot use {where}: {err.strerror} ({name}); this user "
+                      "cannot write (or read) it there: choose a folder that can be written "
+                      "and has space, or fix its permissions", int(ExitCode.ENV_NOT_READY))
+    if isinstance(err, Exception):
+        return _fault(err)
+    return None                  # SystemExit and the like: not ours to decide
+
+
+def _say(ending: Ending, convention: str, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"error": {"kind": ending.label, "message": ending.message,
+                                    "exit_code": translate(ending.code, convention)}}))
+    else:
+        print(f"{ending.label}: {ending.message}", file=sys.stderr)
+
+
+# Only what this run loaded: an import that Ctrl-C cut short must not run again.
+_CLEANUPS = (("harness.report.lock", "release_all"), ("harness.execution.isolation", "shutdown"))
+
+
+def run(command: Callable[[], Any], args: Sequence[str]) -> int:
+    """Run a command to its end and return the exit status it means: its result, or the
+    exception that ended it (said in one line), in the convention `args` ask for. A
+    stop that something swallowed (a Ctrl-C inside a `__del__`) still counts."""
+    from harness.execution import stop
+    convention = convention_of(args)
+    try:
+        code = status_of(command(), convention)
+    except BrokenPipeError:
+        # the reader went away (`| head`): stop writing, and say nothing more
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
+        code = int(ExitCode.OK)
+    except BaseException as err:
+        ending = ending_of(err)
+        if ending is None:
+            raise
+        _say(ending, convention, wants_json(args))
+        code = translate(ending.code, convention)
+    finally:
+        for module, cleanup in _CLEANUPS:
+            hook = getattr(sys.modules.get(module), cleanup, None)
+            if hook is not None:
+                hook()
+    if stop.requested() and code == int(ExitCode.OK):
+        code = int(for_stop(stop.requested() or ""))
+    return code

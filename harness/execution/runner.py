@@ -28,7 +28,6 @@ from harness.logs.kernel_log import PERMISSION_FIX, KernelLogReader, Reading, Un
 from harness.model.errors import (
     BadInput,
     EnvironmentNotReady,
-    ExitCode,
     Interrupted,
     Terminated,
     XclbinError,
@@ -294,9 +293,8 @@ class Runner:
             plan.trials[index] = result
             self.handle.record_trial(plan.name, result)
         except (KeyboardInterrupt, Terminated) as signalled:
-            how, code = (("Ctrl-C", ExitCode.INTERRUPTED)
-                         if isinstance(signalled, KeyboardInterrupt)
-                         else ("SIGTERM", ExitCode.TERMINATED))
+            how, signal = (("Ctrl-C", "SIGINT") if isinstance(signalled, KeyboardInterrupt)
+                           else ("SIGTERM", "SIGTERM"))
             if placeholder is not None and plan.trials[index] is placeholder:
                 placeholder.status = TrialStatus.INTERRUPTED
                 placeholder.error = f"interrupted by {how}"
@@ -304,7 +302,7 @@ class Runner:
             self.handle.close()
             raise Interrupted(f"stopped by {how}; everything so far is in {self.handle.path}; "
                               f"continue with `{continue_command(self.report, self.handle.path)}`",
-                              code) from None
+                              signal) from None
         self.progress(f"{counter} {plan.label}: trial {index + 1} {result.state}"
                       + _timing(result), True)
         if recovery is not None and not recovery.recovered:

@@ -1,7 +1,8 @@
-"""Errors a user can cause, and the exit codes the commands return.
+"""Errors a user can cause, and the exit codes they mean.
 
-Every error a user can cause is a `HarnessError`: the CLI prints its message
-on one line and exits with its code, never with a traceback.
+Every error a user can cause is a `HarnessError`: the command line prints its message
+on one line and exits with its code, never with a traceback. Which exception, result
+or signal ends a command with which status is decided in `harness.app.exits` alone.
 """
 
 from __future__ import annotations
@@ -58,14 +59,14 @@ class DiskFault(HarnessError):
 
 
 class Interrupted(HarnessError):
-    """The user (Ctrl-C) or a signal (SIGTERM) stopped a run; the message says where
-    everything so far is kept and how to continue."""
+    """The user (Ctrl-C, SIGINT) or a signal (SIGTERM) stopped a run; the message says
+    where everything so far is kept and how to continue."""
 
     label = "interrupted"
 
-    def __init__(self, message: str, exit_code: ExitCode = ExitCode.INTERRUPTED) -> None:
+    def __init__(self, message: str, signal: str = "SIGINT") -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        self.signal = signal
 
 
 class Terminated(BaseException):

@@ -1,32 +1,23 @@
-"""The `runlist-harness` command line (click), and the one place exit statuses are decided.
+"""The `runlist-harness` command line (click).
 
-Commands return an `ExitCode` (or nothing, for 0). `HarnessGroup.invoke` turns
-everything else into a status too: a `HarnessError` prints its one line and
-exits with its code; Ctrl-C exits 130 and SIGTERM 143, each with one line; a
-click usage error exits 2; a closed output pipe ends quietly; anything else is
-a harness fault: one line naming a log file that keeps the traceback, exit 4.
-With `--json` the error is a JSON object on stdout instead. With
-`--exit-codes git-bisect` the status is translated for `git bisect run`
-(`harness.app.exits`).
+Commands import on use, so `--help` and `report render` never load the simulator.
+Every command, under the group or on its own (`reproduce_ert_timeout`), ends through
+`harness.app.exits.run`: what it returned or raised becomes its exit status there.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import errno
 import importlib
-import json
-import os
 import sys
-import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import click
 from click.utils import make_default_short_help
 
 from harness import __version__
-from harness.app.exits import GIT_BISECT, HARNESS, translate
-from harness.model.errors import ExitCode, HarnessError, Terminated
+from harness.app import exits
 from harness.sources.confine import allow_outside_for_cases
 
 EXIT_CODES = """\b
@@ -43,96 +34,6 @@ Exit codes:
   143  terminated (SIGTERM); the report keeps everything so far
   With --exit-codes git-bisect (run, reproduce): 0 good, 1 bad,
   125 cannot test (deadline, crash, environment, bad input)."""
-
-
-def _requested(ctx: click.Context, flag: str, value: str | None = None) -> bool:
-    """Whether the command line asked for `flag` (with `value`), read from the raw arguments
-    so it holds even when parsing them failed."""
-    # click 8.2 keeps the subcommand's name apart from its arguments (_protected_args)
-    args = list(getattr(ctx, "_protected_args", None) or []) + list(ctx.args)
-    if value is None:
-        return flag in args
-    return f"{flag}={value}" in args or any(a == flag and b == value
-                                            for a, b in zip(args, args[1:], strict=False))
-
-
-def fault_log(error: BaseException) -> str:
-    """Keep a harness fault's traceback in a file; return where."""
-    from harness.formats.cache import cache_dir
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    try:
-        path = cache_dir("faults") / f"fault-{stamp}-{os.getpid()}.log"
-        path.write_text(f"xdna-runlist-harness {__version__}\nargv: {sys.argv}\n\n"
-                        + "".join(traceback.format_exception(error)))
-        return str(path)
-    except OSError as err:
-        return f"nowhere (the log could not be written: {err.strerror})"
-
-
-# A folder or file the machine will not let us write (or read): the environment, not a bug.
-_NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}
-
-
-def _not_writable(err: OSError) -> str:
-    name = errno.errorcode.get(err.errno or 0, "")
-    where = err.filename if err.filename is not None else "a file"
-    return (f"cannot use {where}: {err.strerror} ({name}); this user cannot write (or read) "
-            "it there: choose a folder that can be written and has space, or fix its "
-            "permissions")
-
-
-def guarded(ctx: click.Context, invoke) -> None:
-    """Run `invoke()` and end with the exit status its result or its failure means."""
-    convention = GIT_BISECT if _requested(ctx, "--exit-codes", GIT_BISECT) else HARNESS
-    as_json = _requested(ctx, "--json")
-
-    def fail(label: str, message: str, code: int) -> int:
-        if as_json:
-            click.echo(json.dumps({"error": {"kind": label, "message": message,
-                                             "exit_code": translate(code, convention)}}))
-        else:
-            click.echo(f"{label}: {message}", err=True)
-        return code
-
-    try:
-        result = invoke()
-        code = int(result) if isinstance(result, int) else int(ExitCode.OK)
-    except click.exceptions.Exit:
-        raise
-    except click.ClickException as err:
-        # One line, as for every other error; the usage is a --help away.
-        where = getattr(err, "ctx", None)
-        hint = f" (see `{where.command_path} --help`)" if where is not None else ""
-        code = fail("error", err.format_message() + hint, int(ExitCode.BAD_INPUT))
-    except HarnessError as err:
-        code = fail(err.label, str(err), int(err.exit_code))
-    except (KeyboardInterrupt, click.Abort):
-        code = fail("interrupted", "stopped by Ctrl-C", int(ExitCode.INTERRUPTED))
-    except Terminated:
-        code = fail("terminated", "stopped by SIGTERM", int(ExitCode.TERMINATED))
-    except BrokenPipeError:
-        # the reader went away (`| head`): stop writing, and say nothing more
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
-        code = int(ExitCode.OK)
-    except OSError as err:
-        if err.errno not in _NOT_WRITABLE:
-            code = fail("harness fault", f"{type(err).__name__}: {err} (a bug in the harness; "
-                        f"the traceback is in {fault_log(err)}; please report it)",
-                        int(ExitCode.HARNESS_FAULT))
-        else:
-            code = fail("error", _not_writable(err), int(ExitCode.ENV_NOT_READY))
-    except Exception as err:
-        code = fail("harness fault", f"{type(err).__name__}: {err} (a bug in the harness; "
-                    f"the traceback is in {fault_log(err)}; please report it)",
-                    int(ExitCode.HARNESS_FAULT))
-    finally:
-        # Only what this run loaded: an import that Ctrl-C cut short must not run again.
-        for module, cleanup in (("harness.report.lock", "release_all"),
-                                ("harness.execution.isolation", "shutdown")):
-            hook = getattr(sys.modules.get(module), cleanup, None)
-            if hook is not None:
-                hook()
-    ctx.exit(translate(code, convention))
 
 
 @dataclass(frozen=True)
@@ -183,7 +84,29 @@ COMMANDS: dict[str, Entry] = {
 }
 
 
-class HarnessGroup(click.Group):
+class Guarded:
+    """A click command whose `main` ends through `harness.app.exits.run`: parsing errors
+    and what the command returns or raises alike (click's own handling, which prints a
+    blank line before an abort, never runs)."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> int:
+        given = list(sys.argv[1:] if args is None else args)
+
+        def command() -> Any:
+            try:
+                with self.make_context(prog_name or self.name, given, **extra) as ctx:
+                    return self.invoke(ctx)
+            except click.exceptions.Exit as done:      # --help, --version
+                return done.exit_code
+        code = exits.run(command, given)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+class HarnessGroup(Guarded, click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -205,9 +128,6 @@ class HarnessGroup(click.Group):
         _remember(ctx, args)
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: click.Context):
-        guarded(ctx, lambda: super(HarnessGroup, self).invoke(ctx))
-
 
 def _remember(ctx: click.Context, args: list[str]) -> None:
     """Keep the command line as typed, for reports (see `harness.invoked_as`)."""
@@ -215,22 +135,16 @@ def _remember(ctx: click.Context, args: list[str]) -> None:
     harness.invoked_as = [ctx.info_name or "runlist-harness", *args]
 
 
-class GuardedCommand(click.Command):
-    """A command that guards its own exit status when it runs without the group
-    (`reproduce_ert_timeout`); under the group, the group does."""
+class GuardedCommand(Guarded, click.Command):
+    """A command that also runs without the group (`reproduce_ert_timeout`)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if ctx.parent is None:
             _remember(ctx, args)
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: click.Context):
-        if ctx.parent is not None:
-            return super().invoke(ctx)
-        guarded(ctx, lambda: super(GuardedCommand, self).invoke(ctx))
 
-
-@click.group(cls=HarnessGroup, epilog=EXIT_CODES,
+@click.group("runlist-harness", cls=HarnessGroup, epilog=EXIT_CODES,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="runlist-harness")
 def main() -> None:

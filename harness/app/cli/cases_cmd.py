@@ -7,7 +7,8 @@ import textwrap
 
 import click
 
-from harness.model.errors import CaseError, ExitCode
+from harness.app import exits
+from harness.model.errors import CaseError
 from harness.sources.case import Case, case_dirs, case_files, shipped_cases
 from harness.sources.load import load_case
 
@@ -87,8 +88,7 @@ def validate(files: tuple[str, ...]) -> None:
             bad += 1
             continue
         click.echo(f"ok     {target}  ({case.name}, {len(case.plans)} plans)")
-    if bad:
-        return ExitCode.BAD_INPUT
+    return exits.for_checked(bad > 0)
 
 
 def case_dict(case: Case) -> dict:

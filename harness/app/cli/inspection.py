@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from harness.app import exits
 from harness.model.errors import BadInput, ExitCode
 
 
@@ -27,4 +28,4 @@ def show_each(files: tuple[str, ...], read: Callable[[str], Any],
         click.echo(json.dumps([summary(r) for r in results], indent=2))
     elif results:
         click.echo("\n\n".join(render(r) for r in results))
-    return ExitCode.BAD_INPUT if failed else None
+    return exits.for_checked(failed)

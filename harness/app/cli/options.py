@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from harness.app.exits import CONVENTIONS, HARNESS
+from harness.app import exits
 from harness.execution.backend import KINDS, Backend, choose_backend
 from harness.execution.runner import RunOptions
 from harness.model.errors import BadInput
@@ -144,9 +144,11 @@ def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: f
                       seed=seed, flow=flow)
 
 
+# Parsed here for its help and its checked value; `harness.app.exits` reads it from the
+# command line, so it holds even for a line that fails to parse.
 exit_codes_option = click.option(
-    "--exit-codes", "exit_codes", type=click.Choice(CONVENTIONS), default=HARNESS,
-    show_default=True,
+    exits.EXIT_CODES_OPTION, type=click.Choice(exits.CONVENTIONS), default=exits.HARNESS,
+    show_default=True, expose_value=False,
     help="git-bisect: exit 0 when every trial completed (good), 1 when one failed on the "
          "device (bad), 125 when the run could not tell (deadline, crash, environment, bad "
          "input), for `git bisect run`.")

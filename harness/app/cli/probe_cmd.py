@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
+from harness.app import exits
 from harness.formats.yamlio import dump_yaml
-from harness.model.errors import BadInput, ExitCode
+from harness.model.errors import BadInput
 from harness.probe.fingerprint import probe as run_probe
 from harness.probe.fingerprint import ready, render
 from harness.probe.sources import Sources
@@ -56,5 +57,4 @@ def probe(root: str, as_json: bool, as_yaml: bool, require_npu: bool,
         click.echo(dump_yaml(facts), nl=False)
     else:
         click.echo(render(facts))
-    if require_npu and not ready(facts):
-        return ExitCode.ENV_NOT_READY
+    return exits.for_readiness(ready(facts) or not require_npu)

@@ -7,8 +7,9 @@ from typing import Any
 
 import click
 
+from harness.app import exits
 from harness.formats.yamlio import write_atomic
-from harness.model.errors import ExitCode, ReportError
+from harness.model.errors import ReportError
 from harness.report import bundle as bundling
 from harness.report import compare as comparing
 from harness.report import render as rendering
@@ -144,5 +145,4 @@ def validate(files: tuple[str, ...]) -> None:
                 click.echo(f"{file}: ... and {len(problems) - 20} more")
         else:
             click.echo(f"{file}: valid")
-    if bad:
-        return ExitCode.BAD_INPUT
+    return exits.for_checked(bad > 0)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from harness.app import exits
 from harness.app.cli import GuardedCommand
 from harness.app.cli.options import (
     allow_different_machine_option,
@@ -22,7 +23,6 @@ from harness.app.cli.options import (
     xrt_smi_validate_asked,
 )
 from harness.app.cli.progress import announce, progress_line
-from harness.app.exits import for_trials
 from harness.execution.resume import reopen
 from harness.execution.runner import Runner, flow_of, open_run
 from harness.model.errors import BadInput
@@ -35,14 +35,14 @@ from harness.sources.recipe import export_plans
 DEFAULT_CASE = "minicpm5-2b-decode"
 
 
-def _execute(runner: Runner, as_json: bool, first_line: str, convention: str) -> int:
+def _execute(runner: Runner, as_json: bool, first_line: str) -> exits.TrialsEnded:
     announce(first_line, runner.warnings, as_json)
     report = runner.run()
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
         click.echo(summary_text(report, str(runner.handle.path)))
-    return for_trials((t.status for p in report.plans for t in p.trials), convention)
+    return exits.trials_ended(t.status for p in report.plans for t in p.trials)
 
 
 def summary_text(report: Report, path: str) -> str:
@@ -100,7 +100,7 @@ def _detail(plan: PlanRecord) -> str:
 def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different_machine,
         backend_kind, profile,
         realtime, seed, trials, xclbins_dir, out, force, no_isolate, deadline,
-        flow, continue_after_failure, as_json, exit_codes) -> int:
+        flow, continue_after_failure, as_json) -> exits.TrialsEnded:
     """Run a case's plans (runlists of the given depth and chunking) and write a report.
 
     CASE is a shipped case name (see `cases list`), a case file, an XRT run
@@ -121,7 +121,7 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
         line = f"resuming {resume_path}: " + ("SIMULATED stack, profile "
                                                f"{report.backend.get('profile')}"
                                                if report.simulated else "hardware NPU")
-        return _execute(runner, as_json, line, exit_codes)
+        return _execute(runner, as_json, line)
     if not case_ref:
         raise BadInput("give a CASE (a shipped case name or a case file), or --resume REPORT")
     case = with_frame(load_case(case_ref, recipe_profile), frame)
@@ -134,7 +134,7 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
                       backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
                       command="run", progress=progress_line,
                       xrt_smi_validate=xrt_smi_validate_asked())
-    return _execute(runner, as_json, backend.describe(), exit_codes)
+    return _execute(runner, as_json, backend.describe())
 
 
 @click.command(cls=GuardedCommand)
@@ -147,7 +147,7 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
 @exit_codes_option
 def reproduce(case_ref, no_control, backend_kind, profile, realtime, seed, trials,
               xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
-              as_json, exit_codes) -> int:
+              as_json) -> exits.TrialsEnded:
     """Run the monolithic and chunked plans side by side and say whether the failure
     reproduces (default case: minicpm5-2b-decode, the 42-layer decode of
     ROCm/FastFlowLM#712). `reproduce_ert_timeout` runs this command.
@@ -178,7 +178,7 @@ def reproduce(case_ref, no_control, backend_kind, profile, realtime, seed, trial
             runner.warnings.append(why_not)
             runner.handle.note(f"warning: {why_not}")
     _export_beside(runner, force)
-    return _execute(runner, as_json, backend.describe(), exit_codes)
+    return _execute(runner, as_json, backend.describe())
 
 
 def _export_beside(runner: Runner, force: bool) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from harness.app import exits
 from harness.app.cli.options import (
     allow_different_machine_option,
     backend_options,
@@ -22,7 +23,7 @@ from harness.app.cli.options import (
 from harness.app.cli.progress import TrialBar, announce
 from harness.execution.resume import reopen
 from harness.execution.runner import Runner, open_run
-from harness.model.errors import BadInput, ExitCode, ReportError
+from harness.model.errors import BadInput, ReportError
 from harness.model.plan import MAX_LAYERS
 from harness.report.fileformat import load_report
 from harness.report.journal import check_output_path
@@ -56,7 +57,7 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
         click.echo(json.dumps(runner.report.to_dict(), indent=2))
     else:
         click.echo("\n".join(lines + [f"report: {runner.handle.path}"]))
-    return int(ExitCode.STOPPED if stopped else ExitCode.OK)
+    return exits.for_search(stopped)
 
 
 @click.command()

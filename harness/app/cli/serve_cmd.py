@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
+from harness.app import exits
 from harness.app.cli.options import Seconds
-from harness.model.errors import ExitCode
 from harness.probe.checks import Check
 from harness.probe.fingerprint import probe
 from harness.probe.npu import GENERATIONS
@@ -83,7 +83,7 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_m
         for check in server["checks"]:
             click.echo(f"  {Check(**check).line()}")
         click.echo(f"report: {handle.path}")
-    return ExitCode.DEVICE_FAILURE if request_failed(report) else ExitCode.OK
+    return exits.for_requests(request_failed(report))
 
 
 def _request_line(request: dict) -> str:
