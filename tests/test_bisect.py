@@ -135,7 +135,7 @@ def test_after_a_skip_the_next_point_is_chosen_as_git_does(first):
     # Depths 28..36 cannot be tested (deadline) inside 1..64. Stepping to the untested point
     # nearest the middle probes all nine, each K trials of ~107 s on mainline; git's biased
     # choice leaves the stretch sooner. Over 200 seeds every answer is right, and on average
-    # well under half the stretch is probed.
+    # well under half the stretch is tested.
     untestable = range(28, 37)
     skipped = []
     for seed in range(200):

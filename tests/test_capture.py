@@ -95,7 +95,7 @@ def test_sweep_over_frames_and_chunk_sizes(decode, tmp_path):
     report = load_report(out)
     assert report.sections["sweep"]["frames"] == ["frame_0", "frame_1", "frame_2", "frame_3"]
     assert {p.frame for p in report.plans} == {"frame_0", "frame_1", "frame_2", "frame_3"}
-    assert invoke("report", "validate", str(out)).exit_code == 0
+    assert invoke("report", "check", str(out)).exit_code == 0
     md = invoke("report", "render", str(out)).output
     assert "| frame \\\\ chunk | 21 | 42 |" in md and "| frame_2 | COMPLETED 1/1 | TIMEOUT 1/1 |" \
         in md

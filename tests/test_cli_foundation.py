@@ -74,7 +74,7 @@ def test_cases_list_and_validate_shipped():
     assert listed.exit_code == 0
     for name in ("minicpm5-2b-decode", "qwen3-4b-decode", "qwen3-1.7b-decode", "nop-depth"):
         assert name in listed.output
-    checked = run("cases", "validate")
+    checked = run("cases", "check")
     assert checked.exit_code == 0 and checked.output.count("ok ") == 4
 
 
@@ -83,7 +83,7 @@ def test_cases_validate_rejects_plan_summing_to_41(tmp_path):
     text = find_case("minicpm5-2b-decode").read_text().replace('"21+21"', '"21+20"')
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)
-    result = CliRunner().invoke(main, ["cases", "validate", str(bad)])
+    result = CliRunner().invoke(main, ["cases", "check", str(bad)])
     assert result.exit_code == 2
     assert "plans.halves" in result.output and "covers 41 layers" in result.output
 
@@ -100,3 +100,19 @@ def test_help_documents_exit_codes():
     out = run("--help").output
     for code in ("0 ", "1 ", "2 ", "3 ", "4 "):
         assert f"  {code}" in out
+
+
+def test_the_names_validate_had_still_work_and_say_the_new_one(tmp_path):
+    """`check` is the harness's own check of a file; `validate` is XRT's suite alone."""
+    old = CliRunner().invoke(main, ["cases", "validate"])
+    assert old.exit_code == 0 and "note: `cases validate` is now `cases check`" in old.stderr
+    assert old.stdout == CliRunner().invoke(main, ["cases", "check"]).stdout
+    out = tmp_path / "r.yaml"
+    assert CliRunner().invoke(main, ["run", "minicpm5-2b-decode", "--plan", "21+21", "--trials",
+                                     "1", "--no-isolate", "--out", str(out)]).exit_code == 0
+    report = CliRunner().invoke(main, ["report", "validate", str(out)])
+    assert report.exit_code == 0 and report.stdout == f"{out}: valid\n"
+    assert "`report validate` is now `report check`" in report.stderr
+    for group in ("cases", "report"):
+        listed = CliRunner().invoke(main, [group, "--help"]).output
+        assert "  check " in listed and "validate" not in listed

@@ -96,7 +96,7 @@ def test_validate_refuses_what_render_could_not_render(tmp_path):
     fixture = Path(__file__).parent / "fixtures" / "reports" / "v1-run.yaml"
     broken = tmp_path / "broken.yaml"
     broken.write_text(fixture.read_text().replace("  system:\n", "  system: []\n  was:\n", 1))
-    result = invoke("report", "validate", str(broken))
+    result = invoke("report", "check", str(broken))
     assert result.exit_code == 2 and "environment.system: expected object" in result.output
     rendered = invoke("report", "render", str(broken))
     assert rendered.exit_code == 2 and "is not a valid report" in rendered.output

@@ -327,7 +327,7 @@ def test_deep_yaml_is_refused_not_a_crash(tmp_path):
     import sys
     deep = tmp_path / "deep.yaml"
     deep.write_text("- " * 100_000 + "x\n")
-    for args in (["run", str(deep)], ["report", "validate", str(deep)],
+    for args in (["run", str(deep)], ["report", "check", str(deep)],
                  ["report", "render", str(deep)]):
         done = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
                               text=True, timeout=60)
@@ -425,7 +425,7 @@ def test_read_only_folders_are_exit_3_in_one_line(tmp_path, read_only):
 def test_validate_and_resume_agree_on_every_truncation_offset(tmp_path):
     from harness.execution.resume import reopen
     from harness.model.errors import HarnessError
-    from harness.report.check import validate_file
+    from harness.report.check import check_report_file
     source = unfinished(tmp_path)
     data = source.read_bytes()
     journal = data.index(b"\njournal:\n")
@@ -435,7 +435,7 @@ def test_validate_and_resume_agree_on_every_truncation_offset(tmp_path):
     copy = tmp_path / "cut.yaml"
     for offset in offsets:
         copy.write_bytes(data[:offset])
-        valid = validate_file(str(copy)).valid
+        valid = check_report_file(str(copy)).valid
         try:
             runner, _ = reopen(str(copy))
             runner.handle.close()
@@ -455,7 +455,7 @@ def test_a_report_rewritten_by_a_yaml_tool_is_still_a_report(tmp_path, sort_keys
     out = unfinished(tmp_path)
     document = yaml.safe_load(out.read_text())
     out.write_text(yaml.safe_dump(document, sort_keys=sort_keys) + comment)
-    validation = invoke("report", "validate", str(out))
+    validation = invoke("report", "check", str(out))
     assert validation.exit_code == 0, validation.output
     assert "a YAML tool rewrote this report" in validation.output
     assert "unknown report schema None" not in validation.output
@@ -466,13 +466,13 @@ def test_a_report_rewritten_by_a_yaml_tool_is_still_a_report(tmp_path, sort_keys
     report = load_report(out)
     assert len(report.plans[0].trials) == 2 and not report.read_whole
     assert any("restored its own layout" in n["note"] for n in report.notes)
-    assert invoke("report", "validate", str(out)).output.strip().endswith("valid")
+    assert invoke("report", "check", str(out)).output.strip().endswith("valid")
 
 
 def test_a_plan_whose_chunks_are_not_its_spec_is_invalid(tmp_path):
     out = unfinished(tmp_path)
     out.write_text(out.read_text().replace("chunks:\n  - 42", "chunks:\n  - 40\n  - 2", 1))
-    result = invoke("report", "validate", str(out))
+    result = invoke("report", "check", str(out))
     assert result.exit_code == 2 and "spec '42' makes chunks [42]" in result.output
     assert invoke("run", "--resume", str(out)).exit_code == 2
 
@@ -483,7 +483,7 @@ def test_a_finished_report_whose_journal_lost_its_tail_is_invalid(tmp_path):
            "--profile", "inflight-cap:40", "--out", str(out))
     lines = out.read_text().splitlines(keepends=True)
     out.write_text("".join(lines[:-1]))            # the last trial's entry is gone
-    result = invoke("report", "validate", str(out))
+    result = invoke("report", "check", str(out))
     assert result.exit_code == 2 and "is not what its trials say" in result.output
 
 
@@ -494,7 +494,7 @@ def test_finishing_on_a_nearly_full_disk_keeps_a_whole_continuable_report(tmp_pa
     from types import SimpleNamespace
 
     from harness.report import journal as reportfile
-    from harness.report.check import validate_file
+    from harness.report.check import check_report_file
     out = tmp_path / "r.yaml"
     monkeypatch.setattr(reportfile.os, "statvfs",
                         lambda path: SimpleNamespace(f_bavail=16, f_frsize=4096))
@@ -503,7 +503,7 @@ def test_finishing_on_a_nearly_full_disk_keeps_a_whole_continuable_report(tmp_pa
     assert result.exit_code == 4
     assert "rewriting the header needs about" in result.stderr
     assert f"run --resume {out}" in result.stderr
-    assert validate_file(str(out)).valid and load_report(out).finished is None
+    assert check_report_file(str(out)).valid and load_report(out).finished is None
     assert len(load_report(out).plans[0].trials) == 2
     assert not list(tmp_path.glob(".r.yaml.*")), list(tmp_path.iterdir())   # no temp, no lock
     monkeypatch.undo()

@@ -43,16 +43,16 @@ def test_an_alias_bomb_case_is_refused_in_bounded_time_and_memory(tmp_path):
     case = tmp_path / "cases" / "bomb.yaml"
     case.parent.mkdir()
     case.write_text(BOMB + "case: bomb\n")
-    for args in (["cases", "validate", str(case)], ["cases", "list"]):
-        done = bounded(*args, **{} if args[1] == "validate" else {})
+    for args in (["cases", "check", str(case)], ["cases", "list"]):
+        done = bounded(*args, **{} if args[1] == "check" else {})
         assert "aliases are not allowed" in done.stdout + done.stderr, done
-    assert bounded("cases", "validate", str(case)).returncode == 2
+    assert bounded("cases", "check", str(case)).returncode == 2
 
 
 def test_an_alias_bomb_report_is_refused_by_validate_and_render(tmp_path):
     report = tmp_path / "bomb.yaml"
     report.write_text("schema: xdna-runlist-harness/report/v2\n" + BOMB)
-    for args in (["report", "validate", str(report)], ["report", "render", str(report)]):
+    for args in (["report", "check", str(report)], ["report", "render", str(report)]):
         done = bounded(*args)
         assert done.returncode == 2, done.stderr
         assert "aliases are not allowed" in done.stdout + done.stderr
@@ -112,7 +112,7 @@ def test_a_stopped_sweep_goes_on_with_replay(tmp_path):
 def test_a_simulated_report_that_claims_hardware_is_invalid(finished, tmp_path):
     forged = tmp_path / "forged.yaml"
     forged.write_text(finished.read_text().replace("simulated: true", "simulated: false", 1))
-    result = invoke("report", "validate", str(forged))
+    result = invoke("report", "check", str(forged))
     assert result.exit_code == 2
     assert "backend.simulated: False contradicts backend.kind 'sim'" in result.output
     assert invoke("report", "render", str(forged)).exit_code == 2
@@ -169,7 +169,7 @@ def test_a_cell_that_only_hit_deadlines_is_not_called_a_failure():
 
 
 def test_help_and_listings_say_what_is_true():
-    assert "default: 5 per probed depth" in invoke("bisect", "--help").output
+    assert "default: 5 per tested depth" in invoke("bisect", "--help").output
     assert "default: 3 per cell" in invoke("sweep", "--help").output
     listing = invoke("cases", "list").output
     assert "[shipped]" in listing and "shadowed" not in listing

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from harness.app.cli import main
 from harness.model.results import TrialStatus
-from harness.report.check import validate_file
+from harness.report.check import check_report_file
 from harness.report.fileformat import load_report
 
 HARNESS = [sys.executable, "-m", "harness"]
@@ -91,14 +91,14 @@ def test_a_torn_last_entry_is_ignored_then_removed_by_the_next_writer(tmp_path):
     report = load_report(out)
     assert report.torn_line is not None and report.plans[0].trials[0].status is \
         TrialStatus.IN_FLIGHT
-    validation = validate_file(str(out))
+    validation = check_report_file(str(out))
     assert validation.valid and "cut short" in validation.notes[0]
     (tmp_path / ".r.yaml.a1b2c3.tmp").write_text("a complete copy a kill left before rename\n")
     done = run("run", "--resume", str(out))
     assert done.returncode == 1, done.stderr
     assert not list(tmp_path.glob(".r.yaml.*.tmp"))
     report = load_report(out)
-    assert report.torn_line is None and validate_file(str(out)).notes == []
+    assert report.torn_line is None and check_report_file(str(out)).notes == []
     assert [t.status for t in report.plans[0].trials] == [TrialStatus.INTERRUPTED,
                                                           TrialStatus.FAILED,
                                                           TrialStatus.FAILED]
@@ -142,7 +142,7 @@ def test_a_file_size_limit_in_a_real_process_keeps_the_report(tmp_path):
     assert last.startswith(f"error: cannot write report {out}: File too large (EFBIG)")
     assert "Traceback" not in done.stderr
     report = load_report(out)
-    assert validate_file(str(out)).valid and len(report.plans[0].trials) >= 2
+    assert check_report_file(str(out)).valid and len(report.plans[0].trials) >= 2
 
 
 def test_out_under_a_file_or_on_a_special_file_is_refused_before_anything_runs(tmp_path):

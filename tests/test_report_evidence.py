@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.app.cli import main
+from harness.report.digest import Digest
 from harness.report.fileformat import load_report
 from harness.report.render import MAX_BODY, render_markdown
 
@@ -73,7 +74,8 @@ def sweep_like(tmp_path, depths: int, chunks: list[int]) -> dict:
 
 def test_a_1_to_256_by_5_sweep_renders_within_an_issue_body(tmp_path):
     data = sweep_like(tmp_path, 256, [1, 8, 21, 24, 42])
-    body = render_markdown(data, bundle=["s.bundle.tar.gz", "README.md", "report.md"])
+    body = render_markdown(Digest.of_document(data).view(True),
+                           bundle=["s.bundle.tar.gz", "README.md", "report.md"])
     assert len(body) <= MAX_BODY
     assert "Cut to fit an issue" in body or "without the per-trial detail" in body
     assert body.rstrip().endswith("`README.md`, `report.md`.")
@@ -83,6 +85,6 @@ def test_a_1_to_256_by_5_sweep_renders_within_an_issue_body(tmp_path):
 
 def test_the_yaml_is_left_out_when_nothing_else_leaves_room(tmp_path):
     data = sweep_like(tmp_path, 700, [1, 2, 3, 4, 5])         # the grid alone nearly fills it
-    body = render_markdown(data)
+    body = render_markdown(Digest.of_document(data).view(True))
     assert len(body) <= MAX_BODY
     assert "Cut here to fit an issue (the whole render is" in body

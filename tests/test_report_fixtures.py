@@ -31,7 +31,7 @@ def test_v1_reports_load_validate_and_render(kind):
     path = FIXTURES / f"v1-{kind}.yaml"
     report = load_report(path)
     assert report.schema == "xdna-runlist-harness/report/v1" and report.command == kind
-    assert invoke("report", "validate", str(path)).exit_code == 0
+    assert invoke("report", "check", str(path)).exit_code == 0
     for fmt in ("md", "text"):
         rendered = invoke("report", "render", str(path), "--format", fmt)
         assert rendered.exit_code == 0, rendered.output
@@ -69,7 +69,7 @@ def test_what_validates_renders(tmp_path, kind, seed):
     data = yaml.safe_load((FIXTURES / f"v1-{kind}.yaml").read_text())
     damaged = tmp_path / f"damaged-{seed}.yaml"
     damaged.write_text(yaml.safe_dump(_damage(data, random.Random(seed))))
-    valid = invoke("report", "validate", str(damaged)).exit_code == 0
+    valid = invoke("report", "check", str(damaged)).exit_code == 0
     for fmt in ("md", "text"):
         rendered = invoke("report", "render", str(damaged), "--format", fmt)
         assert rendered.exit_code == (0 if valid else 2), rendered.output

@@ -146,7 +146,7 @@ def test_the_built_in_checker_agrees_with_jsonschema(reports, rng):
 # -- report validate --------------------------------------------------------------------
 
 def test_validate_good_reports(reports):
-    result = invoke("report", "validate", *map(str, reports.values()))
+    result = invoke("report", "check", *map(str, reports.values()))
     assert result.exit_code == 0
     assert result.stdout.count(": valid") == len(reports)
 
@@ -162,7 +162,7 @@ def _line_of(text: str, needle: str) -> int:
     (lambda t: t.replace('"runs": 42', '"runs": "forty-two"', 1),
      r"line {0}: plans\[0\]\.trials\[0\]\.runlists\[0\]\.runs: expected integer"),
     (lambda t: re.sub(r"^run_id: .*\n", "", t, flags=re.M), r"missing required key 'run_id'"),
-    (lambda t: t.replace("schema: xdna-runlist-harness/report/v2", "schema: other/v3"),
+    (lambda t: t.replace("schema: xdna-runlist-harness/report/v3", "schema: other/v3"),
      "unknown report schema 'other/v3'"),
     (lambda t: t.replace("\njournal:\n", "\n  : [broken\njournal:\n"), "not valid YAML"),
     (lambda t: t.rstrip("\n") + "\n- {not json, nor: [yaml\n", r"line \d+: not a journal entry"),
@@ -174,7 +174,7 @@ def test_validate_names_what_is_wrong_where(reports, tmp_path, edit, words):
     entry = ('"exploded"' if "exploded" in text else '"forty-two"' if "forty-two" in text
              else None)
     pattern = words.format(_line_of(text, entry)) if entry else words
-    result = CliRunner().invoke(main, ["report", "validate", str(broken)])
+    result = CliRunner().invoke(main, ["report", "check", str(broken)])
     assert result.exit_code == 2
     assert re.search(pattern, result.stdout), result.stdout
 
@@ -216,7 +216,7 @@ def test_markdown_renders_the_tables_and_the_yaml(reports):
     assert summaries[-1] == "Full report (YAML)"
     details = re.findall(r"<details>(.*?)</details>", html, re.S)[-1]
     code = re.search(r'<code class="language-yaml">(.*?)</code>', details, re.S).group(1)
-    assert "schema: xdna-runlist-harness/report/v2" in code
+    assert "schema: xdna-runlist-harness/report/v3" in code
     assert load_yaml_text(code.replace("&lt;", "<").replace("&gt;", ">")
                           .replace("&quot;", '"').replace("&amp;", "&"))["run_id"]
 
@@ -256,8 +256,8 @@ def test_the_bisect_render_puts_the_boundary_first_and_collapses_alike_rows(repo
     assert rows[0][0] == "38"              # the boundary's failing depth leads
     labels = [row[0] for row in rows]
     assert len(labels) == len(set(labels))  # one row per distinct failure of a plan
-    probed = [e["x"] for e in data["bisect"]["log"] if e["class"] == "bad"]
-    assert sorted(int(label) for label in labels) == sorted(set(probed))
+    tested = [e["x"] for e in data["bisect"]["log"] if e["class"] == "bad"]
+    assert sorted(int(label) for label in labels) == sorted(set(tested))
 
 
 @pytest.mark.parametrize("argv0, program", [

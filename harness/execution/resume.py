@@ -63,13 +63,13 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
               allow_different_machine: bool) -> Runner:
     report = handle.report
     _check_continuable(report, path, kind)
-    from harness.report.check import validate_file
-    problems = validate_file(str(handle.path)).problems
+    from harness.report.check import check_report_file
+    problems = check_report_file(str(handle.path)).problems
     if problems:
-        # what `report validate` rejects is never continued: it would build on a broken file
+        # what `report check` rejects is never continued: it would build on a broken file
         more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
         raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:2])}{more}; "
-                          "`runlist-harness report validate` lists every problem")
+                          "`runlist-harness report check` lists every problem")
     case = load_case(report.case.get("reference") or report.case["file"],
                      report.case.get("recipe_profile"))
     if report.case.get("frame"):

@@ -57,6 +57,7 @@ from harness.sources.programs import Programs, check_programs, program_identity,
 # progress(text, done): a trial starting (done=False) or finished (done=True)
 Progress = Callable[[str, bool], None]
 STARTUP_S = 15.0          # a worker's own start-up (python, numpy, pyxrt) within a deadline
+HELD_RUNLISTS = 50_000    # runlist outcomes memory keeps whole (about 20 MB); then in brief
 
 
 def continue_command(report: Report, path: Path) -> str:
@@ -198,6 +199,7 @@ class Runner:
         self.options = options
         self.progress = progress or (lambda text, done: None)
         self.warnings: list[str] = []
+        self.held_runlists = 0            # runlist outcomes of trials held whole
         self.control: tuple[Case, ResolvedPack] | None = None   # what control plans run
         backend.latencies = case_latencies(case)
         if not backend.hardware:         # nothing simulated can hang the machine
@@ -292,6 +294,7 @@ class Runner:
             recovery = self._after_hardware_trial(result) if self.backend.hardware else None
             plan.trials[index] = result
             self.handle.record_trial(plan.name, result)
+            plan.trials[index] = self._held(result)
         except (KeyboardInterrupt, Terminated) as signalled:
             how, signal = (("Ctrl-C", "SIGINT") if isinstance(signalled, KeyboardInterrupt)
                            else ("SIGTERM", "SIGTERM"))
@@ -315,6 +318,15 @@ class Runner:
                 f"{recovery.last_error}); {recovery.fix}. Everything so far is in "
                 f"{self.handle.path}; continue with "
                 f"`{continue_command(self.report, self.handle.path)}`")
+        return result
+
+    def _held(self, result: TrialResult) -> TrialResult:
+        """What memory keeps of a recorded trial: the trial whole while the run holds few
+        runlist outcomes, in brief past that (the file has it whole), so a sweep of any
+        size runs in flat memory."""
+        if self.held_runlists + len(result.runlists) > HELD_RUNLISTS:
+            return result.brief()
+        self.held_runlists += len(result.runlists)
         return result
 
     def _mark_kernel_log(self) -> None:

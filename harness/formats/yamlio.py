@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -161,21 +163,52 @@ def dump_yaml(data: Any) -> str:
                      allow_unicode=True, width=100)
 
 
-def write_atomic(path: str | Path, text: str | bytes, *, overwrite: bool = True) -> None:
-    """Write `text` to `path` via temp file + fsync + rename.
+def dump_yaml_within(data: dict[str, Any], limit: int) -> tuple[str, bool]:
+    """What `dump_yaml` gives for a mapping, dumped a key (and a list item) at a time and
+    stopped once past `limit` characters; True when it is all there. Block YAML at the top
+    is its keys' dumps one after another, and a list's its items', so the part is exactly
+    the whole's beginning, made without dumping all of a big document."""
+    if not data:
+        return dump_yaml(data), True
+    parts: list[str] = []
+    size = 0
+    for key, value in data.items():
+        if size > limit:
+            return "".join(parts), False
+        items = value if isinstance(value, list) and value else None
+        parts.append(dump_yaml({key: items[:1] if items else value}))
+        size += len(parts[-1])
+        for item in (items or [])[1:]:
+            if size > limit:
+                return "".join(parts), False
+            parts.append(dump_yaml([item]))
+            size += len(parts[-1])
+    return "".join(parts), True
 
-    With ``overwrite=False`` an existing file is never replaced
-    (`FileExistsError`), and the check and the rename are one step (a hard
-    link), so a racing writer cannot be clobbered either.
+
+def write_atomic(path: str | Path, text: str | bytes, *, overwrite: bool = True) -> None:
+    """Write `text` to `path` via temp file + fsync + rename (see `atomic_file`)."""
+    with atomic_file(path, overwrite=overwrite) as handle:
+        handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+
+
+@contextmanager
+def atomic_file(path: str | Path, *, overwrite: bool = True) -> Iterator[BinaryIO]:
+    """A binary file that becomes `path` only when the block ends without an error: it is
+    written beside it under a temp name, fsynced, then renamed over it, so a crash leaves
+    either the old file or the new one, never half of one.
+
+    With ``overwrite=False`` an existing file is never replaced (`FileExistsError`), and
+    the check and the rename are one step (a hard link), so a racing writer cannot be
+    clobbered either.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode("utf-8") if isinstance(text, str) else text
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, mode_for(target))
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         if overwrite:

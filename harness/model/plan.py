@@ -46,7 +46,7 @@ def cut_text(chunks: Sequence[int]) -> str:
     """``21+21``; a long cut in short: ``42 x 1``, ``41 x 24 + 16``, or
     ``24+23+...+2 (9 runlists)``."""
     if len(chunks) <= 6:
-        return "+".join(str(c) for c in chunks)
+        return "+".join(map(str, chunks))
     if len(set(chunks)) == 1:
         return f"{len(chunks)} x {chunks[0]}"
     if len(set(chunks[:-1])) == 1:            # XRT's chains: 41 x 24 + 16
@@ -58,9 +58,9 @@ def plan_label(name: str, chunks: Sequence[int]) -> str:
     """``monolithic 42`` or ``halves 21+21``: the name and the cut (just the cut when the
     name is the cut)."""
     cut = cut_text(chunks)
-    if name in (cut, "+".join(str(c) for c in chunks)):
+    plain = "+".join(map(str, chunks))
+    if name in (cut, plain):
         return cut
-    plain = "+".join(str(c) for c in chunks)
     if name.endswith((" " + cut, " " + plain)):       # a frame's plan: "frame_2 21+21"
         return name[:name.rindex(" ")] + " " + cut
     return f"{name} {cut}"

@@ -199,9 +199,41 @@ class TrialResult:
         data["runlists"] = [RunlistOutcome(**r) for r in data.get("runlists", [])]
         return cls(**data)
 
+    def brief(self) -> TrialResult:
+        """This trial as summaries and verdicts read it, in a few hundred bytes whatever its
+        depth: its status, its outcome in one word, the runlist that failed first and its
+        first few runlists. The rest is in the report file, which is where a report's
+        readers take trials from. A trial with nothing more than that is itself."""
+        if len(self.runlists) <= BRIEF_RUNLISTS and all(
+                getattr(self, name) is None for name in _HEAVY_FIELDS):
+            return self
+        kept = self.runlists[:BRIEF_RUNLISTS]
+        failing = next((r for r in self.runlists if r.state not in (None, COMPLETED_STATE)),
+                       None)
+        if failing is not None and failing not in kept:
+            kept = [*kept, failing]
+        values = {name: getattr(self, name) for name in _BRIEF_FIELDS}
+        return BriefTrial(**values, runlists=kept, runlists_in_file=len(self.runlists))
+
+
+BRIEF_RUNLISTS = 4
+
+
+@dataclass
+class BriefTrial(TrialResult):
+    """A trial held in brief (`TrialResult.brief`): never written, never shown whole."""
+
+    runlists_in_file: int = 0
+
+    def brief(self) -> TrialResult:
+        return self
+
 
 _OUTCOME_FIELDS = tuple(f.name for f in fields(RunlistOutcome))
 _TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
+# what a brief trial keeps: the short fields (not the kernel log, worker, recovery, users)
+_BRIEF_FIELDS = ("index", "status", "wall_ms", "seed", "error", "started", "deadline_s")
+_HEAVY_FIELDS = tuple(name for name in _TRIAL_FIELDS if name not in _BRIEF_FIELDS)
 
 
 def chain_split(runs: int, submit_size: int) -> list[int]:

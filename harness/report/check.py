@@ -1,123 +1,168 @@
-"""`report validate`: is a file a report this harness can trust, and if not, what is wrong
+"""`report check`: is a file a report this harness can trust, and if not, what is wrong
 where (the line, the key path).
 
-Both versions are checked against one schema, the nested document
-(`report.schema.json`); a v2 file's journal entries are read one line at a time and
-their problems reported on their own line, so checking costs time and memory in
-proportion to the file. Beyond the schema: a report's `simulated` flag must agree
-with where its results came from (`harness.report.model.is_simulated`).
+Every version is checked against one schema, the nested document
+(`report.schema.json`). The document is read a part at a time (`ReportReader`): the
+header and plans first, then each trial on its own, its problems reported on its own
+journal line, so that checking costs time in proportion to the file and memory in
+proportion to its largest trial. Beyond the schema: a report's `simulated` flag must
+agree with where its results came from (`harness.report.model.is_simulated`), each
+plan's chunks must be what its spec makes, and a finished run's verdict must be what
+its trials say.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from harness.formats.yamlio import (
-    AliasError,
-    DuplicateKeyError,
-    KeyPath,
-    NestingError,
-    load_yaml_with_lines,
-)
+from harness.formats.jsonread import gc_paused
+from harness.formats.yamlio import KeyPath
 from harness.model.errors import PlanError, ReportError
 from harness.model.plan import parse_plan
-from harness.report.fileformat import REWRITTEN_NOTE, assemble, parse_entry, read_report_text
-from harness.report.fileformat import split as split_report
-from harness.report.model import JOURNAL, KNOWN_SCHEMAS, SCHEMA, Report, is_simulated
-from harness.report.schema import check
+from harness.model.results import TrialResult
+from harness.report.fileformat import HeaderError, ReportReader, TrialEntry
+from harness.report.model import (
+    JOURNAL,
+    JOURNALED,
+    KNOWN_SCHEMAS,
+    Report,
+    is_simulated,
+    trial_from_dict,
+)
+from harness.report.schema import check, report_schema, trial_schema
 
 # The commands whose verdict is the judge's of their plans (searches write their own).
 JUDGED = ("run", "reproduce")
 
+TrialVisitor = Callable[[TrialEntry], None]
+# given the open reader once its header and journal are read: what else sees each trial
+Start = Callable[[ReportReader], TrialVisitor]
+
 
 @dataclass
-class Validation:
+class ReportCheck:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    document: dict[str, Any] | None = None     # the assembled report, when it was read
 
     @property
     def valid(self) -> bool:
         return not self.problems
 
 
-def validate_file(file: str) -> Validation:
-    result = Validation()
+def check_report_file(file: str, start: Start | None = None) -> ReportCheck:
+    """Check one report file; what `start` returns sees each trial as it is checked (so
+    that a render reads a big report once)."""
+    result = ReportCheck()
     try:
-        text = read_report_text(file)
+        reader = ReportReader(file, strict=False)
     except ReportError as err:
         result.problems.append(str(err))
         return result
-    parts = split_report(text)
-    try:
-        header, lines = load_yaml_with_lines(parts.header)
-    except (DuplicateKeyError, AliasError, NestingError) as err:
-        result.problems.append(f"line {err.line}: {err}")
-        return result
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        result.problems.append(f"{where}not valid YAML "
-                               f"({getattr(err, 'problem', None) or err})")
-        return result
+    with reader, gc_paused():           # a report's trials make no cycles to collect
+        try:
+            _check(reader, result, start)
+        except HeaderError as err:
+            result.problems.append(f"line {err.line}: {err.detail}" if err.line
+                                   else err.detail)
+        except ReportError as err:          # not UTF-8 text: nothing more can be read
+            result.problems.append(str(err))
+    return result
+
+
+def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> None:
+    header = reader.read_header(with_lines=True)
     if not isinstance(header, dict):
         result.problems.append("not a report: the top level must be a mapping")
-        return result
+        return
     if header.get("schema") not in KNOWN_SCHEMAS:
         result.problems.append(f"unknown report schema {header.get('schema')!r}; this harness "
-                               f"validates {', '.join(KNOWN_SCHEMAS)}")
-        return result
+                               f"checks {', '.join(KNOWN_SCHEMAS)}")
+        return
     plans = header.get("plans")
     declarations_only = isinstance(plans, list) and any(
         isinstance(plan, dict) and "trials" not in plan for plan in plans)
-    if header["schema"] == SCHEMA and not parts.journal_found and declarations_only:
+    if header["schema"] in JOURNALED and not reader.journal_found and declarations_only:
         # a header's plans are declarations, their trials in the journal below it; a
         # document with trials nested in its plans is whole without one
-        result.problems.append(f"line {parts.header_lines}: no '{JOURNAL}' line: a "
-                               f"{SCHEMA} file always has one; this one was cut short in its "
-                               "header, and its journal is lost")
-        return result
-    entries = []
-    if parts.whole and isinstance(header.get(JOURNAL[:-1]), list):
-        result.notes.append(REWRITTEN_NOTE)
-        entries = [(lines.get((JOURNAL[:-1], i), 0), entry)
-                   for i, entry in enumerate(header.pop(JOURNAL[:-1]))]
-    for line, body in parts.entries:
-        try:
-            entries.append((line, parse_entry(body)))
-        except (ValueError, yaml.YAMLError) as err:
-            result.problems.append(f"line {line}: not a journal entry ({err})")
-    if parts.torn_line is not None:
-        result.notes.append(f"line {parts.torn_line}: the last journal entry was cut short "
-                            "(the harness was stopped while writing it); it is ignored")
+        result.problems.append(f"line {reader.header_lines}: no '{JOURNAL}' line: a "
+                               f"{header['schema']} file always has one; this one was cut "
+                               "short in its header, and its journal is lost")
+        return
+    reader.index()
+    result.notes += reader.notes
+    misplaced = reader.misplaced
+    if misplaced is not None:
+        result.problems += [p.text() for p in reader.problems] + [misplaced.text()]
+        return
+    doc = reader.document(with_trials=False)
+    # What else sees the trials reads only a report that checks: what it makes of one
+    # that does not is dropped with the report; on one that does, its failure is a bug.
+    visitor_error: Exception | None = None
+    also = None
     try:
-        doc, entry_lines = assemble(header, entries) if header["schema"] == SCHEMA \
-            else (header, {})
-    except ValueError as err:
-        result.problems.append(str(err))
-        return result
-    result.document = doc
-    for problem in check(doc):
-        line = _line_of(problem.path, entry_lines, lines)
-        result.problems.append(f"line {line}: {problem.where()}: {problem.message}" if line
-                               else f"{problem.where()}: {problem.message}")
+        also = start(reader) if start is not None else None
+    except Exception as err:
+        visitor_error = err
+    entry_lines = _journal_lines(reader)
+    found = [_located(p.path, p.where(), p.message, _line_of(p.path, entry_lines, reader.lines))
+             for p in check(doc)]
+    root = report_schema()
+    rule = trial_schema(root)
+    counted: dict[int, int] = {}
+    briefs: dict[int, list[TrialResult]] = {}
+    judged = doc.get("command") in JUDGED and doc.get("finished")
+    for entry in reader.trials():
+        ordinal = counted.get(entry.plan, 0)
+        counted[entry.plan] = ordinal + 1
+        path = ("plans", entry.plan, "trials", ordinal)
+        problems = check(entry.body, rule, path, root)
+        found += [_located(p.path, p.where(), p.message,
+                           entry.line or _line_of(p.path, {}, reader.lines)) for p in problems]
+        if judged and not problems and not found:
+            briefs.setdefault(entry.plan, []).append(trial_from_dict(entry.body).brief())
+        if also is not None and visitor_error is None:
+            try:
+                also(entry)
+            except Exception as err:
+                visitor_error = err
+    result.problems += [p.text() for p in reader.problems]
+    if reader.misplaced is not None:
+        result.problems.append(reader.misplaced.text())
+    result.problems += found
     if not result.problems:
-        result.problems += _consistency(doc)
+        result.problems += _consistency(doc, briefs)
     backend = doc.get("backend")
     if isinstance(backend, dict) and isinstance(backend.get("simulated"), bool) and \
             backend["simulated"] != is_simulated(backend):
         result.problems.append(
-            f"line {lines.get(('backend', 'simulated'), '?')}: backend.simulated: "
+            f"line {reader.lines.get(('backend', 'simulated'), '?')}: backend.simulated: "
             f"{backend['simulated']} contradicts backend.kind {backend.get('kind')!r}"
             + (" with a stand-in pyxrt" if backend.get("stand_in") else "")
             + ": results of the simulated stack are never hardware evidence")
-    return result
+    if visitor_error is not None and not result.problems:
+        raise visitor_error
 
 
-def _consistency(doc: dict[str, Any]) -> list[str]:
+def _journal_lines(reader: ReportReader) -> dict[tuple, int]:
+    """The journal line each part of the document came from, by its path."""
+    lines: dict[tuple, int] = {}
+    for position in range(len(reader.plans)):
+        line = reader.plan_line(position)
+        if line:
+            lines[("plans", position)] = line
+    for number, (line, _) in enumerate(reader.steps):
+        if line:
+            lines[("bisect", "log", number)] = line
+    return lines
+
+
+def _located(path: KeyPath, where: str, message: str, line: int | None) -> str:
+    return f"line {line}: {where}: {message}" if line else f"{where}: {message}"
+
+
+def _consistency(doc: dict[str, Any], briefs: dict[int, list[TrialResult]]) -> list[str]:
     """What the schema cannot see: each plan's chunks are what its spec makes, and a
     finished run's verdict is what its trials say (a journal that lost its tail, or a
     header cut short after the verdict, disagrees)."""
@@ -138,6 +183,8 @@ def _consistency(doc: dict[str, Any]) -> list[str]:
         if report.verdict is None:
             return problems + ["finished, but without a verdict: the header was cut short"]
         from harness.report.verdict import judge
+        for position, plan in enumerate(report.plans):
+            plan.trials = briefs.get(position, [])
         told = judge(report.plans, report.backend).to_dict()
         if told.get("text") != report.verdict.get("text"):
             problems.append(f"the verdict ({report.verdict.get('text')!r}) is not what its "
@@ -148,11 +195,11 @@ def _consistency(doc: dict[str, Any]) -> list[str]:
 
 def _line_of(path: KeyPath, entry_lines: dict[tuple, int], lines: dict[KeyPath, int]
              ) -> int | None:
-    probe = path
-    while probe:
-        if probe in entry_lines:
-            return entry_lines[probe]
-        if probe in lines:
-            return lines[probe]
-        probe = probe[:-1]
+    prefix = path
+    while prefix:
+        if prefix in entry_lines:
+            return entry_lines[prefix]
+        if prefix in lines:
+            return lines[prefix]
+        prefix = prefix[:-1]
     return None

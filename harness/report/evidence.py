@@ -5,7 +5,6 @@ identity. `harness.report.render` lays these out; the bundle carries them whole.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from harness.logs.driver_lines import FIRMWARE_FIELDS, firmware_account
@@ -19,20 +18,6 @@ XRT_FIELD_NAMES = {"txn_op_idx": "txn_op_id", "ctx_pc": "context_pc",
                    "fatal_error_exception_pc": "fatal_error_exception_pc",
                    "fatal_error_app_module": "fatal_error_app_module"}
 FAILED = ("failed", "deadline", "crashed")
-
-
-def failed_trials(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for plan in data.get("plans") or []:
-        for trial in plan.get("trials") or []:
-            if isinstance(trial, dict) and trial.get("status") in FAILED:
-                yield str(plan.get("name")), trial
-
-
-def first_failure(data: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The first failed trial, preferring one with kernel-log lines."""
-    failed = list(failed_trials(data))
-    with_lines = [f for f in failed if (f[1].get("kernel_log") or {}).get("lines")]
-    return (with_lines or failed or [None])[0]
 
 
 def xrt_account(trial: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

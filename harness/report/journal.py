@@ -34,7 +34,7 @@ from harness.model.errors import BadInput, DiskFault, EnvironmentNotReady, Repor
 from harness.model.results import TrialResult
 from harness.report.fileformat import entry_line, header_text, load_report
 from harness.report.lock import ReportLock
-from harness.report.model import JOURNAL, PlanRecord, Report, trial_dict, utc_now
+from harness.report.model import JOURNAL, JOURNALED, PlanRecord, Report, trial_dict, utc_now
 
 SIMULATED_SYNC_S = 0.5
 
@@ -73,12 +73,12 @@ def _clean_temps(path: Path) -> list[str]:
 
 
 def generated_journal(report: Report) -> bytes:
-    """Journal entries for what a report already holds (its trials, searched plans, probes)."""
+    """Journal entries for what a report already holds (its trials, searched plans, steps)."""
     lines = [entry_line("plan", p.declaration()) for p in report.plans[report.declared or 0:]]
     lines += [entry_line("trial", {"plan": p.name, **trial_dict(t)})
               for p in report.plans for t in p.trials]
-    lines += [entry_line("probe", probe)
-              for probe in (report.sections.get("bisect") or {}).get("log") or []]
+    lines += [entry_line("step", step)
+              for step in (report.sections.get("bisect") or {}).get("log") or []]
     lines += [entry_line("note", note) for note in report.notes]
     return b"".join(lines)
 
@@ -205,12 +205,17 @@ class ReportFile:
 
     @classmethod
     def reopen(cls, path: str | Path) -> ReportFile:
-        """Lock a report and load it; nothing on disk changes until `take_over`."""
+        """Lock a report and load it, its trials in brief (their detail stays in the file,
+        which the journal is copied from); nothing on disk changes until `take_over`. A
+        file whose journal must be written afresh (a v1 file, or one a YAML tool rewrote)
+        is loaded whole."""
         target = _through_link(Path(path))
         lock = ReportLock(target)
         lock.acquire()
         try:
-            report = load_report(target)
+            report = load_report(target, detail=False)
+            if report.read_whole or report.schema not in JOURNALED:
+                report = load_report(target)
         except BaseException:
             lock.release()
             raise

@@ -10,17 +10,29 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 from dataclasses import dataclass, field
+from operator import methodcaller
 from typing import Any
 
 from harness.model.errors import ReportError
 from harness.model.plan import plan_label
-from harness.model.results import RunlistOutcome, TrialResult, counts_text
+from harness.model.results import (
+    COMPLETED_STATE,
+    FINISHED,
+    BriefTrial,
+    RunlistOutcome,
+    TrialResult,
+    counts_text,
+)
 
+# The versions and what changed between them: harness.report.fileformat.
 SCHEMA_V1 = "xdna-runlist-harness/report/v1"
-SCHEMA = "xdna-runlist-harness/report/v2"
-KNOWN_SCHEMAS = (SCHEMA_V1, SCHEMA)
+SCHEMA_V2 = "xdna-runlist-harness/report/v2"
+SCHEMA = "xdna-runlist-harness/report/v3"
+KNOWN_SCHEMAS = (SCHEMA_V1, SCHEMA_V2, SCHEMA)
+JOURNALED = (SCHEMA_V2, SCHEMA)         # a header, then a journal of one entry per line
 JOURNAL = "journal:"
-ENTRY_KINDS = ("trial", "plan", "probe", "note")
+ENTRY_KINDS = ("trial", "plan", "step", "note")
+LEGACY_KINDS = {"probe": "step"}        # v2's name for a bisect step
 HEADER_KEYS = ("schema", "run_id", "created", "finished", "command", "harness", "backend",
                "environment", "artifacts", "case", "settings", "plans", "verdict")
 
@@ -90,12 +102,60 @@ class PlanRecord:
 def trial_dict(trial: TrialResult) -> dict[str, Any]:
     """A trial as reports keep it. Fields that say nothing (None, a runlist not skipped) are
     left out: sweeps write thousands of runlist outcomes, and a reader loses nothing."""
+    if isinstance(trial, BriefTrial):
+        raise ValueError(f"trial {trial.index} is held in brief ({trial.runlists_in_file} "
+                         "runlists are in the report file only): read it from the file")
     out = {k: v for k, v in trial.to_json().items() if v is not None and k != "runlists"}
     out["state"] = trial.state
     out["runlists"] = [{k: v for k, v in r.items() if v is not None
                         and not (k == "skipped" and v is False)}
                        for r in trial.to_json()["runlists"]]
     return out
+
+
+_STATE = methodcaller("get", "state")
+_OK_STATES = frozenset({None, COMPLETED_STATE})
+_FINISHED = frozenset(status.value for status in FINISHED)
+
+
+def runlist_states(trial: dict[str, Any]) -> list[Any] | None:
+    """The state of each runlist of a trial as a report holds it (None: its runlists are
+    not a list of mappings), read a column at a time: a sweep's trials hold millions."""
+    runlists = trial.get("runlists")
+    if isinstance(runlists, list) and runlists and set(map(type, runlists)) == {dict}:
+        return list(map(_STATE, runlists))
+    return None
+
+
+def state_of(trial: dict[str, Any], states: list[Any] | None = None) -> str:
+    """A trial as a report holds it, in one word, as `TrialResult.state` tells it: the
+    first failing runlist's state, else COMPLETED or the trial's status (`states`: its
+    `runlist_states`, when the caller has them)."""
+    states = runlist_states(trial) if states is None else states
+    if states and not _OK_STATES.issuperset(states):
+        return str(next(s for s in states if s not in _OK_STATES))
+    status = trial.get("status")
+    return COMPLETED_STATE if status == "completed" else str(status)
+
+
+@dataclass
+class Summary:
+    """A plan's counts, as `PlanRecord.summary` gives them, gathered a trial at a time."""
+
+    by_state: dict[str, int] = field(default_factory=dict)
+    by_status: dict[str, int] = field(default_factory=dict)
+
+    def add(self, trial: dict[str, Any], states: list[Any] | None = None) -> None:
+        status = str(trial.get("status"))
+        self.by_status[status] = self.by_status.get(status, 0) + 1
+        if status in _FINISHED:
+            state = state_of(trial, states)
+            self.by_state[state] = self.by_state.get(state, 0) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        finished = sum(n for status, n in self.by_status.items() if status in _FINISHED)
+        return {"trials": finished, "by_state": dict(self.by_state),
+                "by_status": dict(self.by_status)}
 
 
 def trial_from_dict(raw: dict[str, Any]) -> TrialResult:

@@ -64,8 +64,9 @@ class Redactor:
 
     def learn(self, data: Any) -> None:
         """Collect identifying values from the report and from this machine."""
-        system = (data.get("environment") or {}).get("system") or {} \
-            if isinstance(data, dict) else {}
+        environment = data.get("environment") if isinstance(data, dict) else None
+        system = environment.get("system") if isinstance(environment, dict) else None
+        system = system if isinstance(system, dict) else {}
         for key, kind in IDENTITY_KEYS.items():
             self.add_literal(kind, system.get(key))
         self._serials(data)
@@ -78,6 +79,10 @@ class Redactor:
             self.add_literal("machine-id", Path("/etc/machine-id").read_text().strip())
         except OSError:
             pass
+
+    def learn_serials(self, data: Any) -> None:
+        """Values under keys naming a serial, anywhere in `data`."""
+        self._serials(data)
 
     def _serials(self, data: Any) -> None:
         # past plain numbers at once: a sweep's report holds millions of them

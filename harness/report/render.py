@@ -1,5 +1,8 @@
 """Reports as Markdown that pastes straight into a GitHub issue, or as plain text.
 
+Both read a `ReportView` (`harness.report.digest`): the header, and what one pass over
+the trials gathered, so that a report of any size renders in flat memory.
+
 Markdown: a title that says SIMULATED (and the profile) when it was not
 hardware, the verdict in one line, a table of plans and outcome counts (or
 the bisect log, or the sweep grid), the failing runs, what the driver and the
@@ -15,21 +18,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.formats.yamlio import dump_yaml
-from harness.model.plan import cut_text, plan_label
+from harness.formats.yamlio import dump_yaml, dump_yaml_within
+from harness.model.plan import plan_label
 from harness.model.results import counts_text, flow_text
-from harness.report.evidence import (
-    event_summary,
-    failed_trials,
-    firmware_rows,
-    first_failure,
-    identity_rows,
-    recovery_text,
-)
+from harness.report.digest import MAX_BODY, ReportView
+from harness.report.evidence import event_summary, firmware_rows, identity_rows, recovery_text
 from harness.report.model import is_simulated
 
 MAX_FAILING_ROWS = 20
-MAX_BODY = 65_536              # GitHub refuses issue bodies and comments over this
 MAX_LOG_LINES = 80             # of the first failing trial's kernel log, in the render
 MAX_EVENTS = 20
 MAX_XRT_SMI = 3_000
@@ -105,46 +101,12 @@ def _answering_xrt(xrt: dict[str, Any] | None) -> str:
     return f"{xrt.get('release') or 'version unknown'}, {form} ({xrt.get('source')})"
 
 
-def located_notes(data: dict[str, Any]) -> list[str]:
-    """How the failing runs were located, each way once."""
-    seen: list[str] = []
-    for plan in data.get("plans") or []:
-        for trial in plan.get("trials") or []:
-            for outcome in trial.get("runlists") or []:
-                how = outcome.get("located_by")
-                if how and how not in seen and outcome.get("state") not in (None, "COMPLETED"):
-                    seen.append(how)
-    return seen
-
-
-def failing_rows(data: dict[str, Any]) -> list[list[str]]:
+def failing_rows(view: ReportView) -> list[list[str]]:
     """One row per distinct failure: trials of a plan that failed alike share a row (their
     numbers in the trial column); for a bisect, the boundary's plans come first."""
-    rows: dict[tuple, list[str]] = {}
-    trials_of: dict[tuple, list[int]] = {}
-    for plan in data.get("plans") or []:
-        label = record_label(plan)
-        for trial in plan.get("trials") or []:
-            found = []
-            if trial.get("status") in ("deadline", "crashed", "interrupted", "in-flight"):
-                status = "in flight when the harness stopped" \
-                    if trial.get("status") == "in-flight" else trial.get("status")
-                found.append([label, "-", "-", "-", "-", status, "-",
-                              _first_line(trial.get("error"))])
-            for outcome in trial.get("runlists") or []:
-                if outcome.get("state") in (None, "COMPLETED"):
-                    continue
-                chains = cut_text(outcome.get("chains") or [])
-                found.append([label, str(outcome.get("index")),
-                              f"{outcome.get('runs')} ({chains})",
-                              _opt(outcome.get("failing_run")), _opt(outcome.get("failing_chain")),
-                              str(outcome.get("state")), _opt(outcome.get("source")),
-                              _first_line(outcome.get("message"))])
-            for row in found:
-                key = tuple(row)
-                rows.setdefault(key, row)
-                trials_of.setdefault(key, []).append(int(trial.get("index") or 0))
-    out = [[row[0], _ranges(trials_of[key])] + row[1:] for key, row in rows.items()]
+    out = [[row.cells[0], _ranges(row.trials), *row.cells[1:], row.message]
+           for row in view.failing]
+    data = view.header
     first = ((data.get("bisect") or {}).get("answer") or {}).get("first")
     if first is not None:
         boundary = {str(e.get("plan")) for e in (data.get("bisect") or {}).get("log") or []
@@ -196,7 +158,7 @@ def _counts(plan: dict[str, Any]) -> str:
     by_state = summary.get("by_state") or {}
     if by_state:
         return counts_text(by_state)
-    statuses = {t.get("status") for t in plan.get("trials") or [] if isinstance(t, dict)}
+    statuses = set(summary.get("by_status") or {})
     if "in-flight" in statuses:
         return "in flight when the harness stopped"
     if "interrupted" in statuses:
@@ -204,10 +166,10 @@ def _counts(plan: dict[str, Any]) -> str:
     return "untested"
 
 
-def plan_rows(data: dict[str, Any]) -> list[list[str]]:
-    return [[record_label(p), str(len(p.get("trials") or [])), _counts(p),
+def plan_rows(view: ReportView) -> list[list[str]]:
+    return [[record_label(p), str(trials), _counts(p),
              "(control)" if p.get("control") else p.get("expect") or "-"]
-            for p in data.get("plans") or []]
+            for p, trials in zip(view.header.get("plans") or [], view.plan_trials, strict=False)]
 
 
 def bisect_rows(section: dict[str, Any]) -> list[list[str]]:
@@ -240,26 +202,25 @@ def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _yaml_for_embedding(data: dict[str, Any], room: int) -> tuple[str, str]:
+def _yaml_for_embedding(view: ReportView, room: int) -> tuple[str, str]:
     """The report as YAML in at most `room` characters: whole; else without the per-trial
     detail; else cut; else nothing. The note says which. Trials are measured one at a
-    time and the count stops once they cannot fit, so a report of thousands of trials is
-    never dumped whole."""
-    slim = dict(data)
-    slim["plans"] = [{k: v for k, v in p.items() if k != "trials"}
-                     for p in data.get("plans") or []]
-    text = dump_yaml(slim)
-    left = room - len(text)
-    trials = [t for p in data.get("plans") or [] for t in p.get("trials") or []]
-    for trial in trials:
-        left -= len(dump_yaml([trial]))
-        if left < 0:
-            break
-    else:
-        return dump_yaml(data), ""
+    time and the count stops once they cannot fit, and the rest is dumped only as far as
+    it can be shown, so a report of thousands of trials is never dumped whole."""
+    text, complete = dump_yaml_within(view.header, room)
+    if complete:
+        left = room - len(text)
+        for _, trial in view.kept or []:
+            left -= len(dump_yaml([trial]))
+            if left < 0:
+                break
+        else:
+            whole = view.whole_document()
+            if whole is not None:
+                return dump_yaml(whole), ""
     attach = "the report file (or the bundle) holds it all"
-    if len(text) <= room:
-        return text, (f"Shown without the per-trial detail of its {len(trials)} trials, to fit "
+    if complete and len(text) <= room:
+        return text, (f"Shown without the per-trial detail of its {view.total} trials, to fit "
                       f"an issue; {attach}.")
     if room >= MIN_YAML_ROOM:
         cut = text[:room - 60]
@@ -283,9 +244,10 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def render_markdown(data: dict[str, Any], bundle: list[str] | None = None) -> str:
+def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
     """The report as an issue body of at most MAX_BODY characters; `bundle` is the
     bundle's file name and the files in it, when there is one to attach."""
+    data = view.header
     backend = data.get("backend") or {}
     lines = [f"## xdna-runlist-harness: {title(data)}", ""]
     if is_simulated(backend):
@@ -302,17 +264,17 @@ def render_markdown(data: dict[str, Any], bundle: list[str] | None = None) -> st
         section = data["bisect"]
         answer = section.get("answer") or {}
         lines += ["### Bisect", "", f"**Answer:** {_cell(answer.get('text', 'unfinished'))}", ""]
-        lines += md_table(["step", "probed", "plan", "kind", "outcome", "class"],
+        lines += md_table(["step", "tested", "plan", "kind", "outcome", "class"],
                           bisect_rows(section)) + [""]
     elif data.get("sweep"):
         header, rows = sweep_table(data["sweep"])
         lines += ["### Sweep", ""] + md_table(header, rows) + [""]
     elif data.get("plans"):
         lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected"],
-                                              plan_rows(data)) + [""]
+                                              plan_rows(view)) + [""]
     if data.get("server"):
         lines += server_markdown(data["server"])
-    failing = failing_rows(data)
+    failing = failing_rows(view)
     if failing:
         shown = failing[:MAX_FAILING_ROWS]
         lines += ["### Failing runs", ""]
@@ -320,11 +282,11 @@ def render_markdown(data: dict[str, Any], bundle: list[str] | None = None) -> st
                            "chain", "state", "from", "message"], shown)
         if len(failing) > len(shown):
             lines.append(f"\n{len(failing) - len(shown)} more distinct failures in the report.")
-        notes = located_notes(data)
-        if notes:
-            lines += ["", "Failing run located as: " + "; ".join(_cell(n) for n in notes) + "."]
+        if view.located:
+            lines += ["", "Failing run located as: " + "; ".join(_cell(n) for n in view.located)
+                      + "."]
         lines.append("")
-    lines += evidence_markdown(data, MAX_LOG_LINES)
+    lines += evidence_markdown(view, MAX_LOG_LINES)
     lines += export_markdown(data.get("exports"))
     lines += ["### Environment", ""] + md_table(["", ""], [list(r) for r in environment_rows(
         data.get("environment") or {}, data.get("backend"))]) + [""]
@@ -342,7 +304,7 @@ def render_markdown(data: dict[str, Any], bundle: list[str] | None = None) -> st
     wrapper = ["<details>", "<summary>Full report (YAML)</summary>", ""]
     # what the YAML may take: the body's limit less everything else, its wrapper and note
     room = MAX_BODY - len(head) - len("\n".join(footer)) - 600
-    yaml_text, note = _yaml_for_embedding(data, room)
+    yaml_text, note = _yaml_for_embedding(view, room)
     tail = wrapper + ([note, ""] if note else [])
     if yaml_text:
         fence = "`" * max(3, _longest_backticks(yaml_text) + 1)
@@ -366,13 +328,13 @@ def _cut_to_fit(head: str, footer: list[str], size: int) -> str:
     return "\n".join([keep, *note, *footer])
 
 
-def evidence_markdown(data: dict[str, Any], max_lines: int) -> list[str]:
+def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
     """The driver's and the firmware's account of the first failure, and recovery."""
-    found = first_failure(data)
+    found = view.first_failure
     if found is None:
         return []
     plan, trial = found
-    failures = len(list(failed_trials(data)))
+    failures = view.failed
     number = int(trial.get("index") or 0) + 1
     lines = ["### What the driver and the firmware said", "",
              f"First failing trial: plan {_cell(plan)}, trial {number} "
@@ -497,7 +459,8 @@ def _flow(data: dict[str, Any]) -> str | None:
     return (data.get("settings") or {}).get("flow") or (data.get("case") or {}).get("flow")
 
 
-def render_text(data: dict[str, Any]) -> str:
+def render_text(view: ReportView) -> str:
+    data = view.header
     lines = [title(data), "verdict: " + ((data.get("verdict") or {}).get("text")
                                         or "no verdict (the run did not finish)"),
              "command: " + command_line(data),
@@ -513,16 +476,15 @@ def render_text(data: dict[str, Any]) -> str:
     else:
         lines += ["", "plans:"] + [f"  {r[0]:<24} {r[2]}" + (f"   (expected {r[3]})"
                                                             if r[3] != "-" else "")
-                                   for r in plan_rows(data)]
-    failing = failing_rows(data)
+                                   for r in plan_rows(view)]
+    failing = failing_rows(view)
     if failing:
         lines += ["", "failing runs:"]
         lines += [f"  {r[0]} trials {r[1]} runlist {r[2]}: {r[6]}, failing run {r[4]} "
                   f"(chain {r[5]}), from the {r[7]}: {r[8]}" for r in failing[:MAX_FAILING_ROWS]]
-    notes = located_notes(data)
-    if notes:
-        lines += ["  located as: " + "; ".join(notes)]
-    found = first_failure(data)
+    if view.located:
+        lines += ["  located as: " + "; ".join(view.located)]
+    found = view.first_failure
     if found is not None:
         plan, trial = found
         log = trial.get("kernel_log") or {}

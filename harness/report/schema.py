@@ -1,20 +1,28 @@
 """The report's JSON Schema (`harness/data/report.schema.json`) and a checker for it.
 
-`report validate` must work with only the run-time dependencies, so this
-module checks the subset of JSON Schema the file uses (type, const, enum,
-required, properties, additionalProperties, items, minimum, minLength,
-pattern, anyOf, oneOf, $ref to $defs) and says where each problem is: the key path and,
-for a YAML file, the line. The tests check the same files with the
-`jsonschema` package and require both to agree.
+`report check` must work with only the run-time dependencies, so this module checks
+the subset of JSON Schema the file uses (type, const, enum, required, properties,
+additionalProperties, items, minimum, minLength, pattern, anyOf, oneOf, $ref to $defs)
+and says where each problem is: the key path and, for a YAML file, the line. The tests
+check the same files with the `jsonschema` package and require both to agree.
+
+A report is mostly long arrays of small objects of plain fields (a sweep's runlist
+outcomes run to millions), so an array whose items are such objects is first checked a
+column at a time (`FlatObjects`), in C-speed passes over the whole array; only an array
+that fails there is walked item by item, which finds and words each problem. The column
+check accepts nothing the item walk would refuse (a property test holds them to that).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from dataclasses import dataclass
 from importlib import resources
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from harness.formats.yamlio import KeyPath
@@ -57,11 +65,150 @@ _SCALARS = ("string", "integer", "boolean", "null", "number")
 _TYPE_ONLY = {"type", "description", "title", "$comment", "examples"}
 
 
-def check(instance: Any, schema: dict[str, Any] | None = None) -> list[Problem]:
-    root = schema or report_schema()
+def check(instance: Any, schema: dict[str, Any] | None = None, path: KeyPath = (),
+          root: dict[str, Any] | None = None) -> list[Problem]:
+    """Every problem of `instance` against `schema` (default: the report schema); `path` is
+    where the instance sits in its document, `root` the schema its $refs point into."""
+    schema = schema or report_schema()
     problems: list[Problem] = []
-    _check(instance, root, root, (), problems)
+    _check(instance, schema, root or schema, path, problems)
     return problems
+
+
+def trial_schema(root: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The schema of one trial: the items of ``plans[*].trials``. A journaled report's
+    trials are checked one at a time against it, the rest of the document without them."""
+    root = root or report_schema()
+    plan = _resolve(root, _resolve(root, root["properties"]["plans"])["items"])
+    trials = _resolve(root, plan["properties"]["trials"])
+    assert trials.keys() <= _TYPE_ONLY | {"items"}, "trials must be a plain array to be " \
+        "checked a trial at a time"
+    return _resolve(root, trials["items"])
+
+
+_PYTHON_TYPES = {"object": {dict}, "array": {list}, "string": {str}, "boolean": {bool},
+                 "integer": {int}, "number": {int, float}, "null": {type(None)}}
+_PLAIN_WORDS = {"type", "enum", "const", "minimum", "description", "title", "$comment",
+                "examples"}
+
+
+@dataclass(frozen=True)
+class _Column:
+    """What a property of a flat object asks of its values, in a form whole columns are
+    checked against; `walk` when only the item walk can tell."""
+
+    types: frozenset[type] | None = None
+    enum: frozenset[Any] | None = None
+    minimum: float | None = None
+    items: _Column | None = None          # an array of plain values: its items' rule
+    walk: dict[str, Any] | None = None
+
+
+def _column(root: dict[str, Any], schema: dict[str, Any]) -> _Column:
+    schema = _resolve(root, schema)
+    if schema.keys() <= _PLAIN_WORDS | {"items"}:
+        kind = schema.get("type")
+        types = None
+        if kind is not None:
+            names = kind if isinstance(kind, list) else [kind]
+            types = frozenset().union(*(_PYTHON_TYPES[n] for n in names))
+        items = None
+        if "items" in schema:
+            items = _column(root, schema["items"])
+            if types != {list} or items.walk is not None or items.items is not None:
+                return _Column(walk=schema)
+        numeric = types is not None and types <= {int, float}
+        if "minimum" in schema and not numeric:
+            return _Column(walk=schema)
+        try:
+            enum = frozenset(schema["enum"]) if "enum" in schema else (
+                frozenset([schema["const"]]) if "const" in schema else None)
+        except TypeError:                  # an unhashable choice: leave it to the walk
+            return _Column(walk=schema)
+        return _Column(types, enum, schema.get("minimum"), items)
+    return _Column(walk=schema)
+
+
+class FlatObjects:
+    """An array's item schema that is an object of plain fields, checked column-wise."""
+
+    def __init__(self, root: dict[str, Any], schema: dict[str, Any]) -> None:
+        self.root = root
+        self.required = frozenset(schema.get("required", ()))
+        extra = schema.get("additionalProperties", True)
+        self.allowed = frozenset(schema.get("properties", {})) if extra is False else None
+        self.columns = {key: _column(root, rule)
+                        for key, rule in schema.get("properties", {}).items()}
+
+    @staticmethod
+    def of(root: dict[str, Any], schema: dict[str, Any]) -> FlatObjects | None:
+        if schema.get("type") != "object" or not schema.keys() <= \
+                _TYPE_ONLY | {"required", "properties", "additionalProperties"} or \
+                schema.get("additionalProperties", True) not in (True, False):
+            return None
+        return FlatObjects(root, schema)
+
+    def accepts(self, items: list[Any]) -> bool:
+        """True only if the item walk would find no problem in `items`; False when it may
+        (the walk then decides, and says what and where)."""
+        if not items:
+            return True
+        if set(map(type, items)) != {dict}:
+            return False
+        shapes = set(map(tuple, items))
+        keys: set[str] = set()
+        for shape in shapes:
+            present = frozenset(shape)
+            if not self.required <= present or \
+                    (self.allowed is not None and not present <= self.allowed):
+                return False
+            keys |= present
+        for key in keys:
+            rule = self.columns.get(key)
+            if rule is None:
+                continue                   # an extra key no rule constrains
+            if len(shapes) == 1:
+                values = list(map(itemgetter(key), items))
+            else:
+                values = [item[key] for item in items if key in item]
+            if not self._column_ok(rule, values):
+                return False
+        return True
+
+    def _column_ok(self, rule: _Column, values: list[Any]) -> bool:
+        if rule.walk is not None:
+            return all(not check(v, rule.walk, root=self.root) for v in values)
+        if rule.types is not None and not set(map(type, values)) <= rule.types:
+            return False
+        if rule.enum is not None:
+            try:
+                if not set(values) <= rule.enum:
+                    return False
+            except TypeError:
+                return False
+        if rule.minimum is not None and values:
+            lowest = min(values)
+            if isinstance(lowest, float) and math.isnan(lowest) or lowest < rule.minimum:
+                return False
+        if rule.items is not None:
+            return self._column_ok(rule.items, list(chain.from_iterable(values)))
+        return True
+
+
+@functools.cache
+def _flat(root_id: int, schema_id: int) -> FlatObjects | None:
+    root, schema = _SEEN[root_id], _SEEN[schema_id]
+    return FlatObjects.of(root, schema)
+
+
+_SEEN: dict[int, dict[str, Any]] = {}
+
+
+def _flat_items(root: dict[str, Any], schema: dict[str, Any]) -> FlatObjects | None:
+    # keyed by identity: the schemas are the loaded report schema's own dicts, kept alive
+    _SEEN.setdefault(id(root), root)
+    _SEEN.setdefault(id(schema), schema)
+    return _flat(id(root), id(schema))
 
 
 def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -130,5 +277,9 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: KeyPa
             elif isinstance(extra, dict):
                 _check(item, extra, root, path + (key,), problems)
     if isinstance(value, list) and "items" in schema:
+        items = _resolve(root, schema["items"])
+        flat = _flat_items(root, items)
+        if flat is not None and flat.accepts(value):
+            return
         for index, item in enumerate(value):
-            _check(item, schema["items"], root, path + (index,), problems)
+            _check(item, items, root, path + (index,), problems)

@@ -76,7 +76,7 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
                      "confirmation": confirming, "counts": counts, "trials": indices,
                      "class": classify(counts), "good": good, "bad": bad}
             section["log"].append(entry)
-            runner.handle.append("probe", entry)
+            runner.handle.append("step", entry)
             say(f"  {x}: {counts_text(counts)} -> {classify(counts)}")
     except BudgetReached:
         complete = False
@@ -112,8 +112,8 @@ def _as_largest_chunk(answer: Answer, settings: BisectSettings) -> str:
 
 def bisection_from_log(settings: BisectSettings, section: dict[str, Any],
                        plans: list[PlanRecord], seed: int = 0) -> Bisection:
-    """Rebuild a bisection from a report: every probe the log holds counts, none is re-run
-    (the counts are the ones the log recorded for the trials each probe used)."""
+    """Rebuild a bisection from a report: every step the log holds counts, none is re-run
+    (the counts are the ones the log recorded for the trials each step used)."""
     bisection = Bisection(settings.lo, settings.hi, settings.flaky_as, settings.noun, seed=seed)
     names = {p.name for p in plans}
     for entry in section.get("log", []):

@@ -2,7 +2,7 @@
 
 Find the smallest x in (lo, hi] at which the runlist fails, assuming lo
 completes and hi fails, as `git bisect` does with a good and a bad commit.
-Each probed x is classified from its trials:
+Each tested x is classified from its trials:
 
 - good: every trial completed; bad: every trial failed on the device;
 - flaky: both. A flaky x has shown that it *can* complete, so by default it
@@ -113,7 +113,7 @@ class Bisection:
         """git bisect's skip_away (bisect.c): once untestable points sit in the interval, the
         next pick is pseudo-random, square-root biased towards the best: index = count x
         u^1.5. Probing the neighbours of a skipped point one by one would walk a whole
-        untestable stretch; a biased jump leaves it in a few probes. Seeded by the run's seed
+        untestable stretch; a biased jump leaves it in a few steps. Seeded by the run's seed
         and how much is known, so a replay picks the same points."""
         u = random.Random(f"{self.seed}/{len(self.counts)}").random()
         return min(count - 1, int(count * u ** 1.5))
@@ -124,7 +124,7 @@ class Bisection:
         return not self.lo <= x <= self.hi
 
     def steps_left(self) -> tuple[int, int]:
-        """(values left to test after the next one, roughly how many probes), git-style."""
+        """(values left to test after the next one, roughly how many steps), git-style."""
         left = max(0, len(self._open()) - 1)
         return left, (math.ceil(math.log2(left + 1)) if left else 0) + 2
 

@@ -44,7 +44,7 @@ class Entry:
 
 
 # Commands import on use, so `--help` and `report render` never load the simulator;
-# tests/test_cli_help.py checks each summary against its command's own help.
+# tests/test_start_up.py checks each summary against its command's own help.
 COMMANDS: dict[str, Entry] = {
     "xclbin": Entry("xclbin_cmd", "xclbin", "Look inside xclbin files (no XRT needed)."),
     "elf": Entry("elf_cmd", "elf", "Look inside control-code ELFs (XRT's nop.elf, "
@@ -53,7 +53,7 @@ COMMANDS: dict[str, Entry] = {
                      "xclbins/<pack>/, and see where a case's come from."),
     "capture": Entry("capture_cmd", "capture", "XRT captures (xrt-capture): import one as a "
                      "case, see what it holds."),
-    "cases": Entry("cases_cmd", "cases", "List, show and validate experiment definitions "
+    "cases": Entry("cases_cmd", "cases", "List, show and check experiment definitions "
                    "(cases/*.yaml)."),
     "run": Entry("run_cmd", "run", "Run a case's plans (runlists of the given depth and "
                  "chunking) and write a report."),

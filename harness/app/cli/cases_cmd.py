@@ -1,4 +1,4 @@
-"""`runlist-harness cases list|show|validate`."""
+"""`runlist-harness cases list|show|check`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from harness.sources.load import load_case
 
 @click.group()
 def cases() -> None:
-    """List, show and validate experiment definitions (cases/*.yaml)."""
+    """List, show and check experiment definitions (cases/*.yaml)."""
 
 
 @cases.command("list")
@@ -72,10 +72,7 @@ def show(case_ref: str, as_json: bool) -> None:
     click.echo(f"  trials       {case.trials}")
 
 
-@cases.command()
-@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
-def validate(files: tuple[str, ...]) -> None:
-    """Check case files strictly (default: every shipped case). Exit 2 on any error."""
+def _check_files(files: tuple[str, ...]) -> exits.ExitCode:
     targets = list(files) or [str(p) for p in shipped_cases()]
     if not targets:
         raise CaseError("no case files given and none shipped were found")
@@ -89,6 +86,21 @@ def validate(files: tuple[str, ...]) -> None:
             continue
         click.echo(f"ok     {target}  ({case.name}, {len(case.plans)} plans)")
     return exits.for_checked(bad > 0)
+
+
+@cases.command("check")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+def check_cmd(files: tuple[str, ...]) -> exits.ExitCode:
+    """Check case files strictly (default: every shipped case). Exit 2 on any error."""
+    return _check_files(files)
+
+
+@cases.command("validate", hidden=True)
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+def validate_cmd(files: tuple[str, ...]) -> exits.ExitCode:
+    """The name `cases check` had before 0.3 (kept so scripts go on working)."""
+    click.echo("note: `cases validate` is now `cases check`", err=True)
+    return _check_files(files)
 
 
 def case_dict(case: Case) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -194,6 +195,16 @@ _KEPT_ON_RESUME = {
 }
 
 
+def echo_json(path: Path) -> None:
+    """`--json`: the report as one JSON document, read back from its file a plan at a time
+    (the file is what a run keeps; memory holds trials only in brief)."""
+    from harness.report.fileformat import ReportReader, document_json
+    with ReportReader(path) as reader:
+        for text in document_json(reader):
+            click.echo(text, nl=False)
+    click.echo()
+
+
 def refuse_settings_on_resume(ctx: click.Context, report_path: str, how: str) -> None:
     """A continued report runs as it began: an option that would be ignored is refused,
     naming what the report holds, before the report is touched."""
@@ -202,7 +213,7 @@ def refuse_settings_on_resume(ctx: click.Context, report_path: str, how: str) ->
              ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
     if not given:
         return
-    report = load_report(report_path)
+    report = load_report(report_path, trials=False)
     named = "; ".join(f"{_KEPT_ON_RESUME[n][0]} (the report's: {_KEPT_ON_RESUME[n][1](report)})"
                       for n in given)
     raise BadInput(f"{how} continues with the report's own settings; drop {named}, or start "

@@ -1,7 +1,13 @@
-"""`runlist-harness report render|compare|validate`."""
+"""`runlist-harness report render|bundle|compare|check`.
+
+Each reads a report a part at a time (`harness.report.fileformat.ReportReader`) and in
+one pass: the check and the digest the render needs see each trial once, so a report of
+any size renders in flat memory.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +19,9 @@ from harness.model.errors import ReportError
 from harness.report import bundle as bundling
 from harness.report import compare as comparing
 from harness.report import render as rendering
-from harness.report.check import validate_file
-from harness.report.fileformat import REWRITTEN_NOTE, load_report
-from harness.report.model import Report
-from harness.report.redact import redact
+from harness.report.check import check_report_file
+from harness.report.digest import Digest
+from harness.report.fileformat import REWRITTEN_NOTE, ReportReader, TrialEntry
 
 
 @click.group()
@@ -24,26 +29,42 @@ def report() -> None:
     """Turn reports into Markdown for upstream issues, compare them, check them."""
 
 
-def _data(path: str, do_redact: bool, check: bool = True) -> dict[str, Any]:
-    """A report's content, refused unless it validates: what validates renders."""
+def _read(path: str, check: bool, *, kernel_log: bool = False) -> tuple[ReportReader, Digest]:
+    """A report's reader and its digest, refused unless it checks: what checks renders.
+    The caller closes both."""
     if check:
-        validation = validate_file(path)
-        problems = validation.problems
-        if problems:
+        made: dict[str, Digest] = {}
+
+        def start(reader: ReportReader) -> Callable[[TrialEntry], None]:
+            made["digest"] = Digest(reader.document(with_trials=False), kernel_log=kernel_log)
+            return made["digest"].add
+        result = check_report_file(path, start=start)
+        if result.problems:
+            if "digest" in made:
+                made["digest"].close()
+            problems = result.problems
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:3])}{more}. "
-                              "`runlist-harness report validate` lists every problem; "
+                              "`runlist-harness report check` lists every problem; "
                               "--no-check renders it anyway")
-        # what validation read is the report: no second parse of a big file
-        loaded = Report.from_dict(validation.document, path)
-        rewritten = REWRITTEN_NOTE in validation.notes
+        rewritten = REWRITTEN_NOTE in result.notes
+        reader = ReportReader(path)             # for what a bundle copies from the file
+        digest = made["digest"]
     else:
-        loaded = load_report(path)              # refuses unknown schemas and broken files
-        rewritten = loaded.read_whole
+        reader = ReportReader(path)             # refuses unknown layouts and broken files
+        try:
+            digest = Digest.of_reader(reader, kernel_log=kernel_log, learn_everywhere=True)
+        except BaseException:
+            reader.close()
+            raise
+        rewritten = reader.whole
     if rewritten:
         click.echo(f"note: {path}: {REWRITTEN_NOTE}", err=True)
-    data = loaded.to_dict()
-    return redact(data) if do_redact else data
+    return reader, digest
+
+
+_CHECK_OPTION = click.option("--check/--no-check", default=True, show_default=True,
+                             help="Refuse a report that does not pass `report check`.")
 
 
 @report.command()
@@ -55,21 +76,23 @@ def _data(path: str, do_redact: bool, check: bool = True) -> dict[str, Any]:
                    "addresses with placeholders. Default: on for md, off for text.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of stdout (never over an existing file).")
-@click.option("--check/--no-check", default=True, show_default=True,
-              help="Refuse a report that does not validate against the schema.")
+@_CHECK_OPTION
 def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: bool) -> None:
     """Render a report: Markdown that pastes into a GitHub issue, or plain text."""
     if do_redact is None:
         do_redact = fmt == "md"
     if not check:
-        click.echo(f"warning: rendering {file} without checking it against the schema", err=True)
-    data = _data(file, do_redact=False, check=check)
-    if fmt == "md":
-        # the same text as report.md in the bundle, naming the bundle and what it holds
-        contents = bundling.collect(Path(file), do_redact, data, names_only=True)
-        text = contents.files[bundling.REPORT_MD].decode()
-    else:
-        text = rendering.render_text(redact(data) if do_redact else data)
+        click.echo(f"warning: rendering {file} without checking it", err=True)
+    reader, digest = _read(file, check)
+    try:
+        if fmt == "md":
+            # the same text as report.md in the bundle, naming the bundle and what it holds
+            text = bundling.render_with_bundle(Path(file), reader, digest, do_redact)
+        else:
+            text = rendering.render_text(digest.view(do_redact))
+    finally:
+        reader.close()
+        digest.close()
     _emit(text, out)
 
 
@@ -81,15 +104,19 @@ def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: 
               help="Replace host name, user, home folders, machine id, serials, MAC and IP "
                    "addresses with placeholders in everything the bundle holds.")
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
-@click.option("--check/--no-check", default=True, show_default=True,
-              help="Refuse a report that does not validate against the schema.")
+@_CHECK_OPTION
 def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, check: bool) -> None:
     """One .tar.gz to attach to an upstream issue: README for the maintainer, the rendered
     report, the report, every trial's kernel log, xrt-smi output and the XRT recipes.
     Nothing from outside the report's folder; xclbins are named, not shipped."""
-    _data(file, do_redact, check)              # refuses what does not validate, as render
-    target, contents = bundling.write_bundle(Path(file), Path(out) if out else None,
-                                             do_redact=do_redact, force=force)
+    reader, digest = _read(file, check, kernel_log=True)
+    try:
+        target, contents = bundling.write_bundle(Path(file), reader, digest,
+                                                 Path(out) if out else None,
+                                                 do_redact=do_redact, force=force)
+    finally:
+        reader.close()
+        digest.close()
     click.echo(f"bundle: {target} ({target.stat().st_size} bytes): "
                + ", ".join(contents.names()))
     for item in contents.left_out:
@@ -111,7 +138,13 @@ def compare_cmd(files: tuple[str, ...], fmt: str, do_redact: bool | None,
         raise ReportError("give at least two reports to compare")
     if do_redact is None:
         do_redact = fmt == "md"
-    matrix = comparing.build([(f, _data(f, do_redact)) for f in files])
+    headers: list[tuple[str, dict[str, Any]]] = []
+    for file in files:
+        reader, digest = _read(file, True)
+        reader.close()
+        headers.append((file, digest.view(do_redact).header))
+        digest.close()
+    matrix = comparing.build(headers)
     text = comparing.render_markdown(matrix) if fmt == "md" else comparing.render_text(matrix)
     _emit(text, out)
 
@@ -127,16 +160,13 @@ def _emit(text: str, out: str | None) -> None:
     click.echo(f"wrote {out}")
 
 
-@report.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def validate(files: tuple[str, ...]) -> None:
-    """Check reports against the report schema; per file: valid, or what is wrong where."""
+def _check_files(files: tuple[str, ...]) -> exits.ExitCode:
     bad = 0
     for file in files:
-        validation = validate_file(file)
-        for note in validation.notes:
+        result = check_report_file(file)
+        for note in result.notes:
             click.echo(f"{file}: note: {note}")
-        problems = validation.problems
+        problems = result.problems
         if problems:
             bad += 1
             for problem in problems[:20]:
@@ -146,3 +176,19 @@ def validate(files: tuple[str, ...]) -> None:
         else:
             click.echo(f"{file}: valid")
     return exits.for_checked(bad > 0)
+
+
+@report.command("check")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def check_cmd(files: tuple[str, ...]) -> exits.ExitCode:
+    """Check reports against the report schema and for consistency; per file: valid, or
+    what is wrong where (line and key path)."""
+    return _check_files(files)
+
+
+@report.command("validate", hidden=True)
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def validate_cmd(files: tuple[str, ...]) -> exits.ExitCode:
+    """The name `report check` had before 0.3 (kept so scripts go on working)."""
+    click.echo("note: `report validate` is now `report check`", err=True)
+    return _check_files(files)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from harness.app.cli import GuardedCommand
 from harness.app.cli.options import (
     allow_different_machine_option,
     backend_options,
+    echo_json,
     exit_codes_option,
     frame_option,
     make_backend,
@@ -39,7 +39,7 @@ def _execute(runner: Runner, as_json: bool, first_line: str) -> exits.TrialsEnde
     announce(first_line, runner.warnings, as_json)
     report = runner.run()
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2))
+        echo_json(runner.handle.path)
     else:
         click.echo(summary_text(report, str(runner.handle.path)))
     return exits.trials_ended(t.status for p in report.plans for t in p.trials)

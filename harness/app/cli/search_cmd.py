@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from harness.app import exits
 from harness.app.cli.options import (
     allow_different_machine_option,
     backend_options,
+    echo_json,
     frame_option,
     make_backend,
     refuse_settings_on_resume,
@@ -54,7 +54,7 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
         lines = lines + [f"stopped at the --max-trials budget; continue with "
                          f"`runlist-harness {command} --replay {runner.handle.path}`"]
     if as_json:
-        click.echo(json.dumps(runner.report.to_dict(), indent=2))
+        echo_json(runner.handle.path)
     else:
         click.echo("\n".join(lines + [f"report: {runner.handle.path}"]))
     return exits.for_search(stopped)
@@ -67,7 +67,7 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
 @click.option("--hi", type=click.IntRange(1, MAX_LAYERS), help="A depth (or chunk size) believed "
               "to fail; the search ends there.")
 @click.option("--chunk", "chunk_spec", default=None,
-              help="Cut every probed depth this way: a chunk size (21) or even:K / max:N. "
+              help="Cut every tested depth this way: a chunk size (21) or even:K / max:N. "
                    "Default: one runlist.")
 @click.option("--chunks-at", "chunks_at", type=click.IntRange(1, MAX_LAYERS), default=None,
               help="The other direction: at this fixed depth, find the largest chunk size "
@@ -87,14 +87,14 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
 @frame_option
 @allow_different_machine_option
 @backend_options
-@trial_options(trials_default="5 per probed depth")
+@trial_options(trials_default="5 per tested depth")
 def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay_path, rerun,
            frame, allow_different_machine, backend_kind, profile, realtime, seed, trials,
            xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
            as_json) -> int:
     """Find the smallest depth at which one runlist (or the given chunking) fails.
 
-    Bisects over depth with K trials per probed depth (default 5), classifies
+    Bisects over depth with K trials per tested depth (default 5), classifies
     each (good / bad / flaky / skip), re-tests both neighbours of the boundary,
     and prints one line such as `first failing depth 38 (37: COMPLETED 5/5;
     38: TIMEOUT 5/5)`. Exits 0 when the search ends, whatever it found, and 5
@@ -114,7 +114,7 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
         click.echo(f"continuing the bisect in {replay_path}")
         return _bisect(runner, settings, max_trials, as_json, bisection)
     if replay_path:
-        report = load_report(replay_path)
+        report = load_report(replay_path, trials=False)
         settings, _ = _logged(report)
         case = with_frame(load_case(report.case.get("reference") or report.case["file"],
                                     report.case.get("recipe_profile")),

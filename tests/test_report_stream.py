@@ -1,0 +1,295 @@
+"""Reports read a part at a time (harness.report.fileformat.ReportReader): the document
+they put together is the one the journal describes, whatever order its entries came in;
+the column-wise schema check accepts nothing the item walk refuses; the YAML dumped a
+key at a time is the whole's beginning; `--json` streams what the file holds; a run holds
+its trials in brief past a budget; and checking or rendering costs memory in proportion
+to the largest trial, not to the report."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.app.cli import main
+from harness.formats.yamlio import dump_yaml, dump_yaml_within
+from harness.model.results import BriefTrial
+from harness.report.check import check_report_file
+from harness.report.digest import Digest
+from harness.report.fileformat import ReportReader, entry_line, load_report, read_document
+from harness.report.model import SCHEMA, SCHEMA_V2, Report, trial_dict
+from harness.report.schema import _check, check, report_schema, trial_schema
+
+PLAN = "42"                  # the plan the header declares
+
+
+@pytest.fixture(scope="module")
+def header(tmp_path_factory) -> str:
+    """A real report's header (of one plan, 42), unfinished: journals are made up below."""
+    out = tmp_path_factory.mktemp("header") / "r.yaml"
+    result = CliRunner().invoke(main, ["run", "minicpm5-2b-decode", "--plan", PLAN, "--trials",
+                                       "1", "--no-isolate", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    text = re.sub(r"(?m)^finished: .*$", "finished: null", text)
+    return text[:text.index("\njournal:\n") + len("\njournal:\n")]
+
+
+def runlist(index: int, state: str = "COMPLETED") -> dict:
+    return {"index": index, "runs": 1, "chains": [1], "state": state, "state_code": 4,
+            "device_ms": 0.05, "wall_ms": 0.1}
+
+
+def trial(plan: str, index: int, status: str = "completed", runlists: int = 2,
+          state: str = "COMPLETED") -> dict:
+    return {"plan": plan, "index": index, "status": status, "seed": 1,
+            "runlists": [runlist(i, state) for i in range(runlists)]}
+
+
+def write(path: Path, header: str, entries: list[tuple[str, dict]], schema: str = SCHEMA
+          ) -> Path:
+    path.write_bytes(header.replace(SCHEMA, schema).encode()
+                     + b"".join(entry_line(kind, body) for kind, body in entries))
+    return path
+
+
+# -- the document a journal describes ---------------------------------------------------------
+
+NAMES = st.sampled_from([PLAN, "p1", "p2", "1+" * 300 + "1"])   # one past a line's head
+
+
+@st.composite
+def journals(draw) -> list[tuple[str, dict]]:
+    entries: list[tuple[str, dict]] = []
+    added = [PLAN]
+    for _ in range(draw(st.integers(0, 25))):
+        what = draw(st.sampled_from(["plan", "trial", "trial", "trial", "step", "note"]))
+        if what == "plan":
+            name = draw(NAMES)
+            entries.append(("plan", {"name": name, "spec": "max:1", "chunks": [1] * 42,
+                                     "expect": None}))
+            if name not in added:
+                added.append(name)
+        elif what == "trial":
+            name = draw(st.sampled_from(added))
+            status = draw(st.sampled_from(["in-flight", "completed", "failed"]))
+            entries.append(("trial", trial(name, draw(st.integers(0, 4)), status,
+                                           runlists=0 if status == "in-flight" else 2)))
+        elif what == "step":
+            entries.append(("step" if draw(st.booleans()) else "probe",
+                            {"x": draw(st.integers(1, 9)), "plan": PLAN}))
+        else:
+            entries.append(("note", {"at": "2026-12-01T00:00:00Z",
+                                     "note": draw(st.text(max_size=5))}))
+    return entries
+
+
+def expected_document(entries: list[tuple[str, dict]]) -> dict:
+    """What the journal says, put together the plain way: plans in the order declared,
+    each trial's last entry, by index; steps and notes in order."""
+    plans = {PLAN: {"name": PLAN, "spec": PLAN, "chunks": [42], "expect": None}}
+    last: dict[tuple[str, int], dict] = {}
+    steps, notes = [], []
+    for kind, body in entries:
+        if kind == "plan":
+            plans.setdefault(body["name"], dict(body))
+        elif kind == "trial":
+            last[(body["plan"], body["index"])] = {k: v for k, v in body.items() if k != "plan"}
+        elif kind in ("step", "probe"):
+            steps.append(body)
+        else:
+            notes.append(body)
+    doc_plans = [dict(p, trials=[t for (name, _), t in sorted(
+        ((k, v) for k, v in last.items() if k[0] == p["name"]), key=lambda kv: kv[0][1])])
+        for p in plans.values()]
+    return {"plans": doc_plans, "steps": steps, "notes": notes}
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=journals())
+def test_the_document_is_what_the_journal_says_in_any_order(tmp_path, header, entries):
+    path = write(tmp_path / "r.yaml", header, entries)
+    doc = read_document(path)
+    want = expected_document(entries)
+    assert doc["plans"] == want["plans"]
+    assert doc.get("bisect", {}).get("log", []) == want["steps"]
+    assert doc.get("notes", []) == want["notes"]
+    if not want["steps"]:                  # steps made up here are no bisect's: not checked
+        assert check_report_file(str(path)).problems == []
+
+
+def test_a_plan_named_past_a_lines_head_is_still_read_without_parsing(tmp_path, header):
+    """A cut of 1,000 runs names its plan 1+1+...+1; its trials must land in it."""
+    long = "+".join(["1"] * 1000)
+    path = write(tmp_path / "r.yaml", header, [
+        ("plan", {"name": long, "spec": "max:1", "chunks": [1] * 1000, "expect": None}),
+        ("trial", trial(long, 0, "in-flight", runlists=0)), ("trial", trial(long, 0))])
+    with ReportReader(path) as reader:
+        found = list(reader.trials())
+    assert [(e.plan, e.body["status"]) for e in found] == [(1, "completed")]
+
+
+def test_a_trial_line_broken_after_its_head_is_a_problem_on_its_line(tmp_path, header):
+    path = write(tmp_path / "r.yaml", header, [("trial", trial(PLAN, 0))])
+    text = path.read_text()
+    path.write_text(text[:-40] + "\n")                       # the head is intact
+    problems = check_report_file(str(path)).problems
+    assert len(problems) == 1 and problems[0].startswith(f"line {text.count(chr(10))}: ")
+    with pytest.raises(Exception, match=r"r\.yaml:\d+: not valid YAML"):
+        load_report(path)
+
+
+def test_a_v2_bisect_reports_probe_entries_are_its_steps(tmp_path):
+    """A bisect report as 0.2 wrote it (v2, steps named ``probe``) reads as this one's."""
+    out = tmp_path / "b.yaml"
+    result = CliRunner().invoke(main, ["bisect", "minicpm5-2b-decode", "--lo", "36", "--hi",
+                                       "42", "--trials", "1", "--profile", "inflight-cap:38",
+                                       "--no-isolate", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert '- {"step": ' in text and '"probe"' not in text
+    old = tmp_path / "old.yaml"
+    old.write_text(text.replace(SCHEMA, SCHEMA_V2).replace('- {"step": ', '- {"probe": '))
+    assert check_report_file(str(old)).valid
+    mine, theirs = read_document(out), read_document(old)
+    assert theirs["bisect"]["log"] == mine["bisect"]["log"] and len(mine["bisect"]["log"]) >= 3
+
+
+# -- the column-wise check ------------------------------------------------------------------
+
+VALUES = st.one_of(st.integers(-3, 5), st.floats(allow_nan=True, allow_infinity=False),
+                   st.booleans(), st.none(), st.sampled_from(["COMPLETED", "device", "x", ""]),
+                   st.lists(st.integers(-1, 3), max_size=3), st.dictionaries(
+                       st.sampled_from(["a", "b"]), st.integers(-1, 2), max_size=2))
+KEYS = st.sampled_from(["index", "runs", "chains", "state", "state_code", "source",
+                        "device_ms", "health", "skipped", "message_form", "other"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(items=st.lists(st.one_of(st.dictionaries(KEYS, VALUES, max_size=6), VALUES),
+                      max_size=5))
+def test_the_column_check_accepts_nothing_the_walk_refuses(items):
+    root = report_schema()
+    runlists = trial_schema(root)["properties"]["runlists"]
+    walked: list = []
+    for index, item in enumerate(items):      # the item walk alone, as without the fast path
+        _check(item, root["$defs"]["runlist"], root, (index,), walked)
+    assert (check(items, runlists, root=root) == []) == (walked == [])
+
+
+def test_a_nan_first_in_a_column_does_not_hide_a_negative_after_it():
+    root = report_schema()
+    runlists = trial_schema(root)["properties"]["runlists"]
+    items = [dict(runlist(0), device_ms=math.nan), dict(runlist(1), device_ms=-1.0)]
+    assert [p.where() for p in check(items, runlists, root=root)] == ["[1].device_ms"]
+
+
+# -- the YAML a key at a time ------------------------------------------------------------------
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.dictionaries(st.text(min_size=1, max_size=4), st.one_of(
+    st.integers(), st.text(max_size=8), st.lists(st.dictionaries(
+        st.text(min_size=1, max_size=3), st.one_of(st.integers(), st.text(max_size=5)),
+        max_size=3), max_size=4)), max_size=5), limit=st.integers(0, 400))
+def test_yaml_dumped_a_key_at_a_time_is_the_wholes_beginning(data, limit):
+    whole = dump_yaml(data)
+    part, complete = dump_yaml_within(data, limit)
+    assert whole.startswith(part)
+    assert complete == (part == whole)
+    assert complete or len(part) > limit
+
+
+# -- --json, brief trials ------------------------------------------------------------------------
+
+def test_json_streams_exactly_what_the_report_holds(tmp_path):
+    out = tmp_path / "r.yaml"
+    result = CliRunner().invoke(main, ["run", "minicpm5-2b-decode", "--no-isolate", "--trials",
+                                       "2", "--profile", "inflight-cap:40", "--json",
+                                       "--out", str(out)])
+    assert result.exit_code == 1
+    assert result.stdout == json.dumps(load_report(out).to_dict(), indent=2) + "\n"
+
+
+def test_a_run_holds_its_trials_in_brief_past_its_budget(tmp_path, monkeypatch):
+    from harness.execution import runner as running
+    monkeypatch.setattr(running, "HELD_RUNLISTS", 30)
+    out = tmp_path / "s.yaml"
+    result = CliRunner().invoke(main, ["sweep", "minicpm5-2b-decode", "--depths", "40..41",
+                                       "--chunks", "1,41", "--trials", "2", "--profile",
+                                       "inflight-cap:40", "--no-isolate", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = load_report(out)                # the file has every runlist of every trial
+    assert sum(len(t.runlists) for p in report.plans for t in p.trials) == 2 * (40 + 41 + 2)
+    with pytest.raises(ValueError, match="held in brief"):
+        trial_dict(report.plans[0].trials[0].brief())
+    brief = load_report(out, detail=False)
+    assert any(isinstance(t, BriefTrial) for p in brief.plans for t in p.trials)
+    assert [p.counts_text() for p in brief.plans] == [p.counts_text() for p in report.plans]
+
+
+def test_the_runner_keeps_trials_whole_only_within_its_budget(tmp_path, monkeypatch):
+    from harness.execution import runner as running
+    from harness.execution.backend import choose_backend
+    from harness.sources.load import load_case
+    monkeypatch.setattr(running, "HELD_RUNLISTS", 100)
+    case = load_case("minicpm5-2b-decode")
+    runner = running.open_run(case, list(case.plans_for(["max:1"])),
+                              running.RunOptions(trials=3, isolate=False),
+                              backend=choose_backend("sim", None), xclbins_dir=None,
+                              out=str(tmp_path / "r.yaml"), force=False, command="run")
+    runner.run()
+    kinds = [type(t).__name__ for t in runner.report.plans[0].trials]
+    assert kinds == ["TrialResult", "TrialResult", "BriefTrial"]        # 42 + 42, then over
+    assert runner.held_runlists == 84
+
+
+# -- flat memory -----------------------------------------------------------------------------------
+
+def big_report(path: Path, header: str, trials: int, runlists: int) -> Path:
+    entries: list[tuple[str, dict]] = []
+    for index in range(trials):
+        entries.append(("trial", trial(PLAN, index, "in-flight", runlists=0)))
+        entries.append(("trial", trial(PLAN, index, runlists=runlists)))
+    return write(path, header, entries)
+
+
+def peak_of(action) -> int:
+    tracemalloc.start()
+    try:
+        action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_checking_and_rendering_cost_the_largest_trials_memory_not_the_reports(tmp_path,
+                                                                             header):
+    small = big_report(tmp_path / "small.yaml", header, 40, 200)
+    large = big_report(tmp_path / "large.yaml", header, 160, 200)   # four times the trials
+
+    def render(path: Path) -> None:
+        assert check_report_file(str(path)).valid
+        with ReportReader(path) as reader:
+            from harness.report.render import render_markdown
+            render_markdown(Digest.of_reader(reader).view(True))
+    peaks = [peak_of(lambda p=p: render(p)) for p in (small, large)]
+    assert large.stat().st_size > 3.5 * small.stat().st_size
+    assert peaks[1] < 1.5 * peaks[0], peaks           # flat: not four times
+
+
+def test_a_report_object_holds_no_trial_it_was_not_given():
+    """Report.from_dict of a document without trials is all `load_report(trials=False)`
+    holds: what --replay and settings checks read, whatever the report's size."""
+    report = Report.from_dict({"schema": SCHEMA, "run_id": "r", "created": "c",
+                               "command": "run", "harness": {}, "backend": {}, "case": {},
+                               "settings": {}, "plans": [{"name": "a", "spec": "1",
+                                                          "chunks": [1]}]})
+    assert report.plans[0].trials == []
