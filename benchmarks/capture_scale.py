@@ -20,15 +20,29 @@ import sys
 import tempfile
 from pathlib import Path
 
-READ = """
-import resource, sys, time
+# The peak is read as VmHWM, this process image's own high-water mark: ru_maxrss would
+# count the parent's memory the child had before its exec (Linux keeps it across exec), and
+# the parent has just built a replay.json of hundreds of MB.
+PEAK = """
+def peak():
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+"""
+READ = PEAK + """
+import sys, time
 from harness.sources.capture import load_capture
 start = time.perf_counter()
 capture = load_capture(sys.argv[1])
 deepest = capture.frame(None)
 elapsed = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(elapsed, peak, deepest.depth)
+print(elapsed, peak(), deepest.depth)
 """
 
 
@@ -76,8 +90,7 @@ def measure(folder: Path) -> tuple[float, int, int]:
 
 
 def bare_interpreter_peak() -> int:
-    done = subprocess.run([sys.executable, "-c", "import resource; print(resource.getrusage("
-                           "resource.RUSAGE_SELF).ru_maxrss * 1024)"], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", PEAK + "print(peak())"], capture_output=True,
                           text=True, check=True)
     return int(done.stdout)
 

@@ -9,10 +9,14 @@ from pathlib import Path
 import pytest
 from captures import MAIN, OTHER, CaptureWriter, decode_capture, threaded_capture
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.app.cli import main
+from harness.formats.jsonread import JsonShapeError, JsonStream
 from harness.report.fileformat import load_report
-from harness.sources.capture import capture_case, load_capture
+from harness.sources.capture import CaptureError, load_capture
+from harness.sources.capture_case import capture_case
 from harness.sources.load import load_case
 
 
@@ -361,3 +365,83 @@ def test_uint64_constants_pass_as_their_c_int_bits_or_are_refused(tmp_path):
                                         "takes a C int"):
         capture_case(load_capture(writer.save()), None, name="c", description="d",
                      file="f", sha256="s")
+
+
+# -- read a piece at a time -------------------------------------------------------------------
+
+@settings(max_examples=150, deadline=None)
+@given(document=st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+              st.text(max_size=6)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.text(max_size=4), inner, max_size=4)),
+    max_leaves=30), chunk=st.integers(1, 40))
+def test_a_streamed_document_reads_as_json_reads_it_at_any_chunk_size(tmp_path_factory,
+                                                                      document, chunk):
+    path = tmp_path_factory.mktemp("stream") / "d.json"
+    path.write_text(json.dumps(document, indent=1))
+    with JsonStream(path) as stream:
+        stream.CHUNK = chunk
+        if isinstance(document, dict):
+            got = {key: stream.value() for key in stream.object_keys()}
+        elif isinstance(document, list):
+            got = [stream.value() for _ in stream.array_items()]
+        else:
+            got = stream.value()
+        stream.end()
+    assert got == document
+
+
+def test_a_stream_refuses_a_key_twice_and_names_the_line_of_bad_json(tmp_path):
+    path = tmp_path / "d.json"
+    path.write_text('{"a": 1,\n "a": 2}')
+    with JsonStream(path) as stream, pytest.raises(JsonShapeError, match="appears twice"):
+        for _ in stream.object_keys():
+            stream.value()
+    path.write_text('{"a": [1,\n 2,\n }')
+    with JsonStream(path) as stream, pytest.raises(json.JSONDecodeError) as err:
+        for _ in stream.object_keys():
+            stream.value()
+    assert err.value.lineno == 3
+
+
+def test_sections_in_another_order_are_read_whole_with_the_same_answer(tmp_path):
+    """XRT writes version, resources, execution; a file in another order is still read
+    (whole), to the same capture and the same errors."""
+    path = decode_capture(tmp_path / "c") / "replay.json"
+    streamed = load_capture(path)
+    document = json.loads(path.read_text())
+    path.write_text(json.dumps({"execution": document["execution"],
+                                "resources": document["resources"],
+                                "version": document["version"]}))
+    whole = load_capture(path)
+    assert whole.runs == streamed.runs and whole.frames == streamed.frames
+    assert whole.sha256 != streamed.sha256              # each the digest of its own bytes
+    del document["resources"]["runs"][0]["kernel"]
+    path.write_text(json.dumps({"execution": document["execution"],
+                                "resources": document["resources"], "version": "1.0"}))
+    with pytest.raises(CaptureError, match=r"resources\.runs\[0\]\.kernel: expected a "
+                                           "non-empty string"):
+        load_capture(path)
+
+
+def test_a_capture_is_read_in_memory_near_its_own_not_its_json(tmp_path):
+    import tracemalloc
+    writer = CaptureWriter(tmp_path / "big")
+    kernel = writer.kernel(writer.hwctx("layer"))
+    bos = [writer.buffer(4096) for _ in range(4)]
+    runs = [writer.run(kernel, bos) for _ in range(10_000)]
+    writer.frames = [{"name": f"frame_{f}", "tid": MAIN, "threads": None,
+                      "runs": [{"run": r, "arguments": []} for r in runs[f * 50:f * 50 + 50]],
+                      "waits": [f"frame_{f}"]} for f in range(200)]
+    writer.threads = [MAIN]
+    path = writer.save() / "replay.json"
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        capture = load_capture(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(capture.runs) == 10_000
+    assert peak < 1.5 * size, (peak, size)        # parsed whole, it is several times the JSON

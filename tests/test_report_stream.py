@@ -23,8 +23,9 @@ from harness.formats.yamlio import dump_yaml, dump_yaml_within
 from harness.model.results import BriefTrial
 from harness.report.check import check_report_file
 from harness.report.digest import Digest
-from harness.report.fileformat import ReportReader, entry_line, load_report, read_document
+from harness.report.fileformat import entry_line, load_report, read_document
 from harness.report.model import SCHEMA, SCHEMA_V2, Report, trial_dict
+from harness.report.reader import ReportReader
 from harness.report.schema import _check, check, report_schema, trial_schema
 
 PLAN = "42"                  # the plan the header declares
@@ -293,3 +294,38 @@ def test_a_report_object_holds_no_trial_it_was_not_given():
                                "settings": {}, "plans": [{"name": "a", "spec": "1",
                                                           "chunks": [1]}]})
     assert report.plans[0].trials == []
+
+
+def test_a_bundles_report_is_a_valid_report_with_no_identity_left(tmp_path):
+    """The bundle redacts the report an entry at a time: what it ships still checks, in
+    the harness's own layout, and holds no host, address or serial of the machine."""
+    import tarfile
+    out = tmp_path / "r.yaml"
+    result = CliRunner().invoke(main, ["run", "minicpm5-2b-decode", "--plan", "42",
+                                       "--trials", "1", "--no-isolate", "--profile",
+                                       "inflight-cap:40", "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    head, journal = out.read_text().split("\njournal:\n")
+    head = re.sub(r"(?m)^    hostname: .*$", "    hostname: canary-host-7731", head)
+    lines = []
+    for line in journal.splitlines():
+        entry = json.loads(line[2:])
+        for outcome in entry.get("trial", {}).get("runlists", []):
+            if outcome.get("message"):
+                outcome["message"] += " on canary-host-7731 at 10.11.12.13"
+        lines.append("- " + json.dumps(entry, separators=(", ", ": ")))
+    out.write_text(head + "\njournal:\n" + "\n".join(lines) + "\n")
+    assert CliRunner().invoke(main, ["report", "check", str(out)]).exit_code == 0
+    bundled = CliRunner().invoke(main, ["report", "bundle", str(out)])
+    assert bundled.exit_code == 0, bundled.output
+    shipped = tmp_path / "shipped"
+    with tarfile.open(tmp_path / "r.bundle.tar.gz") as tar:
+        tar.extractall(shipped, filter="data")
+    copy = shipped / "r.bundle" / "r.yaml"
+    assert '\njournal:\n- {"' in copy.read_text()                    # the harness's layout
+    assert CliRunner().invoke(main, ["report", "check", str(copy)]).stdout == f"{copy}: valid\n"
+    for path in shipped.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert "canary-host-7731" not in text and "10.11.12.13" not in text, path.name
+    assert "<hostname>" in copy.read_text() and "<ip-1>" in copy.read_text()

@@ -19,7 +19,7 @@ from harness.model.errors import ReportError
 from harness.model.results import TrialStatus
 from harness.report.journal import ReportFile
 from harness.report.model import Report, utc_now
-from harness.sources.capture import frame_case
+from harness.sources.capture_case import frame_case
 from harness.sources.depth_control import control_for
 from harness.sources.load import load_case
 from harness.sources.packs import ResolvedPack

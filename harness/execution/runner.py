@@ -48,7 +48,7 @@ from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import PlanRecord, Report, utc_now
 from harness.report.verdict import judge
-from harness.sources.capture import frame_case
+from harness.sources.capture_case import frame_case
 from harness.sources.case import Case
 from harness.sources.depth_control import control_for
 from harness.sources.packs import ResolvedPack, resolve_pack

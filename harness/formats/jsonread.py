@@ -3,11 +3,15 @@ error names the file and the field, e.g. ``replay.json: resources.runs[3].kernel
 
 from __future__ import annotations
 
+import codecs
 import gc
+import hashlib
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 MAX_BUFFER_BYTES = 1 << 30     # one buffer, in any document that declares sizes
@@ -124,3 +128,142 @@ def parse_json(raw: bytes, file: str, error: type[Exception], hint: str = "") ->
         raise error(f"{file}:{err.lineno}: not valid JSON ({err.msg}){hint}") from None
     except JsonShapeError as err:
         raise error(f"{file}: {err}") from None
+
+
+class JsonStream:
+    """One JSON document read from a file a piece at a time: the arrays a reader walks
+    item by item (`array_items`) are never held whole, and every other value is read whole
+    (`value`). A capture of a million runs is read so, in memory near its parts' own.
+
+    Its values are read as `loads` reads them: duplicate keys and nesting past the
+    recursion limit are `JsonShapeError`. Malformed text is `json.JSONDecodeError`, its
+    line counted from the start of the file."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, path: str | Path) -> None:
+        self._file = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self._decode = codecs.getincrementaldecoder("utf-8")().decode
+        self._text = ""
+        self._at = 0
+        self._lines = 0                     # newlines before _text[0]
+        self._eof = False
+        self._decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
+        self.digest = hashlib.sha256()       # of every byte read
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> JsonStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _fill(self, size: int = CHUNK) -> bool:
+        """`size` bytes more after what is held (what was read past is let go); False at
+        the end."""
+        if self._eof:
+            return False
+        if self._at:
+            self._lines += self._text.count("\n", 0, self._at)
+            self._text = self._text[self._at:]
+            self._at = 0
+        data = self._file.read(size)
+        self.digest.update(data)
+        if not data:
+            self._eof = True
+            self._text += self._decode(b"", final=True)
+            return False
+        self._text += self._decode(data)
+        return True
+
+    def _error(self, message: str, at: int | None = None) -> json.JSONDecodeError:
+        at = self._at if at is None else at
+        err = json.JSONDecodeError(message, self._text, at)
+        err.lineno = self._lines + self._text.count("\n", 0, at) + 1
+        return err
+
+    def peek(self) -> str:
+        """The next character that is not white space ("" at the end)."""
+        while True:
+            match = _SPACE.match(self._text, self._at)
+            self._at = match.end() if match else self._at
+            if self._at < len(self._text) or not self._fill():
+                return self._text[self._at:self._at + 1]
+
+    def _take(self, char: str) -> None:
+        if self.peek() != char:
+            found = self._text[self._at:self._at + 1] or "the end"
+            raise self._error(f"Expecting {char!r}, found {found!r}")
+        self._at += 1
+
+    def value(self) -> Any:
+        """The next value, whole."""
+        self.peek()
+        more = self.CHUNK                    # doubled at each retry: a big value costs O(n)
+        while True:
+            try:
+                value, end = self._decoder.raw_decode(self._text, self._at)
+            except json.JSONDecodeError as err:
+                if self._fill(more):
+                    more *= 2
+                    continue                 # cut off by the end of what is held
+                raise self._error(err.msg, err.pos) from None
+            except RecursionError:
+                raise JsonShapeError("nested too deeply (more levels than any document of "
+                                     "this kind has)") from None
+            if end == len(self._text) and not isinstance(value, (dict, list, str)) \
+                    and self._fill(more):
+                more *= 2
+                continue                     # a number the held text may have cut short
+            self._at = end
+            return value
+
+    def object_keys(self) -> Iterator[str]:
+        """The keys of the object that comes next, one at a time; after each, the caller
+        reads its value (`value`, `object_keys` or `array_items`) before asking for the next."""
+        self._take("{")
+        seen: set[str] = set()
+        if self.peek() == "}":
+            self._at += 1
+            return
+        while True:
+            if self.peek() != '"':
+                raise self._error("Expecting property name enclosed in double quotes")
+            key = self.value()
+            if key in seen:
+                raise JsonShapeError(f"key {key!r} appears twice in one object")
+            seen.add(key)
+            self._take(":")
+            yield key
+            if self.peek() == ",":
+                self._at += 1
+                continue
+            self._take("}")
+            return
+
+    def array_items(self) -> Iterator[int]:
+        """The positions of the array that comes next, one at a time; after each, the
+        caller reads that item before asking for the next."""
+        self._take("[")
+        if self.peek() == "]":
+            self._at += 1
+            return
+        position = 0
+        while True:
+            yield position
+            position += 1
+            if self.peek() == ",":
+                self._at += 1
+                continue
+            self._take("]")
+            return
+
+    def end(self) -> None:
+        """Nothing but white space may follow the document."""
+        if self.peek():
+            raise self._error("Extra data")
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")

@@ -1,4 +1,5 @@
-"""Reports: the model (`model`), the file's layout (`fileformat`), the writer with its
-journal and lock (`journal`), the schema and its check (`schema`, `check`), and what
-maintainers read: `render`, `compare`, `redact`, `bundle`, `evidence`, `verdict`;
-`stream` reads a report of any size a trial at a time."""
+"""Reports: the model (`model`), the file's layouts (`fileformat`) and reading one a part
+at a time (`reader`), the writer with its journal and lock (`journal`, `lock`), the
+schema and its check (`schema`, `check`), and what maintainers read: one pass over the
+trials (`digest`), then `render`, `compare`, `redact`, `bundle`, `evidence`, `verdict`.
+"""

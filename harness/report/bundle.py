@@ -27,8 +27,9 @@ from harness.formats.yamlio import atomic_file, dump_yaml
 from harness.model.errors import BadInput, HarnessError
 from harness.report import render as rendering
 from harness.report.digest import Digest, ReportView
-from harness.report.fileformat import JOURNAL, ReportReader, entry_line, parse_entry
-from harness.report.model import is_simulated
+from harness.report.fileformat import entry_line
+from harness.report.model import JOURNAL, is_simulated
+from harness.report.reader import ReportReader, parse_entry
 
 README = "README.md"
 REPORT_MD = "report.md"

@@ -22,7 +22,6 @@ from harness.formats.yamlio import KeyPath
 from harness.model.errors import PlanError, ReportError
 from harness.model.plan import parse_plan
 from harness.model.results import TrialResult
-from harness.report.fileformat import HeaderError, ReportReader, TrialEntry
 from harness.report.model import (
     JOURNAL,
     JOURNALED,
@@ -31,6 +30,7 @@ from harness.report.model import (
     is_simulated,
     trial_from_dict,
 )
+from harness.report.reader import HeaderError, ReportReader, TrialEntry
 from harness.report.schema import check, report_schema, trial_schema
 
 # The commands whose verdict is the judge's of their plans (searches write their own).

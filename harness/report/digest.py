@@ -22,8 +22,8 @@ from harness.formats.jsonread import gc_paused
 from harness.formats.yamlio import dump_yaml
 from harness.model.results import COMPLETED_STATE
 from harness.report.evidence import FAILED
-from harness.report.fileformat import ReportReader, TrialEntry
 from harness.report.model import Summary, runlist_states
+from harness.report.reader import ReportReader, TrialEntry
 from harness.report.redact import Redactor
 
 MAX_BODY = 65_536              # GitHub refuses issue bodies and comments over this

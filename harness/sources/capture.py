@@ -31,18 +31,24 @@ what plans cut (`run --frame F --plan 21+21`).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from harness.formats.elf import ElfError, read_elf
-from harness.formats.jsonread import JsonReader, describe, gc_paused, parse_json
-from harness.model.errors import CaseError, PlanError
-from harness.model.plan import Plan, make_plan
-from harness.model.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec
-from harness.sources.case import DEFAULT_TRIALS, NAME, Case, Command, FieldChecker
+from harness.formats.jsonread import (
+    JsonReader,
+    JsonShapeError,
+    JsonStream,
+    describe,
+    gc_paused,
+    parse_json,
+)
+from harness.model.errors import CaseError
 from harness.sources.confine import OutsideFolder, inside
 
 REPLAY = "replay.json"
@@ -53,7 +59,7 @@ class CaptureError(CaseError):
     """A capture the harness cannot read: the field and file are named."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Kernel:
     name: str
     instance: str
@@ -61,14 +67,14 @@ class Kernel:
     ctrlcode: str | None          # absolute path
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Run:
     name: str
     kernel: str
     args: tuple[tuple[int, str, Any], ...]    # (argidx, "bo", buffer) / (argidx, "int", v)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Frame:
     name: str
     tid: str
@@ -81,7 +87,7 @@ class Frame:
         return len(self.runs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Buffer:
     size: int
     flags: int | None = None
@@ -174,87 +180,250 @@ def _cached(path: str, mtime_ns: int, size: int) -> Capture:
     if size > MAX_REPLAY_BYTES:
         raise CaptureError(f"{path}: {size} bytes; a {REPLAY} over "
                            f"{MAX_REPLAY_BYTES >> 20} MiB is refused")
-    raw = Path(path).read_bytes()
-    data = parse_json(raw, path, CaptureError, "; a capture cut short? capture again, "
-                      "letting the application exit")
     with gc_paused():
-        return _parse(data, Path(path), hashlib.sha256(raw).hexdigest())
+        try:
+            return _streamed(Path(path))
+        except _OutOfOrder:
+            pass
+        raw = Path(path).read_bytes()        # sections in another order: read it whole
+        data = parse_json(raw, path, CaptureError, _CUT_SHORT)
+        return _whole(data, Path(path), hashlib.sha256(raw).hexdigest())
 
 
-def _parse(data: Any, path: Path, digest: str) -> Capture:
-    read = JsonReader(str(path), CaptureError)
-    folder = path.parent
-    top = read.mapping(data, "(top level)")
-    if str(top.get("version")) != "1.0":
-        raise read.fail("version", f"{top.get('version')!r}; XRT's capture writes 1.0")
-    resources = read.mapping(top.get("resources"), "resources")
-    hwctxs: dict[str, str] = {}
-    programs: dict[str, tuple[str, ...]] = {}
-    for where, entry in _section(read, resources, "hwctxs", "resources"):
-        name = read.text(entry.get("name"), where + ".name")
-        if name in hwctxs or name in programs:
-            raise read.fail(where + ".name", f"{name!r} is named twice")
-        if "xclbin" in entry:
-            hwctxs[name] = _file_in(read, folder, read.text(entry["xclbin"], where + ".xclbin"),
-                                    where + ".xclbin")
-        elif "programs" in entry:
-            files = read.array(entry["programs"], where + ".programs")
-            if not files:
-                raise read.fail(where + ".programs", "no program recorded for the context")
-            programs[name] = tuple(_elf_in(read, folder, read.text(f, at), at)
-                                   for at, f in ((f"{where}.programs[{i}]", f)
-                                                 for i, f in enumerate(files)))
+_CUT_SHORT = "; a capture cut short? capture again, letting the application exit"
+# the order capture.cpp writes: what each section refers to comes before it
+_TOP = ("version", "resources", "execution")
+_RESOURCES = ("hwctxs", "buffers", "kernels", "runs")
+_EXECUTION = ("threads", "frames")
+
+
+class _OutOfOrder(Exception):
+    """Sections in an order the streamed read cannot check as it goes."""
+
+
+def _in_order(keys: Iterator[str], order: tuple[str, ...]) -> Iterator[str]:
+    at = 0
+    for key in keys:
+        if key in order:
+            if order.index(key) < at:
+                raise _OutOfOrder
+            at = order.index(key) + 1
+        yield key
+
+
+def _streamed(path: Path) -> Capture:
+    """replay.json read a run and a frame at a time, each checked as it comes: a capture
+    of a million runs is never held as one parsed document."""
+    build = _Builder(path)
+    try:
+        with JsonStream(path) as stream:
+            if stream.peek() != "{":
+                raise _OutOfOrder                # not an object: the whole read says so
+            seen_version = False
+            for key in _in_order(stream.object_keys(), _TOP):
+                if key == "version":
+                    build.version(stream.value())
+                    seen_version = True
+                elif not seen_version:
+                    raise _OutOfOrder
+                elif key == "resources":
+                    _stream_resources(stream, build)
+                elif key == "execution":
+                    if not build.resourced:
+                        raise _OutOfOrder
+                    _stream_execution(stream, build)
+                else:
+                    stream.value()
+            stream.end()
+            if not seen_version:
+                raise _OutOfOrder
+            digest = stream.digest.hexdigest()
+    except UnicodeDecodeError as err:
+        raise CaptureError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise CaptureError(f"{path}:{err.lineno}: not valid JSON ({err.msg}){_CUT_SHORT}") \
+            from None
+    except JsonShapeError as err:
+        raise CaptureError(f"{path}: {err}") from None
+    if not build.resourced or not build.executed:
+        raise _OutOfOrder                         # a section missing: as the whole read says
+    return build.finish(digest)
+
+
+def _stream_resources(stream: JsonStream, build: _Builder) -> None:
+    if stream.peek() != "{":
+        build.resources(stream.value())          # not an object: refused by the builder
+        return
+    for key in _in_order(stream.object_keys(), _RESOURCES):
+        if key != "runs":
+            build.section(key, stream.value())
+            continue
+        build.resources_before_runs()
+        if stream.peek() == "[":
+            for position in stream.array_items():
+                build.run(f"resources.runs[{position}]", stream.value())
+        else:                                  # null (none), or what the whole read refuses
+            for where, entry in _section(build.read, {"runs": stream.value()}, "runs",
+                                         "resources"):
+                build.run(where, entry)
+    build.resources_before_runs()
+    build.resourced = True
+
+
+def _stream_execution(stream: JsonStream, build: _Builder) -> None:
+    if stream.peek() != "{":
+        build.execution(stream.value())
+        return
+    for key in _in_order(stream.object_keys(), _EXECUTION):
+        if key == "frames" and stream.peek() == "[":
+            for position in stream.array_items():
+                build.frame(f"execution.frames[{position}]", stream.value())
+        elif key == "threads":
+            build.thread_list(stream.value())
         else:
-            raise read.fail(where, "neither an xclbin nor programs")
-    contexts = {*hwctxs, *programs}
-    buffers: dict[str, Buffer] = {}
-    for where, entry in _section(read, resources, "buffers", "resources"):
-        name = read.text(entry.get("name"), where + ".name")
-        if name in buffers:
-            raise read.fail(where + ".name", f"{name!r} is named twice")
-        size = read.size(entry.get("size"), where + ".size")
-        flags = read.index(entry["flags"], where + ".flags") if "flags" in entry else None
-        memgrp = read.index(entry["memgrp"], where + ".memgrp") if "memgrp" in entry \
-            else None
-        buffers[name] = Buffer(size, flags, memgrp)
-    kernels: dict[str, Kernel] = {}
-    for where, entry in _section(read, resources, "kernels", "resources"):
-        name = read.text(entry.get("name"), where + ".name")
-        hwctx = read.text(entry.get("hwctx"), where + ".hwctx")
-        if hwctx not in contexts:
-            raise read.fail(where + ".hwctx", f"{hwctx!r} is not a context of "
-                                              f"resources.hwctxs ({', '.join(sorted(contexts))})")
-        ctrlcode = None
-        if entry.get("ctrlcode"):
-            ctrlcode = _elf_in(read, folder, read.text(entry["ctrlcode"], where + ".ctrlcode"),
-                               where + ".ctrlcode")
-        instance = read.text(entry.get("instance"), where + ".instance")
-        kernels[name] = Kernel(name, instance, hwctx, ctrlcode)
-    runs: dict[str, Run] = {}
-    for where, entry in _section(read, resources, "runs", "resources"):
+            value = stream.value()
+            if key == "frames":
+                for where, entry in build.read.objects(value or [], "execution.frames"):
+                    build.frame(where, entry)
+    build.executed = True
+
+
+def _whole(data: Any, path: Path, digest: str) -> Capture:
+    """replay.json parsed whole, checked section by section in the same order."""
+    build = _Builder(path)
+    top = build.read.mapping(data, "(top level)")
+    build.version(top.get("version"))
+    build.resources(top.get("resources"))
+    build.execution(top.get("execution"))
+    return build.finish(digest)
+
+
+class _Builder:
+    """A Capture made from replay.json's sections in the order capture.cpp writes them,
+    each checked as it comes: its references (contexts, kernels, runs, buffers,
+    artefact files) to what came before it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.read = JsonReader(str(path), CaptureError)
+        self.folder = path.parent
+        self.hwctxs: dict[str, str] = {}
+        self.programs: dict[str, tuple[str, ...]] = {}
+        self.buffers: dict[str, Buffer] = {}
+        self.kernels: dict[str, Kernel] = {}
+        self.runs: dict[str, Run] = {}
+        self.threads: tuple[str, ...] = ()
+        self.frames: list[Frame] = []
+        self.seen: set[str] = set()
+        self.shared: dict[Any, Any] = {}       # runs alike share their arguments' tuples
+        self.resourced = self.executed = self._checked = False
+        self._sections: dict[str, Any] = {}
+
+    def version(self, value: Any) -> None:
+        if str(value) != "1.0":
+            raise self.read.fail("version", f"{value!r}; XRT's capture writes 1.0")
+
+    def resources(self, value: Any) -> None:
+        resources = self.read.mapping(value, "resources")
+        for key in _RESOURCES[:-1]:
+            self.section(key, resources.get(key))
+        self.resources_before_runs()
+        for where, entry in _section(self.read, resources, "runs", "resources"):
+            self.run(where, entry)
+        self.resourced = True
+
+    def section(self, key: str, value: Any) -> None:
+        """hwctxs, buffers or kernels, whole (checked once all three are in)."""
+        self._sections[key] = value
+
+    def resources_before_runs(self) -> None:
+        """Check what runs refer to: the contexts, the buffers, the kernels."""
+        if self._checked:
+            return
+        self._checked = True
+        read, folder, sections = self.read, self.folder, self._sections
+        for where, entry in _section(read, sections, "hwctxs", "resources"):
+            name = read.text(entry.get("name"), where + ".name")
+            if name in self.hwctxs or name in self.programs:
+                raise read.fail(where + ".name", f"{name!r} is named twice")
+            if "xclbin" in entry:
+                self.hwctxs[name] = _file_in(read, folder,
+                                             read.text(entry["xclbin"], where + ".xclbin"),
+                                             where + ".xclbin")
+            elif "programs" in entry:
+                files = read.array(entry["programs"], where + ".programs")
+                if not files:
+                    raise read.fail(where + ".programs", "no program recorded for the context")
+                self.programs[name] = tuple(_elf_in(read, folder, read.text(f, at), at)
+                                            for at, f in ((f"{where}.programs[{i}]", f)
+                                                          for i, f in enumerate(files)))
+            else:
+                raise read.fail(where, "neither an xclbin nor programs")
+        contexts = {*self.hwctxs, *self.programs}
+        for where, entry in _section(read, sections, "buffers", "resources"):
+            name = read.text(entry.get("name"), where + ".name")
+            if name in self.buffers:
+                raise read.fail(where + ".name", f"{name!r} is named twice")
+            size = read.size(entry.get("size"), where + ".size")
+            flags = read.index(entry["flags"], where + ".flags") if "flags" in entry else None
+            memgrp = read.index(entry["memgrp"], where + ".memgrp") if "memgrp" in entry \
+                else None
+            self.buffers[name] = Buffer(size, flags, memgrp)
+        for where, entry in _section(read, sections, "kernels", "resources"):
+            name = read.text(entry.get("name"), where + ".name")
+            hwctx = read.text(entry.get("hwctx"), where + ".hwctx")
+            if hwctx not in contexts:
+                raise read.fail(where + ".hwctx",
+                                f"{hwctx!r} is not a context of resources.hwctxs "
+                                f"({', '.join(sorted(contexts))})")
+            ctrlcode = None
+            if entry.get("ctrlcode"):
+                ctrlcode = _elf_in(read, folder,
+                                   read.text(entry["ctrlcode"], where + ".ctrlcode"),
+                                   where + ".ctrlcode")
+            instance = read.text(entry.get("instance"), where + ".instance")
+            self.kernels[name] = Kernel(name, instance, hwctx, ctrlcode)
+
+    def run(self, where: str, value: Any) -> None:
+        read = self.read
+        entry = read.mapping(value, where)
         name = read.text(entry.get("name"), where + ".name")
         kernel = read.text(entry.get("kernel"), where + ".kernel")
-        if kernel not in kernels:
+        if kernel not in self.kernels:
             raise read.fail(where + ".kernel", f"{kernel!r} is not a kernel of "
                                                "resources.kernels")
-        runs[name] = Run(name, kernel, _run_args(read, entry, where, buffers))
-    execution = read.mapping(top.get("execution"), "execution")
-    threads = tuple(str(t) for t in read.array(execution.get("threads") or [],
-                                               "execution.threads"))
-    frames: list[Frame] = []
-    seen: set[str] = set()
-    for where, entry in read.objects(execution.get("frames") or [], "execution.frames"):
-        frame = _frame(read, entry, where, runs, buffers, folder, seen)
-        if threads and frame.tid not in threads:
-            raise read.fail(where + ".tid", f"thread {frame.tid} is not one of "
-                                            "execution.threads")
-        frames.append(frame)
-        seen.add(frame.name)
-    if not frames:
-        raise read.fail("execution.frames", "no frames: nothing was started while capturing")
-    _check_waits(read, frames)
-    return Capture(folder, digest, hwctxs, buffers, kernels, runs, threads, tuple(frames),
-                   programs)
+        args = _run_args(read, entry, where, self.buffers)
+        args = self.shared.setdefault(args, args)
+        self.runs[name] = Run(name, self.kernels[kernel].name, args)
+
+    def execution(self, value: Any) -> None:
+        execution = self.read.mapping(value, "execution")
+        self.thread_list(execution.get("threads"))
+        for where, entry in self.read.objects(execution.get("frames") or [],
+                                              "execution.frames"):
+            self.frame(where, entry)
+        self.executed = True
+
+    def thread_list(self, value: Any) -> None:
+        self.threads = tuple(str(t) for t in self.read.array(value or [], "execution.threads"))
+
+    def frame(self, where: str, value: Any) -> None:
+        entry = self.read.mapping(value, where)
+        frame = _frame(self.read, entry, where, self.runs, self.buffers, self.folder,
+                       self.seen)
+        if self.threads and frame.tid not in self.threads:
+            raise self.read.fail(where + ".tid", f"thread {frame.tid} is not one of "
+                                                 "execution.threads")
+        self.frames.append(frame)
+        self.seen.add(frame.name)
+
+    def finish(self, digest: str) -> Capture:
+        if not self.frames:
+            raise self.read.fail("execution.frames", "no frames: nothing was started while "
+                                                     "capturing")
+        _check_waits(self.read, self.frames)
+        return Capture(self.folder, digest, self.hwctxs, self.buffers, self.kernels,
+                       self.runs, self.threads, tuple(self.frames), self.programs)
 
 
 def _section(read: JsonReader, parent: dict[str, Any], key: str, where: str):
@@ -317,7 +486,7 @@ def _frame(read: JsonReader, entry: dict[str, Any], where: str, runs: dict[str, 
         run = read.text(member.get("run"), at + ".run")
         if run not in runs:
             raise read.fail(at + ".run", f"{run!r} is not a run of resources.runs")
-        names.append(run)
+        names.append(runs[run].name)
         for here, arg in read.objects(member.get("arguments", []), at + ".arguments"):
             bo = read.text(arg.get("bo"), here + ".bo")
             if bo not in buffers:
@@ -333,117 +502,5 @@ def _frame(read: JsonReader, entry: dict[str, Any], where: str, runs: dict[str, 
     return Frame(name, tid, tuple(names), tuple(data), tuple(waits))
 
 
-# -- a frame as a case ---------------------------------------------------------------------
-
-def capture_case(capture: Capture, frame_name: str | None, *, name: str, description: str,
-                 file: str, sha256: str, trials: int = DEFAULT_TRIALS,
-                 deadline_s: float | None = None,
-                 plan_specs: dict[str, str] | None = None) -> Case:
-    """Frame `frame_name` of `capture` (None: the deepest runlist) as a case: every
-    context the application made, the frame's runs in order, the data each buffer held
-    when it started."""
-    frame = capture.frame(frame_name)
-    context = capture.context_of(frame)
-    # Runs alike (same kernel, same arguments) share a template; each is still its own
-    # run object when the runlist is built, as in the application.
-    members = [capture.runs[r] for r in frame.runs]
-    keys: dict[tuple, int] = {}
-    templates: list[Run] = []
-    order = []
-    for run in members:
-        key = (run.kernel, run.args)
-        if key not in keys:
-            keys[key] = len(templates)
-            templates.append(run)
-        order.append(keys[key])
-    commands = tuple(Command(capture.kernels[run.kernel].instance, "nop", (),
-                             elf=capture.kernels[run.kernel].ctrlcode,
-                             args=_as_c_ints(capture, run))
-                     for run in templates)
-    data = capture.data_for(frame)
-    used = {value for run in templates for _, kind, value in run.args if kind == "bo"}
-    buffers = {bo: BufferSpec(capture.buffers[bo].size, data.get(bo),
-                              capture.buffers[bo].flags, capture.buffers[bo].memgrp)
-               for bo in sorted(used)}
-    n = frame.depth
-    specs = plan_specs or {"captured": str(n)}
-    plans: list[Plan] = []
-    for plan_name, spec in specs.items():
-        plans.append(make_plan(plan_name, spec, n))
-    flow = FULL_ELF if context in capture.programs else ELF_FLOW if all(
-        c.elf for c in commands) else INSTR_BO
-    return Case(name=name, description=description, source=f"xrt-capture {capture.folder}",
-                pack="capture", xclbins=dict(capture.hwctxs), layers=n,
-                runlist_context=context, per_layer=commands, plans=tuple(plans), expect={},
-                trials=trials, deadline_s=deadline_s, file=file, sha256=sha256, flow=flow,
-                buffers=buffers, order=tuple(order), kind="capture", frame=frame.name,
-                frames=tuple(f.name for f in capture.frames), capture=str(capture.folder),
-                programs=dict(capture.programs))
-
-
-def _as_c_ints(capture: Capture, run: Run) -> tuple[tuple[int, str, Any], ...]:
-    """A run's arguments as pyxrt can set them. The capture records constants as uint64;
-    pyxrt's run.set_arg takes a C int, so a value of 32 bits is passed as the C int with
-    the same bits (what XRT's set_arg copies), and a wider one cannot be set from Python
-    at all (XRT's own `xrt-runner --replay` can)."""
-    out = []
-    for index, kind, value in run.args:
-        if kind == "int" and value >= 2**31:
-            if value >= 2**32:
-                raise CaptureError(f"{capture.folder / REPLAY}: {run.name} sets argument "
-                                   f"{index} to the 64-bit constant 0x{value:x}; pyxrt's "
-                                   "run.set_arg takes a C int, so the harness cannot set it "
-                                   "(replay this frame with xrt-runner --replay)")
-            value -= 2**32
-        out.append((index, kind, value))
-    return tuple(out)
-
-
 def depth_histogram(capture: Capture) -> dict[int, int]:
     return dict(sorted(Counter(f.depth for f in capture.frames).items()))
-
-
-def frame_case(case: Case, frame: str) -> Case:
-    """The same capture case on another frame (a sweep over frames, a plan's own frame)."""
-    if case.frame == frame:
-        return case
-    return capture_case(load_capture(case.capture or ""), frame, name=case.name,
-                        description=case.description, file=case.file, sha256=case.sha256,
-                        trials=case.trials, deadline_s=case.deadline_s)
-
-
-
-def folder_case(folder: Path) -> Case:
-    """A capture folder given directly (not imported): a case named after it."""
-    capture = load_capture(folder)
-    return capture_case(capture, None, name=folder.resolve().name,
-                        description=f"XRT capture in {folder}", file=str(capture.folder / REPLAY),
-                        sha256=capture.sha256)
-
-
-def pointer_case(check: FieldChecker, data: dict, file: str, raw: bytes) -> Case:
-    """A case that points at an imported capture (`capture import` writes these)."""
-    top = check.mapping(data, (), {"case", "description", "source", "capture", "frame",
-                                   "plans", "trials", "deadline_s"},
-                        {"case", "description", "capture"})
-    name = check.string(top["case"], ("case",), NAME)
-    folder = (Path(file).parent / check.string(top["capture"], ("capture",))).resolve()
-    capture = load_capture(folder)
-    frame = str(top["frame"]) if "frame" in top else None
-    plans = top.get("plans")
-    if plans is not None and (not isinstance(plans, dict) or not all(
-            isinstance(v, (str, int)) for v in plans.values())):
-        raise check.error(("plans",), "expected a mapping of plan name to spec")
-    trials = (check.integer(top["trials"], ("trials",), 1, 1000)
-              if "trials" in top else DEFAULT_TRIALS)
-    deadline = (check.number(top["deadline_s"], ("deadline_s",), 0.1, 86_400)
-                if "deadline_s" in top else None)
-    try:
-        return capture_case(capture, frame, name=name,
-                            description=check.string(top["description"], ("description",)),
-                            file=file, sha256=hashlib.sha256(raw + capture.sha256.encode())
-                            .hexdigest(), trials=trials, deadline_s=deadline,
-                            plan_specs={str(k): str(v) for k, v in plans.items()}
-                            if plans else None)
-    except PlanError as err:
-        raise check.error(("plans",), str(err)) from None

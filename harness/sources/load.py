@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.model.errors import CaseError
-from harness.sources.capture import REPLAY, folder_case, pointer_case
+from harness.sources.capture import REPLAY
+from harness.sources.capture_case import folder_case, pointer_case
 from harness.sources.case import Case, decode_case, find_case, read_document
 from harness.sources.recipe import is_recipe_ref, load_recipe
 

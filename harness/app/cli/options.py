@@ -171,7 +171,7 @@ def with_frame(case: Case, frame: str | None) -> Case:
         return case
     if case.kind != "capture":
         raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a {case.kind}")
-    from harness.sources.capture import frame_case
+    from harness.sources.capture_case import frame_case
     return frame_case(case, frame)
 
 
@@ -198,7 +198,8 @@ _KEPT_ON_RESUME = {
 def echo_json(path: Path) -> None:
     """`--json`: the report as one JSON document, read back from its file a plan at a time
     (the file is what a run keeps; memory holds trials only in brief)."""
-    from harness.report.fileformat import ReportReader, document_json
+    from harness.report.fileformat import document_json
+    from harness.report.reader import ReportReader
     with ReportReader(path) as reader:
         for text in document_json(reader):
             click.echo(text, nl=False)

@@ -1,6 +1,6 @@
 """`runlist-harness report render|bundle|compare|check`.
 
-Each reads a report a part at a time (`harness.report.fileformat.ReportReader`) and in
+Each reads a report a part at a time (`harness.report.reader.ReportReader`) and in
 one pass: the check and the digest the render needs see each trial once, so a report of
 any size renders in flat memory.
 """
@@ -21,7 +21,7 @@ from harness.report import compare as comparing
 from harness.report import render as rendering
 from harness.report.check import check_report_file
 from harness.report.digest import Digest
-from harness.report.fileformat import REWRITTEN_NOTE, ReportReader, TrialEntry
+from harness.report.reader import REWRITTEN_NOTE, ReportReader, TrialEntry
 
 
 @click.group()
