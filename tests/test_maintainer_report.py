@@ -150,7 +150,7 @@ def test_a_device_that_does_not_recover_stops_the_run_with_the_fix(machine, tmp_
     from click.testing import CliRunner
 
     from harness.app.cli import main
-    from harness.execution import runner
+    from harness.execution import recovery
     from harness.execution.recovery import Recovery
     from harness.sim import control
 
@@ -162,7 +162,7 @@ def test_a_device_that_does_not_recover_stops_the_run_with_the_fix(machine, tmp_
     def never(attempt, what, fix, **kwargs):
         attempts.append(attempt())                 # the real attempt runs once
         return Recovery("not recovered", 5, 30.0, what, "no answer", fix)
-    monkeypatch.setattr(runner, "check_recovery", never)
+    monkeypatch.setattr(recovery, "check_recovery", never)
     out = tmp_path / "r.yaml"
     result = CliRunner().invoke(main, ["run", "minicpm5-2b-decode", "--plan", "42", "--plan",
                                        "21+21", "--backend", "xrt", "--xclbins",

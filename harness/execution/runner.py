@@ -13,13 +13,12 @@ import platform
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import __version__, command_argv
 from harness.execution import stop
 from harness.execution.backend import Backend, trial_seed
 from harness.execution.environment import collect_environment
-from harness.execution.recovery import Recovery, check_recovery, recovery_fix
 from harness.execution.session import run_trial
 from harness.formats.xclbin import read_xclbin
 from harness.formats.xclbin_view import identity
@@ -48,11 +47,13 @@ from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import PlanRecord, Report, utc_now
 from harness.report.verdict import judge
-from harness.sources.capture_case import frame_case
 from harness.sources.case import Case
 from harness.sources.depth_control import control_for
 from harness.sources.packs import ResolvedPack, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
+
+if TYPE_CHECKING:              # recovery checks run on the hardware path only
+    from harness.execution.recovery import Recovery
 
 # progress(text, done): a trial starting (done=False) or finished (done=True)
 Progress = Callable[[str, bool], None]
@@ -227,6 +228,7 @@ class Runner:
             case, pack = self.control
             return case, pack, replace(self.options, flow=None)    # the control's own flow
         if plan.frame and plan.frame != self.case.frame:
+            from harness.sources.capture_case import frame_case
             return frame_case(self.case, plan.frame), self.pack, self.options
         return self.case, self.pack, self.options
 
@@ -366,6 +368,7 @@ class Runner:
         return recovery
 
     def _check_recovery(self) -> Recovery:
+        from harness.execution.recovery import check_recovery, recovery_fix
         spec, what = self._recovery_spec()
         deadline = derive_deadline(self.case, Plan("recovery", "1", (1,)), self.backend)
 

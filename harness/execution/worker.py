@@ -31,6 +31,7 @@ from typing import Any
 from harness.model.results import TrialSpec
 
 PR_SET_PDEATHSIG = 1
+SPARES = 2             # children a fork server keeps forked ahead of their trials
 SPAWN = "spawn"
 FORK_SERVER = "fork-server"
 
@@ -69,7 +70,14 @@ def serve(backend_kind: str, profile: str | None) -> int:
     """The fork server: one request per line on stdin ({"request", "result", "stderr"}:
     the trial, and the files its child writes its result and its output to); for each,
     the child's pid and then its exit status, one JSON line each, on stdout. Ends at
-    the end of stdin."""
+    the end of stdin.
+
+    A child is forked ahead of its request (a spare, waiting for it on a pipe of its
+    own), so that a trial never waits for a fork; a child that wrote its result says so
+    on another pipe and is reaped later, so no trial waits for its predecessor's exit.
+    On the simulated stack a spare first rehearses the trial before it on a throw-away
+    simulated NPU: what a forked child touches first is copied page by page (copy on
+    write), and a rehearsed one runs its own trial as fast as the server would."""
     import harness.execution.backend
     import harness.execution.session  # noqa: F401 - what every child needs, imported once here
 
@@ -78,23 +86,104 @@ def serve(backend_kind: str, profile: str | None) -> int:
         backend = harness.execution.backend.choose_backend(backend_kind, profile)
     warmed = backend is None
     replies = sys.stdout
-    for line in sys.stdin:
-        order = json.loads(line)
-        if not warmed:
-            _warm(order, backend)
-            warmed = True
-        replies.flush()
+    children = _Children(backend_kind, profile, backend)
+    try:
+        for line in sys.stdin:
+            order = json.loads(line)
+            if not warmed:
+                _warm(order, backend)
+                warmed = True
+            child = children.take()
+            child.give(order)
+            replies.write(json.dumps({"pid": child.pid}) + "\n")
+            replies.flush()
+            # the next trial's child, forked (and rehearsing) while this one runs
+            children.prepare(order if backend is not None else None)
+            status = children.wait(child)
+            replies.write(json.dumps({"pid": child.pid, "status": status}) + "\n")
+            replies.flush()
+    finally:
+        children.close()
+    return 0
+
+
+class _Child:
+    """A forked child as the server holds it: its pid, the pipe its order goes down and
+    the pipe it says "done" on once its result is written."""
+
+    def __init__(self, pid: int, orders: int, done: int) -> None:
+        self.pid, self.orders, self.done = pid, orders, done
+
+    def give(self, order: dict[str, Any]) -> None:
+        data = (json.dumps(order) + "\n").encode()
+        while data:                       # a request larger than the pipe: in parts
+            data = data[os.write(self.orders, data):]
+        os.close(self.orders)
+        self.orders = -1
+
+    def fds(self) -> list[int]:
+        return [fd for fd in (self.orders, self.done) if fd >= 0]
+
+
+class _Children:
+    """The children of a fork server: spares forked ahead (`SPARES` of them, each
+    rehearsing while the trials before it run), and the pids that ended to reap."""
+
+    def __init__(self, backend_kind: str, profile: str | None, backend: Any) -> None:
+        self.kind, self.profile, self.backend = backend_kind, profile, backend
+        self.spares: list[_Child] = []
+        self.ended: list[int] = []        # pids that said done: reaped before the next fork
+
+    def take(self) -> _Child:
+        return self.spares.pop(0) if self.spares else self._fork(None)
+
+    def prepare(self, rehearsal: dict[str, Any] | None) -> None:
+        self._reap()
+        while len(self.spares) < SPARES:
+            self.spares.append(self._fork(rehearsal))
+
+    def _fork(self, rehearsal: dict[str, Any] | None) -> _Child:
+        orders_read, orders_write = os.pipe()
+        done_read, done_write = os.pipe()
+        sys.stdout.flush()
         sys.stderr.flush()
+        held = [fd for spare in self.spares for fd in spare.fds()]
         pid = os.fork()
         if pid == 0:
-            _child(order, backend_kind, profile, os.getppid(), backend)
-        replies.write(json.dumps({"pid": pid}) + "\n")
-        replies.flush()
-        _, status = os.waitpid(pid, 0)
-        replies.write(json.dumps({"pid": pid, "status": os.waitstatus_to_exitcode(status)})
-                      + "\n")
-        replies.flush()
-    return 0
+            for fd in (orders_write, done_read, *held):
+                os.close(fd)             # another child's pipes are not this one's
+            _child(orders_read, done_write, rehearsal, self.kind, self.profile,
+                   os.getppid(), self.backend)
+        os.close(orders_read)
+        os.close(done_write)
+        return _Child(pid, orders_write, done_read)
+
+    def wait(self, child: _Child) -> int:
+        """The child's exit status: 0 once it says its result is written (it is reaped
+        later), else the status it ended with."""
+        with os.fdopen(child.done, "rb") as done:
+            said = done.read()
+        child.done = -1
+        if said == b"done":
+            self.ended.append(child.pid)
+            return 0
+        _, status = os.waitpid(child.pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+    def _reap(self) -> None:
+        while self.ended:
+            os.waitpid(self.ended.pop(), 0)
+
+    def close(self) -> None:
+        """Spares leave without a trial once their order pipe closes; every child is
+        reaped."""
+        for spare in self.spares:
+            for fd in spare.fds():
+                os.close(fd)
+        for spare in self.spares:
+            os.waitpid(spare.pid, 0)
+        self.spares = []
+        self._reap()
 
 
 def _warm(order: dict[str, Any], backend: Any) -> None:
@@ -112,10 +201,12 @@ def _warm(order: dict[str, Any], backend: Any) -> None:
     gc.freeze()
 
 
-def _child(order: dict[str, Any], backend_kind: str, profile: str | None,
-           server: int, backend: Any = None) -> None:
+def _child(orders: int, done: int, rehearsal: dict[str, Any] | None, backend_kind: str,
+           profile: str | None, server: int, backend: Any = None) -> None:
     """A forked trial: its own session (no terminal signals), killed with the server, its
-    output in the file the parent reads, its result in another; never returns."""
+    order read from `orders` when it comes, its output in the file the parent reads, its
+    result in another, then "done" on `done`; never returns. A spare whose order never
+    comes (the run ended) leaves quietly."""
     code = 1
     gc.disable()        # one trial, then exit: its garbage goes with the process
     try:
@@ -123,13 +214,25 @@ def _child(order: dict[str, Any], backend_kind: str, profile: str | None,
         die_with_parent(server)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        quiet = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(quiet, fd)           # the server's pipes are not the child's
+        if rehearsal is not None:
+            _rehearse(rehearsal, backend)
+        with os.fdopen(orders, "rb") as pipe:
+            line = pipe.readline()
+        if not line:
+            os._exit(0)
+        order = json.loads(line)
         output = os.open(order["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(output, 1)
         os.dup2(output, 2)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         result = run_request(order["request"], backend_kind, profile, FORK_SERVER, backend)
         with open(order["result"], "w") as out:
             json.dump(result, out)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(done, b"done")
         code = 0
     except BaseException:
         traceback.print_exc()
@@ -137,6 +240,18 @@ def _child(order: dict[str, Any], backend_kind: str, profile: str | None,
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _rehearse(order: dict[str, Any], backend: Any) -> None:
+    """Run the trial before this one on a throw-away simulated NPU (its result dropped),
+    so this child's own trial finds its pages copied; what fails here is the real
+    trial's to meet and record."""
+    from harness.execution.session import run_trial
+    try:
+        backend.latencies = order["request"].get("latencies", {})
+        run_trial(TrialSpec.from_json(order["request"]["spec"]), backend)
+    except Exception:  # noqa: BLE001 - see above
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -175,7 +175,10 @@ def dump_yaml_within(data: dict[str, Any], limit: int) -> tuple[str, bool]:
     for key, value in data.items():
         if size > limit:
             return "".join(parts), False
-        items = value if isinstance(value, list) and value else None
+        items = value if isinstance(value, list) and len(value) > 1 else None
+        if items is not None and dump_yaml({key: items[:2]}) != \
+                dump_yaml({key: items[:1]}) + dump_yaml(items[1:2]):
+            items = None                 # a key YAML indents its list under: dumped whole
         parts.append(dump_yaml({key: items[:1] if items else value}))
         size += len(parts[-1])
         for item in (items or [])[1:]:

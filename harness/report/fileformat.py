@@ -28,12 +28,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.formats.yamlio import dump_yaml
 from harness.model.errors import ReportError
 from harness.report.model import JOURNAL, JOURNALED, Report, Summary, trial_from_dict
-from harness.report.reader import ReportReader
+
+if TYPE_CHECKING:            # the reader loads when a report is read, not when one is written
+    from harness.report.reader import ReportReader
 
 # -- writing ----------------------------------------------------------------------------
 
@@ -107,6 +109,7 @@ def read_report_text(path: str | Path) -> str:
 def read_document(path: str | Path) -> Any:
     """A report file as the one nested document the schema describes, as written: neither
     checked nor converted (a v1 file is that document; a journaled file is assembled)."""
+    from harness.report.reader import ReportReader
     with ReportReader(path) as reader:
         return reader.document()
 
@@ -116,6 +119,7 @@ def load_report(path: str | Path, *, detail: bool = True, trials: bool = True) -
     Without `detail`, each trial keeps only what summaries read (`TrialResult.brief`):
     what continuing a report of a million trials needs, in flat memory. Without `trials`,
     the plans come without them (the header is all the caller reads)."""
+    from harness.report.reader import ReportReader
     with ReportReader(path) as reader:
         header = reader.read_header()
         report = Report.from_dict(reader.document(with_trials=False), str(path))

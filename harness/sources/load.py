@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.model.errors import CaseError
-from harness.sources.capture import REPLAY
-from harness.sources.capture_case import folder_case, pointer_case
 from harness.sources.case import Case, decode_case, find_case, read_document
 from harness.sources.recipe import is_recipe_ref, load_recipe
+
+REPLAY = "replay.json"          # harness.sources.capture's, which loads when one is read
 
 
 def load_case(ref: str | Path, recipe_profile: str | None = None) -> Case:
@@ -21,6 +21,7 @@ def load_case(ref: str | Path, recipe_profile: str | None = None) -> Case:
         return load_recipe(str(ref), recipe_profile)
     path = Path(ref)
     if path.name == REPLAY or path.is_dir() and (path / REPLAY).is_file():
+        from harness.sources.capture_case import folder_case
         return folder_case(path.parent if path.name == REPLAY else path)
     if recipe_profile is not None:
         raise CaseError(f"--recipe-profile goes with a recipe; {ref} is a case")
@@ -36,5 +37,6 @@ def parse_case(raw: bytes, file: str) -> Case:
     """A case file's bytes: a decode case, or a pointer at an imported capture."""
     data, check = read_document(raw, file)
     if isinstance(data, dict) and "capture" in data:
+        from harness.sources.capture_case import pointer_case
         return pointer_case(check, data, file, raw)
     return decode_case(check, data, file, raw)

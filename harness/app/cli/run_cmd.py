@@ -23,7 +23,6 @@ from harness.app.cli.options import (
     xrt_smi_validate_asked,
 )
 from harness.app.cli.progress import announce, progress_line
-from harness.execution.resume import reopen
 from harness.execution.runner import Runner, flow_of, open_run
 from harness.model.errors import BadInput
 from harness.model.plan import cut_text
@@ -116,6 +115,7 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
             raise BadInput("--resume takes its case and plans from the report; drop CASE and "
                            "--plan")
         refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
+        from harness.execution.resume import reopen
         runner, report = reopen(resume_path, progress_line,
                                 allow_different_machine=allow_different_machine)
         line = f"resuming {resume_path}: " + ("SIMULATED stack, profile "
