@@ -20,29 +20,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-# The peak is read as VmHWM, this process image's own high-water mark: ru_maxrss would
-# count the parent's memory the child had before its exec (Linux keeps it across exec), and
-# the parent has just built a replay.json of hundreds of MB.
-PEAK = """
-def peak():
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-"""
-READ = PEAK + """
+from peak import REPORT_PEAK, bare_peak
+
+READ = REPORT_PEAK + """
 import sys, time
 from harness.sources.capture import load_capture
 start = time.perf_counter()
 capture = load_capture(sys.argv[1])
 deepest = capture.frame(None)
 elapsed = time.perf_counter() - start
-print(elapsed, peak(), deepest.depth)
+print(elapsed, deepest.depth)
 """
 
 
@@ -83,16 +70,11 @@ def write_capture(folder: Path, frames: int, runs_per_frame: int) -> int:
 
 
 def measure(folder: Path) -> tuple[float, int, int]:
+    """(seconds, peak bytes, deepest frame's depth) of reading the capture in a child."""
     done = subprocess.run([sys.executable, "-c", READ, str(folder)], capture_output=True,
                           text=True, check=True)
-    seconds, peak, depth = done.stdout.split()
-    return float(seconds), int(peak), int(depth)
-
-
-def bare_interpreter_peak() -> int:
-    done = subprocess.run([sys.executable, "-c", PEAK + "print(peak())"], capture_output=True,
-                          text=True, check=True)
-    return int(done.stdout)
+    seconds, depth = done.stdout.split()
+    return float(seconds), int(done.stderr.split("PEAK ")[1]), int(depth)
 
 
 def main() -> None:
@@ -102,7 +84,7 @@ def main() -> None:
     small, large = (100, 1_000) if args.quick else (1_000, 10_000)
     runs = 100
     with tempfile.TemporaryDirectory() as tmp:
-        base = bare_interpreter_peak()
+        base = bare_peak()
         figures = {}
         for frames in (small, large):
             folder = Path(tmp) / f"c{frames}"

@@ -1,18 +1,22 @@
-"""What keeping a report costs as it grows: saving per trial, the share of a sweep spent
-saving, loading a big report, and a big sweep's memory.
+"""What keeping a report costs as it grows, and what reading a big one costs.
 
-Four figures, each measured in this run on the simulated stack:
+Figures, each measured in this run on the simulated stack:
 - save cost per trial (an in-flight entry and the result), fsynced as on hardware and
   as on the simulated stack, when the report already holds 10, 100, 1,000 and 10,000
   trials; target: all within 2x of each other (the 10-trial figure is the baseline);
 - an isolated sweep of depths 1..32 x 5 chunk sizes, one trial per cell: the share of
   its wall time spent in the report file; target under 5%;
-- a sweep of depths 1..256 x 5 chunk sizes in-process (3 trials per cell), in a child
-  process: its peak memory (target under 200 MiB) and its report's size;
-- loading that report back (`load_report`); target under 3 s for ~18 MB;
-- rendering it (`report render`, a separate process), in seconds.
+- in-process sweeps of depths 1..256 and 1..1024 x 5 chunk sizes (3 trials per cell),
+  each in a child process: its peak memory; target flat in the depth and under 250 MiB
+  at 1..1024 (its report is about 290 MB);
+- reading the 1..1024 report back: `report check`, `report render` (target under 10 s
+  and 200 MiB), and `load_report` in brief (what `sweep --replay` reads), each in a
+  child process, with its peak memory.
 
-Usage: python benchmarks/report_scale.py [--quick]
+Peaks are each child's own high-water mark (`benchmarks/peak.py`).
+
+Usage: python benchmarks/report_scale.py [--quick]   (--quick: 1..8 isolated, 1..64 and
+1..256 in-process)
 """
 
 from __future__ import annotations
@@ -21,12 +25,13 @@ import argparse
 import contextlib
 import copy
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from peak import REPORT_PEAK, bare_peak, harness_run
 
 from harness.execution.backend import choose_backend
 from harness.execution.runner import RunOptions, open_run
@@ -119,52 +124,69 @@ def sweep_saving_share(folder: Path, depths: str) -> tuple[float, float, int]:
     return clock.seconds, wall, trials
 
 
-def big_sweep(folder: Path, depths: str) -> tuple[float, Path]:
-    """Peak resident MiB of an in-process sweep in a child process; its report."""
-    out = folder / "big.yaml"
-    subprocess.run([sys.executable, "-m", "harness", "sweep", "minicpm5-2b-decode",
-                    "--depths", depths, "--chunks", CHUNKS, "--no-isolate", "--yes",
-                    "--out", str(out)], check=True, capture_output=True)
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return peak_kib / 1024, out
+def big_sweep(folder: Path, depths: str) -> tuple[float, float, Path]:
+    """(peak MiB, seconds) of an in-process sweep in a child process; its report."""
+    out = folder / f"sweep-{depths.replace('..', '-')}.yaml"
+    wall, peak, done = harness_run(["sweep", "minicpm5-2b-decode", "--depths", depths,
+                                    "--chunks", CHUNKS, "--no-isolate", "--yes", "--out",
+                                    str(out)])
+    if done.returncode != 0:
+        raise SystemExit(f"the sweep failed: {done.stderr[-2000:]}")
+    return peak / 2**20, wall, out
+
+
+LOAD_BRIEF = ["-c", "import sys; from harness.report.fileformat import load_report; "
+              "r = load_report(sys.argv[1], detail=False); "
+              "print(sum(len(p.trials) for p in r.plans))"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="smaller sweeps (1..8 isolated, 1..64 in-process)")
+                        help="smaller sweeps (1..8 isolated; 1..64 and 1..256 in-process)")
     args = parser.parse_args()
-    small, large = ("1..8", "1..64") if args.quick else ("1..32", "1..256")
+    small, mid, large = ("1..8", "1..64", "1..256") if args.quick else \
+        ("1..32", "1..256", "1..1024")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         policies = {"fsync every entry (hardware)": save_cost_per_trial(folder, 0.0),
                     "fsync every 0.5 s (simulated)": save_cost_per_trial(folder, 0.5)}
         saving, wall, trials = sweep_saving_share(folder, small)
-        peak_mib, report = big_sweep(folder, large)
-        started = time.perf_counter()
-        loaded = load_report(report)
-        load_s = time.perf_counter() - started
+        mid_peak, mid_wall, _ = big_sweep(folder, mid)
+        large_peak, large_wall, report = big_sweep(folder, large)
         size_mb = report.stat().st_size / 1e6
-        held = sum(len(p.trials) for p in loaded.plans)
-        started = time.perf_counter()
-        rendered = subprocess.run([sys.executable, "-m", "harness", "report", "render",
-                                   str(report)], capture_output=True, text=True, check=True)
-        render_s = time.perf_counter() - started
+        base = bare_peak() / 2**20
+        reads = {}
+        for name, command in (("report check", ["report", "check", str(report)]),
+                              ("report render", ["report", "render", str(report)]),
+                              ("load in brief", None)):
+            if command is None:
+                started = time.perf_counter()
+                done = subprocess.run([sys.executable, "-c", REPORT_PEAK + LOAD_BRIEF[1],
+                                       str(report)], capture_output=True, text=True,
+                                      check=True)
+                seconds = time.perf_counter() - started
+                peak = int(done.stderr.split("PEAK ")[1])
+            else:
+                seconds, peak, done = harness_run(command, check=True)
+            reads[name] = (seconds, peak / 2**20)
     print("reports on the simulated stack, this run:")
     for policy, costs in policies.items():
-        base = costs[SIZES[0]]
+        first = costs[SIZES[0]]
         print(f"  save one trial, {policy}:")
         for size, cost in costs.items():
-            print(f"    {size:>6,} trials held   {cost:8.1f} us   ({cost / base:.2f}x the "
+            print(f"    {size:>6,} trials held   {cost:8.1f} us   ({cost / first:.2f}x the "
                   f"{SIZES[0]}-trial cost; target within 2x)")
     print(f"  isolated sweep {small} x {CHUNKS}: {trials} trials in {wall:.1f} s, "
           f"{saving:.2f} s saving ({saving / wall:.1%}; target under 5%)")
-    print(f"  in-process sweep {large} x {CHUNKS}: peak {peak_mib:.0f} MiB "
-          "(target under 200 MiB)")
-    print(f"  load its report ({size_mb:.1f} MB, {held:,} trials)   {load_s:.2f} s "
-          "(target under 3 s)")
-    print(f"  render it (`report render`, {len(rendered.stdout):,} characters)   "
-          f"{render_s:.2f} s (target under 10 s for a 1..1024 x 5 report)")
+    print(f"  a bare interpreter peaks at {base:.0f} MiB")
+    print(f"  in-process sweep {mid} x {CHUNKS}: peak {mid_peak:.0f} MiB ({mid_wall:.0f} s)")
+    print(f"  in-process sweep {large} x {CHUNKS}: peak {large_peak:.0f} MiB ({large_wall:.0f} "
+          f"s), {large_peak / mid_peak:.2f}x the {mid} peak (target flat, under 250 MiB)")
+    print(f"  its report: {size_mb:.1f} MB")
+    for name, (seconds, peak) in reads.items():
+        target = " (target under 10 s and 200 MiB)" if name == "report render" else ""
+        print(f"    {name:<14} {seconds:6.2f} s, peak {peak:4.0f} MiB{target}")
 
 
 if __name__ == "__main__":

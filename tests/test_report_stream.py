@@ -329,3 +329,19 @@ def test_a_bundles_report_is_a_valid_report_with_no_identity_left(tmp_path):
             text = path.read_text(errors="replace")
             assert "canary-host-7731" not in text and "10.11.12.13" not in text, path.name
     assert "<hostname>" in copy.read_text() and "<ip-1>" in copy.read_text()
+
+
+@settings(max_examples=200, deadline=None)
+@given(status=st.sampled_from(["completed", "failed", "deadline", "in-flight"]),
+       states=st.lists(st.sampled_from(["COMPLETED", "TIMEOUT", "ABORT", None]), max_size=6),
+       heavy=st.booleans())
+def test_a_trial_read_in_brief_is_the_brief_of_the_trial_read_whole(status, states, heavy):
+    from harness.report.model import brief_from_dict, trial_from_dict
+    raw = {"index": 3, "status": status, "seed": 7, "error": "e",
+           "runlists": [{k: v for k, v in dict(runlist(i), state=s).items() if v is not None}
+                        for i, s in enumerate(states)]}
+    if heavy:
+        raw["kernel_log"] = {"source": "x", "lines": ["l"]}
+    read, whole = brief_from_dict(raw), trial_from_dict(raw).brief()
+    assert type(read) is type(whole) and read == whole
+    assert read.state == trial_from_dict(raw).state

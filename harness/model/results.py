@@ -201,22 +201,17 @@ class TrialResult:
 
     def brief(self) -> TrialResult:
         """This trial as summaries and verdicts read it, in a few hundred bytes whatever its
-        depth: its status, its outcome in one word, the runlist that failed first and its
-        first few runlists. The rest is in the report file, which is where a report's
-        readers take trials from. A trial with nothing more than that is itself."""
-        if len(self.runlists) <= BRIEF_RUNLISTS and all(
-                getattr(self, name) is None for name in _HEAVY_FIELDS):
-            return self
-        kept = self.runlists[:BRIEF_RUNLISTS]
+        depth: its status, its outcome in one word (the runlist that failed first). The
+        rest is in the report file, which is where a report's readers take trials from. A
+        trial with nothing more than that is itself."""
         failing = next((r for r in self.runlists if r.state not in (None, COMPLETED_STATE)),
                        None)
-        if failing is not None and failing not in kept:
-            kept = [*kept, failing]
-        values = {name: getattr(self, name) for name in _BRIEF_FIELDS}
+        kept = [] if failing is None else [failing]
+        if len(self.runlists) == len(kept) and all(
+                getattr(self, name) is None for name in HEAVY_FIELDS):
+            return self
+        values = {name: getattr(self, name) for name in BRIEF_FIELDS}
         return BriefTrial(**values, runlists=kept, runlists_in_file=len(self.runlists))
-
-
-BRIEF_RUNLISTS = 4
 
 
 @dataclass
@@ -232,8 +227,8 @@ class BriefTrial(TrialResult):
 _OUTCOME_FIELDS = tuple(f.name for f in fields(RunlistOutcome))
 _TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
 # what a brief trial keeps: the short fields (not the kernel log, worker, recovery, users)
-_BRIEF_FIELDS = ("index", "status", "wall_ms", "seed", "error", "started", "deadline_s")
-_HEAVY_FIELDS = tuple(name for name in _TRIAL_FIELDS if name not in _BRIEF_FIELDS)
+BRIEF_FIELDS = ("index", "status", "wall_ms", "seed", "error", "started", "deadline_s")
+HEAVY_FIELDS = tuple(name for name in _TRIAL_FIELDS if name not in BRIEF_FIELDS)
 
 
 def chain_split(runs: int, submit_size: int) -> list[int]:

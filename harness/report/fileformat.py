@@ -32,7 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from harness.formats.yamlio import dump_yaml
 from harness.model.errors import ReportError
-from harness.report.model import JOURNAL, JOURNALED, Report, Summary, trial_from_dict
+from harness.report.model import (
+    JOURNAL,
+    JOURNALED,
+    Report,
+    Summary,
+    brief_from_dict,
+    trial_from_dict,
+)
 
 if TYPE_CHECKING:            # the reader loads when a report is read, not when one is written
     from harness.report.reader import ReportReader
@@ -125,8 +132,8 @@ def load_report(path: str | Path, *, detail: bool = True, trials: bool = True) -
         report = Report.from_dict(reader.document(with_trials=False), str(path))
         try:
             for entry in reader.trials() if trials else ():
-                trial = trial_from_dict(entry.body)
-                report.plans[entry.plan].trials.append(trial if detail else trial.brief())
+                make = trial_from_dict if detail else brief_from_dict
+                report.plans[entry.plan].trials.append(make(entry.body))
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             if isinstance(err, ReportError):
                 raise

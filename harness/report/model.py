@@ -16,8 +16,10 @@ from typing import Any
 from harness.model.errors import ReportError
 from harness.model.plan import plan_label
 from harness.model.results import (
+    BRIEF_FIELDS,
     COMPLETED_STATE,
     FINISHED,
+    HEAVY_FIELDS,
     BriefTrial,
     RunlistOutcome,
     TrialResult,
@@ -156,6 +158,20 @@ class Summary:
         finished = sum(n for status, n in self.by_status.items() if status in _FINISHED)
         return {"trials": finished, "by_state": dict(self.by_state),
                 "by_status": dict(self.by_status)}
+
+
+def brief_from_dict(raw: dict[str, Any]) -> TrialResult:
+    """`trial_from_dict(raw).brief()` without making an object of every runlist outcome:
+    what continuing a report of millions of them reads, a trial at a time."""
+    states = runlist_states(raw)
+    runlists = raw.get("runlists") or []
+    failing = next((i for i, s in enumerate(states or []) if s not in _OK_STATES), None)
+    kept = [RunlistOutcome(**runlists[failing])] if failing is not None else []
+    heavy = any(raw.get(name) is not None for name in HEAVY_FIELDS)
+    if len(runlists) == len(kept) and not heavy:
+        return trial_from_dict(raw)
+    fields = {k: raw[k] for k in BRIEF_FIELDS if k in raw}
+    return BriefTrial(**fields, runlists=kept, runlists_in_file=len(runlists))
 
 
 def trial_from_dict(raw: dict[str, Any]) -> TrialResult:

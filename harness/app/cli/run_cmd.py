@@ -26,7 +26,7 @@ from harness.app.cli.progress import announce, progress_line
 from harness.execution.runner import Runner, flow_of, open_run
 from harness.model.errors import BadInput
 from harness.model.plan import cut_text
-from harness.model.results import flow_text
+from harness.model.results import BriefTrial, flow_text
 from harness.report.model import PlanRecord, Report
 from harness.sources.load import load_case
 from harness.sources.recipe import export_plans
@@ -76,8 +76,12 @@ def _detail(plan: PlanRecord) -> str:
     for trial in plan.trials:
         if trial.error and not trial.status.answered:
             return trial.error.splitlines()[0][:100]
-    chains = " | ".join(cut_text(r.chains) for r in plan.trials[0].runlists) \
-        if plan.trials else ""
+    if not plan.trials:
+        return ""
+    first = plan.trials[0]
+    if isinstance(first, BriefTrial):       # a run past what memory holds whole
+        return f"{first.runlists_in_file} runlists"
+    chains = " | ".join(cut_text(r.chains) for r in first.runlists)
     return f"chains {chains}" if chains else ""
 
 
