@@ -345,3 +345,19 @@ def test_a_trial_read_in_brief_is_the_brief_of_the_trial_read_whole(status, stat
     read, whole = brief_from_dict(raw), trial_from_dict(raw).brief()
     assert type(read) is type(whole) and read == whole
     assert read.state == trial_from_dict(raw).state
+
+
+def test_a_render_keeps_a_bounded_number_of_distinct_failures(monkeypatch):
+    """Distinct failing rows are kept up to a cap and the rest counted, so a report whose
+    every runlist failed renders in bounded memory and says how many it did not list."""
+    from harness.report import digest as digesting
+    from harness.report.render import render_markdown
+    monkeypatch.setattr(digesting, "MAX_ROWS", 30)
+    plan = {"name": "p", "spec": "1", "chunks": [1], "trials": [
+        {"index": i, "status": "failed", "runlists": [
+            dict(runlist(0, "TIMEOUT"), failing_run=0, message=f"failure {i}")]}
+        for i in range(100)]}
+    view = Digest.of_document({"plans": [plan], "case": {"name": "c"}}).view(False)
+    assert len(view.failing) == 30 and view.failing_beyond == 70
+    assert "10 more distinct failures in the report, and 70 more failing runs." in \
+        render_markdown(view)

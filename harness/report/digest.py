@@ -29,6 +29,7 @@ from harness.report.redact import Redactor
 MAX_BODY = 65_536              # GitHub refuses issue bodies and comments over this
 KEEP_CHARS = 4 * MAX_BODY      # trials kept for embedding, as written (redaction may shrink)
 MESSAGE_CUT = 160              # a message's first line, as a failing row shows it
+MAX_ROWS = 5_000               # distinct failing rows kept; those beyond are only counted
 _OK_STATES = frozenset({None, COMPLETED_STATE})
 _NOT_ANSWERED = ("deadline", "crashed", "interrupted", "in-flight")
 # where a valid trial may hold keys of its own choosing (everything else is fixed by the
@@ -78,6 +79,7 @@ class Digest:
         # trials that were not checked may hold keys anywhere: look everywhere for serials
         self.learn_everywhere = learn_everywhere
         self.failing: dict[tuple, FailingRow] = {}
+        self.rows_beyond = 0
         self.located: list[str] = []
         self.failed = 0
         self.failed_plans: list[str] = []
@@ -186,6 +188,9 @@ class Digest:
         key = (*cells, message[:MESSAGE_CUT])
         row = self.failing.get(key)
         if row is None:
+            if len(self.failing) >= MAX_ROWS:
+                self.rows_beyond += 1        # counted, not kept: a render shows 20
+                return
             row = self.failing[key] = FailingRow(cells, message)
         row.trials.append(trial)
 
@@ -223,7 +228,8 @@ class Digest:
         first = self.first_with_lines or self.first_failed
         kept = None if self.kept is None else [(p, shown(t)) for p, t in self.kept]
         return ReportView(header=header, plan_trials=[p.trials for p in self.plans],
-                          failing=rows, located=[str(shown(x)) for x in self.located],
+                          failing=rows, failing_beyond=self.rows_beyond,
+                          located=[str(shown(x)) for x in self.located],
                           first_failure=(shown(first[0]), shown(first[1])) if first else None,
                           failed=self.failed, failed_plans=list(self.failed_plans),
                           total=self.total, kept=kept)
@@ -249,6 +255,7 @@ class ReportView:
     header: dict[str, Any]
     plan_trials: list[int]
     failing: list[FailingRow]
+    failing_beyond: int              # failing runs past the rows kept, not told apart
     located: list[str]
     first_failure: tuple[str, dict[str, Any]] | None
     failed: int

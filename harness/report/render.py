@@ -281,7 +281,9 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
         lines += md_table(["plan", "trials", "runlist", "runs (chains)", "failing run",
                            "chain", "state", "from", "message"], shown)
         if len(failing) > len(shown):
-            lines.append(f"\n{len(failing) - len(shown)} more distinct failures in the report.")
+            lines.append(f"\n{len(failing) - len(shown)} more distinct failures in the report"
+                         + (f", and {view.failing_beyond} more failing runs" if
+                            view.failing_beyond else "") + ".")
         if view.located:
             lines += ["", "Failing run located as: " + "; ".join(_cell(n) for n in view.located)
                       + "."]
