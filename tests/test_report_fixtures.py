@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harness.app.cli import main
@@ -65,6 +65,7 @@ def _damage(data, rng: random.Random, depth: int = 0):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(list(KINDS)), st.integers(0, 2**32))
+@example("run", 1088006)            # a plan named by a mapping: read before it is checked
 def test_what_validates_renders(tmp_path, kind, seed):
     data = yaml.safe_load((FIXTURES / f"v1-{kind}.yaml").read_text())
     damaged = tmp_path / f"damaged-{seed}.yaml"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import tracemalloc
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_report_fixtures import _damage
 
 from harness.app.cli import main
 from harness.formats.yamlio import dump_yaml, dump_yaml_within
@@ -361,3 +363,34 @@ def test_a_render_keeps_a_bounded_number_of_distinct_failures(monkeypatch):
     assert len(view.failing) == 30 and view.failing_beyond == 70
     assert "10 more distinct failures in the report, and 70 more failing runs." in \
         render_markdown(view)
+
+
+@pytest.fixture(scope="module")
+def failing_report(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("failing") / "r.yaml"
+    result = CliRunner().invoke(main, ["reproduce", "--no-isolate", "--trials", "2",
+                                       "--profile", "inflight-cap:40", "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    return out
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32))
+def test_a_damaged_journal_either_fails_its_check_or_renders(tmp_path, failing_report, seed):
+    """Read a part at a time, a report whose journal lines were damaged (values replaced
+    anywhere in them) is refused by name or rendered and bundled: never a harness fault."""
+    rng = random.Random(seed)
+    head, journal = failing_report.read_text().split("\njournal:\n")
+    lines = journal.splitlines()
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(lines))
+        lines[at] = "- " + json.dumps(_damage(json.loads(lines[at][2:]), rng),
+                                      separators=(", ", ": "))
+    damaged = tmp_path / f"d{seed}.yaml"
+    damaged.write_text(head + "\njournal:\n" + "\n".join(lines) + "\n")
+    want = 0 if CliRunner().invoke(main, ["report", "check", str(damaged)]).exit_code == 0 \
+        else 2
+    for args in (["render"], ["render", "--format", "text"], ["bundle", "--force"]):
+        done = CliRunner().invoke(main, ["report", *args, str(damaged)])
+        assert done.exit_code == want, (args, done.output)

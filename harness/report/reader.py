@@ -70,6 +70,16 @@ def _index(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
+def _key(value: Any) -> Any:
+    """A plan's name or a trial's index as a key: what a damaged file holds there may be
+    a mapping or a list (the schema check says so; reading it must not fail first)."""
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", repr(value))
+    return value
+
+
 class HeaderError(ReportError):
     """The header is not valid YAML (or holds what the harness never writes there)."""
 
@@ -289,13 +299,13 @@ class ReportReader:
                 if isinstance(plan, dict) else plan
             self._plans.append(_Plan(declaration))
             if isinstance(plan, dict):
-                self._by_name[plan.get("name")] = len(self._plans) - 1
+                self._by_name[_key(plan.get("name"))] = len(self._plans) - 1
                 if isinstance(plan.get("trials"), list):
                     nested.append((len(self._plans) - 1, plan["trials"]))
         for position, trials in nested:             # a nested document keeps them here
             for number, trial in enumerate(trials):
                 index = trial.get("index") if isinstance(trial, dict) else None
-                key = index if index is not None else f"#{number}"
+                key = _key(index) if index is not None else f"#{number}"
                 self._plans[position].trials[key] = _Where(None, body=trial)
         if isinstance(header.get("bisect"), dict):
             log = header["bisect"].get("log")
@@ -355,9 +365,9 @@ class ReportReader:
             return
         body = next(iter(entry.values()))
         if kind == "plan":
-            if body.get("name") not in self._by_name:
+            if _key(body.get("name")) not in self._by_name:
                 self._plans.append(_Plan(body, line=line))
-                self._by_name[body.get("name")] = len(self._plans) - 1
+                self._by_name[_key(body.get("name"))] = len(self._plans) - 1
         elif kind == "trial":
             where = _Where(line, *span, written=False) if span else \
                 _Where(line, body={k: v for k, v in body.items() if k != "plan"})
@@ -368,12 +378,12 @@ class ReportReader:
             self.journal_notes.append(body)
 
     def _place_trial(self, name: Any, index: Any, line: int, where: _Where) -> None:
-        position = self._by_name.get(name)
+        position = self._by_name.get(_key(name))
         if position is None:
             self._misplace(line, f"the trial names plan {name!r}, which the report does not "
                                  "declare")
             return
-        self._plans[position].trials[index] = where
+        self._plans[position].trials[_key(index)] = where
 
     def _misplace(self, line: int, message: str) -> None:
         """An entry that cannot be put in the document: loading stops there; a check says
