@@ -27,8 +27,8 @@ from harness.report.model import (
     JOURNALED,
     KNOWN_SCHEMAS,
     Report,
+    brief_from_dict,
     is_simulated,
-    trial_from_dict,
 )
 from harness.report.reader import HeaderError, ReportReader, TrialEntry
 from harness.report.schema import check, report_schema, trial_schema
@@ -106,7 +106,7 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
     except Exception as err:
         visitor_error = err
     entry_lines = _journal_lines(reader)
-    found = [_located(p.path, p.where(), p.message, _line_of(p.path, entry_lines, reader.lines))
+    found = [_located(p.where(), p.message, _line_of(p.path, entry_lines, reader.lines))
              for p in check(doc)]
     root = report_schema()
     rule = trial_schema(root)
@@ -118,10 +118,10 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
         counted[entry.plan] = ordinal + 1
         path = ("plans", entry.plan, "trials", ordinal)
         problems = check(entry.body, rule, path, root)
-        found += [_located(p.path, p.where(), p.message,
+        found += [_located(p.where(), p.message,
                            entry.line or _line_of(p.path, {}, reader.lines)) for p in problems]
         if judged and not problems and not found:
-            briefs.setdefault(entry.plan, []).append(trial_from_dict(entry.body).brief())
+            briefs.setdefault(entry.plan, []).append(brief_from_dict(entry.body))
         if also is not None and visitor_error is None:
             try:
                 also(entry)
@@ -158,7 +158,7 @@ def _journal_lines(reader: ReportReader) -> dict[tuple, int]:
     return lines
 
 
-def _located(path: KeyPath, where: str, message: str, line: int | None) -> str:
+def _located(where: str, message: str, line: int | None) -> str:
     return f"line {line}: {where}: {message}" if line else f"{where}: {message}"
 
 
