@@ -20,6 +20,7 @@ from typing import IO, Any
 
 from harness.formats.jsonread import gc_paused
 from harness.formats.yamlio import dump_yaml
+from harness.model.plan import cut_text, plan_label
 from harness.model.results import COMPLETED_STATE
 from harness.report.evidence import FAILED
 from harness.report.model import Summary, runlist_states
@@ -275,14 +276,12 @@ class ReportView:
 
 
 def _label(declaration: Any) -> str:
-    from harness.model.plan import plan_label
     if not isinstance(declaration, dict):
         return str(declaration)
     return plan_label(str(declaration.get("name")), declaration.get("chunks") or [])
 
 
 def _cut_text(chains: Any) -> str:
-    from harness.model.plan import cut_text
     return cut_text(chains if isinstance(chains, list) else [])
 
 

@@ -102,17 +102,6 @@ def _plan_json(plan: Any, trials: list[Any], *, last: bool) -> str:
 
 # -- the model from the file ----------------------------------------------------------------
 
-def read_report_text(path: str | Path) -> str:
-    try:
-        return Path(path).read_text("utf-8")
-    except IsADirectoryError:
-        raise ReportError(f"{path} is a folder, not a report") from None
-    except OSError as err:
-        raise ReportError(f"cannot read report {path}: {err.strerror}") from None
-    except UnicodeDecodeError:
-        raise ReportError(f"{path}: not UTF-8 text") from None
-
-
 def read_document(path: str | Path) -> Any:
     """A report file as the one nested document the schema describes, as written: neither
     checked nor converted (a v1 file is that document; a journaled file is assembled)."""

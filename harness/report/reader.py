@@ -253,11 +253,6 @@ class ReportReader:
     def journaled(self) -> bool:
         return isinstance(self.header, dict) and self.header.get("schema") in JOURNALED
 
-    def header_plan_count(self) -> int:
-        header = self.read_header()
-        plans = header.get("plans") if isinstance(header, dict) else None
-        return len(plans) if isinstance(plans, list) else 0
-
     # -- the journal: where everything is ----------------------------------------------------
 
     def _journal_lines(self) -> Iterator[tuple[int, int, int, bytes]]:

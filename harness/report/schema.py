@@ -195,20 +195,15 @@ class FlatObjects:
         return True
 
 
-@functools.cache
-def _flat(root_id: int, schema_id: int) -> FlatObjects | None:
-    root, schema = _SEEN[root_id], _SEEN[schema_id]
-    return FlatObjects.of(root, schema)
-
-
-_SEEN: dict[int, dict[str, Any]] = {}
+# by the item schema's identity: the report schema's own dicts, loaded once and kept
+_FLAT: dict[int, tuple[dict[str, Any], FlatObjects | None]] = {}
 
 
 def _flat_items(root: dict[str, Any], schema: dict[str, Any]) -> FlatObjects | None:
-    # keyed by identity: the schemas are the loaded report schema's own dicts, kept alive
-    _SEEN.setdefault(id(root), root)
-    _SEEN.setdefault(id(schema), schema)
-    return _flat(id(root), id(schema))
+    held = _FLAT.get(id(schema))
+    if held is None or held[0] is not schema:
+        held = _FLAT[id(schema)] = (schema, FlatObjects.of(root, schema))
+    return held[1]
 
 
 def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:

@@ -49,9 +49,9 @@ from harness.formats.jsonread import (
     parse_json,
 )
 from harness.model.errors import CaseError
+from harness.sources.case import REPLAY
 from harness.sources.confine import OutsideFolder, inside
 
-REPLAY = "replay.json"
 MAX_REPLAY_BYTES = 256 << 20
 
 
@@ -304,7 +304,6 @@ class _Builder:
     artefact files) to what came before it."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         self.read = JsonReader(str(path), CaptureError)
         self.folder = path.parent
         self.hwctxs: dict[str, str] = {}

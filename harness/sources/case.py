@@ -34,6 +34,8 @@ from harness.model.results import FLOWS, FULL_ELF, INSTR_BO, BufferSpec
 from harness.sources.confine import OutsideFolder, inside
 
 NOP = "nop"
+# the file an XRT capture folder holds: a reference naming one is a capture, not a case
+REPLAY = "replay.json"
 DEFAULT_TRIALS = 3
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _ROLE = re.compile(r"[a-z][a-z0-9_]*")

@@ -8,10 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.model.errors import CaseError
-from harness.sources.case import Case, decode_case, find_case, read_document
+from harness.sources.case import REPLAY, Case, decode_case, find_case, read_document
 from harness.sources.recipe import is_recipe_ref, load_recipe
-
-REPLAY = "replay.json"          # harness.sources.capture's, which loads when one is read
 
 
 def load_case(ref: str | Path, recipe_profile: str | None = None) -> Case:
