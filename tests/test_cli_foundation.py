@@ -69,6 +69,16 @@ def test_known_table_facts():
     assert entry.uuid == "8c7d1bd4-90e5-fc13-64b0-cf0eb8dcd543"
 
 
+def test_every_known_hash_is_found_in_any_case_and_an_unknown_one_parses_nothing():
+    from harness.formats import known
+    known._table.cache_clear()
+    assert lookup("00" * 32) is None and lookup("a3fc" * 16) is None
+    assert known._table.cache_info().currsize == 0       # a miss costs no parse
+    files = known._table()[1]
+    for sha, entry in files.items():
+        assert lookup(sha) is entry and lookup(sha.upper()) is entry
+
+
 def test_cases_list_and_validate_shipped():
     listed = run("cases", "list")
     assert listed.exit_code == 0

@@ -46,9 +46,13 @@ class KnownXclbin:
 
 
 @functools.cache
+def _text() -> str:
+    return resources.files("harness").joinpath("data/known_xclbins.yaml").read_text("utf-8")
+
+
+@functools.cache
 def _table() -> tuple[str, dict[str, KnownXclbin]]:
-    text = resources.files("harness").joinpath("data/known_xclbins.yaml").read_text("utf-8")
-    raw = load_yaml_text(text)
+    raw = load_yaml_text(_text())
     files = {
         sha: KnownXclbin(sha, int(v["size"]), str(v["md5"]), str(v["uuid"]),
                          str(v["xclbin_version"]), tuple(v["kernels"]), tuple(v["known_as"]))
@@ -58,7 +62,12 @@ def _table() -> tuple[str, dict[str, KnownXclbin]]:
 
 
 def lookup(sha256: str) -> KnownXclbin | None:
-    return _table()[1].get(sha256.lower())
+    wanted = sha256.lower()
+    # The table is keyed by hash in plain hex: a hash absent from its text is unknown, and
+    # the table is parsed (a tenth of a run's start-up) only for one that may be known.
+    if wanted not in _text():
+        return None
+    return _table()[1].get(wanted)
 
 
 def table_source() -> str:

@@ -14,9 +14,12 @@ WATCHED = ("/dev/accel/", "/dev/kfd")
 
 def device_users(src: Sources, exclude: Iterable[int] = ()) -> dict[str, Any]:
     """Each process (other than `exclude`) with an open /dev/accel/* or /dev/kfd, and how
-    many processes could not be inspected (other users' without privileges)."""
+    many processes could not be inspected (other users' without privileges). Where
+    neither node exists no process can hold one, and /proc is not walked."""
+    if not _watched_nodes(src):
+        return {"users": [], "uninspectable": 0}
     skip = set(exclude)
-    proc = src.path("/proc")
+    proc = str(src.path("/proc"))
     users: list[dict[str, Any]] = []
     hidden = 0
     try:
@@ -26,8 +29,9 @@ def device_users(src: Sources, exclude: Iterable[int] = ()) -> dict[str, Any]:
     for pid in pids:
         if pid in skip:
             continue
+        fd_dir = f"{proc}/{pid}/fd"
         try:
-            fds = os.listdir(proc / str(pid) / "fd")
+            fds = os.listdir(fd_dir)
         except PermissionError:
             hidden += 1
             continue
@@ -36,7 +40,7 @@ def device_users(src: Sources, exclude: Iterable[int] = ()) -> dict[str, Any]:
         held = set()
         for fd in fds:
             try:
-                target = os.readlink(proc / str(pid) / "fd" / fd)
+                target = os.readlink(f"{fd_dir}/{fd}")
             except OSError:
                 continue
             if target.startswith(WATCHED):
@@ -46,6 +50,16 @@ def device_users(src: Sources, exclude: Iterable[int] = ()) -> dict[str, Any]:
             users.append({"pid": pid, "command": comm if comm else None,
                           "devices": sorted(held)})
     return {"users": users, "uninspectable": hidden}
+
+
+def _watched_nodes(src: Sources) -> bool:
+    accel = src.path("/dev/accel")
+    try:
+        if any(True for _ in os.scandir(accel)):
+            return True
+    except OSError:
+        pass
+    return os.path.lexists(src.path("/dev/kfd"))
 
 
 def own_family() -> set[int]:
