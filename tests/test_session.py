@@ -52,13 +52,15 @@ def test_the_runlist_builder_calls_what_a_loop_over_the_arguments_would(shapes, 
                 for c, shape in enumerate(shapes)]
     flat = [item for kernel, args in commands for item in (kernel, *(v for _, v in args))]
     added: list = []
+    kept = [None] * (layers * len(commands))
     _runlist_builder(tuple(tuple(shape) for shape in shapes))(
-        Run, lambda r: calls.append(("add",)), added.append, layers, *flat)
+        Run, lambda r: calls.append(("add",)) or added.append(r), kept, layers, *flat)
     expected: list[tuple] = []
     for _ in range(layers):
         for kernel, args in commands:
             expected += [("run", kernel), *(("set_arg", i, v) for i, v in args), ("add",)]
-    assert calls == expected and len(added) == layers * len(commands)
+    assert calls == expected
+    assert kept == added and len(set(map(id, kept))) == len(kept)   # each run, in its place
 
 
 def test_every_xclbin_gets_a_live_context(tmp_path):

@@ -44,6 +44,8 @@ class Backend:
     # On hardware, what the probe found: the loaded driver's timeout, pyxrt's XRT version.
     hardware_timeout_s: float | None = None
     hardware_xrt_version: str | None = None
+    # the current trial's simulated device clock (prepare_trial sets it)
+    _clock: Callable[[], float] | None = field(default=None, repr=False, compare=False)
 
     @property
     def hardware(self) -> bool:
@@ -121,15 +123,13 @@ class Backend:
         if not self.hardware:
             from harness.sim import control
             mixed = (seed + self.profile.seed * 1_000_003) % 2**32
-            control.configure(self.profile.with_seed(mixed), latencies=self.latencies)
+            self._clock = control.configure(self.profile.with_seed(mixed),
+                                            latencies=self.latencies).clock.now
 
     def device_clock(self) -> Callable[[], float] | None:
         """The simulated device's clock (microseconds) for the current trial; None on
         hardware, which offers no device clock through pyxrt."""
-        if self.hardware:
-            return None
-        from harness.sim import control
-        return control.current().clock.now
+        return None if self.hardware else self._clock
 
     def simulated_kernel_log(self, failed: bool) -> dict[str, Any] | None:
         """The kernel log the simulated driver printed during this trial, read as a real

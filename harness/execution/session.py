@@ -178,15 +178,18 @@ class _Loaded:
     def build_runlist(self, start: int, units: int) -> tuple[Any, list[Any]]:
         """The runlist of `units` layers (or runs, for a given order) from `start` on."""
         rl = self.xrt.runlist(self.ctx)
-        runs: list[Any] = []
         order = self.spec.order
         if order is None:
-            self._build(self.xrt.run, rl.add, runs.append, units, *self._build_args)
+            runs: list[Any] = [None] * (units * len(self.commands))
+            self._build(self.xrt.run, rl.add, runs, units, *self._build_args)
             return rl, runs
+        runs = []
         for position in order[start:start + units]:
             k, args = self.commands[position]
-            self._builders[position](self.xrt.run, rl.add, runs.append, 1, k,
+            one = [None]
+            self._builders[position](self.xrt.run, rl.add, one, 1, k,
                                      *(value for _, value in args))
+            runs += one
         return rl, runs
 
 
@@ -194,17 +197,21 @@ class _Loaded:
 def _runlist_builder(shapes: tuple[tuple[int, ...], ...]) -> Callable[..., None]:
     """The loop a person writes by hand to fill a runlist, for commands whose arguments
     are set at these indices: `r = run(k0); r.set_arg(0, a0_0); ...; add(r)` per command,
-    per layer. A generic loop over (index, value) pairs costs the harness ~15% over a
-    hand-written host program on the simulated stack (benchmarks/harness_overhead.py);
-    this one makes the same calls in the same order as the generic loop would."""
+    per layer, each run also kept in `runs` (sized for them) at its place. A generic loop
+    over (index, value) pairs costs the harness ~15% over a hand-written host program on
+    the simulated stack (benchmarks/harness_overhead.py); this one makes the same calls in
+    the same order as the generic loop would."""
+    count = len(shapes)
     params, body = [], []
     for c, indices in enumerate(shapes):
         params += [f"k{c}", *(f"a{c}_{i}" for i in range(len(indices)))]
+        place = "layer" if count == 1 else f"base + {c}"
         body += [f"        r = make_run(k{c})",
                  *(f"        r.set_arg({index}, a{c}_{i})" for i, index in enumerate(indices)),
-                 "        add(r)", "        keep(r)"]
-    source = (f"def build(make_run, add, keep, layers, {', '.join(params)}):\n"
-              "    for _ in range(layers):\n" + "\n".join(body) + "\n")
+                 "        add(r)", f"        runs[{place}] = r"]
+    head = [] if count == 1 else [f"        base = layer * {count}"]
+    source = (f"def build(make_run, add, runs, layers, {', '.join(params)}):\n"
+              "    for layer in range(layers):\n" + "\n".join(head + body) + "\n")
     namespace: dict[str, Any] = {}
     exec(compile(source, f"<runlist builder for {shapes}>", "exec"), namespace)
     return namespace["build"]
@@ -213,11 +220,10 @@ def _runlist_builder(shapes: tuple[tuple[int, ...], ...]) -> Callable[..., None]
 def run_chunk(loaded: _Loaded, backend: Backend, index: int, layers: int,
               start: int = 0) -> RunlistOutcome:
     rl, runs = loaded.build_runlist(start, layers)
-    outcome = RunlistOutcome(index, len(runs), chain_split(len(runs), backend.submit_size))
     device_clock = backend.device_clock()
     device_before = device_clock() if device_clock else 0.0
-    started = time.perf_counter()
     errors = []
+    started = time.perf_counter()
     try:
         rl.execute()
     except RuntimeError as err:
@@ -227,14 +233,16 @@ def run_chunk(loaded: _Loaded, backend: Backend, index: int, layers: int,
         rl.wait()
     except RuntimeError as err:
         errors.append(str(err))
-    message = "\n".join(errors) or None
-    outcome.wall_ms = round((time.perf_counter() - started) * 1000.0, 3)
+    wall_ms = round((time.perf_counter() - started) * 1000.0, 3)
+    # what is recorded is worked out after the wait: nothing but the calls is timed
+    outcome = RunlistOutcome(index, len(runs), chain_split(len(runs), backend.submit_size),
+                             wall_ms=wall_ms)
     if device_clock:
         outcome.device_ms = round((device_clock() - device_before) / 1000.0, 3)
-    if message is None:
+    if not errors:
         outcome.state, outcome.state_code = "COMPLETED", COMPLETED_CODE
         return outcome
-    _classify_failure(outcome, message, runs, backend.submit_size)
+    _classify_failure(outcome, "\n".join(errors), runs, backend.submit_size)
     return outcome
 
 
