@@ -52,6 +52,30 @@ def test_the_control_is_nop_elf_runs_on_validate_at_the_case_depth(tmp_path):
     assert "depth-only 42" in result.output
 
 
+def test_the_control_plan_lands_in_the_header_with_what_resume_needs(tmp_path):
+    # one header write carries the control plan, its artifacts and the exports: the
+    # journal holds trials only, and a resume finds the control's pack where it looks
+    import yaml
+    _, out = reproduce(tmp_path, "--trials", "1")
+    header_text, journal_text = out.read_text().split("\njournal:\n", 1)
+    header = yaml.safe_load(header_text)
+    assert [p["name"] for p in header["plans"]][-1] == "depth-only"
+    assert header["artifacts"]["control"]["case"] == "nop-depth"
+    assert header["exports"]["plans"] and '{"plan": {' not in journal_text
+
+
+def test_a_plan_declared_for_the_header_after_journaled_ones_is_refused(tmp_path):
+    from harness.report.journal import ReportFile
+    from harness.report.model import Report
+    report = Report(command="bisect", harness={}, backend={"simulated": True}, case={},
+                    settings={})
+    handle = ReportFile.create(report, out=str(tmp_path / "r.yaml"))
+    handle.add_plan(PlanRecord("step 1", "1", [1]))
+    with pytest.raises(ValueError, match="add_plan"):
+        handle.declare_plan(PlanRecord("control", "1", [1]))
+    handle.close()
+
+
 def test_the_control_runs_xrts_own_validate_xclbin_when_installed(tmp_path, monkeypatch):
     from machines import ar_archive
     real = SHARED_REFERENCE / "xrt-validate-strx" / "validate_strx.xclbin"

@@ -233,8 +233,10 @@ class Runner:
         return self.case, self.pack, self.options
 
     def add_control(self) -> str | None:
-        """Add the depth-only control plan (`harness.sources.depth_control`); None if it was added,
-        else why not (its validate.xclbin is not on this machine)."""
+        """Add the depth-only control plan (`harness.sources.depth_control`) to the header;
+        None if it was added, else why not (its validate.xclbin is not on this machine).
+        The caller rewrites the header before the trials (reproduce does, with its exports):
+        the plan and what resume needs to run it (artifacts.control) land in one write."""
         case, plan, what = control_for(self.case)
         try:
             pack = resolve_pack(case, simulated=not self.backend.hardware)
@@ -242,13 +244,12 @@ class Runner:
             return f"the depth-only control was not run: {err}"
         self.control = (case, pack)
         self.backend.latencies.update(case_latencies(case))
-        self.handle.add_plan(PlanRecord(plan.name, plan.spec, list(plan.chunks),
-                                        control=what))
+        self.handle.declare_plan(PlanRecord(plan.name, plan.spec, list(plan.chunks),
+                                            control=what))
         self.report.artifacts["control"] = {
             "case": case.name, "runs": case.layers,
             "pack": {"name": pack.name, "source": pack.source, "stand_ins": pack.stand_ins},
             "xclbins": [identity(read_xclbin(path), role) for role, path in pack.files.items()]}
-        self.handle.rewrite()
         return None
 
     def run(self) -> Report:

@@ -339,9 +339,18 @@ class ReportFile:
         self.appended += 1
 
     def add_plan(self, plan: PlanRecord) -> None:
-        """A plan decided after the header was written (a search's, a control)."""
+        """A plan decided after the header was written (a search's steps)."""
         self.report.plans.append(plan)
         self.append("plan", plan.declaration())
+
+    def declare_plan(self, plan: PlanRecord) -> None:
+        """A plan for the header's own list, on disk with the next `rewrite`, which the
+        caller makes before any trial of it runs (no journal entry, no write of its own)."""
+        report = self.report
+        if report.declared is not None and report.declared != len(report.plans):
+            raise ValueError("the journal already declares plans: add_plan this one too")
+        report.plans.append(plan)
+        report.declared = len(report.plans)
 
     def record_trial(self, plan_name: str, trial: TrialResult) -> None:
         self.append("trial", {"plan": plan_name, **trial_dict(trial)})

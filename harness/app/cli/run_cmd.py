@@ -181,7 +181,7 @@ def reproduce(case_ref, no_control, backend_kind, profile, realtime, seed, trial
         if why_not:
             runner.warnings.append(why_not)
             runner.handle.note(f"warning: {why_not}")
-    _export_beside(runner, force)
+    _export_beside(runner, force)        # its rewrite also writes the control plan down
     return _execute(runner, as_json, backend.describe())
 
 
