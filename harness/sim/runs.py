@@ -489,7 +489,8 @@ def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[in
                       or [r._args[1] for r in runs].count(first._args[1]) == n
                       and [r._args[2] for r in runs].count(first._args[2]) == n):
         fault = k._fault(first)
-        hangs = {i - start for i in k._hang_at if start <= i < start + n}
+        hangs = {i - start for i in k._hang_at if start <= i < start + n} if k._hang_at \
+            else set()
         return ([k._latency_us] * n, [k._arg_bytes] * n, [k._opcode] * n,
                 dict.fromkeys(range(n), fault) if fault is not None else {}, hangs)
     latencies, arg_bytes, opcodes = [], [], []
@@ -599,6 +600,13 @@ class runlist:
         self._hwctx = ctx
 
     def add(self, r: Any = _MISSING, /) -> None:
+        # A run in no runlist, never started, on a bound idle runlist: what `_add` would
+        # do, decided in this frame (the rest goes through `_add`, which says what is wrong).
+        if r.__class__ is run and r._in is None and r._job is None and r._packet == NEW \
+                and r._kernel is not None and not self._running and self._hwctx is not None:
+            r._in = self._member
+            self._runs.append(r)
+            return
         if not isinstance(r, run):
             overloaded("add", "runlist", [
                 Overload("(self: pyxrt.runlist, run: pyxrt.run) -> None",
@@ -660,8 +668,10 @@ class runlist:
         self._touches_seen = _touches
         jobs = []
         for start in range(0, len(runs), size):
-            jobs.append(stack.submit(ctx._ctx, *_chain(runs[start:start + size], start),
-                                     chained=True))
+            latencies, arg_bytes, opcodes, faults, hangs = _chain(runs[start:start + size],
+                                                                  start)
+            jobs.append(stack.submit(ctx._ctx, latencies, arg_bytes, opcodes, faults, hangs,
+                                     True))
         self._jobs = jobs
         self._running = True
 
@@ -685,7 +695,8 @@ class runlist:
         size = stack.profile.xrt_chain
         runs = self._runs
         for chain, job in enumerate(self._jobs):
-            _settle_overwrites(job, runs, chain * size)
+            if job.overwrites:
+                _settle_overwrites(job, runs, chain * size)
         for chain, job in enumerate(self._jobs):
             if job.state == COMPLETED:
                 continue

@@ -196,6 +196,9 @@ class Stack:
         self.device = profile.device_model
         self.build = driver_build(profile.flavour, profile.kernel)
         self.period_us = self.build.period_s * 1e6
+        # the build's and profile's rules as the hot path asks them
+        self._push_signals = self.build.signals == "push+completion"
+        self._device_checks = self.build.detection == DEVICE_TWO_CHECKS
         self.clock = RealClock() if profile.realtime else VirtualClock()
         self._now = self.clock.now
         self.latencies = dict(latencies or {})
@@ -293,7 +296,7 @@ class Stack:
     # -- submission (the driver) ----------------------------------------------
 
     def submit(self, ctx: Context, latencies: list[float], arg_bytes: list[int],
-               opcodes: list[int], faults: dict[int, str], hangs: set[int], *,
+               opcodes: list[int], faults: dict[int, str], hangs: set[int],
                chained: bool) -> Job:
         if not ctx.alive:
             raise RuntimeError("hardware context has been destroyed")
@@ -301,7 +304,8 @@ class Stack:
                   chained, self._now())
         self.jobs.append(job)
         ctx.submitted += 1
-        if self.profile.flaky and self.rng.random() < self.profile.flaky:
+        flaky = self.profile.flaky
+        if flaky and self.rng.random() < flaky:
             job.hangs = hangs | {self.rng.randrange(len(latencies))}
         if len(ctx.inflight) < CTX_MAX_CMDS:
             self._admit(job)
@@ -322,19 +326,20 @@ class Stack:
             self._end(job, NEW)
             return
         ctx.last_signal = now                   # drm_sched re-arms its timer on a push
-        if self.build.signals == "push+completion":
-            self._signal()
-        self._arm_watchdog(ctx)
+        if self._push_signals:
+            self.device_signal = now
+            self.tdr_status = _SIGNALED
+        if self._device_checks:
+            if not self._tick_armed:
+                self._arm_device_check()
+        elif not ctx.timer_pending:
+            self._arm_context_timer(ctx)
         cap = self.profile.inflight_cap
         if cap is not None and not ctx.wedged:
             queued = sum(j.count - j.completed(now) for j in ctx.inflight)
             if queued > cap:
                 self._wedge(ctx, f"{queued} commands queued on context {ctx.id} "
                                  f"(inflight-cap {cap})")
-
-    def _signal(self) -> None:
-        self.device_signal = self._now()
-        self.tdr_status = _SIGNALED
 
     def _chain_problem(self, job: Job) -> str | None:
         count = job.count
@@ -468,7 +473,8 @@ class Stack:
         if state == COMPLETED:
             ctx.completed_jobs += 1
             ctx.last_signal = now               # drm_sched re-arms its timer on completion
-            self._signal()
+            self.device_signal = now
+            self.tdr_status = _SIGNALED
 
     def _fail(self, job: Job, state: int, index: int = 0, health: Health | None = None,
               *, health_here: bool = True) -> None:
@@ -494,17 +500,16 @@ class Stack:
 
     # -- hang detection (the driver build's rule) -----------------------------------
 
-    def _arm_watchdog(self, ctx: Context) -> None:
-        if self.build.detection == DEVICE_TWO_CHECKS:
-            if not self._tick_armed:
-                self._tick_armed = True
-                self._catch_up_idle_ticks()
-                self._at((self._ticks_done + 1) * self.period_us, self._device_tick, None)
-            return
-        if not ctx.timer_pending:
-            ctx.timer_pending = True
-            self._at(max(ctx.last_signal, ctx.rearmed_at) + self.period_us, self._ctx_timer,
-                     ctx)
+    def _arm_device_check(self) -> None:
+        """The periodic device check, armed with the first job after an idle spell."""
+        self._tick_armed = True
+        self._catch_up_idle_ticks()
+        self._at((self._ticks_done + 1) * self.period_us, self._device_tick, None)
+
+    def _arm_context_timer(self, ctx: Context) -> None:
+        """drm_sched's per-context job timer, armed when a job is pushed to an idle one."""
+        ctx.timer_pending = True
+        self._at(max(ctx.last_signal, ctx.rearmed_at) + self.period_us, self._ctx_timer, ctx)
 
     def _ctx_timer(self, ctx: Context) -> None:
         """drm_sched's timeout work for one context."""
