@@ -92,6 +92,58 @@ def test_130_and_143_stop_with_one_line_and_the_report_kept(monkeypatch, stop, c
     assert trial.status is TrialStatus.INTERRUPTED and trial.error == f"interrupted by {how}"
 
 
+class _CutShort:
+    """A class attribute whose `__set_name__` meets the signal, as a dataclass's fields do
+    when Ctrl-C lands while a module is imported mid-run."""
+
+    def __init__(self, stop: type[BaseException]) -> None:
+        self.stop = stop
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        raise self.stop()
+
+
+def _class_made_during(stop: type[BaseException]) -> None:
+    class Record:                # noqa: B903 - made only to meet the signal
+        field = _CutShort(stop)
+
+
+@pytest.mark.parametrize("stop, code, how", [(KeyboardInterrupt, 130, "Ctrl-C"),
+                                             (Terminated, 143, "SIGTERM")])
+def test_a_stop_python_wraps_while_a_class_is_made_still_stops_the_run(monkeypatch, stop,
+                                                                       code, how):
+    # CPython 3.11 raises RuntimeError("Error calling __set_name__ ...") from the signal
+    monkeypatch.setattr("harness.execution.runner.run_trial",
+                        lambda *a: _class_made_during(stop))
+    result = invoke(*fast_run("--out", "r.yaml"))
+    assert result.exit_code == code, result.output
+    assert result.stderr.strip().startswith(f"interrupted: stopped by {how}; everything so "
+                                            "far is in r.yaml; continue with")
+    trial = load_report("r.yaml").plans[0].trials[0]
+    assert trial.status is TrialStatus.INTERRUPTED and trial.error == f"interrupted by {how}"
+
+
+@pytest.mark.parametrize("stop, code, line", [
+    (KeyboardInterrupt, 130, "interrupted: stopped by Ctrl-C"),
+    (lambda: SystemExit(143), 143, "terminated: stopped by SIGTERM")])   # before stop.install
+def test_the_console_script_knows_a_wrapped_stop_during_start_up(monkeypatch, capsys, stop,
+                                                                 code, line):
+    monkeypatch.setattr(entry, "_invoke", lambda *a: _class_made_during(stop))
+    assert entry._run([], "runlist-harness") == code
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_a_fault_is_not_taken_for_a_stop_and_a_cyclic_chain_ends():
+    from harness.model.errors import stop_behind
+    fault = ValueError("bad")
+    other = RuntimeError("worse")
+    fault.__context__, other.__context__ = other, fault
+    assert stop_behind(fault) is None
+    wrapped = RuntimeError("Error calling __set_name__")
+    wrapped.__cause__ = KeyboardInterrupt()
+    assert isinstance(stop_behind(wrapped), KeyboardInterrupt)
+
+
 def test_validate_refuses_what_render_could_not_render(tmp_path):
     fixture = Path(__file__).parent / "fixtures" / "reports" / "v1-run.yaml"
     broken = tmp_path / "broken.yaml"

@@ -42,13 +42,14 @@ def _run(args: list[str], prog_name: str, command_name: str | None = None) -> in
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         return _invoke(args, prog_name, command_name)
-    except KeyboardInterrupt:
-        print("interrupted: stopped by Ctrl-C", file=sys.stderr)
-        return INTERRUPTED
     except BaseException as err:
-        if type(err).__name__ != "Terminated" and not (isinstance(err, SystemExit)
-                                                        and err.code == TERMINATED):
+        from harness.model.errors import stop_behind
+        stop = stop_behind(err)
+        if stop is None:
             raise
+        if isinstance(stop, KeyboardInterrupt):
+            print("interrupted: stopped by Ctrl-C", file=sys.stderr)
+            return INTERRUPTED
         print("terminated: stopped by SIGTERM", file=sys.stderr)
         return TERMINATED
 

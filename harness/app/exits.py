@@ -33,7 +33,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.model.errors import ExitCode, HarnessError, Interrupted, Terminated
+from harness.model.errors import (
+    ExitCode,
+    HarnessError,
+    Interrupted,
+    Terminated,
+    stop_behind,
+)
 from harness.model.results import TrialStatus
 
 HARNESS = "harness"
@@ -186,6 +192,9 @@ def ending_of(err: BaseException) -> Ending | None:
         return Ending("interrupted", "stopped by Ctrl-C", int(ExitCode.INTERRUPTED))
     if isinstance(err, Terminated):
         return Ending("terminated", "stopped by SIGTERM", int(ExitCode.TERMINATED))
+    stop = stop_behind(err)
+    if stop is not None and stop is not err:
+        return ending_of(stop)
     if isinstance(err, OSError) and err.errno in _NOT_WRITABLE:
         name = errno.errorcode.get(err.errno or 0, "")
         where = err.filename if err.filename is not None else "a file"

@@ -28,8 +28,8 @@ from harness.model.errors import (
     BadInput,
     EnvironmentNotReady,
     Interrupted,
-    Terminated,
     XclbinError,
+    stop_behind,
 )
 from harness.model.plan import Plan
 from harness.model.results import (
@@ -298,7 +298,10 @@ class Runner:
             plan.trials[index] = result
             self.handle.record_trial(plan.name, result)
             plan.trials[index] = self._held(result)
-        except (KeyboardInterrupt, Terminated) as signalled:
+        except BaseException as err:
+            signalled = stop_behind(err)      # also a stop Python wrapped (see there)
+            if signalled is None:
+                raise
             how, signal = (("Ctrl-C", "SIGINT") if isinstance(signalled, KeyboardInterrupt)
                            else ("SIGTERM", "SIGTERM"))
             if placeholder is not None and plan.trials[index] is placeholder:

@@ -71,3 +71,18 @@ class Interrupted(HarnessError):
 
 class Terminated(BaseException):
     """Raised in the main thread when SIGTERM arrives, as KeyboardInterrupt is for SIGINT."""
+
+
+def stop_behind(err: BaseException) -> BaseException | None:
+    """The Ctrl-C or SIGTERM an exception stands for: itself, or the one it was raised from
+    or while handling. CPython 3.11 wraps whatever `__set_name__` raises in a RuntimeError,
+    so a signal landing while a dataclass is being made (a module imported mid-run) arrives
+    as one; early in start-up a SIGTERM is a SystemExit(143)."""
+    for _ in range(16):                  # a chain is short; a cycle must not hang the exit
+        if err is None:
+            return None
+        if isinstance(err, (KeyboardInterrupt, Terminated)) or (
+                isinstance(err, SystemExit) and err.code == ExitCode.TERMINATED):
+            return err
+        err = err.__cause__ or err.__context__
+    return None
