@@ -133,6 +133,22 @@ def test_the_console_script_knows_a_wrapped_stop_during_start_up(monkeypatch, ca
     assert capsys.readouterr().err == line + "\n"
 
 
+@pytest.mark.parametrize("args, code", [(["--version"], 0), (["run", "no-such-case"], 2)])
+def test_the_console_script_leaves_through_its_exit_hooks_with_its_status(tmp_path, args,
+                                                                          code):
+    # entry._exit skips the interpreter's teardown, never the hooks (locks, fork servers)
+    marker = tmp_path / "hooks-ran"
+    program = ("import atexit, pathlib, sys\n"
+               f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'yes')\n"
+               "from harness.app.entry import main\n"
+               "sys.argv = ['runlist-harness', *sys.argv[1:]]\n"
+               "main()\n")
+    done = subprocess.run([sys.executable, "-c", program, *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == code, done.stderr
+    assert marker.read_text() == "yes"
+
+
 def test_a_fault_is_not_taken_for_a_stop_and_a_cyclic_chain_ends():
     from harness.model.errors import stop_behind
     fault = ValueError("bad")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -212,19 +214,18 @@ def test_too_many_buffers_for_the_kernel_is_refused_before_any_trial(tmp_path):
     assert not Path("reports").exists()
 
 
-def test_reproduce_ert_timeout_entry_point(monkeypatch, capsys):
-    from harness.app.entry import reproduce
-    monkeypatch.setattr("sys.argv", ["reproduce_ert_timeout", "--no-isolate", "--trials", "1",
-                                     "--profile", "inflight-cap:40"])
-    with pytest.raises(SystemExit) as info:
-        reproduce()
-    assert info.value.code == 1
-    capsys.readouterr()
-    monkeypatch.setattr("sys.argv", ["reproduce_ert_timeout", "--help"])
-    with pytest.raises(SystemExit) as info:
-        reproduce()
-    assert info.value.code == 0
-    assert capsys.readouterr().out.startswith("Usage: reproduce_ert_timeout [OPTIONS] [CASE]")
+def test_reproduce_ert_timeout_entry_point(tmp_path):
+    # the console script's own function, in a process of its own as the script runs it
+    def script(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", "from harness.app.entry import "
+                               "reproduce; reproduce()", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+    failed = script("--no-isolate", "--trials", "1", "--profile", "inflight-cap:40")
+    assert failed.returncode == 1, failed.stderr
+    assert "verdict: reproduced" in failed.stdout
+    helped = script("--help")
+    assert helped.returncode == 0
+    assert helped.stdout.startswith("Usage: reproduce_ert_timeout [OPTIONS] [CASE]")
 
 
 @pytest.mark.parametrize("kernel, state", [("7.0", "TIMEOUT"), ("6.16", "ABORT")])

@@ -17,15 +17,13 @@ from click.utils import make_default_short_help
 from harness.app.cli import COMMANDS, main
 
 HEAVY = ("numpy", "harness.sim", "harness.execution.backend", "harness.execution.runner")
+# The console script leaves through its exit hooks (entry._exit): the list is printed by one.
 LOADED = """
-import json, sys
+import atexit, json, sys
+atexit.register(lambda: print("\\nLOADED " + json.dumps(sorted(sys.modules)), flush=True))
 from harness.app.entry import main
 sys.argv = ["runlist-harness", *json.loads(sys.argv[1])]
-try:
-    main()
-except SystemExit:
-    pass
-print("\\nLOADED " + json.dumps(sorted(sys.modules)))
+main()
 """
 
 
