@@ -1,14 +1,13 @@
 """The console scripts `runlist-harness` and `reproduce_ert_timeout`.
 
-Kept light on purpose: its own imports are Python's built-in `signal`, `sys` and
-`os`, so Ctrl-C or SIGTERM at any moment after Python has started it ends with
+Kept light on purpose: its own imports are Python's built-in `signal` and `sys`,
+so Ctrl-C or SIGTERM at any moment after Python has started it ends with
 one line and 130 or 143, never a traceback or click's "Aborted!". Everything
 else (click, yaml, the simulator) is imported inside the guard.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 
@@ -55,23 +54,12 @@ def _run(args: list[str], prog_name: str, command_name: str | None = None) -> in
 
 
 def _exit(code: int) -> None:
-    """Leave with `code` once everything is written, without tearing the interpreter down
-    module by module (a tenth of a short run's wall time): the exit hooks run (locks let
-    go of, fork servers ended), the streams are flushed, then the process ends. After an
-    interruption this is also what keeps the status: a KeyboardInterrupt that passed
+    """Leave with `code` once everything is written (`harness.execution.stop.leave`). After
+    an interruption this is also what keeps the status: a KeyboardInterrupt that passed
     through `exec` makes Python kill itself with SIGINT at exit, whatever status the
     program chose (CPython's unhandled_keyboard_interrupt flag)."""
-    import atexit
-    try:
-        getattr(atexit, "_run_exitfuncs", lambda: None)()
-    except BaseException:  # noqa: BLE001 - a second Ctrl-C in a hook: still leave, as said
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    from harness.execution.stop import leave
+    leave(code)
 
 
 def main() -> None:

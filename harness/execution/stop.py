@@ -9,6 +9,8 @@ the run there, with its trial recorded.
 
 from __future__ import annotations
 
+import atexit
+import os
 import signal
 import sys
 
@@ -54,3 +56,20 @@ def raise_if_requested() -> None:
         raise KeyboardInterrupt
     if _requested == "SIGTERM":
         raise Terminated
+
+
+def leave(code: int) -> None:
+    """End this process with `code` without tearing the interpreter down module by module
+    (a tenth of a short run's wall time): the exit hooks run (locks let go of, fork servers
+    ended), the streams are flushed, then it ends. For a process that has written
+    everything it writes: the console scripts and the trial worker."""
+    try:
+        getattr(atexit, "_run_exitfuncs", lambda: None)()
+    except BaseException:  # noqa: BLE001 - a second Ctrl-C in a hook: still leave, as said
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

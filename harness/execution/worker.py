@@ -277,4 +277,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness.execution.stop import leave
+    leave(main())
