@@ -5,6 +5,9 @@ be, and a few places swallow it (a `__del__` method, an `atexit` hook: "Exceptio
 ignored in ..."). So the handlers installed here also remember the request, and
 the runner asks at every trial boundary: a stop that was swallowed still stops
 the run there, with its trial recorded.
+
+How a finished process leaves (`leave`) lives here too: after a stop it must keep
+the status chosen, which an ordinary interpreter exit would not.
 """
 
 from __future__ import annotations
