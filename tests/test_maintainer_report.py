@@ -64,8 +64,10 @@ def test_the_hardware_path_records_parses_renders_and_bundles_every_item(machine
     assert env["system"]["dmi"]["bios_version"] == "03.04"
     assert "product_serial" not in env["system"]["dmi"]           # one unit's serial: never
     assert env["system"]["boot_flags"] == {"iommu": "pt"}
-    assert env["npu_firmware"] == {"loaded": "amdnpu/17f0_11/npu_7.sbin",
-                                   "files": ["npu.sbin", "npu_7.sbin"]}
+    firmware = env["npu_firmware"]
+    assert (firmware["loaded"], firmware["files"]) == ("amdnpu/17f0_11/npu_7.sbin",
+                                                       ["npu.sbin", "npu_7.sbin"])
+    assert (firmware["protocol"], firmware["app_health"]) == ("7.2", True)   # 1.1.2.65
     assert env["kernel_log"] == {"source": "/dev/kmsg"}
     assert env["xrt_smi"]["examine"]["exit_status"] == 0
     assert "xrt-smi examine: Device(s) Present" in env["xrt_smi"]["examine"]["output"]

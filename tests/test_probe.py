@@ -223,3 +223,39 @@ def test_memlock_against_a_model(tree, tmp_path):
 def test_driver_timeout_for_deadlines(facts, seconds):
     from harness.model.drivers import timeout_seconds
     assert timeout_seconds(facts) == seconds
+
+
+# -- the firmware's mailbox protocol and app health (harness.model.firmware) ---------------
+
+@pytest.mark.parametrize("firmware, log_line, protocol, health, source", [
+    # a release public logs tie to a protocol, read from the device (GET_INFO param 8)
+    ((1, 1, 2, 65), None, "7.2", True, "firmware 1.1.2.65"),
+    # a protocol-6 release whose minor is not established: not settled
+    ((1, 0, 0, 63), None, "6.x", None, "firmware 1.0.0.63"),
+    # an unknown release: the major in the loaded file's name (npu_7.sbin)
+    ((1, 1, 9, 1), None, "7.x", True, "file name"),
+    # the driver's own refusal says it exactly (Linux aie2_pci.c aie2_check_protocol)
+    ((1, 1, 9, 1), "Incompatible firmware protocol major 6 minor 17", "6.17", False,
+     "refusal"),
+])
+def test_the_probe_reads_the_firmware_s_protocol_and_app_health(tree, firmware, log_line,
+                                                               protocol, health, source):
+    tree.npu()
+    tree.identity()
+    if log_line:
+        with open(tree.root / "dev" / "kmsg", "a") as kmsg:
+            kmsg.write(f"3,12,5200000,-;amdxdna 0000:c7:00.1: [drm] *ERROR* "
+                       f"aie2_check_protocol: {log_line}\n")
+    facts = probe(tree.sources(ROOT, CannedDrm(firmware=firmware)))
+    found = facts["npu_firmware"]
+    assert (found["protocol"], found["app_health"]) == (protocol, health)
+    assert source in found["protocol_from"]
+    assert ("does not report health" in found.get("note", "")) == (health is False)
+    assert f"mailbox protocol {protocol}" in render(facts)
+
+
+def test_npu1_firmware_never_reports_health(tree):
+    tree.npu(device="1502", revision="0x00", fw="1.5.5.391")
+    facts = probe(tree.sources(ROOT, CannedDrm(firmware=(1, 5, 5, 391))))
+    assert facts["npu_firmware"]["app_health"] is False
+    assert "does not report health" in render(facts)

@@ -28,50 +28,74 @@ def kernel_lines(rig: Rig) -> list[str]:
 
 # -- what each build leaves: states, error_index, payload, message --------------------------
 
-@pytest.mark.parametrize("profile, message, failing, error_index", [
+NOT_MODELLED_LINES = "\n".join(
+    f"{name} = not modelled" for name in (
+        "txn_op_idx", "ctx_pc", "fatal_error_type", "fatal_error_exception_type",
+        "fatal_error_exception_pc", "fatal_error_app_module")) + "\n"
+ZERO_LINES = "\n".join(
+    f"{name} = 0x00000000" for name in (
+        "txn_op_idx", "ctx_pc", "fatal_error_type", "fatal_error_exception_type",
+        "fatal_error_exception_pc", "fatal_error_app_module")) + "\n"
+
+
+@pytest.mark.parametrize("profile, message", [
     # Linux 6.16, before 6fb7f2988832: the cmdlist handler sees the cancelled chain
     # (data NULL) and sets ABORT; error_index stays XRT's 0
-    ("mainline,kernel:6.16", ABORT_MSG, 24, 0),
-    # 6fb7f2988832 (6.17.y): job_timeout -> TIMEOUT; the payload untouched, its first word
-    # the CU mask 1, which XRT reads as version-1 health of no known generation
-    ("mainline,kernel:6.17", TIMEOUT_MSG + "\n", 24, 0),
-    # 89ff45359abb (7.0): amdxdna_cmd_set_error(cmd_abo, job, 0, TIMEOUT): 0xFF over
-    # sub-command 0 -> neither version: the bare message
-    ("mainline,kernel:7.0", TIMEOUT_MSG, 24, 0),
-    ("mainline,kernel:7.1", TIMEOUT_MSG, 24, 0),
-    # staging: error_index = run_list_id (6 on npu1, where the firmware reports it), the
-    # health data in sub-command 0 (run 24), so run 30's own packet is intact
-    ("staging", TIMEOUT_MSG + "\n", 30, 6),
-    # oot: error_index = the context's run_list_id and the health data in that sub-command
-    ("oot", TIMEOUT_MSG + "\n\n" + "\n".join([
-        "txn_op_idx = 0xFFFFFFFF", "ctx_pc = 0x00000000", "fatal_error_type = 0x00000000",
-        "fatal_error_exception_type = 0x00000000", "fatal_error_exception_pc = 0x00000000",
-        "fatal_error_app_module = 0x00000000"]) + "\n", 30, 6),
+    ("mainline,kernel:6.16", ABORT_MSG),
+    # 6fb7f2988832 reached 6.17 and 6.18 as stable backports (6.17.13, 6.18.2): the series'
+    # first releases still ABORT ("[PATCH 6.17 143/507]", "[PATCH 6.18 167/614]")
+    ("mainline,kernel:6.17", ABORT_MSG),
+    ("mainline,kernel:6.17.12", ABORT_MSG),
+    ("mainline,kernel:6.18", ABORT_MSG),
+    # with it, job_timeout -> TIMEOUT; the payload untouched, its first word the CU mask
+    # 1, which XRT reads as version-1 health of no known generation
+    ("mainline,kernel:6.17.13", TIMEOUT_MSG + "\n"),
+    ("mainline,kernel:6.18.2", TIMEOUT_MSG + "\n"),
+    ("mainline,kernel:6.19", TIMEOUT_MSG + "\n"),
+    # 89ff45359abb (7.0; 6.19.7 by backport, "[PATCH 6.19 208/311]"):
+    # amdxdna_cmd_set_error(cmd_abo, job, 0, TIMEOUT): 0xFF over sub-command 0 -> neither
+    # version: the bare message
+    ("mainline,kernel:6.19.7", TIMEOUT_MSG),
+    ("mainline,kernel:7.0", TIMEOUT_MSG),
+    # 25854131c04a (7.1): the app health report's version-1 data over sub-command 0, the
+    # failing index its run_list_id (0 on a timeout); fields unknown to the model read
+    # "not modelled" in XRT's lines
+    ("mainline,kernel:7.1", TIMEOUT_MSG + "\n\n" + NOT_MODELLED_LINES),
+    ("staging", TIMEOUT_MSG + "\n\n" + NOT_MODELLED_LINES),
+    ("oot", TIMEOUT_MSG + "\n\n" + NOT_MODELLED_LINES),
+    # firmware without AIE2_APP_HEALTH: no report, so 0xFF only (staging, 7.1) ...
+    ("mainline,kernel:7.1,firmware:protocol:6.17", TIMEOUT_MSG),
+    ("staging,firmware:protocol:6.17", TIMEOUT_MSG),
+    # ... and the legacy tree copies its context's zeroed health data (version 0)
+    ("oot,firmware:protocol:6.17", TIMEOUT_MSG + "\n" + ZERO_LINES),
 ])
-def test_each_build_leaves_its_own_states_and_message(tmp_path, profile, message, failing,
-                                                     error_index):
-    rig = Rig(tmp_path, f"{profile},device:npu1,hang-at:30", columns=4)
+def test_each_build_leaves_its_own_states_and_message(tmp_path, profile, message):
+    # the firmware leaves run_list_id at 0 on a timeout (io_test.cpp), so run 24, the
+    # hung chain's first, is blamed: hang-at:30 is its sub-command 6
+    rig = Rig(tmp_path, f"{profile},hang-at:30")
     rl, runs = rig.runlist(42)
     assert failure(rl) == message
     state = message.split("(")[1].split(")")[0].replace("ERT_CMD_STATE_", "")
-    assert states(runs) == ["NEW"] * failing + [state] + ["ABORT"] * (41 - failing)
-    assert rig.stack.jobs[-1].error_index == error_index
+    assert states(runs) == ["NEW"] * 24 + [state] + ["ABORT"] * 17
+    assert rig.stack.jobs[-1].error_index == 0
 
 
 def test_staging_writes_health_into_sub_command_0_not_the_failing_run(tmp_path):
-    # aie2_set_cmd_timeout -> amdxdna_cmd_set_error: error_index = run_list_id, but the
-    # 0xFF fill and the V1 health go to cc->data[0]
-    rig = Rig(tmp_path, "device:npu1,hang-at:30", columns=4)
+    # aie2_set_cmd_timeout -> amdxdna_cmd_set_error: the V1 health and the 0xFF fill go to
+    # cc->data[0] of the hung chain (run 24 of a 42-run list), whatever run hung
+    rig = Rig(tmp_path, "hang-at:30")
     rl, runs = rig.runlist(42)
     failure(rl)
     assert [runs[24]._word(i) for i in range(2)] == [1, 0]        # V1, AIE2
+    assert runs[24]._word(2) is None                               # txn_op_idx: unknown
     assert runs[24]._word(8) == FF                                  # then 0xFF
     assert runs[30]._word(0) == 1 and runs[30]._word(1) == 3        # CU mask, opcode 3
 
 
 def test_mainline_before_the_fix_leaves_a_cancelled_single_run_new(tmp_path):
     # aie2_sched_resp_handler on 6.16: data NULL -> goto out, the state never set
-    for kernel, expected in [("6.16", "NEW"), ("6.17", "TIMEOUT"), ("7.0", "TIMEOUT")]:
+    for kernel, expected in [("6.16", "NEW"), ("6.17", "NEW"), ("6.17.13", "TIMEOUT"),
+                             ("7.0", "TIMEOUT")]:
         rig = Rig(tmp_path, f"mainline,kernel:{kernel},slow:layer:61000000")
         r = rig.run()
         r.start()
@@ -79,14 +103,28 @@ def test_mainline_before_the_fix_leaves_a_cancelled_single_run_new(tmp_path):
 
 
 def test_oot_ends_every_chain_in_flight_timeout_with_health_once(tmp_path):
-    rig = Rig(tmp_path, "oot,device:npu1,hang-at:3", columns=4)
+    # aie2_sched_cmdlist_resp_handler: every chain TIMEOUT at the context's run_list_id (0
+    # on a timeout); aie2_ctx_cmd_health_data copies the report into the first only
+    rig = Rig(tmp_path, "oot,hang-at:3")
     rl, runs = rig.runlist(24 * 3)          # three chains in flight when the check fires
-    assert failure(rl).startswith(TIMEOUT_MSG + "\n\ntxn_op_idx = 0xFFFFFFFF")
+    assert failure(rl) == TIMEOUT_MSG + "\n\n" + NOT_MODELLED_LINES
     jobs = list(rig.stack.jobs)[-3:]
     assert [j.state for j in jobs] == [8, 8, 8]
-    assert [j.error_index for j in jobs] == [3, 3, 3]
-    assert runs[3]._word(0) == 1 and runs[24 + 3]._word(0) == 1 == runs[48 + 3]._word(0)
-    assert runs[24 + 3]._over is None and runs[3]._over is not None    # health once
+    assert [j.error_index for j in jobs] == [0, 0, 0]
+    assert runs[0]._word(0) == 1 and runs[24]._over is None and runs[48]._over is None
+
+
+def test_oot_without_app_health_copies_zeros_once_then_nothing(tmp_path):
+    # aie2_dump_ctx gets no report (aie2_get_app_health: -EOPNOTSUPP): no capture block, and
+    # the context's kzalloc'd health data (a version-0 report of zeros) is what the first
+    # timed-out command carries; once carried (health_reported), later ones only ABORT
+    rig = Rig(tmp_path, "oot,firmware:protocol:6.17,hang-at:0")
+    rl, runs = rig.runlist(1)
+    assert failure(rl) == TIMEOUT_MSG + "\n" + ZERO_LINES
+    assert not any("Firmware timeout state capture" in line for line in kernel_lines(rig))
+    again, fresh = rig.runlist(1)
+    assert failure(again) == TIMEOUT_MSG + "\n"              # the CU mask: no known layout
+    assert fresh[0]._over is None and runs[0]._over is not None
 
 
 @pytest.mark.parametrize("kernel, times_ms", [
@@ -120,7 +158,7 @@ def test_staging_resets_per_context_from_6_17_and_every_context_before(tmp_path,
 @pytest.mark.parametrize("profile, again", [
     ("staging", ERROR_MSG),                          # 0xFF + health over sub-command 0
     ("mainline,kernel:7.0", ERROR_MSG),              # 0xFF over sub-command 0
-    ("mainline,kernel:6.17", TIMEOUT_MSG),           # untouched: the same failure again
+    ("mainline,kernel:6.17.13", TIMEOUT_MSG),        # untouched: the same failure again
 ])
 def test_re_executing_runs_after_a_failure_submits_the_corrupted_payload(tmp_path, profile,
                                                                         again):

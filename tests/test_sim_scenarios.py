@@ -41,20 +41,26 @@ def test_stack2_empty_runlist_execute_is_a_no_op(tmp_path):
 
 
 def test_stack2_error_walk_offsets_error_index_by_24_per_chain(tmp_path):
-    # npu1 reports the true index: run 30 is chain 1, error_index 6.
-    rig = Rig(tmp_path, "device:npu1,hang-at:30", columns=4)
-    rl, runs = rig.runlist(42)
-    assert outcome(rl) == TIMEOUT_MSG
+    # A firmware error reports its true index (io_test.cpp: "the index returned from FW
+    # is accurate"): run 30 is chain 1, error_index 6.
+    rig = Rig(tmp_path)
+    unsynced = rig.instructions(8, sync=False)       # the device copy is all zeros
+    rl = pyxrt.runlist(rig.ctx)
+    runs = [rig.run(instr=unsynced if i == 30 else None) for i in range(42)]
+    for r in runs:
+        rl.add(r)
+    assert outcome(rl) == "runlist failed execution (ERT_CMD_STATE_ERROR)"
     # runs before the failing one are never marked: they still read NEW
-    assert states(runs) == ["NEW"] * 30 + ["TIMEOUT"] + ["ABORT"] * 11
+    assert states(runs) == ["NEW"] * 30 + ["ERROR"] + ["ABORT"] * 11
     assert [job.error_index for job in rig.stack.jobs] == [0, 6]
 
 
 def test_stack2_good_hang_good_is_timeout_then_abort_under_staging(tmp_path):
+    # a timeout's index is the firmware's read index, 0 (io_test.cpp [good, bad, good])
     rig = Rig(tmp_path, "device:npu1,hang-at:1", columns=4)
     rl, runs = rig.runlist(3)
     assert outcome(rl) == TIMEOUT_MSG
-    assert states(runs) == ["NEW", "TIMEOUT", "ABORT"]
+    assert states(runs) == ["TIMEOUT", "ABORT", "ABORT"]
 
 
 @pytest.mark.parametrize("release, between, tail", [
@@ -79,10 +85,11 @@ def test_stack2_failure_message_carries_health_lines(tmp_path, release, between,
     if not tail:
         assert lines == [head]
         return
+    # the simulated firmware's report: values the model cannot know are not invented
     assert lines[1:] == between + [
-        "txn_op_idx = 0xFFFFFFFF", "ctx_pc = 0x00000000", "fatal_error_type = 0x00000000",
-        "fatal_error_exception_type = 0x00000000", "fatal_error_exception_pc = 0x00000000",
-        "fatal_error_app_module = 0x00000000"]
+        f"{name} = not modelled" for name in (
+            "txn_op_idx", "ctx_pc", "fatal_error_type", "fatal_error_exception_type",
+            "fatal_error_exception_pc", "fatal_error_app_module")]
 
 
 def test_stack2_run_wait_ms_returns_timeout_when_the_host_wait_expires(tmp_path):
@@ -255,7 +262,8 @@ def test_stack4_staging_times_out_a_chain_2s_after_its_push(tmp_path):
 
 @pytest.mark.parametrize("kernel, message, expected", [
     ("6.16", ABORT_MSG, ["ABORT", "ABORT", "ABORT"]),       # before 6fb7f2988832
-    ("6.17", TIMEOUT_MSG, ["TIMEOUT", "ABORT", "ABORT"]),   # 6fb7f2988832, 6.17.y backport
+    ("6.17", ABORT_MSG, ["ABORT", "ABORT", "ABORT"]),       # 6.17.0: not yet backported
+    ("6.17.13", TIMEOUT_MSG, ["TIMEOUT", "ABORT", "ABORT"]),  # 6fb7f2988832's backport
     ("7.0", TIMEOUT_MSG, ["TIMEOUT", "ABORT", "ABORT"]),
 ])
 def test_stack4_mainline_times_out_after_60s(tmp_path, monkeypatch, kernel, message,
@@ -300,11 +308,16 @@ def test_stack4_oot_watchdog_fires_on_the_second_silent_check(tmp_path, offset_m
 
 
 def test_stack4_four_jobs_in_flight_per_context(tmp_path):
+    # the 5th and 6th chains wait in the submit ioctl (the context's job_sem), so
+    # execute() returns only once two chains have ended
     rig = Rig(tmp_path)
     rl, _ = rig.runlist(24 * 6)
     rl.execute()
     ctx = rig.ctx._ctx
-    assert len(ctx.inflight) == 4 and len(ctx.backlog) == 2
+    jobs = list(rig.stack.jobs)
+    assert len(ctx.inflight) == 4 and [j.done for j in jobs] == [True, True] + [False] * 4
+    assert [j.blocked_us > 0 for j in jobs] == [False] * 4 + [True, True]
+    assert jobs[4].admitted_us == jobs[0].end_us and jobs[5].admitted_us == jobs[1].end_us
     rl.wait()
     assert chain_sizes(rig) == [24] * 6
 
@@ -350,8 +363,12 @@ def test_stack4_mixed_opcodes_in_a_chain_stay_new(tmp_path):
     assert outcome(rl) == NEW_MSG
 
 
-def test_stack4_npu4_class_reports_error_index_0_on_timeouts(tmp_path):
-    rig = Rig(tmp_path, "hang-at:30")          # npu5, PCI 17f0
+@pytest.mark.parametrize("device", ["npu5", "npu1"])
+def test_stack4_every_device_reports_error_index_0_on_timeouts(tmp_path, device):
+    # io_test.cpp: "For a timeout firmware leaves the runlist read index at 0" (the is_npu4
+    # test there only picks which command packet holds the health data); npu1's firmware
+    # gives no report at all (npu1_regs.c), so its index is 0 as well
+    rig = Rig(tmp_path, f"device:{device},hang-at:30", columns=4)
     rl, runs = rig.runlist(42)
     assert outcome(rl) == TIMEOUT_MSG
     # The hang was at run 30, but the firmware says index 0 of chain 1: XRT blames run 24.

@@ -44,6 +44,7 @@ class Backend:
     # On hardware, what the probe found: the loaded driver's timeout, pyxrt's XRT version.
     hardware_timeout_s: float | None = None
     hardware_xrt_version: str | None = None
+    hardware_app_health: bool | None = None   # the probe's reading of the firmware
     # the current trial's simulated device clock (prepare_trial sets it)
     _clock: Callable[[], float] | None = field(default=None, repr=False, compare=False)
 
@@ -91,7 +92,8 @@ class Backend:
                         "deviations": self.profile.deviations,
                         "realtime": self.profile.realtime,
                         "driver": {"flavour": build.flavour, "kernel": build.kernel,
-                                   "source": build.source}})
+                                   "source": build.source},
+                        "firmware": self.profile.firmware_facts()})
         if self.reason:
             out["reason"] = self.reason
         out["xrt"] = self.xrt_release()
@@ -116,6 +118,15 @@ class Backend:
         self.hardware_timeout_s = timeout_seconds(environment.get("driver") or {})
         pyxrt = (environment.get("xrt") or {}).get("pyxrt") or {}
         self.hardware_xrt_version = pyxrt.get("xrt_version")
+        self.hardware_app_health = (environment.get("npu_firmware") or {}).get("app_health")
+
+    def firmware_reports_health(self) -> bool | None:
+        """Whether the firmware answers the driver's app health query (None: not known).
+        Without it, health lines in XRT's message are not the firmware's account (the
+        legacy driver copies its context's zeroed health data)."""
+        if not self.hardware:
+            return self.profile.app_health
+        return self.hardware_app_health
 
     def prepare_trial(self, seed: int) -> None:
         """Give each trial a fresh simulated device and its own seed (from the trial's and

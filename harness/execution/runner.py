@@ -24,6 +24,7 @@ from harness.formats.xclbin import read_xclbin
 from harness.formats.xclbin_view import identity
 from harness.logs.driver_lines import trial_entry
 from harness.logs.kernel_log import PERMISSION_FIX, KernelLogReader, Reading, Unreadable
+from harness.model.drivers import JOBS_IN_FLIGHT
 from harness.model.errors import (
     BadInput,
     EnvironmentNotReady,
@@ -134,10 +135,16 @@ def profile_warnings(case: Case, backend: Backend) -> list[str]:
 
 def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
     """Worst case for one trial: start-up, plus each runlist hanging until the driver's
-    timeout fires, plus the time its commands take, with margin."""
+    timeout fires, once for each group of jobs in flight it needs (the 5th chain's
+    submit blocks in the ioctl, inside `execute()`, until the driver's timeout ends the
+    4 ahead of it), plus the time its commands take, with margin."""
     latency_s = max((c.latency_us or 50.0) for c in case.per_layer) / 1e6
-    per_chunk = [backend.driver_timeout_s() * 1.5 + 2.0 + n * case.runs_per_layer * latency_s
-                 for n in plan.chunks]
+    per_chunk = []
+    for n in plan.chunks:
+        runs = n * case.runs_per_layer
+        chains = -(-runs // backend.submit_size)
+        hangs = max(1, -(-chains // JOBS_IN_FLIGHT))
+        per_chunk.append(backend.driver_timeout_s() * 1.5 * hangs + 2.0 + runs * latency_s)
     return round(STARTUP_S + sum(per_chunk), 1)
 
 
@@ -294,6 +301,11 @@ class Runner:
                                      "xrt_libraries": own_libraries()}
             stop.raise_if_requested()      # a stop swallowed during the trial stops here
             result.started = placeholder.started
+            if self.backend.firmware_reports_health() is False:
+                # health lines in XRT's message are not this firmware's account (the legacy
+                # driver copies its context's zeroed data): the message keeps them
+                for outcome in result.runlists:
+                    outcome.health = None
             recovery = self._after_hardware_trial(result) if self.backend.hardware else None
             plan.trials[index] = result
             self.handle.record_trial(plan.name, result)

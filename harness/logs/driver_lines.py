@@ -108,6 +108,10 @@ _SINGLE: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
         ("firmware_request_failed", r"^failed to request_firmware (?P<file>\S+), ret "
                                     r"(?P<ret>-?\d+)$",
          "aie2_pci.c aie2_init (both trees)"),
+        ("firmware_protocol_refused", r"^Incompatible firmware protocol major (?P<major>\d+) "
+                                      r"minor (?P<minor>\d+)$",
+         "Linux aie2_pci.c aie2_check_protocol (6.19 and before, f1eac46fe5f7); seen refusing "
+         "firmware 1.1.2.64/65 as 'major 7 minor 2'"),
     ))
 CAPTURE_HEADER = "Firmware timeout state capture:"
 SOURCES = {**{kind: where for kind, _, where in _SINGLE},
@@ -266,10 +270,16 @@ def firmware_account(found: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     return {name: chosen[name] for name in FIRMWARE_FIELDS if name in chosen}
 
 
-def firmware_file(records: Iterable[LogRecord]) -> str | None:
-    """The firmware file the driver says it loaded (the last load in the log)."""
-    loaded = [e["file"] for e in events(records) if e["event"] == "firmware_loaded"]
-    return loaded[-1] if loaded else None
+def boot_firmware(records: Iterable[LogRecord]) -> tuple[str | None, tuple[int, int] | None]:
+    """From the driver's start-up lines: the firmware file it loaded last, and the mailbox
+    protocol (major, minor) of the last firmware it refused as incompatible."""
+    loaded, refused = None, None
+    for event in events(records):
+        if event["event"] == "firmware_loaded":
+            loaded = event["file"]
+        elif event["event"] == "firmware_protocol_refused":
+            refused = (event["major"], event["minor"])
+    return loaded, refused
 
 
 def trial_entry(reading: Reading | Unreadable, flavour: str | None, failed: bool

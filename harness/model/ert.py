@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from harness.model.firmware import NOT_MODELLED
+
 XRT_PREFIX = "ERT_CMD_STATE_"
 
 
@@ -119,7 +121,9 @@ def expected_message_form(version: str | None) -> str:
 
 
 _STATE_IN_TEXT = re.compile(r"ERT_CMD_STATE_([A-Z_]+)")
-_HEALTH_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(0[xX][0-9a-fA-F]+|-?\d+)\s*$")
+# a value is a number, or "not modelled" where the simulated firmware's value is unknown
+_HEALTH_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(0[xX][0-9a-fA-F]+|-?\d+|"
+                          + NOT_MODELLED + r")\s*$")
 # XRT master (aie_error_message_v1) names what ran before the health lines
 _IDENTITY_LINE = re.compile(r"^\s*(Kernel Instance|ELF File|ELF UUID)\s*:\s*(\S.*?)\s*$")
 
@@ -132,7 +136,7 @@ class XrtFailure:
     state_text: str
     headline: str
     kernel_instance: str | None = None
-    health: dict[str, int] = field(default_factory=dict)
+    health: dict[str, int | str] = field(default_factory=dict)   # int, or NOT_MODELLED
     identity: dict[str, str] = field(default_factory=dict)   # Kernel Instance, ELF File/UUID
 
     @property
@@ -144,7 +148,8 @@ def parse_xrt_error(message: str) -> XrtFailure:
     """Parse ``runlist failed execution (ERT_CMD_STATE_TIMEOUT)`` and its health lines.
 
     Health lines are ``name = 0x...`` (aligned with spaces or not), as the
-    staging driver's app-health report prints them. A message with no state
+    staging driver's app-health report prints them; the simulated stack writes ``name =
+    not modelled`` for a value it cannot know, kept as that text. A message with no state
     gives ``state=None`` and ``state_text='no state in message'``.
     """
     lines = message.splitlines() or [""]
@@ -161,7 +166,7 @@ def parse_xrt_error(message: str) -> XrtFailure:
             state = None
             state_text = f"unknown ({XRT_PREFIX}{match.group(1)})"
     identity: dict[str, str] = {}
-    health: dict[str, int] = {}
+    health: dict[str, int | str] = {}
     for line in lines[1:]:
         named = _IDENTITY_LINE.match(line)
         if named:
@@ -169,7 +174,8 @@ def parse_xrt_error(message: str) -> XrtFailure:
             continue
         pair = _HEALTH_LINE.match(line)
         if pair:
-            health[pair.group(1)] = int(pair.group(2), 0)
+            value = pair.group(2)
+            health[pair.group(1)] = value if value == NOT_MODELLED else int(value, 0)
     return XrtFailure(state, state_text, headline, identity.get("Kernel Instance"), health,
                       identity)
 

@@ -149,7 +149,7 @@ class RunlistOutcome:
     device_ms: float | None = None
     wall_ms: float | None = None
     message: str | None = None
-    health: dict[str, int] | None = None
+    health: dict[str, int | str] | None = None   # "not modelled": unknown to the simulator
     skipped: bool = False
     message_form: str | None = None      # "state in message" (XRT >= 2.21.75) or not (2.20)
     located_by: str | None = None        # how the failing run was found

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.probe.checks import Check, run_checks
 from harness.probe.driver import driver_facts
+from harness.probe.firmware_health import firmware_health
 from harness.probe.flm import flm_facts, memlock_facts
 from harness.probe.holders import device_users, own_family
 from harness.probe.kernel_log import kernel_log_facts
@@ -39,6 +40,8 @@ def probe(src: Sources | None = None, *, need_bytes: int | None = None,
         **kernel_log_facts(src, npu.get("pci") or {}),
         "device_users": device_users(src, own_family() if not src.fake else ()),
     }
+    if npu["present"]:
+        facts["npu_firmware"].update(firmware_health(npu, facts["npu_firmware"]))
     if xrt_smi_runs and npu["present"]:
         facts["xrt_smi"] = xrt_smi(src, validate=xrt_smi_validate)
     facts["checks"] = [c.to_dict() for c in run_checks(facts)]
@@ -69,6 +72,11 @@ def render(facts: dict[str, Any]) -> str:
         lines.append(f"firmware: {firmware or 'unknown'}; columns: "
                      f"{ioctl.get('columns') or 'unknown'}; power mode: "
                      f"{ioctl.get('power_mode') or 'unknown'}")
+        health = facts.get("npu_firmware") or {}
+        reports = {True: "reports health", False: "does not report health",
+                   None: "health reporting not known"}[health.get("app_health")]
+        lines.append(f"  mailbox protocol {health.get('protocol') or 'unknown'} "
+                     f"({health.get('protocol_from')}): {reports}")
         pm = npu.get("runtime_pm") or {}
         loaded = (facts.get("npu_firmware") or {}).get("loaded") or "not in the log"
         lines.append(f"  PCI {npu.get('bdf') or '?'}; IOMMU group type "

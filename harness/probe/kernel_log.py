@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.logs.driver_lines import firmware_file
+from harness.logs.driver_lines import boot_firmware
 from harness.logs.kernel_log import KernelLogReader, Unreadable, open_kernel_log
 from harness.probe.sources import Sources
 
@@ -23,14 +23,17 @@ def kernel_log_facts(src: Sources, pci: dict[str, Any]) -> dict[str, Any]:
     reader = kernel_log_reader(src)
     if isinstance(reader, Unreadable):
         return {"kernel_log": reader.to_json(), "npu_firmware": _firmware_files(src, pci, None)}
+    refused = None
     try:
-        loaded = firmware_file(reader.boot())
+        loaded, refused = boot_firmware(reader.boot())
     except OSError:
         loaded = None
     finally:
         reader.close()
-    return {"kernel_log": {"source": reader.source},
-            "npu_firmware": _firmware_files(src, pci, loaded)}
+    firmware = _firmware_files(src, pci, loaded)
+    if refused is not None:
+        firmware["refused_protocol"] = f"{refused[0]}.{refused[1]}"
+    return {"kernel_log": {"source": reader.source}, "npu_firmware": firmware}
 
 
 def _firmware_files(src: Sources, pci: dict[str, Any], loaded: str | None) -> dict[str, Any]:

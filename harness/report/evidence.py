@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.logs.driver_lines import FIRMWARE_FIELDS, firmware_account
 from harness.model.ert import parse_xrt_error
+from harness.model.firmware import NO_HEALTH
 
 # XRT's health lines (xrt_kernel.cpp, amend_aie_error_message / aie_error_message_v1)
 # under the driver's names for the same fields (the firmware's app-health report)
@@ -43,6 +44,18 @@ def firmware_rows(trial: dict[str, Any]) -> list[list[str]]:
             rows.append([name, _shown(logged.get(name)), _shown(carried.get(name))])
     rows += [[label, "-", value] for label, value in identity.items()]
     return rows
+
+
+def health_note(header: dict[str, Any]) -> str | None:
+    """"this firmware does not report health (...)" when the firmware the trials ran on
+    gives the driver no app health report (the simulated firmware for a simulated run,
+    the probe's reading of the machine's otherwise); None when it does or is not known."""
+    backend = _map(header.get("backend"))
+    found = _map(backend.get("firmware")) if backend.get("simulated") else \
+        _map(_map(header.get("environment")).get("npu_firmware"))
+    if found.get("app_health") is False:
+        return str(found.get("note") or NO_HEALTH)
+    return None
 
 
 def _shown(value: Any) -> str:

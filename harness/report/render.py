@@ -22,7 +22,13 @@ from harness.formats.yamlio import dump_yaml, dump_yaml_within
 from harness.model.plan import plan_label
 from harness.model.results import counts_text, flow_text
 from harness.report.digest import MAX_BODY, ReportView
-from harness.report.evidence import event_summary, firmware_rows, identity_rows, recovery_text
+from harness.report.evidence import (
+    event_summary,
+    firmware_rows,
+    health_note,
+    identity_rows,
+    recovery_text,
+)
 from harness.report.model import is_simulated
 
 MAX_FAILING_ROWS = 20
@@ -350,7 +356,11 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
             f"{u.get('pid')} {_cell(u.get('command') or '?')}" for u in users) or "none") + ".")
     lines.append("")
     rows = firmware_rows(trial)
-    if rows:
+    note = health_note(view.header)
+    if note:
+        # health lines XRT's message may still carry are not this firmware's account
+        lines += [f"Firmware's account of the timeout: none, {_cell(note)}.", ""]
+    elif rows:
         lines += ["Firmware's account of the timeout:", ""]
         lines += md_table(["field", "kernel log", "XRT message"], rows) + [""]
     log = trial.get("kernel_log")

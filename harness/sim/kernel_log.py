@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.logs.kernel_log import escape
+from harness.model.firmware import NOT_MODELLED
 
 BDF = "0000:c7:00.1"
 DEVICE = f"amdxdna {BDF}: "
@@ -44,6 +45,7 @@ class KernelRecord:
 class KernelLog:
     def __init__(self, flavour: str, now: Callable[[], float], sink: Path | None = None
                  ) -> None:
+        self.flavour = flavour
         self.legacy = flavour == "oot"
         self.now = now
         self.sink = sink
@@ -84,28 +86,38 @@ class KernelLog:
         self._emit(WARNING, f"{DEVICE}{'' if self.legacy else '[drm] '}{func}: {text}")
 
     def mgmt_failure(self, opcode: int, status: int) -> None:
-        """A management mailbox command the firmware refused (aie_send_mgmt_msg_wait in
-        the staging tree, aie2_send_mgmt_msg_wait in the others)."""
-        func = "aie2_send_mgmt_msg_wait" if self.legacy else "aie_send_mgmt_msg_wait"
+        """A context the firmware refused, as the in-tree and staging drivers log it on the
+        way out: the mailbox's refusal (`aie_send_mgmt_msg_wait` in staging's aie.c,
+        `aie2_send_mgmt_msg_wait` in Linux's aie2_message.c), then `aie2_xrs_load`,
+        `aie2_alloc_resource` and `aie2_hwctx_init` each passing -EINVAL on."""
+        func = "aie_send_mgmt_msg_wait" if self.flavour == "staging" else \
+            "aie2_send_mgmt_msg_wait"
         self.err(func, f"command opcode 0x{opcode:x} failed, status 0x{status:x}")
-        if not self.legacy:
-            self.err("aie2_hwctx_init", "Alloc hw resource failed, ret -22")
+        self.err("aie2_xrs_load", "create context failed, ret -22")
+        self.err("aie2_alloc_resource", "Allocate AIE resource failed, ret -22")
+        self.err("aie2_hwctx_init", "Alloc hw resource failed, ret -22")
 
     def capture_block(self, func: str, health) -> None:
-        """The "Firmware timeout state capture:" block (`aie2_set_cmd_timeout` in staging,
-        `aie2_dump_ctx` in the legacy tree), one line per field, tab-indented."""
+        """The "Firmware timeout state capture:" block (`aie2_set_cmd_timeout` in staging
+        and Linux 7.1, `aie2_dump_ctx` in the legacy tree), one line per field,
+        tab-indented; a field the model cannot know reads "not modelled"."""
+        def hex_of(value: int | None) -> str:
+            return NOT_MODELLED if value is None else f"0x{value:x}"
+
+        def dec_of(value: int | None) -> str:
+            return NOT_MODELLED if value is None else str(value)
         lines = ["Firmware timeout state capture:",
                  f"\tVersion: {health.major}.{health.minor}",
                  f"\tReport size: 0x{health.size:x}",
                  f"\tContext ID: {health.context_id}",
-                 f"\tDPU PC: 0x{health.dpu_pc:x}",
-                 f"\tTXN OP ID: 0x{health.txn_op_id:x}",
-                 f"\tContext PC: 0x{health.ctx_pc:x}",
-                 f"\tFatal error type: 0x{health.fatal_type:x}",
-                 f"\tFatal error exception type: 0x{health.exception_type:x}",
-                 f"\tFatal error exception PC: 0x{health.exception_pc:x}",
-                 f"\tFatal error app module: 0x{health.app_module:x}",
-                 f"\tFatal error task ID: {health.task_index}",
+                 f"\tDPU PC: {hex_of(health.dpu_pc)}",
+                 f"\tTXN OP ID: {hex_of(health.txn_op_id)}",
+                 f"\tContext PC: {hex_of(health.ctx_pc)}",
+                 f"\tFatal error type: {hex_of(health.fatal_type)}",
+                 f"\tFatal error exception type: {hex_of(health.exception_type)}",
+                 f"\tFatal error exception PC: {hex_of(health.exception_pc)}",
+                 f"\tFatal error app module: {hex_of(health.app_module)}",
+                 f"\tFatal error task ID: {dec_of(health.task_index)}",
                  f"\tTimed out sub command ID: {health.run_list_id}"]
         for line in lines:
             self.err(func, line)

@@ -14,7 +14,8 @@ import math
 import re
 from dataclasses import dataclass, replace
 
-from harness.model.drivers import DEFAULT_KERNEL, KERNELS, driver_build
+from harness.model import firmware
+from harness.model.drivers import CHANGES, DEFAULT_KERNEL, KERNELS, driver_build, kernel_release
 from harness.model.drivers import FLAVOURS as DRIVER_FLAVOURS
 from harness.model.errors import BadInput
 from harness.sim.releases import NEWEST, RELEASES, XrtRelease
@@ -30,19 +31,22 @@ class DeviceModel:
     columns: int
     dev_gen: int
     hwctx_limit: int             # hwctx_limit in the driver's npuN_regs.c
+    ctx_limit: int               # the legacy tree's virtual contexts (ctx_limit, npuN_regs.c)
 
     @property
     def npu4_class(self) -> bool:
-        # STACK.md 4: on PCI 17f0 devices the firmware leaves error_index at 0 on timeouts.
+        # PCI 17f0: npu4/5/6 share npu4's firmware feature table (AIE2_PREEMPT,
+        # AIE2_APP_HEALTH)
         return self.pci_device == 0x17F0
 
 
 DEVICES = {
-    "npu1": DeviceModel("NPU1 Phoenix", 0x1502, 0x00, 4, 3, 6),
-    "npu4": DeviceModel("NPU4 Strix", 0x17F0, 0x10, 8, 4, 16),
-    "npu5": DeviceModel("NPU5 Strix Halo", 0x17F0, 0x11, 8, 4, 16),
-    "npu6": DeviceModel("NPU6 Krackan", 0x17F0, 0x20, 8, 4, 16),
+    "npu1": DeviceModel("NPU1 Phoenix", 0x1502, 0x00, 4, 3, 6, 6),
+    "npu4": DeviceModel("NPU4 Strix", 0x17F0, 0x10, 8, 4, 16, 32),
+    "npu5": DeviceModel("NPU5 Strix Halo", 0x17F0, 0x11, 8, 4, 16, 32),
+    "npu6": DeviceModel("NPU6 Krackan", 0x17F0, 0x20, 8, 4, 16, 32),
 }
+PROTOCOL_TOKEN = "protocol:"
 
 
 @dataclass(frozen=True)
@@ -63,18 +67,29 @@ CATALOGUE = (
              "out-of-tree amdxdna_legacy.ko: " + DRIVER_FLAVOURS["oot"].rule
              + "; chains capped at 64 commands",
              driver_build("oot").source),
-    TokenDoc("kernel:" + "|".join(KERNELS), "kernel",
-             f"which Linux the driver runs on (default {DEFAULT_KERNEL}, the #712 machine's): "
-             "mainline ends a hung job ABORT before 6.17 (a cancelled single run stays NEW), "
-             "TIMEOUT from 6.17.y, fills failed payloads with 0xFF from 7.0 and prints the "
-             "capture block from 7.1; staging checks a device-wide stamp from 6.17 and runs "
-             "its legacy device check before",
-             "Linux 6fb7f2988832, 89ff45359abb, 25854131c04a; xdna-driver "
-             "HAVE_6_17_drm_gpu_sched_stat_no_hang"),
+    TokenDoc("kernel:RELEASE", "kernel",
+             f"which Linux release the driver runs on, a series of {', '.join(KERNELS)} "
+             f"(its first release) or a point release such as 6.18.3 (default "
+             f"{DEFAULT_KERNEL}, the #712 machine's): mainline ends a hung job ABORT until "
+             "6fb7f2988832 (6.19; backported to 6.17.13 and 6.18.2: 6.17.0 and 6.18.0 give "
+             "ABORT), fills failed payloads with 0xFF from 89ff45359abb (7.0; 6.19.7), and "
+             "from 7.1 asks the firmware's app health (capture block, run_list_id, version-1 "
+             "health in XRT's message); staging checks a device-wide stamp from 6.17 and "
+             "runs its legacy device check before",
+             "; ".join(f"Linux {c.commit}: {c.source}" for c in CHANGES)
+             + "; xdna-driver HAVE_6_17_drm_gpu_sched_stat_no_hang"),
     TokenDoc("device:npu1|npu4|npu5|npu6", "device",
-             "which NPU (default npu5, Strix Halo, 8 columns); PCI 17f0 devices leave "
-             "error_index at 0 on timeouts, npu1 (Phoenix, 4 columns) reports it",
-             "STACK.md 4; xdna-driver test/shim_test/io_test.cpp"),
+             "which NPU (default npu5, Strix Halo, 8 columns); npu1 (Phoenix) has 4 columns, "
+             "6 contexts and no app health at any firmware",
+             "xdna-driver npu1_regs.c, npu4_regs.c"),
+    TokenDoc("firmware:VERSION|firmware:protocol:M.N", "firmware",
+             "which NPU firmware runs (default the device's: 1.1.2.65 on npu5, 1.1.2.64 on "
+             "npu4 and npu6, 1.5.5.391 on npu1), a release whose mailbox protocol public "
+             f"logs establish ({', '.join(firmware.RELEASES)}) or the protocol itself: "
+             + firmware.APP_HEALTH_RULE + "; without it the driver logs no capture block "
+             "and writes no health data, and the report says " + repr(firmware.NO_HEALTH),
+             "xdna-driver npu4_regs.c npu4_fw_feature_table, src/driver/amdxdna/npu4_regs.c; "
+             + "; ".join(f"{r.version}: {r.source}" for r in firmware.RELEASES.values())),
     TokenDoc("xrt:RELEASE", "release",
              f"which XRT release answers, one of {', '.join(RELEASES)} (default {NEWEST}): "
              "the runlist failure message names the state from 2.21.75 on, not in 2.20 and "
@@ -120,10 +135,40 @@ class Profile:
     seed: int = 0
     realtime: bool = False
     xrt: str = NEWEST
+    firmware: str | None = None   # a release, or protocol:M.N; None: the device's own
 
     @property
     def device_model(self) -> DeviceModel:
         return DEVICES[self.device]
+
+    @property
+    def firmware_version(self) -> str | None:
+        """The firmware release (None when the profile gives only its protocol)."""
+        if self.firmware is None:
+            return firmware.DEVICE_FIRMWARE[self.device]
+        return None if self.firmware.startswith(PROTOCOL_TOKEN) else self.firmware
+
+    @property
+    def protocol(self) -> firmware.Protocol | None:
+        if self.firmware is not None and self.firmware.startswith(PROTOCOL_TOKEN):
+            return firmware.parse_protocol(self.firmware[len(PROTOCOL_TOKEN):])
+        return firmware.protocol_of(self.firmware_version)
+
+    @property
+    def app_health(self) -> bool:
+        """Whether the firmware answers the driver's app health query (parse_profile
+        refuses a profile where this is not settled)."""
+        return bool(firmware.has_app_health(self.device_model.npu4_class, self.protocol))
+
+    def firmware_facts(self) -> dict[str, object]:
+        """The simulated firmware as a report records it."""
+        protocol = self.protocol
+        out: dict[str, object] = {"version": self.firmware_version,
+                                  "protocol": protocol.text if protocol else None,
+                                  "app_health": self.app_health}
+        if not self.app_health:
+            out["note"] = f"{firmware.NO_HEALTH} ({firmware.APP_HEALTH_RULE})"
+        return out
 
     @property
     def release(self) -> XrtRelease:
@@ -157,6 +202,8 @@ class Profile:
             tokens.append(f"device:{self.device}")
         if self.xrt != NEWEST:
             tokens.append(f"xrt:{self.xrt}")
+        if self.firmware is not None:
+            tokens.append(f"firmware:{self.firmware}")
         tokens += self.deviations
         if self.seed:
             tokens.append(f"seed:{self.seed}")
@@ -190,7 +237,7 @@ def parse_profile(text: str | None) -> Profile:
             continue
         head, _, rest = token.partition(":")
         if head in ("device", "kernel", "xrt", "inflight-cap", "xrt-chain", "seed", "flaky",
-                    "realtime"):
+                    "realtime", "firmware"):
             if head in seen:
                 raise BadInput(f"profile {text!r} gives {head} twice; give it once")
             seen.add(head)
@@ -203,8 +250,11 @@ def parse_profile(text: str | None) -> Profile:
             values["realtime"] = True
         elif head == "device" and rest in DEVICES:
             values["device"] = rest
-        elif head == "kernel" and rest in KERNELS:
-            values["kernel"] = rest
+        elif head == "kernel" and kernel_release(rest) is not None:
+            major, minor, patch = kernel_release(rest)
+            values["kernel"] = f"{major}.{minor}" + (f".{patch}" if patch else "")
+        elif head == "firmware" and rest:
+            values["firmware"] = rest
         elif head == "xrt" and rest in RELEASES:
             values["xrt"] = rest
         elif head == "inflight-cap" and _INT.fullmatch(rest):
@@ -233,7 +283,34 @@ def parse_profile(text: str | None) -> Profile:
                            "(see `runlist-harness sim profiles`)")
     values["hang_at"] = tuple(sorted(set(values["hang_at"])))
     values["slow"] = tuple(values["slow"])
-    return Profile(**values)
+    profile = Profile(**values)
+    return _settled_firmware(profile, text)
+
+
+def _settled_firmware(profile: Profile, text: str) -> Profile:
+    """The profile with its firmware checked: a release public logs tie to a protocol, or
+    a protocol; one that leaves app health unsettled is refused, naming what to give."""
+    given = profile.firmware
+    if given is None:
+        return profile
+    if given == firmware.DEVICE_FIRMWARE[profile.device]:
+        return replace(profile, firmware=None)
+    fix = ("give the release's protocol instead, e.g. firmware:protocol:6.18 (app health "
+           "from 6.18 on npu4-class devices)")
+    if given.startswith(PROTOCOL_TOKEN):
+        protocol = firmware.parse_protocol(given[len(PROTOCOL_TOKEN):])
+        if protocol is None:
+            raise BadInput(f"profile {text!r}: firmware:{given} is no protocol; use "
+                           "firmware:protocol:MAJOR.MINOR, e.g. firmware:protocol:6.18")
+        return replace(profile, firmware=f"{PROTOCOL_TOKEN}{protocol.text}")
+    release = firmware.RELEASES.get(given)
+    if release is None:
+        raise BadInput(f"profile {text!r}: firmware {given} is not one whose protocol the "
+                       f"simulator knows ({', '.join(firmware.RELEASES)}); {fix}")
+    if firmware.has_app_health(profile.device_model.npu4_class, release.protocol) is None:
+        raise BadInput(f"profile {text!r}: firmware {given} speaks protocol "
+                       f"{release.protocol.text}, which does not settle app health; {fix}")
+    return profile
 
 
 def _positive(token: str, digits: str) -> int:

@@ -15,6 +15,9 @@ PYXRT = "Xilinx/XRT src/python/pybind11/src/pyxrt.cpp"
 STAGING = "amd/xdna-driver drivers/accel/amdxdna"
 LEGACY = "amd/xdna-driver src/driver/amdxdna"
 MAINLINE = "Linux drivers/accel/amdxdna"
+# Linux's driver as amd/xdna-driver imports it (234824b1, "take drm-misc-fixes"; f13c7f41
+# is 25854131c04a): where the mainline text is read
+MAINLINE_TREE = "amd/xdna-driver f13c7f41 drivers/accel/amdxdna"
 
 
 @dataclass(frozen=True)
@@ -113,14 +116,30 @@ RULES = (
     Rule("pyxrt", "run.set_arg(int, bo) and run.set_arg(int, int): the value must fit a C int "
          "(numpy integer scalars convert); the index a C int",
          f"{PYXRT} run.set_arg"),
-    Rule("driver", "4 jobs in flight per hardware context; further submissions wait in user "
-         "space", f"{STAGING} CTX_MAX_CMDS / HWCTX_MAX_CMDS"),
-    Rule("driver", "a device holds hwctx_limit contexts (6 on npu1, 16 on npu4/5/6): the "
-         "firmware refuses the next (status 0x2000003, MGMT_ERT_NOAVAIL, logged as 'command "
-         "opcode 0x2 failed'), the ioctl fails -EINVAL and XRT's shim raises "
-         "'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument'",
-         f"{STAGING} npu1_regs.c, npu4_regs.c .hwctx_limit, aie.c aie_send_mgmt_msg_wait; "
-         "amd/xdna-driver src/shim/host/platform_host.cpp ioctl, shim_debug.h shim_err"),
+    Rule("driver", "4 jobs in flight per hardware context (the context's job semaphore); a "
+         "5th submit blocks inside the submit ioctl until a job of that context ends, "
+         "completed or failed by the driver's timeout, so runlist.execute() (its 5th chain) "
+         "and run.start() return only then; a trial's deadline allows one driver timeout "
+         "per group of 4 chains",
+         f"{STAGING} aie2_ctx.c aie2_cmd_submit down_interruptible(&hwctx->priv->job_sem), "
+         f"HWCTX_MAX_CMDS; {LEGACY} aie2_ctx.c aie2_cmd_submit down_killable, CTX_MAX_CMDS"),
+    Rule("driver", "staging and mainline: a device holds hwctx_limit contexts (6 on npu1, 16 "
+         "on npu4/5/6): the firmware refuses the next (status 0x2000003, MGMT_ERT_NOAVAIL), "
+         "logged 'command opcode 0x2 failed' by aie_send_mgmt_msg_wait (staging) or "
+         "aie2_send_mgmt_msg_wait (mainline), then 'create context failed', 'Allocate AIE "
+         "resource failed' and 'Alloc hw resource failed', ret -22; the ioctl fails -EINVAL "
+         "and XRT's shim raises 'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): "
+         "Invalid argument'",
+         f"{STAGING} npu1_regs.c, npu4_regs.c .hwctx_limit, aie.c aie_send_mgmt_msg_wait, "
+         f"aie2_pci.c aie2_xrs_load, aie2_ctx.c aie2_alloc_resource, aie2_hwctx_init; "
+         f"{MAINLINE_TREE} aie2_message.c aie2_send_mgmt_msg_wait; amd/xdna-driver "
+         "src/shim/host/platform_host.cpp ioctl, shim_debug.h shim_err"),
+    Rule("driver", "out-of-tree: up to 32 virtual contexts (6 on npu1) multiplexed on the "
+         "hardware contexts; the next is refused by aie2_rq_add, 'Not allow more than 32 "
+         "context(s)', -ENOENT: 'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-2): No "
+         "such file or directory'",
+         f"{LEGACY} aie2_ctx_runqueue.c aie2_rq_add, npu4_family.h and npu1_regs.c "
+         ".ctx_limit"),
     Rule("driver", "a chain's sub-commands share one 4 KiB buffer of cmd_chain_slot_npu "
          "slots (52-byte header plus the arguments) and one opcode: ERT_START_CU fills a "
          "NON_ELF slot with its whole payload, ERT_START_NPU a PARTIAL_ELF slot with at most "
@@ -130,15 +149,22 @@ RULES = (
          "header NEW",
          f"{STAGING} aie2_message.c aie2_cmdlist_fill_slot, aie2_cmdlist_fill_npu_cf, "
          "aie2_cmdlist_fill_npu_dpu, aie2_cmdlist_fill_npu_elf, MAX_CHAIN_CMDBUF_SIZE"),
-    Rule("driver", "mainline: drm_sched's 60 s timer per context, re-armed at every job push "
-         "and completion; the hung job ends ABORT before 6fb7f2988832 (6.16; a single "
-         "non-chain run the reset cancels stays NEW), TIMEOUT from 6.17.y, with error_index "
-         "0; the rest of the context ABORT; from 7.0 (89ff45359abb) every failed command "
-         "goes through amdxdna_cmd_set_error: sub-command 0's payload (a single run's own) "
-         "filled with 0xFF; 7.0 logs nothing on a timeout, 7.1 (25854131c04a) the capture "
-         "block (its states taken as 7.0's)",
+    Rule("driver", "mainline, as released: drm_sched's 60 s timer per context, re-armed at "
+         "every job push and completion; the hung job ends ABORT before 6fb7f2988832 (a "
+         "single non-chain run the reset cancels stays NEW) and TIMEOUT with it (6.19; "
+         "6.17.13 and 6.18.2 by stable backport, so 6.17.0 and 6.18.0 give ABORT), error_index "
+         "0; the rest of the context ABORT; from 89ff45359abb (7.0; 6.19.7) every failed "
+         "command goes through amdxdna_cmd_set_error: sub-command 0's payload (a single "
+         "run's own) filled with 0xFF; 7.0 logs nothing on a timeout; 7.1 (25854131c04a) "
+         "asks the firmware's app health report and, given one, prints the capture block, "
+         "takes error_index from its run_list_id and writes its version-1 health data over "
+         "sub-command 0 before the 0xFF, so XRT's message carries the health lines",
          f"{MAINLINE} aie2_ctx.c aie2_sched_job_timedout, aie2_sched_resp_handler, "
-         "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error"),
+         "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error; "
+         f"{MAINLINE_TREE} aie2_ctx.c aie2_set_cmd_timeout; stable review mails "
+         "'[PATCH 6.17 143/507]' (6.17.13-rc1), '[PATCH 6.18 167/614]' (6.18.2-rc1), "
+         "'[PATCH 6.19 208/311]' (6.19.7-rc1), each assumed to reach its release; no "
+         "backport of 25854131c04a found"),
     Rule("driver", "staging on kernels >= 6.17: a context's timer fires tdr_timeout_ms (2000) "
          "after its last job push or completion; aie2_tdr_detect then declares a hang only "
          "if no job started or completed anywhere on the device for tdr_timeout_ms (else "
@@ -146,21 +172,48 @@ RULES = (
          "sub-commands progress; before 6.17 the legacy check runs every tdr_timeout_ms and "
          "fires after two periods without a push or completion, resetting every context. The "
          "hung job ends TIMEOUT, error_index the firmware's run_list_id, the version-1 health "
-         "data and then 0xFF written over sub-command 0 (not the failing run); the rest "
-         "ABORT with sub-command 0 filled with 0xFF",
+         "data and then 0xFF written over sub-command 0 (not the failing run; 0xFF alone, "
+         "error_index 0, when the firmware gives no report); the rest ABORT with "
+         "sub-command 0 filled with 0xFF",
          f"{STAGING} aie2_ctx.c aie2_tdr_signal, aie2_tdr_detect, aie2_sched_job_timedout, "
          "aie2_set_cmd_timeout; aie2_tdr.c aie2_legacy_tdr_detect; amdxdna_ctx.c "
          "amdxdna_cmd_set_error"),
     Rule("driver", "out-of-tree: a device check every timeout_in_sec (2 s from driver load) "
-         "fires when no job completed during the last two whole periods; every context is "
-         "dumped (Dumping ctx, the capture block, JOB[] lines), stopped and restarted; every "
-         "chain in flight ends TIMEOUT with error_index the context's run_list_id, the first "
-         "carrying version-1 health data in that sub-command, the later ones that sub-command "
-         "marked ABORT",
+         "fires when no job was submitted or completed during the last two whole periods "
+         "(a submit counts as progress: a first job after an idle spell times out 4-6 s "
+         "later, not 0-2); every context is dumped (Dumping ctx, the capture block when the "
+         "firmware gives a report, JOB[] lines), stopped and restarted; every chain in "
+         "flight ends TIMEOUT with error_index the context's run_list_id; the first command "
+         "to carry the context's health data gets it over that sub-command, later ones "
+         "have it marked ABORT; without a report the context's data is the zeros it was "
+         "allocated with (a version-0 report XRT prints as six zero lines), carried once",
          f"{LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_ctx.c "
-         "aie2_dump_ctx, aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data"),
-    Rule("driver", "on PCI 17f0 (NPU4-class) the firmware leaves run_list_id at 0 on a timeout",
-         "amd/xdna-driver test/shim_test/io_test.cpp"),
+         "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), aie2_dump_ctx, "
+         "aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data; amdxdna_ctx.c "
+         "(kzalloc'd ctx)"),
+    Rule("firmware", "on a timeout the firmware leaves the run list read index at 0, on "
+         "every device, so its run_list_id (and the index taken from it) is 0",
+         "amd/xdna-driver test/shim_test/io_test.cpp ('For a timeout firmware leaves the "
+         "runlist read index at 0'; the is_npu4 test there picks the packet that holds the "
+         "health data)"),
+    Rule("firmware", "the app health report (the capture block, version-1 health data) exists "
+         "only when the firmware has AIE2_APP_HEALTH: mailbox protocol 6.18 or later on "
+         "npu4/5/6 (every feature with protocol 7), never on npu1; firmware 1.1.2.64 and "
+         "1.1.2.65 speak protocol 7.2; without it the driver gets -EOPNOTSUPP, prints no "
+         "capture block and writes no health data, and a report says 'this firmware does "
+         "not report health'",
+         f"{STAGING} npu4_regs.c npu4_fw_feature_table, npu1_regs.c, aie2_message.c "
+         f"aie2_query_app_health; {LEGACY} npu4_regs.c (GET_APP_HEALTH from 6.18), "
+         "aie2_message.c aie2_get_app_health; firmware protocols: "
+         "harness/model/firmware.py RELEASES"),
+    Rule("firmware", "a report reads 'Version: 2.0' and 'Report size: 0x230' "
+         "(sizeof(struct app_health_report)); the context and the timed-out entry are the "
+         "model's; DPU PC, TXN OP ID, Context PC and the fatal error's type, exception, PC, "
+         "module and task are written 'not modelled' in the kernel log and in XRT's lines, "
+         "never as numbers the model would invent (assumed the same for every firmware "
+         "with the feature)",
+         "amd/xdna-driver#906 (captures seen upstream); aie2_msg_priv.h struct "
+         "app_health_report at 856409ca"),
     Rule("driver", "after a hang the context is reset and later submissions run", STAGING),
     Rule("driver", "the kernel log: staging and mainline print XDNA_ERR as 'amdxdna BDF: [drm] "
          "*ERROR* func: text' and XDNA_WARN as '[drm] func: text'; the legacy tree prints "
@@ -171,7 +224,8 @@ RULES = (
     Rule("driver", "on a timeout each tree logs its own lines: staging >= 6.17 'TDR timeout "
          "detected' (aie2_tdr_detect) and the capture block (aie2_set_cmd_timeout); staging "
          "< 6.17 'TDR timeout detected' (aie2_legacy_tdr_detect) then 'Device isn't making "
-         "progress' (aie2_tdr_work_func); mainline 7.0 nothing, 7.1 the capture block; legacy "
+         "progress' (aie2_tdr_work_func); mainline 7.0 nothing, 7.1 the capture block (with "
+         "a firmware that reports health); legacy "
          "'Device isn't making progress... Count N timeout T dump_only 0' (aie2_tdr_work), "
          "then per context 'Dumping ctx', the capture block and 'JOB[i]:' with seq/op/msg/"
          "fence lines (aie2_dump_ctx). The records are /dev/kmsg's, escaped as printk "

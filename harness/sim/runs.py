@@ -33,6 +33,7 @@ import warnings
 from typing import Any
 
 from harness.formats.txn import TxnError, check_stream
+from harness.model.firmware import NOT_MODELLED
 from harness.sim.binding import (
     TIMEOUT_VALUE,
     as_state,
@@ -392,8 +393,9 @@ class run:
 
     # -- the payload as the driver left it --------------------------------------------
 
-    def _word(self, index: int) -> int:
-        """Word `index` of the payload after the header (XRT's `epkt->data[index]`)."""
+    def _word(self, index: int) -> int | None:
+        """Word `index` of the payload after the header (XRT's `epkt->data[index]`); None
+        for a word the simulated firmware wrote without the model knowing its value."""
         over = self._over
         if over is not None:
             if index < len(over.words):
@@ -552,7 +554,13 @@ def _amend(rel: XrtRelease, head: str, state: int, r: run) -> str:
 
 
 def _lines(fields: tuple[str, ...], r: run, first: int) -> str:
-    return "\n".join(f"{name} = 0x{r._word(first + i):08X}" for i, name in enumerate(fields))
+    """XRT's ``name = 0x%08X`` lines; a word the simulated firmware wrote without the model
+    knowing its value reads "not modelled", never a made-up number."""
+    out = []
+    for i, name in enumerate(fields):
+        word = r._word(first + i)
+        out.append(f"{name} = {NOT_MODELLED}" if word is None else f"{name} = 0x{word:08X}")
+    return "\n".join(out)
 
 
 # -- runlists ----------------------------------------------------------------------------

@@ -3,9 +3,13 @@
 Each rule below is a fact of STACK.md 4 and `harness.model.drivers` (driver) or a labelled
 hypothesis of the profile (`harness.sim.profiles`):
 
-- 4 jobs in flight per hardware context (`CTX_MAX_CMDS`); further submissions wait in
-  user space (XRT's shim queue) and enter as slots free up. A device holds at most
-  `hwctx_limit` contexts (6 on npu1, 16 on npu4/5/6); the firmware refuses the next one.
+- 4 jobs in flight per hardware context (`CTX_MAX_CMDS`); a further submission blocks
+  inside the submit ioctl (`down_interruptible(&hwctx->priv->job_sem)`, the legacy
+  tree's `down_killable`) until a job of that context ends, so the host call that made
+  it (`runlist.execute()`, `run.start()`) returns only then (`Job.blocked_us`). A device
+  holds at most `hwctx_limit` contexts (6 on npu1, 16 on npu4/5/6), the firmware
+  refusing the next; the out-of-tree driver multiplexes virtual contexts on them and
+  refuses the 33rd (the 7th on npu1) itself.
 - A chain's sub-commands are packed into one 4 KiB buffer, one `cmd_chain_slot_npu`
   each: a 52-byte header plus the command's argument bytes (`aie2_cmdlist_fill_npu_cf`
   for ERT_START_CU, `_fill_npu_dpu` for ERT_START_NPU, which also refuses more than 104
@@ -22,7 +26,11 @@ hypothesis of the profile (`harness.sim.profiles`):
   that fires after two silent periods (staging before 6.17, out-of-tree). What the jobs
   end as, their `error_index`, and what the driver writes over a failed command's payload
   (0xFF, version-1 health data) follow the build too; XRT never re-encodes a payload, so
-  a run submitted again carries what the driver wrote.
+  a run submitted again carries what the driver wrote. The firmware's app health report
+  exists only when the profile's firmware has the feature (`harness.model.firmware`); it
+  names run list entry 0 on a timeout (xdna-driver test/shim_test/io_test.cpp: "firmware
+  leaves the runlist read index at 0") and leaves what the model cannot know unset
+  ("not modelled").
 - After a hang the context (or every context) is reset and later submissions run. Every
   line the driver prints on the way is kept in `kernel_log`, as the flavour prints it.
 
@@ -48,17 +56,18 @@ from harness.model import drivers
 from harness.model.drivers import (
     DEVICE_TWO_CHECKS,
     JOB_TIMER_DEVICE_STAMP,
+    JOBS_IN_FLIGHT,
     PAYLOAD_FF,
-    PAYLOAD_HEALTH_FAILING,
     PAYLOAD_HEALTH_FF,
     driver_build,
 )
 from harness.model.ert import CmdState
+from harness.model.firmware import REPORT_SIZE, REPORT_VERSION
 from harness.sim.clock import RealClock, VirtualClock
 from harness.sim.kernel_log import KernelLog
 from harness.sim.profiles import Profile
 
-CTX_MAX_CMDS = 4
+CTX_MAX_CMDS = JOBS_IN_FLIGHT
 MAX_CHAIN_CMDBUF_SIZE = 4096
 SLOT_HEADER_BYTES = 52
 MAX_SLOT_ARG_BYTES = 104
@@ -70,11 +79,16 @@ DEFAULT_LATENCY_US = 50.0
 FAULT_US = 5.0
 
 START_CU, CMD_CHAIN, START_NPU, START_NPU_PREEMPT_ELF = 0, 19, 20, 22
-NO_TXN_OP = 0xFFFFFFFF
 FF = 0xFFFFFFFF
 HEALTH_V1, NPU_GEN_AIE2 = 1, 0
 MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003
 HWCTX_CREATE_FAILED = "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument"
+# the legacy tree's aie2_rq_add: -ENOENT, as XRT's shim reports it (shim_err, system_error)
+CTX_LIMIT_FAILED = ("DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-2): No such file or "
+                    "directory")
+# aie2_ctx_cmd_health_data copies the context's health data, which kzalloc left zero (a
+# version-0 report of zeros) until a capture filled it
+ZERO_HEALTH = (0,) * 8
 
 NEW, QUEUED, RUNNING = int(CmdState.NEW), int(CmdState.QUEUED), int(CmdState.RUNNING)
 COMPLETED, ERROR = int(CmdState.COMPLETED), int(CmdState.ERROR)
@@ -89,33 +103,38 @@ class SimulatorStall(RuntimeError):
 
 class Overwrite(NamedTuple):
     """What the driver wrote over a command's payload (`data[]` after the header): its
-    first words, and the value of every later word (None: the rest is as XRT wrote it)."""
+    first words, and the value of every later word (None: the rest is as XRT wrote it).
+    A word None is one the firmware wrote whose value the model does not know: the
+    simulated binding prints it "not modelled"; a device emulated from this model must
+    write a number there, and say that it chose it."""
 
-    words: tuple[int, ...]
+    words: tuple[int | None, ...]
     fill: int | None
 
 
 @dataclass(frozen=True)
 class Health:
-    """The firmware's app health report for a context (`struct app_health_report`). The
-    simulator has no program counters: they read as the firmware's "not captured"."""
+    """The firmware's app health report for a context (`struct app_health_report`): the
+    version and size its firmware writes, the context and run list entry the model
+    knows, and None ("not modelled") for what it cannot know: the program counters, the
+    TXN op, the fatal error's details."""
 
     context_id: int
     run_list_id: int
-    txn_op_id: int = NO_TXN_OP
-    dpu_pc: int = FF
-    ctx_pc: int = 0
-    fatal_type: int = 0
-    exception_type: int = 0
-    exception_pc: int = 0
-    app_module: int = 0
-    task_index: int = 0
-    major: int = 1
-    minor: int = 0
-    size: int = 0x30
+    txn_op_id: int | None = None
+    dpu_pc: int | None = None
+    ctx_pc: int | None = None
+    fatal_type: int | None = None
+    exception_type: int | None = None
+    exception_pc: int | None = None
+    app_module: int | None = None
+    task_index: int | None = None
+    major: int = REPORT_VERSION[0]
+    minor: int = REPORT_VERSION[1]
+    size: int = REPORT_SIZE
 
     @property
-    def v1_words(self) -> tuple[int, ...]:
+    def v1_words(self) -> tuple[int | None, ...]:
         """`struct aie2_ctx_health` / `amdxdna_ctx_health_data` as the driver copies it."""
         return (HEALTH_V1, NPU_GEN_AIE2, self.txn_op_id, self.ctx_pc, self.fatal_type,
                 self.exception_type, self.exception_pc, self.app_module)
@@ -147,6 +166,7 @@ class Job:
     gen: int = 0                                         # bumps cancel pending events
     # what the driver wrote over its sub-commands' payloads (index -> overwrite)
     overwrites: dict[int, Overwrite] = field(default_factory=dict)
+    blocked_us: float = 0.0       # how long its submit ioctl waited for a free job slot
 
     @property
     def count(self) -> int:
@@ -173,7 +193,6 @@ class Context:
     width: int
     name: str = ""
     inflight: deque[Job] = field(default_factory=deque)
-    backlog: deque[Job] = field(default_factory=deque)
     running: Job | None = None
     wedged: bool = False
     last_signal: float = 0.0      # last job push or completion here (drm_sched's timer)
@@ -182,6 +201,11 @@ class Context:
     alive: bool = True
     submitted: int = 0
     completed_jobs: int = 0
+    # the legacy tree's per-context copy of the last report (aie2_dump_ctx), the entry it
+    # names, and whether a command has carried it since (aie2_ctx_cmd_health_data)
+    health_words: tuple[int | None, ...] = ZERO_HEALTH
+    timeout_run_list_id: int = 0
+    health_reported: bool = False
 
     @property
     def mask(self) -> int:
@@ -199,6 +223,7 @@ class Stack:
         # the build's and profile's rules as the hot path asks them
         self._push_signals = self.build.signals == "push+completion"
         self._device_checks = self.build.detection == DEVICE_TWO_CHECKS
+        self._health_reported = self.build.asks_health and profile.app_health
         self.clock = RealClock() if profile.realtime else VirtualClock()
         self._now = self.clock.now
         self.latencies = dict(latencies or {})
@@ -270,9 +295,18 @@ class Stack:
             raise RuntimeError(f"Failed to create hardware context: the partition needs "
                                f"columns {start_column}..{start_column + width - 1}, "
                                f"{self.device.name} has {self.device.columns}")
-        if sum(c.alive for c in self.contexts) >= self.device.hwctx_limit:
-            # The firmware refuses the context (MGMT_ERT_NOAVAIL); the driver logs it and
-            # the ioctl fails with -EINVAL, which XRT's shim reports by its name.
+        alive = sum(c.alive for c in self.contexts)
+        if self.profile.flavour == "oot":
+            if alive >= self.device.ctx_limit:
+                # aie2_rq_add: the legacy tree refuses the context itself, -ENOENT
+                self.kernel_log.err("aie2_rq_add", f"Not allow more than "
+                                                   f"{self.device.ctx_limit} context(s)")
+                self.note(f"context refused: {self.device.ctx_limit} virtual contexts is the "
+                          f"out-of-tree driver's limit on {self.device.name}")
+                raise RuntimeError(CTX_LIMIT_FAILED)
+        elif alive >= self.device.hwctx_limit:
+            # The firmware refuses the context (MGMT_ERT_NOAVAIL); the driver logs it on
+            # its way out and the ioctl fails with -EINVAL, which XRT's shim reports.
             self.kernel_log.mgmt_failure(MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL)
             self.note(f"context refused: {self.device.hwctx_limit} hardware contexts is the "
                       f"limit of {self.device.name}")
@@ -287,7 +321,7 @@ class Stack:
         if not ctx.alive:
             return
         ctx.alive = False
-        for job in list(ctx.inflight) + list(ctx.backlog):
+        for job in list(ctx.inflight):
             self._settle(job, ABORT, note="context destroyed")
         if ctx in self.contexts:
             self.contexts.remove(ctx)
@@ -298,21 +332,42 @@ class Stack:
     def submit(self, ctx: Context, latencies: list[float], arg_bytes: list[int],
                opcodes: list[int], faults: dict[int, str], hangs: set[int],
                chained: bool) -> Job:
+        """The submit ioctl: a job for the firmware, returned once the driver took it. With
+        CTX_MAX_CMDS jobs of the context in flight it first waits for one to end (the
+        context's job semaphore), the simulated clock running meanwhile."""
         if not ctx.alive:
             raise RuntimeError("hardware context has been destroyed")
         job = Job(next(self._seq), ctx, latencies, arg_bytes, opcodes, faults, hangs,
                   chained, self._now())
+        if len(ctx.inflight) >= CTX_MAX_CMDS:
+            if not self.wait_for_slot(ctx):
+                raise RuntimeError("hardware context has been destroyed")
+            job.blocked_us = self._now() - job.submitted_us
         self.jobs.append(job)
         ctx.submitted += 1
         flaky = self.profile.flaky
         if flaky and self.rng.random() < flaky:
             job.hangs = hangs | {self.rng.randrange(len(latencies))}
-        if len(ctx.inflight) < CTX_MAX_CMDS:
-            self._admit(job)
-            self._dispatch()
-        else:
-            ctx.backlog.append(job)
+        self._admit(job)
+        self._dispatch()
         return job
+
+    def slot_free(self, ctx: Context) -> bool:
+        """Whether a submit on `ctx` would enter at once (fewer than CTX_MAX_CMDS jobs in
+        flight), or block in the ioctl."""
+        return len(ctx.inflight) < CTX_MAX_CMDS
+
+    def wait_for_slot(self, ctx: Context, timeout_us: float | None = None) -> bool:
+        """Where a 5th submit waits: `down_interruptible(&hwctx->priv->job_sem)` (staging,
+        mainline; the legacy tree's `down_killable`), released when a job of the context
+        ends, completed or failed by the driver's timeout. False if `timeout_us` passed
+        first. Nothing but a job's end frees a slot: a hang holds the caller until the
+        driver's timeout fires (SimulatorStall, or blocking in realtime, if nothing is
+        left to happen)."""
+        self.note(f"context {ctx.id}: {len(ctx.inflight)} jobs in flight, the submit waits "
+                  "in the ioctl for a slot")
+        return self.run_until(lambda: len(ctx.inflight) < CTX_MAX_CMDS or not ctx.alive,
+                              timeout_us) and ctx.alive
 
     def _admit(self, job: Job) -> None:
         """`run_job`: the job goes to the firmware (or fails here, its header NEW)."""
@@ -326,14 +381,14 @@ class Stack:
             self._end(job, NEW)
             return
         ctx.last_signal = now                   # drm_sched re-arms its timer on a push
+        if self._device_checks:
+            if not self._tick_armed:
+                self._arm_device_check()        # the checks that ran while idle, first
+        elif not ctx.timer_pending:
+            self._arm_context_timer(ctx)
         if self._push_signals:
             self.device_signal = now
             self.tdr_status = _SIGNALED
-        if self._device_checks:
-            if not self._tick_armed:
-                self._arm_device_check()
-        elif not ctx.timer_pending:
-            self._arm_context_timer(ctx)
         cap = self.profile.inflight_cap
         if cap is not None and not ctx.wedged:
             queued = sum(j.count - j.completed(now) for j in ctx.inflight)
@@ -466,8 +521,7 @@ class Stack:
         try:
             ctx.inflight.remove(job)
         except ValueError:
-            if job in ctx.backlog:
-                ctx.backlog.remove(job)
+            pass
         if ctx.running is job:
             ctx.running = None
         if state == COMPLETED:
@@ -476,26 +530,24 @@ class Stack:
             self.device_signal = now
             self.tdr_status = _SIGNALED
 
-    def _fail(self, job: Job, state: int, index: int = 0, health: Health | None = None,
-              *, health_here: bool = True) -> None:
+    def _fail(self, job: Job, state: int, index: int = 0, health: Health | None = None
+              ) -> None:
         """End a job in failure as the driver build does: its state, its error_index, and
-        what it writes over the payload (`amdxdna_cmd_set_error` and kin)."""
+        what it writes over the payload (`amdxdna_cmd_set_error`; the legacy tree writes
+        only on a timeout, in `_oot_stop`)."""
         payload = self.build.payload
         if payload == PAYLOAD_FF or (payload == PAYLOAD_HEALTH_FF and health is None):
             job.overwrites[0] = Overwrite((), FF)
         elif payload == PAYLOAD_HEALTH_FF:
             job.overwrites[0] = Overwrite(health.v1_words, FF)
-        elif payload == PAYLOAD_HEALTH_FAILING and health is not None and health_here:
-            job.overwrites[index] = Overwrite(health.v1_words, None)
         if job.count and not job.chained:
             index = 0
         self._settle(job, state, error_index=index if index < max(job.count, 1) else 0,
                      health=health)
 
     def _refill(self, ctx: Context) -> None:
-        """Move queued user-space submissions into free driver slots, then run what can."""
-        while ctx.alive and ctx.backlog and len(ctx.inflight) < CTX_MAX_CMDS:
-            self._admit(ctx.backlog.popleft())
+        """A job ended: run what can (a submit blocked on the slot enters when its wait
+        next looks)."""
         self._dispatch()
 
     # -- hang detection (the driver build's rule) -----------------------------------
@@ -566,14 +618,14 @@ class Stack:
         else:
             self._tick_armed = False
 
-    def _health(self, ctx: Context) -> Health:
-        """The firmware's report for `ctx`. run_list_id is the sub-command of the running
-        chain that timed out, except that PCI 17f0 firmware leaves it at 0 (STACK.md 4)."""
-        job = ctx.running
-        index = 0
-        if job is not None and not self.device.npu4_class:
-            index = min(job.completed(self._now()), job.count - 1)
-        return Health(context_id=ctx.id, run_list_id=index)
+    def _health(self, ctx: Context) -> Health | None:
+        """The firmware's app health report for `ctx`, when the driver asks for one and
+        the firmware has the feature (`harness.model.firmware`); None otherwise. On a
+        timeout the firmware leaves the run list read index at 0, on every device
+        (xdna-driver test/shim_test/io_test.cpp)."""
+        if not self._health_reported:
+            return None
+        return Health(context_id=ctx.id, run_list_id=0)
 
     def _reset_context(self, ctx: Context) -> None:
         """drm_sched timed out `ctx`'s oldest job: stop the context, fail its jobs as the
@@ -581,7 +633,7 @@ class Stack:
         build = self.build
         hung = ctx.running or ctx.inflight[0]
         rest = [j for j in ctx.inflight if j is not hung]
-        health = self._health(ctx) if build.logs_capture else None
+        health = self._health(ctx)
         if build.flavour == "staging":
             self.kernel_log.err("aie2_tdr_detect", "TDR timeout detected")
         self.note(f"context {ctx.id}: {build.name} timeout, job {hung.seq} "
@@ -632,14 +684,23 @@ class Stack:
             self._restart(ctx)
 
     def _oot_stop(self, ctx: Context) -> None:
-        """aie2_dump_ctx then the stop: every chain in flight ends TIMEOUT at the
-        context's run_list_id; the first carries the health data in that sub-command,
-        the later ones have the sub-command marked ABORT (`aie2_ctx_cmd_health_data`)."""
+        """aie2_dump_ctx then the stop. The dump asks for the firmware's report: with one,
+        the capture block is printed and the context keeps it, with the entry it names
+        (`health_data`, `timeout_run_list_id`), as not yet reported. Then every chain in
+        flight ends TIMEOUT at that entry; the first command to carry the context's health
+        data (`aie2_ctx_cmd_health_data`) gets it copied over that sub-command, and the
+        later ones have it marked ABORT. Without a report the context keeps what it had:
+        zeros (a version-0 report) until a capture filled it, and once carried, nothing
+        more."""
         health = self._health(ctx)
         log = self.kernel_log
         log.err("aie2_dump_ctx", f"Dumping ctx {ctx.name}, hwctx {ctx.id}, "
                                  f"sub={ctx.submitted}, comp={ctx.completed_jobs}")
-        log.capture_block("aie2_dump_ctx", health)
+        if health is not None:
+            log.capture_block("aie2_dump_ctx", health)
+            ctx.health_words = health.v1_words
+            ctx.timeout_run_list_id = health.run_list_id
+            ctx.health_reported = False
         for slot, job in enumerate(ctx.inflight):
             log.err("aie2_dump_ctx", f"JOB[{slot}]:")
             log.err("aie2_dump_ctx", f"\tseq: {job.seq}")
@@ -647,18 +708,18 @@ class Stack:
             log.err("aie2_dump_ctx", f"\tmsg: 0x{job.seq:x}")
             log.err("aie2_dump_ctx", "\tfence: unsignaled")
             log.err("aie2_dump_ctx", "\tout_fence: unsignaled")
-        reported = False
         for job in list(ctx.inflight):
-            index = health.run_list_id
+            index = ctx.timeout_run_list_id if job.chained else 0
             if job.chained and index >= job.count:
                 log.warn("aie2_sched_cmdlist_resp_handler",
                          f"Invalid run_list_id {index}, command count {job.count}")
                 index = 0
-            if job.chained or not reported:
-                self._fail(job, TIMEOUT, index, health, health_here=not reported)
-            else:
-                self._fail(job, ABORT)
-            reported = True
+            carries = not ctx.health_reported
+            if carries:
+                job.overwrites[index] = Overwrite(ctx.health_words, None)
+                ctx.health_reported = True
+            self._settle(job, TIMEOUT if job.chained or carries else ABORT,
+                         error_index=index, health=health if carries else None)
         self._restart(ctx)
 
     def _restart(self, ctx: Context) -> None:

@@ -1,0 +1,105 @@
+"""NPU firmware: which mailbox protocol a release speaks, and whether that protocol lets the
+driver ask for the firmware's own account of a timeout (its app health report).
+
+The driver reads the firmware's protocol version (major.minor) from the mailbox when it
+loads it and enables features from a table per device (amd/xdna-driver at 856409ca):
+
+- `drivers/accel/amdxdna/npu4_regs.c` `npu4_fw_feature_table` (shared by npu5 and npu6,
+  `npu5_regs.c` / `npu6_regs.c`): AIE2_APP_HEALTH from protocol 6.18, every feature with
+  protocol 7; the Linux tree has the same entry since 25854131c04a (xdna-driver f13c7f41).
+  The legacy tree gates MSG_OP_GET_APP_HEALTH the same way (`src/driver/amdxdna/
+  npu4_regs.c` optional messages, `AIE2_FW_VERSION(6, 18)`).
+- `npu1_regs.c`: no AIE2_APP_HEALTH at any protocol.
+
+Without the feature, `aie2_query_app_health` returns -EOPNOTSUPP (a debug line only): the
+driver prints no capture block and writes no version-1 health data, so neither the
+kernel log nor XRT's message carries the firmware's account.
+
+No interface gives user space the protocol (it is logged only at debug level, or when
+the driver refuses it: "Incompatible firmware protocol major 7 minor 2"), so the probe
+and the simulator's profiles map firmware releases to protocols where public logs
+establish it (`RELEASES`), and take a protocol given directly otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+NOT_MODELLED = "not modelled"
+APP_HEALTH_SINCE = (6, 18)           # npu4_regs.c: AIE2_APP_HEALTH, major 6, min_minor 18
+APP_HEALTH_RULE = ("AIE2_APP_HEALTH, the firmware's app health report, needs mailbox "
+                   "protocol 6.18 or later on npu4-class devices, npu4/5/6; npu1 has none")
+NO_HEALTH = "this firmware does not report health"
+# What a firmware with app health writes at the head of its report: the capture blocks
+# seen upstream (amd/xdna-driver#906) read "Version: 2.0" and "Report size: 0x230", which
+# is sizeof(struct app_health_report) in aie2_msg_priv.h (24 + 532 + 4 bytes).
+REPORT_VERSION = (2, 0)
+REPORT_SIZE = 0x230
+REPORT_SOURCE = ("amd/xdna-driver#906 (captures seen upstream); aie2_msg_priv.h "
+                 "struct app_health_report at 856409ca")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A mailbox protocol version; minor None: only the major is established."""
+
+    major: int
+    minor: int | None
+
+    @property
+    def text(self) -> str:
+        return f"{self.major}.{'x' if self.minor is None else self.minor}"
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str                 # as the firmware reports it (GET_INFO, sysfs fw_version)
+    protocol: Protocol
+    source: str
+
+
+# Releases whose protocol public logs establish.
+RELEASES = {r.version: r for r in (
+    Release("1.1.2.64", Protocol(7, 2),
+            "dri-devel 2026-03 (amdnpu/17f0_10/npu.sbin.1.1.2.64 refused by Linux 6.19: "
+            "'Incompatible firmware protocol major 7 minor 2'); amd/xdna-driver#1257"),
+    Release("1.1.2.65", Protocol(7, 2),
+            "amdnpu/17f0_11/npu.sbin.1.1.2.65 refused by Linux 6.19 on a Strix Halo: "
+            "'Incompatible firmware protocol major 7 minor 2' (public CachyOS report, "
+            "2026-03)"),
+    Release("1.0.0.63", Protocol(6, None),
+            "amd/xdna-driver#1257 (1.0.0.63: mailbox protocol 6; the minor is not given)"),
+)}
+# The firmware amd/xdna-driver ships for each device (tools/WHENCE at 856409ca; npu6
+# links npu4's), which the ROCm/FastFlowLM#712 machine ran (1.1.2.65 on a Strix Halo).
+DEVICE_FIRMWARE = {"npu1": "1.5.5.391", "npu4": "1.1.2.64", "npu5": "1.1.2.65",
+                   "npu6": "1.1.2.64"}
+
+_PROTOCOL = re.compile(r"(\d+)\.(\d+)")
+
+
+def protocol_of(version: str | None) -> Protocol | None:
+    """The protocol a firmware release speaks, when public logs establish it."""
+    release = RELEASES.get((version or "").strip())
+    return release.protocol if release else None
+
+
+def parse_protocol(text: str) -> Protocol | None:
+    """``6.18`` -> Protocol(6, 18); anything else None."""
+    match = _PROTOCOL.fullmatch(text.strip())
+    return Protocol(int(match[1]), int(match[2])) if match else None
+
+
+def has_app_health(npu4_class: bool, protocol: Protocol | None) -> bool | None:
+    """Whether the driver gets an app health report from this firmware; None when the
+    protocol does not settle it (unknown, or major 6 with an unknown minor)."""
+    if not npu4_class:
+        return False
+    if protocol is None:
+        return None
+    if protocol.major != APP_HEALTH_SINCE[0]:
+        return protocol.major > APP_HEALTH_SINCE[0]
+    if protocol.minor is None:
+        return None
+    return protocol.minor >= APP_HEALTH_SINCE[1]
