@@ -1,6 +1,7 @@
 """Captures written to the format XRT's capture.cpp writes (replay.md; STACK.md 9), for
 tests: artefacts are `capture_N.bin` files, names are `hwctx_N`, `bo_N`, `kernel_N`,
-`run_N`, `frame_N`, thread ids are numbers written as strings."""
+`run_N`, `frame_N`, thread ids are numbers written as strings, and every object's keys
+sorted, as nlohmann::json writes them (`execution`, `ini`, `resources`, `version`)."""
 
 from __future__ import annotations
 
@@ -36,10 +37,10 @@ class CaptureWriter:
         (self.folder / name).write_bytes(data)
         return name
 
-    def hwctx(self, label: str) -> str:
+    def hwctx(self, label: str, cfg: dict[str, str] | None = None) -> str:
         name = f"hwctx_{len(self.hwctxs)}"
         xclbin = self.artefact(synthesize(flm_spec(f"Capture/{label}")))
-        self.hwctxs.append({"name": name, "cfg": {}, "xclbin": xclbin})
+        self.hwctxs.append({"name": name, "cfg": cfg or {}, "xclbin": xclbin})
         return name
 
     def program_hwctx(self, columns: int = 4) -> str:
@@ -120,9 +121,13 @@ class CaptureWriter:
                               "frames": section(self.frames)},
                 "ini": {"Runtime.verbosity": "4"}}
 
-    def save(self, document: dict[str, Any] | None = None) -> Path:
+    def save(self, document: dict[str, Any] | None = None, *, xrt_order: bool = True) -> Path:
+        """replay.json as capture.cpp writes it (`ostr << std::setw(2) << recipe`: keys
+        sorted, two-space indent); `xrt_order=False` keeps the order the document was
+        built in (version, resources, execution: what the harness's tests wrote before)."""
         path = self.folder / "replay.json"
-        path.write_text(json.dumps(document or self.document(), indent=2))
+        path.write_text(json.dumps(document or self.document(), indent=2,
+                                   sort_keys=xrt_order))
         return self.folder
 
 

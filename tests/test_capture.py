@@ -153,8 +153,10 @@ def test_a_cut_of_a_captured_frame_exports_as_recipes(decode, tmp_path):
     schema = SHARED_REFERENCE / "xrt" / "recipe.schema.json"
     if schema.is_file():
         import jsonschema
+        import xrt_runner
         for recipe in recipes:
-            jsonschema.validate(json.loads(recipe.read_text()), json.loads(schema.read_text()))
+            jsonschema.validate(json.loads(recipe.read_text()),
+                                xrt_runner.schema_as_runner_reads(schema))
 
 
 def instr_bo_capture(folder: Path) -> Path:
@@ -193,7 +195,7 @@ def mutated(tmp_path: Path, change) -> Path:
     folder = decode_capture(tmp_path / "bad")
     document = json.loads((folder / "replay.json").read_text())
     change(document, folder)
-    (folder / "replay.json").write_text(json.dumps(document))
+    (folder / "replay.json").write_text(json.dumps(document, sort_keys=True))   # XRT's order
     return folder
 
 
@@ -405,27 +407,62 @@ def test_a_stream_refuses_a_key_twice_and_names_the_line_of_bad_json(tmp_path):
     assert err.value.lineno == 3
 
 
-def test_sections_in_another_order_are_read_whole_with_the_same_answer(tmp_path):
-    """XRT writes version, resources, execution; a file in another order is still read
-    (whole), to the same capture and the same errors."""
-    path = decode_capture(tmp_path / "c") / "replay.json"
-    streamed = load_capture(path)
-    document = json.loads(path.read_text())
-    path.write_text(json.dumps({"execution": document["execution"],
-                                "resources": document["resources"],
-                                "version": document["version"]}))
-    whole = load_capture(path)
-    assert whole.runs == streamed.runs and whole.frames == streamed.frames
-    assert whole.sha256 != streamed.sha256              # each the digest of its own bytes
+def _top_order(path: Path) -> list[str]:
+    return list(json.loads(path.read_text()))
+
+
+def test_xrt_s_order_and_the_old_one_stream_to_the_same_capture(tmp_path, monkeypatch):
+    """capture.cpp's nlohmann::json sorts every object's keys: execution (frames before
+    threads), ini, resources (buffers before hwctxs), version. That file is read a run and
+    a frame at a time, as is the order the tests wrote before (version, resources,
+    execution); only runs before what they name sends a file to the whole read."""
+    from harness.sources import capture as reader
+    whole_reads = []
+    whole = reader._whole
+    monkeypatch.setattr(reader, "_whole", lambda *a: whole_reads.append(1) or whole(*a))
+    xrt = decode_capture(tmp_path / "xrt") / "replay.json"
+    assert _top_order(xrt) == ["execution", "ini", "resources", "version"]
+    document = json.loads(xrt.read_text())
+    assert list(document["resources"]) == ["buffers", "hwctxs", "kernels", "runs"]
+    streamed = load_capture(xrt)
+    xrt.write_text(json.dumps({
+        "version": document["version"],
+        "resources": {k: document["resources"][k] for k in ("hwctxs", "buffers", "kernels",
+                                                             "runs")},
+        "execution": document["execution"], "ini": document["ini"]}))
+    older = load_capture(xrt)
+    assert whole_reads == []                                 # neither read whole
+    assert streamed.runs == older.runs and streamed.frames == older.frames
+    assert streamed.ini == older.ini == {"Runtime.verbosity": "4"}
+    assert streamed.sha256 != older.sha256               # each the digest of its own bytes
+    # runs before the kernels they name: read whole, to the same capture and errors
+    odd = {"version": "1.0", "execution": document["execution"],
+           "resources": {k: document["resources"][k] for k in ("runs", "hwctxs", "buffers",
+                                                                "kernels")}}
+    xrt.write_text(json.dumps(odd, indent=1))
+    assert load_capture(xrt).frames == streamed.frames
+    assert whole_reads == [1]
     del document["resources"]["runs"][0]["kernel"]
-    path.write_text(json.dumps({"execution": document["execution"],
-                                "resources": document["resources"], "version": "1.0"}))
+    xrt.write_text(json.dumps(odd))
     with pytest.raises(CaptureError, match=r"resources\.runs\[0\]\.kernel: expected a "
                                            "non-empty string"):
-        load_capture(path)
+        load_capture(xrt)
 
 
-def test_a_capture_is_read_in_memory_near_its_own_not_its_json(tmp_path):
+def test_a_frame_naming_what_the_resources_lack_is_named_after_both_are_read(tmp_path):
+    # the frames come first in XRT's order: what they name is checked once resources are in
+    folder = decode_capture(tmp_path / "c")
+    document = json.loads((folder / "replay.json").read_text())
+    document["execution"]["frames"][2]["runs"][1]["arguments"] = [
+        {"argidx": 3, "bo": "bo_77", "fnm": "capture_0.bin"}]
+    (folder / "replay.json").write_text(json.dumps(document, sort_keys=True))
+    with pytest.raises(CaptureError, match=r"execution\.frames\[2\]\.runs\[1\]"
+                                           r"\.arguments\[0\]\.bo: 'bo_77' is not a buffer"):
+        load_capture(folder)
+
+
+@pytest.mark.parametrize("xrt_order", [True, False])
+def test_a_capture_is_read_in_memory_near_its_own_not_its_json(tmp_path, xrt_order):
     import tracemalloc
     writer = CaptureWriter(tmp_path / "big")
     kernel = writer.kernel(writer.hwctx("layer"))
@@ -435,7 +472,7 @@ def test_a_capture_is_read_in_memory_near_its_own_not_its_json(tmp_path):
                       "runs": [{"run": r, "arguments": []} for r in runs[f * 50:f * 50 + 50]],
                       "waits": [f"frame_{f}"]} for f in range(200)]
     writer.threads = [MAIN]
-    path = writer.save() / "replay.json"
+    path = writer.save(xrt_order=xrt_order) / "replay.json"
     size = path.stat().st_size
     tracemalloc.start()
     try:
@@ -445,3 +482,44 @@ def test_a_capture_is_read_in_memory_near_its_own_not_its_json(tmp_path):
         tracemalloc.stop()
     assert len(capture.runs) == 10_000
     assert peak < 1.5 * size, (peak, size)        # parsed whole, it is several times the JSON
+
+
+def test_each_context_s_cfg_and_the_ini_are_kept_shown_and_the_cfg_used(tmp_path):
+    # replay.cpp makes each context with its cfg (string values) and sets the ini first;
+    # pyxrt passes numeric cfg as hw_context(device, uuid, cfg_param) from the 2.23 binding
+    from harness.execution.backend import choose_backend
+    from harness.execution.runner import RunOptions, trial_spec
+    from harness.execution.session import _Loaded
+    from harness.sources.packs import resolve_pack
+    writer = CaptureWriter(tmp_path / "cap")
+    ctx = writer.hwctx("layer", cfg={"gops": "10", "name": "decode"})
+    kernel = writer.kernel(ctx)
+    bos = [writer.buffer() for _ in range(5)]
+    writer.frame([writer.run(kernel, bos) for _ in range(8)])
+    folder = writer.save()
+    capture = load_capture(folder)
+    assert capture.cfgs == {ctx: {"gops": "10", "name": "decode"}}
+    assert capture.ini == {"Runtime.verbosity": "4"}
+    case = load_case(str(folder))
+    assert case.context_cfg == capture.cfgs and case.ini == capture.ini
+    assert any("cfg gops=10, name=decode" in n and "name not" in n for n in case.notes)
+    shown = invoke("capture", "show", str(folder)).output
+    assert "cfg gops=10, name=decode" in shown and "(ini): Runtime.verbosity=4" in shown
+    summary = json.loads(invoke("capture", "show", str(folder), "--json").output)
+    assert summary["contexts"][0]["cfg"] == {"gops": "10", "name": "decode"}
+    assert summary["ini"] == {"Runtime.verbosity": "4"}
+    for release, made_with in (("master", {"gops": 10}), ("2.20", {})):
+        backend = choose_backend("sim", f"xrt:{release}")
+        backend.prepare_trial(1)
+        spec = trial_spec(case, resolve_pack(case, simulated=True), "captured", [8], 0,
+                          RunOptions(trials=1))
+        assert spec.context_cfg == {ctx: {"gops": 10}}
+        assert _Loaded(backend.xrt, spec).contexts[ctx]._cfg == made_with, release
+
+
+def test_a_cfg_value_that_is_not_text_is_named(tmp_path):
+    folder = mutated(tmp_path, lambda d, f: d["resources"]["hwctxs"][1].update(
+        cfg={"gops": 10}))
+    result = invoke("capture", "import", str(folder))
+    assert result.exit_code == 2
+    assert "resources.hwctxs[1].cfg.gops: expected a string, got int 10" in result.output

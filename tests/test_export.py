@@ -21,10 +21,13 @@ from harness.sources.recipe import load_recipe
 
 @pytest.fixture(scope="module")
 def schema() -> dict:
+    """XRT's recipe schema (963c58ee) with the one key runner.cpp reads that it does not
+    list: a run names its kernel with `kernel` (create_kernel_run; recipe.md's examples),
+    `name` being the deprecated spelling the schema still has."""
     path = SHARED_REFERENCE / "xrt" / "recipe.schema.json"
     if not path.is_file():
         pytest.skip(f"XRT's recipe schema not present at {path}")
-    return json.loads(path.read_text())
+    return xrt_runner.schema_as_runner_reads(path)
 
 
 def invoke(*args: str):
@@ -167,3 +170,66 @@ def test_a_full_elf_case_exports_its_programs_as_a_context(tmp_path):
     refused = invoke("export", "minicpm5-2b-decode", "--flow", "full-elf",
                      str(tmp_path / "no"))
     assert refused.exit_code == 2 and "stand-in is not exported" in refused.output
+
+
+def test_exported_runs_name_their_kernel_with_kernel(tmp_path):
+    # runner.cpp create_kernel_run: "kernel" names the kernel; "name" is the deprecated
+    # spelling it falls back on
+    folder = tmp_path / "out"
+    assert invoke("export", "minicpm5-2b-decode", "--plan", "42", str(folder)).exit_code == 0
+    runs = json.loads((folder / "recipe_42_1of1.json").read_text())["execution"]["runs"]
+    assert {tuple(sorted(run)) for run in runs} == {("arguments", "constants", "kernel")}
+    assert xrt_runner.read(folder / "recipe_42_1of1.json",
+                           folder / "profile.json").runs[0].instance == "MLIR_AIE"
+
+
+def test_an_instr_bo_export_keeps_the_flags_and_memory_group_xrt_s_writer_records(tmp_path):
+    # capture.cpp replay_resource_buffer records memgrp and flags for what has a memory
+    # group and is not host-only; replay.cpp create_buffer allocates it so. The recipe
+    # format cannot (runner.cpp creates every buffer host-only): each plan is also a replay
+    from harness.sources.capture_case import folder_case
+    from harness.sources.replay_export import CACHEABLE
+    folder = tmp_path / "ibo"
+    result = invoke("export", "minicpm5-2b-decode", "--plan", "halves", "--flow", "instr-bo",
+                    str(folder))
+    assert result.exit_code == 0, result.output
+    text = (folder / "replay_halves.json").read_text()
+    replay = json.loads(text)
+    assert list(replay) == ["execution", "resources", "version"]      # nlohmann's order
+    assert text.startswith('{\n  "execution": {\n    "frames": [')     # setw(2)
+    buffers = {b["name"]: b for b in replay["resources"]["buffers"]}
+    assert buffers["c0_instr"] == {"name": "c0_instr", "size": 20, "type": "inout",
+                                   "memgrp": 1, "flags": CACHEABLE}
+    assert "memgrp" not in buffers["c0_b0"] and "flags" not in buffers["c0_b0"]
+    frames = replay["execution"]["frames"]
+    assert [len(f["runs"]) for f in frames] == [21, 21]
+    assert frames[0]["runs"][0]["arguments"] == [{"argidx": 1, "bo": "c0_instr",
+                                                  "fnm": "instr_0.bin"}]
+    assert "xrt-runner --replay replay_halves.json" in (folder / "run_halves.sh").read_text()
+    assert "replay_PLAN.json" in (folder / "README.md").read_text()
+    # read back as a capture (with the partition's xclbin beside it): the same flow, the
+    # same allocation
+    from harness.formats.xclbin_writer import flm_spec, synthesize
+    (folder / "layer.xclbin").write_bytes(synthesize(flm_spec("MiniCPM5-2B-NPU2/layer")))
+    (folder / "replay.json").write_text(text)
+    case = folder_case(folder)
+    assert case.flow == "instr-bo" and case.layers == 21
+    assert (case.buffers["c0_instr"].flags, case.buffers["c0_instr"].memgrp) == (CACHEABLE, 1)
+    # an ELF-flow export needs no replay: its control code is an ELF
+    elf = tmp_path / "elf"
+    assert invoke("export", "minicpm5-2b-decode", "--plan", "42", str(elf)).exit_code == 0
+    assert not list(elf.glob("replay_*.json"))
+
+
+def test_a_constant_that_does_not_fit_a_c_int_is_refused_on_export(tmp_path):
+    # xrt-runner reads a constant with get<int>(): opcode 2**31 cannot be written
+    shipped = next(p for p in shipped_cases() if p.stem == "nop-depth")
+    case = shipped.read_text().replace(
+        "    - kernel: DPU\n", "    - kernel: DPU\n      opcode: 2147483648\n")
+    (tmp_path / "wide.yaml").write_text(case.replace("case: nop-depth", "case: wide"))
+    result = invoke("export", str(tmp_path / "wide.yaml"), "--plan", "42",
+                    str(tmp_path / "out"))
+    assert result.exit_code == 2, result.output
+    assert "a run of kernel k0 (DPU) sets argument 0 to 2147483648, which does not fit the " \
+           "C int xrt-runner reads a constant as" in result.output
+    assert not (tmp_path / "out").exists()

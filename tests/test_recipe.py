@@ -146,8 +146,10 @@ def broken(folder: Path, tmp_path: Path, change) -> Path:
     (lambda r: r.update(header={"program": "x.elf"}), "header.program: "),
     (lambda r: r["execution"]["runs"][0]["constants"][0].update(value="3", type="string"),
      "execution.runs[0].constants[0]: only int constants (a C int) are supported"),
+    # runner.cpp reads a constant with get<int>(): the run and the argument are named
     (lambda r: r["execution"]["runs"][0]["constants"][0].update(value=2**31),
-     "only int constants (a C int) are supported"),
+     "execution.runs[0].constants[0]: the run of kernel 'k1' sets argument 0 to 2147483648, "
+     "which does not fit the C int xrt-runner reads a constant as"),
     (lambda r: r["resources"]["kernels"][0].update(hwctx="other"),
      "resources.kernels[0].hwctx: 'other' is not a context of the recipe (header)"),
     (lambda r: r["execution"]["runs"][0]["arguments"][0].update(size=4, offset=0),

@@ -47,7 +47,8 @@ def test_sim_profiles_lists_every_token():
     result = CliRunner().invoke(main, ["sim", "profiles"])
     assert result.exit_code == 0
     for token in ("staging", "mainline", "oot", "inflight-cap:N", "xrt-chain:N", "hang-at:K",
-                  "slow:KERNEL:US", "flaky:P", "realtime", "xrt:RELEASE"):
+                  "slow:KERNEL:US", "flaky:P", "realtime", "xrt:RELEASE", "kernel:RELEASE",
+                  "firmware:VERSION|firmware:protocol:M.N"):
         assert token in result.output
     assert "documented" in result.output and "deviation" in result.output
     # every rule is listed with the source it was read from

@@ -114,3 +114,14 @@ def read(recipe_path: Path, profile_path: Path) -> Execution:
     execution = profile.get("execution", {})
     threshold = execution.get("runlist_threshold", DEFAULT_RUNLIST_THRESHOLD)
     return Execution(hwctxs, runs, len(runs) >= threshold, execution.get("iterations", 1))
+
+
+def schema_as_runner_reads(path: Path) -> dict[str, Any]:
+    """XRT's recipe schema (963c58ee) with the one key runner.cpp reads that it does not
+    list: a run names its kernel with `kernel` (create_kernel_run; recipe.md's examples),
+    `name` being the deprecated spelling the schema still has."""
+    schema = json.loads(path.read_text())
+    run = schema["$defs"]["execution"]["properties"]["runs"]["items"]
+    assert "kernel" not in run["properties"]        # still so at that commit
+    run["properties"]["kernel"] = {"$ref": "#/$defs/key"}
+    return schema

@@ -40,6 +40,7 @@ from harness.model.results import (
     TrialResult,
     TrialSpec,
     TrialStatus,
+    numeric_cfg,
 )
 from harness.probe.holders import device_users, own_family
 from harness.probe.kernel_log import kernel_log_reader
@@ -189,7 +190,9 @@ def trial_spec(case: Case, pack: ResolvedPack, plan_name: str, chunks: list[int]
         continue_after_failure=options.continue_after_failure,
         buffers=dict(case.buffers),
         order=list(case.order) if case.order is not None else None,
-        programs=programs.files)
+        programs=programs.files,
+        context_cfg={role: numeric for role, cfg in case.context_cfg.items()
+                     if (numeric := numeric_cfg(cfg))})
 
 
 def case_latencies(case: Case) -> dict[str, float]:

@@ -73,8 +73,9 @@ class _Loaded:
             if role in spec.programs:
                 continue
             # register_xclbin returns the uuid in every release (pyxrt.cpp)
-            self.contexts[role] = xrt.hw_context(self.dev,
-                                                 self.dev.register_xclbin(xrt.xclbin(path)))
+            self.contexts[role] = _context(xrt, self.dev,
+                                           self.dev.register_xclbin(xrt.xclbin(path)),
+                                           spec.context_cfg.get(role))
             if role == spec.runlist_context:
                 part = read_xclbin_cached(path).partition
                 columns = part.column_width if part else 4
@@ -191,6 +192,18 @@ class _Loaded:
                                      *(value for _, value in args))
             runs += one
         return rl, runs
+
+
+def _context(xrt: Any, dev: Any, xuid: Any, cfg: dict[str, int] | None) -> Any:
+    """A hardware context for a registered xclbin, with the configuration a capture
+    recorded for it (replay.cpp makes its contexts with theirs): pyxrt's cfg_param
+    overload, from the 2.23 binding; an older binding has none and makes it without."""
+    if cfg:
+        try:
+            return xrt.hw_context(dev, xuid, cfg)
+        except TypeError:
+            pass
+    return xrt.hw_context(dev, xuid)
 
 
 @functools.lru_cache(maxsize=64)

@@ -100,6 +100,13 @@ class BufferSpec:
     memgrp: int | None = None
 
 
+def numeric_cfg(cfg: dict[str, str]) -> dict[str, int]:
+    """The keys of a context's cfg pyxrt can pass (`hw_context(device, uuid, cfg_param:
+    dict[str, int])`, XRT's cfg_param_type of QoS numbers): those with a decimal value."""
+    return {key: int(value) for key, value in cfg.items()
+            if value.strip().isdigit() and int(value) < 2**32}
+
+
 @dataclass
 class TrialSpec:
     """Everything a worker needs to run one trial (sent to it as JSON).
@@ -120,6 +127,8 @@ class TrialSpec:
     order: list[int] | None = None
     # contexts made from full ELFs instead of an xclbin: role -> ELF files
     programs: dict[str, list[str]] = field(default_factory=dict)
+    # a captured context's configuration as pyxrt takes it (role -> QoS key -> number)
+    context_cfg: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def runs_per_unit(self) -> int:

@@ -360,6 +360,7 @@ class hw_context:
         self._elfs: dict[str, tuple[elf, Any]] = {}   # kernel name -> (ELF, ElfKernel)
         self._partition = 0
         self._mode = hw_access_mode.shared
+        self._cfg: dict[str, int] = {}
         mode = ("mode", instance_of(hw_access_mode))
         cfg = ("cfg_param", cfg_params)
         the_uuid = ("uuid", instance_of(uuid))
@@ -408,6 +409,8 @@ class hw_context:
                                "this device; call device.register_xclbin(xclbin) first")
         if isinstance(option, hw_access_mode):
             self._mode = option
+        elif isinstance(option, dict):
+            self._cfg = dict(option)       # QoS: recorded, not modelled
         meta = x._m()
         part = meta.partition
         start = part.start_columns[0] if part and part.start_columns else 0

@@ -1,7 +1,9 @@
 """Every rule the simulated stack plays, with where it was read.
 
 `runlist-harness sim profiles` prints this table; the scenario tests name the
-rule they pin. A rule that differs by XRT release or by driver build says which.
+rule they pin. A rule that differs by XRT release or by driver build says which. The
+"format" rules are XRT's files as the harness reads and writes them for the same stack
+(captures, recipes, replay scripts).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ XRT_KERNEL = "Xilinx/XRT src/runtime_src/core/common/api/xrt_kernel.cpp"
 XRT_ELF = "Xilinx/XRT src/runtime_src/core/common/api/xrt_elf.cpp"
 XRT_HWCTX = "Xilinx/XRT src/runtime_src/core/common/api/xrt_hw_context.cpp"
 PYXRT = "Xilinx/XRT src/python/pybind11/src/pyxrt.cpp"
+RUNNER = "Xilinx/XRT src/runtime_src/core/common/runner"
 STAGING = "amd/xdna-driver drivers/accel/amdxdna"
 LEGACY = "amd/xdna-driver src/driver/amdxdna"
 MAINLINE = "Linux drivers/accel/amdxdna"
@@ -22,7 +25,7 @@ MAINLINE_TREE = "amd/xdna-driver f13c7f41 drivers/accel/amdxdna"
 
 @dataclass(frozen=True)
 class Rule:
-    layer: str          # XRT | pyxrt | driver | firmware
+    layer: str          # XRT | pyxrt | driver | firmware | format
     text: str
     source: str
 
@@ -246,4 +249,29 @@ RULES = (
          "simulator assumption; the payload rule above"),
     Rule("firmware", "contexts whose column ranges overlap time-share the array",
          "STACK.md 5 (FastFlowLM's four 8-column contexts)"),
+    Rule("format", "a capture's replay.json is serialised by nlohmann::json, every object's "
+         "keys sorted: execution (frames, threads), ini, resources (buffers, hwctxs, kernels, "
+         "runs), version; it is read a frame and a run at a time in that order (or the old "
+         "one), what the frames name checked once the resources are in",
+         f"{RUNNER}/capture.cpp save_replay_script (at 963c58ee), "
+         "core/common/json/nlohmann/json.hpp (std::map objects)"),
+    Rule("format", "each captured context keeps its cfg (string values), which replay.cpp "
+         "makes the context with (passed through pyxrt's hw_context cfg_param where the "
+         "value is a number, from the 2.23 binding); ini holds the XRT settings the "
+         "application ran with, which replay.cpp sets first (XRT also reads each from an "
+         "environment variable of its name)",
+         f"{RUNNER}/capture.cpp replay_resource_hwctx, replay_ini; {RUNNER}/replay.cpp "
+         "create_hwctx, init_ini; core/common/config_reader.cpp get_string_value"),
+    Rule("format", "a recipe run names its kernel with 'kernel' ('name' is the deprecated "
+         "spelling, read only without it); a constant is read as a C int "
+         "(value.get<int>()), so one that does not fit is refused on reading a recipe and "
+         "on exporting one, naming the run and the argument",
+         f"{RUNNER}/runner.cpp create_kernel_run, create_constant_args"),
+    Rule("format", "xrt-runner creates every recipe buffer host-only (xrt::ext::bo; the "
+         "schema has name, type, size); XRT's capture writer records memgrp and flags for "
+         "a buffer with a memory group that is not host-only and replay allocates it so: "
+         "an instruction-buffer export is also a replay script keeping the instruction "
+         "buffer cacheable in argument 1's group",
+         f"{RUNNER}/runner.cpp create_bo, schema/recipe.schema.json; capture.cpp "
+         "replay_resource_buffer; replay.cpp create_buffer"),
 )

@@ -5,7 +5,8 @@ artefacts of every `run.start()` and `runlist.execute()`: a frame each. The form
 the one XRT's `capture.cpp` writes and `replay.md` describes:
 
 - `resources.hwctxs[] {name, cfg, xclbin | programs}` (a context made from full ELFs
-  lists its programs: the full-elf flow),
+  lists its programs: the full-elf flow; `cfg` is the context's configuration, string
+  values by key, which `replay.cpp` creates the context with),
   `resources.buffers[] {name, size, type, memgrp?, flags?}` (memgrp and flags, recorded
   for the buffers of the TXN flow that are not host-only, are what they are allocated
   with again, as `replay.cpp` `create_buffer` does),
@@ -20,8 +21,17 @@ the one XRT's `capture.cpp` writes and `replay.md` describes:
   later in the file (`replay.cpp` runs each thread's frames in order and waits where
   told).
 
+- `ini {key: value}`: the XRT settings the application ran with (`replay.cpp` sets them
+  before replaying; `Runtime.capture*` left out).
+
 A section with nothing in it is `null`: `capture.cpp` `insert_json_object` leaves the
-member it created empty-handed.
+member it created empty-handed. `capture.cpp` serialises with nlohmann::json, whose
+objects keep their keys sorted: a real `replay.json` reads `execution`, `ini`,
+`resources`, `version` (frames before the runs they name, `buffers` before `hwctxs`).
+The file is read a run and a frame at a time in that order or any other that puts a
+section's runs after its contexts, buffers and kernels (the order the tests wrote before
+they wrote XRT's), what a frame names being checked once every section is in; anything
+else is read whole, to the same capture and the same errors.
 
 Every reference is checked (hwctx, kernel, run, buffer, artefact file) and what is wrong
 is named with its field and file. A frame is a plan source: its runs, in order, are
@@ -32,8 +42,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -105,6 +115,8 @@ class Capture:
     threads: tuple[str, ...]
     frames: tuple[Frame, ...]
     programs: dict[str, tuple[str, ...]] = field(default_factory=dict)   # full-ELF contexts
+    cfgs: dict[str, dict[str, str]] = field(default_factory=dict)       # context -> cfg
+    ini: dict[str, str] = field(default_factory=dict)    # the XRT settings it ran with
 
     def frame(self, name: str | None) -> Frame:
         """A frame by name (or by its number: 7 for frame_7); None: the deepest runlist."""
@@ -191,52 +203,36 @@ def _cached(path: str, mtime_ns: int, size: int) -> Capture:
 
 
 _CUT_SHORT = "; a capture cut short? capture again, letting the application exit"
-# the order capture.cpp writes: what each section refers to comes before it
-_TOP = ("version", "resources", "execution")
 _RESOURCES = ("hwctxs", "buffers", "kernels", "runs")
-_EXECUTION = ("threads", "frames")
 
 
 class _OutOfOrder(Exception):
     """Sections in an order the streamed read cannot check as it goes."""
 
 
-def _in_order(keys: Iterator[str], order: tuple[str, ...]) -> Iterator[str]:
-    at = 0
-    for key in keys:
-        if key in order:
-            if order.index(key) < at:
-                raise _OutOfOrder
-            at = order.index(key) + 1
-        yield key
-
-
 def _streamed(path: Path) -> Capture:
-    """replay.json read a run and a frame at a time, each checked as it comes: a capture
-    of a million runs is never held as one parsed document."""
+    """replay.json read a run and a frame at a time, each checked as it comes (what a
+    frame names, once every section is in): a capture of a million runs is never held as
+    one parsed document, in XRT's key order or the one the tests wrote before."""
     build = _Builder(path)
     try:
         with JsonStream(path) as stream:
             if stream.peek() != "{":
                 raise _OutOfOrder                # not an object: the whole read says so
-            seen_version = False
-            for key in _in_order(stream.object_keys(), _TOP):
+            seen = set()
+            for key in stream.object_keys():
                 if key == "version":
                     build.version(stream.value())
-                    seen_version = True
-                elif not seen_version:
-                    raise _OutOfOrder
                 elif key == "resources":
                     _stream_resources(stream, build)
                 elif key == "execution":
-                    if not build.resourced:
-                        raise _OutOfOrder
                     _stream_execution(stream, build)
+                elif key == "ini":
+                    build.ini_section(stream.value())
                 else:
                     stream.value()
+                seen.add(key)
             stream.end()
-            if not seen_version:
-                raise _OutOfOrder
             digest = stream.digest.hexdigest()
     except UnicodeDecodeError as err:
         raise CaptureError(f"{path}: not UTF-8 text (byte {err.start})") from None
@@ -245,7 +241,7 @@ def _streamed(path: Path) -> Capture:
             from None
     except JsonShapeError as err:
         raise CaptureError(f"{path}: {err}") from None
-    if not build.resourced or not build.executed:
+    if not {"version", "resources", "execution"} <= seen:
         raise _OutOfOrder                         # a section missing: as the whole read says
     return build.finish(digest)
 
@@ -254,10 +250,12 @@ def _stream_resources(stream: JsonStream, build: _Builder) -> None:
     if stream.peek() != "{":
         build.resources(stream.value())          # not an object: refused by the builder
         return
-    for key in _in_order(stream.object_keys(), _RESOURCES):
+    for key in stream.object_keys():
         if key != "runs":
             build.section(key, stream.value())
             continue
+        if not build.has_sections(_RESOURCES[:-1]):
+            raise _OutOfOrder                    # runs before what they name: read whole
         build.resources_before_runs()
         if stream.peek() == "[":
             for position in stream.array_items():
@@ -274,7 +272,7 @@ def _stream_execution(stream: JsonStream, build: _Builder) -> None:
     if stream.peek() != "{":
         build.execution(stream.value())
         return
-    for key in _in_order(stream.object_keys(), _EXECUTION):
+    for key in stream.object_keys():
         if key == "frames" and stream.peek() == "[":
             for position in stream.array_items():
                 build.frame(f"execution.frames[{position}]", stream.value())
@@ -289,25 +287,31 @@ def _stream_execution(stream: JsonStream, build: _Builder) -> None:
 
 
 def _whole(data: Any, path: Path, digest: str) -> Capture:
-    """replay.json parsed whole, checked section by section in the same order."""
+    """replay.json parsed whole, checked section by section as the streamed read does."""
     build = _Builder(path)
     top = build.read.mapping(data, "(top level)")
     build.version(top.get("version"))
     build.resources(top.get("resources"))
     build.execution(top.get("execution"))
+    if "ini" in top:
+        build.ini_section(top["ini"])
     return build.finish(digest)
 
 
 class _Builder:
-    """A Capture made from replay.json's sections in the order capture.cpp writes them,
-    each checked as it comes: its references (contexts, kernels, runs, buffers,
-    artefact files) to what came before it."""
+    """A Capture made from replay.json's sections in whatever order they come, each
+    checked as it comes: a run's references (its kernel, its buffers) and a kernel's (its
+    context) to the resources before them, artefact files at once; what a frame names
+    (runs, buffers, threads, frames) once every section is in, since XRT writes the
+    frames first."""
 
     def __init__(self, path: Path) -> None:
         self.read = JsonReader(str(path), CaptureError)
         self.folder = path.parent
         self.hwctxs: dict[str, str] = {}
         self.programs: dict[str, tuple[str, ...]] = {}
+        self.cfgs: dict[str, dict[str, str]] = {}
+        self.ini: dict[str, str] = {}
         self.buffers: dict[str, Buffer] = {}
         self.kernels: dict[str, Kernel] = {}
         self.runs: dict[str, Run] = {}
@@ -315,12 +319,17 @@ class _Builder:
         self.frames: list[Frame] = []
         self.seen: set[str] = set()
         self.shared: dict[Any, Any] = {}       # runs alike share their arguments' tuples
-        self.resourced = self.executed = self._checked = False
+        self.resourced = self.executed = self.resources_checked = False
         self._sections: dict[str, Any] = {}
+        self._frame_buffers: list[tuple[str, str]] = []   # (buffer, where) a frame named
 
     def version(self, value: Any) -> None:
         if str(value) != "1.0":
             raise self.read.fail("version", f"{value!r}; XRT's capture writes 1.0")
+
+    def ini_section(self, value: Any) -> None:
+        """The XRT settings the application ran with: replay.cpp sets each (a string)."""
+        self.ini = _strings(self.read, value, "ini")
 
     def resources(self, value: Any) -> None:
         resources = self.read.mapping(value, "resources")
@@ -335,11 +344,14 @@ class _Builder:
         """hwctxs, buffers or kernels, whole (checked once all three are in)."""
         self._sections[key] = value
 
+    def has_sections(self, keys: tuple[str, ...]) -> bool:
+        return all(key in self._sections for key in keys)
+
     def resources_before_runs(self) -> None:
         """Check what runs refer to: the contexts, the buffers, the kernels."""
-        if self._checked:
+        if self.resources_checked:
             return
-        self._checked = True
+        self.resources_checked = True
         read, folder, sections = self.read, self.folder, self._sections
         for where, entry in _section(read, sections, "hwctxs", "resources"):
             name = read.text(entry.get("name"), where + ".name")
@@ -358,6 +370,9 @@ class _Builder:
                                                           for i, f in enumerate(files)))
             else:
                 raise read.fail(where, "neither an xclbin nor programs")
+            cfg = _strings(read, entry.get("cfg"), where + ".cfg")
+            if cfg:
+                self.cfgs[name] = cfg
         contexts = {*self.hwctxs, *self.programs}
         for where, entry in _section(read, sections, "buffers", "resources"):
             name = read.text(entry.get("name"), where + ".name")
@@ -367,7 +382,7 @@ class _Builder:
             flags = read.index(entry["flags"], where + ".flags") if "flags" in entry else None
             memgrp = read.index(entry["memgrp"], where + ".memgrp") if "memgrp" in entry \
                 else None
-            self.buffers[name] = Buffer(size, flags, memgrp)
+            self.buffers[sys.intern(name)] = Buffer(size, flags, memgrp)
         for where, entry in _section(read, sections, "kernels", "resources"):
             name = read.text(entry.get("name"), where + ".name")
             hwctx = read.text(entry.get("hwctx"), where + ".hwctx")
@@ -387,6 +402,8 @@ class _Builder:
         read = self.read
         entry = read.mapping(value, where)
         name = read.text(entry.get("name"), where + ".name")
+        if self.frames:                  # frames came first: share the names they hold
+            name = sys.intern(name)
         kernel = read.text(entry.get("kernel"), where + ".kernel")
         if kernel not in self.kernels:
             raise read.fail(where + ".kernel", f"{kernel!r} is not a kernel of "
@@ -408,21 +425,48 @@ class _Builder:
 
     def frame(self, where: str, value: Any) -> None:
         entry = self.read.mapping(value, where)
-        frame = _frame(self.read, entry, where, self.runs, self.buffers, self.folder,
-                       self.seen)
-        if self.threads and frame.tid not in self.threads:
-            raise self.read.fail(where + ".tid", f"thread {frame.tid} is not one of "
-                                                 "execution.threads")
+        frame = _frame(self.read, entry, where, self.folder, self.seen, self._frame_buffers,
+                       self.runs)
         self.frames.append(frame)
         self.seen.add(frame.name)
 
     def finish(self, digest: str) -> Capture:
+        read = self.read
         if not self.frames:
-            raise self.read.fail("execution.frames", "no frames: nothing was started while "
-                                                     "capturing")
-        _check_waits(self.read, self.frames)
+            raise read.fail("execution.frames", "no frames: nothing was started while "
+                                                "capturing")
+        self._check_frames()
+        _check_waits(read, self.frames)
         return Capture(self.folder, digest, self.hwctxs, self.buffers, self.kernels,
-                       self.runs, self.threads, tuple(self.frames), self.programs)
+                       self.runs, self.threads, tuple(self.frames), self.programs,
+                       self.cfgs, self.ini)
+
+    def _check_frames(self) -> None:
+        """What the frames name, now that every section is in: runs, buffers, threads."""
+        read, runs = self.read, self.runs
+        for i, frame in enumerate(self.frames):
+            for j, run in enumerate(frame.runs):
+                if run not in runs:
+                    raise read.fail(f"execution.frames[{i}].runs[{j}].run",
+                                    f"{run!r} is not a run of resources.runs")
+            if self.threads and frame.tid not in self.threads:
+                raise read.fail(f"execution.frames[{i}].tid", f"thread {frame.tid} is not "
+                                                              "one of execution.threads")
+        for bo, where in self._frame_buffers:
+            if bo not in self.buffers:
+                raise read.fail(where, f"{bo!r} is not a buffer of resources.buffers")
+
+
+def _strings(read: JsonReader, value: Any, where: str) -> dict[str, str]:
+    """An object of string values (null or absent: empty), as replay.cpp reads cfg and
+    ini (`get<std::string>()`)."""
+    if value is None:
+        return {}
+    found = read.mapping(value, where)
+    for key, item in found.items():
+        if not isinstance(item, str):
+            raise read.fail(f"{where}.{key}", f"expected a string, got {describe(item)}")
+    return found
 
 
 def _section(read: JsonReader, parent: dict[str, Any], key: str, where: str):
@@ -452,7 +496,7 @@ def _run_args(read: JsonReader, entry: dict[str, Any], where: str,
               buffers: dict[str, Buffer]) -> tuple[tuple[int, str, Any], ...]:
     args: list[tuple[int, str, Any]] = []
     for at, arg in read.objects(entry.get("arguments") or [], where + ".arguments"):
-        bo = read.text(arg.get("bo"), at + ".bo")
+        bo = sys.intern(read.text(arg.get("bo"), at + ".bo"))
         if bo not in buffers:
             raise read.fail(at + ".bo", f"{bo!r} is not a buffer of resources.buffers")
         args.append((read.index(arg.get("argidx"), at + ".argidx"), "bo", bo))
@@ -469,8 +513,12 @@ def _run_args(read: JsonReader, entry: dict[str, Any], where: str,
     return tuple(sorted(args))
 
 
-def _frame(read: JsonReader, entry: dict[str, Any], where: str, runs: dict[str, Run],
-           buffers: dict[str, Buffer], folder: Path, seen: set[str]) -> Frame:
+def _frame(read: JsonReader, entry: dict[str, Any], where: str, folder: Path,
+           seen: set[str], buffers: list[tuple[str, str]], runs: dict[str, Run]) -> Frame:
+    """A frame's own shape and artefact files; the runs and buffers it names are added to
+    what `_Builder._check_frames` checks once the resources are in (`buffers` gets each
+    buffer named with where). A run's name is the one its run holds when the runs came
+    first, else interned, so that runs and frames share one string either way."""
     name = read.text(entry.get("name"), where + ".name")
     if name in seen:
         raise read.fail(where + ".name", f"{name!r} is named twice")
@@ -483,13 +531,11 @@ def _frame(read: JsonReader, entry: dict[str, Any], where: str, runs: dict[str, 
         raise read.fail(where + ".runs", "a frame starts at least one run")
     for at, member in members:
         run = read.text(member.get("run"), at + ".run")
-        if run not in runs:
-            raise read.fail(at + ".run", f"{run!r} is not a run of resources.runs")
-        names.append(runs[run].name)
+        known = runs.get(run)
+        names.append(known.name if known is not None else sys.intern(run))
         for here, arg in read.objects(member.get("arguments", []), at + ".arguments"):
-            bo = read.text(arg.get("bo"), here + ".bo")
-            if bo not in buffers:
-                raise read.fail(here + ".bo", f"{bo!r} is not a buffer of resources.buffers")
+            bo = sys.intern(read.text(arg.get("bo"), here + ".bo"))
+            buffers.append((bo, here + ".bo"))
             fnm = read.text(arg.get("fnm"), here + ".fnm")
             data.append((bo, _file_in(read, folder, fnm, here + ".fnm")))
     waits = []

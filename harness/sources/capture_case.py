@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.model.errors import PlanError
 from harness.model.plan import Plan, make_plan
-from harness.model.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec
+from harness.model.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec, numeric_cfg
 from harness.sources.capture import REPLAY, Capture, CaptureError, Run, load_capture
 from harness.sources.case import DEFAULT_TRIALS, NAME, Case, Command, FieldChecker
 
@@ -58,7 +58,29 @@ def capture_case(capture: Capture, frame_name: str | None, *, name: str, descrip
                 trials=trials, deadline_s=deadline_s, file=file, sha256=sha256, flow=flow,
                 buffers=buffers, order=tuple(order), kind="capture", frame=frame.name,
                 frames=tuple(f.name for f in capture.frames), capture=str(capture.folder),
-                programs=dict(capture.programs))
+                programs=dict(capture.programs), notes=_setting_notes(capture),
+                context_cfg={k: dict(v) for k, v in capture.cfgs.items()},
+                ini=dict(capture.ini))
+
+
+def _setting_notes(capture: Capture) -> tuple[str, ...]:
+    notes = []
+    for context, cfg in capture.cfgs.items():
+        passed = numeric_cfg(cfg)
+        left = sorted(set(cfg) - set(passed))
+        notes.append(f"context {context} was made with cfg "
+                     + ", ".join(f"{k}={v}" for k, v in sorted(cfg.items()))
+                     + (" (passed to pyxrt's hw_context as cfg_param, from XRT 2.23's "
+                        "binding)" if passed else "")
+                     + (f"; {', '.join(left)} not: pyxrt's cfg_param takes numbers only"
+                        if left else ""))
+    if capture.ini:
+        notes.append("the application ran with the XRT settings " + ", ".join(
+            f"{k}={v}" for k, v in sorted(capture.ini.items())) + " (replay.json ini; "
+            "xrt-runner --replay sets them): the harness runs with its own process's, so "
+            "set them in xrt.ini or in its environment (XRT reads each setting from a "
+            "variable of its name before xrt.ini, config_reader.cpp) to match")
+    return tuple(notes)
 
 
 def _as_c_ints(capture: Capture, run: Run) -> tuple[tuple[int, str, Any], ...]:

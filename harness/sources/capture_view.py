@@ -1,6 +1,7 @@
-"""What `capture show` tells about a capture: contexts and their xclbins, kernels and their
-control code, frames in order (thread, depth, kernels, waits), the depth histogram and
-the chains XRT makes of each runlist."""
+"""What `capture show` tells about a capture: contexts (their xclbins or programs, and the
+cfg each was made with), kernels and their control code, frames in order (thread, depth,
+kernels, waits), the depth histogram, the chains XRT makes of each runlist, and the XRT
+settings (`ini`) the application ran with."""
 
 from __future__ import annotations
 
@@ -32,7 +33,11 @@ def summary(capture: Capture) -> dict[str, Any]:
                          columns=meta.partition.column_width if meta.partition else None)
         except XclbinError as err:
             entry["problem"] = str(err)
+        entry["cfg"] = dict(capture.cfgs.get(name, {}))
         contexts.append(entry)
+    for name, programs in capture.programs.items():
+        contexts.append({"name": name, "programs": [Path(p).name for p in programs],
+                         "cfg": dict(capture.cfgs.get(name, {}))})
     kernels = []
     for kernel in capture.kernels.values():
         entry = {"name": kernel.name, "instance": kernel.instance, "hwctx": kernel.hwctx,
@@ -50,7 +55,7 @@ def summary(capture: Capture) -> dict[str, Any]:
     runlists = [f for f in frames if f["depth"] > 1]
     deepest = capture.frame(None)
     return {"folder": str(capture.folder), "contexts": contexts, "kernels": kernels,
-            "threads": list(capture.threads), "frames": frames,
+            "ini": dict(capture.ini), "threads": list(capture.threads), "frames": frames,
             "depth_histogram": depth_histogram(capture),
             "runlist_frames": [f["name"] for f in runlists],
             "deepest": {"frame": deepest.name, "depth": deepest.depth,
@@ -73,9 +78,15 @@ def render_text(capture: Capture) -> str:
              f"thread(s), {len(info['runlist_frames'])} of them runlists"]
     lines.append("contexts:")
     for ctx in info["contexts"]:
+        cfg = ", ".join(f"{k}={v}" for k, v in sorted(ctx["cfg"].items()))
+        made = f"; cfg {cfg}" if cfg else "; cfg empty"
+        if "programs" in ctx:
+            lines.append(f"  {ctx['name']:<10} full ELF programs {', '.join(ctx['programs'])}"
+                         f"{made}")
+            continue
         known = f"  (known as {ctx['known_as'][0]})" if ctx.get("known_as") else ""
         lines.append(f"  {ctx['name']:<10} {ctx['xclbin']}, {ctx.get('columns', '?')} columns, "
-                     f"kernels {', '.join(ctx.get('kernels') or []) or '?'}{known}")
+                     f"kernels {', '.join(ctx.get('kernels') or []) or '?'}{made}{known}")
     lines.append("kernels:")
     for kernel in info["kernels"]:
         code = kernel["ctrlcode"] or "no control code (instruction buffer in its arguments)"
@@ -98,6 +109,8 @@ def render_text(capture: Capture) -> str:
         waits = [w for f in group for w in f["waits"] if w != f["name"]]
         lines.append(f"  {names:<22} thread {first['tid']}: {each}{what} ({kernels}) in "
                      f"{first['hwctx']}" + (f"; waits on {', '.join(waits)}" if waits else ""))
+    settings = ", ".join(f"{k}={v}" for k, v in sorted(info["ini"].items()))
+    lines.append(f"XRT settings it ran with (ini): {settings or 'none recorded'}")
     histogram = ", ".join(f"{depth}: {n}" for depth, n in info["depth_histogram"].items())
     lines.append(f"depths (runs per frame: frames): {histogram}")
     deepest = info["deepest"]

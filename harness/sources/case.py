@@ -86,6 +86,10 @@ class Case:
     frames: tuple[str, ...] = ()  # every frame of the capture
     # contexts made from full ELFs (role -> absolute ELF paths), beside the xclbin ones
     programs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # a capture's context configurations (role -> key -> value, as replay.cpp passes them to
+    # xrt::hw_context) and the XRT settings the application ran with (its `ini`)
+    context_cfg: dict[str, dict[str, str]] = field(default_factory=dict)
+    ini: dict[str, str] = field(default_factory=dict)
 
     def plan(self, name: str) -> Plan:
         for plan in self.plans:

@@ -26,7 +26,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -336,10 +336,13 @@ def _run(read: JsonReader, entry: dict[str, Any], where: str,
         value = constant.get("value")
         # create_constant_args: "int" read as a C int; "string" the harness cannot pass
         if constant.get("type") != "int" or isinstance(value, bool) \
-                or not isinstance(value, int) or not -2**31 <= value < 2**31:
+                or not isinstance(value, int):
             raise read.fail(at, f"only int constants (a C int) are supported, got "
                                 f"{describe(value)} of type {describe(constant.get('type'))}")
-        args.append((read.index(constant.get("argidx"), at + ".argidx"), "int", value))
+        index = read.index(constant.get("argidx"), at + ".argidx")
+        if not fits_c_int(value):
+            raise read.fail(at, c_int_refusal(f"the run of kernel {name!r}", index, value))
+        args.append((index, "int", value))
     indices = [a[0] for a in args]
     if len(set(indices)) != len(indices):
         raise read.fail(where, f"an argument index is set twice ({sorted(indices)})")
@@ -347,6 +350,17 @@ def _run(read: JsonReader, entry: dict[str, Any], where: str,
     # An absent control code is a NOP ELF stand-in (simulated stack only; hardware refuses).
     return Command(instance, "nop", (), elf=elf if elf and Path(elf).is_file() else None,
                    args=tuple(sorted(args))), hwctx
+
+
+def fits_c_int(value: int) -> bool:
+    """Whether xrt-runner can read the constant: runner.cpp reads `value` with
+    `node.at("value").get<int>()`, a C int."""
+    return -2**31 <= value < 2**31
+
+
+def c_int_refusal(run: str, index: int, value: int) -> str:
+    return (f"{run} sets argument {index} to {value}, which does not fit the C int "
+            "xrt-runner reads a constant as (runner.cpp: value.get<int>())")
 
 
 def _with(case: Case, notes: list[str], digest: str, profile: str | None, ref: str) -> Case:
@@ -446,6 +460,7 @@ class Export:
 
     recipes: list[str]
     missing: list[str]
+    replays: list[str] = field(default_factory=list)   # the TXN flow as replay scripts
 
 
 def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | None,
@@ -461,10 +476,13 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | 
     Every buffer is one XRT's runner creates (runner.cpp `create_bo`, `bindings::init`):
     a data buffer with no content is `internal` with its size; one with content is bound
     in the profile with its `size` and `init.file` (without a size the runner copies
-    nothing into it)."""
+    nothing into it). The instruction-buffer flow is also written as XRT replay scripts
+    (`replay_PLAN.json`), which keep the flags and memory group its buffers are allocated
+    with (`harness.sources.replay_export`)."""
     from harness.formats.elf_writer import control_code_elf
     from harness.formats.txn import nop_stream, word_count
     from harness.formats.xclbin import read_xclbin
+    from harness.sources.replay_export import CACHEABLE, ReplayBuffer, replay_script
 
     files: dict[str, bytes] = {}
     missing: list[str] = []
@@ -476,12 +494,14 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | 
     columns = 4
     header: dict[str, Any] = {}
     hwctxs: list[dict[str, Any]] = []
+    meta = None
     if programs is not None:
         names = [f"program_{i}.elf" for i in range(len(programs))]
         files.update({n: Path(p).read_bytes() for n, p in zip(names, programs, strict=True)})
         hwctxs.append({"name": case.runlist_context, "programs": names})
     else:
-        part = read_xclbin(xclbin).partition if xclbin else None
+        meta = read_xclbin(xclbin) if xclbin else None
+        part = meta.partition if meta else None
         columns = part.column_width if part else columns
         xclbin_name = Path(case.xclbins[case.runlist_context]).name
         header["xclbin"] = xclbin_name
@@ -495,11 +515,15 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | 
             Path(command.instructions).read_bytes()
 
     kernels, buffers, bindings, templates = [], [], [], []
+    run_args: list[tuple[tuple[int, str, Any], ...]] = []
+    replay_buffers: dict[str, ReplayBuffer] = {}
 
-    def bound(name: str, content: bytes, file: str) -> None:
+    def bound(name: str, content: bytes, file: str, flags: int | None = None,
+              memgrp: int | None = None) -> None:
         files[file] = content
         buffers.append({"name": name, "type": "input", "size": len(content)})
         bindings.append({"name": name, "size": len(content), "init": {"file": file}})
+        replay_buffers[name] = ReplayBuffer(len(content), flags, memgrp, file)
 
     for c, command in enumerate(case.per_layer):
         kernel: dict[str, Any] = {"name": f"k{c}", "instance": command.kernel}
@@ -516,7 +540,8 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | 
             files[kernel["ctrlcode"]] = control_code_elf(stream_of(command))
         kernels.append(kernel)
         if command.args is not None:
-            templates.append(_exported_run(f"k{c}", command.args))
+            templates.append(_exported_run(f"k{c}", command.kernel, command.args))
+            run_args.append(command.args)
             continue
         args: list[tuple[int, str, Any]] = []
         first = 0
@@ -524,26 +549,37 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | 
             args.append((0, "int", command.opcode))
             first = 3
             if "ctrlcode" not in kernel:
+                # mlir-aie and IRON: cacheable, in the memory group of argument 1
                 stream = stream_of(command)
-                bound(f"c{c}_instr", stream, f"instr_{c}.bin")
+                group = meta.group_id(command.kernel, 1) if meta else None
+                bound(f"c{c}_instr", stream, f"instr_{c}.bin", CACHEABLE,
+                      group if group and group > 0 else None)
                 args += [(1, "bo", f"c{c}_instr"), (2, "int", word_count(stream))]
         for j, size in enumerate(command.buffers):
             buffers.append({"name": f"c{c}_b{j}", "type": "internal", "size": size})
+            replay_buffers[f"c{c}_b{j}"] = ReplayBuffer(size)
             args.append((first + j, "bo", f"c{c}_b{j}"))
-        templates.append(_exported_run(f"k{c}", tuple(args)))
+        templates.append(_exported_run(f"k{c}", command.kernel, tuple(args)))
+        run_args.append(tuple(args))
     for name, spec in case.buffers.items():
         if spec.data:
-            bound(name, Path(spec.data).read_bytes()[:spec.size], f"data_{name}.bin")
+            bound(name, Path(spec.data).read_bytes()[:spec.size], f"data_{name}.bin",
+                  spec.flags, spec.memgrp)
         else:
             buffers.append({"name": name, "type": "internal", "size": spec.size})
+            replay_buffers[name] = ReplayBuffer(spec.size, spec.flags, spec.memgrp)
     sequence = (list(case.order) if case.order is not None
                 else [c for _ in range(case.layers) for c in range(len(case.per_layer))])
     per_unit = case.runs_per_layer
     recipes: list[str] = []
+    replays: list[str] = []
+    txn_flow = programs is None and any("ctrlcode" not in k for k in kernels)
     for plan_name, chunks in plans:
-        start, these = 0, []
+        start, these, frames = 0, [], []
         for k, units in enumerate(chunks):
-            runs = [templates[t] for t in sequence[start * per_unit:(start + units) * per_unit]]
+            positions = sequence[start * per_unit:(start + units) * per_unit]
+            runs = [templates[t] for t in positions]
+            frames.append([(f"k{t}", run_args[t]) for t in positions])
             start += units
             name = f"recipe_{_safe(plan_name)}_{k + 1}of{len(chunks)}.json"
             recipe = {"version": "1.0", "header": header,
@@ -553,6 +589,15 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | 
             files[name] = (json.dumps(recipe, indent=2) + "\n").encode()
             these.append(f"xrt-runner --recipe {name} --profile profile.json --dir .")
             recipes.append(name)
+        if txn_flow:
+            replay = f"replay_{_safe(plan_name)}.json"
+            files[replay] = replay_script(
+                {"xclbin": header["xclbin"]},
+                [{key: kernel[key] for key in ("name", "instance", "ctrlcode") if key in kernel}
+                 for kernel in kernels], replay_buffers, frames).encode()
+            replays.append(replay)
+            these.append(f"# the same runlists with the instruction buffers XRT's replay "
+                         f"allocates: xrt-runner --replay {replay} --dir .")
         files[f"run_{_safe(plan_name)}.sh"] = _run_script(case, plan_name, chunks,
                                                            these).encode()
     # A runlist of fewer than RUNLIST_THRESHOLD runs would be started run by run: the
@@ -563,13 +608,20 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | 
         execution["runlist_threshold"] = max(1, smallest)
     profile = {"version": "1.0", "bindings": bindings, "execution": execution}
     files["profile.json"] = (json.dumps(profile, indent=2) + "\n").encode()
-    files["README.md"] = _readme(case, plans, flow, files, missing).encode()
+    files["README.md"] = _readme(case, plans, flow, files, missing, bool(replays)).encode()
     _write_folder(folder, files)
-    return Export(recipes, missing)
+    return Export(recipes, missing, replays)
 
 
-def _exported_run(kernel: str, args: tuple[tuple[int, str, Any], ...]) -> dict[str, Any]:
-    return {"name": kernel,
+def _exported_run(kernel: str, instance: str, args: tuple[tuple[int, str, Any], ...]
+                  ) -> dict[str, Any]:
+    """A recipe run: its kernel named with `kernel` (runner.cpp create_kernel_run; `name`
+    is the deprecated spelling), every constant a C int or the export is refused."""
+    for index, kind, value in args:
+        if kind == "int" and not fits_c_int(value):
+            raise BadInput(c_int_refusal(f"export: a run of kernel {kernel} ({instance})",
+                                         index, value) + "; change the case's value")
+    return {"kernel": kernel,
             "arguments": [{"name": v, "argidx": i} for i, kind, v in args if kind == "bo"],
             "constants": [{"value": v, "type": "int", "argidx": i}
                           for i, kind, v in args if kind == "int"]}
@@ -593,7 +645,7 @@ def _run_script(case: Case, plan_name: str, chunks: list[int], commands: list[st
 
 
 def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
-            files: dict[str, bytes], missing: list[str]) -> str:
+            files: dict[str, bytes], missing: list[str], replays: bool = False) -> str:
     unit = case.unit
     lines = [f"# {case.name} as XRT run recipes", "",
              f"Written by xdna-runlist-harness from {case.source or case.file}: "
@@ -606,8 +658,16 @@ def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
              "has a runlist of fewer than 6 runs, profile.json lowers `runlist_threshold` so "
              "that it is one `xrt::runlist` too. Every buffer is one the runner creates: "
              "`internal` with its size, or bound in profile.json with its `size` and the "
-             "file it is filled from.", "",
-             "```sh", "source /opt/xilinx/xrt/setup.sh"]
+             "file it is filled from.", ""]
+    if replays:
+        lines += ["XRT's runner creates every recipe buffer host-only, but this flow's "
+                  "instruction buffers are allocated cacheable in the memory group of the "
+                  "kernel's argument 1. Each plan is also written as an XRT replay script, "
+                  "`replay_PLAN.json` (the format `xrt-capture` writes, one frame per "
+                  "runlist), whose buffers keep those `flags` and `memgrp`: run it with "
+                  "`xrt-runner --replay replay_PLAN.json --dir .` (the run script names it).",
+                  ""]
+    lines += ["```sh", "source /opt/xilinx/xrt/setup.sh"]
     lines += [f"sh run_{_safe(name)}.sh      # {name}: {'+'.join(map(str, chunks))}"
               for name, chunks in plans]
     lines += ["```", "", "## Files", ""]
