@@ -113,8 +113,9 @@ FLAVOURS = {f.name: f for f in (
     Flavour("staging", "no job pushed or completed on the context for tdr_timeout_ms "
                        "(default 2000 ms) while nothing started or completed anywhere on the "
                        "device either (kernels >= 6.17; before, a device check every "
-                       "tdr_timeout_ms): the faulting job ends TIMEOUT with health data, the "
-                       "rest of the context ABORT", "tdr_timeout_ms", 2000.0, 0.001, 1,
+                       "tdr_timeout_ms): the faulting job ends TIMEOUT with health data (from a "
+                       "firmware that reports it), the rest of the context ABORT",
+            "tdr_timeout_ms", 2000.0, 0.001, 1,
             "[drm] *ERROR* "),
     Flavour("oot", "device-wide check every timeout_in_sec (default 2 s) that fires when no "
                    "job was submitted or completed during two whole periods (4-6 s after "
