@@ -150,12 +150,21 @@ class Backend:
 
 
 def choose_backend(kind: str = "auto", profile: str | None = None, *,
-                   realtime: bool = False) -> Backend:
+                   realtime: bool = False, fallback: bool = True) -> Backend:
+    """The backend `kind` asks for. `fallback=False` (a `git bisect run` test) never takes
+    the simulated stack unless `kind` is "sim": `auto` then needs the hardware as `xrt`
+    does, since a bisection whose commits never load pyxrt would otherwise test the
+    simulator at every commit and name a wrong first bad commit."""
     if kind not in KINDS:
         raise BadInput(f"--backend {kind!r}: use one of {', '.join(KINDS)}")
     if kind == "xrt" and profile:
         raise BadInput("--profile applies to the simulated stack only; drop it or use "
                        "--backend sim")
+    if kind == "auto" and not fallback:
+        if profile:
+            raise BadInput("--profile with --exit-codes git-bisect: a bisection runs on the "
+                           "simulated stack only when asked by name; add --backend sim")
+        kind = "xrt"
     if kind in ("auto", "xrt") and not profile:
         module, why = load_pyxrt()
         nodes = npu_nodes()

@@ -114,7 +114,8 @@ def trial_options(fn: Callable | None = None, *, trials_default: str = "the case
 
 def make_backend(kind: str, profile: str | None, realtime: bool, *,
                  no_isolate: bool = False) -> Backend:
-    backend = choose_backend(kind, profile, realtime=realtime)
+    backend = choose_backend(kind, profile, realtime=realtime,
+                             fallback=exit_convention() != exits.GIT_BISECT)
     if backend.hardware and no_isolate:
         click.echo("warning: --no-isolate on the hardware path: a pyxrt wait holds the GIL and "
                    "can block forever, and nothing can cut it off; without --no-isolate each "
@@ -145,14 +146,26 @@ def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: f
                       seed=seed, flow=flow)
 
 
+EXIT_CONVENTION = "exit_convention"
+
+
+def exit_convention() -> str:
+    """The --exit-codes convention of the running command (the backend choice depends on
+    it: a bisection never falls back to the simulated stack)."""
+    ctx = click.get_current_context(silent=True)
+    return str(ctx.meta.get(EXIT_CONVENTION, exits.HARNESS)) if ctx else exits.HARNESS
+
+
 # Parsed here for its help and its checked value; `harness.app.exits` reads it from the
 # command line, so it holds even for a line that fails to parse.
 exit_codes_option = click.option(
     exits.EXIT_CODES_OPTION, type=click.Choice(exits.CONVENTIONS), default=exits.HARNESS,
     show_default=True, expose_value=False,
+    callback=lambda ctx, param, value: ctx.meta.__setitem__(EXIT_CONVENTION, value),
     help="git-bisect: exit 0 when every trial completed (good), 1 when one failed on the "
          "device (bad), 125 when the run could not tell (deadline, crash, environment, bad "
-         "input), for `git bisect run`.")
+         "input), for `git bisect run`. It never falls back to the simulated stack: without "
+         "pyxrt and an NPU it exits 125, unless --backend sim is given.")
 
 allow_different_machine_option = click.option(
     "--allow-different-machine", is_flag=True,

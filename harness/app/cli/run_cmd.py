@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from harness import __version__
 from harness.app import exits
 from harness.app.cli import GuardedCommand
 from harness.app.cli.options import (
@@ -141,7 +142,17 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
     return _execute(runner, as_json, backend.describe())
 
 
-@click.command(cls=GuardedCommand)
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    # click's own version_option keeps the first program name it saw for the process
+    if value and not ctx.resilient_parsing:
+        click.echo(f"{ctx.find_root().info_name}, version {__version__}")
+        ctx.exit()
+
+
+# Standalone (`reproduce_ert_timeout`) there is no group to inherit -h or --version from.
+@click.command(cls=GuardedCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_show_version, help="Show the version and exit.")
 @click.argument("case_ref", metavar="[CASE]", required=False, default=DEFAULT_CASE)
 @click.option("--no-control", is_flag=True,
               help="Skip the depth-only control (the case's depth as NOP ELF runs on XRT's "
