@@ -107,12 +107,16 @@ def test_the_hardware_path_records_parses_renders_and_bundles_every_item(machine
                  "(MGMT_ERT_NOAVAIL)", "iommu_page_fault", "TDR timeout detected",
                  "<summary>xrt-smi examine (exit 0)</summary>"):
         assert item in body, item
-    # the bundle opens with tar and holds what the render names
+    # no bundle yet: the render says how to make one, and names none
+    assert "Attached: " not in body
+    assert f"`runlist-harness report bundle {out.name}` writes `r.bundle.tar.gz`" in body
+    # the bundle opens with tar and holds what the render names once it exists
     bundled = harness(machine, "report", "bundle", str(out))
     assert bundled.returncode == 0, bundled.stderr
     archive = tmp_path / "r.bundle.tar.gz"
     listing = subprocess.run(["tar", "tzf", str(archive)], capture_output=True, text=True,
                              check=True).stdout.split()
+    body = harness(machine, "report", "render", str(out)).stdout
     footer = body[body.rindex("Attached: "):]
     assert "`r.bundle.tar.gz`" in footer
     for name in ("README.md", "report.md", "r.yaml", "kernel-log.txt", "xrt-smi.txt",

@@ -20,6 +20,7 @@ from harness.execution import stop
 from harness.execution.backend import Backend, trial_seed
 from harness.execution.environment import collect_environment
 from harness.execution.session import run_trial
+from harness.formats.git_head import harness_commit
 from harness.formats.xclbin import read_xclbin
 from harness.formats.xclbin_view import identity
 from harness.logs.driver_lines import trial_entry
@@ -423,7 +424,7 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
     return Report(
         command=command,
         harness={"version": __version__, "python": platform.python_version(),
-                 "argv": command_argv()},
+                 "argv": command_argv(), "commit": harness_commit()},
         backend=backend_info,
         case={"name": case.name, "file": str(Path(case.file).resolve()),
               "sha256": case.sha256, "source": case.source, "layers": case.layers,

@@ -32,7 +32,11 @@ KEEP_CHARS = 4 * MAX_BODY      # trials kept for embedding, as written (redactio
 MESSAGE_CUT = 160              # a message's first line, as a failing row shows it
 MAX_ROWS = 5_000               # distinct failing rows kept; those beyond are only counted
 _OK_STATES = frozenset({None, COMPLETED_STATE})
-_NOT_ANSWERED = ("deadline", "crashed", "interrupted", "in-flight")
+_NOT_ANSWERED = ("deadline", "crashed")
+# trials the harness stopped (Ctrl-C, SIGTERM) or that were running when it died: neither
+# an answer nor a failure, so never a failing row and never counted as one
+_STOPPED = ("interrupted", "in-flight")
+MAX_STOPPED = 20               # stopped trials named; those beyond are only counted
 # where a valid trial may hold keys of its own choosing (everything else is fixed by the
 # schema): the only places a serial number's key can be
 _FREE_FORM = ("worker", "device_users", "recovery", "kernel_log")
@@ -81,6 +85,8 @@ class Digest:
         self.learn_everywhere = learn_everywhere
         self.failing: dict[tuple, FailingRow] = {}
         self.rows_beyond = 0
+        self.stopped: list[tuple[str, int, str]] = []     # plan label, trial number, status
+        self.stopped_count = 0
         self.located: list[str] = []
         self.failed = 0
         self.failed_plans: list[str] = []
@@ -134,11 +140,15 @@ class Digest:
         runlists = trial.get("runlists")
         self._learn(trial, entry.raw)
         label = plan.label
-        number = int(trial.get("index") or 0) if _is_int(trial.get("index")) else 0
+        # trials are numbered from 1 wherever they are shown, as the console counts them
+        number = (int(trial.get("index") or 0) if _is_int(trial.get("index")) else 0) + 1
         if status in _NOT_ANSWERED:
-            shown = "in flight when the harness stopped" if status == "in-flight" else status
-            self._row([label, "-", "-", "-", "-", shown, "-"], _first_line(trial.get("error")),
+            self._row([label, "-", "-", "-", "-", status, "-"], _first_line(trial.get("error")),
                       number)
+        elif status in _STOPPED:
+            self.stopped_count += 1
+            if len(self.stopped) < MAX_STOPPED:
+                self.stopped.append((label, number, status))
         if states is not None and not _OK_STATES.issuperset(states):
             for outcome, state in zip(runlists, states, strict=True):
                 if state in _OK_STATES:
@@ -233,7 +243,8 @@ class Digest:
                           located=[str(shown(x)) for x in self.located],
                           first_failure=(shown(first[0]), shown(first[1])) if first else None,
                           failed=self.failed, failed_plans=list(self.failed_plans),
-                          total=self.total, kept=kept)
+                          total=self.total, kept=kept, stopped=list(self.stopped),
+                          stopped_count=self.stopped_count)
 
     @property
     def has_kernel_log(self) -> bool:
@@ -263,6 +274,8 @@ class ReportView:
     failed_plans: list[str]
     total: int
     kept: list[tuple[int, dict[str, Any]]] | None      # None: too many to embed
+    stopped: list[tuple[str, int, str]] = field(default_factory=list)  # label, number, status
+    stopped_count: int = 0
 
     def whole_document(self) -> dict[str, Any] | None:
         """The report as one nested document, when its trials were few enough to keep."""

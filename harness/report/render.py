@@ -15,6 +15,7 @@ left out, saying which), and the bundle (`harness.report.bundle`) carries everyt
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -116,8 +117,23 @@ def failing_rows(view: ReportView) -> list[list[str]]:
     return out
 
 
+STOPPED_TEXT = {"interrupted": "interrupted", "in-flight": "in flight when the harness stopped"}
+
+
+def stopped_text(view: ReportView) -> str | None:
+    """The trials the harness stopped (or died during), which count neither as answers nor
+    as failures; None when there were none."""
+    if not view.stopped_count:
+        return None
+    named = "; ".join(f"{label} trial {number} ({STOPPED_TEXT.get(status, status)})"
+                      for label, number, status in view.stopped)
+    more = view.stopped_count - len(view.stopped)
+    return ("Not counted (no answer from the stack, and not a failure): " + named
+            + (f"; and {more} more" if more > 0 else ""))
+
+
 def _ranges(numbers: list[int]) -> str:
-    """``0-2, 4``: trial numbers, runs collapsed."""
+    """``1-3, 5``: trial numbers, runs collapsed."""
     parts: list[str] = []
     for n in sorted(set(numbers)):
         if parts and parts[-1].split("-")[-1] == str(n - 1):
@@ -128,16 +144,42 @@ def _ranges(numbers: list[int]) -> str:
 
 
 def command_line(data: dict[str, Any]) -> str:
-    """How the report was made: the command line, the harness version, the XRT release."""
-    harness = data.get("harness") or {}
-    argv = harness.get("argv") or []
+    """The command that made the report, quoted for a POSIX shell so that it pastes and
+    runs as it is."""
+    argv = (data.get("harness") or {}).get("argv") or []
+    if not isinstance(argv, list) or not argv:
+        return f"runlist-harness {data.get('command')}"
     # argv[0] is a path, `python -m harness`'s __main__.py or the entry point's name
-    program = "reproduce_ert_timeout" if argv and Path(str(argv[0])).name == \
+    program = "reproduce_ert_timeout" if Path(str(argv[0])).name == \
         "reproduce_ert_timeout" else "runlist-harness"
-    shown = " ".join([program, *map(str, argv[1:])]) if argv else str(data.get("command"))
-    xrt = ((data.get("backend") or {}).get("xrt") or {}).get("release")
-    return (f"{shown} (xdna-runlist-harness {harness.get('version', '?')}"
-            + (f", XRT {xrt}" if xrt else "") + ")")
+    return shlex.join([program, *map(str, argv[1:])])
+
+
+def harness_made_by(data: dict[str, Any]) -> str:
+    """Which harness wrote the report: its version, and its source commit when it ran from
+    a git checkout."""
+    harness = data.get("harness") or {}
+    commit = harness.get("commit")
+    return (f"xdna-runlist-harness {harness.get('version', '?')}, "
+            + (f"source commit {commit}" if commit else "source commit unknown (not run from "
+               "a git checkout)"))
+
+
+def command_markdown(command: str, made_by: str) -> list[str]:
+    """The **Command:** lines: a code span that pastes as it is; a fenced block when the
+    command holds a line break, which a code span would turn into a space."""
+    if "\n" not in command and "\r" not in command:
+        return [f"**Command:** {code_span(command)} ({_cell(made_by)})", ""]
+    fence = "`" * max(3, _longest_backticks(command) + 1)
+    return [f"**Command** ({_cell(made_by)}):", "", f"{fence}sh", command, fence, ""]
+
+
+def code_span(text: str) -> str:
+    """`text` as one Markdown code span whatever backticks it holds (CommonMark: a fence
+    longer than any run inside, padded by a space when the text starts or ends with one)."""
+    fence = "`" * (_longest_backticks(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _opt(value: Any) -> str:
@@ -167,7 +209,9 @@ def _counts(plan: dict[str, Any]) -> str:
 
 
 def plan_rows(view: ReportView) -> list[list[str]]:
-    return [[record_label(p), str(trials), _counts(p),
+    """plan | trials (those that got an answer: a stopped trial is not one) | outcome |
+    expected."""
+    return [[record_label(p), str((p.get("summary") or {}).get("trials", trials)), _counts(p),
              "(control)" if p.get("control") else p.get("expect") or "-"]
             for p, trials in zip(view.header.get("plans") or [], view.plan_trials, strict=False)]
 
@@ -187,7 +231,29 @@ def sweep_table(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = [("frame" if frames else "depth") + " \\ chunk"] + [str(c) for c in chunks]
     rows = [[str(r)] + [cells.get((r, c), "-") for c in chunks]
             for r in (frames or section.get("depths") or [])]
-    return header, rows
+    return header, fold_rows(rows)
+
+
+def fold_rows(rows: list[list[str]]) -> list[list[str]]:
+    """Neighbouring rows whose cells are all alike become one, labelled ``first-last``
+    (``1-37``; ``8-42 (3 tested)`` when not every depth between was): a sweep of a thousand
+    depths reads as the few bands where it changes."""
+    bands: list[tuple[list[str], list[str]]] = []        # labels, cells
+    for row in rows:
+        if bands and bands[-1][1] == row[1:]:
+            bands[-1][0].append(row[0])
+        else:
+            bands.append(([row[0]], row[1:]))
+    return [[_band(labels), *cells] for labels, cells in bands]
+
+
+def _band(labels: list[str]) -> str:
+    if len(labels) == 1:
+        return labels[0]
+    span = f"{labels[0]}-{labels[-1]}"
+    numbers = [int(x) for x in labels if x.isdigit()]
+    whole = len(numbers) == len(labels) and numbers[-1] - numbers[0] + 1 == len(numbers)
+    return span if whole else f"{span} ({len(labels)} tested)"
 
 
 def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
@@ -244,9 +310,11 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
+def render_markdown(view: ReportView, bundle: list[str] | None = None,
+                    report_name: str | None = None) -> str:
     """The report as an issue body of at most MAX_BODY characters; `bundle` is the
-    bundle's file name and the files in it, when there is one to attach."""
+    bundle's file name and the files in it, when one exists to attach; else, given the
+    report's file name, the body says how to make one."""
     data = view.header
     backend = data.get("backend") or {}
     lines = [f"## xdna-runlist-harness: {title(data)}", ""]
@@ -258,7 +326,7 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
                   " not from an NPU.", ""]
     verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
     lines += [f"**Verdict:** {_cell(verdict)}", "",
-              f"**Command:** `{command_line(data).replace('`', '')}`", "",
+              *command_markdown(command_line(data), harness_made_by(data)),
               f"**Runs:** {_cell(flow_text(_flow(data)))}", ""]
     if data.get("bisect"):
         section = data["bisect"]
@@ -272,6 +340,9 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
     elif data.get("plans"):
         lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected"],
                                               plan_rows(view)) + [""]
+    stopped = stopped_text(view)
+    if stopped:
+        lines += [_cell(stopped) + ".", ""]
     if data.get("server"):
         lines += server_markdown(data["server"])
     failing = failing_rows(view)
@@ -301,7 +372,7 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
             lines += ["Synthesized stand-ins with the kernel signatures of the pack (no real "
                       "pack was present).", ""]
         lines += md_table(["role", "uuid", "sha256", "known as"], xclbins) + [""]
-    footer = bundle_markdown(bundle)
+    footer = bundle_markdown(bundle) if bundle else how_to_bundle(report_name)
     head = "\n".join(lines)
     wrapper = ["<details>", "<summary>Full report (YAML)</summary>", ""]
     # what the YAML may take: the body's limit less everything else, its wrapper and note
@@ -414,6 +485,17 @@ def bundle_markdown(bundle: list[str] | None) -> list[str]:
             + ", ".join(f"`{f}`" for f in files) + ".", ""]
 
 
+def how_to_bundle(report_name: str | None) -> list[str]:
+    """No bundle exists yet: how to make the one file to attach beside this body."""
+    if not report_name:
+        return []
+    bundle = Path(report_name).stem + ".bundle.tar.gz"
+    return ["---", "", "No bundle attached yet: "
+            f"{code_span(shlex.join(['runlist-harness', 'report', 'bundle', report_name]))} "
+            f"writes `{bundle}` beside the report (the report, every trial's kernel log and "
+            "the plans as XRT recipes): attach it to this issue.", ""]
+
+
 def server_markdown(server: dict[str, Any]) -> list[str]:
     rows = [[str(r.get("index")), str(r.get("model")), str(r.get("outcome")),
              _opt(r.get("state")), _opt(r.get("decoding_speed_tps")), _opt(r.get("wall_ms")),
@@ -466,6 +548,7 @@ def render_text(view: ReportView) -> str:
     lines = [title(data), "verdict: " + ((data.get("verdict") or {}).get("text")
                                         or "no verdict (the run did not finish)"),
              "command: " + command_line(data),
+             "harness: " + harness_made_by(data),
              "runs: " + flow_text(_flow(data))]
     if data.get("bisect"):
         answer = (data["bisect"].get("answer") or {}).get("text", "unfinished")
@@ -479,6 +562,9 @@ def render_text(view: ReportView) -> str:
         lines += ["", "plans:"] + [f"  {r[0]:<24} {r[2]}" + (f"   (expected {r[3]})"
                                                             if r[3] != "-" else "")
                                    for r in plan_rows(view)]
+    stopped = stopped_text(view)
+    if stopped:
+        lines += ["", stopped]
     failing = failing_rows(view)
     if failing:
         lines += ["", "failing runs:"]
