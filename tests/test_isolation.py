@@ -168,7 +168,13 @@ def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path, worker
     assert not alive(workers)             # the worker died with its parent
     done = harness("run", "--resume", str(out))
     assert done.returncode == 1, done.stderr
-    assert done.stdout.startswith(f"resuming {out}")
+    banner, resuming, verdict = done.stdout.splitlines()[:3]
+    assert banner.startswith("backend: SIMULATED stack, profile staging,hang-at:3,realtime "
+                             "(hypothesis hang-at:3;")        # as the run began
+    assert resuming == f"resuming {out}"
+    assert verdict.startswith("verdict: SIMULATED: the outcome follows from the injected "
+                              "hypothesis by construction (hang-at:3 makes every runlist "
+                              "deeper than 3 fail")
     report = load_report(out)
     assert [t.status for t in report.plans[0].trials] == ["interrupted", "failed"]
     assert report.finished is not None and report.verdict["reproduced"] is True

@@ -201,7 +201,10 @@ def test_markdown_renders_the_tables_and_the_yaml(reports):
     md = invoke("report", "render", str(reports["cap40"])).stdout
     html = html_of(md)
     assert re.search(r"<h2>[^<]*SIMULATED stack, profile staging,inflight-cap:40", html)
-    assert "<strong>Verdict:</strong> reproduced: monolithic 42: TIMEOUT 2/2" in html
+    assert "<strong>Verdict:</strong> SIMULATED: the outcome follows from the injected " \
+           "hypothesis by construction (inflight-cap:40 makes every runlist of more than 40 " \
+           "commands fail (the firmware wedges with more than 40 queued on one context)): " \
+           "reproduced: monolithic 42: TIMEOUT 2/2" in html
     plans = re.search(r"<h3>Plans</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
     headers = re.findall(r"<th>(.*?)</th>", plans)
     assert headers == ["plan", "trials", "outcome", "expected"]

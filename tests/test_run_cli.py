@@ -46,8 +46,11 @@ def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
 def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
     result = invoke("reproduce", "--no-isolate", "--profile", "inflight-cap:40")
     assert result.exit_code == 1
-    assert "verdict: reproduced: monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 " \
-           "-> chunking avoids the failure" in result.output
+    assert "verdict: SIMULATED: the outcome follows from the injected hypothesis by " \
+           "construction (inflight-cap:40 makes every runlist of more than 40 commands fail " \
+           "(the firmware wedges with more than 40 queued on one context)): reproduced: " \
+           "monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 -> chunking avoids the " \
+           "failure" in result.output
     report = load_report(report_of(result))
     monolithic, halves, control = report.plans
     assert control.control and report.verdict["control"] == "depth alone fails"
@@ -222,7 +225,8 @@ def test_reproduce_ert_timeout_entry_point(tmp_path):
                               capture_output=True, text=True, timeout=120)
     failed = script("--no-isolate", "--trials", "1", "--profile", "inflight-cap:40")
     assert failed.returncode == 1, failed.stderr
-    assert "verdict: reproduced" in failed.stdout
+    assert "verdict: SIMULATED: the outcome follows" in failed.stdout
+    assert "by construction (inflight-cap:40 makes" in failed.stdout
     helped = script("--help")
     assert helped.returncode == 0
     assert helped.stdout.startswith("Usage: reproduce_ert_timeout [OPTIONS] [CASE]")

@@ -14,6 +14,8 @@ harness's own simulator standing in (the tests of the hardware path do that).
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -64,8 +66,11 @@ class Backend:
         if self.hardware:
             origin = getattr(self.xrt, "__file__", "?")
             if self.stand_in:
-                return (f"backend: hardware path, but pyxrt is the SIMULATED stand-in ({origin});"
-                        " not hardware evidence")
+                played = self.stand_in_profile()
+                plays = "" if played is None else f", profile {played.name}" + (
+                    "" if played.documented else f"; hypothesis {','.join(played.deviations)}")
+                return (f"backend: hardware path, but pyxrt is the SIMULATED stand-in ({origin}"
+                        f"{plays}); not hardware evidence")
             version = f", XRT {self.hardware_xrt_version}" if self.hardware_xrt_version else ""
             return f"backend: hardware NPU through pyxrt ({origin}{version})"
         assert self.profile is not None
@@ -84,6 +89,13 @@ class Backend:
         }
         if self.stand_in:
             out["stand_in"] = True
+            played = self.stand_in_profile()
+            if played is not None:
+                # not "profile": that key picks the simulated backend on continuing a report
+                out.update({"stand_in_profile": played.name, "documented": played.documented,
+                            "deviations": played.deviations})
+                if played.by_construction:
+                    out["by_construction"] = played.by_construction
         if self.profile is not None:
             build = driver_build(self.profile.flavour, self.profile.kernel)
             out.update({"profile": self.profile.name,
@@ -92,10 +104,22 @@ class Backend:
                         "realtime": self.profile.realtime,
                         "driver": {"flavour": build.flavour, "kernel": build.kernel,
                                    "source": build.source}})
+            if self.profile.by_construction:
+                out["by_construction"] = self.profile.by_construction
         if self.reason:
             out["reason"] = self.reason
         out["xrt"] = self.xrt_release()
         return out
+
+    def stand_in_profile(self) -> Profile | None:
+        """The profile the simulator standing in for pyxrt plays on the hardware path: the
+        one its environment names, as each worker's stand-in reads it (harness.sim.control).
+        None when the stand-in is not built on the simulator (it is then not loaded)."""
+        if "harness.sim.pyxrt" not in sys.modules:
+            return None
+        from harness.sim.control import PROFILE_ENV
+        from harness.sim.profiles import parse_profile
+        return parse_profile(os.environ.get(PROFILE_ENV))
 
     def xrt_release(self) -> dict[str, Any]:
         """Which XRT release answers, and the failure message form it writes."""
@@ -139,7 +163,7 @@ class Backend:
         from harness.sim import control
         text = control.current().kernel_log.kmsg()
         return trial_entry(reading_of(text, "simulated /dev/kmsg"), self.profile.flavour,
-                           failed)
+                           failed, simulated=True)
 
     def driver_timeout_s(self) -> float:
         """The longest time the driver may take to notice a hang (for deadlines)."""

@@ -367,7 +367,9 @@ class Runner:
             else:
                 reading = reader
             flavour = (self.report.environment.get("driver") or {}).get("flavour")
-            result.kernel_log = trial_entry(reading, flavour, failed)
+            # the simulator standing in for pyxrt printed these lines, if any
+            result.kernel_log = trial_entry(reading, flavour, failed,
+                                            simulated=self.backend.simulated)
             if result.kernel_log is not None and recovery is not None:
                 result.kernel_log["includes"] = "the trial and the recovery check after it"
         return recovery

@@ -20,10 +20,11 @@ from typing import IO, Any
 
 from harness.formats.jsonread import gc_paused
 from harness.formats.yamlio import dump_yaml
+from harness.logs.kernel_log import mark_simulated
 from harness.model.plan import cut_text, plan_label
 from harness.model.results import COMPLETED_STATE
 from harness.report.evidence import FAILED
-from harness.report.model import Summary, runlist_states
+from harness.report.model import Summary, is_simulated, runlist_states
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.redact import Redactor
 
@@ -208,12 +209,19 @@ class Digest:
     def _log(self, plan: str, trial: dict[str, Any]) -> None:
         log = trial["kernel_log"]
         assert self.kernel_log is not None
-        out = [f"== plan {plan} trial {int(trial.get('index') or 0) + 1} "
-               f"({trial.get('status')}), from {log.get('source')}"]
+        simulated = is_simulated(self.document.get("backend") or {}) \
+            if isinstance(self.document.get("backend"), dict) else False
+        out = ["# SIMULATED: every line below was printed by the harness's simulated "
+               "driver, not by a machine"] if simulated and not self._logs else []
+        out += [f"== plan {plan} trial {int(trial.get('index') or 0) + 1} "
+                f"({trial.get('status')}), from {log.get('source')}"]
         if "unreadable" in log:
             out.append(f"(not readable: {log['unreadable']}; fix: {log.get('fix')})")
         lines = log.get("lines")
-        out += lines if isinstance(lines, list) and lines else ["(the driver printed nothing)"]
+        if isinstance(lines, list) and lines:
+            out += [mark_simulated(str(line)) for line in lines] if simulated else lines
+        else:
+            out.append("(the driver printed nothing)")
         if log.get("omitted"):
             out.append(f"({log['omitted']} lines between were not kept)")
         # trials apart by a blank line, as a reader skims them

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.formats.yamlio import dump_yaml, dump_yaml_within
+from harness.logs.kernel_log import mark_simulated
 from harness.model.plan import plan_label
 from harness.model.results import counts_text, flow_text
 from harness.report.digest import MAX_BODY, ReportView
 from harness.report.evidence import event_summary, firmware_rows, identity_rows, recovery_text
-from harness.report.model import is_simulated
+from harness.report.model import is_simulated, played_profile
 
 MAX_FAILING_ROWS = 20
 MAX_LOG_LINES = 80             # of the first failing trial's kernel log, in the render
@@ -37,7 +38,7 @@ def title(data: dict[str, Any]) -> str:
     case = (data.get("case") or {}).get("name", "?")
     backend = data.get("backend") or {}
     if is_simulated(backend):
-        return (f"{case}: SIMULATED stack, profile {backend.get('profile')} "
+        return (f"{case}: SIMULATED stack, profile {played_profile(backend)} "
                 "(not hardware evidence)")
     if backend.get("kind") == "flm-server":
         return f"{case}: through a running flm serve"
@@ -440,22 +441,37 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
         lines.append("")
     if log.get("tree_note"):
         lines += [f"Driver tree by its log prefix: {_cell(log['tree_note'])}.", ""]
-    shown = log.get("lines") or []
+    simulated = is_simulated(view.header.get("backend") or {})
+    shown = shown_log_lines(log, simulated)
     if not shown:
-        lines += [f"Kernel log ({_cell(log.get('source'))}): the driver printed nothing "
-                  "during this trial.", ""]
+        lines += [f"Kernel log ({_cell(log_source(log, simulated))}): the driver printed "
+                  "nothing during this trial.", ""]
         return lines
     left_out = len(shown) - max_lines + int(log.get("omitted") or 0)
     text = "\n".join(shown[:max_lines])
     fence = "`" * max(3, _longest_backticks(text) + 1)
     summary = (f"Kernel log of this trial ({len(shown) + int(log.get('omitted') or 0)} "
-               f"amdxdna/IOMMU lines from {log.get('source')})")
+               f"amdxdna/IOMMU lines from {log_source(log, simulated)})")
     lines += ["<details>", f"<summary>{_cell(summary)}</summary>", "", f"{fence}text", text,
               fence]
     if left_out > 0:
         lines += ["", f"{left_out} more lines are in kernel-log.txt of the bundle."]
     lines += ["", "</details>", ""]
     return lines
+
+
+def shown_log_lines(log: dict[str, Any], simulated: bool) -> list[str]:
+    """A trial's kernel-log lines as every output shows them: a simulated run's each
+    marked SIMULATED (reports written before the mark was stored get it here)."""
+    lines = [str(line) for line in log.get("lines") or []]
+    return [mark_simulated(line) for line in lines] if simulated else lines
+
+
+def log_source(log: dict[str, Any], simulated: bool) -> str:
+    source = str(log.get("source"))
+    if simulated and "simulated" not in source:
+        return f"{source}, SIMULATED: printed by the simulated driver standing in"
+    return source
 
 
 def xrt_smi_markdown(env: dict[str, Any]) -> list[str]:
@@ -583,8 +599,10 @@ def render_text(view: ReportView) -> str:
         if "unreadable" in log:
             lines.append(f"  kernel log: not readable ({log['unreadable']}); {log.get('fix')}")
         elif log:
-            lines.append(f"  kernel log ({log.get('source')}): {len(log.get('lines') or [])} "
-                         "lines" + (f"; {log['tree_note']}" if log.get("tree_note") else ""))
+            simulated = is_simulated(data.get("backend") or {})
+            lines.append(f"  kernel log ({log_source(log, simulated)}): "
+                         f"{len(log.get('lines') or [])} lines"
+                         + (f"; {log['tree_note']}" if log.get("tree_note") else ""))
             lines += [f"    {event}" for event in event_summary(trial)[:MAX_EVENTS]]
     lines += ["", "environment:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
         data.get("environment") or {}, data.get("backend"))]

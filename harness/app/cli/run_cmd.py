@@ -123,10 +123,8 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
         from harness.execution.resume import reopen
         runner, report = reopen(resume_path, progress_line,
                                 allow_different_machine=allow_different_machine)
-        line = f"resuming {resume_path}: " + ("SIMULATED stack, profile "
-                                               f"{report.backend.get('profile')}"
-                                               if report.simulated else "hardware NPU")
-        return _execute(runner, as_json, line)
+        # the banner the run began with, then what is being continued
+        return _execute(runner, as_json, f"{runner.backend.describe()}\nresuming {resume_path}")
     if not case_ref:
         raise BadInput("give a CASE (a shipped case name or a case file), or --resume REPORT")
     case = with_frame(load_case(case_ref, recipe_profile), frame)
