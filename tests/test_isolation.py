@@ -173,7 +173,7 @@ def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path, worker
                              "(hypothesis hang-at:3;")        # as the run began
     assert resuming == f"resuming {out}"
     assert verdict.startswith("verdict: SIMULATED: the outcome follows from the injected "
-                              "hypothesis by construction (hang-at:3 makes every runlist "
+                              "hypothesis by construction: hang-at:3 makes every runlist "
                               "deeper than 3 fail")
     report = load_report(out)
     assert [t.status for t in report.plans[0].trials] == ["interrupted", "failed"]

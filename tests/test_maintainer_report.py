@@ -64,8 +64,10 @@ def test_the_hardware_path_records_parses_renders_and_bundles_every_item(machine
     assert env["system"]["dmi"]["bios_version"] == "03.04"
     assert "product_serial" not in env["system"]["dmi"]           # one unit's serial: never
     assert env["system"]["boot_flags"] == {"iommu": "pt"}
+    fw_hash = "07f7ab476bc3a83fad639d34a012cb4a5f859441f0d24c11627ca96696839012"  # of "fw"
     assert env["npu_firmware"] == {"loaded": "amdnpu/17f0_11/npu_7.sbin",
-                                   "files": ["npu.sbin", "npu_7.sbin"]}
+                                   "files": ["npu.sbin", "npu_7.sbin"],
+                                   "sha256": {"npu.sbin": fw_hash, "npu_7.sbin": fw_hash}}
     assert env["kernel_log"] == {"source": "/dev/kmsg"}
     assert env["xrt_smi"]["examine"]["exit_status"] == 0
     assert "xrt-smi examine: Device(s) Present" in env["xrt_smi"]["examine"]["output"]

@@ -202,9 +202,9 @@ def test_markdown_renders_the_tables_and_the_yaml(reports):
     html = html_of(md)
     assert re.search(r"<h2>[^<]*SIMULATED stack, profile staging,inflight-cap:40", html)
     assert "<strong>Verdict:</strong> SIMULATED: the outcome follows from the injected " \
-           "hypothesis by construction (inflight-cap:40 makes every runlist of more than 40 " \
-           "commands fail (the firmware wedges with more than 40 queued on one context)): " \
-           "reproduced: monolithic 42: TIMEOUT 2/2" in html
+           "hypothesis by construction: inflight-cap:40 makes every runlist of more than 40 " \
+           "commands fail (the firmware wedges with more than 40 queued on one context). " \
+           "Outcome: reproduced: monolithic 42: TIMEOUT 2/2" in html
     plans = re.search(r"<h3>Plans</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
     headers = re.findall(r"<th>(.*?)</th>", plans)
     assert headers == ["plan", "trials", "outcome", "expected"]
@@ -277,7 +277,8 @@ def test_the_command_line_is_shown_as_the_user_typed_it(reports, argv0, program)
 def test_text_render(reports):
     text = invoke("report", "render", "--format", "text", str(reports["deadline"])).stdout
     assert text.startswith("nop-depth: SIMULATED stack")
-    assert "deadline" in text and "environment:" in text
+    assert "deadline" in text and "this machine in full:" in text
+    assert "The stack that answered: SIMULATED (the simulated stack, in process):" in text
 
 
 def test_hardware_title_has_no_simulated(reports, tmp_path):

@@ -117,8 +117,8 @@ def test_each_hypothesis_says_what_it_makes_happen(profile, sentence):
 def test_a_verdict_made_by_a_hypothesis_opens_with_simulated(simulated):
     verdict = load_report(simulated).verdict["text"]
     assert verdict.startswith("SIMULATED: the outcome follows from the injected hypothesis by "
-                              "construction (hang-at:30 makes every runlist deeper than 30 "
-                              "fail (its run 30, 0-based, never completes)): failures: 42: "
+                              "construction: hang-at:30 makes every runlist deeper than 30 "
+                              "fail (its run 30, 0-based, never completes). Outcome: failures: 42: "
                               "TIMEOUT 2/2")
     md = invoke("report", "render", str(simulated)).stdout
     assert "**Verdict:** SIMULATED: the outcome follows" in md

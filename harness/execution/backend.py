@@ -92,8 +92,13 @@ class Backend:
             played = self.stand_in_profile()
             if played is not None:
                 # not "profile": that key picks the simulated backend on continuing a report
+                build = driver_build(played.flavour, played.kernel)
                 out.update({"stand_in_profile": played.name, "documented": played.documented,
-                            "deviations": played.deviations})
+                            "deviations": played.deviations,
+                            "driver": {"flavour": build.flavour, "kernel": build.kernel,
+                                       "source": build.source},
+                            "device": {"name": played.device_model.name,
+                                       "columns": played.device_model.columns}})
                 if played.by_construction:
                     out["by_construction"] = played.by_construction
         if self.profile is not None:
@@ -103,7 +108,9 @@ class Backend:
                         "deviations": self.profile.deviations,
                         "realtime": self.profile.realtime,
                         "driver": {"flavour": build.flavour, "kernel": build.kernel,
-                                   "source": build.source}})
+                                   "source": build.source},
+                        "device": {"name": self.profile.device_model.name,
+                                   "columns": self.profile.device_model.columns}})
             if self.profile.by_construction:
                 out["by_construction"] = self.profile.by_construction
         if self.reason:
@@ -122,9 +129,13 @@ class Backend:
         return parse_profile(os.environ.get(PROFILE_ENV))
 
     def xrt_release(self) -> dict[str, Any]:
-        """Which XRT release answers, and the failure message form it writes."""
-        if not self.hardware:
-            release = self.profile.release
+        """Which XRT release answers, and the failure message form it writes: the one the
+        simulator plays when it answers (also standing in for pyxrt on the hardware path),
+        else the install's."""
+        played = self.profile if not self.hardware else \
+            (self.stand_in_profile() if self.stand_in else None)
+        if played is not None:
+            release = played.release
             return {"release": release.name, "tag": release.tag,
                     "message_form": STATE_IN_MESSAGE if release.state_in_message
                     else NO_STATE_IN_MESSAGE,

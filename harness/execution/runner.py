@@ -52,6 +52,7 @@ from harness.sources.case import Case
 from harness.sources.depth_control import control_for
 from harness.sources.packs import ResolvedPack, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
+from harness.sources.workload import describe as describe_workload
 
 if TYPE_CHECKING:              # recovery checks run on the hardware path only
     from harness.execution.recovery import Recovery
@@ -249,6 +250,7 @@ class Runner:
                                             control=what))
         self.report.artifacts["control"] = {
             "case": case.name, "runs": case.layers,
+            "workload": describe_workload(case, None).to_json(),
             "pack": {"name": pack.name, "source": pack.source, "stand_ins": pack.stand_ins},
             "xclbins": [identity(read_xclbin(path), role) for role, path in pack.files.items()]}
         return None
@@ -432,6 +434,7 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
               "sha256": case.sha256, "source": case.source, "layers": case.layers,
               "runlist_context": case.runlist_context, "runs_per_layer": case.runs_per_layer,
               "kind": case.kind, "flow": case.flow,
+              "workload": describe_workload(case, flow_of(case, options)).to_json(),
               **({"reference": case.reference, "recipe_profile": case.recipe_profile}
                  if case.kind == "recipe" else {}),
               **({"capture": case.capture, "frame": case.frame} if case.kind == "capture"

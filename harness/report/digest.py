@@ -24,6 +24,7 @@ from harness.logs.kernel_log import mark_simulated
 from harness.model.plan import cut_text, plan_label
 from harness.model.results import COMPLETED_STATE
 from harness.report.evidence import FAILED
+from harness.report.failing import run_cells, unnamed
 from harness.report.model import Summary, is_simulated, runlist_states
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.redact import Redactor
@@ -88,6 +89,7 @@ class Digest:
         self.rows_beyond = 0
         self.stopped: list[tuple[str, int, str]] = []     # plan label, trial number, status
         self.stopped_count = 0
+        self.unnamed = False          # a failing row whose run the device did not name
         self.located: list[str] = []
         self.failed = 0
         self.failed_plans: list[str] = []
@@ -155,10 +157,11 @@ class Digest:
                 if state in _OK_STATES:
                     continue
                 chains = outcome.get("chains") or []
+                if unnamed(outcome):
+                    self.unnamed = True
                 self._row([label, str(outcome.get("index")),
                            f"{outcome.get('runs')} ({_cut_text(chains)})",
-                           _opt(outcome.get("failing_run")), _opt(outcome.get("failing_chain")),
-                           str(state), _opt(outcome.get("source"))],
+                           *run_cells(outcome), str(state), _opt(outcome.get("source"))],
                           _first_line(outcome.get("message")), number)
                 how = outcome.get("located_by")
                 if how and how not in self.located:
@@ -252,7 +255,7 @@ class Digest:
                           first_failure=(shown(first[0]), shown(first[1])) if first else None,
                           failed=self.failed, failed_plans=list(self.failed_plans),
                           total=self.total, kept=kept, stopped=list(self.stopped),
-                          stopped_count=self.stopped_count)
+                          stopped_count=self.stopped_count, unnamed=self.unnamed)
 
     @property
     def has_kernel_log(self) -> bool:
@@ -284,6 +287,7 @@ class ReportView:
     kept: list[tuple[int, dict[str, Any]]] | None      # None: too many to embed
     stopped: list[tuple[str, int, str]] = field(default_factory=list)  # label, number, status
     stopped_count: int = 0
+    unnamed: bool = False            # some failing run is only its chain: the device named none
 
     def whole_document(self) -> dict[str, Any] | None:
         """The report as one nested document, when its trials were few enough to keep."""

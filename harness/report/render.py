@@ -25,7 +25,9 @@ from harness.model.plan import plan_label
 from harness.model.results import counts_text, flow_text
 from harness.report.digest import MAX_BODY, ReportView
 from harness.report.evidence import event_summary, firmware_rows, identity_rows, recovery_text
+from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
 from harness.report.model import is_simulated, played_profile
+from harness.report.provenance import control_notes, nop_note, stack_tables, what_ran_rows
 
 MAX_FAILING_ROWS = 20
 MAX_LOG_LINES = 80             # of the first failing trial's kernel log, in the render
@@ -46,8 +48,9 @@ def title(data: dict[str, Any]) -> str:
     return f"{case}: hardware NPU" + (f" ({generation})" if generation else "")
 
 
-def environment_rows(env: dict[str, Any], backend: dict[str, Any] | None = None
-                     ) -> list[tuple[str, str]]:
+def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
+    """This machine as the probe read it, in full (the first screen's tables say which of
+    it answered)."""
     npu = env.get("npu") or {}
     ioctl = npu.get("ioctl") or {}
     driver = env.get("driver") or {}
@@ -78,29 +81,10 @@ def environment_rows(env: dict[str, Any], backend: dict[str, Any] | None = None
         ("power mode", ioctl.get("power_mode") or "unknown"),
         ("XRT", xrt_text),
         ("XRT libraries mapped", ", ".join(mapped) if mapped else "none"),
-        ("XRT that answered", _answering_xrt((backend or {}).get("xrt"))),
-        *([("driver that answered", _answering_driver(backend["driver"]))]
-          if (backend or {}).get("driver") else []),
         ("memlock", f"soft {memlock.get('soft')}, hard {memlock.get('hard')}"),
         ("distribution", str(system.get("distribution") or "?")),
         *identity_rows(env),
     ]
-
-
-def _answering_driver(driver: dict[str, Any]) -> str:
-    return (f"simulated {driver.get('flavour')} on Linux {driver.get('kernel')} "
-            f"({driver.get('source')})")
-
-
-FORM_TEXT = {"state in message": "runlist errors name the state",
-             "no state in message": "runlist errors name no state"}
-
-
-def _answering_xrt(xrt: dict[str, Any] | None) -> str:
-    if not xrt:
-        return "not recorded"
-    form = FORM_TEXT.get(str(xrt.get("message_form")), "runlist error form unknown")
-    return f"{xrt.get('release') or 'version unknown'}, {form} ({xrt.get('source')})"
 
 
 def failing_rows(view: ReportView) -> list[list[str]]:
@@ -326,9 +310,12 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         lines += [f"> **SIMULATED.** These results come from the harness's model of {nature},"
                   " not from an NPU.", ""]
     verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
-    lines += [f"**Verdict:** {_cell(verdict)}", "",
-              *command_markdown(command_line(data), harness_made_by(data)),
-              f"**Runs:** {_cell(flow_text(_flow(data)))}", ""]
+    lines += [f"**Verdict:** {_cell(verdict)}", ""]
+    note = nop_note(data)
+    if note:
+        lines += [f"**What this tests:** {note}", ""]
+    lines += [*command_markdown(command_line(data), harness_made_by(data))]
+    lines += first_screen_markdown(view)
     if data.get("bisect"):
         section = data["bisect"]
         answer = section.get("answer") or {}
@@ -359,11 +346,14 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         if view.located:
             lines += ["", "Failing run located as: " + "; ".join(_cell(n) for n in view.located)
                       + "."]
+        if view.unnamed:
+            lines += ["", f"Where a row says \"not said\", {NOT_SAID}: "
+                      + _cell(why_unnamed(*answering_driver(data))) + "."]
         lines.append("")
     lines += evidence_markdown(view, MAX_LOG_LINES)
     lines += export_markdown(data.get("exports"))
-    lines += ["### Environment", ""] + md_table(["", ""], [list(r) for r in environment_rows(
-        data.get("environment") or {}, data.get("backend"))]) + [""]
+    lines += ["### This machine in full (the probe's fingerprint)", ""] + md_table(
+        ["", ""], [list(r) for r in environment_rows(data.get("environment") or {})]) + [""]
     lines += xrt_smi_markdown(data.get("environment") or {})
     xclbins = xclbin_rows(data)
     if xclbins:
@@ -400,6 +390,41 @@ def _cut_to_fit(head: str, footer: list[str], size: int) -> str:
     if keep.count("<details>") > keep.count("</details>"):
         keep += "\n</details>"
     return "\n".join([keep, *note, *footer])
+
+
+def _labels(view: ReportView) -> dict[str, str]:
+    return {str(p.get("name")): record_label(p) for p in view.header.get("plans") or []
+            if isinstance(p, dict)}
+
+
+def worker_libraries(view: ReportView) -> list[Any]:
+    """XRT libraries a trial's worker mapped (the hardware path records them per trial)."""
+    trials = [t for _, t in view.kept or []]
+    if view.first_failure is not None:
+        trials.insert(0, view.first_failure[1])
+    for trial in trials:
+        libraries = (trial.get("worker") or {}).get("xrt_libraries") \
+            if isinstance(trial.get("worker"), dict) else None
+        if libraries:
+            return list(libraries)
+    return []
+
+
+def first_screen_markdown(view: ReportView) -> list[str]:
+    """What ran, how it was submitted, and the stack that answered, each fact with its
+    source (`harness.report.provenance`)."""
+    data = view.header
+    lines: list[str] = []
+    rows = what_ran_rows(data, _labels(view))
+    if rows:
+        lines += ["### What ran", *md_table(["plans", "control code", "buffers", "xclbins"],
+                                            rows), ""]
+    lines += [f"Submitted as {_cell(flow_text(_flow(data)))}."
+              + "".join(f" The {_cell(n)}." for n in control_notes(data)), ""]
+    for table in stack_tables(data, worker_libraries(view)):
+        lines += [f"### {_cell(table.title)}", *md_table(["", "", "from"],
+                                                         [list(r) for r in table.rows]), ""]
+    return lines
 
 
 def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
@@ -588,6 +613,8 @@ def render_text(view: ReportView) -> str:
                   f"(chain {r[5]}), from the {r[7]}: {r[8]}" for r in failing[:MAX_FAILING_ROWS]]
     if view.located:
         lines += ["  located as: " + "; ".join(view.located)]
+    if view.unnamed:
+        lines += [f"  {NOT_SAID}: {why_unnamed(*answering_driver(data))}"]
     found = view.first_failure
     if found is not None:
         plan, trial = found
@@ -604,8 +631,11 @@ def render_text(view: ReportView) -> str:
                          f"{len(log.get('lines') or [])} lines"
                          + (f"; {log['tree_note']}" if log.get("tree_note") else ""))
             lines += [f"    {event}" for event in event_summary(trial)[:MAX_EVENTS]]
-    lines += ["", "environment:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
-        data.get("environment") or {}, data.get("backend"))]
+    for table in stack_tables(data, worker_libraries(view)):
+        lines += ["", f"{table.title}:"] + [f"  {fact:<28} {value}   [{source}]"
+                                             for fact, value, source in table.rows]
+    lines += ["", "this machine in full:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
+        data.get("environment") or {})]
     xclbins = xclbin_rows(data)
     if xclbins:
         lines += ["", "xclbins:"] + [f"  {r[0]:<8} {r[1]}  {r[3]}" for r in xclbins]

@@ -68,8 +68,8 @@ def by_construction(backend: dict[str, Any]) -> str:
     sentences = backend.get("by_construction") or []
     if not is_simulated(backend) or not sentences:
         return ""
-    return ("SIMULATED: the outcome follows from the injected hypothesis by construction ("
-            + "; ".join(map(str, sentences)) + "): ")
+    return ("SIMULATED: the outcome follows from the injected hypothesis by construction: "
+            + "; ".join(map(str, sentences)) + ". Outcome: ")
 
 
 def _judge_case(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:

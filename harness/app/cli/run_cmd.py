@@ -28,6 +28,7 @@ from harness.execution.runner import Runner, flow_of, open_run
 from harness.model.errors import BadInput
 from harness.model.plan import cut_text
 from harness.model.results import BriefTrial, flow_text
+from harness.report.failing import where_text
 from harness.report.model import PlanRecord, Report
 from harness.sources.load import load_case
 from harness.sources.recipe import export_plans
@@ -61,7 +62,14 @@ def summary_text(report: Report, path: str) -> str:
                      "same kernel signatures, not the real kernels)")
     else:
         lines.append(f"xclbins: {pack.get('name')} from {pack.get('source')}")
-    lines.append(f"runs: {flow_text(report.settings.get('flow'))}")
+    workload = report.case.get("workload") or {}
+    if workload:
+        lines.append(f"each run carried: {workload.get('control_code')}; "
+                     f"{workload.get('buffers')}")
+    if workload.get("nop_only"):
+        lines.append("  NOOP runs test submission depth, not the decode's work; to run the "
+                     "engine's own commands, capture them (README: XRT captures)")
+    lines.append(f"submitted as: {flow_text(report.settings.get('flow'))}")
     lines.append(f"report: {path}")
     return "\n".join(lines)
 
@@ -70,10 +78,9 @@ def _detail(plan: PlanRecord) -> str:
     for trial in plan.trials:
         for outcome in trial.runlists:
             if outcome.state not in (None, "COMPLETED") and outcome.failing_run is not None:
-                return (f"runlist {outcome.index}: chains "
-                        f"{cut_text(outcome.chains)}, failing run "
-                        f"{outcome.failing_run} (chain {outcome.failing_chain}), "
-                        f"{outcome.state} from the {outcome.source}")
+                # a run is named only where the device said which one
+                return (f"runlist {outcome.index}: chains {cut_text(outcome.chains)}, "
+                        f"{where_text(outcome.to_json())}")
     for trial in plan.trials:
         if trial.error and not trial.status.answered:
             return trial.error.splitlines()[0][:100]
