@@ -177,6 +177,7 @@ class TrialResult:
     kernel_log: dict[str, Any] | None = None   # the driver's lines then (logs.driver_lines)
     recovery: dict[str, Any] | None = None     # after a hardware failure: did the device answer
     device_users: dict[str, Any] | None = None  # other processes on the NPU or /dev/kfd then
+    trace_events: dict[str, Any] | None = None  # the driver's trace events then (tracefs)
 
     def __post_init__(self) -> None:
         self.status = TrialStatus(self.status)

@@ -175,11 +175,15 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
                 out.writelines(digest.kernel_log_lines(do_redact))
         contents.files[KERNEL_LOG] = log if not names_only else b""
     env = view.header.get("environment") or {}
-    smi = [(name, run) for name, run in (env.get("xrt_smi") or {}).items()
+    smi = [(f"xrt-smi {name}", run) for name, run in (env.get("xrt_smi") or {}).items()
            if isinstance(run, dict) and "output" in run]
+    control = view.header.get("xrt_smi_control")
+    if isinstance(control, dict) and "output" in control:
+        smi.append((f"{control.get('command')} (the control: {control.get('result')})",
+                    control))
     if smi:
         contents.files[XRT_SMI] = "\n".join(
-            f"== xrt-smi {name} (exit {run.get('exit_status')})\n{run['output']}\n"
+            f"== {name} (exit {run.get('exit_status')})\n{run['output']}\n"
             for name, run in smi).encode()
     _recipes(report, view, contents, scratch)
     top = bundle_path(report).name

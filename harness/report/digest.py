@@ -227,6 +227,10 @@ class Digest:
             out.append("(the driver printed nothing)")
         if log.get("omitted"):
             out.append(f"({log['omitted']} lines between were not kept)")
+        trace = trial.get("trace_events")
+        if isinstance(trace, dict) and trace.get("lines"):
+            out.append(f"-- the driver's trace events, from {trace.get('source')}")
+            out += [str(line) for line in trace["lines"]]
         # trials apart by a blank line, as a reader skims them
         self.kernel_log.write(("\n" if self._logs else "") + "\n".join(map(str, out)) + "\n")
 

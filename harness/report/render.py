@@ -351,10 +351,11 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
                       + _cell(why_unnamed(*answering_driver(data))) + "."]
         lines.append("")
     lines += evidence_markdown(view, MAX_LOG_LINES)
+    lines += trace_markdown(view)
     lines += export_markdown(data.get("exports"))
     lines += ["### This machine in full (the probe's fingerprint)", ""] + md_table(
         ["", ""], [list(r) for r in environment_rows(data.get("environment") or {})]) + [""]
-    lines += xrt_smi_markdown(data.get("environment") or {})
+    lines += xrt_smi_markdown(data.get("environment") or {}, data.get("xrt_smi_control"))
     xclbins = xclbin_rows(data)
     if xclbins:
         stand_ins = ((data.get("artifacts") or {}).get("pack") or {}).get("stand_ins")
@@ -485,6 +486,29 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
     return lines
 
 
+def trace_markdown(view: ReportView) -> list[str]:
+    """The driver's trace events during the first failing trial, collapsed."""
+    found = view.first_failure
+    trace = (found[1].get("trace_events") if found else None)
+    if not isinstance(trace, dict):
+        return []
+    shown = [str(x) for x in trace.get("lines") or []][:MAX_LOG_LINES]
+    if "unreadable" in trace:
+        return [f"Driver trace events: the buffer could not be read "
+                f"({_cell(trace['unreadable'])}).", ""]
+    if not shown:
+        return [f"Driver trace events ({_cell(trace.get('source'))}): none during this "
+                "trial.", ""]
+    counts = trace.get("counts") or {}
+    summary = (f"Driver trace events of this trial ({sum(counts.values())} from "
+               f"{trace.get('source')}" + (f"; job timedout: {trace['timed_out']}"
+                                           if trace.get("timed_out") else "") + ")")
+    text = "\n".join(shown)
+    fence = "`" * max(3, _longest_backticks(text) + 1)
+    return ["<details>", f"<summary>{_cell(summary)}</summary>", "", f"{fence}text", text,
+            fence, "", "</details>", ""]
+
+
 def shown_log_lines(log: dict[str, Any], simulated: bool) -> list[str]:
     """A trial's kernel-log lines as every output shows them: a simulated run's each
     marked SIMULATED (reports written before the mark was stored get it here)."""
@@ -499,17 +523,23 @@ def log_source(log: dict[str, Any], simulated: bool) -> str:
     return source
 
 
-def xrt_smi_markdown(env: dict[str, Any]) -> list[str]:
+def xrt_smi_markdown(env: dict[str, Any], control: Any = None) -> list[str]:
+    """xrt-smi's output, collapsed: the probe's runs, and the runlist-latency control."""
     lines = []
-    for name, run in (env.get("xrt_smi") or {}).items():
-        if not isinstance(run, dict) or "output" not in run:
+    runs = [(f"xrt-smi {name} (exit {run.get('exit_status')})", run)
+            for name, run in (env.get("xrt_smi") or {}).items() if isinstance(run, dict)]
+    if isinstance(control, dict):
+        runs.append((f"{control.get('command')} (the control: {control.get('result')}, exit "
+                     f"{control.get('exit_status')})", control))
+    for summary, run in runs:
+        if "output" not in run:
             continue
-        text = run["output"]
+        text = str(run["output"])
         cut = len(text) > MAX_XRT_SMI
         text = text[:MAX_XRT_SMI]
         fence = "`" * max(3, _longest_backticks(text) + 1)
-        lines += ["<details>", f"<summary>xrt-smi {name} (exit {run.get('exit_status')})"
-                  "</summary>", "", f"{fence}text", text, fence]
+        lines += ["<details>", f"<summary>{_cell(summary)}</summary>", "", f"{fence}text",
+                  text, fence]
         if cut:
             lines += ["", "Cut here; the whole output is in the report."]
         lines += ["", "</details>", ""]
@@ -575,8 +605,9 @@ def export_markdown(exports: dict[str, Any] | None) -> list[str]:
     lines += ["```", ""]
     if exports.get("missing"):
         lines += [f"Not included (copy in first): {', '.join(exports['missing'])}.", ""]
-    lines += ["The depth-only control is XRT's own `xrt-smi validate -r runlist-latency` "
-              "(one runlist of 1000 NOP runs).", ""]
+    lines += ["XRT's own test of a deep runlist, beside the depth-only control (the same "
+              "NOP runs on the same validate.xclbin, 1000 deep): `xrt-smi validate --run "
+              "runlist-latency`.", ""]
     return lines
 
 

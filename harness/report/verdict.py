@@ -136,3 +136,21 @@ def _judge_expected_failure(plans: list[PlanRecord], expected_fail: list[PlanRec
     else:
         reason = "this machine does not show the failure"
     return Verdict(False, f"not reproduced: {counts} -> {reason}{tag}")
+
+
+XRT_SMI_MEANS = {"PASSED": "XRT's own deep runlist completes on this machine",
+                 "FAILED": "XRT's own deep runlist fails here too"}
+
+
+def with_xrt_smi(verdict: Verdict, control: dict[str, Any] | None) -> Verdict:
+    """The verdict naming what XRT's own runlist-latency test answered, when it ran."""
+    if not control:
+        return verdict
+    result = str(control.get("result"))
+    meaning = XRT_SMI_MEANS.get(result, "no answer from it")
+    said = f"; XRT's own control `{control.get('command')}` (one runlist of 1000 NOP runs): " \
+        f"{result} -> {meaning}"
+    tag_at = verdict.text.rfind(" [SIMULATED")
+    body, tag = ((verdict.text[:tag_at], verdict.text[tag_at:]) if tag_at >= 0
+                 else (verdict.text, ""))
+    return Verdict(verdict.reproduced, body + said + tag, verdict.control)

@@ -83,12 +83,16 @@ def trial_options(fn: Callable | None = None, *, trials_default: str = "the case
         click.option("--out", type=click.Path(dir_okay=False),
                      help="Report file (default: reports/<case>-<time>-<id>.yaml)."),
         click.option("--force", is_flag=True, help="Replace --out if it exists."),
-        click.option("--xrt-smi-validate", is_flag=True, expose_value=False,
+        click.option("--xrt-smi-validate/--no-xrt-smi-validate", default=None,
+                     expose_value=False,
                      callback=lambda ctx, param, value: ctx.meta.__setitem__(
                          XRT_SMI_VALIDATE, value),
-                     help="On hardware, also run `xrt-smi validate` before the trials and "
-                          "keep its output in the report (it runs XRT's test workloads on "
-                          "the NPU, up to 5 minutes). `xrt-smi examine` is always kept."),
+                     help="On hardware, once a plan of the case has failed, XRT's own "
+                          "`xrt-smi validate --run runlist-latency` (one runlist of 1000 NOP "
+                          "runs) runs once as a control, up to 2 minutes, and the verdict "
+                          "names its answer; --no-xrt-smi-validate skips it. "
+                          "--xrt-smi-validate also runs the whole `xrt-smi validate` before "
+                          "the trials (up to 5 minutes). `xrt-smi examine` is always kept."),
         ALLOW_OUTSIDE_PATHS,
         click.option("--no-isolate", is_flag=True,
                      help="Run trials in this process: fast, but a hang cannot be cut off. "
@@ -132,6 +136,12 @@ def xrt_smi_validate_asked() -> bool:
     return bool(ctx and ctx.meta.get(XRT_SMI_VALIDATE))
 
 
+def xrt_smi_control_allowed() -> bool:
+    """Whether XRT's runlist-latency control may run (not --no-xrt-smi-validate)."""
+    ctx = click.get_current_context(silent=True)
+    return not (ctx and ctx.meta.get(XRT_SMI_VALIDATE) is False)
+
+
 def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: float | None,
                 continue_after_failure: bool, seed: int, flow: str | None = None
                 ) -> RunOptions:
@@ -143,7 +153,7 @@ def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: f
                        "control code (a ctrlcode ELF or not); drop --flow")
     return RunOptions(trials=trials or case.trials, isolate=not no_isolate,
                       deadline_s=deadline, continue_after_failure=continue_after_failure,
-                      seed=seed, flow=flow)
+                      seed=seed, flow=flow, xrt_smi_control=xrt_smi_control_allowed())
 
 
 EXIT_CONVENTION = "exit_convention"
