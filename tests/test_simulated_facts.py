@@ -51,9 +51,13 @@ def impossible(line: str) -> bool:
 
 
 def test_the_simulated_npu_has_an_address_and_clock_no_machine_has():
-    # PCI: three bits of function number, printed %d; an uptime of centuries
+    """Linux names a PCI function "%04x:%02x:%02x.%d" with PCI_FUNC(devfn), three bits
+    (drivers/pci/probe.c pci_setup_device, include/uapi/linux/pci.h); no machine has been
+    up for centuries. The rule is listed by `sim profiles`."""
     assert int(sim_log.BDF.rsplit(".", 1)[1]) > 7
     assert sim_log.BOOT_US / 1e6 > 100 * YEAR_S
+    listed = invoke("sim", "profiles").output
+    assert "(0000:00:00.9) and clock (9e9 s of uptime) are ones no" in " ".join(listed.split())
 
 
 def test_every_simulated_line_is_marked_in_the_yaml_the_render_and_the_bundle(simulated):
