@@ -279,6 +279,8 @@ def test_text_render(reports):
     assert text.startswith("nop-depth: SIMULATED stack")
     assert "deadline" in text and "this machine in full:" in text
     assert "The stack that answered: SIMULATED (the simulated stack, in process):" in text
+    assert "ran (monolithic 42): the one-NOOP TXN stream" in text
+    assert "what this tests: Every run of the case carried only the one-NOOP TXN" in text
 
 
 def test_hardware_title_has_no_simulated(reports, tmp_path):

@@ -69,6 +69,9 @@ def test_every_simulated_line_is_marked_in_the_yaml_the_render_and_the_bundle(si
         assert log["lines"][0].startswith("SIMULATED [9000000006.000000] amdxdna "
                                           "0000:00:00.9: [drm] *ERROR* aie2_legacy_tdr_detect")
     md = invoke("report", "render", str(simulated)).stdout
+    assert "Firmware's account of the timeout (SIMULATED: as the simulated driver and XRT " \
+           "wrote it):" in md
+    assert "Driver events (SIMULATED):" in md
     block = md.split("<summary>Kernel log of this trial")[1].split("```text\n")[1]
     shown = block.split("\n```")[0].splitlines()
     assert len(shown) == 15 and all(impossible(line) for line in shown)

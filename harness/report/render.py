@@ -447,9 +447,12 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
         lines.append("Other NPU/GPU users then: " + (", ".join(
             f"{u.get('pid')} {_cell(u.get('command') or '?')}" for u in users) or "none") + ".")
     lines.append("")
+    simulated = is_simulated(view.header.get("backend") or {})
     rows = firmware_rows(trial)
     if rows:
-        lines += ["Firmware's account of the timeout:", ""]
+        lines += ["Firmware's account of the timeout" + (" (SIMULATED: as the simulated driver "
+                                                         "and XRT wrote it)" if simulated
+                                                         else "") + ":", ""]
         lines += md_table(["field", "kernel log", "XRT message"], rows) + [""]
     log = trial.get("kernel_log")
     if not log:
@@ -461,13 +464,13 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
         return lines
     events = event_summary(trial)
     if events:
-        lines += ["Driver events:", ""] + [f"- {_cell(e)}" for e in events[:MAX_EVENTS]]
+        lines += ["Driver events" + (" (SIMULATED)" if simulated else "") + ":", ""] \
+            + [f"- {_cell(e)}" for e in events[:MAX_EVENTS]]
         if len(events) > MAX_EVENTS:
             lines.append(f"- ... {len(events) - MAX_EVENTS} more in the report")
         lines.append("")
     if log.get("tree_note"):
         lines += [f"Driver tree by its log prefix: {_cell(log['tree_note'])}.", ""]
-    simulated = is_simulated(view.header.get("backend") or {})
     shown = shown_log_lines(log, simulated)
     if not shown:
         lines += [f"Kernel log ({_cell(log_source(log, simulated))}): the driver printed "
@@ -622,6 +625,11 @@ def render_text(view: ReportView) -> str:
              "command: " + command_line(data),
              "harness: " + harness_made_by(data),
              "runs: " + flow_text(_flow(data))]
+    lines += [f"ran ({r[0]}): {r[1]}; {r[2]}; xclbins: {r[3]}"
+              for r in what_ran_rows(data, _labels(view))]
+    note = nop_note(data)
+    if note:
+        lines.append(f"what this tests: {note}")
     if data.get("bisect"):
         answer = (data["bisect"].get("answer") or {}).get("text", "unfinished")
         lines += ["", f"bisect: {answer}"]
