@@ -156,11 +156,11 @@ def test_a_firmware_error_names_its_failing_run(tmp_path):
     out = tmp_path / "r.yaml"
     result = invoke("run", "nop-depth", "--plan", "42", "--trials", "1", "--no-isolate",
                     "--profile", "device:npu1", "--out", str(out))
-    assert "failing run 0 (chain 0) ERROR from the device" in result.stdout
+    assert "failing run 0 (chain 0) ERROR from the simulated device" in result.stdout
     outcome = load_report(out).plans[0].trials[0].runlists[0]
     assert outcome.failing_run == 0 and outcome.failing_run_named is True
     md = invoke("report", "render", str(out)).stdout
-    assert "| 0 | 0 | ERROR |" in md and "not said" not in md
+    assert "| 0 | 0 | ERROR | simulated device |" in md and "not said" not in md
 
 
 @pytest.mark.parametrize("flavour, kernel, says", [

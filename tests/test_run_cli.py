@@ -77,8 +77,8 @@ def test_reproduce_hang_at_30_finds_run_24_chain_1_timeout_under_every_xrt(relea
                     f"hang-at:30,xrt:{release}")
     assert result.exit_code == 1, result.output
     # the console names no run the device did not name: only the chain
-    assert "chain 1 (runs 24-41) TIMEOUT from the device; the device does not say which " \
-           "run hung" in result.output
+    assert "chain 1 (runs 24-41) TIMEOUT from the simulated device; the device does not " \
+           "say which run hung" in result.output
     assert "failing run 24" not in result.output
     report = load_report(report_of(result))
     outcome = report.plans[0].trials[0].runlists[0]
@@ -100,8 +100,8 @@ def test_a_chain_left_new_is_located_on_the_run_before_the_first_abort():
         assert (outcome.state, outcome.failing_run, outcome.failing_chain) == ("NEW", 0, 0)
         assert outcome.located_by.startswith("the run before the first ABORT")
         assert outcome.failing_run_named is False          # the chain never ran
-        assert "chain 0 (runs 0-39) NEW from the device; the driver never ran it (left NEW)" \
-            in result.output
+        assert "chain 0 (runs 0-39) NEW from the simulated device; the driver never ran it " \
+               "(left NEW)" in result.output
 
 
 def test_run_plan_specs_and_skipped_chunks():

@@ -129,6 +129,7 @@ def test_a_verdict_made_by_a_hypothesis_opens_with_simulated(simulated):
                               "TIMEOUT 2/2")
     md = invoke("report", "render", str(simulated)).stdout
     assert "**Verdict:** SIMULATED: the outcome follows" in md
+    assert "| TIMEOUT | simulated device |" in md            # a failing row copied alone
     documented = invoke("run", "nop-depth", "--plan", "42", "--trials", "1", "--no-isolate",
                         "--backend", "sim", "--out", str(simulated.with_name("d.yaml")))
     assert "verdict: all plans completed" in documented.stdout       # nothing injected

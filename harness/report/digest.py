@@ -90,6 +90,8 @@ class Digest:
         self.stopped: list[tuple[str, int, str]] = []     # plan label, trial number, status
         self.stopped_count = 0
         self.unnamed = False          # a failing row whose run the device did not name
+        backend = document.get("backend")
+        self.simulated = is_simulated(backend) if isinstance(backend, dict) else False
         self.located: list[str] = []
         self.failed = 0
         self.failed_plans: list[str] = []
@@ -159,9 +161,12 @@ class Digest:
                 chains = outcome.get("chains") or []
                 if unnamed(outcome):
                     self.unnamed = True
+                source = _opt(outcome.get("source"))
                 self._row([label, str(outcome.get("index")),
                            f"{outcome.get('runs')} ({_cut_text(chains)})",
-                           *run_cells(outcome), str(state), _opt(outcome.get("source"))],
+                           *run_cells(outcome), str(state),
+                           f"simulated {source}" if self.simulated and source != "-"
+                           else source],
                           _first_line(outcome.get("message")), number)
                 how = outcome.get("located_by")
                 if how and how not in self.located:
@@ -212,8 +217,7 @@ class Digest:
     def _log(self, plan: str, trial: dict[str, Any]) -> None:
         log = trial["kernel_log"]
         assert self.kernel_log is not None
-        simulated = is_simulated(self.document.get("backend") or {}) \
-            if isinstance(self.document.get("backend"), dict) else False
+        simulated = self.simulated
         out = ["# SIMULATED: every line below was printed by the harness's simulated "
                "driver, not by a machine"] if simulated and not self._logs else []
         out += [f"== plan {plan} trial {int(trial.get('index') or 0) + 1} "

@@ -58,12 +58,14 @@ def chain_text(outcome: dict[str, Any]) -> str:
         + (f"-{last})" if last > first else ")")
 
 
-def where_text(outcome: dict[str, Any]) -> str:
+def where_text(outcome: dict[str, Any], simulated: bool = False) -> str:
     """Where a failed runlist failed, naming a run only where the device did:
     ``chain 1 (runs 24-41) TIMEOUT from the device; the device does not say which run
     hung`` or ``failing run 30 (chain 1) ERROR from the device``."""
     state = outcome.get("state")
-    source = f" from the {outcome['source']}" if outcome.get("source") else ""
+    # a simulated run's answer says so wherever it is copied to
+    source = (f" from the {'simulated ' if simulated else ''}{outcome['source']}"
+              if outcome.get("source") else "")
     if unnamed(outcome):
         return f"{chain_text(outcome)} {state}{source}; " \
             + (NEVER_RUN if state == "NEW" else NOT_SAID)

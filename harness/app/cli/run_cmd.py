@@ -50,7 +50,8 @@ def summary_text(report: Report, path: str) -> str:
     lines = [f"verdict: {report.verdict['text']}"]
     width = max(len(p.label) for p in report.plans) if report.plans else 0
     for plan in report.plans:
-        lines.append(f"  {plan.label:<{width}}  {plan.counts_text():<24} {_detail(plan)}")
+        lines.append(f"  {plan.label:<{width}}  {plan.counts_text():<24} "
+                     f"{_detail(plan, report.simulated)}")
     pack = report.artifacts.get("pack", {})
     if pack.get("stand_ins") and report.case.get("kind", "case") != "case":
         names = ", ".join(Path(x.get("path", "")).name for x in report.artifacts["xclbins"])
@@ -74,13 +75,13 @@ def summary_text(report: Report, path: str) -> str:
     return "\n".join(lines)
 
 
-def _detail(plan: PlanRecord) -> str:
+def _detail(plan: PlanRecord, simulated: bool) -> str:
     for trial in plan.trials:
         for outcome in trial.runlists:
             if outcome.state not in (None, "COMPLETED") and outcome.failing_run is not None:
                 # a run is named only where the device said which one
                 return (f"runlist {outcome.index}: chains {cut_text(outcome.chains)}, "
-                        f"{where_text(outcome.to_json())}")
+                        f"{where_text(outcome.to_json(), simulated)}")
     for trial in plan.trials:
         if trial.error and not trial.status.answered:
             return trial.error.splitlines()[0][:100]
