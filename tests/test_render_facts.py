@@ -262,3 +262,12 @@ def test_the_harness_knows_its_own_commit_as_git_does():
     if done.returncode != 0:
         pytest.skip(f"git cannot read this checkout: {done.stderr.strip()}")
     assert harness_commit() == done.stdout.strip()
+
+
+def test_a_bundle_written_elsewhere_names_itself(hang, tmp_path):
+    target = tmp_path / "for-upstream.tar.gz"
+    made = invoke("report", "bundle", str(hang), "--out", str(target))
+    assert made.exit_code == 0, made.output
+    with tarfile.open(target) as tar:
+        body = tar.extractfile("for-upstream/report.md").read().decode()
+    assert "Attached: `for-upstream.tar.gz`" in body and "r.bundle.tar.gz" not in body

@@ -153,27 +153,23 @@ def _redacted_copy(reader: ReportReader, digest: Digest, target: Path) -> None:
 
 
 def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
-            scratch: Path, *, names_only: bool = False) -> Contents:
+            scratch: Path, *, archive: str | None = None) -> Contents:
     """Everything the bundle of `report` holds, from one pass's `digest` (made with its
-    kernel log). `names_only`: report.md in full, the rest only named (a render names the
-    bundle's files; it need not write a big report once more)."""
+    kernel log); `archive`: the bundle's file name, which its report.md names."""
     view = digest.view(do_redact)
     contents = Contents()
     contents.files[README] = b""                 # written last: it lists the rest
     contents.files[REPORT_MD] = b""
-    if names_only:
-        contents.files[report.name] = b""
-    elif do_redact:
+    if do_redact:
         contents.files[report.name] = scratch / "report.yaml"
         _redacted_copy(reader, digest, scratch / "report.yaml")
     else:
         contents.files[report.name] = report
     if digest.has_kernel_log:
         log = scratch / KERNEL_LOG
-        if not names_only:
-            with log.open("w", encoding="utf-8") as out:
-                out.writelines(digest.kernel_log_lines(do_redact))
-        contents.files[KERNEL_LOG] = log if not names_only else b""
+        with log.open("w", encoding="utf-8") as out:
+            out.writelines(digest.kernel_log_lines(do_redact))
+        contents.files[KERNEL_LOG] = log
     env = view.header.get("environment") or {}
     smi = [(f"xrt-smi {name}", run) for name, run in (env.get("xrt_smi") or {}).items()
            if isinstance(run, dict) and "output" in run]
@@ -186,7 +182,7 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
             f"== {name} (exit {run.get('exit_status')})\n{run['output']}\n"
             for name, run in smi).encode()
     _recipes(report, view, contents, scratch)
-    top = bundle_path(report).name
+    top = archive or bundle_path(report).name       # the file report.md names
     contents.files[REPORT_MD] = rendering.render_markdown(
         view, bundle=[top, *contents.names()]).encode()
     contents.files[README] = _readme(view, report, contents, do_redact).encode()
@@ -297,7 +293,8 @@ def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path |
     top = target.name.removesuffix(".tar.gz").removesuffix(".tgz")
     now = int(time.time())
     with tempfile.TemporaryDirectory(prefix="harness-bundle-") as scratch:
-        contents = collect(report, reader, digest, do_redact, Path(scratch))
+        contents = collect(report, reader, digest, do_redact, Path(scratch),
+                           archive=target.name)
         try:
             with atomic_file(target, overwrite=force) as handle, \
                     tarfile.open(fileobj=handle, mode="w:gz") as tar:
