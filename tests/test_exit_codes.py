@@ -189,8 +189,8 @@ def test_git_bisect_translates_errors_to_cannot_test_but_keeps_interrupts():
         [0, 1, 125, 125, 125, 130, 143]
     result = invoke("run", "no-such-case", "--exit-codes", "git-bisect")
     assert result.exit_code == GIT_BISECT_SKIP
-    assert invoke(*fast_run("--plan", "42", "--profile", "inflight-cap:40", "--exit-codes",
-                            "git-bisect")).exit_code == 1
+    assert invoke(*fast_run("--plan", "42", "--profile", "inflight-cap:40", "--backend",
+                            "sim", "--exit-codes", "git-bisect")).exit_code == 1
 
 
 def test_git_bisect_run_finds_the_first_bad_commit(tmp_path):
@@ -222,7 +222,7 @@ def test_git_bisect_run_finds_the_first_bad_commit(tmp_path):
     first = sh("rev-list", "--max-parents=0", "HEAD").strip()
     sh("bisect", "start", "HEAD", first)
     test = ('runlist-harness run minicpm5-2b-decode --plan 42 --no-isolate --trials 1 '
-            '--profile "$(cat profile)" --exit-codes git-bisect')
+            '--backend sim --profile "$(cat profile)" --exit-codes git-bisect')
     out = sh("bisect", "run", "sh", "-c", test)
     assert re.search(r"is the first bad commit", out), out
     assert sh("log", "-1", "--format=%s", "refs/bisect/bad").strip() == "commit 11"

@@ -69,11 +69,11 @@ def test_flow_is_overridden_recorded_and_rendered(tmp_path):
                                        "--trials", "1", "--no-isolate", "--flow", "instr-bo",
                                        "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "runs: instr-bo:" in result.output and "ERT_START_CU" in result.output
+    assert "submitted as: instr-bo:" in result.output and "ERT_START_CU" in result.output
     report = load_report(out)
     assert report.case["flow"] == ELF_FLOW and report.settings["flow"] == INSTR_BO
     rendered = CliRunner().invoke(main, ["report", "render", str(out)])
-    assert "**Runs:** instr-bo:" in rendered.output
+    assert "Submitted as instr-bo:" in rendered.output
 
 
 def test_a_case_names_a_known_flow(tmp_path):

@@ -65,8 +65,10 @@ def test_the_hardware_path_records_parses_renders_and_bundles_every_item(machine
     assert "product_serial" not in env["system"]["dmi"]           # one unit's serial: never
     assert env["system"]["boot_flags"] == {"iommu": "pt"}
     firmware = env["npu_firmware"]
+    fw_hash = "07f7ab476bc3a83fad639d34a012cb4a5f859441f0d24c11627ca96696839012"  # of "fw"
     assert (firmware["loaded"], firmware["files"]) == ("amdnpu/17f0_11/npu_7.sbin",
                                                        ["npu.sbin", "npu_7.sbin"])
+    assert firmware["sha256"] == {"npu.sbin": fw_hash, "npu_7.sbin": fw_hash}
     assert (firmware["protocol"], firmware["app_health"]) == ("7.2", True)   # 1.1.2.65
     assert env["kernel_log"] == {"source": "/dev/kmsg"}
     assert env["xrt_smi"]["examine"]["exit_status"] == 0
@@ -109,12 +111,16 @@ def test_the_hardware_path_records_parses_renders_and_bundles_every_item(machine
                  "(MGMT_ERT_NOAVAIL)", "iommu_page_fault", "TDR timeout detected",
                  "<summary>xrt-smi examine (exit 0)</summary>"):
         assert item in body, item
-    # the bundle opens with tar and holds what the render names
+    # no bundle yet: the render says how to make one, and names none
+    assert "Attached: " not in body
+    assert f"`runlist-harness report bundle {out.name}` writes `r.bundle.tar.gz`" in body
+    # the bundle opens with tar and holds what the render names once it exists
     bundled = harness(machine, "report", "bundle", str(out))
     assert bundled.returncode == 0, bundled.stderr
     archive = tmp_path / "r.bundle.tar.gz"
     listing = subprocess.run(["tar", "tzf", str(archive)], capture_output=True, text=True,
                              check=True).stdout.split()
+    body = harness(machine, "report", "render", str(out)).stdout
     footer = body[body.rindex("Attached: "):]
     assert "`r.bundle.tar.gz`" in footer
     for name in ("README.md", "report.md", "r.yaml", "kernel-log.txt", "xrt-smi.txt",

@@ -46,8 +46,11 @@ def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
 def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
     result = invoke("reproduce", "--no-isolate", "--profile", "inflight-cap:40")
     assert result.exit_code == 1
-    assert "verdict: reproduced: monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 " \
-           "-> chunking avoids the failure" in result.output
+    assert "verdict: SIMULATED: the outcome follows from the injected hypothesis by " \
+           "construction: inflight-cap:40 makes every runlist of more than 40 commands fail " \
+           "(the firmware wedges with more than 40 queued on one context). Outcome: reproduced: " \
+           "monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 -> chunking avoids the " \
+           "failure" in result.output
     report = load_report(report_of(result))
     monolithic, halves, control = report.plans
     assert control.control and report.verdict["control"] == "depth alone fails"
@@ -73,10 +76,14 @@ def test_reproduce_hang_at_30_finds_run_24_chain_1_timeout_under_every_xrt(relea
     result = invoke("reproduce", "--no-isolate", "--trials", "1", "--profile",
                     f"hang-at:30,xrt:{release}")
     assert result.exit_code == 1, result.output
-    assert "failing run 24 (chain 1), TIMEOUT from the device" in result.output
+    # the console names no run the device did not name: only the chain
+    assert "chain 1 (runs 24-41) TIMEOUT from the simulated device; the device does not " \
+           "say which run hung" in result.output
+    assert "failing run 24" not in result.output
     report = load_report(report_of(result))
     outcome = report.plans[0].trials[0].runlists[0]
     assert (outcome.state, outcome.failing_run, outcome.failing_chain) == ("TIMEOUT", 24, 1)
+    assert outcome.failing_run_named is False
     assert outcome.message_form == form
     assert outcome.located_by == "the first member run neither NEW nor COMPLETED"
     assert report.backend["xrt"]["release"] == release
@@ -92,6 +99,9 @@ def test_a_chain_left_new_is_located_on_the_run_before_the_first_abort():
         outcome = load_report(report_of(result)).plans[0].trials[0].runlists[0]
         assert (outcome.state, outcome.failing_run, outcome.failing_chain) == ("NEW", 0, 0)
         assert outcome.located_by.startswith("the run before the first ABORT")
+        assert outcome.failing_run_named is False          # the chain never ran
+        assert "chain 0 (runs 0-39) NEW from the simulated device; the driver never ran it " \
+               "(left NEW)" in result.output
 
 
 def test_run_plan_specs_and_skipped_chunks():
@@ -222,7 +232,8 @@ def test_reproduce_ert_timeout_entry_point(tmp_path):
                               capture_output=True, text=True, timeout=120)
     failed = script("--no-isolate", "--trials", "1", "--profile", "inflight-cap:40")
     assert failed.returncode == 1, failed.stderr
-    assert "verdict: reproduced" in failed.stdout
+    assert "verdict: SIMULATED: the outcome follows" in failed.stdout
+    assert "by construction: inflight-cap:40 makes" in failed.stdout
     helped = script("--help")
     assert helped.returncode == 0
     assert helped.stdout.startswith("Usage: reproduce_ert_timeout [OPTIONS] [CASE]")

@@ -8,6 +8,7 @@ from simkit import Rig, nop_elf, outcome, states
 
 import harness.sim.pyxrt as pyxrt
 from harness.model.drivers import KERNELS, driver_build
+from harness.sim.kernel_log import BDF
 from harness.sim.stack import FF, HWCTX_CREATE_FAILED
 
 TIMEOUT_MSG = "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
@@ -248,7 +249,7 @@ def test_each_flavour_prints_its_own_kernel_log(tmp_path, profile, first, count)
     lines = kernel_lines(rig)
     assert len(lines) == count
     if first:
-        assert lines[0] == f"amdxdna 0000:c7:00.1: {first}"
+        assert lines[0] == f"amdxdna {BDF}: {first}"
         assert any(line.endswith("\tTimed out sub command ID: 0") for line in lines)
 
 

@@ -14,6 +14,8 @@ harness's own simulator standing in (the tests of the hardware path do that).
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -65,8 +67,11 @@ class Backend:
         if self.hardware:
             origin = getattr(self.xrt, "__file__", "?")
             if self.stand_in:
-                return (f"backend: hardware path, but pyxrt is the SIMULATED stand-in ({origin});"
-                        " not hardware evidence")
+                played = self.stand_in_profile()
+                plays = "" if played is None else f", profile {played.name}" + (
+                    "" if played.documented else f"; hypothesis {','.join(played.deviations)}")
+                return (f"backend: hardware path, but pyxrt is the SIMULATED stand-in ({origin}"
+                        f"{plays}); not hardware evidence")
             version = f", XRT {self.hardware_xrt_version}" if self.hardware_xrt_version else ""
             return f"backend: hardware NPU through pyxrt ({origin}{version})"
         assert self.profile is not None
@@ -85,6 +90,18 @@ class Backend:
         }
         if self.stand_in:
             out["stand_in"] = True
+            played = self.stand_in_profile()
+            if played is not None:
+                # not "profile": that key picks the simulated backend on continuing a report
+                build = driver_build(played.flavour, played.kernel)
+                out.update({"stand_in_profile": played.name, "documented": played.documented,
+                            "deviations": played.deviations,
+                            "driver": {"flavour": build.flavour, "kernel": build.kernel,
+                                       "source": build.source},
+                            "device": {"name": played.device_model.name,
+                                       "columns": played.device_model.columns}})
+                if played.by_construction:
+                    out["by_construction"] = played.by_construction
         if self.profile is not None:
             build = driver_build(self.profile.flavour, self.profile.kernel)
             out.update({"profile": self.profile.name,
@@ -93,16 +110,34 @@ class Backend:
                         "realtime": self.profile.realtime,
                         "driver": {"flavour": build.flavour, "kernel": build.kernel,
                                    "source": build.source},
-                        "firmware": self.profile.firmware_facts()})
+                        "firmware": self.profile.firmware_facts(),
+                        "device": {"name": self.profile.device_model.name,
+                                   "columns": self.profile.device_model.columns}})
+            if self.profile.by_construction:
+                out["by_construction"] = self.profile.by_construction
         if self.reason:
             out["reason"] = self.reason
         out["xrt"] = self.xrt_release()
         return out
 
+    def stand_in_profile(self) -> Profile | None:
+        """The profile the simulator standing in for pyxrt plays on the hardware path: the
+        one its environment names, as each worker's stand-in reads it (harness.sim.control).
+        None when the stand-in is not built on the simulator (it is then not loaded)."""
+        if "harness.sim.pyxrt" not in sys.modules:
+            return None
+        from harness.sim.control import PROFILE_ENV
+        from harness.sim.profiles import parse_profile
+        return parse_profile(os.environ.get(PROFILE_ENV))
+
     def xrt_release(self) -> dict[str, Any]:
-        """Which XRT release answers, and the failure message form it writes."""
-        if not self.hardware:
-            release = self.profile.release
+        """Which XRT release answers, and the failure message form it writes: the one the
+        simulator plays when it answers (also standing in for pyxrt on the hardware path),
+        else the install's."""
+        played = self.profile if not self.hardware else \
+            (self.stand_in_profile() if self.stand_in else None)
+        if played is not None:
+            release = played.release
             return {"release": release.name, "tag": release.tag,
                     "message_form": STATE_IN_MESSAGE if release.state_in_message
                     else NO_STATE_IN_MESSAGE,
@@ -150,7 +185,7 @@ class Backend:
         from harness.sim import control
         text = control.current().kernel_log.kmsg()
         return trial_entry(reading_of(text, "simulated /dev/kmsg"), self.profile.flavour,
-                           failed)
+                           failed, simulated=True)
 
     def driver_timeout_s(self) -> float:
         """The longest time the driver may take to notice a hang (for deadlines)."""
@@ -161,12 +196,21 @@ class Backend:
 
 
 def choose_backend(kind: str = "auto", profile: str | None = None, *,
-                   realtime: bool = False) -> Backend:
+                   realtime: bool = False, fallback: bool = True) -> Backend:
+    """The backend `kind` asks for. `fallback=False` (a `git bisect run` test) never takes
+    the simulated stack unless `kind` is "sim": `auto` then needs the hardware as `xrt`
+    does, since a bisection whose commits never load pyxrt would otherwise test the
+    simulator at every commit and name a wrong first bad commit."""
     if kind not in KINDS:
         raise BadInput(f"--backend {kind!r}: use one of {', '.join(KINDS)}")
     if kind == "xrt" and profile:
         raise BadInput("--profile applies to the simulated stack only; drop it or use "
                        "--backend sim")
+    if kind == "auto" and not fallback:
+        if profile:
+            raise BadInput("--profile with --exit-codes git-bisect: a bisection runs on the "
+                           "simulated stack only when asked by name; add --backend sim")
+        kind = "xrt"
     if kind in ("auto", "xrt") and not profile:
         module, why = load_pyxrt()
         nodes = npu_nodes()

@@ -102,6 +102,9 @@ def _spawned(spec: TrialSpec, backend: dict[str, Any], deadline_s: float,
                                 start_new_session=True)
     finally:
         os.close(write_fd)
+    # On Ctrl-C, communicate() waits 0.25 s for the child to end of the same Ctrl-C; this
+    # worker has a session of its own and never gets it: it is killed below instead.
+    proc._sigint_wait_secs = 0
     chunks: list[bytes] = []
     reader = threading.Thread(target=_drain, args=(read_fd, chunks), daemon=True)
     reader.start()
@@ -201,6 +204,16 @@ class ForkServer:
 
     def run(self, spec: TrialSpec, deadline_s: float, latencies: dict[str, float]
             ) -> TrialResult:
+        try:
+            return self._run(spec, deadline_s, latencies)
+        except BaseException:
+            # a stop (or a fault) between the order and its reply: the server may be running
+            # that trial still, so it is not used again, and closing it kills it at once
+            self.broken = True
+            raise
+
+    def _run(self, spec: TrialSpec, deadline_s: float, latencies: dict[str, float]
+             ) -> TrialResult:
         started = time.perf_counter()
         self.count += 1
         result = self.folder / f"{self.count}.json"
@@ -258,7 +271,11 @@ class ForkServer:
         return not self.broken and self.proc.poll() is None
 
     def close(self) -> None:
-        """End the server (it ends at the end of its input) and remove its files."""
+        """End the server (it ends at the end of its input) and remove its files. A broken
+        server (a trial stopped under it by Ctrl-C or SIGTERM, or a worker stuck) is killed
+        at once with its children: it never opened the device, and a stop must not wait."""
+        if self.broken:
+            kill_tree(self.proc.pid, wait_s=1.0)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 stream.close()
@@ -303,8 +320,10 @@ def _drain(fd: int, out: list[bytes]) -> None:
             out.append(block)
 
 
-def kill_tree(pid: int) -> None:
-    """Kill a process and everything it started; tolerate those already gone."""
+def kill_tree(pid: int, wait_s: float = 5.0) -> None:
+    """Kill a process and everything it started; tolerate those already gone. Returns once
+    each is dead: ours reaped, another's (a fork server's child) dead as a zombie, which
+    its parent reaps; waiting for that parent would hold a Ctrl-C up for seconds."""
     try:
         root = psutil.Process(pid)
         family = root.children(recursive=True) + [root]
@@ -315,7 +334,20 @@ def kill_tree(pid: int) -> None:
             proc.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(family, timeout=5)
+    until = time.monotonic() + wait_s
+    while True:
+        _, family = psutil.wait_procs(family, timeout=0)       # reaps those that are ours
+        family = [proc for proc in family if not _dead(proc)]
+        if not family or time.monotonic() >= until:
+            return
+        time.sleep(0.002)
+
+
+def _dead(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def _exit_text(code: int | None) -> str:

@@ -96,7 +96,8 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
     options = RunOptions(trials=int(settings["trials"]), isolate=bool(settings["isolate"]),
                          deadline_s=settings.get("deadline_s"),
                          continue_after_failure=bool(settings["continue_after_failure"]),
-                         seed=int(settings.get("seed", 0)), flow=settings.get("flow"))
+                         seed=int(settings.get("seed", 0)), flow=settings.get("flow"),
+                         xrt_smi_control=settings.get("xrt_smi_control") is not False)
     runner = Runner(case, backend, pack, handle, options, progress)
     control = report.artifacts.get("control")
     if control:

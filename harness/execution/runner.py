@@ -16,14 +16,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import __version__, command_argv
-from harness.execution import stop
+from harness.execution import stop, xrt_smi_control
 from harness.execution.backend import Backend, trial_seed
 from harness.execution.environment import collect_environment
 from harness.execution.session import run_trial
+from harness.formats.git_head import harness_commit
 from harness.formats.xclbin import read_xclbin
 from harness.formats.xclbin_view import identity
 from harness.logs.driver_lines import trial_entry
 from harness.logs.kernel_log import PERMISSION_FIX, KernelLogReader, Reading, Unreadable
+from harness.logs.trace_events import TraceReader
+from harness.logs.trace_events import trial_entry as trace_entry
 from harness.model.drivers import JOBS_IN_FLIGHT
 from harness.model.errors import (
     BadInput,
@@ -45,14 +48,16 @@ from harness.model.results import (
 from harness.probe.holders import device_users, own_family
 from harness.probe.kernel_log import kernel_log_reader
 from harness.probe.sources import Sources
+from harness.probe.trace_events import trace_reader
 from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import PlanRecord, Report, utc_now
-from harness.report.verdict import judge
+from harness.report.verdict import judge, with_xrt_smi
 from harness.sources.case import Case
 from harness.sources.depth_control import control_for
 from harness.sources.packs import ResolvedPack, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
+from harness.sources.workload import describe as describe_workload
 
 if TYPE_CHECKING:              # recovery checks run on the hardware path only
     from harness.execution.recovery import Recovery
@@ -80,6 +85,8 @@ class RunOptions:
     continue_after_failure: bool = False
     seed: int = 0
     flow: str | None = None          # --flow: overrides the case's
+    # on hardware, XRT's own runlist-latency test once the case failed (--no-xrt-smi-validate)
+    xrt_smi_control: bool = True
 
 
 def check_pack(case: Case, pack: ResolvedPack, programs: Programs | None = None) -> list[str]:
@@ -223,6 +230,10 @@ class Runner:
         # hands its own log back with each trial (Backend.simulated_kernel_log).
         self.kernel_log: KernelLogReader | Unreadable | None = \
             kernel_log_reader(Sources.live()) if backend.hardware else None
+        # and the driver's trace events, where this machine lets them be recorded
+        self.trace: TraceReader | None = trace_reader(
+            Sources.live(), self.report.environment.get("trace_events") or {}) \
+            if backend.hardware else None
 
     @property
     def report(self) -> Report:
@@ -258,6 +269,7 @@ class Runner:
                                             control=what))
         self.report.artifacts["control"] = {
             "case": case.name, "runs": case.layers,
+            "workload": describe_workload(case, None).to_json(),
             "pack": {"name": pack.name, "source": pack.source, "stand_ins": pack.stand_ins},
             "xclbins": [identity(read_xclbin(path), role) for role, path in pack.files.items()]}
         return None
@@ -269,7 +281,14 @@ class Runner:
             while len(plan.finished()) < self.options.trials:
                 done += 1
                 self.trial(plan, done, total)
-        self.report.verdict = judge(self.report.plans, self.report.backend).to_dict()
+        if xrt_smi_control.wanted(self.report, self.backend.hardware,
+                                  self.options.xrt_smi_control):
+            self.progress("xrt-smi validate --run runlist-latency: XRT's own deep runlist, "
+                          "as a control", False)
+            xrt_smi_control.run_control(self.report)
+        self.report.verdict = with_xrt_smi(
+            judge(self.report.plans, self.report.backend),
+            self.report.sections.get(xrt_smi_control.SECTION)).to_dict()
         self.handle.finish()
         return self.report
 
@@ -351,6 +370,13 @@ class Runner:
         return result
 
     def _mark_kernel_log(self) -> None:
+        if self.trace is not None:
+            try:
+                self.trace.mark()
+            except OSError as err:
+                self.trace = None
+                self.handle.note(f"warning: the trace buffer stopped being readable "
+                                 f"({err.strerror}); trace events are not recorded from here")
         if self.kernel_log is None or isinstance(self.kernel_log, Unreadable):
             return
         try:
@@ -381,9 +407,18 @@ class Runner:
             else:
                 reading = reader
             flavour = (self.report.environment.get("driver") or {}).get("flavour")
-            result.kernel_log = trial_entry(reading, flavour, failed)
+            # the simulator standing in for pyxrt printed these lines, if any
+            result.kernel_log = trial_entry(reading, flavour, failed,
+                                            simulated=self.backend.simulated)
             if result.kernel_log is not None and recovery is not None:
                 result.kernel_log["includes"] = "the trial and the recovery check after it"
+        if self.trace is not None:
+            try:
+                result.trace_events = trace_entry(self.trace.read(), str(self.trace.source),
+                                                  simulated=self.backend.simulated)
+            except OSError as err:
+                result.trace_events = {"source": str(self.trace.source), "lines": [],
+                                       "unreadable": err.strerror or "read failed"}
         return recovery
 
     def _check_recovery(self) -> Recovery:
@@ -438,12 +473,13 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
     return Report(
         command=command,
         harness={"version": __version__, "python": platform.python_version(),
-                 "argv": command_argv()},
+                 "argv": command_argv(), "commit": harness_commit()},
         backend=backend_info,
         case={"name": case.name, "file": str(Path(case.file).resolve()),
               "sha256": case.sha256, "source": case.source, "layers": case.layers,
               "runlist_context": case.runlist_context, "runs_per_layer": case.runs_per_layer,
               "kind": case.kind, "flow": case.flow,
+              "workload": describe_workload(case, flow_of(case, options)).to_json(),
               **({"reference": case.reference, "recipe_profile": case.recipe_profile}
                  if case.kind == "recipe" else {}),
               **({"capture": case.capture, "frame": case.frame} if case.kind == "capture"
@@ -452,7 +488,8 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
                   "worker_start": _worker_start() if options.isolate else None,
                   "deadline_s": options.deadline_s,
                   "continue_after_failure": options.continue_after_failure,
-                  "seed": options.seed, "flow": flow_of(case, options)},
+                  "seed": options.seed, "flow": flow_of(case, options),
+                  "xrt_smi_control": options.xrt_smi_control},
         environment=environment,
         artifacts={"pack": {"name": pack.name, "source": pack.source,
                             "stand_ins": pack.stand_ins, "searched": pack.searched},

@@ -34,6 +34,7 @@ from harness.model.ert import (
     LocatedFailure,
     locate_failure,
     parse_xrt_error,
+    run_named,
     state_from_pyxrt,
 )
 from harness.model.results import (
@@ -293,6 +294,8 @@ def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
         outcome.state, outcome.state_code = failure.state_text, None
     else:
         outcome.state, outcome.state_code = located.state.name, int(located.state.value)
+    if located.index is not None:
+        outcome.failing_run_named = run_named(outcome.state, located.index, submit_size)
 
 
 def warm(spec: TrialSpec, backend: Backend) -> None:

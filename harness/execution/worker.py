@@ -175,11 +175,15 @@ class _Children:
             os.waitpid(self.ended.pop(), 0)
 
     def close(self) -> None:
-        """Spares leave without a trial once their order pipe closes; every child is
-        reaped."""
+        """Spares are ended without a trial (a spare may be rehearsing a long trial, and
+        the run must not wait for it: it never opened the device); every child is reaped."""
         for spare in self.spares:
             for fd in spare.fds():
                 os.close(fd)
+            try:
+                os.kill(spare.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         for spare in self.spares:
             os.waitpid(spare.pid, 0)
         self.spares = []

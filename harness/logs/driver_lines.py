@@ -282,18 +282,21 @@ def boot_firmware(records: Iterable[LogRecord]) -> tuple[str | None, tuple[int, 
     return loaded, refused
 
 
-def trial_entry(reading: Reading | Unreadable, flavour: str | None, failed: bool
-                ) -> dict[str, Any] | None:
+def trial_entry(reading: Reading | Unreadable, flavour: str | None, failed: bool, *,
+                simulated: bool = False) -> dict[str, Any] | None:
     """What a trial keeps of the kernel log: the lines kept (capped, and how many left
     out), their events, the tree that printed them. None when there is nothing to say
-    (a passing trial with no driver lines)."""
+    (a passing trial with no driver lines). `simulated`: the simulated stack printed
+    them (also on the hardware path, when it stands in for pyxrt): each line is marked."""
     if isinstance(reading, Unreadable):
         return reading.to_json() if failed else None
     if not reading.records and not failed and not reading.lost:
         return None
-    lines, omitted = limit_lines(reading.records)
+    lines, omitted = limit_lines(reading.records, simulated=simulated)
     entry: dict[str, Any] = {"source": reading.source, "lines": lines,
                              "events": events(reading.records), "dropped": reading.dropped}
+    if simulated:
+        entry["simulated"] = True
     tree, note = tree_note(reading.records, flavour)
     if tree is not None:
         entry.update(tree=tree, tree_note=note)

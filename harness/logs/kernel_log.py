@@ -310,9 +310,21 @@ def open_kernel_log(kmsg: Path, journalctl: str | None,
     return Unreadable("none", "; ".join(why), PERMISSION_FIX)
 
 
-def limit_lines(records: list[LogRecord], most: int = MAX_KEPT_LINES) -> tuple[list[str], int]:
-    """At most `most` lines, the first and last halves; and how many were left out."""
-    lines = [r.shown() for r in records]
+SIMULATED_MARK = "SIMULATED"
+
+
+def mark_simulated(line: str) -> str:
+    """A kernel-log line of a simulated run as every output shows it: marked at its start,
+    so that no copy of it passes for a line a machine printed (the simulated driver's
+    address and clock are impossible ones too: `harness.sim.kernel_log`)."""
+    return line if line.startswith(SIMULATED_MARK + " ") else f"{SIMULATED_MARK} {line}"
+
+
+def limit_lines(records: list[LogRecord], most: int = MAX_KEPT_LINES, *,
+                simulated: bool = False) -> tuple[list[str], int]:
+    """At most `most` lines, the first and last halves; and how many were left out. A
+    simulated run's lines are marked (`mark_simulated`)."""
+    lines = [mark_simulated(r.shown()) if simulated else r.shown() for r in records]
     if len(lines) <= most:
         return lines, 0
     head = most // 2

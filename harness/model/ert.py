@@ -189,6 +189,19 @@ class LocatedFailure:
     how: str
 
 
+# The states a chain ends in when nothing told which of its runs failed: a hang's TIMEOUT
+# or ABORT, whose index is the firmware's read index, left at 0 on a timeout (xdna-driver
+# test/shim_test/io_test.cpp; mainline writes error_index 0 outright, 89ff45359abb), and a
+# chain the driver never ran (NEW). A firmware ERROR's index is the failing sub-command.
+UNNAMED_STATES = ("TIMEOUT", "ABORT", "NEW")
+
+
+def run_named(state: str | None, failing_run: int, submit_size: int) -> bool:
+    """Whether the device said which run failed: False when XRT's failing run is only the
+    first run of a chain that hung (index 0) or never ran."""
+    return not (state in UNNAMED_STATES and (state == "NEW" or failing_run % submit_size == 0))
+
+
 def locate_failure(states: list[CmdState], message_state: CmdState | None,
                    submit_size: int) -> LocatedFailure:
     """Find XRT's failing run from the member runs' states after `runlist.wait()` raised.

@@ -47,15 +47,17 @@ COMPLETED_STATE = "COMPLETED"
 
 INSTR_BO, ELF_FLOW, FULL_ELF = "instr-bo", "elf", "full-elf"
 FLOWS = (ELF_FLOW, INSTR_BO, FULL_ELF)
+# How runs are submitted: the call shape a flow shares with an engine, which says nothing
+# of what the runs carry (harness.sources.workload says that).
 FLOW_TEXT = {
-    ELF_FLOW: "elf: control-code ELF -> module -> ext.kernel, called (3, 0, 0, bo...) as "
-              "FastFlowLM calls it; XRT sends ERT_START_NPU commands",
-    INSTR_BO: "instr-bo: kernel called (3, instruction bo, ninstr, bo...) as mlir-aie and "
-              "IRON call it; XRT sends ERT_START_CU commands",
+    ELF_FLOW: "elf: control-code ELF -> module -> ext.kernel, called (3, 0, 0, bo...): the "
+              "call shape FastFlowLM's engine uses; XRT sends ERT_START_NPU commands",
+    INSTR_BO: "instr-bo: kernel called (3, instruction bo, ninstr, bo...): the call shape of "
+              "mlir-aie and IRON; XRT sends ERT_START_CU commands",
     FULL_ELF: "full-elf: hardware context made from full ELFs (hw_context(device, elf)), "
               "kernel opened by name (ext.kernel(hwctx, 'main:sequence')), buffers from "
-              "argument 0, as mlir-aie, IRON's FullELFCallable and mlir-air do; XRT sends "
-              "ERT_START_NPU_PREEMPT_ELF commands",
+              "argument 0: the call shape of mlir-aie, IRON's FullELFCallable and mlir-air; "
+              "XRT sends ERT_START_NPU_PREEMPT_ELF commands",
 }
 
 
@@ -162,6 +164,9 @@ class RunlistOutcome:
     skipped: bool = False
     message_form: str | None = None      # "state in message" (XRT >= 2.21.75) or not (2.20)
     located_by: str | None = None        # how the failing run was found
+    # False: the device named no run, only the chain (a hang's TIMEOUT or ABORT at the
+    # chain's read index 0, or a chain never run): XRT's failing run is its first
+    failing_run_named: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _OUTCOME_FIELDS}
@@ -181,6 +186,7 @@ class TrialResult:
     kernel_log: dict[str, Any] | None = None   # the driver's lines then (logs.driver_lines)
     recovery: dict[str, Any] | None = None     # after a hardware failure: did the device answer
     device_users: dict[str, Any] | None = None  # other processes on the NPU or /dev/kfd then
+    trace_events: dict[str, Any] | None = None  # the driver's trace events then (tracefs)
 
     def __post_init__(self) -> None:
         self.status = TrialStatus(self.status)

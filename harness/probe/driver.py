@@ -9,6 +9,7 @@ is the staging driver's, `timeout_in_sec` the legacy one's).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from harness.model.drivers import FLAVOURS
@@ -28,6 +29,7 @@ def driver_facts(src: Sources, kernel: str | None) -> dict[str, Any]:
             value = src.read(f"/sys/module/{module}/parameters/{entry.name}")
             params[entry.name] = UNREADABLE if value is None else value
     version_file = src.read(f"/sys/module/{module}/version")
+    srcversion = src.read(f"/sys/module/{module}/srcversion")
     module_file = _module_file(src, kernel, module)
     flavour, evidence = _flavour(module, module_file, version_file, params)
     parameter = FLAVOURS[flavour].parameter if flavour in FLAVOURS else None
@@ -39,6 +41,8 @@ def driver_facts(src: Sources, kernel: str | None) -> dict[str, Any]:
         "version": version_file if version_file not in (None, UNREADABLE) else None,
         "version_note": None if version_file not in (None, UNREADABLE) else
         f"no /sys/module/{module}/version (in-tree builds have none); kernel {kernel}",
+        "srcversion": srcversion if srcversion not in (None, UNREADABLE) else None,
+        "commit": source_commit(version_file),
         "flavour": flavour,
         "evidence": evidence,
         "parameters": params,
@@ -46,6 +50,19 @@ def driver_facts(src: Sources, kernel: str | None) -> dict[str, Any]:
         "timeout_rule": FLAVOURS[flavour].rule if flavour in FLAVOURS else
         "unknown flavour: check the evidence",
     }
+
+
+_HASH = re.compile(r"[0-9a-f]{7,40}")
+
+
+def source_commit(version: str | None) -> str | None:
+    """The xdna-driver commit a DKMS build names in its module version: its packaging
+    writes MODULE_VERSION("<plugin version>_<date>,<commit>") (CMake/pkg_driver_source.cmake);
+    None for any other version string."""
+    if not version or "," not in version:
+        return None
+    commit = version.rsplit(",", 1)[1].strip().lower()
+    return commit if _HASH.fullmatch(commit) else None
 
 
 def _module_file(src: Sources, kernel: str | None, module: str) -> str | None:

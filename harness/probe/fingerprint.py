@@ -18,6 +18,7 @@ from harness.probe.kernel_log import kernel_log_facts
 from harness.probe.npu import npu_facts
 from harness.probe.sources import Sources, as_plain
 from harness.probe.system import system_facts
+from harness.probe.trace_events import tracefs_facts
 from harness.probe.xrt import xrt_facts
 from harness.probe.xrt_smi import xrt_smi
 
@@ -38,6 +39,7 @@ def probe(src: Sources | None = None, *, need_bytes: int | None = None,
         "memlock": memlock_facts(src, need_bytes),
         "flm": flm_facts(src),
         **kernel_log_facts(src, npu.get("pci") or {}),
+        "trace_events": tracefs_facts(src),
         "device_users": device_users(src, own_family() if not src.fake else ()),
     }
     if npu["present"]:
@@ -127,6 +129,11 @@ def render(facts: dict[str, Any]) -> str:
     log = facts.get("kernel_log") or {}
     lines.append("kernel log: " + (f"read from {log['source']}" if "unreadable" not in log
                                    else f"unreadable ({log['unreadable']}) -> {log['fix']}"))
+    trace = facts.get("trace_events") or {}
+    lines.append("driver trace events: " + (
+        f"recorded around each trial ({trace.get('system')}: "
+        f"{', '.join(trace.get('enabled') or [])})" if trace.get("recording")
+        else f"not recorded ({trace.get('why')}) -> {trace.get('fix')}"))
     users = (facts.get("device_users") or {}).get("users") or []
     if users:
         lines.append("other processes on the NPU or /dev/kfd: " + ", ".join(

@@ -4,6 +4,8 @@ driver says it loaded (staging and mainline print ``Load firmware <file>`` at pr
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import Any
 
 from harness.logs.driver_lines import boot_firmware
@@ -36,13 +38,39 @@ def kernel_log_facts(src: Sources, pci: dict[str, Any]) -> dict[str, Any]:
     return {"kernel_log": {"source": reader.source}, "npu_firmware": firmware}
 
 
+MAX_FIRMWARE_BYTES = 64 << 20       # an NPU firmware image is a few MiB
+
+
 def _firmware_files(src: Sources, pci: dict[str, Any], loaded: str | None) -> dict[str, Any]:
-    """The file the log names, and what /lib/firmware/amdnpu/<device>_<revision>/ holds
-    (the driver's fw_path is ``amdnpu/<device>_<revision>/``)."""
+    """The file the log names, what /lib/firmware/amdnpu/<device>_<revision>/ holds (the
+    driver's fw_path is ``amdnpu/<device>_<revision>/``), and each file's sha256: which
+    image a firmware version came from is what a maintainer compares first."""
     device, revision = pci.get("device"), pci.get("revision")
     files: list[str] = []
+    hashes: dict[str, str] = {}
     if device and revision:
         folder = src.path(f"{FIRMWARE_DIR}/{int(device, 16):x}_{int(revision, 16):02x}")
         if folder.is_dir():
             files = sorted(p.name for p in folder.iterdir())
-    return {"loaded": loaded or None, "files": files}
+            for name in files:
+                digest = _sha256(folder / name)
+                if digest:
+                    hashes[name] = digest
+    out: dict[str, Any] = {"loaded": loaded or None, "files": files}
+    if hashes:
+        out["sha256"] = hashes
+    return out
+
+
+def _sha256(path: Path) -> str | None:
+    """A regular file's sha256, or None (unreadable, not a file, implausibly big)."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_FIRMWARE_BYTES:
+            return None
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+    except OSError:
+        return None

@@ -47,6 +47,7 @@ class Contents:
 
     files: dict[str, bytes | Path] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
+    xclbins_to_copy: list[str] = field(default_factory=list)   # recipes name, nobody ships
 
     def names(self) -> list[str]:
         """Top-level names, a folder once (``recipes/``)."""
@@ -78,7 +79,7 @@ def _recipes(report: Path, view: ReportView, contents: Contents, scratch: Path) 
         _take_folder(folder, contents)
         return
     target = scratch / "recipes"
-    why = _export_afresh(view, target)
+    why = _export_afresh(view, target, contents)
     if why:
         contents.left_out.append(f"recipes: {why}")
         return
@@ -102,7 +103,7 @@ def _take_folder(folder: Path, contents: Contents) -> None:
         contents.files[name] = path.read_bytes()
 
 
-def _export_afresh(view: ReportView, target: Path) -> str | None:
+def _export_afresh(view: ReportView, target: Path, contents: Contents) -> str | None:
     """The report's plans as recipes, written now; None, or why they could not be."""
     from harness.sources.load import load_case
     from harness.sources.recipe import export_plans
@@ -125,9 +126,10 @@ def _export_afresh(view: ReportView, target: Path) -> str | None:
                    and Path(x["path"]).is_file()), None)
     flow = (data.get("settings") or {}).get("flow") or case.flow
     try:
-        export_plans(case, plans, xclbin, False, flow, target)
+        done = export_plans(case, plans, xclbin, False, flow, target)
     except HarnessError as err:
         return f"they could not be written ({err})"
+    contents.xclbins_to_copy += done.missing
     return None
 
 
@@ -151,36 +153,36 @@ def _redacted_copy(reader: ReportReader, digest: Digest, target: Path) -> None:
 
 
 def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
-            scratch: Path, *, names_only: bool = False) -> Contents:
+            scratch: Path, *, archive: str | None = None) -> Contents:
     """Everything the bundle of `report` holds, from one pass's `digest` (made with its
-    kernel log). `names_only`: report.md in full, the rest only named (a render names the
-    bundle's files; it need not write a big report once more)."""
+    kernel log); `archive`: the bundle's file name, which its report.md names."""
     view = digest.view(do_redact)
     contents = Contents()
     contents.files[README] = b""                 # written last: it lists the rest
     contents.files[REPORT_MD] = b""
-    if names_only:
-        contents.files[report.name] = b""
-    elif do_redact:
+    if do_redact:
         contents.files[report.name] = scratch / "report.yaml"
         _redacted_copy(reader, digest, scratch / "report.yaml")
     else:
         contents.files[report.name] = report
     if digest.has_kernel_log:
         log = scratch / KERNEL_LOG
-        if not names_only:
-            with log.open("w", encoding="utf-8") as out:
-                out.writelines(digest.kernel_log_lines(do_redact))
-        contents.files[KERNEL_LOG] = log if not names_only else b""
+        with log.open("w", encoding="utf-8") as out:
+            out.writelines(digest.kernel_log_lines(do_redact))
+        contents.files[KERNEL_LOG] = log
     env = view.header.get("environment") or {}
-    smi = [(name, run) for name, run in (env.get("xrt_smi") or {}).items()
+    smi = [(f"xrt-smi {name}", run) for name, run in (env.get("xrt_smi") or {}).items()
            if isinstance(run, dict) and "output" in run]
+    control = view.header.get("xrt_smi_control")
+    if isinstance(control, dict) and "output" in control:
+        smi.append((f"{control.get('command')} (the control: {control.get('result')})",
+                    control))
     if smi:
         contents.files[XRT_SMI] = "\n".join(
-            f"== xrt-smi {name} (exit {run.get('exit_status')})\n{run['output']}\n"
+            f"== {name} (exit {run.get('exit_status')})\n{run['output']}\n"
             for name, run in smi).encode()
     _recipes(report, view, contents, scratch)
-    top = bundle_path(report).name
+    top = archive or bundle_path(report).name       # the file report.md names
     contents.files[REPORT_MD] = rendering.render_markdown(
         view, bundle=[top, *contents.names()]).encode()
     contents.files[README] = _readme(view, report, contents, do_redact).encode()
@@ -190,9 +192,11 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
 def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool) -> str:
     data = view.header
     verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
+    command = rendering.command_line(data)
     lines = [f"# {rendering.title(data)}", "",
              f"Verdict: {verdict}", "",
-             f"Made by: `{rendering.command_line(data)}`", "",
+             f"Made by: {rendering.code_span(command)}", "",
+             f"Harness: {rendering.harness_made_by(data)}.", "",
              f"{view.failed} failed trial(s). Start with `{REPORT_MD}` (what GitHub shows), "
              f"then `{KERNEL_LOG}` for the driver's lines of every trial.", "",
              "## Files", "",
@@ -203,27 +207,81 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool) 
              ]
     if KERNEL_LOG in contents.files:
         lines.append(f"- `{KERNEL_LOG}`: the amdxdna and IOMMU kernel-log lines of each "
-                     "trial")
+                     "trial" + (" (simulated lines, each marked SIMULATED)"
+                                if is_simulated(data.get("backend") or {}) else ""))
     if XRT_SMI in contents.files:
         lines.append(f"- `{XRT_SMI}`: `xrt-smi` output from the machine")
-    if any(name.startswith(RECIPES + "/") for name in contents.files):
-        lines.append(f"- `{RECIPES}/`: the plans as XRT run recipes; with XRT installed: "
-                     f"`source /opt/xilinx/xrt/setup.sh && cd {RECIPES} && sh run_PLAN.sh`")
+    scripts = sorted(Path(name).name for name in contents.files
+                     if name.startswith(RECIPES + "/") and Path(name).name.startswith("run_")
+                     and name.endswith(".sh"))
+    if scripts:
+        lines.append(f"- `{RECIPES}/`: the plans as XRT run recipes, one `run_PLAN.sh` per "
+                     "plan")
     if contents.left_out:
         lines += ["", "## Not included", ""] + [f"- {item}" for item in contents.left_out]
-    lines += ["", "## Reproduce", "",
-              "With the harness installed (`pip install xdna-runlist-harness`, or from its "
-              "repository):", "", "```sh", rendering.command_line(data).split(" (")[0], "```",
-              ""]
+    if scripts:
+        lines += ["", "## Reproduce without Python: XRT's own runner", "",
+                  "With XRT installed, each script runs its plan's runlists with "
+                  "`xrt-runner --recipe R --profile P`, in order:", "", "```sh",
+                  "source /opt/xilinx/xrt/setup.sh", f"cd {RECIPES}",
+                  *(f"sh {script}" for script in scripts), "```", ""]
+        missing = _xclbins_to_copy(data, contents)
+        if missing:
+            lines += [f"xclbins are named, not shipped: copy these into `{RECIPES}/` first: "
+                      + "; ".join(missing) + ".", ""]
+    commit = (data.get("harness") or {}).get("commit")
+    version = (data.get("harness") or {}).get("version", "?")
+    where = (f"its source at commit `{commit}`" if commit
+             else f"its source of version {version} (the commit that wrote this report is "
+                  "not recorded)")
+    lines += ["## Reproduce with the harness", "",
+              f"The harness is not on a package index: take {where}, and in that checkout "
+              "(Python 3.10 or newer):", "", "```sh", "python3 -m pip install -e .", command,
+              "```", ""]
     return "\n".join(lines)
 
 
-def render_with_bundle(report: Path, reader: ReportReader, digest: Digest,
-                       do_redact: bool) -> str:
-    """report.md as the bundle would hold it: the render that names the bundle's files."""
-    with tempfile.TemporaryDirectory(prefix="harness-bundle-") as scratch:
-        contents = collect(report, reader, digest, do_redact, Path(scratch), names_only=True)
-        return contents.text(REPORT_MD)
+def bundle_names(archive: Path) -> list[str] | None:
+    """What a bundle on disk holds, as the render names it (top-level names, a folder once);
+    None when there is no readable bundle there."""
+    if not archive.is_file() or archive.is_symlink():
+        return None
+    names: list[str] = []
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                parts = member.name.split("/")
+                if len(parts) < 2:
+                    continue
+                top = parts[1] + ("/" if len(parts) > 2 else "")
+                if top not in names:
+                    names.append(top)
+    except (OSError, tarfile.TarError, EOFError):
+        return None
+    return names or None
+
+
+def _xclbins_to_copy(data: dict[str, Any], contents: Contents) -> list[str]:
+    """The xclbins the recipes name and the bundle does not ship, each with the sha256 the
+    report recorded for a file of that name (so the right file is copied in)."""
+    hashes = {Path(str(x.get("path"))).name: x.get("sha256")
+              for x in (data.get("artifacts") or {}).get("xclbins") or []
+              if isinstance(x, dict) and x.get("path")}
+    names = list((data.get("exports") or {}).get("missing") or []) + contents.xclbins_to_copy
+    names += [item.split(":", 1)[0].removeprefix(f"{RECIPES}/") for item in contents.left_out
+              if item.startswith(f"{RECIPES}/") and item.split(":", 1)[0].endswith(".xclbin")]
+    return [f"`{name}`" + (f" (sha256 {hashes[name]})" if hashes.get(name) else "")
+            for name in dict.fromkeys(map(str, names))]
+
+
+def render_for_issue(report: Path, digest: Digest, do_redact: bool) -> str:
+    """The Markdown render of `report`: it names the bundle beside the report and what it
+    holds once that bundle exists, and says how to make it until then."""
+    archive = bundle_path(report)
+    names = bundle_names(archive)
+    return rendering.render_markdown(digest.view(do_redact),
+                                     bundle=[archive.name, *names] if names else None,
+                                     report_name=report.name)
 
 
 def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path | None = None,
@@ -235,7 +293,8 @@ def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path |
     top = target.name.removesuffix(".tar.gz").removesuffix(".tgz")
     now = int(time.time())
     with tempfile.TemporaryDirectory(prefix="harness-bundle-") as scratch:
-        contents = collect(report, reader, digest, do_redact, Path(scratch))
+        contents = collect(report, reader, digest, do_redact, Path(scratch),
+                           archive=target.name)
         try:
             with atomic_file(target, overwrite=force) as handle, \
                     tarfile.open(fileobj=handle, mode="w:gz") as tar:

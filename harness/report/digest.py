@@ -20,10 +20,12 @@ from typing import IO, Any
 
 from harness.formats.jsonread import gc_paused
 from harness.formats.yamlio import dump_yaml
+from harness.logs.kernel_log import mark_simulated
 from harness.model.plan import cut_text, plan_label
 from harness.model.results import COMPLETED_STATE
 from harness.report.evidence import FAILED
-from harness.report.model import Summary, runlist_states
+from harness.report.failing import run_cells, unnamed
+from harness.report.model import Summary, is_simulated, runlist_states
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.redact import Redactor
 
@@ -32,7 +34,11 @@ KEEP_CHARS = 4 * MAX_BODY      # trials kept for embedding, as written (redactio
 MESSAGE_CUT = 160              # a message's first line, as a failing row shows it
 MAX_ROWS = 5_000               # distinct failing rows kept; those beyond are only counted
 _OK_STATES = frozenset({None, COMPLETED_STATE})
-_NOT_ANSWERED = ("deadline", "crashed", "interrupted", "in-flight")
+_NOT_ANSWERED = ("deadline", "crashed")
+# trials the harness stopped (Ctrl-C, SIGTERM) or that were running when it died: neither
+# an answer nor a failure, so never a failing row and never counted as one
+_STOPPED = ("interrupted", "in-flight")
+MAX_STOPPED = 20               # stopped trials named; those beyond are only counted
 # where a valid trial may hold keys of its own choosing (everything else is fixed by the
 # schema): the only places a serial number's key can be
 _FREE_FORM = ("worker", "device_users", "recovery", "kernel_log")
@@ -81,6 +87,11 @@ class Digest:
         self.learn_everywhere = learn_everywhere
         self.failing: dict[tuple, FailingRow] = {}
         self.rows_beyond = 0
+        self.stopped: list[tuple[str, int, str]] = []     # plan label, trial number, status
+        self.stopped_count = 0
+        self.unnamed = False          # a failing row whose run the device did not name
+        backend = document.get("backend")
+        self.simulated = is_simulated(backend) if isinstance(backend, dict) else False
         self.located: list[str] = []
         self.failed = 0
         self.failed_plans: list[str] = []
@@ -134,20 +145,28 @@ class Digest:
         runlists = trial.get("runlists")
         self._learn(trial, entry.raw)
         label = plan.label
-        number = int(trial.get("index") or 0) if _is_int(trial.get("index")) else 0
+        # trials are numbered from 1 wherever they are shown, as the console counts them
+        number = (int(trial.get("index") or 0) if _is_int(trial.get("index")) else 0) + 1
         if status in _NOT_ANSWERED:
-            shown = "in flight when the harness stopped" if status == "in-flight" else status
-            self._row([label, "-", "-", "-", "-", shown, "-"], _first_line(trial.get("error")),
+            self._row([label, "-", "-", "-", "-", status, "-"], _first_line(trial.get("error")),
                       number)
+        elif status in _STOPPED:
+            self.stopped_count += 1
+            if len(self.stopped) < MAX_STOPPED:
+                self.stopped.append((label, number, status))
         if states is not None and not _OK_STATES.issuperset(states):
             for outcome, state in zip(runlists, states, strict=True):
                 if state in _OK_STATES:
                     continue
                 chains = outcome.get("chains") or []
+                if unnamed(outcome):
+                    self.unnamed = True
+                source = _opt(outcome.get("source"))
                 self._row([label, str(outcome.get("index")),
                            f"{outcome.get('runs')} ({_cut_text(chains)})",
-                           _opt(outcome.get("failing_run")), _opt(outcome.get("failing_chain")),
-                           str(state), _opt(outcome.get("source"))],
+                           *run_cells(outcome), str(state),
+                           f"simulated {source}" if self.simulated and source != "-"
+                           else source],
                           _first_line(outcome.get("message")), number)
                 how = outcome.get("located_by")
                 if how and how not in self.located:
@@ -198,14 +217,24 @@ class Digest:
     def _log(self, plan: str, trial: dict[str, Any]) -> None:
         log = trial["kernel_log"]
         assert self.kernel_log is not None
-        out = [f"== plan {plan} trial {int(trial.get('index') or 0) + 1} "
-               f"({trial.get('status')}), from {log.get('source')}"]
+        simulated = self.simulated
+        out = ["# SIMULATED: every line below was printed by the harness's simulated "
+               "driver, not by a machine"] if simulated and not self._logs else []
+        out += [f"== plan {plan} trial {int(trial.get('index') or 0) + 1} "
+                f"({trial.get('status')}), from {log.get('source')}"]
         if "unreadable" in log:
             out.append(f"(not readable: {log['unreadable']}; fix: {log.get('fix')})")
         lines = log.get("lines")
-        out += lines if isinstance(lines, list) and lines else ["(the driver printed nothing)"]
+        if isinstance(lines, list) and lines:
+            out += [mark_simulated(str(line)) for line in lines] if simulated else lines
+        else:
+            out.append("(the driver printed nothing)")
         if log.get("omitted"):
             out.append(f"({log['omitted']} lines between were not kept)")
+        trace = trial.get("trace_events")
+        if isinstance(trace, dict) and trace.get("lines"):
+            out.append(f"-- the driver's trace events, from {trace.get('source')}")
+            out += [str(line) for line in trace["lines"]]
         # trials apart by a blank line, as a reader skims them
         self.kernel_log.write(("\n" if self._logs else "") + "\n".join(map(str, out)) + "\n")
 
@@ -233,7 +262,8 @@ class Digest:
                           located=[str(shown(x)) for x in self.located],
                           first_failure=(shown(first[0]), shown(first[1])) if first else None,
                           failed=self.failed, failed_plans=list(self.failed_plans),
-                          total=self.total, kept=kept)
+                          total=self.total, kept=kept, stopped=list(self.stopped),
+                          stopped_count=self.stopped_count, unnamed=self.unnamed)
 
     @property
     def has_kernel_log(self) -> bool:
@@ -263,6 +293,9 @@ class ReportView:
     failed_plans: list[str]
     total: int
     kept: list[tuple[int, dict[str, Any]]] | None      # None: too many to embed
+    stopped: list[tuple[str, int, str]] = field(default_factory=list)  # label, number, status
+    stopped_count: int = 0
+    unnamed: bool = False            # some failing run is only its chain: the device named none
 
     def whole_document(self) -> dict[str, Any] | None:
         """The report as one nested document, when its trials were few enough to keep."""

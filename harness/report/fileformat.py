@@ -15,6 +15,12 @@ changes):
 - ``xdna-runlist-harness/report/v3`` (0.3.0): v2, with a bisect step's entry named
   ``step`` (``probe`` names the machine's fingerprint everywhere else). Readers take
   ``probe`` in either version, so a v2 report continued by this harness stays whole.
+  Optional fields added within v3 (a report without them reads as before): the
+  harness's source ``harness.commit``; what each run carried, ``case.workload`` and
+  ``artifacts.control.workload``; ``failing_run_named`` on a runlist outcome (false: the
+  device named only the chain); ``simulated`` on a trial's kernel log (its lines marked
+  SIMULATED); a trial's ``trace_events``; and ``xrt_smi_control``, XRT's runlist-latency
+  test run once after a failed case on hardware.
 
 Every reader sees one shape whatever the version: the nested document v1 was (plans
 holding their trials), which `report.schema.json` describes. `harness.report.reader`

@@ -50,6 +50,12 @@ def is_simulated(backend: dict[str, Any]) -> bool:
     return backend.get("kind") == "sim" or bool(backend.get("stand_in"))
 
 
+def played_profile(backend: dict[str, Any]) -> str | None:
+    """The simulated profile a report's results come from: the simulated backend's, or
+    the one the simulator standing in for pyxrt played on the hardware path."""
+    return backend.get("profile") or backend.get("stand_in_profile")
+
+
 @dataclass
 class PlanRecord:
     name: str

@@ -15,10 +15,12 @@ left out, saying which), and the bundle (`harness.report.bundle`) carries everyt
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
 from harness.formats.yamlio import dump_yaml, dump_yaml_within
+from harness.logs.kernel_log import mark_simulated
 from harness.model.plan import plan_label
 from harness.model.results import counts_text, flow_text
 from harness.report.digest import MAX_BODY, ReportView
@@ -29,7 +31,9 @@ from harness.report.evidence import (
     identity_rows,
     recovery_text,
 )
-from harness.report.model import is_simulated
+from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
+from harness.report.model import is_simulated, played_profile
+from harness.report.provenance import control_notes, nop_note, stack_tables, what_ran_rows
 
 MAX_FAILING_ROWS = 20
 MAX_LOG_LINES = 80             # of the first failing trial's kernel log, in the render
@@ -42,7 +46,7 @@ def title(data: dict[str, Any]) -> str:
     case = (data.get("case") or {}).get("name", "?")
     backend = data.get("backend") or {}
     if is_simulated(backend):
-        return (f"{case}: SIMULATED stack, profile {backend.get('profile')} "
+        return (f"{case}: SIMULATED stack, profile {played_profile(backend)} "
                 "(not hardware evidence)")
     if backend.get("kind") == "flm-server":
         return f"{case}: through a running flm serve"
@@ -50,8 +54,9 @@ def title(data: dict[str, Any]) -> str:
     return f"{case}: hardware NPU" + (f" ({generation})" if generation else "")
 
 
-def environment_rows(env: dict[str, Any], backend: dict[str, Any] | None = None
-                     ) -> list[tuple[str, str]]:
+def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
+    """This machine as the probe read it, in full (the first screen's tables say which of
+    it answered)."""
     npu = env.get("npu") or {}
     ioctl = npu.get("ioctl") or {}
     driver = env.get("driver") or {}
@@ -82,29 +87,10 @@ def environment_rows(env: dict[str, Any], backend: dict[str, Any] | None = None
         ("power mode", ioctl.get("power_mode") or "unknown"),
         ("XRT", xrt_text),
         ("XRT libraries mapped", ", ".join(mapped) if mapped else "none"),
-        ("XRT that answered", _answering_xrt((backend or {}).get("xrt"))),
-        *([("driver that answered", _answering_driver(backend["driver"]))]
-          if (backend or {}).get("driver") else []),
         ("memlock", f"soft {memlock.get('soft')}, hard {memlock.get('hard')}"),
         ("distribution", str(system.get("distribution") or "?")),
         *identity_rows(env),
     ]
-
-
-def _answering_driver(driver: dict[str, Any]) -> str:
-    return (f"simulated {driver.get('flavour')} on Linux {driver.get('kernel')} "
-            f"({driver.get('source')})")
-
-
-FORM_TEXT = {"state in message": "runlist errors name the state",
-             "no state in message": "runlist errors name no state"}
-
-
-def _answering_xrt(xrt: dict[str, Any] | None) -> str:
-    if not xrt:
-        return "not recorded"
-    form = FORM_TEXT.get(str(xrt.get("message_form")), "runlist error form unknown")
-    return f"{xrt.get('release') or 'version unknown'}, {form} ({xrt.get('source')})"
 
 
 def failing_rows(view: ReportView) -> list[list[str]]:
@@ -122,8 +108,23 @@ def failing_rows(view: ReportView) -> list[list[str]]:
     return out
 
 
+STOPPED_TEXT = {"interrupted": "interrupted", "in-flight": "in flight when the harness stopped"}
+
+
+def stopped_text(view: ReportView) -> str | None:
+    """The trials the harness stopped (or died during), which count neither as answers nor
+    as failures; None when there were none."""
+    if not view.stopped_count:
+        return None
+    named = "; ".join(f"{label} trial {number} ({STOPPED_TEXT.get(status, status)})"
+                      for label, number, status in view.stopped)
+    more = view.stopped_count - len(view.stopped)
+    return ("Not counted (no answer from the stack, and not a failure): " + named
+            + (f"; and {more} more" if more > 0 else ""))
+
+
 def _ranges(numbers: list[int]) -> str:
-    """``0-2, 4``: trial numbers, runs collapsed."""
+    """``1-3, 5``: trial numbers, runs collapsed."""
     parts: list[str] = []
     for n in sorted(set(numbers)):
         if parts and parts[-1].split("-")[-1] == str(n - 1):
@@ -134,16 +135,42 @@ def _ranges(numbers: list[int]) -> str:
 
 
 def command_line(data: dict[str, Any]) -> str:
-    """How the report was made: the command line, the harness version, the XRT release."""
-    harness = data.get("harness") or {}
-    argv = harness.get("argv") or []
+    """The command that made the report, quoted for a POSIX shell so that it pastes and
+    runs as it is."""
+    argv = (data.get("harness") or {}).get("argv") or []
+    if not isinstance(argv, list) or not argv:
+        return f"runlist-harness {data.get('command')}"
     # argv[0] is a path, `python -m harness`'s __main__.py or the entry point's name
-    program = "reproduce_ert_timeout" if argv and Path(str(argv[0])).name == \
+    program = "reproduce_ert_timeout" if Path(str(argv[0])).name == \
         "reproduce_ert_timeout" else "runlist-harness"
-    shown = " ".join([program, *map(str, argv[1:])]) if argv else str(data.get("command"))
-    xrt = ((data.get("backend") or {}).get("xrt") or {}).get("release")
-    return (f"{shown} (xdna-runlist-harness {harness.get('version', '?')}"
-            + (f", XRT {xrt}" if xrt else "") + ")")
+    return shlex.join([program, *map(str, argv[1:])])
+
+
+def harness_made_by(data: dict[str, Any]) -> str:
+    """Which harness wrote the report: its version, and its source commit when it ran from
+    a git checkout."""
+    harness = data.get("harness") or {}
+    commit = harness.get("commit")
+    return (f"xdna-runlist-harness {harness.get('version', '?')}, "
+            + (f"source commit {commit}" if commit else "source commit unknown (not run from "
+               "a git checkout)"))
+
+
+def command_markdown(command: str, made_by: str) -> list[str]:
+    """The **Command:** lines: a code span that pastes as it is; a fenced block when the
+    command holds a line break, which a code span would turn into a space."""
+    if "\n" not in command and "\r" not in command:
+        return [f"**Command:** {code_span(command)} ({_cell(made_by)})", ""]
+    fence = "`" * max(3, _longest_backticks(command) + 1)
+    return [f"**Command** ({_cell(made_by)}):", "", f"{fence}sh", command, fence, ""]
+
+
+def code_span(text: str) -> str:
+    """`text` as one Markdown code span whatever backticks it holds (CommonMark: a fence
+    longer than any run inside, padded by a space when the text starts or ends with one)."""
+    fence = "`" * (_longest_backticks(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _opt(value: Any) -> str:
@@ -173,7 +200,9 @@ def _counts(plan: dict[str, Any]) -> str:
 
 
 def plan_rows(view: ReportView) -> list[list[str]]:
-    return [[record_label(p), str(trials), _counts(p),
+    """plan | trials (those that got an answer: a stopped trial is not one) | outcome |
+    expected."""
+    return [[record_label(p), str((p.get("summary") or {}).get("trials", trials)), _counts(p),
              "(control)" if p.get("control") else p.get("expect") or "-"]
             for p, trials in zip(view.header.get("plans") or [], view.plan_trials, strict=False)]
 
@@ -193,7 +222,29 @@ def sweep_table(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = [("frame" if frames else "depth") + " \\ chunk"] + [str(c) for c in chunks]
     rows = [[str(r)] + [cells.get((r, c), "-") for c in chunks]
             for r in (frames or section.get("depths") or [])]
-    return header, rows
+    return header, fold_rows(rows)
+
+
+def fold_rows(rows: list[list[str]]) -> list[list[str]]:
+    """Neighbouring rows whose cells are all alike become one, labelled ``first-last``
+    (``1-37``; ``8-42 (3 tested)`` when not every depth between was): a sweep of a thousand
+    depths reads as the few bands where it changes."""
+    bands: list[tuple[list[str], list[str]]] = []        # labels, cells
+    for row in rows:
+        if bands and bands[-1][1] == row[1:]:
+            bands[-1][0].append(row[0])
+        else:
+            bands.append(([row[0]], row[1:]))
+    return [[_band(labels), *cells] for labels, cells in bands]
+
+
+def _band(labels: list[str]) -> str:
+    if len(labels) == 1:
+        return labels[0]
+    span = f"{labels[0]}-{labels[-1]}"
+    numbers = [int(x) for x in labels if x.isdigit()]
+    whole = len(numbers) == len(labels) and numbers[-1] - numbers[0] + 1 == len(numbers)
+    return span if whole else f"{span} ({len(labels)} tested)"
 
 
 def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
@@ -250,9 +301,11 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
+def render_markdown(view: ReportView, bundle: list[str] | None = None,
+                    report_name: str | None = None) -> str:
     """The report as an issue body of at most MAX_BODY characters; `bundle` is the
-    bundle's file name and the files in it, when there is one to attach."""
+    bundle's file name and the files in it, when one exists to attach; else, given the
+    report's file name, the body says how to make one."""
     data = view.header
     backend = data.get("backend") or {}
     lines = [f"## xdna-runlist-harness: {title(data)}", ""]
@@ -263,9 +316,12 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
         lines += [f"> **SIMULATED.** These results come from the harness's model of {nature},"
                   " not from an NPU.", ""]
     verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
-    lines += [f"**Verdict:** {_cell(verdict)}", "",
-              f"**Command:** `{command_line(data).replace('`', '')}`", "",
-              f"**Runs:** {_cell(flow_text(_flow(data)))}", ""]
+    lines += [f"**Verdict:** {_cell(verdict)}", ""]
+    note = nop_note(data)
+    if note:
+        lines += [f"**What this tests:** {note}", ""]
+    lines += [*command_markdown(command_line(data), harness_made_by(data))]
+    lines += first_screen_markdown(view)
     if data.get("bisect"):
         section = data["bisect"]
         answer = section.get("answer") or {}
@@ -278,6 +334,9 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
     elif data.get("plans"):
         lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected"],
                                               plan_rows(view)) + [""]
+    stopped = stopped_text(view)
+    if stopped:
+        lines += [_cell(stopped) + ".", ""]
     if data.get("server"):
         lines += server_markdown(data["server"])
     failing = failing_rows(view)
@@ -293,12 +352,16 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
         if view.located:
             lines += ["", "Failing run located as: " + "; ".join(_cell(n) for n in view.located)
                       + "."]
+        if view.unnamed:
+            lines += ["", f"Where a row says \"not said\", {NOT_SAID}: "
+                      + _cell(why_unnamed(*answering_driver(data))) + "."]
         lines.append("")
     lines += evidence_markdown(view, MAX_LOG_LINES)
+    lines += trace_markdown(view)
     lines += export_markdown(data.get("exports"))
-    lines += ["### Environment", ""] + md_table(["", ""], [list(r) for r in environment_rows(
-        data.get("environment") or {}, data.get("backend"))]) + [""]
-    lines += xrt_smi_markdown(data.get("environment") or {})
+    lines += ["### This machine in full (the probe's fingerprint)", ""] + md_table(
+        ["", ""], [list(r) for r in environment_rows(data.get("environment") or {})]) + [""]
+    lines += xrt_smi_markdown(data.get("environment") or {}, data.get("xrt_smi_control"))
     xclbins = xclbin_rows(data)
     if xclbins:
         stand_ins = ((data.get("artifacts") or {}).get("pack") or {}).get("stand_ins")
@@ -307,7 +370,7 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
             lines += ["Synthesized stand-ins with the kernel signatures of the pack (no real "
                       "pack was present).", ""]
         lines += md_table(["role", "uuid", "sha256", "known as"], xclbins) + [""]
-    footer = bundle_markdown(bundle)
+    footer = bundle_markdown(bundle) if bundle else how_to_bundle(report_name)
     head = "\n".join(lines)
     wrapper = ["<details>", "<summary>Full report (YAML)</summary>", ""]
     # what the YAML may take: the body's limit less everything else, its wrapper and note
@@ -336,6 +399,41 @@ def _cut_to_fit(head: str, footer: list[str], size: int) -> str:
     return "\n".join([keep, *note, *footer])
 
 
+def _labels(view: ReportView) -> dict[str, str]:
+    return {str(p.get("name")): record_label(p) for p in view.header.get("plans") or []
+            if isinstance(p, dict)}
+
+
+def worker_libraries(view: ReportView) -> list[Any]:
+    """XRT libraries a trial's worker mapped (the hardware path records them per trial)."""
+    trials = [t for _, t in view.kept or []]
+    if view.first_failure is not None:
+        trials.insert(0, view.first_failure[1])
+    for trial in trials:
+        libraries = (trial.get("worker") or {}).get("xrt_libraries") \
+            if isinstance(trial.get("worker"), dict) else None
+        if libraries:
+            return list(libraries)
+    return []
+
+
+def first_screen_markdown(view: ReportView) -> list[str]:
+    """What ran, how it was submitted, and the stack that answered, each fact with its
+    source (`harness.report.provenance`)."""
+    data = view.header
+    lines: list[str] = []
+    rows = what_ran_rows(data, _labels(view))
+    if rows:
+        lines += ["### What ran", *md_table(["plans", "control code", "buffers", "xclbins"],
+                                            rows), ""]
+    lines += [f"Submitted as {_cell(flow_text(_flow(data)))}."
+              + "".join(f" The {_cell(n)}." for n in control_notes(data)), ""]
+    for table in stack_tables(data, worker_libraries(view)):
+        lines += [f"### {_cell(table.title)}", *md_table(["", "", "from"],
+                                                         [list(r) for r in table.rows]), ""]
+    return lines
+
+
 def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
     """The driver's and the firmware's account of the first failure, and recovery."""
     found = view.first_failure
@@ -355,13 +453,16 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
         lines.append("Other NPU/GPU users then: " + (", ".join(
             f"{u.get('pid')} {_cell(u.get('command') or '?')}" for u in users) or "none") + ".")
     lines.append("")
+    simulated = is_simulated(view.header.get("backend") or {})
     rows = firmware_rows(trial)
     note = health_note(view.header)
     if note:
         # health lines XRT's message may still carry are not this firmware's account
         lines += [f"Firmware's account of the timeout: none, {_cell(note)}.", ""]
     elif rows:
-        lines += ["Firmware's account of the timeout:", ""]
+        lines += ["Firmware's account of the timeout" + (" (SIMULATED: as the simulated driver "
+                                                         "and XRT wrote it)" if simulated
+                                                         else "") + ":", ""]
         lines += md_table(["field", "kernel log", "XRT message"], rows) + [""]
     log = trial.get("kernel_log")
     if not log:
@@ -373,22 +474,23 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
         return lines
     events = event_summary(trial)
     if events:
-        lines += ["Driver events:", ""] + [f"- {_cell(e)}" for e in events[:MAX_EVENTS]]
+        lines += ["Driver events" + (" (SIMULATED)" if simulated else "") + ":", ""] \
+            + [f"- {_cell(e)}" for e in events[:MAX_EVENTS]]
         if len(events) > MAX_EVENTS:
             lines.append(f"- ... {len(events) - MAX_EVENTS} more in the report")
         lines.append("")
     if log.get("tree_note"):
         lines += [f"Driver tree by its log prefix: {_cell(log['tree_note'])}.", ""]
-    shown = log.get("lines") or []
+    shown = shown_log_lines(log, simulated)
     if not shown:
-        lines += [f"Kernel log ({_cell(log.get('source'))}): the driver printed nothing "
-                  "during this trial.", ""]
+        lines += [f"Kernel log ({_cell(log_source(log, simulated))}): the driver printed "
+                  "nothing during this trial.", ""]
         return lines
     left_out = len(shown) - max_lines + int(log.get("omitted") or 0)
     text = "\n".join(shown[:max_lines])
     fence = "`" * max(3, _longest_backticks(text) + 1)
     summary = (f"Kernel log of this trial ({len(shown) + int(log.get('omitted') or 0)} "
-               f"amdxdna/IOMMU lines from {log.get('source')})")
+               f"amdxdna/IOMMU lines from {log_source(log, simulated)})")
     lines += ["<details>", f"<summary>{_cell(summary)}</summary>", "", f"{fence}text", text,
               fence]
     if left_out > 0:
@@ -397,17 +499,60 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
     return lines
 
 
-def xrt_smi_markdown(env: dict[str, Any]) -> list[str]:
+def trace_markdown(view: ReportView) -> list[str]:
+    """The driver's trace events during the first failing trial, collapsed."""
+    found = view.first_failure
+    trace = (found[1].get("trace_events") if found else None)
+    if not isinstance(trace, dict):
+        return []
+    shown = [str(x) for x in trace.get("lines") or []][:MAX_LOG_LINES]
+    if "unreadable" in trace:
+        return [f"Driver trace events: the buffer could not be read "
+                f"({_cell(trace['unreadable'])}).", ""]
+    if not shown:
+        return [f"Driver trace events ({_cell(trace.get('source'))}): none during this "
+                "trial.", ""]
+    counts = trace.get("counts") or {}
+    summary = (f"Driver trace events of this trial ({sum(counts.values())} from "
+               f"{trace.get('source')}" + (f"; job timedout: {trace['timed_out']}"
+                                           if trace.get("timed_out") else "") + ")")
+    text = "\n".join(shown)
+    fence = "`" * max(3, _longest_backticks(text) + 1)
+    return ["<details>", f"<summary>{_cell(summary)}</summary>", "", f"{fence}text", text,
+            fence, "", "</details>", ""]
+
+
+def shown_log_lines(log: dict[str, Any], simulated: bool) -> list[str]:
+    """A trial's kernel-log lines as every output shows them: a simulated run's each
+    marked SIMULATED (reports written before the mark was stored get it here)."""
+    lines = [str(line) for line in log.get("lines") or []]
+    return [mark_simulated(line) for line in lines] if simulated else lines
+
+
+def log_source(log: dict[str, Any], simulated: bool) -> str:
+    source = str(log.get("source"))
+    if simulated and "simulated" not in source:
+        return f"{source}, SIMULATED: printed by the simulated driver standing in"
+    return source
+
+
+def xrt_smi_markdown(env: dict[str, Any], control: Any = None) -> list[str]:
+    """xrt-smi's output, collapsed: the probe's runs, and the runlist-latency control."""
     lines = []
-    for name, run in (env.get("xrt_smi") or {}).items():
-        if not isinstance(run, dict) or "output" not in run:
+    runs = [(f"xrt-smi {name} (exit {run.get('exit_status')})", run)
+            for name, run in (env.get("xrt_smi") or {}).items() if isinstance(run, dict)]
+    if isinstance(control, dict):
+        runs.append((f"{control.get('command')} (the control: {control.get('result')}, exit "
+                     f"{control.get('exit_status')})", control))
+    for summary, run in runs:
+        if "output" not in run:
             continue
-        text = run["output"]
+        text = str(run["output"])
         cut = len(text) > MAX_XRT_SMI
         text = text[:MAX_XRT_SMI]
         fence = "`" * max(3, _longest_backticks(text) + 1)
-        lines += ["<details>", f"<summary>xrt-smi {name} (exit {run.get('exit_status')})"
-                  "</summary>", "", f"{fence}text", text, fence]
+        lines += ["<details>", f"<summary>{_cell(summary)}</summary>", "", f"{fence}text",
+                  text, fence]
         if cut:
             lines += ["", "Cut here; the whole output is in the report."]
         lines += ["", "</details>", ""]
@@ -422,6 +567,17 @@ def bundle_markdown(bundle: list[str] | None) -> list[str]:
     name, *files = bundle
     return ["---", "", f"Attached: `{name}` (`runlist-harness report bundle`), holding "
             + ", ".join(f"`{f}`" for f in files) + ".", ""]
+
+
+def how_to_bundle(report_name: str | None) -> list[str]:
+    """No bundle exists yet: how to make the one file to attach beside this body."""
+    if not report_name:
+        return []
+    bundle = Path(report_name).stem + ".bundle.tar.gz"
+    return ["---", "", "No bundle attached yet: "
+            f"{code_span(shlex.join(['runlist-harness', 'report', 'bundle', report_name]))} "
+            f"writes `{bundle}` beside the report (the report, every trial's kernel log and "
+            "the plans as XRT recipes): attach it to this issue.", ""]
 
 
 def server_markdown(server: dict[str, Any]) -> list[str]:
@@ -462,8 +618,9 @@ def export_markdown(exports: dict[str, Any] | None) -> list[str]:
     lines += ["```", ""]
     if exports.get("missing"):
         lines += [f"Not included (copy in first): {', '.join(exports['missing'])}.", ""]
-    lines += ["The depth-only control is XRT's own `xrt-smi validate -r runlist-latency` "
-              "(one runlist of 1000 NOP runs).", ""]
+    lines += ["XRT's own test of a deep runlist, beside the depth-only control (the same "
+              "NOP runs on the same validate.xclbin, 1000 deep): `xrt-smi validate --run "
+              "runlist-latency`.", ""]
     return lines
 
 
@@ -476,7 +633,13 @@ def render_text(view: ReportView) -> str:
     lines = [title(data), "verdict: " + ((data.get("verdict") or {}).get("text")
                                         or "no verdict (the run did not finish)"),
              "command: " + command_line(data),
+             "harness: " + harness_made_by(data),
              "runs: " + flow_text(_flow(data))]
+    lines += [f"ran ({r[0]}): {r[1]}; {r[2]}; xclbins: {r[3]}"
+              for r in what_ran_rows(data, _labels(view))]
+    note = nop_note(data)
+    if note:
+        lines.append(f"what this tests: {note}")
     if data.get("bisect"):
         answer = (data["bisect"].get("answer") or {}).get("text", "unfinished")
         lines += ["", f"bisect: {answer}"]
@@ -489,6 +652,9 @@ def render_text(view: ReportView) -> str:
         lines += ["", "plans:"] + [f"  {r[0]:<24} {r[2]}" + (f"   (expected {r[3]})"
                                                             if r[3] != "-" else "")
                                    for r in plan_rows(view)]
+    stopped = stopped_text(view)
+    if stopped:
+        lines += ["", stopped]
     failing = failing_rows(view)
     if failing:
         lines += ["", "failing runs:"]
@@ -496,6 +662,8 @@ def render_text(view: ReportView) -> str:
                   f"(chain {r[5]}), from the {r[7]}: {r[8]}" for r in failing[:MAX_FAILING_ROWS]]
     if view.located:
         lines += ["  located as: " + "; ".join(view.located)]
+    if view.unnamed:
+        lines += [f"  {NOT_SAID}: {why_unnamed(*answering_driver(data))}"]
     found = view.first_failure
     if found is not None:
         plan, trial = found
@@ -507,11 +675,16 @@ def render_text(view: ReportView) -> str:
         if "unreadable" in log:
             lines.append(f"  kernel log: not readable ({log['unreadable']}); {log.get('fix')}")
         elif log:
-            lines.append(f"  kernel log ({log.get('source')}): {len(log.get('lines') or [])} "
-                         "lines" + (f"; {log['tree_note']}" if log.get("tree_note") else ""))
+            simulated = is_simulated(data.get("backend") or {})
+            lines.append(f"  kernel log ({log_source(log, simulated)}): "
+                         f"{len(log.get('lines') or [])} lines"
+                         + (f"; {log['tree_note']}" if log.get("tree_note") else ""))
             lines += [f"    {event}" for event in event_summary(trial)[:MAX_EVENTS]]
-    lines += ["", "environment:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
-        data.get("environment") or {}, data.get("backend"))]
+    for table in stack_tables(data, worker_libraries(view)):
+        lines += ["", f"{table.title}:"] + [f"  {fact:<28} {value}   [{source}]"
+                                             for fact, value, source in table.rows]
+    lines += ["", "this machine in full:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
+        data.get("environment") or {})]
     xclbins = xclbin_rows(data)
     if xclbins:
         lines += ["", "xclbins:"] + [f"  {r[0]:<8} {r[1]}  {r[3]}" for r in xclbins]

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.model.results import TrialStatus
-from harness.report.model import PlanRecord, is_simulated
+from harness.report.model import PlanRecord, is_simulated, played_profile
 
 
 @dataclass
@@ -62,11 +62,26 @@ def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     return Verdict(verdict.reproduced, f"{body}; control {control} -> {kind}{tag}", kind)
 
 
+def by_construction(backend: dict[str, Any]) -> str:
+    """The opening of a verdict whose results follow from an injected hypothesis: "" for
+    hardware and for the documented simulated stack."""
+    sentences = backend.get("by_construction") or []
+    if not is_simulated(backend) or not sentences:
+        return ""
+    return ("SIMULATED: the outcome follows from the injected hypothesis by construction: "
+            + "; ".join(map(str, sentences)) + ". Outcome: ")
+
+
 def _judge_case(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
+    verdict = _judge_counts(plans, backend)
+    return Verdict(verdict.reproduced, by_construction(backend) + verdict.text)
+
+
+def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     counts = "; ".join(f"{p.label}: {p.counts_text()}" for p in plans)
     tag = ""
     if is_simulated(backend):
-        tag = f" [SIMULATED, profile {backend.get('profile')}]"
+        tag = f" [SIMULATED, profile {played_profile(backend)}]"
     expected_fail = [p for p in plans if p.expect and p.expect != "COMPLETED"]
     if not any(p.finished() for p in plans):
         return Verdict(None, f"inconclusive: no trial finished ({counts}){tag}")
@@ -117,7 +132,25 @@ def _judge_expected_failure(plans: list[PlanRecord], expected_fail: list[PlanRec
             reason = ("the documented limits do not produce the failure; a hardware run "
                       "is the test")
         else:
-            reason = f"profile {backend.get('profile')} does not produce it"
+            reason = f"profile {played_profile(backend)} does not produce it"
     else:
         reason = "this machine does not show the failure"
     return Verdict(False, f"not reproduced: {counts} -> {reason}{tag}")
+
+
+XRT_SMI_MEANS = {"PASSED": "XRT's own deep runlist completes on this machine",
+                 "FAILED": "XRT's own deep runlist fails here too"}
+
+
+def with_xrt_smi(verdict: Verdict, control: dict[str, Any] | None) -> Verdict:
+    """The verdict naming what XRT's own runlist-latency test answered, when it ran."""
+    if not control:
+        return verdict
+    result = str(control.get("result"))
+    meaning = XRT_SMI_MEANS.get(result, "no answer from it")
+    said = f"; XRT's own control `{control.get('command')}` (one runlist of 1000 NOP runs): " \
+        f"{result} -> {meaning}"
+    tag_at = verdict.text.rfind(" [SIMULATED")
+    body, tag = ((verdict.text[:tag_at], verdict.text[tag_at:]) if tag_at >= 0
+                 else (verdict.text, ""))
+    return Verdict(verdict.reproduced, body + said + tag, verdict.control)

@@ -17,6 +17,7 @@ from harness.execution.runner import Runner
 from harness.model.errors import BadInput, EnvironmentNotReady
 from harness.model.plan import MAX_LAYERS, Plan, plan_for_depth
 from harness.model.results import NO_ANSWER
+from harness.report.verdict import by_construction
 from harness.search.measure import BudgetReached, Measurer, Say
 
 ABBREVIATIONS = {"COMPLETED": "ok", "TIMEOUT": "TO", "ABORT": "AB", "ERROR": "ER",
@@ -213,6 +214,7 @@ def finish_sweep(runner: Runner, case_name: str, cells: list[Cell], rows: list[R
                + where
                + (f"; {silent} cell{'s' if silent != 1 else ''} got no answer from the stack "
                   "(deadline or crash)" if silent else ""))
+    summary = by_construction(report.backend) + summary
     report.verdict = {"reproduced": None, "text": summary}
     if complete:
         runner.handle.finish()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__, command_argv
+from harness.formats.git_head import harness_commit
 from harness.formats.jsonread import describe
 from harness.model.errors import EnvironmentNotReady
 from harness.model.ert import parse_xrt_error
@@ -262,7 +263,7 @@ class Probe:
         report = Report(
             command="serve-probe",
             harness={"version": __version__, "python": platform.python_version(),
-                     "argv": command_argv()},
+                     "argv": command_argv(), "commit": harness_commit()},
             backend={"kind": "flm-server", "simulated": False, "url": client.url},
             case={"name": f"serve-probe {opts.model}", "source": "ROCm/FastFlowLM#712"},
             settings={"model": opts.model, "requests": opts.requests,

@@ -9,7 +9,9 @@ a rate-limited call site prints at most 10 lines in 5 s (the kernel's default
 kept as `/dev/kmsg` gives them (``level,seq,usec,-;text``, escaped as the kernel escapes
 them), so the harness reads the simulator's log with the same reader as a real
 machine's; with a sink (a file standing in for /dev/kmsg under ``HARNESS_ROOT``) each
-record is also appended there as it is printed.
+record is also appended there as it is printed. The simulated NPU's address and clock
+are impossible ones (`BDF`, `BOOT_US`), and every line a report keeps of a simulated run is
+marked SIMULATED as well (`harness.logs.kernel_log.mark_simulated`).
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ from pathlib import Path
 from harness.logs.kernel_log import escape
 from harness.model.firmware import NOT_MODELLED
 
-BDF = "0000:c7:00.1"
+# An address and a clock no real machine has, so that a simulated line copied out of a
+# report cannot pass for a machine's: PCI function numbers run 0-7 (three bits of devfn,
+# printed as %d by dev_name), and the simulated NPU has been up 9e9 s (285 years).
+BDF = "0000:00:00.9"
 DEVICE = f"amdxdna {BDF}: "
 ERR, WARNING, INFO = 3, 4, 6
-BOOT_US = 1_000_000_000.0            # the simulated machine has been up 1000 s
+BOOT_US = 9_000_000_000_000_000.0
 RATELIMIT_BURST, RATELIMIT_INTERVAL_US = 10, 5_000_000.0
 _DIGITS = re.compile(r"\d+")
 

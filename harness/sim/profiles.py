@@ -193,6 +193,27 @@ class Profile:
         return not self.deviations
 
     @property
+    def by_construction(self) -> list[str]:
+        """What each hypothesis makes happen, whatever the case: a simulated outcome that
+        follows from them says so instead of passing for a finding."""
+        out = []
+        if self.inflight_cap is not None:
+            n = self.inflight_cap
+            out.append(f"inflight-cap:{n} makes every runlist of more than {n} commands fail "
+                       f"(the firmware wedges with more than {n} queued on one context)")
+        if self.xrt_chain != 24:
+            out.append(f"xrt-chain:{self.xrt_chain} makes XRT cut runlists into chains of "
+                       f"{self.xrt_chain} instead of 24")
+        out += [f"hang-at:{k} makes every runlist deeper than {k} fail (its run {k}, "
+                "0-based, never completes)" for k in self.hang_at]
+        out += [f"slow:{kernel}:{_num(us)} makes each {kernel} command take {_num(us)} us, so "
+                "a chain that runs past the driver's timeout fails" for kernel, us in self.slow]
+        if self.flaky:
+            out.append(f"flaky:{_num(self.flaky)} makes each job hang with probability "
+                       f"{_num(self.flaky)}")
+        return out
+
+    @property
     def name(self) -> str:
         """Canonical text, e.g. ``staging,inflight-cap:40`` (parses back to this profile)."""
         tokens = [self.flavour]

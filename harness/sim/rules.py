@@ -232,9 +232,13 @@ RULES = (
          "'Device isn't making progress... Count N timeout T dump_only 0' (aie2_tdr_work), "
          "then per context 'Dumping ctx', the capture block and 'JOB[i]:' with seq/op/msg/"
          "fence lines (aie2_dump_ctx). The records are /dev/kmsg's, escaped as printk "
-         "escapes them; under HARNESS_ROOT they are also appended to its dev/kmsg",
+         "escapes them; under HARNESS_ROOT they are also appended to its dev/kmsg. The "
+         "simulated NPU's address (0000:00:00.9) and clock (9e9 s of uptime) are ones no "
+         "machine has: a PCI function number is three bits, printed %d",
          f"{STAGING} aie2_ctx.c, aie2_tdr.c; {LEGACY} aie2_tdr.c, aie2_ctx.c; Linux "
-         "kernel/printk/printk.c msg_add_ext_text; Documentation/ABI/testing/dev-kmsg"),
+         "kernel/printk/printk.c msg_add_ext_text; Documentation/ABI/testing/dev-kmsg; "
+         "Linux drivers/pci/probe.c pci_setup_device (dev_set_name), include/uapi/linux/"
+         "pci.h PCI_FUNC"),
     Rule("firmware", "sub-commands run in order, each taking its kernel's latency (the case's "
          "latency_us or 50 us); the device reads the synced copy of the instruction buffer "
          "and rejects a malformed TXN, a partition mismatch or a short ninstr (ERROR at that "

@@ -11,6 +11,7 @@ from harness.model.plan import Plan, make_plan
 from harness.model.results import ELF_FLOW
 from harness.sources.case import Case
 from harness.sources.load import load_case
+from harness.sources.workload import buffers_text, describe
 
 CONTROL_CASE = "nop-depth"
 PLAN_NAME = "depth-only"
@@ -27,5 +28,32 @@ def control_for(case: Case) -> tuple[Case, Plan, str]:
     control = replace(base, layers=depth, per_layer=(command,), plans=(plan,), expect={},
                       flow=ELF_FLOW)
     what = (f"depth-only control: {depth} NOP runs (nop.elf, ELF flow) on XRT's "
-            "validate.xclbin in one runlist, as xrt-smi validate's runlist-latency runs them")
+            "validate.xclbin in one runlist, as xrt-smi validate's runlist-latency runs them; "
+            f"against the case: {_differences(case, control)}")
     return control, plan, what
+
+
+def _differences(case: Case, control: Case) -> str:
+    """What the control keeps of the case and what it changes, so a reader knows what its
+    outcome can and cannot separate."""
+    mine = describe(case, None)
+    same = ["the same depth in one runlist"]
+    other = []
+    if mine.nop_only:
+        same.append("the same one-NOOP control code")
+    else:
+        other.append("NOOPs instead of the case's own control code")
+    context = case.xclbins.get(case.runlist_context) or f"its {case.runlist_context} context"
+    kernels = sorted({c.kernel for c in case.per_layer})
+    if context == control.xclbins.get(control.runlist_context):
+        same.append(f"the same xclbin ({context})")
+    else:
+        other.append(f"another xclbin: XRT's validate.xclbin (kernel "
+                     f"{control.per_layer[0].kernel}) instead of {context} "
+                     f"({', '.join(kernels)})")
+    if buffers_text(VALIDATE_BUFFERS) not in mine.buffers or len(case.per_layer) > 1:
+        other.append(f"{buffers_text(VALIDATE_BUFFERS)} per run instead of "
+                     f"{mine.buffers.split(' per run')[0]}")
+    if case.kind == "case" and case.flow != ELF_FLOW:
+        other.append(f"the ELF flow instead of the case's {case.flow}")
+    return "; ".join(same) + "; but " + "; ".join(other)

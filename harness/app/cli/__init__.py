@@ -96,7 +96,9 @@ class Guarded:
 
         def command() -> Any:
             try:
-                with self.make_context(prog_name or self.name, given, **extra) as ctx:
+                # click's parser consumes the list it is given: parse a copy, so that the
+                # line `exits.run` reads (--json, --exit-codes) is the line as typed
+                with self.make_context(prog_name or self.name, list(given), **extra) as ctx:
                     return self.invoke(ctx)
             except click.exceptions.Exit as done:      # --help, --version
                 return done.exit_code

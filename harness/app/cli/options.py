@@ -83,12 +83,16 @@ def trial_options(fn: Callable | None = None, *, trials_default: str = "the case
         click.option("--out", type=click.Path(dir_okay=False),
                      help="Report file (default: reports/<case>-<time>-<id>.yaml)."),
         click.option("--force", is_flag=True, help="Replace --out if it exists."),
-        click.option("--xrt-smi-validate", is_flag=True, expose_value=False,
+        click.option("--xrt-smi-validate/--no-xrt-smi-validate", default=None,
+                     expose_value=False,
                      callback=lambda ctx, param, value: ctx.meta.__setitem__(
                          XRT_SMI_VALIDATE, value),
-                     help="On hardware, also run `xrt-smi validate` before the trials and "
-                          "keep its output in the report (it runs XRT's test workloads on "
-                          "the NPU, up to 5 minutes). `xrt-smi examine` is always kept."),
+                     help="On hardware, once a plan of the case has failed, XRT's own "
+                          "`xrt-smi validate --run runlist-latency` (one runlist of 1000 NOP "
+                          "runs) runs once as a control, up to 2 minutes, and the verdict "
+                          "names its answer; --no-xrt-smi-validate skips it. "
+                          "--xrt-smi-validate also runs the whole `xrt-smi validate` before "
+                          "the trials (up to 5 minutes). `xrt-smi examine` is always kept."),
         ALLOW_OUTSIDE_PATHS,
         click.option("--no-isolate", is_flag=True,
                      help="Run trials in this process: fast, but a hang cannot be cut off. "
@@ -114,7 +118,8 @@ def trial_options(fn: Callable | None = None, *, trials_default: str = "the case
 
 def make_backend(kind: str, profile: str | None, realtime: bool, *,
                  no_isolate: bool = False) -> Backend:
-    backend = choose_backend(kind, profile, realtime=realtime)
+    backend = choose_backend(kind, profile, realtime=realtime,
+                             fallback=exit_convention() != exits.GIT_BISECT)
     if backend.hardware and no_isolate:
         click.echo("warning: --no-isolate on the hardware path: a pyxrt wait holds the GIL and "
                    "can block forever, and nothing can cut it off; without --no-isolate each "
@@ -131,6 +136,12 @@ def xrt_smi_validate_asked() -> bool:
     return bool(ctx and ctx.meta.get(XRT_SMI_VALIDATE))
 
 
+def xrt_smi_control_allowed() -> bool:
+    """Whether XRT's runlist-latency control may run (not --no-xrt-smi-validate)."""
+    ctx = click.get_current_context(silent=True)
+    return not (ctx and ctx.meta.get(XRT_SMI_VALIDATE) is False)
+
+
 def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: float | None,
                 continue_after_failure: bool, seed: int, flow: str | None = None
                 ) -> RunOptions:
@@ -142,7 +153,17 @@ def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: f
                        "control code (a ctrlcode ELF or not); drop --flow")
     return RunOptions(trials=trials or case.trials, isolate=not no_isolate,
                       deadline_s=deadline, continue_after_failure=continue_after_failure,
-                      seed=seed, flow=flow)
+                      seed=seed, flow=flow, xrt_smi_control=xrt_smi_control_allowed())
+
+
+EXIT_CONVENTION = "exit_convention"
+
+
+def exit_convention() -> str:
+    """The --exit-codes convention of the running command (the backend choice depends on
+    it: a bisection never falls back to the simulated stack)."""
+    ctx = click.get_current_context(silent=True)
+    return str(ctx.meta.get(EXIT_CONVENTION, exits.HARNESS)) if ctx else exits.HARNESS
 
 
 # Parsed here for its help and its checked value; `harness.app.exits` reads it from the
@@ -150,9 +171,11 @@ def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: f
 exit_codes_option = click.option(
     exits.EXIT_CODES_OPTION, type=click.Choice(exits.CONVENTIONS), default=exits.HARNESS,
     show_default=True, expose_value=False,
+    callback=lambda ctx, param, value: ctx.meta.__setitem__(EXIT_CONVENTION, value),
     help="git-bisect: exit 0 when every trial completed (good), 1 when one failed on the "
          "device (bad), 125 when the run could not tell (deadline, crash, environment, bad "
-         "input), for `git bisect run`.")
+         "input), for `git bisect run`. It never falls back to the simulated stack: without "
+         "pyxrt and an NPU it exits 125, unless --backend sim is given.")
 
 allow_different_machine_option = click.option(
     "--allow-different-machine", is_flag=True,

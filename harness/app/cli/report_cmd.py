@@ -86,8 +86,8 @@ def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: 
     reader, digest = _read(file, check)
     try:
         if fmt == "md":
-            # the same text as report.md in the bundle, naming the bundle and what it holds
-            text = bundling.render_with_bundle(Path(file), reader, digest, do_redact)
+            # once the bundle exists, the same text as its report.md, naming what it holds
+            text = bundling.render_for_issue(Path(file), digest, do_redact)
         else:
             text = rendering.render_text(digest.view(do_redact))
     finally:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from harness import __version__
 from harness.app import exits
 from harness.app.cli import GuardedCommand
 from harness.app.cli.options import (
@@ -27,6 +28,7 @@ from harness.execution.runner import Runner, flow_of, open_run
 from harness.model.errors import BadInput
 from harness.model.plan import cut_text
 from harness.model.results import BriefTrial, flow_text
+from harness.report.failing import where_text
 from harness.report.model import PlanRecord, Report
 from harness.sources.load import load_case
 from harness.sources.recipe import export_plans
@@ -48,7 +50,8 @@ def summary_text(report: Report, path: str) -> str:
     lines = [f"verdict: {report.verdict['text']}"]
     width = max(len(p.label) for p in report.plans) if report.plans else 0
     for plan in report.plans:
-        lines.append(f"  {plan.label:<{width}}  {plan.counts_text():<24} {_detail(plan)}")
+        lines.append(f"  {plan.label:<{width}}  {plan.counts_text():<24} "
+                     f"{_detail(plan, report.simulated)}")
     pack = report.artifacts.get("pack", {})
     if pack.get("stand_ins") and report.case.get("kind", "case") != "case":
         names = ", ".join(Path(x.get("path", "")).name for x in report.artifacts["xclbins"])
@@ -60,19 +63,25 @@ def summary_text(report: Report, path: str) -> str:
                      "same kernel signatures, not the real kernels)")
     else:
         lines.append(f"xclbins: {pack.get('name')} from {pack.get('source')}")
-    lines.append(f"runs: {flow_text(report.settings.get('flow'))}")
+    workload = report.case.get("workload") or {}
+    if workload:
+        lines.append(f"each run carried: {workload.get('control_code')}; "
+                     f"{workload.get('buffers')}")
+    if workload.get("nop_only"):
+        lines.append("  NOOP runs test submission depth, not the decode's work; to run the "
+                     "engine's own commands, capture them (README: XRT captures)")
+    lines.append(f"submitted as: {flow_text(report.settings.get('flow'))}")
     lines.append(f"report: {path}")
     return "\n".join(lines)
 
 
-def _detail(plan: PlanRecord) -> str:
+def _detail(plan: PlanRecord, simulated: bool) -> str:
     for trial in plan.trials:
         for outcome in trial.runlists:
             if outcome.state not in (None, "COMPLETED") and outcome.failing_run is not None:
-                return (f"runlist {outcome.index}: chains "
-                        f"{cut_text(outcome.chains)}, failing run "
-                        f"{outcome.failing_run} (chain {outcome.failing_chain}), "
-                        f"{outcome.state} from the {outcome.source}")
+                # a run is named only where the device said which one
+                return (f"runlist {outcome.index}: chains {cut_text(outcome.chains)}, "
+                        f"{where_text(outcome.to_json(), simulated)}")
     for trial in plan.trials:
         if trial.error and not trial.status.answered:
             return trial.error.splitlines()[0][:100]
@@ -122,10 +131,8 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
         from harness.execution.resume import reopen
         runner, report = reopen(resume_path, progress_line,
                                 allow_different_machine=allow_different_machine)
-        line = f"resuming {resume_path}: " + ("SIMULATED stack, profile "
-                                               f"{report.backend.get('profile')}"
-                                               if report.simulated else "hardware NPU")
-        return _execute(runner, as_json, line)
+        # the banner the run began with, then what is being continued
+        return _execute(runner, as_json, f"{runner.backend.describe()}\nresuming {resume_path}")
     if not case_ref:
         raise BadInput("give a CASE (a shipped case name or a case file), or --resume REPORT")
     case = with_frame(load_case(case_ref, recipe_profile), frame)
@@ -141,7 +148,17 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
     return _execute(runner, as_json, backend.describe())
 
 
-@click.command(cls=GuardedCommand)
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    # click's own version_option keeps the first program name it saw for the process
+    if value and not ctx.resilient_parsing:
+        click.echo(f"{ctx.find_root().info_name}, version {__version__}")
+        ctx.exit()
+
+
+# Standalone (`reproduce_ert_timeout`) there is no group to inherit -h or --version from.
+@click.command(cls=GuardedCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_show_version, help="Show the version and exit.")
 @click.argument("case_ref", metavar="[CASE]", required=False, default=DEFAULT_CASE)
 @click.option("--no-control", is_flag=True,
               help="Skip the depth-only control (the case's depth as NOP ELF runs on XRT's "

@@ -111,7 +111,8 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
         runner, report = reopen(replay_path, kind="bisect",
                                 allow_different_machine=allow_different_machine)
         settings, bisection = _logged(report)
-        click.echo(f"continuing the bisect in {replay_path}")
+        announce(f"{runner.backend.describe()}\ncontinuing the bisect in {replay_path}",
+                 runner.warnings, as_json)
         return _bisect(runner, settings, max_trials, as_json, bisection)
     if replay_path:
         report = load_report(replay_path, trials=False)
@@ -201,7 +202,9 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
         answer = run_bisect(runner, settings, max_trials, bar.say, bisection)
     finally:
         bar.close()
-    lines = [answer.text] + [f"note: {n}" for n in answer.notes]
+    # the verdict: the answer, opened by SIMULATED when a hypothesis made it
+    lines = [(runner.report.verdict or {}).get("text") or answer.text]
+    lines += [f"note: {n}" for n in answer.notes]
     return _finish(runner, as_json, lines, "bisect")
 
 
@@ -255,7 +258,8 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
                 else depth_rows(list(request.get("depths") or [])))
         if not rows or not chunks:
             raise ReportError(f"{replay_path} does not say which depths and chunks it sweeps")
-        click.echo(f"continuing the sweep in {replay_path}")
+        announce(f"{runner.backend.describe()}\ncontinuing the sweep in {replay_path}",
+                 runner.warnings, as_json)
     else:
         if not case_ref or not (depths_text or frames_text) or not chunks_text:
             raise BadInput("give CASE --depths ... --chunks ... (or --frames on a capture), "

@@ -1,0 +1,110 @@
+"""The amdxdna driver's trace events around a trial, read from tracefs's buffer.
+
+An in-tree driver up to Linux 7.0 prints nothing to the kernel log when a job times out;
+its trace events still record it. The events, as the driver sources declare them:
+
+- in-tree and staging (`TRACE_SYSTEM amdxdna`; amd/xdna-driver
+  include/trace/events/amdxdna.h, Linux include/trace/events/amdxdna.h):
+  `xdna_job` ("job run", "job free", and in-tree "job timedout" from
+  aie2_sched_job_timedout), `amdxdna_debug_point` ("job received", "job pushed",
+  "job release", "job returned to user", amdxdna_ctx.c), `xdna_job_queue` (staging:
+  "sent to device", "job complete", aie2_ctx.c), and the mailbox's `mbox_set_tail`,
+  `mbox_set_head`, `mbox_irq_handle`, `mbox_rx_worker` (amdxdna_mailbox.c);
+- the legacy out-of-tree driver (`TRACE_SYSTEM amdxdna_trace`; src/driver/amdxdna/
+  amdxdna_trace.h): the same, and `__amdxdna_trace_point`.
+
+tracefs lists them under `events/<system>/`; a buffer line reads
+``TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: TEXT``. The reader marks the newest timestamp
+before a trial and keeps the driver's events after it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+SYSTEMS = ("amdxdna", "amdxdna_trace")
+EVENTS = ("xdna_job", "amdxdna_debug_point", "xdna_job_queue", "mbox_set_tail",
+          "mbox_set_head", "mbox_irq_handle", "mbox_rx_worker", "uc_irq_handle", "uc_wakeup",
+          "mbox_poll_handle", "__amdxdna_trace_point")
+MAX_READ_BYTES = 16 << 20
+MAX_KEPT_LINES = 200
+_LINE = re.compile(r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]"
+                   r"\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s?(?P<text>.*)$")
+
+
+@dataclass(frozen=True)
+class TraceLine:
+    timestamp: float
+    event: str
+    text: str
+    line: str
+
+
+def parse_trace(text: str) -> list[TraceLine]:
+    """The event lines of a tracefs `trace` buffer (its `#` header and others skipped)."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if match is None:
+            continue
+        out.append(TraceLine(float(match["ts"]), match["event"], match["text"], line.strip()))
+    return out
+
+
+@dataclass
+class TraceReader:
+    """The `trace` buffer of a tracefs mount: `mark` the newest event now, `read` the
+    driver's events logged since."""
+
+    buffer: Path
+    events: tuple[str, ...] = EVENTS
+    since: float = field(default=-1.0)
+
+    @property
+    def source(self) -> str:
+        """The buffer as a path of the machine (under a fabricated root too)."""
+        parts = self.buffer.parts
+        at = next((i for i in range(len(parts) - 1, -1, -1) if parts[i] == "sys"), 0)
+        return "/" + "/".join(parts[at:])
+
+    def _lines(self) -> list[TraceLine]:
+        with self.buffer.open("r", encoding="utf-8", errors="replace") as handle:
+            return parse_trace(handle.read(MAX_READ_BYTES))
+
+    def mark(self) -> None:
+        lines = self._lines()
+        self.since = max((x.timestamp for x in lines), default=-1.0)
+
+    def read(self) -> list[TraceLine]:
+        return [x for x in self._lines() if x.timestamp > self.since and x.event in self.events]
+
+
+def trial_entry(lines: list[TraceLine], source: str, *, simulated: bool = False
+                ) -> dict[str, Any]:
+    """What a trial keeps of the trace: its driver events (the first and last when many),
+    counted by event; a simulated run's marked as its kernel-log lines are."""
+    shown = [x.line for x in lines]
+    omitted = max(0, len(shown) - MAX_KEPT_LINES)
+    if omitted:
+        half = MAX_KEPT_LINES // 2
+        shown = shown[:half] + shown[len(shown) - (MAX_KEPT_LINES - half):]
+    if simulated:
+        shown = [f"SIMULATED {x}" for x in shown]
+    counts: dict[str, int] = {}
+    for x in lines:
+        counts[x.event] = counts.get(x.event, 0) + 1
+    entry: dict[str, Any] = {"source": source, "lines": shown, "counts": counts}
+    if omitted:
+        entry["omitted"] = omitted
+    timed_out = [x.line for x in lines if x.event == "xdna_job" and "job timedout" in x.text]
+    if timed_out:
+        entry["timed_out"] = len(timed_out)
+    if simulated:
+        entry["simulated"] = True
+    return entry

@@ -1,0 +1,308 @@
+"""The first screen of a render: what ran, what stack answered, and where each fact came
+from.
+
+What ran: for each plan, the control code its runs carried, their buffers and the
+xclbins (the real pack by sha256 and the names it is known by, or stand-ins), from what
+the run recorded (`harness.sources.workload`); a NOOP case says it tests submission depth,
+not the decode's work, and how to run the engine's own commands.
+
+What answered: each layer of the stack (the binding and XRT; the driver and firmware)
+either is this machine's or is modelled by the harness. Hardware answers with both of
+the machine's; the simulated stack with both modelled; an emulated stack (real XRT, the
+model below it) with one of each. The machine's facts and a model's never share a table:
+each table is titled for what it is, and every row says where its fact came from. On
+hardware the machine's table is the block maintainers ask for first: device and PCI
+revision, firmware and its file's sha256, driver flavour, version, srcversion and commit,
+kernel, XRT and its XDNA shim plugin, FastFlowLM, the pack's hashes, IOMMU, power mode,
+other users of the NPU or /dev/kfd, and the driver's trace events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.report.model import is_simulated, played_profile
+
+MACHINE, MODEL = "machine", "model"
+TRACE_FIX_DEFAULT = "not probed"
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    rows: list[tuple[str, str, str]]          # fact, value, where it came from
+
+
+def _map(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def origins(backend: dict[str, Any]) -> dict[str, str]:
+    """Which layers of the stack were this machine's and which the harness modelled:
+    {"xrt": machine|model, "driver": machine|model}."""
+    if backend.get("kind") == "emulated" or backend.get("emulated"):
+        return {"xrt": MACHINE, "driver": MODEL}
+    if is_simulated(backend):
+        return {"xrt": MODEL, "driver": MODEL}
+    return {"xrt": MACHINE, "driver": MACHINE}
+
+
+# -- what ran ------------------------------------------------------------------------------
+
+def _xclbin_text(xclbins: list[dict[str, Any]], pack: dict[str, Any], role: str | None
+                 ) -> str:
+    name = pack.get("name") or "the pack"
+    if pack.get("stand_ins"):
+        return (f"synthesized stand-ins for {name} ({len(xclbins)}; kernel signatures only, "
+                "not the real kernels)")
+    main = next((x for x in xclbins if x.get("role") == role), xclbins[0] if xclbins else None)
+    if main is None:
+        return f"{name}: none recorded"
+    known = main.get("known_as") or []
+    file = str(main.get("path") or main.get("role")).rsplit("/", 1)[-1]
+    text = f"{name}: {file} sha256 {main.get('sha256')}"
+    if known:
+        text += f", known as {known[0]}" + (f" (and {len(known) - 1} more)"
+                                            if len(known) > 1 else "")
+    elif main.get("synthetic"):
+        text += ", a synthesized file"
+    others = len(xclbins) - 1
+    return text + (f"; {others} more loaded (xclbins below)" if others > 0 else "")
+
+
+def what_ran_rows(data: dict[str, Any], labels: dict[str, str]) -> list[list[str]]:
+    """plans | control code | buffers | xclbins: the case's plans in one row, each control
+    plan in its own; empty when the report predates these records."""
+    case = _map(data.get("case"))
+    artifacts = _map(data.get("artifacts"))
+    workload = _map(case.get("workload"))
+    plans = [p for p in data.get("plans") or [] if isinstance(p, dict)]
+    rows = []
+    mine = [labels.get(str(p.get("name")), str(p.get("name"))) for p in plans
+            if not p.get("control")]
+    if mine and workload:
+        rows.append([", ".join(mine), str(workload.get("control_code")),
+                     str(workload.get("buffers")),
+                     _xclbin_text(artifacts.get("xclbins") or [], _map(artifacts.get("pack")),
+                                  case.get("runlist_context"))])
+    control = _map(artifacts.get("control"))
+    for plan in plans:
+        if not plan.get("control"):
+            continue
+        theirs = _map(control.get("workload"))
+        xclbins = control.get("xclbins") or []
+        rows.append([labels.get(str(plan.get("name")), str(plan.get("name"))),
+                     str(theirs.get("control_code") or "NOP runs (nop.elf)"),
+                     str(theirs.get("buffers") or "-"),
+                     _xclbin_text(xclbins, _map(control.get("pack")),
+                                  xclbins[0].get("role") if xclbins else None)])
+    return rows
+
+
+def nop_note(data: dict[str, Any]) -> str | None:
+    """For a case whose every run carried only a NOOP: what it tests, and how to run the
+    engine's own commands instead."""
+    if not _map(_map(data.get("case")).get("workload")).get("nop_only"):
+        return None
+    return ("Every run of the case carried only the one-NOOP TXN stream: this tests how deep "
+            "a runlist the stack takes (submission depth), not the decode's work. To run the "
+            "engine's own commands, capture them with XRT (master since 2026-06): "
+            "`xrt-capture --frames 200 --output-dir DIR -- flm run MODEL`, then "
+            "`runlist-harness capture import DIR --name NAME` and "
+            "`runlist-harness run NAME --plan 42 --plan 21+21`.")
+
+
+def control_notes(data: dict[str, Any]) -> list[str]:
+    """What each control plan changes against the case, as recorded with the plan."""
+    return [str(p["control"]) for p in data.get("plans") or []
+            if isinstance(p, dict) and p.get("control")]
+
+
+# -- what answered -------------------------------------------------------------------------
+
+def _kernel_release(env: dict[str, Any]) -> str:
+    return str(_map(env.get("system")).get("kernel") or "unknown")
+
+
+def _under_root(env: dict[str, Any]) -> bool:
+    root = env.get("root")
+    return isinstance(root, str) and root not in ("", "/")
+
+
+def modelled_table(backend: dict[str, Any]) -> Table:
+    """The stack the harness modelled, each fact with the source its rules were read from."""
+    profile = played_profile(backend) or "staging"
+    nature = ("documented limits" if backend.get("documented", True)
+              else "hypothesis " + ", ".join(map(str, backend.get("deviations") or [])))
+    how = ("the simulator standing in for pyxrt on the hardware path"
+           if backend.get("stand_in") else "the simulated stack, in process")
+    rows = [("profile", f"{profile} ({nature})",
+             "HARNESS_SIM_PROFILE" if backend.get("stand_in") else "--profile (or the default)")]
+    xrt = _map(backend.get("xrt"))
+    if xrt.get("tag"):
+        form = {"state in message": "runlist errors name the state",
+                "no state in message": "runlist errors name no state"}.get(
+            str(xrt.get("message_form")), "runlist error form unknown")
+        rows.append(("XRT and pyxrt (modelled)", f"release {xrt.get('release')}: {form}",
+                     f"rules and binding read from Xilinx/XRT at {xrt.get('tag')}"))
+    driver = _map(backend.get("driver"))
+    if driver:
+        rows.append(("driver (modelled)", f"{driver.get('flavour')} on Linux "
+                                          f"{driver.get('kernel')}", str(driver.get("source"))))
+    device = _map(backend.get("device"))
+    if device:
+        rows.append(("NPU and firmware (modelled)", f"{device.get('name')}, "
+                     f"{device.get('columns')} columns; {_modelled_firmware(backend)}",
+                     "the driver's npu*_regs.c; `runlist-harness sim profiles`"))
+    return Table(f"The stack that answered: SIMULATED ({how})", rows)
+
+
+
+def _modelled_firmware(backend: dict[str, Any]) -> str:
+    """The firmware release whose features the model plays; no image of it runs."""
+    firmware = _map(backend.get("firmware"))
+    if not firmware.get("version"):
+        return "no firmware image runs"
+    health = ("reports app health" if firmware.get("app_health")
+              else "does not report health")
+    protocol = f", protocol {firmware['protocol']}" if firmware.get("protocol") else ""
+    return (f"the features of firmware {firmware['version']}{protocol} ({health}); "
+            "no firmware image runs")
+
+
+def machine_table(data: dict[str, Any], *, answered: bool, xrt_answered: bool = False,
+                  workers: list[Any] | None = None) -> Table:
+    """This machine's facts, each with where the probe read it. `answered`: its stack ran
+    the trials (hardware): then this is the block maintainers ask for first;
+    `xrt_answered`: only its XRT did (the emulated stack). `workers`: XRT libraries a trial
+    worker mapped."""
+    env = _map(data.get("environment"))
+    npu = _map(env.get("npu"))
+    driver = _map(env.get("driver"))
+    xrt = _map(env.get("xrt"))
+    pyxrt = _map(xrt.get("pyxrt"))
+    system = _map(env.get("system"))
+    ioctl = _map(npu.get("ioctl"))
+    pci = _map(npu.get("pci"))
+    rows: list[tuple[str, str, str]] = []
+    if npu.get("present") is False:
+        rows.append(("NPU", "none: no /dev/accel/accel* node", "/dev/accel"))
+    else:
+        rows.append(("NPU", f"{npu.get('generation') or 'unknown'}, PCI "
+                     f"{pci.get('vendor')}:{pci.get('device')} rev {pci.get('revision')}"
+                     + (f" at {npu['bdf']}" if npu.get("bdf") else ""),
+                     "sysfs device/{vendor,device,revision}"))
+        rows.append(("firmware", _firmware_text(env), "sysfs fw_version (or the GET_INFO "
+                     "ioctl); the driver's 'Load firmware' line; /lib/firmware/amdnpu"))
+    rows.append(("driver", _driver_text(driver, ioctl), "/sys/module/amdxdna/{version,"
+                 "srcversion,parameters}; modules.dep"))
+    rows.append(("kernel", _kernel_release(env), "/proc/sys/kernel/osrelease"))
+    if pyxrt:
+        rows.append(("XRT", f"{pyxrt.get('xrt_version') or 'version unknown'}; XDNA shim "
+                     f"plugin {_plugin_text(data, workers or [])}",
+                     "BUILD_VERSION of the XRT install pyxrt came from; libxrt_driver_xdna in "
+                     "/proc/<pid>/maps"))
+    else:
+        rows.append(("XRT", f"pyxrt does not import ({xrt.get('pyxrt_error') or '?'})",
+                     "import pyxrt"))
+    if answered or npu.get("present"):
+        flm = _map(env.get("flm"))
+        rows.append(("FastFlowLM", (f"{flm.get('version') or 'version unknown'}"
+                                    if flm.get("binary") else "no flm on PATH"),
+                     "flm --version"))
+        flags = _map(system.get("boot_flags"))
+        rows.append(("IOMMU", f"group type {npu.get('iommu_group_type') or 'unknown'}; boot "
+                     "flags " + (" ".join(f"{k}={v}" for k, v in flags.items()) or "none"),
+                     "sysfs iommu_group/type; /proc/cmdline"))
+        rows.append(("power mode", str(ioctl.get("power_mode") or "unknown (the GET_INFO "
+                                        "ioctl did not answer)"), "DRM_IOCTL_AMDXDNA_GET_INFO"))
+        rows.append(("other NPU or /dev/kfd users", _users_text(env), "/proc/*/fd"))
+        rows.append(("driver trace events", _trace_text(env), "tracefs events/amdxdna*"))
+    else:
+        rows.append(("distribution", str(system.get("distribution") or "unknown"),
+                     "/etc/os-release"))
+    if answered:
+        title = "The stack that answered: this machine's"
+    elif xrt_answered:
+        title = ("This machine: its XRT and pyxrt answered; the driver, firmware and NPU "
+                 "below did not (they were emulated)")
+    else:
+        title = "This machine: where the harness ran (it answered no trial)"
+    if _under_root(env):
+        title += ", read under HARNESS_ROOT (a copied or fabricated tree, not a live machine)"
+    return Table(title, rows)
+
+
+def _firmware_text(env: dict[str, Any]) -> str:
+    npu = _map(env.get("npu"))
+    version = _map(npu.get("ioctl")).get("firmware") or _map(npu.get("sysfs")).get("fw_version")
+    firmware = _map(env.get("npu_firmware"))
+    loaded = firmware.get("loaded")
+    hashes = _map(firmware.get("sha256"))
+    text = str(version or "version unknown")
+    if loaded:
+        name = str(loaded).rsplit("/", 1)[-1]
+        digest = hashes.get(name)
+        text += f"; file {loaded}" + (f" sha256 {digest}" if digest else
+                                      " (not readable here to hash)")
+    elif firmware.get("files"):
+        text += "; the kernel log names no file; present: " + ", ".join(
+            f"{n}" + (f" sha256 {hashes[n]}" if n in hashes else "") for n in firmware["files"])
+    return text
+
+
+def _driver_text(driver: dict[str, Any], ioctl: dict[str, Any]) -> str:
+    if not driver.get("loaded"):
+        return "not loaded" if driver else "not recorded"
+    version = driver.get("version") or ioctl.get("driver_version") or "version unknown"
+    parts = [f"{driver.get('module')} {version}", f"flavour {driver.get('flavour')}"]
+    if driver.get("srcversion"):
+        parts.append(f"srcversion {driver['srcversion']}")
+    parts.append(f"commit {driver['commit']}" if driver.get("commit")
+                 else "commit unknown (the module does not name one)")
+    return ", ".join(parts)
+
+
+def _plugin_text(data: dict[str, Any], workers: list[Any]) -> str:
+    """The libxrt_driver_xdna a process of the run really mapped: the probe's, else a
+    trial worker's (each trial on the hardware path records what its worker mapped)."""
+    libraries = list(_map(_map(data.get("environment")).get("xrt")).get("mapped") or [])
+    for lib in [*libraries, *workers]:
+        if isinstance(lib, dict) and str(lib.get("name", "")).startswith("libxrt_driver_xdna"):
+            return f"{lib.get('name')} {lib.get('version') or '(version not in its name)'}"
+    return "not mapped by any process of this run"
+
+
+def _users_text(env: dict[str, Any]) -> str:
+    users = _map(env.get("device_users"))
+    listed = users.get("users")
+    if not isinstance(listed, list):
+        return "not recorded"
+    text = ", ".join(f"{u.get('pid')} {u.get('command') or '?'} ("
+                     + ", ".join(map(str, u.get("devices") or [])) + ")"
+                     for u in listed if isinstance(u, dict)) or "none"
+    hidden = users.get("uninspectable")
+    return text + (f"; {hidden} processes not inspectable" if hidden else "")
+
+
+def _trace_text(env: dict[str, Any]) -> str:
+    trace = _map(env.get("trace_events"))
+    if not trace:
+        return TRACE_FIX_DEFAULT
+    if trace.get("recording"):
+        return f"recorded around each trial ({', '.join(trace.get('enabled') or [])})"
+    return f"{trace.get('why')}; {trace.get('fix')}"
+
+
+def stack_tables(data: dict[str, Any], workers: list[Any] | None = None) -> list[Table]:
+    """The tables of the first screen, the stack that answered first."""
+    backend = _map(data.get("backend"))
+    if backend.get("kind") == "flm-server":
+        return []
+    where = origins(backend)
+    if where == {"xrt": MACHINE, "driver": MACHINE}:
+        return [machine_table(data, answered=True, workers=workers)]
+    return [modelled_table(backend),
+            machine_table(data, answered=False, xrt_answered=where["xrt"] == MACHINE,
+                          workers=workers)]
