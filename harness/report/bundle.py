@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.formats.printable import escape_controls
 from harness.formats.yamlio import atomic_file, dump_yaml
 from harness.model.errors import BadInput, HarnessError
 from harness.report import render as rendering
@@ -213,21 +214,22 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
         log = scratch / KERNEL_LOG
         if not names_only:
             with log.open("w", encoding="utf-8") as out:
-                out.writelines(digest.kernel_log_lines(do_redact))
+                out.writelines(map(escape_controls, digest.kernel_log_lines(do_redact)))
         contents.files[KERNEL_LOG] = log if not names_only else b""
     env = view.header.get("environment") or {}
     smi = [(name, run) for name, run in (env.get("xrt_smi") or {}).items()
            if isinstance(run, dict) and "output" in run]
     if smi:
-        contents.files[XRT_SMI] = "\n".join(
+        contents.files[XRT_SMI] = escape_controls("\n".join(
             f"== xrt-smi {name} (exit {run.get('exit_status')})\n{run['output']}\n"
-            for name, run in smi).encode()
+            for name, run in smi)).encode()
     _recipes(report, digest, contents, scratch)
     top = bundle_path(report).name
     contents.files[REPORT_MD] = rendering.render_markdown(
         view, bundle=[top, *contents.names()]).encode()
     shown = digest.redactor.text if do_redact else str
-    contents.files[README] = _readme(view, report, contents, do_redact, shown).encode()
+    contents.files[README] = escape_controls(
+        _readme(view, report, contents, do_redact, shown)).encode()
     return contents
 
 

@@ -24,6 +24,7 @@ from harness.app.cli.options import (
 )
 from harness.app.cli.progress import announce, progress_line
 from harness.execution.runner import Runner, flow_of, open_run
+from harness.formats.printable import escape_controls
 from harness.model.errors import BadInput
 from harness.model.plan import cut_text
 from harness.model.results import BriefTrial, flow_text
@@ -40,7 +41,7 @@ def _execute(runner: Runner, as_json: bool, first_line: str) -> exits.TrialsEnde
     if as_json:
         echo_json(runner.handle.path)
     else:
-        click.echo(summary_text(report, str(runner.handle.path)))
+        click.echo(escape_controls(summary_text(report, str(runner.handle.path))))
     return exits.trials_ended(t.status for p in report.plans for t in p.trials)
 
 
