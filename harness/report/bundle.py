@@ -188,8 +188,13 @@ def _redacted_copy(reader: ReportReader, digest: Digest, target: Path) -> None:
             comment += ": SIMULATED stack, not hardware evidence"
         shown = digest.redactor.data({k: v for k, v in header.items() if k != JOURNAL[:-1]})
         out.write((comment + "\n" + dump_yaml(shown) + JOURNAL + "\n").encode("utf-8"))
+        redactor = digest.redactor
         for _, raw in reader.journal_entries():
-            entry = digest.redactor.data(parse_entry("- " + raw.decode("utf-8")))
+            if redactor.untouched(raw) and raw.startswith(b'{"'):
+                # nothing in it to replace: the line as the harness wrote it
+                out.write(b"- " + raw.rstrip(b"\r\n") + b"\n")
+                continue
+            entry = redactor.data(parse_entry("- " + raw.decode("utf-8")))
             kind = next(iter(entry))
             out.write(entry_line(kind, entry[kind]))
 
@@ -286,7 +291,7 @@ def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path |
         contents = collect(report, reader, digest, do_redact, Path(scratch))
         try:
             with atomic_file(target, overwrite=force) as handle, \
-                    tarfile.open(fileobj=handle, mode="w:gz") as tar:
+                    tarfile.open(fileobj=handle, mode="w:gz", compresslevel=6) as tar:
                 for name, held in contents.files.items():
                     info = tarfile.TarInfo(member_name(top, name))
                     info.mtime, info.mode = now, 0o644

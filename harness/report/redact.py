@@ -65,6 +65,7 @@ IDENTITY_KEYS = {"hostname": "hostname", "machine_id": "machine-id", "user": "us
 KEEP_IPS = {"127.0.0.1", "0.0.0.0", "::1", "::"}
 NOT_NAMES = {"root", "unknown", "localhost", "nobody", "user", "users", "home"}
 _PLAIN = {int, float, bool, type(None)}
+_SCALARS = _PLAIN | {str}
 _CONTAINERS = {dict, list}        # values no redaction changes (unless identity)
 MAX_REMEMBERED = 1 << 16          # strings worked out and kept (the rest worked out again)
 
@@ -76,7 +77,7 @@ _WORDS = ("serial", "s/n", "uuid", "luks-", "bearer", "basic", "token=", "key=",
 _SHAPES = (r"\.\d{1,3}\.\d{1,3}\.",                                    # IPv4
            r":[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:",      # MAC, IPv6
            r"-[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}-")             # MAC with dashes
-_TEXT_SHAPES = tuple(re.compile(shape) for shape in _SHAPES)
+_WORDS_FOUND = re.compile("|".join(map(re.escape, _WORDS)))
 _LINE_SHAPES = tuple(re.compile(shape.encode()) for shape in _SHAPES)
 # and in a journal line as written: identity keys, and escapes a literal could hide behind
 _LINE_FIXED = tuple(n.encode() for n in _FIXED) + (b'"hostname": ', b'"machine_id": ',
@@ -95,7 +96,7 @@ class Redactor:
         self._done: dict[tuple[str, bool], str] = {}
         self._versioned: dict[str, bool] = {}
         self._identities: dict[str, bool] = {}
-        self._patterns: tuple[re.Pattern[str], tuple[str, ...], tuple[bytes, ...]] | None \
+        self._patterns: tuple[re.Pattern[str], re.Pattern[str], tuple[bytes, ...]] | None \
             = None
 
     # -- what is learned -----------------------------------------------------------------
@@ -209,7 +210,7 @@ class Redactor:
 
     # -- what is replaced ----------------------------------------------------------------
 
-    def _compiled(self) -> tuple[re.Pattern[str], tuple[str, ...], tuple[bytes, ...]]:
+    def _compiled(self) -> tuple[re.Pattern[str], re.Pattern[str], tuple[bytes, ...]]:
         if self._patterns is None:
             names = sorted(self.literals, key=len, reverse=True)
             alternation = "|".join(map(re.escape, names)) or r"(?!)"
@@ -217,17 +218,15 @@ class Redactor:
             # or a dot ends a name: "zelda9-jupyter" holds the user "zelda9"
             literal = re.compile(rf"(?<![A-Za-z0-9_])({alternation})"
                                  r"((?:\.[A-Za-z0-9-]+)*)(?![A-Za-z0-9_])")
+            # one search per string (most are short: a state, a kernel's name)
+            trigger = re.compile("|".join([*map(re.escape, [*names, *_FIXED]), *_SHAPES]))
             escaped = tuple(json.dumps(n)[1:-1].encode() for n in names)
-            self._patterns = (literal, tuple(names) + _FIXED, escaped + _LINE_FIXED)
+            self._patterns = (literal, trigger, escaped + _LINE_FIXED)
         return self._patterns
 
     def _may_change(self, value: str) -> bool:
-        needles = self._compiled()[1]
-        if any(needle in value for needle in needles):
-            return True
-        low = value.lower()
-        return any(word in low for word in _WORDS) or \
-            any(shape.search(value) for shape in _TEXT_SHAPES)
+        return self._compiled()[1].search(value) is not None or \
+            _WORDS_FOUND.search(value.lower()) is not None
 
     def untouched(self, raw: bytes) -> bool:
         """Whether a journal line as written (one JSON object) holds nothing this redactor
@@ -240,16 +239,15 @@ class Redactor:
                     or any(shape.search(raw) for shape in _LINE_SHAPES))
 
     def text(self, value: str, key: str = "") -> str:
-        if not self._may_change(value):
-            return value
         versioned = self._versioned.get(key)
         if versioned is None:
             versioned = self._versioned[key] = bool(VERSION_KEY.search(key))
         done = self._done.get((value, versioned))
         if done is None:
+            done = self._text(value, versioned) if self._may_change(value) else value
             if len(self._done) >= MAX_REMEMBERED:
                 self._done.clear()
-            done = self._done[(value, versioned)] = self._text(value, versioned)
+            self._done[(value, versioned)] = done
         return done
 
     def _text(self, value: str, versioned: bool) -> str:
@@ -298,18 +296,34 @@ class Redactor:
         return known
 
     def data(self, value: Any, key: str = "") -> Any:
-        if isinstance(value, dict):
-            return {k: self.data(v, k if isinstance(k, str) else key) for k, v in value.items()}
-        if isinstance(value, list):
+        kind = value.__class__
+        if kind is dict:
+            # the bulk of a report: mappings of numbers and short strings, walked inline
+            identities, text, out = self._identities, self.text, {}
+            for k, v in value.items():
+                inner = v.__class__
+                identity = identities.get(k) if k.__class__ is str else False
+                if identity is None:
+                    identity = self._identity(k)
+                if identity or inner not in _SCALARS:
+                    out[k] = self.data(v, k if k.__class__ is str else key)
+                elif inner is str:
+                    out[k] = text(v, k if k.__class__ is str else key)
+                else:
+                    out[k] = v
+            return out
+        if kind is list:
             if self._identity(key):
                 return [self.data(v, key) for v in value]
-            # the bulk of a report: lists of numbers (chains, indices), kept as they are
+            # lists of numbers (chains, indices) are kept as they are
             return [v if v.__class__ in _PLAIN else self.data(v, key) for v in value]
+        if isinstance(value, (dict, list)):        # a subclass: as its plain kind
+            return self.data(dict(value) if isinstance(value, dict) else list(value), key)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and \
                 self._identity(key):
             # A field that *is* an identity is replaced whole, however short its value.
-            kind = IDENTITY_KEYS.get(key, "serial")
-            return self.literals.get(str(value)) or self.placeholder(kind, str(value))
+            kind_name = IDENTITY_KEYS.get(key, "serial")
+            return self.literals.get(str(value)) or self.placeholder(kind_name, str(value))
         if isinstance(value, str):
             return self.text(value, key)
         return value
