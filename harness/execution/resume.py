@@ -109,6 +109,13 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
         backend.latencies.update(case_latencies(control_case))
     report.finished = None
     handle.take_over()
+    recorded = settings.get("worker_start")
+    if options.isolate and recorded:
+        from harness.execution.isolation import worker_start
+        if worker_start() != recorded:
+            # this machine starts workers another way now: said, as each trial says its own
+            handle.note(f"continued with workers started by {worker_start()} (the report "
+                        f"began with {recorded}); each trial's worker says which ran it")
     for plan in report.plans:
         for trial in plan.trials:
             if trial.status is TrialStatus.IN_FLIGHT:

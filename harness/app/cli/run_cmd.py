@@ -16,6 +16,7 @@ from harness.app.cli.options import (
     exit_codes_option,
     frame_option,
     make_backend,
+    refuse_given,
     refuse_settings_on_resume,
     run_options,
     trial_options,
@@ -116,9 +117,10 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
     process with a hard deadline unless --no-isolate.
     """
     if resume_path:
-        if case_ref or plan_refs or recipe_profile or frame:
-            raise BadInput("--resume takes its case and plans from the report; drop CASE and "
-                           "--plan")
+        refuse_given(click.get_current_context(),
+                     {"case_ref": "CASE", "plan_refs": "--plan",
+                      "recipe_profile": "--recipe-profile", "frame": "--frame"},
+                     "--resume takes its case and plans from the report")
         refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
         from harness.execution.resume import reopen
         runner, report = reopen(resume_path, progress_line,

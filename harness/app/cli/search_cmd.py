@@ -14,6 +14,7 @@ from harness.app.cli.options import (
     echo_json,
     frame_option,
     make_backend,
+    refuse_given,
     refuse_settings_on_resume,
     run_options,
     trial_options,
@@ -104,9 +105,10 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
     1..its depth by default.
     """
     if replay_path and not rerun:
-        if case_ref or lo or hi or chunks_at or frame:
-            raise BadInput("--replay continues the logged bisect; drop CASE, --lo, --hi and "
-                           "--chunks-at (or add --rerun to run it again)")
+        refuse_given(click.get_current_context(),
+                     {"case_ref": "CASE", "lo": "--lo", "hi": "--hi", "chunk_spec": "--chunk",
+                      "chunks_at": "--chunks-at", "frame": "--frame", "flaky_as": "--flaky-as"},
+                     "--replay continues the logged bisect (--rerun runs it again)")
         refuse_settings_on_resume(click.get_current_context(), replay_path, "--replay")
         runner, report = reopen(replay_path, kind="bisect",
                                 allow_different_machine=allow_different_machine)
@@ -122,6 +124,9 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
         backend = make_backend(report.backend["kind"], report.backend.get("profile"), False)
         if trials:
             settings.trials = trials
+        if click.get_current_context().get_parameter_source("flaky_as") is \
+                click.core.ParameterSource.COMMANDLINE:
+            settings.flaky_as = flaky_as       # a rerun takes what it is told, as --trials
     else:
         if not case_ref:
             raise BadInput("give a CASE, or --replay REPORT")
@@ -242,9 +247,10 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
         require_matplotlib()
         check_output_path(Path(plot_path), force=force, what="--plot")
     if replay_path:
-        if case_ref or depths_text or chunks_text or frames_text:
-            raise BadInput("--replay continues the sweep its report asked for; drop CASE, "
-                           "--depths, --frames and --chunks")
+        refuse_given(click.get_current_context(),
+                     {"case_ref": "CASE", "depths_text": "--depths", "frames_text": "--frames",
+                      "chunks_text": "--chunks"},
+                     "--replay continues the sweep its report asked for")
         refuse_settings_on_resume(click.get_current_context(), replay_path, "--replay")
         runner, report = reopen(replay_path, kind="sweep",
                                 allow_different_machine=allow_different_machine)
