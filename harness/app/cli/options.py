@@ -18,14 +18,21 @@ from harness.model.results import FLOWS
 from harness.sources.case import Case
 from harness.sources.confine import allow_outside_for_cases
 
+# The longest wait the harness can make: its waits end in system calls that take a C int
+# of milliseconds (poll, epoll), about 24.8 days.
+MAX_WAIT_S = (2**31 - 1) // 1000
+
+
 class Seconds(click.ParamType):
-    """A finite number at or above a minimum: nan and inf are refused by name (a plain
-    FloatRange lets nan through, as nan compares false with everything)."""
+    """A finite number at or above a minimum and at most a maximum: nan and inf are
+    refused by name (a plain FloatRange lets nan through, as nan compares false with
+    everything)."""
 
     name = "number"
 
-    def __init__(self, minimum: float) -> None:
+    def __init__(self, minimum: float, maximum: float = MAX_WAIT_S) -> None:
         self.minimum = minimum
+        self.maximum = maximum
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
                 ) -> float:
@@ -37,6 +44,9 @@ class Seconds(click.ParamType):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         if number < self.minimum:
             self.fail(f"{value!r} is below the minimum {self.minimum:g}", param, ctx)
+        if number > self.maximum:
+            self.fail(f"{value!r} is past {self.maximum:,g}, the most the harness can use",
+                      param, ctx)
         return number
 
 

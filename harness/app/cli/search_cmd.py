@@ -47,6 +47,8 @@ from harness.search.sweep import (
 )
 from harness.sources.load import load_case
 
+MAX_TRIALS = 2**31 - 1        # a budget past any search: past it is a typing slip
+
 
 def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> int:
     """Print the outcome; a search its budget stopped says how to go on, and exits 5."""
@@ -78,7 +80,7 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
               help="How a depth with mixed outcomes counts: good (it can complete; find the "
                    "first depth that never does), bad (find the first that ever fails), or "
                    "skip (as git bisect skip; the answer may become a range).")
-@click.option("--max-trials", type=click.IntRange(1, None), default=None,
+@click.option("--max-trials", type=click.IntRange(1, MAX_TRIALS), default=None,
               help="Stop cleanly after this many trials, keeping everything.")
 @click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False),
               help="Continue the bisect logged in this report (trials it holds are reused).")
@@ -222,7 +224,7 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
               help="Chunk sizes (layers, or runs, per runlist), e.g. 1,8,21,24,42.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Also draw the grid as a heatmap PNG (needs the plot extra).")
-@click.option("--max-trials", type=click.IntRange(1, None), default=None,
+@click.option("--max-trials", type=click.IntRange(1, MAX_TRIALS), default=None,
               help="Stop cleanly after this many trials, keeping everything.")
 @click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False),
               help="Continue the stopped sweep of this report (its trials are reused).")
