@@ -140,3 +140,18 @@ def test_a_redacted_bundle_reads_the_case_where_it_is_not_where_redaction_says(t
     assert any(n.startswith("r.bundle/recipes/recipe_42") for n in files), files.keys()
     assert "zelda9" not in "".join(files.values())
     assert "/home/<user-" in files["r.bundle/r.yaml"]
+
+
+def test_resuming_a_header_that_names_a_private_case_quotes_no_byte_of_it(made, tmp_path):
+    report = copied(made, tmp_path, "run.yaml")
+    secret = tmp_path / "shadow"
+    secret.write_text(SHADOW)
+    text = report.read_text().replace("  trials: 1\n", "  trials: 2\n", 1)
+    text = re.sub(r"\nfinished: .*\n", "\nfinished: null\n", text, count=1)
+    text = re.sub(r"(?m)^  file: .*minicpm5-2b-decode\.yaml$", f"  file: {secret}", text,
+                  count=1)
+    report.write_text(re.sub(r"(?m)^  reference: .*$", f"  reference: {secret}", text,
+                             count=1))
+    done = invoke("run", "--resume", str(report))
+    assert done.exit_code == 2
+    assert "changed since" in done.output and "$6$" not in done.output

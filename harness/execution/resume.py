@@ -20,6 +20,7 @@ from harness.model.results import TrialStatus
 from harness.report.journal import ReportFile
 from harness.report.model import Report, utc_now
 from harness.sources.capture_case import frame_case
+from harness.sources.case import find_case
 from harness.sources.depth_control import control_for
 from harness.sources.load import load_case
 from harness.sources.packs import ResolvedPack
@@ -70,8 +71,15 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
         more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
         raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:2])}{more}; "
                           "`runlist-harness report check` lists every problem")
-    case = load_case(report.case.get("reference") or report.case["file"],
-                     report.case.get("recipe_profile"))
+    reference = report.case.get("reference") or report.case["file"]
+    if report.case.get("kind", "case") == "case" and not report.case.get("recipe_profile"):
+        # a header is text anyone can edit: the case it names is read only once it is
+        # the very file the run used, so no error quotes a byte of some other file
+        named = find_case(str(reference))
+        if hashlib.sha256(named.read_bytes()).hexdigest() != report.case.get("sha256"):
+            raise ReportError(f"{report.case['file']} changed since {path} was written "
+                              "(sha256 differs); start a new run instead of resuming")
+    case = load_case(reference, report.case.get("recipe_profile"))
     if report.case.get("frame"):
         case = frame_case(case, report.case["frame"])
     if case.sha256 != report.case.get("sha256"):
