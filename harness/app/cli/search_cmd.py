@@ -22,7 +22,7 @@ from harness.app.cli.options import (
     xrt_smi_validate_asked,
 )
 from harness.app.cli.progress import TrialBar, announce
-from harness.execution.resume import reopen
+from harness.execution.resume import recorded_case, reopen
 from harness.execution.runner import Runner, open_run
 from harness.model.errors import BadInput, ReportError
 from harness.model.plan import MAX_LAYERS
@@ -120,9 +120,7 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
     if replay_path:
         report = load_report(replay_path, trials=False)
         settings, _ = _logged(report)
-        case = with_frame(load_case(report.case.get("reference") or report.case["file"],
-                                    report.case.get("recipe_profile")),
-                          report.case.get("frame"))
+        case = with_frame(recorded_case(report, replay_path), report.case.get("frame"))
         backend = make_backend(report.backend["kind"], report.backend.get("profile"), False)
         if trials:
             settings.trials = trials
