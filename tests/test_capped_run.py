@@ -81,7 +81,8 @@ def test_a_program_that_cannot_start_is_none(tmp_path):
     assert run_capped([str(tmp_path / "absent")], 1) is None
 
 
-def test_journalctl_is_read_up_to_the_cap_and_ended(tmp_path):
+def test_journalctl_is_read_up_to_the_cap_and_ended(tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.logs.kernel_log.MAX_READ_BYTES", 1 << 20)
     pids = tmp_path / "pids"
     line = ('{"MESSAGE": "amdxdna 0000:c7:00.1: [drm] x", "__REALTIME_TIMESTAMP": '
             '"99999999999999999", "PRIORITY": "3"}')
