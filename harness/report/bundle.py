@@ -5,7 +5,10 @@ report itself (redacted by default), every trial's kernel-log lines, `xrt-smi`'s
 when the report has it, and the plans as XRT run recipes (from REPORT.recipes/ beside
 the report, else written afresh). It ships nothing from outside the report's folder:
 symlinks are not followed, xclbins (FastFlowLM's binaries) are named with their sha256
-instead of included.
+instead of included, and no path the report's header names is trusted (a header is
+text anyone can edit): only REPORT.recipes/ is read, and a case or xclbin the header
+names only when its sha256 is the one the report recorded. Every member's name is plain
+(no `..`, never absolute), whatever the archive is called.
 
 A report of any size bundles in flat memory: what the bundle holds is written to a
 scratch folder a part at a time (the redacted report an entry at a time), and the
@@ -140,8 +143,9 @@ def recorded_file(recorded: Any, sha256: Any, limit: int) -> Path | None:
 
 
 def _export_afresh(data: dict[str, Any], failed_plans: list[str], target: Path) -> str | None:
-    """The report's plans as recipes, written now; None, or why they could not be. Why
-    never quotes the case or an xclbin: the report named them, and the report may lie."""
+    """The report's plans as recipes, written now; None, or why they could not be. A case
+    or xclbin the report names is read only when it is the file the run used (sha256):
+    the report may lie, and what it names otherwise is never read, nor quoted."""
     from harness.sources.load import parse_case
     from harness.sources.recipe import export_plans
     case_info = data.get("case") if isinstance(data.get("case"), dict) else {}
