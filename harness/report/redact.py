@@ -42,6 +42,10 @@ IPV6 = re.compile(r"(?<![\w:])(?:(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|"
 HOME = re.compile(r"/(home|Users)/([^/\s'\"<>:;,`|)\]}]+)")
 # a user name as a home folder's last part can be: what `learn_text` takes for one
 USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{2,31}\Z")
+# a home folder that starts a path (not one inside a URL, "example.com/home/docs"): only
+# these teach a user name to redact everywhere else
+PATH_HOME = re.compile(r"(?:^|(?<=[\s'\"=:,;(\[{<>]))(?:/[\w.+-]+)*?/(?:home|Users)/"
+                       r"([^/\s'\"<>:;,`|)\]}]+)")
 ROOT_HOME = re.compile(r"(?<![\w])/root(?=/|\b)")
 URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s@'\"<>]+)@")
 SECRET_PARAM = re.compile(r"(?i)([?&;](?:access_token|token|api[_-]?key|key|password|passwd|"
@@ -165,8 +169,8 @@ class Redactor:
 
     def learn_text(self, text: str) -> None:
         """Names free text gives away: the user of a home folder, a serial number."""
-        for match in HOME.finditer(text):
-            name = match.group(2)
+        for match in PATH_HOME.finditer(text):
+            name = match.group(1)
             if USER_NAME.match(name):
                 self.add_literal("user", name)
         for match in SERIAL_TEXT.finditer(text):
