@@ -63,3 +63,9 @@ def test_what_the_redactor_remembers_is_bounded(monkeypatch):
     assert len(r._done) <= 1000
     assert r.text("ran on zelda9-box") == "ran on <hostname>"
     assert r.text("ran on zelda9-box") == "ran on <hostname>"   # and again, remembered
+
+
+def test_a_home_folder_inside_a_url_teaches_no_user_name():
+    r = Redactor()
+    r.learn_text("docs at https://example.com/home/docs and /var/home/zelda9/x")
+    assert r.text("read the docs, zelda9") == f"read the docs, {r.literals['zelda9']}"
