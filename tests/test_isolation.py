@@ -176,7 +176,8 @@ def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path, worker
                               "hypothesis by construction: hang-at:3 makes every runlist "
                               "deeper than 3 fail")
     report = load_report(out)
-    assert [t.status for t in report.plans[0].trials] == ["interrupted", "failed"]
+    # the trial the kill interrupted is run again in its place: no trial past --trials 1
+    assert [t.status for t in report.plans[0].trials] == ["failed"]
     assert report.finished is not None and report.verdict["reproduced"] is True
 
 

@@ -84,7 +84,9 @@ def journals(draw) -> list[tuple[str, dict]]:
             name = draw(st.sampled_from(added))
             status = draw(st.sampled_from(["in-flight", "completed", "failed"]))
             entries.append(("trial", trial(name, draw(st.integers(0, 4)), status,
-                                           runlists=0 if status == "in-flight" else 2)))
+                                           runlists=0 if status == "in-flight" else 2,
+                                           state="TIMEOUT" if status == "failed"
+                                           else "COMPLETED")))
         elif what == "step":
             entries.append(("step" if draw(st.booleans()) else "probe",
                             {"x": draw(st.integers(1, 9)), "plan": PLAN}))
@@ -92,6 +94,41 @@ def journals(draw) -> list[tuple[str, dict]]:
             entries.append(("note", {"at": "2026-12-01T00:00:00Z",
                                      "note": draw(st.text(max_size=5))}))
     return entries
+
+
+def expected_problems(entries: list[tuple[str, dict]]) -> set[str]:
+    """Which of report check's journal rules the made-up `entries` break (the header is a
+    run asking for one trial): an entry given twice, a trial numbered past its plan's
+    trials, a plan holding more trials than the run asked for."""
+    found: set[str] = set()
+    last: dict[tuple[str, int], dict] = {}
+    seen: list[tuple[str, dict]] = []
+    for kind, body in entries:
+        if kind == "trial":
+            key = (body["plan"], body["index"])
+            if last.get(key) == body:
+                found.add("twice")
+            last[key] = body
+        else:
+            if (kind, body) in seen:
+                found.add("twice")
+            seen.append((kind, body))
+    for plan in {name for name, _ in last}:
+        indices = [index for name, index in last if name == plan]
+        if max(indices) >= len(indices):
+            found.add("past")
+        if len(indices) > 1:
+            found.add("holds")
+    return found
+
+
+def found_problems(problems: list[str]) -> set[str]:
+    kinds = {"a journal line given twice": "twice", "(they are numbered from 0)": "past",
+             "the run asks for (settings.trials)": "holds"}
+    named = {kind for words, kind in kinds.items() for problem in problems if words in problem}
+    assert len(named) <= len(problems) and all(any(w in p for w in kinds) for p in problems), \
+        problems
+    return named
 
 
 def expected_document(entries: list[tuple[str, dict]]) -> dict:
@@ -126,7 +163,8 @@ def test_the_document_is_what_the_journal_says_in_any_order(tmp_path, header, en
     assert doc.get("bisect", {}).get("log", []) == want["steps"]
     assert doc.get("notes", []) == want["notes"]
     if not want["steps"]:                  # steps made up here are no bisect's: not checked
-        assert check_report_file(str(path)).problems == []
+        assert found_problems(check_report_file(str(path)).problems) == \
+            expected_problems(entries)
 
 
 def test_a_plan_named_past_a_lines_head_is_still_read_without_parsing(tmp_path, header):
@@ -261,7 +299,8 @@ def big_report(path: Path, header: str, trials: int, runlists: int) -> Path:
     for index in range(trials):
         entries.append(("trial", trial(PLAN, index, "in-flight", runlists=0)))
         entries.append(("trial", trial(PLAN, index, runlists=runlists)))
-    return write(path, header, entries)
+    # a run that asked for as many trials as it holds
+    return write(path, header.replace("  trials: 1\n", f"  trials: {trials}\n", 1), entries)
 
 
 def peak_of(action) -> int:

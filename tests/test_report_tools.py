@@ -239,6 +239,7 @@ def test_an_in_flight_trial_renders_as_in_flight_not_untested(reports, tmp_path)
                                        "state": "in-flight", "runlists": [],
                                        "started": "2026-01-01T00:00:00Z"})
     data["finished"], data["verdict"] = None, None
+    data["settings"]["trials"] = 3           # the third trial was running when it stopped
     path = tmp_path / "killed.yaml"
     path.write_text(dump_yaml(data))
     md = invoke("report", "render", str(path)).stdout

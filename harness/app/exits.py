@@ -27,6 +27,7 @@ import datetime as dt
 import errno
 import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -149,6 +150,9 @@ class Ending:
     code: int
 
 
+# digits past any count the harness takes (a 5,000-digit number a user gave, echoed)
+_LONG_NUMBER = re.compile(r"\d{40,}")
+
 # A folder or file the machine will not let us write (or read): the environment, not a bug.
 _NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}
 
@@ -211,7 +215,17 @@ def _say(ending: Ending, convention: str, as_json: bool) -> None:
         print(json.dumps({"error": {"kind": ending.label, "message": ending.message,
                                     "exit_code": translate(ending.code, convention)}}))
     else:
-        print(f"{ending.label}: {ending.message}", file=sys.stderr)
+        print(f"{ending.label}: {one_line(ending.message)}", file=sys.stderr)
+
+
+def one_line(message: str) -> str:
+    """An error as one line a terminal shows as it is: control characters escaped (a file
+    name may hold ESC), and a run of digits past what any count could be (a number of
+    5,000 digits a user gave) cut to its ends and its length."""
+    from harness.formats.printable import escape_controls
+    message = _LONG_NUMBER.sub(lambda m: f"{m.group()[:8]}...{m.group()[-4:]} "
+                               f"({len(m.group())} digits)", message)
+    return escape_controls(message.replace("\n", " "))
 
 
 # Only what this run loaded: an import that Ctrl-C cut short must not run again.

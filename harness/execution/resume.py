@@ -20,6 +20,7 @@ from harness.model.results import TrialStatus
 from harness.report.journal import ReportFile
 from harness.report.model import Report, utc_now
 from harness.sources.capture_case import frame_case
+from harness.sources.case import Case, find_case
 from harness.sources.depth_control import control_for
 from harness.sources.load import load_case
 from harness.sources.packs import ResolvedPack
@@ -42,6 +43,19 @@ def _check_continuable(report: Report, path: str, kind: str) -> None:
                           "to add trials")
     if kind == "run" and not report.plans:
         raise ReportError(f"{path} has no plans to run")
+
+
+def recorded_case(report: Report, path: str) -> Case:
+    """The case a report names, loaded. A header is text anyone can edit: a case file it
+    names is read only once it is the very file the run used (its sha256), so no error
+    quotes a byte of some other file."""
+    reference = report.case.get("reference") or report.case["file"]
+    if report.case.get("kind", "case") == "case" and not report.case.get("recipe_profile"):
+        named = find_case(str(reference))
+        if hashlib.sha256(named.read_bytes()).hexdigest() != report.case.get("sha256"):
+            raise ReportError(f"{report.case['file']} changed since {path} was written "
+                              "(sha256 differs); start a new run instead")
+    return load_case(reference, report.case.get("recipe_profile"))
 
 
 def reopen(path: str, progress: Progress | None = None, *, kind: str = "run",
@@ -70,8 +84,7 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
         more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
         raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:2])}{more}; "
                           "`runlist-harness report check` lists every problem")
-    case = load_case(report.case.get("reference") or report.case["file"],
-                     report.case.get("recipe_profile"))
+    case = recorded_case(report, path)
     if report.case.get("frame"):
         case = frame_case(case, report.case["frame"])
     if case.sha256 != report.case.get("sha256"):
@@ -110,6 +123,13 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
         backend.latencies.update(case_latencies(control_case))
     report.finished = None
     handle.take_over()
+    recorded = settings.get("worker_start")
+    if options.isolate and recorded:
+        from harness.execution.isolation import worker_start
+        if worker_start() != recorded:
+            # this machine starts workers another way now: said, as each trial says its own
+            handle.note(f"continued with workers started by {worker_start()} (the report "
+                        f"began with {recorded}); each trial's worker says which ran it")
     for plan in report.plans:
         for trial in plan.trials:
             if trial.status is TrialStatus.IN_FLIGHT:

@@ -293,7 +293,10 @@ class Runner:
         return self.report
 
     def trial(self, plan: PlanRecord, number: int, total: int) -> TrialResult:
-        index = len(plan.trials)
+        # A trial a stop interrupted gave no answer: it is run again in its own place (its
+        # index, its seed), so continuing never adds a trial beyond the plan's count.
+        index = next((position for position, t in enumerate(plan.trials)
+                      if t.status is TrialStatus.INTERRUPTED), len(plan.trials))
         counter = f"[{number}/{total}]" if total else f"[{number}]"
         placeholder: TrialResult | None = None
         # Everything from the in-flight entry to the recorded outcome sits inside the
@@ -302,7 +305,10 @@ class Runner:
             spec = self.spec(plan, index)
             placeholder = TrialResult(index, TrialStatus.IN_FLIGHT, seed=spec.seed,
                                       started=utc_now())
-            plan.trials.append(placeholder)
+            if index < len(plan.trials):
+                plan.trials[index] = placeholder
+            else:
+                plan.trials.append(placeholder)
             self.handle.record_trial(plan.name, placeholder)
             self.progress(f"{counter} {plan.label}: trial {index + 1} running", False)
             self._mark_kernel_log()

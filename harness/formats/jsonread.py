@@ -15,16 +15,24 @@ from pathlib import Path
 from typing import Any
 
 MAX_BUFFER_BYTES = 1 << 30     # one buffer, in any document that declares sizes
+MAX_C_INT = 2**31 - 1
 BIG_DOCUMENT = 1 << 20         # from here on, a document is read with the collector paused
 
 
 def describe(value: Any) -> str:
-    """A value as an error message shows what it got."""
+    """A value as an error message shows what it got (a long one by its ends)."""
     if value is None:
         return "nothing"
+    if isinstance(value, int) and not isinstance(value, bool) and \
+            value.bit_length() > 128:
+        # str() of an int of 4,300 digits refuses; its bit length says how long it is
+        return f"int of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = f"{shown[:50]}...{shown[-12:]} ({len(shown):,} characters)"
     if isinstance(value, str):
-        return f"the string {value!r}"
-    return f"{type(value).__name__} {value!r}"
+        return f"the string {shown}"
+    return f"{type(value).__name__} {shown}"
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,15 @@ class JsonReader:
             raise self.fail(where, f"expected an integer >= 0, got {describe(value)}")
         return value
 
+    def c_int(self, value: Any, where: str) -> int:
+        """A count or an index XRT's runner reads as a C int (`get<int>()`: argidx,
+        iterations, runlist_threshold), as pyxrt's `set_arg` takes an argument's index."""
+        index = self.index(value, where)
+        if index > MAX_C_INT:
+            raise self.fail(where, f"{describe(index)} is past {MAX_C_INT:,}, the largest a "
+                                   "C int holds")
+        return index
+
 
 class JsonShapeError(ValueError):
     """Well-formed JSON no document of ours may be: a key twice in one object, or nesting
@@ -116,6 +133,17 @@ def loads(text: str | bytes) -> Any:
     except RecursionError:
         raise JsonShapeError("nested too deeply (more levels than any document of this "
                              "kind has)") from None
+    except ValueError as err:
+        raise _too_long(err) from None
+
+
+def _too_long(err: ValueError) -> ValueError:
+    """Python reads no integer of 4,300 digits or more (its guard against slow
+    conversions): such a number is a bad document, said as one; other errors as they are."""
+    if isinstance(err, json.JSONDecodeError) or "integer string conversion" not in str(err):
+        return err
+    return JsonShapeError("a number of 4,300 digits or more: past any value the harness can "
+                          "use")
 
 
 def parse_json(raw: bytes, file: str, error: type[Exception], hint: str = "") -> Any:
@@ -213,6 +241,8 @@ class JsonStream:
             except RecursionError:
                 raise JsonShapeError("nested too deeply (more levels than any document of "
                                      "this kind has)") from None
+            except ValueError as err:
+                raise _too_long(err) from None
             if end == len(self._text) and not isinstance(value, (dict, list, str)) \
                     and self._fill(more):
                 more *= 2

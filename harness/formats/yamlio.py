@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Never writes anchors and aliases (an object met twice is written out twice): the
     harness refuses them when it reads, so it must not write them either."""
@@ -31,14 +31,20 @@ _SafeDumper = _PlainDumper
 KeyPath = tuple[Any, ...]
 
 
-class DuplicateKeyError(ValueError):
+class ShapeError(ValueError):
+    """Well-formed YAML no case or report may be; `line` is where (1-based)."""
+
+    line: int
+
+
+class DuplicateKeyError(ShapeError):
     def __init__(self, key: Any, line: int) -> None:
         super().__init__(f"key {key!r} appears twice (second time on line {line})")
         self.key = key
         self.line = line
 
 
-class AliasError(ValueError):
+class AliasError(ShapeError):
     """Cases and reports never need YAML anchors and aliases, and a few nested ones
     expand into billions of nodes for whatever walks the document: they are refused."""
 
@@ -48,7 +54,7 @@ class AliasError(ValueError):
         self.line = line
 
 
-class NestingError(ValueError):
+class NestingError(ShapeError):
     """Deeper than any case or report nests: PyYAML's C composer recurses on the machine
     stack, so such a document would crash the interpreter rather than raise."""
 
@@ -58,7 +64,41 @@ class NestingError(ValueError):
         self.line = line
 
 
+class ComplexKeyError(ShapeError):
+    """A mapping key that is itself a list or a mapping (`? [a, b]`): keys are names."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"a mapping key on line {line} is a list or a mapping; keys are "
+                         "names")
+        self.line = line
+
+
+class NumberTooLongError(ShapeError):
+    """An integer written with more digits than any count, size or index the harness
+    takes (Python itself refuses to read one of 4,300 digits)."""
+
+    def __init__(self, line: int, digits: int) -> None:
+        super().__init__(f"a number of {digits} digits on line {line}: past any value the "
+                         f"harness can use (at most {MAX_DIGITS} digits)")
+        self.line = line
+
+
 MAX_DEPTH = 200
+MAX_DIGITS = 40
+
+
+def _bounded_int(loader: Any, node: yaml.ScalarNode) -> int:
+    digits = sum(c.isalnum() for c in str(node.value)) - str(node.value).lower().count("x")
+    if digits > MAX_DIGITS:
+        raise NumberTooLongError(node.start_mark.line + 1, digits)
+    return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+
+
+class _SafeLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """The safe loader, with integers bounded (`NumberTooLongError`)."""
+
+
+_SafeLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
 
 
 def _refuse_deep_nesting(text: str) -> None:
@@ -93,7 +133,8 @@ def _compose(text: str) -> tuple[Any, yaml.Node | None]:
 
 def _refuse_aliases(root: yaml.Node) -> None:
     # An alias makes the composer hand out the same node twice; seeing a node again is
-    # seeing an alias. One pass over the nodes, whatever the aliases would expand to.
+    # seeing an alias. One pass over the nodes, whatever the aliases would expand to; a
+    # key that is a list or a mapping is refused on the way (`ComplexKeyError`).
     seen: set[int] = set()
     stack = [root]
     while stack:
@@ -103,6 +144,8 @@ def _refuse_aliases(root: yaml.Node) -> None:
         seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
+                if not isinstance(key, yaml.ScalarNode):
+                    raise ComplexKeyError(key.start_mark.line + 1)
                 stack += (key, value)
         elif isinstance(node, yaml.SequenceNode):
             stack += node.value
@@ -144,12 +187,11 @@ def _walk(loader: Any, root: yaml.Node, lines: dict[KeyPath, int]) -> None:
         if isinstance(node, yaml.MappingNode):
             seen: set[Any] = set()
             for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise ComplexKeyError(key_node.start_mark.line + 1)
                 key = loader.construct_object(key_node, deep=True)
-                try:
-                    duplicate = key in seen
-                    seen.add(key)
-                except TypeError:       # an unhashable key: the schema check names it
-                    duplicate = False
+                duplicate = key in seen
+                seen.add(key)
                 if duplicate:
                     raise DuplicateKeyError(key, key_node.start_mark.line + 1)
                 lines[path + (key,)] = key_node.start_mark.line + 1

@@ -22,7 +22,7 @@ from harness.logs.kernel_log import LogRecord, Reading, Unreadable, limit_lines
 _PREFIX = re.compile(r"^(?P<driver>amdxdna(?:_legacy)?) (?P<bdf>[0-9a-fA-F:.]+): "
                      r"(?P<drm>\[drm\] (?P<error>\*ERROR\* )?)?(?P<rest>.*)$")
 _FUNC = re.compile(r"^(?P<func>[a-z_][a-z0-9_]*): (?P<message>.*)$")
-_SUPPRESSED = re.compile(r"^(?P<func>\w+): (?P<count>\d+) callbacks suppressed$")
+_SUPPRESSED = re.compile(r"^(?P<func>\w+): (?P<count>\d{1,20}) callbacks suppressed$")
 _PAGE_FAULT = re.compile(r"AMD-Vi: Event logged \[IO_PAGE_FAULT "
                          r"(?:device=(?P<device>[0-9a-f:.]+) )?domain=(?P<domain>0x[0-9a-f]+) "
                          r"address=(?P<address>0x[0-9a-f]+) "
@@ -82,31 +82,31 @@ _SINGLE: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
     (kind, re.compile(pattern), where) for kind, pattern, where in (
         ("tdr_timeout", r"^TDR timeout detected$",
          "staging aie2_ctx.c aie2_tdr_detect (>= 6.17), aie2_tdr.c aie2_legacy_tdr_detect"),
-        ("no_progress", r"^Device isn't making progress(?:\.\.\. Count (?P<count>\d+) "
-                        r"timeout (?P<timeout>\d+) dump_only (?P<dump_only>\d+))?$",
+        ("no_progress", r"^Device isn't making progress(?:\.\.\. Count (?P<count>\d{1,20}) "
+                        r"timeout (?P<timeout>\d{1,20}) dump_only (?P<dump_only>\d{1,20}))?$",
          "staging aie2_tdr.c aie2_tdr_work_func; legacy aie2_tdr.c aie2_tdr_work"),
-        ("context_dump", r"^Dumping ctx (?P<context>\S+), hwctx (?P<hwctx>-?\d+), "
-                         r"sub=(?P<submitted>-?\d+), comp=(?P<completed>-?\d+)$",
+        ("context_dump", r"^Dumping ctx (?P<context>\S+), hwctx (?P<hwctx>-?\d{1,20}), "
+                         r"sub=(?P<submitted>-?\d{1,20}), comp=(?P<completed>-?\d{1,20})$",
          "legacy aie2_ctx.c aie2_dump_ctx"),
-        ("mailbox_failure", r"^command opcode (?P<opcode>0x[0-9a-f]+) failed, status "
-                            r"(?P<status>0x[0-9a-f]+)$",
+        ("mailbox_failure", r"^command opcode (?P<opcode>0x[0-9a-f]{1,16}) failed, status "
+                            r"(?P<status>0x[0-9a-f]{1,16})$",
          "staging aie.c aie_send_mgmt_msg_wait; legacy aie2_message.c "
          "aie2_send_mgmt_msg_wait"),
-        ("map_host_buffer_failed", r"^Map host buffer failed, ret (?P<ret>-?\d+)$",
+        ("map_host_buffer_failed", r"^Map host buffer failed, ret (?P<ret>-?\d{1,20})$",
          "staging aie2_ctx.c; legacy aie2_hwctx.c"),
-        ("firmware_unhealthy", r"^NPU firmware unhealthy(?: \(ctx restart ret (?P<ret>-?\d+), "
+        ("firmware_unhealthy", r"^NPU firmware unhealthy(?: \(ctx restart ret (?P<ret>-?\d{1,20}), "
                                r"health (?P<health>[^)]+)\))?:? ?-? ?power-cycling NPU$",
          "staging aie2_ctx.c aie2_sched_job_timedout, aie2_pci.c aie2_hw_reset"),
-        ("restart_rejected", r"^NPU context restart rejected \(ret (?P<ret>-?\d+)\) without "
+        ("restart_rejected", r"^NPU context restart rejected \(ret (?P<ret>-?\d{1,20})\) without "
                              r"fatal report - not power-cycling$",
          "staging aie2_ctx.c aie2_sched_job_timedout"),
-        ("invalid_run_list_id", r"^Invalid run_list_id (?P<run_list_id>-?\d+), command count "
-                                r"(?P<count>\d+)$",
+        ("invalid_run_list_id", r"^Invalid run_list_id (?P<run_list_id>-?\d{1,20}), command count "
+                                r"(?P<count>\d{1,20})$",
          "legacy aie2_ctx.c aie2_sched_cmdlist_resp_handler"),
         ("firmware_loaded", r"^Load firmware (?P<file>\S+)$",
          "staging aie2_pci.c aie2_init (XDNA_INFO, no function name)"),
         ("firmware_request_failed", r"^failed to request_firmware (?P<file>\S+), ret "
-                                    r"(?P<ret>-?\d+)$",
+                                    r"(?P<ret>-?\d{1,20})$",
          "aie2_pci.c aie2_init (both trees)"),
         ("firmware_protocol_refused", r"^Incompatible firmware protocol major (?P<major>\d+) "
                                       r"minor (?P<minor>\d+)$",
@@ -146,8 +146,11 @@ def split_line(text: str) -> DriverLine | None:
 
 
 def _value(text: str) -> Any:
-    """0x1f -> 31, 12 -> 12, 1.3 stays text, anything else stays text."""
+    """0x1f -> 31, 12 -> 12, 1.3 stays text, anything else stays text; so does a number
+    longer than 64 bits' digits (a corrupted line is recorded, never a run stopped)."""
     text = text.strip()
+    if len(text) > 20:
+        return text
     try:
         return int(text, 16) if text.lower().startswith("0x") else int(text)
     except ValueError:
@@ -197,7 +200,7 @@ def events(records: Iterable[LogRecord]) -> list[dict[str, Any]]:
             found.append({"event": "aie_error", **event})
             block = (_AIE_FIELDS, found[-1])
             continue
-        job = re.match(r"^JOB\[(\d+)\]:$", line.message)
+        job = re.match(r"^JOB\[(\d{1,20})\]:$", line.message)
         if job:
             found.append({"event": "job", **event, "slot": int(job[1])})
             block = (_JOB_FIELDS, found[-1])

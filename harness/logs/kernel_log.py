@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from harness.formats.capped_run import Completed, run_capped
 
 KEEP = re.compile(r"^amdxdna(?:_legacy)? [0-9a-fA-F:.]+: |AMD-Vi|IO_PAGE_FAULT|"
                   r"^(?:aie\w*|amdxdna\w*): \d+ callbacks suppressed")
@@ -201,25 +201,10 @@ class KmsgReader:
 Execute = Callable[[list[str], float], "Completed | None"]
 
 
-@dataclass(frozen=True)
-class Completed:
-    returncode: int | None        # None: killed at the time limit
-    stdout: str
-    stderr: str
-
-
 def execute(argv: list[str], timeout_s: float) -> Completed | None:
-    """Run a program with a time limit; None when it cannot start."""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
-                              timeout=timeout_s, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as late:
-        def text(data: Any) -> str:
-            return data.decode("utf-8", "replace") if isinstance(data, bytes) else data or ""
-        return Completed(None, text(late.stdout), text(late.stderr))
-    except OSError:
-        return None
-    return Completed(done.returncode, done.stdout, done.stderr)
+    """Run a program with a time limit, its output read up to MAX_READ_BYTES (then it is
+    stopped, its output marked cut); None when it cannot start."""
+    return run_capped(argv, timeout_s, MAX_READ_BYTES)
 
 
 class JournalReader:
@@ -242,15 +227,15 @@ class JournalReader:
     def read(self) -> Reading:
         reading = Reading(self.source)
         done = self._query(self._since_us // 1_000_000 - 1)
-        if done is not None and done.returncode == 0:
-            _fill(reading, parse_journal(done.stdout[:MAX_READ_BYTES], self._since_us))
-            reading.truncated = len(done.stdout) > MAX_READ_BYTES
+        if done is not None and (done.returncode == 0 or done.truncated):
+            _fill(reading, parse_journal(done.stdout, self._since_us))
+            reading.truncated = done.truncated
         return reading
 
     def boot(self) -> list[LogRecord]:
         done = self.run([self.program, "-k", "-b", "-o", "json", "--no-pager", "-q"],
                         JOURNAL_TIMEOUT_S)
-        return parse_journal(done.stdout[:MAX_READ_BYTES]) if done and done.returncode == 0 \
+        return parse_journal(done.stdout) if done and (done.returncode == 0 or done.truncated) \
             else []
 
     def check(self) -> str | None:

@@ -65,7 +65,7 @@ def state_from_int(value: int) -> CmdState:
 def state_from_name(name: str) -> CmdState:
     """``TIMEOUT``, ``ERT_CMD_STATE_TIMEOUT`` or ``unknown (12)``; case-insensitive."""
     text = name.strip()
-    unknown = re.fullmatch(r"unknown \((\d+)\)", text)
+    unknown = re.fullmatch(r"unknown \((\d{1,10})\)", text)
     if unknown:
         return CmdState(int(unknown.group(1)))
     short = text.upper()
@@ -110,7 +110,7 @@ NO_STATE_IN_MESSAGE = "no state in message"
 def expected_message_form(version: str | None) -> str:
     """The runlist failure message an XRT release writes, from its version (BUILD_VERSION,
     e.g. 2.21.75): the state came with PR #9408, after tag 202610.2.21.21 and in 2.21.75."""
-    numbers = tuple(int(n) for n in re.findall(r"\d+", version or "")[:3])
+    numbers = tuple(int(n) for n in re.findall(r"\d{1,9}", version or "")[:3])
     if len(numbers) < 3:
         return "unknown (XRT version not known)"
     if numbers < (2, 21, 22):
@@ -121,9 +121,10 @@ def expected_message_form(version: str | None) -> str:
 
 
 _STATE_IN_TEXT = re.compile(r"ERT_CMD_STATE_([A-Z_]+)")
-# a value is a number, or "not modelled" where the simulated firmware's value is unknown
-_HEALTH_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(0[xX][0-9a-fA-F]+|-?\d+|"
-                          + NOT_MODELLED + r")\s*$")
+# a value is a number (a number past 64 bits is no health field: the line stays in the
+# message as text), or "not modelled" where the simulated firmware's value is unknown
+_HEALTH_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(0[xX][0-9a-fA-F]{1,16}|"
+                          r"-?\d{1,20}|" + NOT_MODELLED + r")\s*$")
 # XRT master (aie_error_message_v1) names what ran before the health lines
 _IDENTITY_LINE = re.compile(r"^\s*(Kernel Instance|ELF File|ELF UUID)\s*:\s*(\S.*?)\s*$")
 

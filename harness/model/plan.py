@@ -21,6 +21,7 @@ from harness.model.errors import PlanError
 # ASCII digits only: int() also reads "４２" and "٤٢", which would name one plan twice
 _EXPLICIT = re.compile(r"[0-9]+(\s*\+\s*[0-9]+)*", re.ASCII)
 _NAMED = re.compile(r"(even|max)\s*:\s*([0-9]+)", re.ASCII)
+_DIGITS = re.compile(r"[0-9]+", re.ASCII)
 # The deepest plan the harness builds: XRT's own deepest runlist test is 1,000 runs, and
 # every layer is a run object held in memory while the trial runs.
 MAX_LAYERS = 100_000
@@ -78,6 +79,11 @@ def parse_plan(spec: str | int, layers: int) -> tuple[int, ...]:
     if len(text) > 8 * MAX_LAYERS:
         raise PlanError(f"a plan spec of {len(text):,} characters is longer than any plan of "
                         f"at most {MAX_LAYERS:,} layers")
+    longest = max((len(run) for run in _DIGITS.findall(text)), default=0)
+    if longest > 18:
+        # read as a number only once it could be one (int() of 4,300 digits refuses)
+        raise PlanError(f"plan {_shown(text)!r} has a size of {longest:,} digits, past the "
+                        f"{MAX_LAYERS:,} layers a plan may have")
     named = _NAMED.fullmatch(text)
     if named:
         kind, n = named.group(1), int(named.group(2))
@@ -100,6 +106,11 @@ def parse_plan(spec: str | int, layers: int) -> tuple[int, ...]:
     if sum(chunks) != layers:
         raise PlanError(f"plan {text!r} covers {sum(chunks)} layers, the case has {layers}")
     return chunks
+
+
+def _shown(text: str) -> str:
+    """A spec as an error quotes it: whole when short, its ends when long."""
+    return text if len(text) <= 60 else f"{text[:40]}...{text[-12:]}"
 
 
 def make_plan(name: str, spec: str | int, layers: int) -> Plan:

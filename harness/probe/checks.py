@@ -31,7 +31,7 @@ class Check:
 def version_tuple(text: str | None) -> tuple[int, ...] | None:
     if not text or text == UNREADABLE:
         return None
-    numbers = re.findall(r"\d+", text)
+    numbers = re.findall(r"\d{1,9}", text)     # a version's parts, never a 4,300-digit run
     return tuple(int(n) for n in numbers) if numbers else None
 
 

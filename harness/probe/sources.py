@@ -12,13 +12,13 @@ import getpass
 import os
 import resource
 import shutil
-import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from harness.formats.capped_run import run_capped
 from harness.logs.kernel_log import Completed, Execute, execute
 from harness.probe import drm
 from harness.probe.xrt_loader import load_pyxrt, system_root
@@ -57,9 +57,9 @@ def _read_maps() -> str:
 
 
 def _run(argv: list[str]) -> str | None:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
+    """A short answer (`flm version`): at most 10 s and 64 KiB of it."""
+    done = run_capped(argv, 10.0, 64 << 10)
+    if done is None:
         return None
     return (done.stdout or done.stderr).strip() or None
 

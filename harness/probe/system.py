@@ -24,7 +24,8 @@ def system_facts(src: Sources) -> dict[str, Any]:
     cores = sum(1 for line in cpuinfo.splitlines() if line.startswith("processor")) or None
     meminfo = src.read("/proc/meminfo") or ""
     mem_kb = next((int(line.split()[1]) for line in meminfo.splitlines()
-                   if line.startswith("MemTotal:")), None)
+                   if line.startswith("MemTotal:") and len(line.split()) > 1
+                   and line.split()[1].isdigit() and len(line.split()[1]) < 19), None)
     return {
         # hostname and machine id tell machines apart in `report compare`; `report render`
         # redacts both by default.

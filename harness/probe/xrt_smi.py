@@ -36,7 +36,10 @@ def xrt_smi(src: Sources, *, validate: bool = False) -> dict[str, Any]:
         entry: dict[str, Any] = {"exit_status": done.returncode, "output": text[:MAX_OUTPUT]}
         if done.returncode is None:
             entry["note"] = f"stopped after {timeout:g} s"
+        elif done.truncated:
+            entry["note"] = "stopped once its output passed what is kept"
         if len(text) > MAX_OUTPUT:
+            # what was cut, of what was read (a program stopped at the cap printed more)
             entry["truncated"] = len(text) - MAX_OUTPUT
         out[name] = entry
     if not validate:

@@ -5,7 +5,10 @@ report itself (redacted by default), every trial's kernel-log lines, `xrt-smi`'s
 when the report has it, and the plans as XRT run recipes (from REPORT.recipes/ beside
 the report, else written afresh). It ships nothing from outside the report's folder:
 symlinks are not followed, xclbins (FastFlowLM's binaries) are named with their sha256
-instead of included.
+instead of included, and no path the report's header names is trusted (a header is
+text anyone can edit): only REPORT.recipes/ is read, and a case or xclbin the header
+names only when its sha256 is the one the report recorded. Every member's name is plain
+(no `..`, never absolute), whatever the archive is called.
 
 A report of any size bundles in flat memory: what the bundle holds is written to a
 scratch folder a part at a time (the redacted report an entry at a time), and the
@@ -16,13 +19,16 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.formats.printable import escape_controls
 from harness.formats.yamlio import atomic_file, dump_yaml
 from harness.model.errors import BadInput, HarnessError
 from harness.report import render as rendering
@@ -38,6 +44,9 @@ XRT_SMI = "xrt-smi.txt"
 RECIPES = "recipes"
 NOT_SHIPPED = (".xclbin",)
 MAX_SEARCH_RECIPES = 8
+MAX_CASE_BYTES = 16 << 20       # a case is a page of YAML; a bigger "case" is not one
+MAX_XCLBIN_BYTES = 1 << 30
+COPY_BLOCK = 1 << 20
 
 
 @dataclass
@@ -67,19 +76,26 @@ def bundle_path(report: Path) -> Path:
     return report.with_name(report.stem + ".bundle.tar.gz")
 
 
-def _recipes(report: Path, view: ReportView, contents: Contents, scratch: Path) -> None:
-    data = view.header
+def _recipes(report: Path, digest: Digest, contents: Contents, scratch: Path) -> None:
+    """The plans as recipes: REPORT.recipes/ beside the report when it is there, else
+    written afresh from the case. Paths are read as the report recorded them (redaction
+    changes what is written, never where it is read from)."""
+    data = digest.document
+    # Only the folder named after the report itself: a header is text anyone can edit, and
+    # its `exports.folder` naming ~/.ssh or another folder beside the report must not
+    # make us ship what is in there.
     folder = report.with_name(report.stem + ".recipes")
-    exports = data.get("exports") or {}
-    named = Path(exports["folder"]) if exports.get("folder") else None
-    # only a folder beside the report: a report's own word cannot send us elsewhere
-    if named is not None and named.parent.resolve() == report.parent.resolve():
-        folder = named
+    exports = data.get("exports") if isinstance(data.get("exports"), dict) else {}
+    named = exports.get("folder")
+    if named and (not isinstance(named, str) or Path(named).name != folder.name
+                  or os.path.realpath(Path(named).parent) != os.path.realpath(folder.parent)):
+        contents.left_out.append(f"{named}: the report names it as its recipes folder; only "
+                                 f"{folder.name}/ beside the report is read")
     if folder.is_dir() and not folder.is_symlink():
         _take_folder(folder, contents)
         return
     target = scratch / "recipes"
-    why = _export_afresh(view, target, contents)
+    why = _export_afresh(data, digest.failed_plans, target, contents)
     if why:
         contents.left_out.append(f"recipes: {why}")
         return
@@ -96,38 +112,71 @@ def _take_folder(folder: Path, contents: Contents) -> None:
         if not path.is_file() or root not in path.resolve().parents:
             continue
         if path.suffix in NOT_SHIPPED:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            contents.left_out.append(f"{name}: an xclbin, not shipped (sha256 {digest}); "
-                                     "put your pack's copy there")
+            contents.left_out.append(f"{name}: an xclbin, not shipped (sha256 "
+                                     f"{_sha256_of(path)}); put your pack's copy there")
             continue
-        contents.files[name] = path.read_bytes()
+        contents.files[name] = path
 
 
-def _export_afresh(view: ReportView, target: Path, contents: Contents) -> str | None:
-    """The report's plans as recipes, written now; None, or why they could not be."""
-    from harness.sources.load import load_case
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        for block in iter(lambda: source.read(COPY_BLOCK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def recorded_file(recorded: Any, sha256: Any, limit: int) -> Path | None:
+    """The file a report names, when it is still the very file the run used: a plain file
+    (no FIFO nor device), at most `limit` bytes, whose sha256 is the one the report
+    recorded. Anything else is never read further, so a header edited to name a private
+    file yields nothing of it (hashing reads it, and says only that it differs)."""
+    if not isinstance(recorded, str) or not recorded or "\0" in recorded or \
+            not isinstance(sha256, str):
+        return None
+    path = Path(recorded)
+    try:
+        if not path.is_file() or path.stat().st_size > limit:
+            return None
+        return path if _sha256_of(path) == sha256 else None
+    except OSError:
+        return None
+
+
+def _export_afresh(data: dict[str, Any], failed_plans: list[str], target: Path,
+                   contents: Contents) -> str | None:
+    """The report's plans as recipes, written now; None, or why they could not be. A case
+    or xclbin the report names is read only when it is the file the run used (sha256):
+    the report may lie, and what it names otherwise is never read, nor quoted."""
+    from harness.sources.load import parse_case
     from harness.sources.recipe import export_plans
-    data = view.header
-    case_info = data.get("case") or {}
+    case_info = data.get("case") if isinstance(data.get("case"), dict) else {}
     if case_info.get("kind") not in (None, "case"):
         return f"a {case_info.get('kind')} report is XRT's own format already"
+    shown = case_info.get("file")
+    file = recorded_file(shown, case_info.get("sha256"), MAX_CASE_BYTES)
+    if file is None:
+        return (f"the case {shown} is not here as the run used it (missing, or its sha256 "
+                "is not the one the report recorded); run `runlist-harness export` with it")
     try:
-        case = load_case(case_info.get("file") or "")
-    except HarnessError as err:
-        return f"the case {case_info.get('file')} cannot be read here ({err})"
+        case = parse_case(file.read_bytes(), str(file))
+    except (HarnessError, OSError) as err:
+        # the very file the run used (its sha256 says so): its own errors may be told
+        return f"the case {shown} cannot be read here ({err})"
     plans = [(str(p.get("name")), list(p.get("chunks") or [])) for p in data.get("plans") or []
-             if not p.get("control")]
+             if isinstance(p, dict) and not p.get("control")]
     if data.get("command") in ("bisect", "sweep"):
         # a search's plans run to thousands: the ones that failed say what to reproduce
-        failed = set(view.failed_plans)
+        failed = set(failed_plans)
         plans = ([p for p in plans if p[0] in failed] or plans)[:MAX_SEARCH_RECIPES]
-    xclbin = next((Path(x["path"]) for x in (data.get("artifacts") or {}).get("xclbins") or []
-                   if x.get("role") == case.runlist_context and x.get("path")
-                   and Path(x["path"]).is_file()), None)
+    xclbin = next((found for x in (data.get("artifacts") or {}).get("xclbins") or []
+                   if isinstance(x, dict) and x.get("role") == case.runlist_context
+                   and (found := recorded_file(x.get("path"), x.get("sha256"),
+                                               MAX_XCLBIN_BYTES)) is not None), None)
     flow = (data.get("settings") or {}).get("flow") or case.flow
     try:
         done = export_plans(case, plans, xclbin, False, flow, target)
-    except HarnessError as err:
+    except (HarnessError, OSError) as err:
         return f"they could not be written ({err})"
     contents.xclbins_to_copy += done.missing
     return None
@@ -146,8 +195,13 @@ def _redacted_copy(reader: ReportReader, digest: Digest, target: Path) -> None:
             comment += ": SIMULATED stack, not hardware evidence"
         shown = digest.redactor.data({k: v for k, v in header.items() if k != JOURNAL[:-1]})
         out.write((comment + "\n" + dump_yaml(shown) + JOURNAL + "\n").encode("utf-8"))
+        redactor = digest.redactor
         for _, raw in reader.journal_entries():
-            entry = digest.redactor.data(parse_entry("- " + raw.decode("utf-8")))
+            if redactor.untouched(raw) and raw.startswith(b'{"'):
+                # nothing in it to replace: the line as the harness wrote it
+                out.write(b"- " + raw.rstrip(b"\r\n") + b"\n")
+                continue
+            entry = redactor.data(parse_entry("- " + raw.decode("utf-8")))
             kind = next(iter(entry))
             out.write(entry_line(kind, entry[kind]))
 
@@ -168,7 +222,7 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
     if digest.has_kernel_log:
         log = scratch / KERNEL_LOG
         with log.open("w", encoding="utf-8") as out:
-            out.writelines(digest.kernel_log_lines(do_redact))
+            out.writelines(map(escape_controls, digest.kernel_log_lines(do_redact)))
         contents.files[KERNEL_LOG] = log
     env = view.header.get("environment") or {}
     smi = [(f"xrt-smi {name}", run) for name, run in (env.get("xrt_smi") or {}).items()
@@ -178,18 +232,21 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
         smi.append((f"{control.get('command')} (the control: {control.get('result')})",
                     control))
     if smi:
-        contents.files[XRT_SMI] = "\n".join(
+        contents.files[XRT_SMI] = escape_controls("\n".join(
             f"== {name} (exit {run.get('exit_status')})\n{run['output']}\n"
-            for name, run in smi).encode()
-    _recipes(report, view, contents, scratch)
+            for name, run in smi)).encode()
+    _recipes(report, digest, contents, scratch)
     top = archive or bundle_path(report).name       # the file report.md names
     contents.files[REPORT_MD] = rendering.render_markdown(
         view, bundle=[top, *contents.names()]).encode()
-    contents.files[README] = _readme(view, report, contents, do_redact).encode()
+    shown = digest.redactor.text if do_redact else str
+    contents.files[README] = escape_controls(
+        _readme(view, report, contents, do_redact, shown)).encode()
     return contents
 
 
-def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool) -> str:
+def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
+            shown: Callable[[str], str]) -> str:
     data = view.header
     verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
     command = rendering.command_line(data)
@@ -218,7 +275,8 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool) 
         lines.append(f"- `{RECIPES}/`: the plans as XRT run recipes, one `run_PLAN.sh` per "
                      "plan")
     if contents.left_out:
-        lines += ["", "## Not included", ""] + [f"- {item}" for item in contents.left_out]
+        # said with the paths the report names, so redacted as the report is
+        lines += ["", "## Not included", ""] + [f"- {shown(item)}" for item in contents.left_out]
     if scripts:
         lines += ["", "## Reproduce without Python: XRT's own runner", "",
                   "With XRT installed, each script runs its plan's runlists with "
@@ -290,19 +348,21 @@ def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path |
     target = out or bundle_path(report)
     if target.exists() and not force:
         raise BadInput(f"{target} exists; pass --force to replace it, or --out another name")
-    top = target.name.removesuffix(".tar.gz").removesuffix(".tgz")
+    top = top_folder(target, report)
     now = int(time.time())
     with tempfile.TemporaryDirectory(prefix="harness-bundle-") as scratch:
         contents = collect(report, reader, digest, do_redact, Path(scratch),
                            archive=target.name)
         try:
             with atomic_file(target, overwrite=force) as handle, \
-                    tarfile.open(fileobj=handle, mode="w:gz") as tar:
+                    tarfile.open(fileobj=handle, mode="w:gz", compresslevel=6) as tar:
                 for name, held in contents.files.items():
-                    info = tarfile.TarInfo(f"{top}/{name}")
+                    info = tarfile.TarInfo(member_name(top, name))
                     info.mtime, info.mode = now, 0o644
                     if isinstance(held, Path):
-                        with held.open("rb") as source:
+                        # never through a link planted after the folder was listed
+                        with os.fdopen(os.open(held, os.O_RDONLY | os.O_NOFOLLOW),
+                                       "rb") as source:
                             info.size = _size(source)
                             tar.addfile(info, source)
                     else:
@@ -312,6 +372,31 @@ def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path |
             raise BadInput(f"{target} was created by someone else meanwhile; not replacing "
                            "it (pass --force to)") from None
     return target, contents
+
+
+def top_folder(target: Path, report: Path) -> str:
+    """The one folder every member lies in: the archive's name less its suffix, or, when
+    that is no plain name (`--out ".tar.gz"`, `--out "...tar.gz"`), the report's."""
+    for candidate in (target.name.removesuffix(".tar.gz").removesuffix(".tgz"),
+                      bundle_path(report).name.removesuffix(".tar.gz")):
+        if _plain_name(candidate):
+            return candidate
+    return "bundle"
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and name.strip(".") != "" and "/" not in name and "\\" not in name \
+        and "\0" not in name and not name.startswith("-")
+
+
+def member_name(top: str, name: str) -> str:
+    """`top/name`, refused (a bug, never written) unless every part is a plain name: no
+    member of a bundle may be absolute or climb out with `..` when it is unpacked."""
+    parts = [top, *name.split("/")]
+    if not all(part and part not in (".", "..") and "\0" not in part and "\\" not in part
+               for part in parts) or not _plain_name(top):
+        raise ValueError(f"not a member name for a bundle: {top}/{name}")
+    return "/".join(parts)
 
 
 def _size(source: Any) -> int:

@@ -21,7 +21,7 @@ from harness.formats.jsonread import gc_paused
 from harness.formats.yamlio import KeyPath
 from harness.model.errors import PlanError, ReportError
 from harness.model.plan import parse_plan
-from harness.model.results import TrialResult
+from harness.model.results import COMPLETED_STATE, TrialResult
 from harness.report.model import (
     JOURNAL,
     JOURNALED,
@@ -111,7 +111,9 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
     root = report_schema()
     rule = trial_schema(root)
     counted: dict[int, int] = {}
+    highest: dict[int, tuple[int, int | None]] = {}     # each plan's largest trial index
     briefs: dict[int, list[TrialResult]] = {}
+    alike: dict[tuple[Any, str], TrialResult] = {}
     judged = doc.get("command") in JUDGED and doc.get("finished")
     for entry in reader.trials():
         ordinal = counted.get(entry.plan, 0)
@@ -120,13 +122,24 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
         problems = check(entry.body, rule, path, root)
         found += [_located(p.where(), p.message,
                            entry.line or _line_of(p.path, {}, reader.lines)) for p in problems]
+        if not problems:
+            line = entry.line or _line_of(path, {}, reader.lines)
+            found += [_located(_where(path), text, line) for text in _status(entry.body)]
+            index = entry.body.get("index")
+            if index > highest.get(entry.plan, (-1, None))[0]:
+                highest[entry.plan] = (index, line)
         if judged and not problems and not found:
-            briefs.setdefault(entry.plan, []).append(brief_from_dict(entry.body))
+            # the verdict reads only each trial's status and state: one object for each
+            # pair, however many trials share it, so a run of any size checks in flat memory
+            brief = brief_from_dict(entry.body)
+            brief = alike.setdefault((brief.status, brief.state), brief)
+            briefs.setdefault(entry.plan, []).append(brief)
         if also is not None and visitor_error is None:
             try:
                 also(entry)
             except Exception as err:
                 visitor_error = err
+    found += _counts(doc, counted, highest)
     result.problems += [p.text() for p in reader.problems]
     if reader.misplaced is not None:
         result.problems.append(reader.misplaced.text())
@@ -143,6 +156,58 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
             + ": results of the simulated stack are never hardware evidence")
     if visitor_error is not None and not result.problems:
         raise visitor_error
+
+
+def _where(path: tuple) -> str:
+    return ".".join(str(part) if isinstance(part, str) else f"[{part}]" for part in path
+                    ).replace(".[", "[")
+
+
+def _status(trial: dict[str, Any]) -> list[str]:
+    """What a trial's status and state say against its runlists' states: completed means
+    every runlist completed, failed that one did not (or the set-up failed), and the state
+    is the first failing runlist's, or the status."""
+    runlists = trial.get("runlists") or []
+    failing = [r.get("state") for r in runlists
+               if isinstance(r, dict) and r.get("state") not in (None, COMPLETED_STATE)]
+    status = trial.get("status")
+    problems = []
+    if status == "completed" and failing:
+        problems.append(f"status completed, but a runlist ended {failing[0]}")
+    if status == "failed" and not failing and not trial.get("error"):
+        problems.append("status failed, but every runlist completed and no error is recorded")
+    told = failing[0] if failing else (COMPLETED_STATE if status == "completed" else status)
+    if "state" in trial and trial["state"] != told:
+        problems.append(f"state {trial['state']!r}, but its status and runlists say {told!r}")
+    return problems
+
+
+def _counts(doc: dict[str, Any], counted: dict[int, int],
+            highest: dict[int, tuple[int, int | None]]) -> list[str]:
+    """Each plan's trials are numbered 0..N-1, N what it holds (an index past that was
+    written by no harness); a run holds no more trials per plan than it asked for."""
+    problems = []
+    plans = doc.get("plans") if isinstance(doc.get("plans"), list) else []
+    settings = doc.get("settings")
+    asked = settings.get("trials") if isinstance(settings, dict) and \
+        doc.get("command") in JUDGED else None
+    for position, (index, line) in sorted(highest.items()):
+        held = counted.get(position, 0)
+        name = plans[position].get("name") if position < len(plans) and \
+            isinstance(plans[position], dict) else position
+        if index >= held:
+            problems.append(_located(f"plans[{position}].trials", f"trial index "
+                                     f"{_number(index)} is past the {held} trial(s) plan "
+                                     f"{name} holds (they are numbered from 0)", line))
+        if isinstance(asked, int) and not isinstance(asked, bool) and held > asked:
+            problems.append(f"plans[{position}].trials: plan {name} holds {held} trials, "
+                            f"past the {asked} the run asks for (settings.trials)")
+    return problems
+
+
+def _number(value: int) -> str:
+    return str(value) if value.bit_length() <= 64 else \
+        f"of about {int(value.bit_length() * 0.30103) + 1} digits"
 
 
 def _journal_lines(reader: ReportReader) -> dict[tuple, int]:

@@ -193,6 +193,12 @@ class Digest:
                 self.kept.append((entry.plan, trial))
 
     def _learn(self, trial: dict[str, Any], raw: bytes) -> None:
+        # names in free text (a home folder's, a serial number) are learned before anything
+        # is written, so that the trials before the one that gave them away lose them too
+        if raw:
+            self.redactor.learn_raw(raw)
+        else:
+            self.redactor.learn_strings(trial)
         if self.learn_everywhere:
             self.redactor.learn_serials(trial)
             return

@@ -3,8 +3,9 @@
 
 A second writer is refused, naming that pid; a lock left by a process that is gone is
 taken over (the journal notes it). The lock is taken on the file a report path really
-names, so two names of one file cannot be written at once, and the lock file is never
-opened through a symlink or a second name.
+names, and on that file itself (`flock`, by its identity), so two names of one file, a
+symlink or a hard link, cannot be written at once; the lock file is never opened through
+a symlink or a second name, and one that is a folder is named as such.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ class ReportLock:
 
     def __init__(self, report: Path) -> None:
         real = Path(os.path.realpath(report))
+        self.report = real
         self.path = real.with_name(f".{real.name}.lock")
         self.fd: int | None = None
+        self.file_fd: int | None = None        # the report itself, locked by its identity
         self.took_over: int | None = None      # the pid of a gone writer whose lock we took
         self.holder_gone = False               # and whether no process has that pid now
 
@@ -54,6 +57,9 @@ class ReportLock:
             if err.errno == errno.ELOOP:
                 raise BadInput(f"lock file {self.path} is a symlink; refusing to follow it: "
                                "remove it if no harness is writing the report") from None
+            if err.errno == errno.EISDIR:
+                raise BadInput(f"lock file {self.path} is a folder, not a lock file: remove "
+                               "it (or choose another name for the report)") from None
             raise
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
@@ -93,16 +99,42 @@ class ReportLock:
                     os.unlink(self.path)
                 os.close(fd)
                 raise
-            if previous.isdigit() and int(previous) != os.getpid():
+            if previous.isdigit() and len(previous) < 16 and int(previous) != os.getpid():
                 self.took_over = int(previous)
                 self.holder_gone = not process_exists(self.took_over)
             self.fd = fd
             _HELD.add(self)
+            try:
+                self._lock_file()
+            except BaseException:
+                self.release()
+                raise
             return
         raise ReportBusy(f"could not lock {self.path}: it keeps being replaced")
 
+    def _lock_file(self) -> None:
+        """Lock the report by its identity too: a second name of the same file (a hard
+        link) has a lock file of its own name, but not a file of its own."""
+        try:
+            fd = os.open(self.report, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return                      # not there yet (a new report): no other name either
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            names = os.fstat(fd).st_nlink
+            os.close(fd)
+            raise ReportBusy(f"another harness is writing {self.report.name} through "
+                             f"another of its {names} names (hard links to one file); wait "
+                             "for it to finish or stop it") from None
+        self.file_fd = fd
+
     def release(self) -> None:
         _HELD.discard(self)
+        if self.file_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.file_fd)
+            self.file_fd = None
         if self.fd is None:
             return
         with contextlib.suppress(OSError):

@@ -20,10 +20,8 @@ import yaml
 
 from harness.formats.jsonread import JsonShapeError, loads
 from harness.formats.yamlio import (
-    AliasError,
-    DuplicateKeyError,
     KeyPath,
-    NestingError,
+    ShapeError,
     load_yaml_text,
     load_yaml_with_lines,
 )
@@ -40,7 +38,18 @@ _SCAN_BLOCK = 1 << 20             # the journal, this much
 _HEAD = 512                       # of a line, what its kind is told from
 # A trial entry as the harness writes it (`entry_line`): the plan and index first.
 _TRIAL_START = b'- {"trial": {"plan": "'
-_TRIAL_KEY = re.compile(rb'- \{"trial": \{"plan": "((?:[^"\\\n]|\\.)*)", "index": (\d+), ')
+# (an index past 18 digits is no trial of ours: the line is read whole, and refused)
+_TRIAL_KEY = re.compile(rb'- \{"trial": \{"plan": "((?:[^"\\\n]|\\.)*)", "index": (\d{1,18}), ')
+
+
+NUL_PROBLEM = ("a NUL byte: no report holds one (the file is damaged, or is not a "
+               "report)")
+
+
+def yaml_problem(err: Exception) -> str:
+    """What a YAML (or JSON) error says, on one line, without PyYAML's quoting of where."""
+    problem = getattr(err, "problem", None) or str(err).split("\n  in ", 1)[0]
+    return " ".join(str(problem).split())
 
 
 def parse_entry(line: str) -> Any:
@@ -111,7 +120,7 @@ class TrialEntry:
     raw: bytes = b""                # the journal line's JSON, as written
 
 
-@dataclass
+@dataclass(slots=True)              # one per trial of the report: kept small
 class _Where:
     """Where the last version of a trial is: a journal line's byte range, or in memory."""
 
@@ -154,6 +163,7 @@ class ReportReader:
         self._plans: list[_Plan] = []
         self._by_name: dict[Any, int] = {}
         self._misplaced: Problem | None = None
+        self._entries_seen: dict[str, int] = {}    # entries other than trials, as read
         self._header_read = self._indexed = False
         try:
             self._fd: int | None = os.open(self.path, os.O_RDONLY)
@@ -234,18 +244,25 @@ class ReportReader:
                 text = self._read(0, self._size).decode("utf-8")
             except UnicodeDecodeError:
                 raise self._not_utf8() from None
+        if "\0" in text:
+            raise HeaderError(self.path, text.count("\n", 0, text.index("\0")) + 1,
+                              NUL_PROBLEM)
         try:
             if with_lines:
                 self.header, self.lines = load_yaml_with_lines(text)
             else:
                 self.header = load_yaml_text(text)
-        except (AliasError, DuplicateKeyError, NestingError) as err:
+        except ShapeError as err:
             raise HeaderError(self.path, err.line, str(err)) from None
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
-            problem = getattr(err, "problem", None) or err
             raise HeaderError(self.path, mark.line + 1 if mark else None,
-                              f"not valid YAML ({problem})") from None
+                              f"not valid YAML ({yaml_problem(err)})") from None
+        if not self.journal_found and isinstance(self.header, dict) and \
+                isinstance(self.header.get(JOURNAL_KEY), list):
+            # a report a tool wrote again in another layout (flow style, JSON, CRLF line
+            # ends): its journal is there, as one list in the document
+            self.whole = self.journal_found = True
         self._header_read = True
         return self.header
 
@@ -335,6 +352,9 @@ class ReportReader:
     def _parse(self, raw: bytes, line: int | None, written: bool) -> Any:
         """A journal line's entry (the harness's JSON, or read as parse_entry does);
         _UNREADABLE, after saying why, when it cannot be read."""
+        if b"\0" in raw:
+            self._fail(line, NUL_PROBLEM, f"{self.path}:{line}: {NUL_PROBLEM}")
+            return _UNREADABLE
         try:
             return loads(raw) if written else parse_entry(raw.decode("utf-8"))
         except UnicodeDecodeError:
@@ -343,9 +363,8 @@ class ReportReader:
             self._fail(line, f"not a journal entry ({err})",
                        f"{self.path}:{line}: journal entry {err}")
         except (ValueError, yaml.YAMLError) as err:
-            self._fail(line, f"not a journal entry ({err})",
-                       f"{self.path}:{line}: not valid YAML "
-                       f"({getattr(err, 'problem', None) or err})")
+            self._fail(line, f"not a journal entry ({yaml_problem(err)})",
+                       f"{self.path}:{line}: not valid YAML ({yaml_problem(err)})")
         return _UNREADABLE
 
     def _take(self, entry: Any, line: int, span: tuple[int, int] | None) -> None:
@@ -359,6 +378,12 @@ class ReportReader:
                                  "holding a mapping")
             return
         body = next(iter(entry.values()))
+        if kind != "trial" and not self.strict:
+            seen = json.dumps(entry, sort_keys=True, default=str)
+            if seen in self._entries_seen:
+                self._twice(line, self._entries_seen[seen])
+            else:
+                self._entries_seen[seen] = line
         if kind == "plan":
             if _key(body.get("name")) not in self._by_name:
                 self._plans.append(_Plan(body, line=line))
@@ -378,7 +403,24 @@ class ReportReader:
             self._misplace(line, f"the trial names plan {name!r}, which the report does not "
                                  "declare")
             return
-        self._plans[position].trials[_key(index)] = where
+        trials = self._plans[position].trials
+        previous = trials.get(_key(index))
+        if previous is not None and not self.strict and self._same(previous, where):
+            self._twice(line, previous.line)
+        trials[_key(index)] = where
+
+    def _same(self, one: _Where, other: _Where) -> bool:
+        """Whether two versions of a trial are the same entry (a line given twice); lines
+        of other lengths are never read to be compared."""
+        if one.body is not None or other.body is not None:
+            return one.body == other.body
+        size = one.end - one.start
+        return size == other.end - other.start and \
+            self._read(one.start, size) == self._read(other.start, size)
+
+    def _twice(self, line: int | None, first: int | None) -> None:
+        self.problems.append(Problem(line, f"the same entry as line {first}: a journal line "
+                                           "given twice (a copy, or a writer that ran twice)"))
 
     def _misplace(self, line: int, message: str) -> None:
         """An entry that cannot be put in the document: loading stops there; a check says

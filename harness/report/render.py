@@ -19,6 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from harness.formats.printable import escape_controls
 from harness.formats.yamlio import dump_yaml, dump_yaml_within
 from harness.logs.kernel_log import mark_simulated
 from harness.model.plan import plan_label
@@ -381,6 +382,8 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         fence = "`" * max(3, _longest_backticks(yaml_text) + 1)
         tail += [f"{fence}yaml", yaml_text.rstrip("\n"), fence, ""]
     tail += ["</details>", ""]
+    # a kernel log or xrt-smi's output may carry ESC sequences: shown, never obeyed
+    head = escape_controls(head)
     body = "\n".join([head, *tail, *footer])
     return body if len(body) <= MAX_BODY else _cut_to_fit(head, footer, len(body))
 
@@ -688,4 +691,4 @@ def render_text(view: ReportView) -> str:
     xclbins = xclbin_rows(data)
     if xclbins:
         lines += ["", "xclbins:"] + [f"  {r[0]:<8} {r[1]}  {r[3]}" for r in xclbins]
-    return "\n".join(lines) + "\n"
+    return escape_controls("\n".join(lines) + "\n")

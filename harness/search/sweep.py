@@ -29,6 +29,11 @@ def parse_depths(text: str) -> list[int]:
     match = re.fullmatch(r"\s*([0-9]+)\s*\.\.\s*([0-9]+)\s*(?::\s*([0-9]+))?\s*", text,
                          re.ASCII)
     if match:
+        for number in match.groups():
+            if number is not None and len(number) > 18:
+                # before int(): it refuses 4,300 digits, and no such depth is a depth
+                raise BadInput(f"--depths {text[:40]!r}...: a number of {len(number):,} "
+                               f"digits is past the {MAX_LAYERS:,} layers a plan may have")
         lo, hi, step = int(match.group(1)), int(match.group(2)), int(match.group(3) or 1)
         if lo < 1 or hi < lo or step < 1:
             raise BadInput(f"--depths {text!r}: need 1 <= A <= B and STEP >= 1")

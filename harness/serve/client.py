@@ -167,7 +167,8 @@ class FlmClient:
 def _read_response(reader: _Reader) -> tuple[int, dict[str, str], bytes]:
     status_line = reader.line().decode("latin-1")
     parts = status_line.split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit() \
+            or len(parts[1]) != 3:
         raise _Dropped(f"not an HTTP answer: {status_line[:60]!r}")
     headers: dict[str, str] = {}
     for _ in range(200):
@@ -200,7 +201,9 @@ def _read_response(reader: _Reader) -> tuple[int, dict[str, str], bytes]:
         except ValueError:
             raise _Dropped(f"a bad Content-Length {headers['content-length'][:20]!r}") from None
         if not 0 <= length <= MAX_BODY:
-            raise _Dropped(f"an answer of {length} bytes (at most {MAX_BODY} are read)")
+            shown = length if len(headers["content-length"]) <= 20 else \
+                f"{len(headers['content-length'])} digits of"
+            raise _Dropped(f"an answer of {shown} bytes (at most {MAX_BODY} are read)")
         return int(parts[1]), headers, reader.exactly(length)
     data = reader.rest(MAX_BODY)
     if len(data) > MAX_BODY:

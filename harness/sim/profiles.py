@@ -243,7 +243,9 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-_INT = re.compile(r"\d+")
+_INT = re.compile(r"[0-9]+", re.ASCII)
+MAX_COUNT = 2**31 - 1          # counts and run indices: a C int, as XRT keeps them
+MAX_SEED = 2**64 - 1
 
 
 def parse_profile(text: str | None) -> Profile:
@@ -283,9 +285,9 @@ def parse_profile(text: str | None) -> Profile:
         elif head == "xrt-chain" and _INT.fullmatch(rest):
             values["xrt_chain"] = _positive(token, rest)
         elif head == "hang-at" and _INT.fullmatch(rest):
-            values["hang_at"].append(int(rest))
+            values["hang_at"].append(_bounded(token, rest, MAX_COUNT))
         elif head == "seed" and _INT.fullmatch(rest):
-            values["seed"] = int(rest)
+            values["seed"] = _bounded(token, rest, MAX_SEED)
         elif head == "flaky":
             values["flaky"] = _probability(token, rest)
         elif head == "slow" and rest.count(":") >= 1:
@@ -335,10 +337,20 @@ def _settled_firmware(profile: Profile, text: str) -> Profile:
 
 
 def _positive(token: str, digits: str) -> int:
-    value = int(digits)
+    value = _bounded(token, digits, MAX_COUNT)
     if value < 1:
         raise BadInput(f"profile token {token!r}: N must be >= 1")
     return value
+
+
+def _bounded(token: str, digits: str, limit: int) -> int:
+    """A token's number, read only once it is short enough to be one the harness can use
+    (int() refuses 4,300 digits; nothing here counts past a C int or seeds past 64 bits)."""
+    if len(digits) > len(str(limit)) or int(digits) > limit:
+        shown = token if len(token) <= 40 else f"{token[:24]}... ({len(digits):,} digits)"
+        raise BadInput(f"profile token {shown!r}: the number is past {limit:,}, the most "
+                       "the harness can use there")
+    return int(digits)
 
 
 def _probability(token: str, text: str) -> float:

@@ -499,14 +499,14 @@ def _run_args(read: JsonReader, entry: dict[str, Any], where: str,
         bo = sys.intern(read.text(arg.get("bo"), at + ".bo"))
         if bo not in buffers:
             raise read.fail(at + ".bo", f"{bo!r} is not a buffer of resources.buffers")
-        args.append((read.index(arg.get("argidx"), at + ".argidx"), "bo", bo))
+        args.append((read.c_int(arg.get("argidx"), at + ".argidx"), "bo", bo))
     for at, constant in read.objects(entry.get("constants") or [], where + ".constants"):
         value = constant.get("value")
         # replay.cpp create_run reads the value as a uint64
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
             raise read.fail(at + ".value", f"expected an unsigned 64-bit integer, got "
                                            f"{describe(value)}")
-        args.append((read.index(constant.get("argidx"), at + ".argidx"), "int", value))
+        args.append((read.c_int(constant.get("argidx"), at + ".argidx"), "int", value))
     indices = [a[0] for a in args]
     if len(set(indices)) != len(indices):
         raise read.fail(where, f"an argument index is set twice ({sorted(indices)})")
@@ -536,6 +536,9 @@ def _frame(read: JsonReader, entry: dict[str, Any], where: str, folder: Path,
         for here, arg in read.objects(member.get("arguments", []), at + ".arguments"):
             bo = sys.intern(read.text(arg.get("bo"), here + ".bo"))
             buffers.append((bo, here + ".bo"))
+            # the run's own arguments say where each buffer goes; this one is checked only
+            # (replay.cpp reads it as an int too)
+            read.c_int(arg.get("argidx"), here + ".argidx")
             fnm = read.text(arg.get("fnm"), here + ".fnm")
             data.append((bo, _file_in(read, folder, fnm, here + ".fnm")))
     waits = []

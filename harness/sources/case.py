@@ -20,13 +20,7 @@ import yaml
 from harness.formats.elf import ElfError, read_elf
 from harness.formats.jsonread import MAX_BUFFER_BYTES, describe
 from harness.formats.txn import file_problem
-from harness.formats.yamlio import (
-    AliasError,
-    DuplicateKeyError,
-    KeyPath,
-    NestingError,
-    load_yaml_with_lines,
-)
+from harness.formats.yamlio import KeyPath, ShapeError, load_yaml_with_lines
 from harness.model.errors import CaseError, PlanError
 from harness.model.ert import CmdState, state_from_name
 from harness.model.plan import Plan, make_plan
@@ -259,7 +253,7 @@ def read_document(raw: bytes, file: str) -> tuple[Any, FieldChecker]:
         raise CaseError(f"{file}: not UTF-8 text (byte {err.start})") from None
     try:
         data, lines = load_yaml_with_lines(text)
-    except (DuplicateKeyError, AliasError, NestingError) as err:
+    except ShapeError as err:
         raise CaseError(f"{file}:{err.line}: {err}") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)

@@ -145,9 +145,9 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> Profile:
     iterations = execution.get("iterations")
     threshold = execution.get("runlist_threshold", RUNLIST_THRESHOLD)
     return Profile(bindings,
-                   read.index(iterations, "execution.iterations")
+                   read.c_int(iterations, "execution.iterations")
                    if iterations is not None else None,
-                   read.index(threshold, "execution.runlist_threshold"))
+                   read.c_int(threshold, "execution.runlist_threshold"))
 
 
 def _inside(read: JsonReader, folder: Path, name: Any, where: str) -> Path:
@@ -326,7 +326,7 @@ def _run(read: JsonReader, entry: dict[str, Any], where: str,
         if "size" in arg or "offset" in arg:
             raise read.fail(at, "sub-buffer arguments (size/offset) are not supported")
         buffer = read.text(arg.get("name"), at + ".name")
-        index = read.index(arg.get("argidx"), at + ".argidx")
+        index = read.c_int(arg.get("argidx"), at + ".argidx")
         if buffer not in declared:         # resources::get_buffer_or_error
             raise read.fail(at + ".name", f"{buffer!r} is not a buffer of resources.buffers "
                                           f"({', '.join(sorted(declared)) or 'none'})")
@@ -339,7 +339,7 @@ def _run(read: JsonReader, entry: dict[str, Any], where: str,
                 or not isinstance(value, int):
             raise read.fail(at, f"only int constants (a C int) are supported, got "
                                 f"{describe(value)} of type {describe(constant.get('type'))}")
-        index = read.index(constant.get("argidx"), at + ".argidx")
+        index = read.c_int(constant.get("argidx"), at + ".argidx")
         if not fits_c_int(value):
             raise read.fail(at, c_int_refusal(f"the run of kernel {name!r}", index, value))
         args.append((index, "int", value))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,15 +18,21 @@ from harness.model.results import FLOWS
 from harness.sources.case import Case
 from harness.sources.confine import allow_outside_for_cases
 
+# The longest wait the harness can make: its waits end in system calls that take a C int
+# of milliseconds (poll, epoll), about 24.8 days.
+MAX_WAIT_S = (2**31 - 1) // 1000
+
 
 class Seconds(click.ParamType):
-    """A finite number at or above a minimum: nan and inf are refused by name (a plain
-    FloatRange lets nan through, as nan compares false with everything)."""
+    """A finite number at or above a minimum and at most a maximum: nan and inf are
+    refused by name (a plain FloatRange lets nan through, as nan compares false with
+    everything)."""
 
     name = "number"
 
-    def __init__(self, minimum: float) -> None:
+    def __init__(self, minimum: float, maximum: float = MAX_WAIT_S) -> None:
         self.minimum = minimum
+        self.maximum = maximum
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
                 ) -> float:
@@ -37,6 +44,9 @@ class Seconds(click.ParamType):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         if number < self.minimum:
             self.fail(f"{value!r} is below the minimum {self.minimum:g}", param, ctx)
+        if number > self.maximum:
+            self.fail(f"{value!r} is past {self.maximum:,g}, the most the harness can use",
+                      param, ctx)
         return number
 
 
@@ -231,14 +241,39 @@ def echo_json(path: Path) -> None:
 
 def refuse_settings_on_resume(ctx: click.Context, report_path: str, how: str) -> None:
     """A continued report runs as it began: an option that would be ignored is refused,
-    naming what the report holds, before the report is touched."""
+    naming what the report holds, before the report is touched. So is an environment
+    that would change how its trials run (HARNESS_WORKER_START), unless the report ran
+    them in process."""
+    from harness.execution.isolation import WORKER_START_ENV
     from harness.report.fileformat import load_report
     given = [name for name in _KEPT_ON_RESUME if name in ctx.params and
              ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
-    if not given:
+    asked_validate = bool(ctx.meta.get(XRT_SMI_VALIDATE))
+    start = os.environ.get(WORKER_START_ENV)
+    if not given and not asked_validate and not start:
         return
     report = load_report(report_path, trials=False)
-    named = "; ".join(f"{_KEPT_ON_RESUME[n][0]} (the report's: {_KEPT_ON_RESUME[n][1](report)})"
-                      for n in given)
-    raise BadInput(f"{how} continues with the report's own settings; drop {named}, or start "
-                   "a new run to change them")
+    named = [f"{_KEPT_ON_RESUME[n][0]} (the report's: {_KEPT_ON_RESUME[n][1](report)})"
+             for n in given]
+    if asked_validate:
+        ran = "validate" in ((report.environment.get("xrt_smi") or {}) if
+                             isinstance(report.environment.get("xrt_smi"), dict) else {})
+        named.append("--xrt-smi-validate (the report's machine was probed once, when it "
+                     f"began: xrt-smi validate {'ran' if ran else 'did not run'})")
+    recorded = report.settings.get("worker_start")
+    if start and recorded and start != recorded:
+        named.append(f"{WORKER_START_ENV}={start} (the report's workers: {recorded})")
+    if named:
+        raise BadInput(f"{how} continues with the report's own settings; drop "
+                       f"{'; '.join(named)}, or start a new run to change them")
+
+
+def refuse_given(ctx: click.Context, names: dict[str, str], why: str) -> None:
+    """Refuse the options (and arguments) of `names` that were given, naming only them:
+    `names` maps each parameter to how the user wrote it."""
+    given = [shown for name, shown in names.items()
+             if ctx.params.get(name) not in (None, (), False)
+             and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    if given:
+        listed = given[0] if len(given) == 1 else ", ".join(given[:-1]) + " and " + given[-1]
+        raise BadInput(f"{why}; drop {listed}")

@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from harness.formats.printable import escape_controls
+
 
 class TrialBar:
     """A bar of trials done on stderr, drawn only on a terminal; a search (bisect,
@@ -45,6 +47,7 @@ class TrialBar:
 def progress_line(text: str, done: bool) -> None:
     """Trial progress on stderr: a line per finished trial; on a terminal, the running
     trial too, overwritten when it ends."""
+    text = escape_controls(text)
     if sys.stderr.isatty():
         click.echo(f"\r\033[K{text}", err=True, nl=done)
     elif done:
@@ -56,4 +59,4 @@ def announce(first_line: str, warnings: list[str], as_json: bool) -> None:
     if not as_json:
         click.echo(first_line)
     for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(escape_controls(f"warning: {warning}"), err=True)

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from harness.app import exits
+from harness.formats.printable import escape_controls
 from harness.formats.yamlio import write_atomic
 from harness.model.errors import ReportError
 from harness.report import bundle as bundling
@@ -170,7 +171,7 @@ def _check_files(files: tuple[str, ...]) -> exits.ExitCode:
         if problems:
             bad += 1
             for problem in problems[:20]:
-                click.echo(f"{file}: {problem}")
+                click.echo(escape_controls(f"{file}: {problem}"))
             if len(problems) > 20:
                 click.echo(f"{file}: ... and {len(problems) - 20} more")
         else:

@@ -17,6 +17,7 @@ from harness.app.cli.options import (
     exit_codes_option,
     frame_option,
     make_backend,
+    refuse_given,
     refuse_settings_on_resume,
     run_options,
     trial_options,
@@ -25,6 +26,7 @@ from harness.app.cli.options import (
 )
 from harness.app.cli.progress import announce, progress_line
 from harness.execution.runner import Runner, flow_of, open_run
+from harness.formats.printable import escape_controls
 from harness.model.errors import BadInput
 from harness.model.plan import cut_text
 from harness.model.results import BriefTrial, flow_text
@@ -42,7 +44,7 @@ def _execute(runner: Runner, as_json: bool, first_line: str) -> exits.TrialsEnde
     if as_json:
         echo_json(runner.handle.path)
     else:
-        click.echo(summary_text(report, str(runner.handle.path)))
+        click.echo(escape_controls(summary_text(report, str(runner.handle.path))))
     return exits.trials_ended(t.status for p in report.plans for t in p.trials)
 
 
@@ -124,9 +126,10 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
     process with a hard deadline unless --no-isolate.
     """
     if resume_path:
-        if case_ref or plan_refs or recipe_profile or frame:
-            raise BadInput("--resume takes its case and plans from the report; drop CASE and "
-                           "--plan")
+        refuse_given(click.get_current_context(),
+                     {"case_ref": "CASE", "plan_refs": "--plan",
+                      "recipe_profile": "--recipe-profile", "frame": "--frame"},
+                     "--resume takes its case and plans from the report")
         refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
         from harness.execution.resume import reopen
         runner, report = reopen(resume_path, progress_line,

@@ -14,6 +14,7 @@ from harness.app.cli.options import (
     echo_json,
     frame_option,
     make_backend,
+    refuse_given,
     refuse_settings_on_resume,
     run_options,
     trial_options,
@@ -21,7 +22,7 @@ from harness.app.cli.options import (
     xrt_smi_validate_asked,
 )
 from harness.app.cli.progress import TrialBar, announce
-from harness.execution.resume import reopen
+from harness.execution.resume import recorded_case, reopen
 from harness.execution.runner import Runner, open_run
 from harness.model.errors import BadInput, ReportError
 from harness.model.plan import MAX_LAYERS
@@ -45,6 +46,8 @@ from harness.search.sweep import (
     sweep_section,
 )
 from harness.sources.load import load_case
+
+MAX_TRIALS = 2**31 - 1        # a budget past any search: past it is a typing slip
 
 
 def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> int:
@@ -77,7 +80,7 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
               help="How a depth with mixed outcomes counts: good (it can complete; find the "
                    "first depth that never does), bad (find the first that ever fails), or "
                    "skip (as git bisect skip; the answer may become a range).")
-@click.option("--max-trials", type=click.IntRange(1, None), default=None,
+@click.option("--max-trials", type=click.IntRange(1, MAX_TRIALS), default=None,
               help="Stop cleanly after this many trials, keeping everything.")
 @click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False),
               help="Continue the bisect logged in this report (trials it holds are reused).")
@@ -104,9 +107,10 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
     1..its depth by default.
     """
     if replay_path and not rerun:
-        if case_ref or lo or hi or chunks_at or frame:
-            raise BadInput("--replay continues the logged bisect; drop CASE, --lo, --hi and "
-                           "--chunks-at (or add --rerun to run it again)")
+        refuse_given(click.get_current_context(),
+                     {"case_ref": "CASE", "lo": "--lo", "hi": "--hi", "chunk_spec": "--chunk",
+                      "chunks_at": "--chunks-at", "frame": "--frame", "flaky_as": "--flaky-as"},
+                     "--replay continues the logged bisect (--rerun runs it again)")
         refuse_settings_on_resume(click.get_current_context(), replay_path, "--replay")
         runner, report = reopen(replay_path, kind="bisect",
                                 allow_different_machine=allow_different_machine)
@@ -117,12 +121,13 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
     if replay_path:
         report = load_report(replay_path, trials=False)
         settings, _ = _logged(report)
-        case = with_frame(load_case(report.case.get("reference") or report.case["file"],
-                                    report.case.get("recipe_profile")),
-                          report.case.get("frame"))
+        case = with_frame(recorded_case(report, replay_path), report.case.get("frame"))
         backend = make_backend(report.backend["kind"], report.backend.get("profile"), False)
         if trials:
             settings.trials = trials
+        if click.get_current_context().get_parameter_source("flaky_as") is \
+                click.core.ParameterSource.COMMANDLINE:
+            settings.flaky_as = flaky_as       # a rerun takes what it is told, as --trials
     else:
         if not case_ref:
             raise BadInput("give a CASE, or --replay REPORT")
@@ -220,7 +225,7 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
               help="Chunk sizes (layers, or runs, per runlist), e.g. 1,8,21,24,42.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Also draw the grid as a heatmap PNG (needs the plot extra).")
-@click.option("--max-trials", type=click.IntRange(1, None), default=None,
+@click.option("--max-trials", type=click.IntRange(1, MAX_TRIALS), default=None,
               help="Stop cleanly after this many trials, keeping everything.")
 @click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False),
               help="Continue the stopped sweep of this report (its trials are reused).")
@@ -245,9 +250,10 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
         require_matplotlib()
         check_output_path(Path(plot_path), force=force, what="--plot")
     if replay_path:
-        if case_ref or depths_text or chunks_text or frames_text:
-            raise BadInput("--replay continues the sweep its report asked for; drop CASE, "
-                           "--depths, --frames and --chunks")
+        refuse_given(click.get_current_context(),
+                     {"case_ref": "CASE", "depths_text": "--depths", "frames_text": "--frames",
+                      "chunks_text": "--chunks"},
+                     "--replay continues the sweep its report asked for")
         refuse_settings_on_resume(click.get_current_context(), replay_path, "--replay")
         runner, report = reopen(replay_path, kind="sweep",
                                 allow_different_machine=allow_different_machine)

@@ -35,7 +35,7 @@ GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values
                    "no bound beyond each request's --timeout).")
 @click.option("--no-made-up-tag", is_flag=True,
               help="Skip the request with a made-up tag (the substitution test).")
-@click.option("--model-bytes", type=click.IntRange(1, None), default=None,
+@click.option("--model-bytes", type=click.IntRange(1, 2**53), default=None,
               help="The model's size in bytes, for the plausibility check.")
 @click.option("--model-list", type=click.Path(exists=True, dir_okay=False), default=None,
               help="FastFlowLM's model_list.json (default: beside the flm on PATH).")

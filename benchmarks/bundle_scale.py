@@ -1,0 +1,139 @@
+"""What bundling a big report costs, against rendering it.
+
+A report of about `--size-mb` megabytes is written synthetically (much faster than
+running it): a real simulated run of two plans, one failing with the firmware's timeout
+capture in its kernel log, one completing as 42 runlists of one run each (a sweep's
+shape: long lists of runlist outcomes), then its trials repeated with their own index,
+seed, start time and kernel-log time stamps, so that no two trials hold the same strings
+(what a redactor that remembers every string it saw pays for). Then, each in a
+child process with its own peak memory (`benchmarks/peak.py`):
+- `report render` of it (the baseline),
+- `report bundle` of it, redacted as by default,
+- `report bundle --no-redact`.
+
+Target (1 GB): the redacted bundle in under 3x the render's time and under 200 MiB.
+With `--private`, every trial also names a machine's address (a worker's host), so that
+no line can be copied as it is and each is redacted field by field (the worst case).
+
+Usage: python benchmarks/bundle_scale.py [--size-mb N] [--private] [--folder DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+from peak import bare_peak, harness_run
+
+from harness.formats.yamlio import dump_yaml, load_yaml_text
+from harness.model.results import TrialStatus
+from harness.report.model import JOURNAL, Report, brief_from_dict
+from harness.report.verdict import judge
+
+_STAMP = re.compile(r"\[ *(\d+)\.(\d+)\]")
+
+
+def seed_report(folder: Path) -> Path:
+    """A real simulated run: 42 fails with a timeout (kernel log and health kept), max:1
+    completes as 42 runlists."""
+    from harness.app.cli import main as cli
+    out = folder / "seed.yaml"
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet), \
+            contextlib.redirect_stderr(quiet):
+        cli.main(["run", "minicpm5-2b-decode", "--plan", "42", "--plan", "max:1",
+                  "--trials", "1", "--no-isolate", "--profile", "inflight-cap:40",
+                  "--out", str(out)], standalone_mode=False)
+    return out
+
+
+def big_report(seed: Path, target: Path, size: int, private: bool = False) -> int:
+    """Write `target` of about `size` bytes from `seed`'s trials; the number of trials.
+    `private`: each trial names its worker's host by address."""
+    text = seed.read_text()
+    head, journal = text.split("\n" + JOURNAL + "\n", 1)
+    header = load_yaml_text(head)
+    finals: dict[str, dict] = {}
+    for line in journal.splitlines():
+        entry = json.loads(line[2:])
+        if "trial" in entry and entry["trial"]["status"] not in ("in-flight",):
+            finals[entry["trial"]["plan"]] = entry["trial"]
+    lines = [json.dumps({"trial": body}, ensure_ascii=True, separators=(", ", ": "))
+             for body in finals.values()]
+    per_round = sum(len(line) + 3 for line in lines)
+    rounds = max(1, size // per_round)
+    header["settings"]["trials"] = rounds
+    report = Report.from_dict(dict(header, plans=[
+        dict(p, trials=[finals[p["name"]]] * rounds) for p in header["plans"]]))
+    header["verdict"] = judge(report.plans, report.backend).to_dict()
+    with target.open("w", encoding="ascii") as out:
+        out.write("# xdna-runlist-harness report: SIMULATED stack, not hardware evidence\n")
+        out.write(dump_yaml(header) + JOURNAL + "\n")
+        for index in range(rounds):
+            for body in finals.values():
+                trial = dict(body, index=index, seed=(body["seed"] + index) % 2**32,
+                             started=f"2026-12-01T{index // 3600 % 24:02d}:"
+                                     f"{index // 60 % 60:02d}:{index % 60:02d}Z")
+                if private:
+                    trial["worker"] = {"host": f"10.1.{index // 250 % 250}.{index % 250 + 1}"}
+                log = trial.get("kernel_log")
+                if isinstance(log, dict) and log.get("lines"):
+                    stamp = f"[{1000 + index * 3:>5}.{index % 999_983:06d}]"
+                    trial["kernel_log"] = dict(log, lines=[_STAMP.sub(stamp, line, count=1)
+                                                           for line in log["lines"]])
+                out.write("- " + json.dumps({"trial": trial}, ensure_ascii=True,
+                                            separators=(", ", ": ")) + "\n")
+    assert all(t.status is not TrialStatus.IN_FLIGHT for p in report.plans for t in p.trials)
+    assert brief_from_dict(next(iter(finals.values())))
+    return rounds * len(finals)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=int, default=1000,
+                        help="the report's size in MB (default 1000)")
+    parser.add_argument("--private", action="store_true",
+                        help="every trial names an address: every line is redacted")
+    parser.add_argument("--folder", default=None,
+                        help="where to write the report and bundles (default: a temp folder)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.folder) as tmp:
+        folder = Path(tmp)
+        started = time.perf_counter()
+        report = folder / "big.yaml"
+        trials = big_report(seed_report(folder), report, args.size_mb * 1_000_000,
+                            args.private)
+        built = time.perf_counter() - started
+        size = report.stat().st_size
+        figures = {}
+        for name, command in (
+                ("report render", ["report", "render", str(report), "--out",
+                                   str(folder / "big.md")]),
+                ("report bundle", ["report", "bundle", str(report), "--out",
+                                   str(folder / "big.tar.gz")]),
+                ("report bundle --no-redact", ["report", "bundle", "--no-redact", str(report),
+                                               "--out", str(folder / "plain.tar.gz")])):
+            seconds, peak, done = harness_run(command)
+            if done.returncode != 0:
+                raise SystemExit(f"{name} failed: {done.stderr[-2000:]}")
+            figures[name] = (seconds, peak / 2**20)
+        bundle_bytes = (folder / "big.tar.gz").stat().st_size
+    base = bare_peak() / 2**20
+    render_s = figures["report render"][0]
+    print(f"a report of {size / 1e6:,.0f} MB, {trials:,} trials (written in {built:.0f} s)"
+          + (", an address in every trial" if args.private else ""))
+    print(f"  a bare interpreter peaks at {base:.0f} MiB")
+    for name, (seconds, peak) in figures.items():
+        ratio = "" if name == "report render" else f", {seconds / render_s:.2f}x the render"
+        target = " (target under 3x the render and 200 MiB)" if name == "report bundle" else ""
+        print(f"  {name:<26} {seconds:7.1f} s{ratio}, peak {peak:4.0f} MiB{target}")
+    print(f"  the redacted bundle: {bundle_bytes / 1e6:,.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
