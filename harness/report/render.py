@@ -23,7 +23,7 @@ from harness.model.plan import plan_label
 from harness.model.results import counts_text, flow_text
 from harness.report.digest import MAX_BODY, ReportView
 from harness.report.evidence import event_summary, firmware_rows, identity_rows, recovery_text
-from harness.report.model import is_simulated
+from harness.report.model import is_emulated, is_simulated
 
 MAX_FAILING_ROWS = 20
 MAX_LOG_LINES = 80             # of the first failing trial's kernel log, in the render
@@ -35,6 +35,10 @@ MIN_YAML_ROOM = 2_000          # below this, the YAML is left out rather than cu
 def title(data: dict[str, Any]) -> str:
     case = (data.get("case") or {}).get("name", "?")
     backend = data.get("backend") or {}
+    if is_emulated(backend):
+        version = (backend.get("emulated") or {}).get("xrt_version") or "?"
+        return (f"{case}: EMULATED NPU (XRT {version} over the emulated driver), profile "
+                f"{backend.get('profile')} (not hardware evidence)")
     if is_simulated(backend):
         return (f"{case}: SIMULATED stack, profile {backend.get('profile')} "
                 "(not hardware evidence)")
@@ -77,7 +81,7 @@ def environment_rows(env: dict[str, Any], backend: dict[str, Any] | None = None
         ("XRT", xrt_text),
         ("XRT libraries mapped", ", ".join(mapped) if mapped else "none"),
         ("XRT that answered", _answering_xrt((backend or {}).get("xrt"))),
-        *([("driver that answered", _answering_driver(backend["driver"]))]
+        *([("driver that answered", _answering_driver(backend))]
           if (backend or {}).get("driver") else []),
         ("memlock", f"soft {memlock.get('soft')}, hard {memlock.get('hard')}"),
         ("distribution", str(system.get("distribution") or "?")),
@@ -85,8 +89,10 @@ def environment_rows(env: dict[str, Any], backend: dict[str, Any] | None = None
     ]
 
 
-def _answering_driver(driver: dict[str, Any]) -> str:
-    return (f"simulated {driver.get('flavour')} on Linux {driver.get('kernel')} "
+def _answering_driver(backend: dict[str, Any]) -> str:
+    driver = backend["driver"]
+    kind = "emulated" if is_emulated(backend) else "simulated"
+    return (f"{kind} {driver.get('flavour')} on Linux {driver.get('kernel')} "
             f"({driver.get('source')})")
 
 
@@ -254,8 +260,13 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None) -> str:
         nature = ("the documented stack" if backend.get("documented", True)
                   else "the documented stack plus the hypothesis "
                   + ", ".join(backend.get("deviations") or []))
-        lines += [f"> **SIMULATED.** These results come from the harness's model of {nature},"
-                  " not from an NPU.", ""]
+        if is_emulated(backend):
+            lines += [f"> **EMULATED.** XRT's own libraries answered, over the harness's "
+                      f"emulated driver: the driver and firmware are its model of {nature}, "
+                      "not an NPU.", ""]
+        else:
+            lines += [f"> **SIMULATED.** These results come from the harness's model of "
+                      f"{nature}, not from an NPU.", ""]
     verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
     lines += [f"**Verdict:** {_cell(verdict)}", "",
               f"**Command:** `{command_line(data).replace('`', '')}`", "",

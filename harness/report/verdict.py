@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.model.results import TrialStatus
-from harness.report.model import PlanRecord, is_simulated
+from harness.report.model import PlanRecord, is_simulated, source_tag
 
 
 @dataclass
@@ -56,7 +56,7 @@ def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     else:
         kind = NOTHING
     control = "; ".join(f"{p.label}: {p.counts_text()}" for p in controls)
-    tag_at = verdict.text.rfind(" [SIMULATED")
+    tag_at = max(verdict.text.rfind(" [SIMULATED"), verdict.text.rfind(" [EMULATED"))
     body, tag = ((verdict.text[:tag_at], verdict.text[tag_at:]) if tag_at >= 0
                  else (verdict.text, ""))
     return Verdict(verdict.reproduced, f"{body}; control {control} -> {kind}{tag}", kind)
@@ -66,7 +66,7 @@ def _judge_case(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     counts = "; ".join(f"{p.label}: {p.counts_text()}" for p in plans)
     tag = ""
     if is_simulated(backend):
-        tag = f" [SIMULATED, profile {backend.get('profile')}]"
+        tag = f" [{source_tag(backend)}, profile {backend.get('profile')}]"
     expected_fail = [p for p in plans if p.expect and p.expect != "COMPLETED"]
     if not any(p.finished() for p in plans):
         return Verdict(None, f"inconclusive: no trial finished ({counts}){tag}")

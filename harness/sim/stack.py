@@ -191,7 +191,8 @@ class Context:
 class Stack:
     """The driver, firmware and array of one simulated NPU."""
 
-    def __init__(self, profile: Profile, latencies: dict[str, float] | None = None) -> None:
+    def __init__(self, profile: Profile, latencies: dict[str, float] | None = None,
+                 clock: RealClock | VirtualClock | None = None) -> None:
         self.profile = profile
         self.device = profile.device_model
         self.build = driver_build(profile.flavour, profile.kernel)
@@ -199,7 +200,7 @@ class Stack:
         # the build's and profile's rules as the hot path asks them
         self._push_signals = self.build.signals == "push+completion"
         self._device_checks = self.build.detection == DEVICE_TWO_CHECKS
-        self.clock = RealClock() if profile.realtime else VirtualClock()
+        self.clock = clock or (RealClock() if profile.realtime else VirtualClock())
         self._now = self.clock.now
         self.latencies = dict(latencies or {})
         self.rng = random.Random(profile.seed)
@@ -227,6 +228,10 @@ class Stack:
 
     def _at(self, t_us: float, action: Callable, arg: object) -> None:
         heapq.heappush(self._events, (t_us, next(self._seq), action, arg))
+
+    def next_event_us(self) -> float | None:
+        """When the next event is due (the emulated device sleeps until then)."""
+        return self._events[0][0] if self._events else None
 
     def run_until(self, done: Callable[[], bool], timeout_us: float | None = None) -> bool:
         """Process events until `done()` holds; False if `timeout_us` passes first."""
