@@ -1,6 +1,7 @@
 """A program that drives the emulated driver's interface directly, as the XDNA shim does,
 for tests that have no XRT: run under the preload library (`python emulator_client.py
-SCENARIO JSON_ARGS`), it prints one JSON object with what it saw.
+'[[SCENARIO, ARGS], ...]'`), it runs each scenario (each on a device file of its own) and
+prints a JSON list of what each saw.
 
 Every call is a real open/stat/ioctl/mmap of this process, answered by the preload
 library and the model process; nothing here imports the harness.
@@ -185,14 +186,19 @@ def run_chains(arg: dict) -> dict:
     code = bytes.fromhex(stream) if stream else NOP
     heap["map"][instr["addr"] - heap["addr"]:instr["addr"] - heap["addr"] + len(code)] = code
     data = dev.bo(BO_SHARE, 4096)
+    bad = dev.bo(BO_DEV, 4096)              # a stream for another device generation
+    wrong = bytearray(code)
+    wrong[2] ^= 0x7
+    heap["map"][bad["addr"] - heap["addr"]:bad["addr"] - heap["addr"] + len(wrong)] = wrong
     opcode = arg.get("opcode", "cu")
     runs = []
-    for _ in range(arg["runs"]):
+    for index in range(arg["runs"]):
         cmd = dev.bo(BO_CMD, 4096)
+        stream = bad if index == arg.get("bad_at") else instr
         if opcode == "npu":
-            start_npu(cmd["map"], instr["addr"], len(code), [data["addr"]] * 5)
+            start_npu(cmd["map"], stream["addr"], len(code), [data["addr"]] * 5)
         else:
-            start_cu(cmd["map"], instr["addr"], len(code) // 4, [data["addr"]] * 5)
+            start_cu(cmd["map"], stream["addr"], len(code) // 4, [data["addr"]] * 5)
         runs.append(cmd)
     size = arg.get("chain", 24)
     chains = []
@@ -203,6 +209,15 @@ def run_chains(arg: dict) -> dict:
         else:
             head = runs[start]
         chains.append(head)
+    if arg.get("corrupt"):                 # a chain naming a handle that is no BO
+        chain(chains[0]["map"], [runs[0]["handle"], 9999])
+        try:
+            dev.submit(ctx, chains[0]["handle"], [])
+        except OSError as err:
+            return {"submit_error": errno.errorcode[err.errno]}
+        finally:
+            os.close(dev.fd)
+        return {"submit_error": None}
     seqs = []
     for index, head in enumerate(chains):
         seqs.append(dev.submit(ctx, head["handle"], [data["handle"], instr["handle"]]))
@@ -212,8 +227,9 @@ def run_chains(arg: dict) -> dict:
     timeout = arg.get("timeout_s")
     waits = []
     for seq in seqs:
-        if arg.get("wait") == "ioctl":
-            waits.append(dev.wait_cmd(ctx, seq, int((timeout or 0) * 1000), WAIT_CMD_SHIM))
+        if arg.get("wait", "").startswith("ioctl"):
+            request = WAIT_CMD_UAPI if arg["wait"] == "ioctl-uapi" else WAIT_CMD_SHIM
+            waits.append(dev.wait_cmd(ctx, seq, int((timeout or 0) * 1000), request))
         else:
             waits.append(dev.wait(syncobj, seq, timeout))
     out["waits"] = waits
@@ -229,18 +245,37 @@ def run_chains(arg: dict) -> dict:
         item["sub0_words"] = list(struct.unpack_from("<4I", first, 4))
         out["chains"].append(item)
     out["runs"] = [header(r["map"])["state"] for r in runs]
-    if arg.get("again"):
-        # re-submit the first chain as XRT re-executes a runlist: state reset, same BOs
-        head = chains[0]
+    failed = [head for head in chains if header(head["map"])["state"] != 4]
+    if arg.get("again") and failed:
+        # re-submit the failed chain as XRT re-executes a runlist: state reset, same BOs
+        head = failed[0]
         view = head["map"]
         word = struct.unpack_from("<I", view, 0)[0]
         struct.pack_into("<I", view, 0, (word & ~0xF) | 1)
         seq = dev.submit(ctx, head["handle"], [])
-        out["again"] = {"wait": dev.wait(syncobj, seq, timeout), **header(view)}
+        out["again"] = {"wait": dev.wait(syncobj, seq, timeout), **header(view),
+                        "error_index": struct.unpack_from("<I", view, 12)[0]}
+    if timeout is not None and -errno.ETIME in waits:
+        os.close(dev.fd)                    # a hung chain: the file's release ends it
+        return out
     dev.ioctl(SYNCOBJ_DESTROY, "<II", syncobj, 0)
     dev.ioctl(DESTROY_HWCTX, "<II", ctx, 0)
     os.close(dev.fd)
+    out["kmsg"] = kernel_log()
     return out
+
+
+def kernel_log() -> str:
+    """/dev/kmsg as the harness reads it: one record per read, until there is no more."""
+    fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    chunks = []
+    while True:
+        chunk = os.read(fd, 8192)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks).decode()
 
 
 def contexts(arg: dict) -> dict:
@@ -252,6 +287,7 @@ def contexts(arg: dict) -> dict:
         try:
             dev.context(arg.get("columns", 8))
         except OSError as err:
+            os.close(dev.fd)                # its release frees them for what follows
             return {"made": made, "errno": errno.errorcode.get(err.errno, err.errno)}
         made += 1
     return {"made": made}
@@ -263,6 +299,8 @@ def no_heap(arg: dict) -> dict:
         dev.context()
     except OSError as err:
         return {"errno": errno.errorcode.get(err.errno, err.errno)}
+    finally:
+        os.close(dev.fd)
     return {"errno": None}
 
 
@@ -278,6 +316,7 @@ def share(arg: dict) -> dict:
         seen = bytes(view[:5])
     os.close(fd)
     dev.ioctl(GEM_CLOSE, "<II", bo["handle"], 0)
+    os.close(dev.fd)
     return {"size": size, "same_handle": handle == bo["handle"], "seen": seen.decode()}
 
 
@@ -286,5 +325,4 @@ SCENARIOS = {"chains": run_chains, "contexts": contexts, "no_heap": no_heap, "sh
 
 
 if __name__ == "__main__":
-    print(json.dumps(SCENARIOS[sys.argv[1]](json.loads(sys.argv[2]) if len(sys.argv) > 2
-                                            else {})))
+    print(json.dumps([SCENARIOS[name](arg) for name, arg in json.loads(sys.argv[1])]))

@@ -38,12 +38,16 @@ def compiler() -> str:
     return found
 
 
+def library_name(text: bytes) -> str:
+    """The library's file name: the hash of the source it is built from."""
+    return f"{LIBRARY_STEM}-{hashlib.sha256(text).hexdigest()[:16]}.so"
+
+
 def library(folder: Path | None = None) -> Path:
     """The compiled library for this source, built now if the cache does not hold it."""
     text = source()
-    digest = hashlib.sha256(text).hexdigest()[:16]
     folder = folder or cache_dir("emulator")
-    target = folder / f"{LIBRARY_STEM}-{digest}.so"
+    target = folder / library_name(text)
     if target.is_file():
         return target
     cc = compiler()

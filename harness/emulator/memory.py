@@ -55,6 +55,8 @@ class Buffer:
     heap: Buffer | None = None   # DEV: the heap chunk it lives in
     heap_offset: int = 0
     refs: int = 1
+    # payload word -> (what XRT had written, what the driver wrote over it) after a failure
+    driver_wrote: dict[int, tuple[int, int]] | None = None
     _map: mmap.mmap | None = field(default=None, repr=False)
 
     @property

@@ -23,6 +23,11 @@ What is written back, as `amdxdna_cmd_set_state` and `amdxdna_cmd_set_error` wri
 the submitted packet's state, a chain's error_index when it failed, and over a failed
 command's payload (a chain's sub-command 0, or the one the build names) 0xFF to the end
 of the object and then the error data (`Overwrite` of the model).
+
+XRT never re-encodes a payload, so a command submitted again still holds what the driver
+wrote over it until the program sets those arguments again. The firmware model refuses
+such a command as the simulated binding's does: while any payload word still holds what
+the driver wrote there (and XRT had written something else), the command is garbage.
 """
 
 from __future__ import annotations
@@ -77,8 +82,8 @@ def chain_members(packet: Packet, handles: Handles) -> list[Buffer]:
     for index in range(count):
         at = uapi.CHAIN_HEAD.size + 8 * index
         handle = int.from_bytes(payload[at:at + 8], "little") & 0xFFFFFFFF
-        member = handles.get(handle)
-        if member.kind not in (uapi.BO_CMD, uapi.BO_SHARE):
+        member = handles.table.get(handle)
+        if member is None or member.kind not in (uapi.BO_CMD, uapi.BO_SHARE):
             raise DriverError(errno.EINVAL, f"chain member {handle} is not a command BO")
         members.append(member)
     return members
@@ -91,9 +96,27 @@ def argument_bytes(packet: Packet) -> int:
     return max(0, len(packet.payload) - head)
 
 
+def stale_fault(buffer: Buffer) -> str | None:
+    """A payload that still holds what the driver wrote over it after a failure."""
+    wrote = buffer.driver_wrote
+    if not wrote:
+        return None
+    stale = {i: after for i, (before, after) in wrote.items()
+             if before != after and buffer.word(1 + i) == after}
+    if not stale:
+        buffer.driver_wrote = None          # every overwritten word has been set again
+        return None
+    return (f"the payload still holds what the driver wrote after an earlier failure (word 1 "
+            f"= 0x{buffer.word(2):08X}; XRT never re-encodes a payload): the firmware model "
+            "refuses the garbage")
+
+
 def instruction_fault(packet: Packet, handles: Handles, columns: int, dev_gen: int
                       ) -> str | None:
     """What the firmware model refuses in the instructions this command names."""
+    stale = stale_fault(packet.buffer)
+    if stale is not None:
+        return stale
     payload = packet.payload
     if packet.opcode == uapi.ERT_START_CU:
         if len(payload) < 20:
@@ -171,8 +194,12 @@ def write_back(submission: Submission) -> None:
         target = submission.members[index] if index < len(submission.members) else None
         if target is None:
             continue
+        words = (target.size - 4) // 4
+        before = [target.word(1 + i) for i in range(words)]
         if over.fill is not None:
             target.fill(4, over.fill & 0xFF)
         for position, word in enumerate(over.words):
             target.set_word(1 + position, word)
+        target.driver_wrote = {i: (before[i], target.word(1 + i)) for i in range(words)
+                               if before[i] != target.word(1 + i)}
     submission.written = True

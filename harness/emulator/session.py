@@ -85,10 +85,11 @@ def _run_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix="xdna-emu-", dir=parent))
 
 
-def start(profile: Profile, *, keep: bool = False, clock_rate: float = 1.0) -> Emulation:
-    """Build (or find) the preload library, write the device's tree and start the model
-    (its clock `clock_rate` times faster than the wall clock)."""
-    preload = library()
+def start(profile: Profile, *, keep: bool = False, clock_rate: float = 1.0,
+          preload: Path | None = None) -> Emulation:
+    """Build (or find) the preload library (unless given), write the device's tree and
+    start the model (its clock `clock_rate` times faster than the wall clock)."""
+    preload = preload or library()
     device = EmulatedDevice(profile)
     folder = _run_folder()
     try:
