@@ -613,84 +613,60 @@ int __openat64_2(int dirfd, const char *path, int flags)
     OPENAT_BODY(openat64, dirfd, path, flags, 0);
 }
 
-FILE *fopen(const char *path, const char *mode)
-{
-    char buf[PATH_MAX];
-    return NEXT(fopen)(redirect(path, buf), mode);
+/* Calls that take a path and nothing to fake: the path goes to the tree when it is one of
+ * the device's. */
+#define PATH_CALL(ret, fn, params, path, args) \
+ret fn params \
+{ \
+    char buf_[PATH_MAX]; \
+    const char *where_ = redirect(path, buf_); \
+    return NEXT(fn) args; \
 }
 
-FILE *fopen64(const char *path, const char *mode)
-{
-    char buf[PATH_MAX];
-    return NEXT(fopen64)(redirect(path, buf), mode);
-}
+PATH_CALL(FILE *, fopen, (const char *path, const char *mode), path, (where_, mode))
+PATH_CALL(FILE *, fopen64, (const char *path, const char *mode), path, (where_, mode))
+PATH_CALL(DIR *, opendir, (const char *path), path, (where_))
+PATH_CALL(int, access, (const char *path, int mode), path, (where_, mode))
+PATH_CALL(int, faccessat, (int fd, const char *path, int mode, int flags), path,
+          (fd, where_, mode, flags))
+PATH_CALL(ssize_t, readlink, (const char *path, char *out, size_t len), path,
+          (where_, out, len))
+PATH_CALL(ssize_t, readlinkat, (int fd, const char *path, char *out, size_t len), path,
+          (fd, where_, out, len))
 
-DIR *opendir(const char *path)
-{
-    char buf[PATH_MAX];
-    return NEXT(opendir)(redirect(path, buf));
-}
-
-#define STAT_BODY(call, path, st) do { \
+/* The stat family: the path goes to the tree, and the node reads as a device. A glibc
+ * older than 2.33 exports stat and lstat only as __xstat and __lxstat. */
+#define STAT_CALL(fn, params, path, st, call) \
+int fn params \
+{ \
     char buf_[PATH_MAX]; \
     const char *where_ = redirect(path, buf_); \
     int ret_ = call; \
     if (ret_ == 0) \
         FAKE_NODE(path, st); \
     return ret_; \
-} while (0)
-
-int stat(const char *path, struct stat *st)
-{
-    STAT_BODY(NEXT(stat) ? real_stat(where_, st) : NEXT(__xstat)(1, where_, st), path, st);
 }
 
-int stat64(const char *path, struct stat64 *st)
-{
-    STAT_BODY(NEXT(stat64) ? real_stat64(where_, st) : NEXT(__xstat64)(1, where_, st),
-              path, st);
-}
-
-int lstat(const char *path, struct stat *st)
-{
-    STAT_BODY(NEXT(lstat) ? real_lstat(where_, st) : NEXT(__lxstat)(1, where_, st), path, st);
-}
-
-int lstat64(const char *path, struct stat64 *st)
-{
-    STAT_BODY(NEXT(lstat64) ? real_lstat64(where_, st) : NEXT(__lxstat64)(1, where_, st),
-              path, st);
-}
-
-int fstatat(int dirfd, const char *path, struct stat *st, int flags)
-{
-    STAT_BODY(NEXT(fstatat)(dirfd, where_, st, flags), path, st);
-}
-
-int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
-{
-    STAT_BODY(NEXT(fstatat64)(dirfd, where_, st, flags), path, st);
-}
-
-int __xstat(int ver, const char *path, struct stat *st)
-{
-    STAT_BODY(NEXT(__xstat)(ver, where_, st), path, st);
-}
-
-int __xstat64(int ver, const char *path, struct stat64 *st)
-{
-    STAT_BODY(NEXT(__xstat64)(ver, where_, st), path, st);
-}
-
-int __lxstat(int ver, const char *path, struct stat *st)
-{
-    STAT_BODY(NEXT(__lxstat)(ver, where_, st), path, st);
-}
-
-int __lxstat64(int ver, const char *path, struct stat64 *st)
-{
-    STAT_BODY(NEXT(__lxstat64)(ver, where_, st), path, st);
-}
+STAT_CALL(stat, (const char *path, struct stat *st), path, st,
+          NEXT(stat) ? real_stat(where_, st) : NEXT(__xstat)(1, where_, st))
+STAT_CALL(stat64, (const char *path, struct stat64 *st), path, st,
+          NEXT(stat64) ? real_stat64(where_, st) : NEXT(__xstat64)(1, where_, st))
+STAT_CALL(lstat, (const char *path, struct stat *st), path, st,
+          NEXT(lstat) ? real_lstat(where_, st) : NEXT(__lxstat)(1, where_, st))
+STAT_CALL(lstat64, (const char *path, struct stat64 *st), path, st,
+          NEXT(lstat64) ? real_lstat64(where_, st) : NEXT(__lxstat64)(1, where_, st))
+STAT_CALL(fstatat, (int fd, const char *path, struct stat *st, int flags), path, st,
+          NEXT(fstatat)(fd, where_, st, flags))
+STAT_CALL(fstatat64, (int fd, const char *path, struct stat64 *st, int flags), path, st,
+          NEXT(fstatat64)(fd, where_, st, flags))
+STAT_CALL(__xstat, (int ver, const char *path, struct stat *st), path, st,
+          NEXT(__xstat)(ver, where_, st))
+STAT_CALL(__xstat64, (int ver, const char *path, struct stat64 *st), path, st,
+          NEXT(__xstat64)(ver, where_, st))
+STAT_CALL(__lxstat, (int ver, const char *path, struct stat *st), path, st,
+          NEXT(__lxstat)(ver, where_, st))
+STAT_CALL(__lxstat64, (int ver, const char *path, struct stat64 *st), path, st,
+          NEXT(__lxstat64)(ver, where_, st))
 
 int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *stx)
 {
@@ -704,30 +680,6 @@ int statx(int dirfd, const char *path, int flags, unsigned int mask, struct stat
         stx->stx_size = 0;
     }
     return ret;
-}
-
-int access(const char *path, int mode)
-{
-    char buf[PATH_MAX];
-    return NEXT(access)(redirect(path, buf), mode);
-}
-
-int faccessat(int dirfd, const char *path, int mode, int flags)
-{
-    char buf[PATH_MAX];
-    return NEXT(faccessat)(dirfd, redirect(path, buf), mode, flags);
-}
-
-ssize_t readlink(const char *path, char *out, size_t len)
-{
-    char buf[PATH_MAX];
-    return NEXT(readlink)(redirect(path, buf), out, len);
-}
-
-ssize_t readlinkat(int dirfd, const char *path, char *out, size_t len)
-{
-    char buf[PATH_MAX];
-    return NEXT(readlinkat)(dirfd, redirect(path, buf), out, len);
 }
 
 char *realpath(const char *path, char *resolved)
