@@ -22,7 +22,6 @@ What each ioctl does, as amd/xdna-driver `amdxdna_ctx.c`, `aie2_ctx.c` and
   CLOCK_MONOTONIC time). Timeline point 0 is the syncobj's current fence.
 - Closing the file releases its contexts (their jobs end as the model ends a destroyed
   context's), buffers and syncobjs.
-
 """
 
 from __future__ import annotations
@@ -50,6 +49,8 @@ INVALID_DOORBELL = 0xFFFFFFFF
 
 
 class EmulatedDriver:
+    """The device's state, and the one entry point per ioctl (`ioctl`)."""
+
     def __init__(self, device: EmulatedDevice, folder: Path, clock_rate: float = 1.0) -> None:
         self.device = device
         self.profile = device.profile.with_realtime()
