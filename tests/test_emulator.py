@@ -259,6 +259,29 @@ def test_the_legacy_driver_ends_a_hang_as_the_simulated_binding_says(preload, tm
     assert contexts == {"made": 6, "errno": "EINVAL"}
 
 
+# -- which run of its runlist a chain starts at ------------------------------------------
+
+def test_a_chain_continues_a_full_one_only_if_it_existed_when_that_was_submitted():
+    from types import SimpleNamespace as NS
+
+    from harness.emulator.objects import HwContext
+
+    ctx = HwContext(1, None, None, 8, None, [])
+
+    def chain(buffer_id: int, runs: int):
+        return NS(command=NS(id=buffer_id), members=[None] * runs)
+    # one runlist of 60: its chains 10, 11, 12 all made before the first is submitted
+    assert [ctx.chain_start(chain(i, n), 24, newest=20) for i, n in
+            ((10, 24), (11, 24), (12, 12))] == [0, 24, 48]
+    # re-executed: each chain keeps its start
+    assert ctx.chain_start(chain(11, 24), 24, newest=20) == 24
+    # a runlist made after the last one ran starts at 0, even after a full chain
+    assert ctx.chain_start(chain(10, 24), 24, newest=30) == 0
+    assert ctx.chain_start(chain(31, 5), 24, newest=31) == 0
+    # after a chain that was not full, a new chain starts a runlist
+    assert ctx.chain_start(chain(32, 24), 24, newest=40) == 0
+
+
 # -- the heap --------------------------------------------------------------------------------
 
 def test_the_heap_hands_out_32k_aligned_ranges_and_takes_them_back():
