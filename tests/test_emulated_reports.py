@@ -107,3 +107,13 @@ def test_the_backend_of_an_emulated_run_says_so():
     out = backend.as_report()
     assert out["simulated"] is True and out["emulated"]["xrt_version"] == "2.21.0"
     assert Backend("xrt", bare_pyxrt).simulated is False
+
+
+def test_a_worker_on_an_emulated_npu_is_not_handed_the_emulator_s_profile():
+    """A worker finds the emulation itself; a profile with the hardware path is bad input."""
+    from harness.execution.isolation import worker_command
+    emulated = {"kind": "xrt", "simulated": True, "profile": "staging,hang-at:30",
+                "emulated": dict(FACTS)}
+    assert "--profile" not in worker_command(emulated)
+    simulated = worker_command({"kind": "sim", "simulated": True, "profile": "staging"})
+    assert simulated[-2:] == ["--profile", "staging"]
