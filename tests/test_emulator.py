@@ -16,6 +16,7 @@ the drivers' timeouts cost a fraction of a second.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -26,12 +27,15 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from simkit import Rig, outcome
 
 from harness.app import exits
 from harness.app.cli import main
 from harness.emulator import build, session, uapi
-from harness.emulator.memory import HEAP_CHUNK, Heap
+from harness.emulator.memory import HEAP_CHUNK, DriverError, Heap, Memory
+from harness.emulator.packets import read_packet
 from harness.emulator.uapi import iowr
 from harness.formats.txn import nop_stream
 from harness.model.errors import EnvironmentNotReady
@@ -283,6 +287,51 @@ def test_a_chain_continues_a_full_one_only_if_it_existed_when_that_was_submitted
 
 
 # -- the heap --------------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 3 << 20)), max_size=40))
+def test_heap_ranges_never_overlap_and_all_come_back(steps):
+    heap = Heap()
+    heap.grow(object())
+    held: list[tuple[int, int]] = []
+    for take, size in steps:
+        if take or not held:
+            start = heap.take(size)
+            if start is not None:
+                held.append((start, size))
+        else:
+            heap.give(*held.pop(0))
+        spans = sorted((start, start + -(-size // (1 << 15)) * (1 << 15))
+                       for start, size in held)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+        assert all(start % (1 << 15) == 0 and end <= HEAP_CHUNK for start, end in spans)
+    for start, size in held:
+        heap.give(start, size)
+    assert heap.free == [(0, HEAP_CHUNK)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=0, max_size=64), st.integers(0, 15))
+def test_any_bytes_read_as_a_packet_or_refused_and_state_writes_keep_the_rest(data, state):
+    """A command BO holding anything: read as a packet or refused with EINVAL (never a
+    crash of the model); writing a state changes bits 3:0 only."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        memory = Memory(Path(folder))
+        buffer = memory.create(uapi.BO_CMD, 64, Heap())
+        buffer.write(0, data)
+        try:
+            packet = read_packet(buffer)
+        except DriverError as err:
+            assert err.code == errno.EINVAL
+        else:
+            assert len(packet.payload) <= 60
+        header = buffer.word(0)
+        written = uapi.with_state(header, state)
+        assert written & 0xF == state and written >> 4 == header >> 4
+        assert uapi.header_fields(written)[1:] == uapi.header_fields(header)[1:]
+        buffer.release()
+
 
 def test_the_heap_hands_out_32k_aligned_ranges_and_takes_them_back():
     heap = Heap()
