@@ -320,8 +320,33 @@ def share(arg: dict) -> dict:
     return {"size": size, "same_handle": handle == bo["handle"], "seen": seen.decode()}
 
 
+def syncobjs(arg: dict) -> dict:
+    """A program's own timeline syncobj (as XRT's fences use one): signal, query, wait,
+    export and import, destroy."""
+    dev = Device()
+    handle = dev.ioctl(iowr(0xBF, 8), "<II", 0, 0)[0]                      # SYNCOBJ_CREATE
+    handles, points = (ctypes.c_uint32 * 1)(handle), (ctypes.c_uint64 * 1)(5)
+    dev.keep += [handles, points]
+    dev.ioctl(iowr(0xCD, 24), "<QQII", ctypes.addressof(handles), ctypes.addressof(points),
+              1, 0)                                                          # signal 5
+    points[0] = 0
+    dev.ioctl(iowr(0xCB, 24), "<QQII", ctypes.addressof(handles), ctypes.addressof(points),
+              1, 0)                                                          # query
+    queried = points[0]
+    fd = dev.ioctl(iowr(0xC1, 16), "<IIiI", handle, 0, -1, 0)[2]             # to fd
+    imported = dev.ioctl(iowr(0xC2, 16), "<IIiI", 0, 0, fd, 0)[0]            # from fd
+    os.close(fd)
+    waits = {}
+    for name, target, which in (("reached", 3, imported), ("later", 7, handle)):
+        waits[name] = dev.wait(which, target, 0.02)
+    dev.ioctl(SYNCOBJ_DESTROY, "<II", imported, 0)
+    dev.ioctl(SYNCOBJ_DESTROY, "<II", handle, 0)
+    os.close(dev.fd)
+    return {"queried": queried, "imported_is_new_handle": imported != handle, **waits}
+
+
 SCENARIOS = {"chains": run_chains, "contexts": contexts, "no_heap": no_heap, "share": share,
-             "discovery": lambda arg: discovery()}
+             "syncobjs": syncobjs, "discovery": lambda arg: discovery()}
 
 
 if __name__ == "__main__":

@@ -121,6 +121,7 @@ def staging(preload) -> dict[str, Any]:
         "contexts": ("contexts", {"columns": 8}),
         "no_heap": ("no_heap", {}),
         "share": ("share", {}),
+        "syncobjs": ("syncobjs", {}),
         "corrupt": ("chains", {"runs": 2, "chain": 2, "corrupt": True}),
     }
     return dict(zip(steps, emulate(preload, "staging", list(steps.values())), strict=True))
@@ -175,6 +176,13 @@ def test_a_context_needs_the_client_heap(staging):
 
 def test_an_exported_buffer_is_the_same_object_on_import(staging):
     assert staging["share"] == {"size": 8192, "same_handle": True, "seen": "hello"}
+
+
+def test_a_program_s_own_timeline_syncobj(staging):
+    # signalled to 5: a wait for 3 returns at once, one for 7 times out; exported and
+    # imported it is the same object under another handle
+    assert staging["syncobjs"] == {"queried": 5, "imported_is_new_handle": True,
+                                   "reached": 0, "later": -ETIME}
 
 
 def test_a_chain_naming_no_command_buffer_is_refused_at_submit(staging):
