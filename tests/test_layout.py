@@ -18,8 +18,8 @@ from harness.formats.xclbin_writer import flm_spec, synthesize
 
 PACKAGE = Path(__file__).resolve().parents[1] / "harness"
 # top to bottom: a package may import the ones after it, never one before it
-LAYERS = ["app", "search", "serve", "execution", "report", "sources", "sim", "probe", "logs",
-          "formats", "model"]
+LAYERS = ["app", "search", "serve", "emulator", "execution", "report", "sources", "sim", "probe",
+          "logs", "formats", "model"]
 
 
 def modules() -> dict[str, Path]:

@@ -28,6 +28,7 @@ from harness.formats.elf_writer import control_code_elf, full_elf
 from harness.formats.txn import nop_stream
 from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.sim import binding, control
+from harness.sim.kernel_log import BDF
 from harness.sim.releases import RELEASES
 
 XRT_REFERENCE = SHARED_REFERENCE / "xrt"
@@ -123,7 +124,7 @@ class Fixtures:
         if base == "str":
             if name in ("xclbin_path", "xclbin") or (name == "filename" and cls == "xclbin"):
                 return str(self.xclbin_path)
-            return {"filename": str(self.elf_path), "name": "MLIR_AIE", "bdf": pyxrt.BDF,
+            return {"filename": str(self.elf_path), "name": "MLIR_AIE", "bdf": BDF,
                     "uuid_str": self.uuid.to_string()}.get(name, "p")
         if base == "int":
             return {"size": 16, "value": 3, "item": 3, "timeout_ms": 1, "timeout": 1,

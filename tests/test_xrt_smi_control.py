@@ -128,7 +128,33 @@ def test_it_is_bounded_in_time(machine, tmp_path, monkeypatch):
     assert time.monotonic() - started < 20
     control = load_report(out).sections["xrt_smi_control"]
     assert control["result"] == "stopped" and control["note"] == "stopped after 0.5 s"
-    assert "stopped -> no answer from it" in load_report(out).verdict["text"]
+    assert "stopped, no answer from it (stopped after 0.5 s)" in load_report(out).verdict["text"]
+
+
+# what XRT 2.26.0 (49612fa) prints when its validate suite has no runlist-latency for the
+# device (an install without the xrt_smi_*.a archive): a usage error, exit 1
+REFUSED = ('echo "USAGE: xrt-smi validate [-h] [-d arg] [-r arg]"; '
+           "echo \"ERROR: Invalid test name: 'runlist-latency': Invalid argument\"; exit 1")
+
+
+def test_an_xrt_smi_that_never_ran_the_test_answers_nothing_about_it(machine, tmp_path):
+    """Only a test status says what XRT's deep runlist did; without one (the test is not in
+    this XRT's suite, the device did not open) the control gave no answer, and the verdict
+    claims nothing from it."""
+    tree, pack, xrt_smi = machine
+    xrt_smi(REFUSED)
+    out = tmp_path / "r.yaml"
+    run(pack, out, "--plan", "42")
+    control = load_report(out).sections["xrt_smi_control"]
+    assert control["result"] == "no answer" and control["exit_status"] == 1
+    assert control["note"] == ("xrt-smi did not run the test (no test status in its output, "
+                               "exit status 1): ERROR: Invalid test name: 'runlist-latency': "
+                               "Invalid argument")
+    verdict = load_report(out).verdict["text"]
+    assert "fails here too" not in verdict
+    assert "runlist-latency` (one runlist of 1000 NOP runs): no answer, no answer from it " \
+           "(xrt-smi did not run the test" in verdict
+    assert check_report_file(str(out)).valid
 
 
 def test_the_simulated_backend_never_asks(tmp_path):

@@ -104,6 +104,14 @@ def for_stop(signal_name: str) -> ExitCode:
     return ExitCode.TERMINATED if signal_name == "SIGTERM" else ExitCode.INTERRUPTED
 
 
+def for_program(returncode: int | None) -> int:
+    """`emulate`: the status of the program it ran, as a shell gives it (128 + N for a
+    program a signal N killed)."""
+    if returncode is None:
+        return int(ExitCode.HARNESS_FAULT)
+    return 128 - returncode if returncode < 0 else returncode
+
+
 def translate(code: int, convention: str) -> int:
     """A harness exit status in the requested convention."""
     if convention != GIT_BISECT:

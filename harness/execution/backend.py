@@ -8,7 +8,10 @@ else the simulated stack, and says which (`harness.probe.xrt_loader` finds both)
 `hardware` says which code path runs (the hardware one: deadlines from the probed
 driver, teardown, no simulator configuration); `simulated` says where results
 come from, and is also true on the hardware path when the "pyxrt" loaded is the
-harness's own simulator standing in (the tests of the hardware path do that).
+harness's own simulator standing in (the tests of the hardware path do that), and
+under `runlist-harness emulate` (`emulated`): real pyxrt and XRT then answer, but over
+the harness's driver and firmware model, so results are EMULATED, never hardware
+evidence.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from harness.logs.kernel_log import reading_of
 from harness.model.drivers import SLOWEST, driver_build, timeout_seconds
 from harness.model.errors import BadInput, EnvironmentNotReady
 from harness.model.ert import NO_STATE_IN_MESSAGE, STATE_IN_MESSAGE, expected_message_form
+from harness.probe.emulation import emulation
 from harness.probe.xrt_loader import is_stand_in, load_pyxrt, npu_nodes
 
 if TYPE_CHECKING:          # the simulator loads only when the simulated backend is chosen
@@ -42,6 +46,7 @@ class Backend:
     profile: Profile | None = None
     reason: str = ""                  # why auto chose this backend
     stand_in: bool = False            # the hardware path driving the simulated pyxrt
+    emulated: dict[str, Any] | None = None   # real XRT over the emulated driver (what, how)
     latencies: dict[str, float] = field(default_factory=dict)
     # On hardware, what the probe found: the loaded driver's timeout, pyxrt's XRT version.
     hardware_timeout_s: float | None = None
@@ -56,7 +61,7 @@ class Backend:
 
     @property
     def simulated(self) -> bool:
-        return not self.hardware or self.stand_in
+        return not self.hardware or self.stand_in or self.emulated is not None
 
     @property
     def submit_size(self) -> int:
@@ -73,6 +78,10 @@ class Backend:
                 return (f"backend: hardware path, but pyxrt is the SIMULATED stand-in ({origin}"
                         f"{plays}); not hardware evidence")
             version = f", XRT {self.hardware_xrt_version}" if self.hardware_xrt_version else ""
+            if self.emulated is not None:
+                return (f"backend: EMULATED NPU, profile {self.emulated['profile']}: the real "
+                        f"pyxrt ({origin}{version}) and XRT over the harness's emulated driver "
+                        f"({self.emulated['preload']}); not hardware evidence")
             return f"backend: hardware NPU through pyxrt ({origin}{version})"
         assert self.profile is not None
         nature = ("documented limits" if self.profile.documented
@@ -102,6 +111,8 @@ class Backend:
                                        "columns": played.device_model.columns}})
                 if played.by_construction:
                     out["by_construction"] = played.by_construction
+        if self.emulated is not None:
+            out["emulated"] = dict(self.emulated, xrt_version=self.hardware_xrt_version)
         if self.profile is not None:
             build = driver_build(self.profile.flavour, self.profile.kernel)
             out.update({"profile": self.profile.name,
@@ -154,6 +165,11 @@ class Backend:
         pyxrt = (environment.get("xrt") or {}).get("pyxrt") or {}
         self.hardware_xrt_version = pyxrt.get("xrt_version")
         self.hardware_app_health = (environment.get("npu_firmware") or {}).get("app_health")
+        if self.emulated is not None:
+            # the libraries the probe saw mapped once it opened the device (the shim too)
+            mapped = (environment.get("xrt") or {}).get("mapped") or []
+            self.emulated["xrt_libraries"] = [lib["path"] for lib in mapped] or \
+                self.emulated["xrt_libraries"]
 
     def firmware_reports_health(self) -> bool | None:
         """Whether the firmware answers the driver's app health query (None: not known).
@@ -215,8 +231,13 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
         module, why = load_pyxrt()
         nodes = npu_nodes()
         if module is not None and nodes:
-            return Backend("xrt", module, reason=f"pyxrt imported, {nodes[0]} present",
-                           stand_in=is_stand_in(module))
+            emulated = None if is_stand_in(module) else emulation()
+            played = None
+            if emulated is not None:     # the model behind the driver: its profile's rules
+                from harness.sim.profiles import parse_profile
+                played = parse_profile(emulated["profile"])
+            return Backend("xrt", module, played, reason=f"pyxrt imported, {nodes[0]} present",
+                           stand_in=is_stand_in(module), emulated=emulated)
         if kind == "xrt":
             if module is None:
                 raise EnvironmentNotReady(

@@ -60,7 +60,8 @@ def worker_start() -> str:
 def worker_command(backend: dict[str, Any], *extra: str) -> list[str]:
     args = [sys.executable, "-m", "harness.execution.worker", "--parent", str(os.getpid()),
             "--backend", backend["kind"], *extra]
-    if backend.get("profile"):
+    if backend.get("profile") and backend["kind"] == "sim":
+        # (an emulated NPU's profile is the emulator's: the worker finds it running under it)
         args += ["--profile", backend["profile"]]
     return args
 

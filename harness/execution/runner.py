@@ -35,11 +35,13 @@ from harness.model.errors import (
     XclbinError,
     stop_behind,
 )
+from harness.model.firmware import NOT_MODELLED, NOT_MODELLED_WORD
 from harness.model.plan import Plan
 from harness.model.results import (
     ELF_FLOW,
     FULL_ELF,
     CommandSpec,
+    RunlistOutcome,
     TrialResult,
     TrialSpec,
     TrialStatus,
@@ -139,6 +141,15 @@ def profile_warnings(case: Case, backend: Backend) -> list[str]:
     return [f"profile token slow:{target}:... names no kernel or xclbin of {case.name} "
             f"({', '.join(sorted(names))}); it changes nothing"
             for target, _ in backend.profile.slow if target not in names]
+
+
+def _unknown_to_the_model(outcome: RunlistOutcome) -> None:
+    """Health fields XRT read from an emulated device: the words the model does not know
+    were written as NOT_MODELLED_WORD, and are recorded as what they are (XRT's message
+    keeps the number it printed)."""
+    if outcome.health:
+        outcome.health = {name: NOT_MODELLED if value == NOT_MODELLED_WORD else value
+                          for name, value in outcome.health.items()}
 
 
 def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
@@ -334,6 +345,9 @@ class Runner:
                 # driver copies its context's zeroed data): the message keeps them
                 for outcome in result.runlists:
                     outcome.health = None
+            elif self.backend.emulated is not None:
+                for outcome in result.runlists:
+                    _unknown_to_the_model(outcome)
             recovery = self._after_hardware_trial(result) if self.backend.hardware else None
             plan.trials[index] = result
             self.handle.record_trial(plan.name, result)

@@ -27,6 +27,10 @@ import re
 from dataclasses import dataclass
 
 NOT_MODELLED = "not modelled"
+# A device writes a number into every word of its health data; where the model does not
+# know the firmware's value (program counters, TXN op, fatal error details) the emulated
+# device writes this one, which a report of an emulated run reads back as NOT_MODELLED
+NOT_MODELLED_WORD = 0xFFFFFFFF
 APP_HEALTH_SINCE = (6, 18)           # npu4_regs.c: AIE2_APP_HEALTH, major 6, min_minor 18
 APP_HEALTH_RULE = ("AIE2_APP_HEALTH, the firmware's app health report, needs mailbox "
                    "protocol 6.18 or later on npu4-class devices, npu4/5/6; npu1 has none")

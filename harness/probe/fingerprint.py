@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.probe.checks import Check, run_checks
 from harness.probe.driver import driver_facts
+from harness.probe.emulation import emulation
 from harness.probe.firmware_health import firmware_health
 from harness.probe.flm import flm_facts, memlock_facts
 from harness.probe.holders import device_users, own_family
@@ -44,6 +45,9 @@ def probe(src: Sources | None = None, *, need_bytes: int | None = None,
     }
     if npu["present"]:
         facts["npu_firmware"].update(firmware_health(npu, facts["npu_firmware"]))
+    emulated = emulation()
+    if emulated is not None:
+        facts["emulator"] = emulated
     if xrt_smi_runs and npu["present"]:
         facts["xrt_smi"] = xrt_smi(src, validate=xrt_smi_validate)
     facts["checks"] = [c.to_dict() for c in run_checks(facts)]
@@ -57,6 +61,11 @@ def ready(facts: dict[str, Any]) -> bool:
 def render(facts: dict[str, Any]) -> str:
     npu, driver, xrt, system = facts["npu"], facts["driver"], facts["xrt"], facts["system"]
     lines = []
+    emulated = facts.get("emulator")
+    if emulated:
+        lines.append(f"EMULATED NPU: this process runs under `runlist-harness emulate` "
+                     f"(profile {emulated['profile']}, {emulated['preload']} mapped); the "
+                     "driver and firmware answering are the harness's model, not hardware")
     if not npu["present"]:
         lines.append("no NPU: this machine has no /dev/accel/accel* node; everything else "
                      "works, and trials run on the simulated stack (--backend sim)")

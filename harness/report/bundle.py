@@ -34,7 +34,7 @@ from harness.model.errors import BadInput, HarnessError
 from harness.report import render as rendering
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
-from harness.report.model import JOURNAL, is_simulated
+from harness.report.model import JOURNAL, is_simulated, source_tag
 from harness.report.reader import ReportReader, parse_entry
 
 README = "README.md"
@@ -192,7 +192,7 @@ def _redacted_copy(reader: ReportReader, digest: Digest, target: Path) -> None:
             return
         comment = "# xdna-runlist-harness report"
         if isinstance(header, dict) and is_simulated(header.get("backend") or {}):
-            comment += ": SIMULATED stack, not hardware evidence"
+            comment += f": {source_tag(header['backend'])} stack, not hardware evidence"
         shown = digest.redactor.data({k: v for k, v in header.items() if k != JOURNAL[:-1]})
         out.write((comment + "\n" + dump_yaml(shown) + JOURNAL + "\n").encode("utf-8"))
         redactor = digest.redactor

@@ -28,6 +28,7 @@ from harness.report.model import (
     KNOWN_SCHEMAS,
     Report,
     brief_from_dict,
+    is_emulated,
     is_simulated,
 )
 from harness.report.reader import HeaderError, ReportReader, TrialEntry
@@ -153,7 +154,18 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
             f"line {reader.lines.get(('backend', 'simulated'), '?')}: backend.simulated: "
             f"{backend['simulated']} contradicts backend.kind {backend.get('kind')!r}"
             + (" with a stand-in pyxrt" if backend.get("stand_in") else "")
-            + ": results of the simulated stack are never hardware evidence")
+            + (" over the emulated driver" if is_emulated(backend) else "")
+            + ": results of the " + ("emulated driver" if is_emulated(backend)
+                                      else "simulated stack")
+            + " are never hardware evidence")
+    emulator = (doc.get("environment") or {}).get("emulator") \
+        if isinstance(doc.get("environment"), dict) else None
+    if emulator and isinstance(backend, dict) and not is_emulated(backend):
+        result.problems.append(
+            f"line {reader.lines.get(('backend',), '?')}: backend does not say 'emulated', "
+            f"but the run's environment does (environment.emulator: profile "
+            f"{emulator.get('profile') if isinstance(emulator, dict) else '?'}): results "
+            "of the emulated driver are never hardware evidence")
     if visitor_error is not None and not result.problems:
         raise visitor_error
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.model.results import counts_text
-from harness.report.model import is_simulated
+from harness.report.model import is_simulated, source_tag
 from harness.report.render import md_table, record_label
 
 
@@ -19,7 +19,7 @@ def attributes(data: dict[str, Any]) -> dict[str, str]:
     backend = data.get("backend") or {}
     ioctl = npu.get("ioctl") or {}
     if is_simulated(backend):
-        source = f"SIMULATED {backend.get('profile')}"
+        source = f"{source_tag(backend)} {backend.get('profile')}"
     elif backend.get("kind") == "flm-server":
         source = "flm serve"
     else:

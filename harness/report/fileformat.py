@@ -44,6 +44,7 @@ from harness.report.model import (
     Report,
     Summary,
     brief_from_dict,
+    source_tag,
     trial_from_dict,
 )
 
@@ -56,7 +57,7 @@ def header_text(report: Report) -> str:
     """The header of a journaled file, ending with the journal's key."""
     comment = "# xdna-runlist-harness report"
     if report.simulated:
-        comment += ": SIMULATED stack, not hardware evidence"
+        comment += f": {source_tag(report.backend)} stack, not hardware evidence"
     return comment + "\n" + dump_yaml(report.header_dict()) + JOURNAL + "\n"
 
 

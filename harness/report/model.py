@@ -44,10 +44,23 @@ def utc_now() -> str:
 
 
 def is_simulated(backend: dict[str, Any]) -> bool:
-    """Where results came from, decided in one place: the simulated stack, or the hardware
-    path with the simulator standing in for pyxrt. The stored `simulated` flag must agree
-    (`report validate` checks it)."""
-    return backend.get("kind") == "sim" or bool(backend.get("stand_in"))
+    """Where results came from, decided in one place: the simulated stack, the hardware
+    path with the simulator standing in for pyxrt, or real XRT over the emulated driver
+    (`runlist-harness emulate`). The stored `simulated` flag must agree (`report validate`
+    checks it)."""
+    return backend.get("kind") == "sim" or bool(backend.get("stand_in")) or \
+        is_emulated(backend)
+
+
+def is_emulated(backend: dict[str, Any]) -> bool:
+    """Real pyxrt and XRT answered, over the harness's emulated driver."""
+    return bool(backend.get("emulated"))
+
+
+def source_tag(backend: dict[str, Any]) -> str:
+    """How titles and verdicts name a model's results: ``EMULATED`` (real XRT, emulated
+    driver) or ``SIMULATED``."""
+    return "EMULATED" if is_emulated(backend) else "SIMULATED"
 
 
 def played_profile(backend: dict[str, Any]) -> str | None:

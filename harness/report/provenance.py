@@ -135,10 +135,21 @@ def modelled_table(backend: dict[str, Any]) -> Table:
     profile = played_profile(backend) or "staging"
     nature = ("documented limits" if backend.get("documented", True)
               else "hypothesis " + ", ".join(map(str, backend.get("deviations") or [])))
-    how = ("the simulator standing in for pyxrt on the hardware path"
-           if backend.get("stand_in") else "the simulated stack, in process")
-    rows = [("profile", f"{profile} ({nature})",
-             "HARNESS_SIM_PROFILE" if backend.get("stand_in") else "--profile (or the default)")]
+    emulated = _map(backend.get("emulated"))
+    if emulated:
+        kind, how, given = ("EMULATED", "the harness's driver and firmware model, under this "
+                            "machine's real XRT", "runlist-harness emulate --profile")
+    elif backend.get("stand_in"):
+        kind, how, given = ("SIMULATED", "the simulator standing in for pyxrt on the hardware "
+                            "path", "HARNESS_SIM_PROFILE")
+    else:
+        kind, how, given = "SIMULATED", "the simulated stack, in process", \
+            "--profile (or the default)"
+    rows = [("profile", f"{profile} ({nature})", given)]
+    if emulated:
+        rows.append(("driver interface (emulated)", "an LD_PRELOAD library answering the "
+                     "amdxdna ioctls, sysfs and /dev/accel from the model",
+                     "`runlist-harness emulate`; `runlist-harness sim profiles`"))
     xrt = _map(backend.get("xrt"))
     if xrt.get("tag"):
         form = {"state in message": "runlist errors name the state",
@@ -155,8 +166,7 @@ def modelled_table(backend: dict[str, Any]) -> Table:
         rows.append(("NPU and firmware (modelled)", f"{device.get('name')}, "
                      f"{device.get('columns')} columns; {_modelled_firmware(backend)}",
                      "the driver's npu*_regs.c; `runlist-harness sim profiles`"))
-    return Table(f"The stack that answered: SIMULATED ({how})", rows)
-
+    return Table(f"The stack that answered: {kind} ({how})", rows)
 
 
 def _modelled_firmware(backend: dict[str, Any]) -> str:

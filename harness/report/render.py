@@ -33,7 +33,7 @@ from harness.report.evidence import (
     recovery_text,
 )
 from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
-from harness.report.model import is_simulated, played_profile
+from harness.report.model import is_emulated, is_simulated, played_profile
 from harness.report.provenance import control_notes, nop_note, stack_tables, what_ran_rows
 
 MAX_FAILING_ROWS = 20
@@ -46,6 +46,10 @@ MIN_YAML_ROOM = 2_000          # below this, the YAML is left out rather than cu
 def title(data: dict[str, Any]) -> str:
     case = (data.get("case") or {}).get("name", "?")
     backend = data.get("backend") or {}
+    if is_emulated(backend):
+        version = (backend.get("emulated") or {}).get("xrt_version") or "?"
+        return (f"{case}: EMULATED NPU (XRT {version} over the emulated driver), profile "
+                f"{backend.get('profile')} (not hardware evidence)")
     if is_simulated(backend):
         return (f"{case}: SIMULATED stack, profile {played_profile(backend)} "
                 "(not hardware evidence)")
@@ -314,8 +318,13 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         nature = ("the documented stack" if backend.get("documented", True)
                   else "the documented stack plus the hypothesis "
                   + ", ".join(backend.get("deviations") or []))
-        lines += [f"> **SIMULATED.** These results come from the harness's model of {nature},"
-                  " not from an NPU.", ""]
+        if is_emulated(backend):
+            lines += [f"> **EMULATED.** XRT's own libraries answered, over the harness's "
+                      f"emulated driver: the driver and firmware are its model of {nature}, "
+                      "not an NPU.", ""]
+        else:
+            lines += [f"> **SIMULATED.** These results come from the harness's model of "
+                      f"{nature}, not from an NPU.", ""]
     verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
     lines += [f"**Verdict:** {_cell(verdict)}", ""]
     note = nop_note(data)

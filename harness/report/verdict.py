@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.model.results import TrialStatus
-from harness.report.model import PlanRecord, is_simulated, played_profile
+from harness.report.model import PlanRecord, is_simulated, played_profile, source_tag
 
 
 @dataclass
@@ -56,10 +56,15 @@ def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     else:
         kind = NOTHING
     control = "; ".join(f"{p.label}: {p.counts_text()}" for p in controls)
-    tag_at = verdict.text.rfind(" [SIMULATED")
-    body, tag = ((verdict.text[:tag_at], verdict.text[tag_at:]) if tag_at >= 0
-                 else (verdict.text, ""))
+    body, tag = _untagged(verdict.text)
     return Verdict(verdict.reproduced, f"{body}; control {control} -> {kind}{tag}", kind)
+
+
+def _untagged(text: str) -> tuple[str, str]:
+    """A verdict's text and its closing tag (`` [SIMULATED, ...]``, `` [EMULATED, ...]``),
+    apart, so that what is added to it goes before the tag."""
+    tag_at = max(text.rfind(" [SIMULATED"), text.rfind(" [EMULATED"))
+    return (text[:tag_at], text[tag_at:]) if tag_at >= 0 else (text, "")
 
 
 def by_construction(backend: dict[str, Any]) -> str:
@@ -68,7 +73,8 @@ def by_construction(backend: dict[str, Any]) -> str:
     sentences = backend.get("by_construction") or []
     if not is_simulated(backend) or not sentences:
         return ""
-    return ("SIMULATED: the outcome follows from the injected hypothesis by construction: "
+    return (f"{source_tag(backend)}: the outcome follows from the injected hypothesis by "
+            "construction: "
             + "; ".join(map(str, sentences)) + ". Outcome: ")
 
 
@@ -81,7 +87,7 @@ def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     counts = "; ".join(f"{p.label}: {p.counts_text()}" for p in plans)
     tag = ""
     if is_simulated(backend):
-        tag = f" [SIMULATED, profile {played_profile(backend)}]"
+        tag = f" [{source_tag(backend)}, profile {played_profile(backend)}]"
     expected_fail = [p for p in plans if p.expect and p.expect != "COMPLETED"]
     if not any(p.finished() for p in plans):
         return Verdict(None, f"inconclusive: no trial finished ({counts}){tag}")
@@ -147,10 +153,12 @@ def with_xrt_smi(verdict: Verdict, control: dict[str, Any] | None) -> Verdict:
     if not control:
         return verdict
     result = str(control.get("result"))
-    meaning = XRT_SMI_MEANS.get(result, "no answer from it")
-    said = f"; XRT's own control `{control.get('command')}` (one runlist of 1000 NOP runs): " \
-        f"{result} -> {meaning}"
-    tag_at = verdict.text.rfind(" [SIMULATED")
-    body, tag = ((verdict.text[:tag_at], verdict.text[tag_at:]) if tag_at >= 0
-                 else (verdict.text, ""))
+    said = f"; XRT's own control `{control.get('command')}` (one runlist of 1000 NOP runs): "
+    if result in XRT_SMI_MEANS:
+        said += f"{result} -> {XRT_SMI_MEANS[result]}"
+    else:
+        # it did not get to the test: nothing follows about XRT's deep runlist
+        note = control.get("note")
+        said += f"{result}, no answer from it" + (f" ({note})" if note else "")
+    body, tag = _untagged(verdict.text)
     return Verdict(verdict.reproduced, body + said + tag, verdict.control)

@@ -25,19 +25,21 @@ class VirtualClock:
 
 
 class RealClock:
-    """Simulated time that follows the wall clock: reaching a time means sleeping until it."""
+    """Simulated time that follows the wall clock: reaching a time means sleeping until it.
+    At a `rate` above 1 it runs that many times faster (the emulator's --clock-rate)."""
 
     realtime = True
 
-    def __init__(self) -> None:
+    def __init__(self, rate: float = 1.0) -> None:
         self._origin = time.monotonic()
+        self.rate = rate
 
     def now(self) -> float:
-        return (time.monotonic() - self._origin) * 1e6
+        return (time.monotonic() - self._origin) * 1e6 * self.rate
 
     def advance_to(self, t_us: float) -> None:
         while True:
-            left = (t_us - self.now()) / 1e6
+            left = (t_us - self.now()) / 1e6 / self.rate
             if left <= 0:
                 return
             time.sleep(min(left, _SLICE_S))

@@ -12,7 +12,6 @@ from typing import Any
 
 from harness.sim import binding
 from harness.sim.binding import (
-    BDF,
     XCL_BO_FLAGS_NONE,
     alert,
     bo,
@@ -59,7 +58,7 @@ def __dir__() -> list[str]:
                              if binding.release().has(f)])
 
 
-__all__ = ["BDF", "XCL_BO_FLAGS_NONE", "alert", "bo", "critical", "debug", "device", "elf",
+__all__ = ["XCL_BO_FLAGS_NONE", "alert", "bo", "critical", "debug", "device", "elf",
            "emergency", "enumerate_devices", "ert_cmd_state", "error", "ext", "hw_context",
            "info", "kernel", "log_message", "module", "notice", "program", "run", "runlist",
            "uuid", "warning", "xclBOSyncDirection", "xclbin", "xclbinip_vector",

@@ -44,6 +44,7 @@ timeline.)
 from __future__ import annotations
 
 import bisect
+import errno
 import heapq
 import itertools
 import random
@@ -95,6 +96,15 @@ COMPLETED, ERROR = int(CmdState.COMPLETED), int(CmdState.ERROR)
 ABORT, TIMEOUT = int(CmdState.ABORT), int(CmdState.TIMEOUT)
 STATES = {drivers.TIMEOUT: TIMEOUT, drivers.ABORT: ABORT, drivers.NEW: NEW}
 _WAIT, _SIGNALED = 0, 1          # enum aie2_tdr_status
+
+
+class ContextRefused(RuntimeError):
+    """The driver refused a hardware context: the text is what XRT's shim says of it, `code`
+    the errno the create ioctl returned (an emulated device returns it as such)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class SimulatorStall(RuntimeError):
@@ -215,7 +225,8 @@ class Context:
 class Stack:
     """The driver, firmware and array of one simulated NPU."""
 
-    def __init__(self, profile: Profile, latencies: dict[str, float] | None = None) -> None:
+    def __init__(self, profile: Profile, latencies: dict[str, float] | None = None,
+                 clock: RealClock | VirtualClock | None = None) -> None:
         self.profile = profile
         self.device = profile.device_model
         self.build = driver_build(profile.flavour, profile.kernel)
@@ -224,7 +235,7 @@ class Stack:
         self._push_signals = self.build.signals == "push+completion"
         self._device_checks = self.build.detection == DEVICE_TWO_CHECKS
         self._health_reported = self.build.asks_health and profile.app_health
-        self.clock = RealClock() if profile.realtime else VirtualClock()
+        self.clock = clock or (RealClock() if profile.realtime else VirtualClock())
         self._now = self.clock.now
         self.latencies = dict(latencies or {})
         self.rng = random.Random(profile.seed)
@@ -252,6 +263,10 @@ class Stack:
 
     def _at(self, t_us: float, action: Callable, arg: object) -> None:
         heapq.heappush(self._events, (t_us, next(self._seq), action, arg))
+
+    def next_event_us(self) -> float | None:
+        """When the next event is due (the emulated device sleeps until then)."""
+        return self._events[0][0] if self._events else None
 
     def run_until(self, done: Callable[[], bool], timeout_us: float | None = None) -> bool:
         """Process events until `done()` holds; False if `timeout_us` passes first."""
@@ -303,14 +318,14 @@ class Stack:
                                                    f"{self.device.ctx_limit} context(s)")
                 self.note(f"context refused: {self.device.ctx_limit} virtual contexts is the "
                           f"out-of-tree driver's limit on {self.device.name}")
-                raise RuntimeError(CTX_LIMIT_FAILED)
+                raise ContextRefused(CTX_LIMIT_FAILED, errno.ENOENT)
         elif alive >= self.device.hwctx_limit:
             # The firmware refuses the context (MGMT_ERT_NOAVAIL); the driver logs it on
             # its way out and the ioctl fails with -EINVAL, which XRT's shim reports.
             self.kernel_log.mgmt_failure(MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL)
             self.note(f"context refused: {self.device.hwctx_limit} hardware contexts is the "
                       f"limit of {self.device.name}")
-            raise RuntimeError(HWCTX_CREATE_FAILED)
+            raise ContextRefused(HWCTX_CREATE_FAILED, errno.EINVAL)
         ctx = Context(next(self._ids), label, start_column, width)
         ctx.name = f"{'ctx' if self.profile.flavour == 'oot' else 'hwctx'}.{self.pid}.{ctx.id}"
         self.contexts.append(ctx)

@@ -68,6 +68,10 @@ COMMANDS: dict[str, Entry] = {
     "export": Entry("export_cmd", "export", "Write CASE's plans as XRT run recipes + profile "
                     "+ artefacts into FOLDER (new), runnable with XRT's own `xrt-runner "
                     "--recipe R --profile P` and no Python."),
+    "emulate": Entry("emulate_cmd", "emulate", "Run COMMAND against the XRT installed on "
+                     "this machine with one emulated NPU of the profile's device, firmware "
+                     "and driver flavour: XRT's own libraries, pyxrt and XDNA shim answer, "
+                     "over a driver whose every command is decided by the harness's model."),
     "sim": Entry("sim_cmd", "sim", "The simulated XDNA stack: its profiles, and running your "
                  "own pyxrt scripts on it."),
     "probe": Entry("probe_cmd", "probe", "Fingerprint this machine's NPU stack and check it "

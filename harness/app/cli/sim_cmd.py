@@ -38,6 +38,11 @@ def profiles() -> None:
     click.echo("\nrules of the documented stack:")
     for rule in RULES:
         show(f"  {rule.layer:<9} ", f"{rule.text} [source: {rule.source}]")
+    from harness.emulator.rules import RULES as EMULATOR_RULES
+    click.echo("\nrules of the emulated driver (`runlist-harness emulate`; the rules above "
+               "decide what its commands do):")
+    for rule in EMULATOR_RULES:
+        show(f"  {rule.layer:<9} ", f"{rule.text} [source: {rule.source}]")
 
 
 @sim.command("exec", context_settings={"ignore_unknown_options": True,

@@ -1,0 +1,93 @@
+"""`runlist-harness emulate [--profile P] -- COMMAND...`."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+
+import click
+
+from harness.app import exits
+from harness.model.errors import BadInput
+
+
+@click.command(context_settings={"ignore_unknown_options": True,
+                                 "allow_interspersed_args": False})
+@click.option("--profile", default="staging", show_default=True,
+              help="The emulated NPU and driver: flavour, kernel, device and hypotheses, as "
+                   "for the simulated stack (see `sim profiles`).")
+@click.option("--keep", is_flag=True,
+              help="Keep the run folder (the device's tree, buffers, the kernel log the "
+                   "model printed, model.log) and say where it is.")
+@click.option("--clock-rate", type=click.FloatRange(min=1.0, max=1000.0), default=1.0,
+              show_default=True,
+              help="Run the emulated device's clock this many times faster than the wall "
+                   "clock: the driver's timeouts fire that much sooner (2 s becomes 2/RATE "
+                   "s), outcomes are the same. Reports record it.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def emulate(profile: str, keep: bool, clock_rate: float, command: tuple[str, ...]) -> int:
+    """Run COMMAND against the XRT installed on this machine with one emulated NPU of the
+    profile's device, firmware and driver flavour: XRT's own libraries, pyxrt and XDNA
+    shim answer, over a driver whose every command is decided by the harness's model.
+
+    \b
+    Examples:
+      runlist-harness emulate -- xrt-smi examine
+      runlist-harness emulate --profile staging,hang-at:30 -- reproduce_ert_timeout --backend xrt
+      runlist-harness emulate -- xrt-runner --recipe out/R.json --profile out/profile.json
+
+    A preload library (compiled on first use with the system C compiler, cached by the
+    hash of its source) presents the device where XRT's shim looks for one and sends
+    its ioctls to the model process; no root and no NPU are needed. Exits with
+    COMMAND's status. Results are EMULATED, never hardware evidence: the harness's
+    reports say so, and `report check` refuses one that claims otherwise.
+    """
+    from harness.emulator.session import start
+    from harness.sim.profiles import parse_profile
+    parsed = parse_profile(profile)
+    program = shutil.which(command[0]) if "/" not in command[0] else command[0]
+    if program is None:
+        raise BadInput(f"{command[0]}: no such program on PATH; give its path, or add its "
+                       "folder to PATH (for XRT's tools: `source /opt/xilinx/xrt/setup.sh`)")
+    emulation = start(parsed, keep=keep, clock_rate=clock_rate)
+    device = emulation.device
+    click.echo(f"emulate: one EMULATED {device.model.name} ({parsed.flavour} driver on Linux "
+               f"{parsed.kernel}, firmware {device.firmware_text}), profile {parsed.name}"
+               + (f", clock {clock_rate:g}x the wall clock" if clock_rate != 1.0 else "")
+               + "; "
+               "XRT is this machine's, the driver and firmware the harness's model; not "
+               "hardware evidence", err=True)
+    status = None
+    try:
+        child = subprocess.Popen(list(command), env=emulation.environment())
+        status = _wait_forwarding(child)
+    except OSError as err:
+        raise BadInput(f"{command[0]}: cannot run it ({err.strerror})") from None
+    finally:
+        summary = emulation.stop()
+        _report(summary, emulation.folder if keep else None)
+    return exits.for_program(status)
+
+
+def _wait_forwarding(child: subprocess.Popen) -> int:
+    """Wait for the program as a shell does: Ctrl-C reaches it from the terminal (it is
+    in the foreground group), SIGTERM sent to the harness is passed on."""
+    previous = signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
+    try:
+        while True:
+            try:
+                return child.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _report(summary: dict, kept) -> None:
+    unanswered = summary.get("unanswered") or {}
+    if unanswered:
+        what = ", ".join(f"{name} x{count}" for name, count in unanswered.items())
+        click.echo(f"emulate: the emulated driver did not answer: {what}", err=True)
+    if kept is not None:
+        click.echo(f"emulate: run folder kept: {kept}", err=True)

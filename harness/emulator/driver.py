@@ -1,0 +1,327 @@
+"""The emulated amdxdna driver: the ioctls of an open device file, answered over the one
+driver and firmware model the simulated stack plays (`harness.sim.stack.Stack`, in real
+time, with the profile's flavour, kernel, device and hypotheses).
+
+What each ioctl does, as amd/xdna-driver `amdxdna_ctx.c`, `aie2_ctx.c` and
+`amdxdna_gem.c` do it at the commit the shim is built from:
+
+- CREATE_HWCTX needs the client's device heap (ENOENT without), takes the partition
+  width from `num_tiles` over the core rows, and on success returns the context's id
+  (device-wide, from 1) and a timeline syncobj the file owns; the driver carves four
+  4 KiB command buffers for the context out of the heap. A context the firmware refuses
+  (over `hwctx_limit`, or wider than the array) fails with EINVAL, as the model says.
+- EXEC_CMD takes one command BO and its argument BOs; a chain's sub-commands are read
+  from their BOs. The submit blocks while the context has 4 jobs in flight
+  (`job_sem`), then returns the job's sequence number, counted from 0 per context; the
+  job's fence is that point of the context's syncobj.
+- When the model ends a job, its state (and a chain's error_index, and what the driver
+  writes over a failed payload) is written into the command BO, then the syncobj's
+  point signals; a point is reached once every job up to it has ended (a fence chain).
+- WAIT_CMD and SYNCOBJ_(TIMELINE_)WAIT block until then, or fail with ETIME at their
+  timeout (WAIT_CMD: milliseconds, 0 for ever; syncobj waits: an absolute
+  CLOCK_MONOTONIC time). Timeline point 0 is the syncobj's current fence.
+- Closing the file releases its contexts (their jobs end as the model ends a destroyed
+  context's), buffers and syncobjs.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import logging
+import time
+from functools import partial
+from pathlib import Path
+
+from harness.emulator import info, uapi
+from harness.emulator.device import CORE_ROWS, EmulatedDevice
+from harness.emulator.memory import DriverError, Memory
+from harness.emulator.objects import ClientFile, HwContext
+from harness.emulator.packets import read_submission
+from harness.emulator.replies import Pending, Reply, patch, wait
+from harness.emulator.syncobjs import Syncobjs
+from harness.sim.clock import RealClock
+from harness.sim.stack import CTX_MAX_CMDS, MAX_CHAIN_CMDBUF_SIZE, ContextRefused, Stack
+
+log = logging.getLogger("harness.emulator")
+
+INVALID_DOORBELL = 0xFFFFFFFF
+
+
+class EmulatedDriver:
+    """The device's state, and the one entry point per ioctl (`ioctl`)."""
+
+    def __init__(self, device: EmulatedDevice, folder: Path, clock_rate: float = 1.0) -> None:
+        self.device = device
+        self.profile = device.profile.with_realtime()
+        self.stack = Stack(self.profile, clock=RealClock(clock_rate))
+        self.kmsg = folder / "kmsg"
+        self.kmsg.touch()
+        self.stack.kernel_log.sink = self.kmsg
+        self.memory = Memory(folder / "bo")
+        self.syncobjs = Syncobjs(folder / "syncobj")
+        self.files: dict[int, ClientFile] = {}
+        self.contexts: dict[int, HwContext] = {}
+        self._file_ids = itertools.count(1)
+        self._context_ids = itertools.count(1)
+        self.unanswered: dict[str, int] = {}
+        self._handlers = {
+            uapi.CREATE_HWCTX: self._create_hwctx, uapi.DESTROY_HWCTX: self._destroy_hwctx,
+            uapi.CONFIG_HWCTX: self._config_hwctx, uapi.CREATE_BO: self._create_bo,
+            uapi.GET_BO_INFO: self._get_bo_info, uapi.SYNC_BO: self._sync_bo,
+            uapi.EXEC_CMD: self._exec_cmd, uapi.WAIT_CMD: self._wait_cmd,
+            uapi.GEM_CLOSE: self._gem_close, uapi.PRIME_HANDLE_TO_FD: self._export_bo,
+            uapi.PRIME_FD_TO_HANDLE: self._import_bo,
+            uapi.VERSION: partial(info.version, device),
+            uapi.GET_INFO: partial(info.get_info, device, self.contexts),
+            uapi.GET_ARRAY: partial(info.get_array, self.contexts, self.files),
+            uapi.SET_STATE: info.set_state,
+            **self.syncobjs.handlers(),
+        }
+
+    # -- files ------------------------------------------------------------------------------
+
+    def open(self, pid: int) -> int:
+        file = ClientFile(next(self._file_ids), pid)
+        self.files[file.id] = file
+        return file.id
+
+    def release(self, file_id: int) -> None:
+        """The last reference to the file closed: what it held goes, as in
+        `amdxdna_drm_close` (contexts first, then buffers and syncobjs)."""
+        file = self.files.pop(file_id, None)
+        if file is None:
+            return
+        self.tick()
+        for ctx in list(file.contexts.values()):
+            self._teardown(ctx)
+        for sync in file.syncobjs.values():
+            self.syncobjs.drop(sync)
+        heap = file.handles.heap
+        held = sorted(file.handles.table.values(), key=lambda b: b.kind == uapi.BO_DEV_HEAP)
+        for buffer in held:                  # the heap goes last: device BOs live in it
+            self.memory.drop(buffer, heap)
+
+    # -- time -------------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Run what the device has done by now, and write it back."""
+        self.stack.run_until(lambda: False, 0.0)
+        for ctx in self.contexts.values():
+            ctx.settle()
+
+    def seconds_to_next_event(self) -> float | None:
+        due = self.stack.next_event_us()
+        rate = self.stack.clock.rate
+        return None if due is None else max(0.0, (due - self.stack.now) / 1e6 / rate)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def ioctl(self, file_id: int, cmd: int, args: bytes, extra: bytes) -> Reply | Pending:
+        file = self.files.get(file_id)
+        if file is None:
+            return Reply(-errno.EBADF, args)
+        handler = self._handlers.get(uapi.ioc_nr(cmd)) if uapi.ioc_type(cmd) == \
+            uapi.DRM_TYPE else None
+        if handler is None:
+            self._unanswered(f"ioctl {cmd:#x}")
+            return Reply(-errno.ENOTTY, args)
+        self.tick()
+        try:
+            return handler(file, args, extra)
+        except DriverError as err:
+            log.debug("%s: %s", uapi.NAMES.get(uapi.ioc_nr(cmd), hex(cmd)), err)
+            if err.code == errno.EOPNOTSUPP:
+                self._unanswered(str(err))
+            return Reply(-err.code, args)
+
+    def _unanswered(self, what: str) -> None:
+        """What the emulator has no answer for, counted for `emulate` to report."""
+        self.unanswered[what] = self.unanswered.get(what, 0) + 1
+
+    # -- contexts ---------------------------------------------------------------------------
+
+    def _create_hwctx(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+        fields = list(uapi.CREATE_HWCTX_ARGS.unpack_from(args))
+        ext, ext_flags, _, _, _, _, num_tiles = fields[:7]
+        if ext or ext_flags:
+            raise DriverError(errno.EINVAL, "ext fields must be zero")
+        heap = file.handles.heap
+        if not heap.chunks:
+            raise DriverError(errno.ENOENT, "the client dev heap object does not exist")
+        width, rest = divmod(num_tiles, CORE_ROWS)
+        if width == 0 or rest:
+            raise DriverError(errno.EINVAL, f"num_tiles {num_tiles}")
+        taken = []
+        for _ in range(CTX_MAX_CMDS):       # priv->cmd_buf: one chain buffer per job slot
+            start = heap.take(MAX_CHAIN_CMDBUF_SIZE)
+            if start is None:
+                for offset in taken:
+                    heap.give(offset, MAX_CHAIN_CMDBUF_SIZE)
+                raise DriverError(errno.ENOMEM, "no heap left for the command buffers")
+            taken.append(start)
+        self.stack.pid = file.pid
+        try:
+            sim = self.stack.create_context(f"hwctx {file.pid}", 0, width)
+        except RuntimeError as err:
+            for offset in taken:
+                heap.give(offset, MAX_CHAIN_CMDBUF_SIZE)
+            code = err.code if isinstance(err, ContextRefused) else errno.EINVAL
+            raise DriverError(code, str(err)) from None
+        sync = self.syncobjs.new()
+        ctx = HwContext(next(self._context_ids), file, sim, width, sync, taken)
+        sync.context = ctx
+        self.contexts[ctx.id] = ctx
+        file.contexts[ctx.id] = ctx
+        fields[9] = ctx.id
+        fields[10] = file.add_syncobj(sync)
+        fields[8] = INVALID_DOORBELL         # a KMQ context has no user-mode queue
+        return Reply(0, patch(args, uapi.CREATE_HWCTX_ARGS, *fields))
+
+    def _context(self, file: ClientFile, handle: int) -> HwContext:
+        ctx = file.contexts.get(handle)
+        if ctx is None:
+            raise DriverError(errno.EINVAL, f"no hardware context {handle}")
+        return ctx
+
+    def _destroy_hwctx(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+        handle, pad = uapi.DESTROY_HWCTX_ARGS.unpack_from(args)
+        if pad:
+            raise DriverError(errno.EINVAL, "pad must be zero")
+        self._teardown(self._context(file, handle))
+        return Reply(0, args)
+
+    def _teardown(self, ctx: HwContext) -> None:
+        self.stack.destroy_context(ctx.sim)
+        ctx.settle()
+        for offset in ctx.buffers:
+            ctx.file.handles.heap.give(offset, MAX_CHAIN_CMDBUF_SIZE)
+        ctx.file.contexts.pop(ctx.id, None)
+        self.contexts.pop(ctx.id, None)
+
+    def _config_hwctx(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+        handle, param, _, size, pad = uapi.CONFIG_HWCTX_ARGS.unpack_from(args)
+        ctx = self._context(file, handle)
+        if pad:
+            raise DriverError(errno.EINVAL, "pad must be zero")
+        if param in (uapi.HWCTX_ASSIGN_DBG_BUF, uapi.HWCTX_REMOVE_DBG_BUF):
+            return Reply(0, args)
+        if param != uapi.HWCTX_CONFIG_CU or len(extra) < uapi.CU_CONFIG_HEAD.size:
+            raise DriverError(errno.EINVAL, f"config parameter {param}")
+        count = uapi.CU_CONFIG_HEAD.unpack_from(extra)[0]
+        if count == 0 or uapi.CU_CONFIG_HEAD.size + count * uapi.CU_CONFIG.size > len(extra):
+            raise DriverError(errno.EINVAL, f"{count} CUs in {len(extra)} bytes")
+        cus = []
+        for index in range(count):
+            bo, func = uapi.CU_CONFIG.unpack_from(extra, uapi.CU_CONFIG_HEAD.size
+                                                  + index * uapi.CU_CONFIG.size)
+            file.handles.get(bo)          # the PDI must be a buffer of this file
+            cus.append((bo, func))
+        ctx.cus = cus
+        return Reply(0, args)
+
+    # -- buffers ----------------------------------------------------------------------------
+
+    def _create_bo(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+        flags, vaddr, size, kind, _ = uapi.CREATE_BO_ARGS.unpack_from(args)
+        if vaddr:
+            # a user-pointer BO pins the program's own pages, which the model cannot see
+            raise DriverError(errno.EOPNOTSUPP, "CREATE_BO of user memory")
+        buffer = self.memory.create(kind, size, file.handles.heap)
+        handle = file.handles.add(buffer)
+        return Reply(0, patch(args, uapi.CREATE_BO_ARGS, flags, vaddr, size, kind, handle))
+
+    def _get_bo_info(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+        ext, ext_flags, handle, pad, *_ = uapi.GET_BO_INFO_ARGS.unpack_from(args)
+        if ext or ext_flags or pad:
+            raise DriverError(errno.EINVAL, "ext fields must be zero")
+        buffer = file.handles.get(handle)
+        return Reply(0, patch(args, uapi.GET_BO_INFO_ARGS, ext, ext_flags, handle, pad,
+                               buffer.map_offset, 0, buffer.xdna_addr))
+
+    def _sync_bo(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+        handle, direction, offset, size = uapi.SYNC_BO_ARGS.unpack_from(args)
+        buffer = file.handles.get(handle)
+        if direction not in (uapi.SYNC_TO_DEVICE, uapi.SYNC_FROM_DEVICE) or \
+                offset + size > buffer.size:
+            raise DriverError(errno.EINVAL, "sync outside the buffer")
+        return Reply(0, args)          # the run folder's memory is coherent: nothing to do
+
+    def _gem_close(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+        handle = uapi.GEM_CLOSE_ARGS.unpack_from(args)[0]
+        buffer = file.handles.table.pop(handle, None)
+        if buffer is None:
+            raise DriverError(errno.EINVAL, f"no BO handle {handle}")
+        self.memory.drop(buffer, file.handles.heap)
+        return Reply(0, args)
+
+    def _export_bo(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+        buffer = file.handles.get(uapi.PRIME_ARGS.unpack_from(args)[0])
+        if buffer.path is None:
+            raise DriverError(errno.EOPNOTSUPP, "PRIME export of a device BO")
+        return Reply(0, args, str(buffer.path).encode())
+
+    def _import_bo(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+        buffer = self.memory.by_path(extra.decode("utf-8", "replace"))
+        if buffer is None:
+            raise DriverError(errno.EINVAL, "not a buffer of this device")
+        buffer.refs += 1
+        handle = file.handles.add(buffer)
+        _, flags, fd = uapi.PRIME_ARGS.unpack_from(args)
+        return Reply(0, patch(args, uapi.PRIME_ARGS, handle, flags, fd))
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def _exec_cmd(self, file: ClientFile, args: bytes, extra: bytes) -> Reply | Pending:
+        ext, ext_flags, hwctx, kind, command, _, count, arg_count, _ = \
+            uapi.EXEC_CMD_ARGS.unpack_from(args)
+        if ext or ext_flags or kind != uapi.CMD_SUBMIT_EXEC_BUF or count != 1:
+            raise DriverError(errno.EINVAL, "one EXEC_BUF command per submission")
+        ctx = self._context(file, hwctx)
+        try:
+            buffer = file.handles.get(command & 0xFFFFFFFF)
+            for index in range(min(arg_count, len(extra) // 4)):
+                file.handles.get(int.from_bytes(extra[index * 4:index * 4 + 4], "little"))
+        except DriverError:
+            raise DriverError(errno.EINVAL, "command or argument BO lookup failed") from None
+        sub = read_submission(buffer, file.handles, ctx.width, self.profile.device_model.dev_gen)
+        count = len(sub.members)
+        hangs: set[int] = set()
+        if sub.chained:
+            start = ctx.chain_start(sub, self.profile.xrt_chain, self.memory.newest)
+            hangs = {k - start for k in self.profile.hang_at if start <= k < start + count}
+        latency = self.stack.latency_for("", "")
+
+        def take() -> None:
+            try:
+                sub.job = self.stack.submit(ctx.sim, [latency] * count, sub.arg_bytes,
+                                            sub.opcodes, sub.faults, hangs, sub.chained)
+            except RuntimeError as err:
+                raise DriverError(errno.EINVAL, str(err)) from None
+            ctx.unsequenced.append(sub)
+            ctx.unwritten.append(sub)
+            ctx.settle()
+
+        def answer() -> Reply | None:
+            if sub.job is None:
+                # down_interruptible(&job_sem): with 4 jobs in flight the submit waits in the
+                # ioctl; the model's own submit would wait inside the model, which answers
+                # every client, so the ioctl is parked here until a slot is free
+                if not self.stack.slot_free(ctx.sim):
+                    return None
+                try:
+                    take()
+                except DriverError as err:      # e.g. the context went while it waited
+                    return Reply(-err.code, args)
+            return Reply(0, patch(args, uapi.EXEC_CMD_ARGS, ext, ext_flags, hwctx, kind,
+                                   command, *uapi.EXEC_CMD_ARGS.unpack_from(args)[5:8],
+                                   sub.seq))
+        return answer() or Pending(answer, None, answer)
+
+    def _wait_cmd(self, file: ClientFile, args: bytes, extra: bytes) -> Reply | Pending:
+        hwctx, timeout_ms, seq = uapi.WAIT_CMD_ARGS.unpack_from(args)
+        ctx = self._context(file, hwctx)
+        if seq >= ctx.next_seq + len(ctx.unsequenced):
+            raise DriverError(errno.EINVAL, f"no command {seq} on context {hwctx}")
+        return wait(args, lambda: ctx.done_upto > seq,
+                    time.monotonic() + timeout_ms / 1000 if timeout_ms else None)

@@ -1,0 +1,242 @@
+"""Buffer objects of the emulated driver: each one a file in the run folder that the
+program (through the preload library's mmap) and the model map alike, so the model reads
+the command packets XRT writes and writes back what the driver would.
+
+As amd/xdna-driver `amdxdna_gem.c` and `aie2_pci.h` have it: a client first creates its
+device heap (AMDXDNA_BO_DEV_HEAP, 64 MiB, `AIE2_DEVM_SIZE`, at device address
+`AIE2_DEVM_BASE` 0x4000000, growing by further heap objects up to `AIE2_DEVM_MAX_SIZE`
+512 MiB); device buffers (AMDXDNA_BO_DEV) are carved out of it, 32 KiB aligned
+(`dev_mem_buf_shift` 15 of npu4/5/6), have no mmap offset of their own and live at the
+heap's mapping plus their offset; when the heap is full the create fails with EAGAIN so
+the shim adds a heap object and retries. Shared and command buffers (SHARE, CMD) are
+their own mappings. Handles are per open file, as DRM's are; an exported buffer is
+its backing file, and importing it in another file names the same buffer.
+"""
+
+from __future__ import annotations
+
+import bisect
+import errno
+import itertools
+import mmap
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.emulator import uapi
+
+PAGE = 4096
+HEAP_BASE = 0x4000000
+HEAP_CHUNK = 64 << 20
+HEAP_MAX = 512 << 20
+DEV_ALIGN = 1 << 15
+HOST_BASE = 0x1_0000_0000      # where shared and command buffers appear to the device
+
+
+class DriverError(Exception):
+    """An ioctl's failure: the errno the program sees."""
+
+    def __init__(self, code: int, why: str = "") -> None:
+        super().__init__(why or os.strerror(code))
+        self.code = code
+
+
+def _round(size: int, to: int) -> int:
+    return (size + to - 1) // to * to
+
+
+@dataclass(eq=False)
+class Buffer:
+    id: int                      # device-wide; names the backing file and the mmap offset
+    kind: int
+    size: int
+    xdna_addr: int
+    path: Path | None = None     # SHARE, CMD and DEV_HEAP: their own file
+    heap: Buffer | None = None   # DEV: the heap chunk it lives in
+    heap_offset: int = 0
+    refs: int = 1
+    # payload word -> (what XRT had written, what the driver wrote over it) after a failure
+    driver_wrote: dict[int, tuple[int, int]] | None = None
+    _map: mmap.mmap | None = field(default=None, repr=False)
+
+    @property
+    def map_offset(self) -> int:
+        return uapi.INVALID_ADDR if self.kind == uapi.BO_DEV else self.id << 32
+
+    def _view(self) -> tuple[mmap.mmap, int]:
+        if self.heap is not None:
+            return self.heap._view()[0], self.heap_offset
+        if self._map is None:
+            with open(self.path, "r+b") as file:
+                self._map = mmap.mmap(file.fileno(), _round(self.size, PAGE))
+        return self._map, 0
+
+    def read(self, offset: int, length: int) -> bytes:
+        view, base = self._view()
+        length = max(0, min(length, self.size - offset))
+        return view[base + offset:base + offset + length]
+
+    def write(self, offset: int, data: bytes) -> None:
+        view, base = self._view()
+        data = data[:max(0, self.size - offset)]
+        view[base + offset:base + offset + len(data)] = data
+
+    def word(self, index: int) -> int:
+        return int.from_bytes(self.read(index * 4, 4).ljust(4, b"\0"), "little")
+
+    def set_word(self, index: int, value: int) -> None:
+        self.write(index * 4, (value & 0xFFFFFFFF).to_bytes(4, "little"))
+
+    def fill(self, offset: int, byte: int) -> None:
+        """Every byte from `offset` to the end (`memset` over the rest of the object)."""
+        if offset < self.size:
+            self.write(offset, bytes([byte]) * (self.size - offset))
+
+    def release(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        if self.path is not None:
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+
+
+@dataclass
+class Heap:
+    """One client's device heap: its chunks and the free ranges (offset, length)."""
+
+    chunks: list[Buffer] = field(default_factory=list)
+    free: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.chunks) * HEAP_CHUNK
+
+    def grow(self, chunk: Buffer) -> None:
+        start = self.size
+        self.chunks.append(chunk)
+        self.free.append((start, HEAP_CHUNK))
+        self._merge()
+
+    def take(self, size: int) -> int | None:
+        need = _round(max(size, 1), DEV_ALIGN)
+        for position, (start, length) in enumerate(self.free):
+            if length >= need:
+                rest = (start + need, length - need)
+                self.free[position:position + 1] = [rest] if rest[1] else []
+                return start
+        return None
+
+    def give(self, start: int, size: int) -> None:
+        bisect.insort(self.free, (start, _round(max(size, 1), DEV_ALIGN)))
+        self._merge()
+
+    def _merge(self) -> None:
+        merged: list[tuple[int, int]] = []
+        for start, length in sorted(self.free):
+            if merged and merged[-1][0] + merged[-1][1] == start:
+                merged[-1] = (merged[-1][0], merged[-1][1] + length)
+            else:
+                merged.append((start, length))
+        self.free = merged
+
+
+class Memory:
+    """Every buffer of the emulated device, and each open file's handles to them."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self._ids = itertools.count(1)
+        self._host_next = HOST_BASE
+        self.buffers: dict[int, Buffer] = {}
+        self.newest = 0                      # the id of the buffer made last
+
+    def _file(self, buffer_id: int, size: int) -> Path:
+        path = self.folder / str(buffer_id)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            os.ftruncate(fd, _round(size, PAGE))
+        finally:
+            os.close(fd)
+        return path
+
+    def create(self, kind: int, size: int, heap: Heap) -> Buffer:
+        """A new buffer (CREATE_BO), its heap ranges taken from `heap` for DEV."""
+        if kind not in uapi.BO_TYPES:
+            raise DriverError(errno.EINVAL, f"unknown BO type {kind}")
+        if size <= 0:
+            raise DriverError(errno.EINVAL, "BO size 0")
+        buffer_id = self.newest = next(self._ids)
+        if kind == uapi.BO_DEV:
+            if not heap.chunks:
+                raise DriverError(errno.EINVAL, "device BO before the client's heap")
+            start = heap.take(size)
+            if start is None:
+                raise DriverError(errno.EAGAIN if heap.size < HEAP_MAX else errno.ENOMEM,
+                                  "device heap full")
+            chunk = heap.chunks[start // HEAP_CHUNK]
+            buffer = Buffer(buffer_id, kind, size, HEAP_BASE + start, heap=chunk,
+                            heap_offset=start % HEAP_CHUNK)
+        elif kind == uapi.BO_DEV_HEAP:
+            if heap.size + HEAP_CHUNK > HEAP_MAX or size != HEAP_CHUNK:
+                raise DriverError(errno.EINVAL, f"heap object of {size} bytes")
+            buffer = Buffer(buffer_id, kind, size, HEAP_BASE + heap.size,
+                            path=self._file(buffer_id, size))
+            heap.grow(buffer)
+        else:
+            address = self._host_next
+            self._host_next += _round(size, PAGE)
+            buffer = Buffer(buffer_id, kind, size, address, path=self._file(buffer_id, size))
+        self.buffers[buffer_id] = buffer
+        return buffer
+
+    def drop(self, buffer: Buffer, heap: Heap) -> None:
+        buffer.refs -= 1
+        if buffer.refs > 0:
+            return
+        self.buffers.pop(buffer.id, None)
+        if buffer.kind == uapi.BO_DEV:
+            heap.give(buffer.xdna_addr - HEAP_BASE, buffer.size)
+        buffer.release()
+
+    def by_path(self, path: str) -> Buffer | None:
+        """The buffer an exported fd's file is (PRIME_FD_TO_HANDLE)."""
+        name = Path(path)
+        if name.parent != self.folder or not name.name.isdigit():
+            return None
+        return self.buffers.get(int(name.name))
+
+
+class Handles:
+    """One open file's view: handle -> buffer, its heap, and device addresses."""
+
+    def __init__(self) -> None:
+        self.table: dict[int, Buffer] = {}
+        self.heap = Heap()
+        self._next = itertools.count(1)
+
+    def add(self, buffer: Buffer) -> int:
+        for handle, held in self.table.items():
+            if held is buffer:           # DRM gives an imported object its existing handle
+                buffer.refs -= 1
+                return handle
+        handle = next(self._next)
+        self.table[handle] = buffer
+        return handle
+
+    def get(self, handle: int) -> Buffer:
+        try:
+            return self.table[handle]
+        except KeyError:
+            raise DriverError(errno.ENOENT, f"no BO handle {handle}") from None
+
+    def at(self, address: int) -> tuple[Buffer, int] | None:
+        """The buffer holding device address `address`, and the offset into it."""
+        for buffer in self.table.values():
+            if buffer.kind != uapi.BO_DEV_HEAP and \
+                    buffer.xdna_addr <= address < buffer.xdna_addr + buffer.size:
+                return buffer, address - buffer.xdna_addr
+        return None

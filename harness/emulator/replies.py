@@ -1,0 +1,46 @@
+"""What an emulated ioctl answers: now (`Reply`), or once the device has done something
+(`Pending`, a wait the model process parks while it goes on answering others)."""
+
+from __future__ import annotations
+
+import errno
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class Reply:
+    ret: int                    # 0 (or a count), or -errno
+    args: bytes                 # the argument struct as the driver leaves it
+    extra: bytes = b""          # memory the driver writes back (or names, for an export)
+
+
+@dataclass
+class Pending:
+    """Answered by `ready` once it returns a reply, or by `expire` at `deadline`
+    (time.monotonic seconds; None: never)."""
+
+    ready: Callable[[], Reply | None]
+    deadline: float | None
+    expire: Callable[[], Reply]
+
+
+def patch(args: bytes, layout: struct.Struct, *values: object) -> bytes:
+    """The argument struct with its leading fields replaced (a longer struct, such as a
+    newer kernel's with a deadline field, keeps its tail)."""
+    return layout.pack(*values) + args[layout.size:]
+
+
+def wait(args: bytes, done: Callable[[], bool], deadline: float | None,
+         reply: Callable[[], bytes] | None = None) -> Reply | Pending:
+    """Answer 0 once `done()`, or ETIME at `deadline` (a past deadline: at once)."""
+    def answer() -> Reply | None:
+        return Reply(0, reply() if reply else args) if done() else None
+    first = answer()
+    if first is not None:
+        return first
+    if deadline is not None and deadline <= time.monotonic():
+        return Reply(-errno.ETIME, args)
+    return Pending(answer, deadline, lambda: answer() or Reply(-errno.ETIME, args))

@@ -1,0 +1,81 @@
+"""Every rule the emulated driver's interface plays, with where it was read (beside the
+driver and firmware model's own rules, `harness.sim.rules`, which it plays unchanged).
+
+`runlist-harness sim profiles` prints this table after the simulator's; the tests of
+tests/test_emulator.py pin each rule.
+"""
+
+from __future__ import annotations
+
+from harness.sim.rules import Rule
+
+SHIM = "amd/xdna-driver src/shim (856409ca, the commit the shim is built from)"
+UAPI = ("amd/xdna-driver include/uapi/drm/amdxdna_accel.h and the shim's "
+        "src/include/uapi/drm_local/amdxdna_accel.h")
+DRIVER = "amd/xdna-driver drivers/accel/amdxdna"
+XRT_PCI = "Xilinx/XRT src/runtime_src/core/pcie/linux/pcidrv.cpp, pcidev.cpp"
+
+RULES = (
+    Rule("discovery", "the device is an entry of /sys/bus/pci/drivers/amdxdna that is a link "
+         "resolving under /sys/devices/, with device_type 0 (KMQ), an accel/accel0 folder "
+         "naming /dev/accel/accel0 (a character device, major 261), vendor, device, "
+         "revision, subsystem ids, vbnv and fw_version",
+         f"{XRT_PCI} scan_devices; {SHIM} host/pcidrv_amdxdna.cpp, pcidrv.cpp, device.cpp"),
+    Rule("discovery", "module parameters by flavour, with their modes: staging "
+         "tdr_timeout_ms 0400, force_cmdlist, aie2_max_col, force_iova and "
+         "/sys/module/amdxdna/version; the legacy tree timeout_in_sec 0644, hwctx_limit; "
+         "mainline aie2_max_col",
+         f"{DRIVER} module_param, MODULE_VERSION; amd/xdna-driver src/driver/amdxdna"),
+    Rule("interface", "ioctl numbers and layouts: amdxdna's from DRM_COMMAND_BASE 0x40 "
+         "(CREATE_HWCTX .. GET_ARRAY), WAIT_CMD answered as _IOW and as _IOWR (the driver's "
+         "and the shim's copies differ), the DRM core's GEM_CLOSE, PRIME and SYNCOBJ ioctls",
+         f"{UAPI}; Linux include/uapi/drm/drm.h"),
+    Rule("interface", "a client's device heap is a 64 MiB DEV_HEAP object at device address "
+         "0x4000000, growing up to 512 MiB; device BOs come from it 32 KiB aligned (EAGAIN "
+         "when it is full, so the shim grows it) and have no mmap offset of their own",
+         f"{DRIVER} aie2_pci.h AIE2_DEVM_*, npu4_regs.c dev_mem_buf_shift; {SHIM} "
+         "kmq/pcidev.cpp, buffer.cpp"),
+    Rule("interface", "a hardware context needs the client's heap (ENOENT without), takes "
+         "four 4 KiB command buffers from it, and returns its id and a timeline syncobj; "
+         "over the device's hwctx_limit it fails with EINVAL",
+         f"{DRIVER} amdxdna_ctx.c amdxdna_drm_create_hwctx_ioctl, aie2_ctx.c "
+         "aie2_hwctx_init, aie2_ctx_syncobj_create"),
+    Rule("interface", "EXEC_CMD takes one command BO; a job's sequence number counts from 0 "
+         "per context; the submit blocks while 4 jobs are in flight (job_sem); each job's "
+         "fence is that point of the context's syncobj, reached once every job up to it "
+         "has ended (a fence chain); point 0 is the current fence",
+         f"{DRIVER} amdxdna_ctx.c amdxdna_cmd_submit, aie2_ctx.c aie2_cmd_submit; Linux "
+         "drivers/dma-buf/dma-fence-chain.c"),
+    Rule("interface", "WAIT_CMD waits milliseconds (0: for ever), SYNCOBJ_TIMELINE_WAIT until "
+         "an absolute CLOCK_MONOTONIC time; both fail with ETIME when it passes",
+         f"{DRIVER} amdxdna_drm_wait_cmd_ioctl; Linux drivers/gpu/drm/drm_syncobj.c"),
+    Rule("interface", "when a job ends the driver writes the state into the submitted packet "
+         "only; a failed chain's error_index into its payload; over a failed command's "
+         "payload (a chain's sub-command 0) 0xFF to the end of the object, then the error "
+         "data; member packets are left as XRT wrote them",
+         f"{DRIVER} amdxdna_ctx.c amdxdna_cmd_set_state, amdxdna_cmd_set_error"),
+    Rule("interface", "health data words the model does not know (program counters, TXN op, "
+         "fatal error details: 'not modelled' in the simulated binding) are written "
+         "0xFFFFFFFF, as a device must write some number; a report of an emulated run reads "
+         "them back as 'not modelled', and XRT's message keeps the number it printed",
+         "harness.model.firmware NOT_MODELLED_WORD (a choice of the emulator, not a "
+         "firmware's)"),
+    Rule("discovery", "the device's fw_version and the firmware version GET_INFO answers are "
+         "the profile's firmware release (firmware:VERSION, the device's own by default); a "
+         "profile that names only a protocol cannot be emulated",
+         f"{DRIVER} aie2_pci.c (fw_version), amdxdna_drm_get_info_ioctl"),
+    Rule("interface", "a chain's slot sizes are the payload after the CU masks (ERT_START_CU), "
+         "less the 16-byte instruction head (ERT_START_NPU) or the 40-byte preemption head",
+         f"{DRIVER} aie2_message.c aie2_cmdlist_fill_npu_cf, _npu_dpu, _npu_preempt"),
+    Rule("firmware", "an ERT_START_CU's instructions are named by its DPU register map "
+         "(address at byte 8, length in words at byte 16, both zero for none); an NPU "
+         "command's by its instruction head; an address that is no buffer of the client's is "
+         "refused, as is a payload still holding what the driver wrote after a failure",
+         "harness.sim.runs (the simulated binding's firmware checks), over device memory"),
+    Rule("runlist", "which run of its runlist a chain starts at (for hang-at): a chain buffer "
+         "keeps the start it was first seen at; a new one continues the previous chain of "
+         "its context when that one was full and this one already existed when it was "
+         "submitted (XRT makes every chain of a runlist in add(), before execute())",
+         "Xilinx/XRT src/runtime_src/core/common/api/xrt_kernel.cpp runlist_impl::add, "
+         "get_cmd_chain_for_run_at_index, submit"),
+)

@@ -1,0 +1,209 @@
+"""The model process of `runlist-harness emulate`: the emulated driver behind a unix
+socket, run in a process of its own because pyxrt holds the GIL while it waits, so the
+model cannot live in the interpreter of the program it answers.
+
+The preload library connects once per open device file (that connection is the file:
+its end releases what the file held) and once per concurrent ioctl. A frame is a
+32-byte request {magic, op, file, pid, cmd, struct length, extra length} followed by the
+ioctl's argument struct and the user memory it points to; the answer is a 16-byte head
+{magic, result, struct length, extra length}, the struct as the driver leaves it and the
+memory to copy back. A request that waits on the device (a full context's submit, a
+command or syncobj wait) is answered when the model says, while the loop goes on
+answering others and running the device's clock.
+
+Run as ``python -m harness.emulator.server FOLDER PROFILE PARENT_PID [CLOCK_RATE]``
+(the device's clock runs CLOCK_RATE times faster than the wall clock); it stops on
+SIGTERM, or when the process that started it is gone, and leaves ``model.json`` (what
+it answered, and what it could not) in FOLDER.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.emulator.device import EmulatedDevice
+from harness.emulator.driver import EmulatedDriver, Pending, Reply
+from harness.sim.profiles import parse_profile
+
+MAGIC = 0x58444E41
+OP_OPEN, OP_IOCTL = 1, 2
+REQUEST = struct.Struct("<IIIIQII")
+REPLY = struct.Struct("<IiII")
+SOCKET_NAME = "model.sock"
+SUMMARY_NAME = "model.json"
+PARENT_CHECK_S = 0.5
+MAX_FRAME = 80 << 20
+
+log = logging.getLogger("harness.emulator")
+
+
+@dataclass(eq=False)
+class Connection:
+    sock: socket.socket
+    buffer: bytearray = field(default_factory=bytearray)
+    file_id: int | None = None           # set on the connection that is a device file
+
+
+def encode_reply(reply: Reply) -> bytes:
+    return REPLY.pack(MAGIC, reply.ret, len(reply.args), len(reply.extra)) + reply.args + \
+        reply.extra
+
+
+class Server:
+    def __init__(self, folder: Path, driver: EmulatedDriver, parent: int | None) -> None:
+        self.folder = folder
+        self.driver = driver
+        self.parent = parent
+        self.selector = selectors.DefaultSelector()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        path = folder / SOCKET_NAME
+        self.listener.bind(str(path) + ".new")
+        self.listener.listen(128)
+        os.replace(str(path) + ".new", path)      # the socket appears ready to connect
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.parked: list[tuple[Connection, Pending]] = []
+        self.requests = 0
+        self.stopping = False
+
+    def serve(self) -> None:
+        next_check = time.monotonic() + PARENT_CHECK_S
+        while not self.stopping:
+            for key, _ in self.selector.select(self._timeout(next_check)):
+                if key.fileobj is self.listener:
+                    self._accept()
+                else:
+                    self._read(key.data)
+            self.driver.tick()
+            self._answer_parked()
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + PARENT_CHECK_S
+                if self.parent is not None and os.getppid() != self.parent:
+                    break
+
+    def _timeout(self, next_check: float) -> float:
+        now = time.monotonic()
+        waits = [next_check - now]
+        due = self.driver.seconds_to_next_event()
+        if due is not None:
+            waits.append(due)
+        waits += [p.deadline - now for _, p in self.parked if p.deadline is not None]
+        return max(0.0, min(waits))
+
+    def _accept(self) -> None:
+        sock, _ = self.listener.accept()
+        connection = Connection(sock)
+        self.selector.register(sock, selectors.EVENT_READ, connection)
+
+    def _read(self, connection: Connection) -> None:
+        try:
+            data = connection.sock.recv(1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            self._close(connection)
+            return
+        buffer = connection.buffer
+        buffer += data
+        while len(buffer) >= REQUEST.size:
+            magic, op, file_id, pid, cmd, size, extra = REQUEST.unpack_from(buffer)
+            total = REQUEST.size + size + extra
+            if magic != MAGIC or total > MAX_FRAME:
+                self._close(connection)
+                return
+            if len(buffer) < total:
+                return
+            args = bytes(buffer[REQUEST.size:REQUEST.size + size])
+            more = bytes(buffer[REQUEST.size + size:total])
+            del buffer[:total]
+            self._handle(connection, op, file_id, pid, cmd, args, more)
+
+    def _handle(self, connection: Connection, op: int, file_id: int, pid: int, cmd: int,
+                args: bytes, extra: bytes) -> None:
+        self.requests += 1
+        if op == OP_OPEN:
+            connection.file_id = self.driver.open(pid)
+            self._send(connection, Reply(connection.file_id, args))
+            return
+        try:
+            result = self.driver.ioctl(file_id, cmd, args, extra) if op == OP_IOCTL \
+                else Reply(-22, args)
+        except Exception:                  # a bug of the model must not take the device down
+            log.exception("ioctl %#x failed in the model", cmd)
+            result = Reply(-5, args)
+        if isinstance(result, Pending):
+            self.parked.append((connection, result))
+        else:
+            self._send(connection, result)
+
+    def _answer_parked(self) -> None:
+        if not self.parked:
+            return
+        now = time.monotonic()
+        still = []
+        for connection, pending in self.parked:
+            reply = pending.ready()
+            if reply is None and pending.deadline is not None and now >= pending.deadline:
+                reply = pending.expire()
+            if reply is None:
+                still.append((connection, pending))
+            else:
+                self._send(connection, reply)
+        self.parked = still
+
+    def _send(self, connection: Connection, reply: Reply) -> None:
+        try:
+            connection.sock.sendall(encode_reply(reply))
+        except OSError:
+            self._close(connection)
+
+    def _close(self, connection: Connection) -> None:
+        try:
+            self.selector.unregister(connection.sock)
+        except (KeyError, ValueError):
+            pass
+        connection.sock.close()
+        self.parked = [(c, p) for c, p in self.parked if c is not connection]
+        if connection.file_id is not None:
+            self.driver.release(connection.file_id)
+
+    def summary(self) -> dict:
+        stack = self.driver.stack
+        return {"profile": self.driver.profile.name, "requests": self.requests,
+                "jobs": len(stack.jobs), "commands_completed": stack.completed_commands,
+                "unanswered": dict(sorted(self.driver.unanswered.items()))}
+
+
+def main(argv: list[str]) -> None:
+    folder, profile_text, parent = Path(argv[0]), argv[1], int(argv[2])
+    rate = float(argv[3]) if len(argv) > 3 else 1.0
+    logging.basicConfig(filename=folder / "model.log", level=logging.INFO,
+                        format="%(asctime)s %(message)s")
+    # Terminal signals belong to the program being emulated; SIGTERM is the stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    server: Server | None = None
+
+    def stop(*_: object) -> None:
+        if server is not None:
+            server.stopping = True
+    signal.signal(signal.SIGTERM, stop)
+    driver = EmulatedDriver(EmulatedDevice(parse_profile(profile_text)), folder, rate)
+    server = Server(folder, driver, parent)
+    try:
+        server.serve()
+    finally:
+        (folder / SUMMARY_NAME).write_text(json.dumps(server.summary(), indent=1) + "\n",
+                                           encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
