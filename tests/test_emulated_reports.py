@@ -127,3 +127,16 @@ def test_a_worker_on_an_emulated_npu_is_not_handed_the_emulator_s_profile():
     assert "--profile" not in worker_command(emulated)
     simulated = worker_command({"kind": "sim", "simulated": True, "profile": "staging"})
     assert simulated[-2:] == ["--profile", "staging"]
+
+
+def test_an_emulated_answer_says_so_wherever_it_is_copied():
+    from harness.report.failing import where_text
+    from harness.report.model import model_word
+    backend = {"kind": "xrt", "simulated": True, "emulated": dict(FACTS)}
+    assert model_word(backend) == "emulated"
+    assert model_word({"kind": "sim", "simulated": True}) == "simulated"
+    assert model_word({"kind": "xrt", "simulated": False}) == ""
+    outcome = {"state": "TIMEOUT", "failing_run": 24, "failing_chain": 1, "chains": [24, 18],
+               "source": "device"}
+    assert where_text(outcome, model_word(backend)).startswith(
+        "chain 1 (runs 24-41) TIMEOUT from the emulated device; the device does not say")

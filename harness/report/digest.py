@@ -25,7 +25,7 @@ from harness.model.plan import cut_text, plan_label
 from harness.model.results import COMPLETED_STATE
 from harness.report.evidence import FAILED
 from harness.report.failing import run_cells, unnamed
-from harness.report.model import Summary, is_simulated, runlist_states
+from harness.report.model import Summary, is_simulated, model_word, runlist_states
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.redact import Redactor
 
@@ -92,6 +92,7 @@ class Digest:
         self.unnamed = False          # a failing row whose run the device did not name
         backend = document.get("backend")
         self.simulated = is_simulated(backend) if isinstance(backend, dict) else False
+        self.model_word = model_word(backend) if isinstance(backend, dict) else ""
         self.located: list[str] = []
         self.failed = 0
         self.failed_plans: list[str] = []
@@ -165,7 +166,7 @@ class Digest:
                 self._row([label, str(outcome.get("index")),
                            f"{outcome.get('runs')} ({_cut_text(chains)})",
                            *run_cells(outcome), str(state),
-                           f"simulated {source}" if self.simulated and source != "-"
+                           f"{self.model_word} {source}" if self.model_word and source != "-"
                            else source],
                           _first_line(outcome.get("message")), number)
                 how = outcome.get("located_by")

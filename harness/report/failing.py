@@ -58,13 +58,14 @@ def chain_text(outcome: dict[str, Any]) -> str:
         + (f"-{last})" if last > first else ")")
 
 
-def where_text(outcome: dict[str, Any], simulated: bool = False) -> str:
+def where_text(outcome: dict[str, Any], model: str = "") -> str:
     """Where a failed runlist failed, naming a run only where the device did:
     ``chain 1 (runs 24-41) TIMEOUT from the device; the device does not say which run
-    hung`` or ``failing run 30 (chain 1) ERROR from the device``."""
+    hung`` or ``failing run 30 (chain 1) ERROR from the device``. `model`: the word a
+    model's answer carries (`harness.report.model.model_word`)."""
     state = outcome.get("state")
-    # a simulated run's answer says so wherever it is copied to
-    source = (f" from the {'simulated ' if simulated else ''}{outcome['source']}"
+    # a simulated or emulated run's answer says so wherever it is copied to
+    source = (f" from the {model + ' ' if model else ''}{outcome['source']}"
               if outcome.get("source") else "")
     if unnamed(outcome):
         return f"{chain_text(outcome)} {state}{source}; " \

@@ -63,6 +63,14 @@ def source_tag(backend: dict[str, Any]) -> str:
     return "EMULATED" if is_emulated(backend) else "SIMULATED"
 
 
+def model_word(backend: dict[str, Any]) -> str:
+    """How an answer's source is qualified wherever it is copied to: ``emulated`` (the
+    model behind real XRT), ``simulated``, or nothing for hardware."""
+    if is_emulated(backend):
+        return "emulated"
+    return "simulated" if is_simulated(backend) else ""
+
+
 def played_profile(backend: dict[str, Any]) -> str | None:
     """The simulated profile a report's results come from: the simulated backend's, or
     the one the simulator standing in for pyxrt played on the hardware path."""

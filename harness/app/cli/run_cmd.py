@@ -31,7 +31,7 @@ from harness.model.errors import BadInput
 from harness.model.plan import cut_text
 from harness.model.results import BriefTrial, flow_text
 from harness.report.failing import where_text
-from harness.report.model import PlanRecord, Report
+from harness.report.model import PlanRecord, Report, model_word
 from harness.sources.load import load_case
 from harness.sources.recipe import export_plans
 
@@ -53,7 +53,7 @@ def summary_text(report: Report, path: str) -> str:
     width = max(len(p.label) for p in report.plans) if report.plans else 0
     for plan in report.plans:
         lines.append(f"  {plan.label:<{width}}  {plan.counts_text():<24} "
-                     f"{_detail(plan, report.simulated)}")
+                     f"{_detail(plan, model_word(report.backend))}")
     pack = report.artifacts.get("pack", {})
     if pack.get("stand_ins") and report.case.get("kind", "case") != "case":
         names = ", ".join(Path(x.get("path", "")).name for x in report.artifacts["xclbins"])
@@ -77,13 +77,13 @@ def summary_text(report: Report, path: str) -> str:
     return "\n".join(lines)
 
 
-def _detail(plan: PlanRecord, simulated: bool) -> str:
+def _detail(plan: PlanRecord, model: str) -> str:
     for trial in plan.trials:
         for outcome in trial.runlists:
             if outcome.state not in (None, "COMPLETED") and outcome.failing_run is not None:
                 # a run is named only where the device said which one
                 return (f"runlist {outcome.index}: chains {cut_text(outcome.chains)}, "
-                        f"{where_text(outcome.to_json(), simulated)}")
+                        f"{where_text(outcome.to_json(), model)}")
     for trial in plan.trials:
         if trial.error and not trial.status.answered:
             return trial.error.splitlines()[0][:100]
