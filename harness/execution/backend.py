@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.logs.driver_lines import trial_entry
 from harness.logs.kernel_log import reading_of
-from harness.model.drivers import SLOWEST, driver_build, timeout_seconds
+from harness.model.drivers import driver_build, slowest_seconds, timeout_seconds
 from harness.model.errors import BadInput, EnvironmentNotReady
 from harness.model.ert import NO_STATE_IN_MESSAGE, STATE_IN_MESSAGE, expected_message_form
 from harness.probe.xrt_loader import is_stand_in, load_pyxrt, npu_nodes
@@ -191,8 +191,8 @@ class Backend:
         """The longest time the driver may take to notice a hang (for deadlines)."""
         if not self.hardware:
             return driver_build(self.profile.flavour, self.profile.kernel).worst_seconds
-        # Unknown flavour: assume the slowest rule, mainline's 60 s.
-        return self.hardware_timeout_s or SLOWEST.seconds()
+        # Unknown flavour: assume the slowest rule (mainline's 60 s).
+        return self.hardware_timeout_s or slowest_seconds()
 
 
 def choose_backend(kind: str = "auto", profile: str | None = None, *,
