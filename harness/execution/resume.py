@@ -9,8 +9,6 @@ it shows in flight become interrupted: the harness stopped while they ran.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
-from typing import Any
 
 from harness.execution.backend import choose_backend
 from harness.execution.environment import collect_environment, fingerprint_differences
@@ -101,29 +99,19 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
         if differences:
             report.sections.setdefault("resumed_elsewhere", []).append(
                 {"at": utc_now(), "differences": differences})
-    files = _unchanged(report.artifacts.get("xclbins", []), path)
-    pack_info = report.artifacts.get("pack", {})
-    pack = ResolvedPack(pack_info.get("name", case.pack), files, pack_info.get("source", ""),
-                        pack_info.get("searched", []), pack_info.get("stand_ins", False))
-    settings = report.settings
-    options = RunOptions(trials=int(settings["trials"]), isolate=bool(settings["isolate"]),
-                         deadline_s=settings.get("deadline_s"),
-                         continue_after_failure=bool(settings["continue_after_failure"]),
-                         seed=int(settings.get("seed", 0)), flow=settings.get("flow"),
-                         xrt_smi_control=settings.get("xrt_smi_control") is not False)
+    pack = ResolvedPack.from_report(report.artifacts.get("pack", {}),
+                                    report.artifacts.get("xclbins", []), case.pack, path)
+    options = RunOptions.from_settings(report.settings)
     runner = Runner(case, backend, pack, handle, options, progress)
     control = report.artifacts.get("control")
     if control:
         control_case = control_for(case)[0]
-        control_info = control.get("pack", {})
-        runner.control = (control_case, ResolvedPack(
-            control_info.get("name", control_case.pack),
-            _unchanged(control.get("xclbins", []), path), control_info.get("source", ""),
-            [], control_info.get("stand_ins", False)))
+        runner.control = (control_case, ResolvedPack.from_report(
+            control.get("pack", {}), control.get("xclbins", []), control_case.pack, path))
         backend.latencies.update(case_latencies(control_case))
     report.finished = None
     handle.take_over()
-    recorded = settings.get("worker_start")
+    recorded = report.settings.get("worker_start")
     if options.isolate and recorded:
         from harness.execution.isolation import worker_start
         if worker_start() != recorded:
@@ -138,16 +126,3 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
                                "was reopened)")
                 handle.record_trial(plan.name, trial)
     return runner
-
-
-def _unchanged(entries: list[dict[str, Any]], report_path: str) -> dict[str, Path]:
-    """The files a report's xclbin entries name, by role, refused if any changed."""
-    files = {}
-    for entry in entries:
-        current = Path(entry["path"])
-        if not current.is_file() or \
-                hashlib.sha256(current.read_bytes()).hexdigest() != entry["sha256"]:
-            raise ReportError(f"{current} is missing or changed since {report_path} was "
-                              "written; start a new run instead of resuming")
-        files[entry["role"]] = current
-    return files

@@ -6,7 +6,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +17,9 @@ from harness.model.errors import BadInput
 from harness.model.results import FLOWS
 from harness.sources.case import Case
 from harness.sources.confine import allow_outside_for_cases
+
+if TYPE_CHECKING:
+    from harness.report.model import Report
 
 # The longest wait the harness can make: its waits end in system calls that take a C int
 # of milliseconds (poll, epoll), about 24.8 days.
@@ -208,24 +211,24 @@ def with_frame(case: Case, frame: str | None) -> Case:
     return frame_case(case, frame)
 
 
-# What a continued report keeps from its first run, and how to name the report's value.
-_KEPT_ON_RESUME = {
+# What a continued report keeps from its first run besides its settings (RunOptions says
+# those), and how to name the report's value.
+_KEPT_BESIDES_SETTINGS: dict[str, tuple[str, Callable[[Report], Any]]] = {
     "profile": ("--profile", lambda r: r.backend.get("profile") or "none (hardware)"),
-    "trials": ("--trials", lambda r: r.settings.get("trials")),
-    "flow": ("--flow", lambda r: r.settings.get("flow")),
-    "deadline": ("--deadline", lambda r: r.settings.get("deadline_s") or "the default"),
     "backend_kind": ("--backend", lambda r: r.backend.get("kind")),
     "realtime": ("--realtime", lambda r: bool(r.backend.get("realtime"))),
-    "seed": ("--seed", lambda r: r.settings.get("seed")),
-    "continue_after_failure": ("--continue-after-failure",
-                               lambda r: r.settings.get("continue_after_failure")),
-    "xclbins_dir": ("--xclbins", lambda r: (r.artifacts.get("pack") or {}).get("folder")
-                    or "the recorded pack"),
+    "xclbins_dir": ("--xclbins", lambda r: "the recorded pack"),
     "out": ("--out", lambda r: "the report itself"),
     "force": ("--force", lambda r: "nothing to replace"),
-    "no_isolate": ("--no-isolate", lambda r: "isolated" if r.settings.get("isolate")
-                   else "in-process"),
 }
+
+
+def kept_on_resume() -> dict[str, tuple[str, Callable[[Report], Any]]]:
+    """Each option a continued report refuses, by the command's parameter: the option and
+    how to name the value the report holds."""
+    return {**{param: (option, lambda r, shown=shown: shown(r.settings))
+               for param, (option, shown) in RunOptions.kept_on_resume().items()},
+            **_KEPT_BESIDES_SETTINGS}
 
 
 def echo_json(path: Path) -> None:
@@ -246,15 +249,15 @@ def refuse_settings_on_resume(ctx: click.Context, report_path: str, how: str) ->
     them in process."""
     from harness.execution.isolation import WORKER_START_ENV
     from harness.report.fileformat import load_report
-    given = [name for name in _KEPT_ON_RESUME if name in ctx.params and
+    kept = kept_on_resume()
+    given = [name for name in kept if name in ctx.params and
              ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
     asked_validate = bool(ctx.meta.get(XRT_SMI_VALIDATE))
     start = os.environ.get(WORKER_START_ENV)
     if not given and not asked_validate and not start:
         return
     report = load_report(report_path, trials=False)
-    named = [f"{_KEPT_ON_RESUME[n][0]} (the report's: {_KEPT_ON_RESUME[n][1](report)})"
-             for n in given]
+    named = [f"{kept[n][0]} (the report's: {kept[n][1](report)})" for n in given]
     if asked_validate:
         ran = "validate" in ((report.environment.get("xrt_smi") or {}) if
                              isinstance(report.environment.get("xrt_smi"), dict) else {})
