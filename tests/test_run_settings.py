@@ -1,24 +1,30 @@
 """A run's settings have one mapping to and from the report (`RunOptions.to_settings`,
 `from_settings`), used by new runs and continued ones alike, and what a continued report
-refuses is derived from it. So a new run setting lands in at most three files: its field
-in `RunOptions` (harness/execution/runner.py: recorded, read back, kept on resume), its
-option (harness/app/cli/options.py), and the README; the schema takes any setting."""
+refuses is derived from it; the command line hands a run everything in one object
+(`RunRequest`) to one helper (`start_run`). So a new run setting lands in at most three
+files: its field in `RunOptions` (harness/execution/runner.py: recorded, read back, kept on
+resume), its option, its `RunRequest` field and its line in `run_options`
+(harness/app/cli/options.py), and the README; the schema takes any setting, and what the
+setting changes in a trial is that change's own."""
 
 from __future__ import annotations
 
-from dataclasses import field, make_dataclass
+from dataclasses import field, fields, make_dataclass
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.app.cli import main
-from harness.app.cli.options import kept_on_resume
-from harness.app.cli.run_cmd import run
+from harness.app.cli.options import RunRequest, kept_on_resume, start_run
+from harness.app.cli.run_cmd import reproduce, run
 from harness.app.cli.search_cmd import bisect, sweep
 from harness.execution.runner import RunOptions, Setting
 from harness.report.fileformat import load_report
+from harness.sources.load import load_case
 
 options = st.builds(
     RunOptions, trials=st.integers(1, 1000), isolate=st.booleans(),
@@ -76,3 +82,38 @@ def test_a_new_setting_is_one_field():
     assert with_new.from_settings(settings) == ran
     option, shown = with_new.kept_on_resume()["window"]
     assert option == "--window" and shown(settings) == 5
+
+
+def test_every_command_that_runs_trials_takes_the_whole_request():
+    for command in (run, reproduce, bisect, sweep):
+        assert {f.name for f in fields(RunRequest)} <= {p.name for p in command.params}
+
+
+def test_one_helper_opens_a_run_from_the_request(tmp_path):
+    out = tmp_path / "r.yaml"
+    request = RunRequest(profile="inflight-cap:40", seed=3, trials=1, no_isolate=True,
+                         xrt_smi_validate=False, out=str(out))
+    case = load_case("minicpm5-2b-decode")
+    runner = start_run(request, case, case.plans_for(["42"]), "run")
+    assert runner.backend.profile.name == "staging,inflight-cap:40"
+    assert runner.options == RunOptions(trials=1, isolate=False, seed=3, xrt_smi_control=False)
+    runner.run()
+    report = load_report(out)
+    assert report.command == "run" and [p.name for p in report.plans] == ["42"]
+    assert report.settings["seed"] == 3 and report.settings["xrt_smi_control"] is False
+
+
+def test_leaving_the_folder_is_allowed_per_load_not_per_process(tmp_path):
+    from harness.formats.txn import nop_stream
+    from harness.model.errors import CaseError
+    insts = tmp_path / "elsewhere" / "insts.bin"
+    insts.parent.mkdir()
+    insts.write_bytes(nop_stream(4))
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    text = (Path(__file__).parent.parent / "cases" / "nop-depth.yaml").read_text()
+    case = folder / "case.yaml"
+    case.write_text(text.replace("instructions: nop", f"instructions: {insts}"))
+    assert load_case(case, allow_outside_paths=True).per_layer[0].instructions == str(insts)
+    with pytest.raises(CaseError, match="--allow-outside-paths"):
+        load_case(case)

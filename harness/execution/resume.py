@@ -43,7 +43,7 @@ def _check_continuable(report: Report, path: str, kind: str) -> None:
         raise ReportError(f"{path} has no plans to run")
 
 
-def recorded_case(report: Report, path: str) -> Case:
+def recorded_case(report: Report, path: str, *, allow_outside_paths: bool = False) -> Case:
     """The case a report names, loaded. A header is text anyone can edit: a case file it
     names is read only once it is the very file the run used (its sha256), so no error
     quotes a byte of some other file."""
@@ -53,18 +53,21 @@ def recorded_case(report: Report, path: str) -> Case:
         if hashlib.sha256(named.read_bytes()).hexdigest() != report.case.get("sha256"):
             raise ReportError(f"{report.case['file']} changed since {path} was written "
                               "(sha256 differs); start a new run instead")
-    return load_case(reference, report.case.get("recipe_profile"))
+    return load_case(reference, report.case.get("recipe_profile"),
+                     allow_outside_paths=allow_outside_paths)
 
 
 def reopen(path: str, progress: Progress | None = None, *, kind: str = "run",
-           allow_different_machine: bool = False) -> tuple[Runner, Report]:
+           allow_different_machine: bool = False, allow_outside_paths: bool = False
+           ) -> tuple[Runner, Report]:
     """Reopen a stopped report to add trials to it: it must be one this command continues,
     unfinished; the case and every xclbin must be unchanged; on the hardware path so must
     the machine's kernel, driver, firmware and XRT (unless allowed, and then the report
     notes it). Trials it shows in flight become interrupted."""
     handle = ReportFile.reopen(path)
     try:
-        runner = _reopened(handle, path, progress, kind, allow_different_machine)
+        runner = _reopened(handle, path, progress, kind, allow_different_machine,
+                           allow_outside_paths)
     except BaseException:
         handle.close()
         raise
@@ -72,7 +75,7 @@ def reopen(path: str, progress: Progress | None = None, *, kind: str = "run",
 
 
 def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: str,
-              allow_different_machine: bool) -> Runner:
+              allow_different_machine: bool, allow_outside_paths: bool) -> Runner:
     report = handle.report
     _check_continuable(report, path, kind)
     from harness.report.check import check_report_file
@@ -82,7 +85,7 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
         more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
         raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:2])}{more}; "
                           "`runlist-harness report check` lists every problem")
-    case = recorded_case(report, path)
+    case = recorded_case(report, path, allow_outside_paths=allow_outside_paths)
     if report.case.get("frame"):
         case = frame_case(case, report.case["frame"])
     if case.sha256 != report.case.get("sha256"):

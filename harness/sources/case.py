@@ -195,9 +195,12 @@ class FieldChecker:
     """Checks values of a YAML document and names the file, line and key path of the
     first that is wrong (`CaseError`)."""
 
-    def __init__(self, file: str, lines: dict[KeyPath, int]) -> None:
+    def __init__(self, file: str, lines: dict[KeyPath, int], *,
+                 allow_outside_paths: bool = False) -> None:
         self.file = file
         self.lines = lines
+        # the user's own case may name files outside its folder (--allow-outside-paths)
+        self.allow_outside_paths = allow_outside_paths
 
     def error(self, path: KeyPath, message: str) -> CaseError:
         line = self.lines.get(path)
@@ -245,7 +248,8 @@ class FieldChecker:
         return float(value)
 
 
-def read_document(raw: bytes, file: str) -> tuple[Any, FieldChecker]:
+def read_document(raw: bytes, file: str, *, allow_outside_paths: bool = False
+                  ) -> tuple[Any, FieldChecker]:
     """A case file's YAML, and a checker that names its lines."""
     try:
         text = raw.decode("utf-8")
@@ -260,7 +264,7 @@ def read_document(raw: bytes, file: str) -> tuple[Any, FieldChecker]:
         where = f"{file}:{mark.line + 1}" if mark else file
         problem = getattr(err, "problem", None) or str(err)
         raise CaseError(f"{where}: not valid YAML: {problem}") from None
-    return data, FieldChecker(file, lines)
+    return data, FieldChecker(file, lines, allow_outside_paths=allow_outside_paths)
 
 
 def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
@@ -350,7 +354,7 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
 
 def _inside(check: FieldChecker, folder: Path, name: str, path: KeyPath) -> Path:
     try:
-        return inside(folder, name, own_case=True)
+        return inside(folder, name, own_case=True, allow_outside=check.allow_outside_paths)
     except OutsideFolder as err:
         raise check.error(path, str(err)) from None
 
