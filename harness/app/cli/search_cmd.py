@@ -23,7 +23,7 @@ from harness.app.cli.options import (
 from harness.app.cli.progress import TrialBar, announce
 from harness.execution.resume import recorded_case, reopen
 from harness.execution.runner import Runner
-from harness.model.errors import BadInput, ReportError
+from harness.model.errors import BadInput, PlanError, ReportError
 from harness.model.plan import MAX_LAYERS
 from harness.report.fileformat import load_report
 from harness.report.journal import check_output_path
@@ -177,7 +177,7 @@ def _settings(lo, hi, chunk_spec, chunks_at, flaky_as, trials) -> BisectSettings
     settings = BisectSettings(mode, lo, hi, trials or 5, chunk_spec, chunks_at, flaky_as)
     try:
         settings.plan(hi)                 # a bad --chunk spec fails here, not mid-search
-    except Exception as err:
+    except PlanError as err:
         raise BadInput(f"--chunk {chunk_spec!r}: {err}") from None
     return settings
 
