@@ -252,11 +252,11 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
         runner, report = reopen(replay_path, kind="sweep",
                                 allow_different_machine=allow_different_machine,
                                 allow_outside_paths=request.allow_outside_paths)
-        request = report.sections.get("sweep") or {}
-        chunks = list(request.get("chunks") or [])
+        asked = report.sections.get("sweep") or {}
+        chunks = list(asked.get("chunks") or [])
         case = runner.case
-        rows = (frame_rows(case, request["frames"]) if request.get("frames")
-                else depth_rows(list(request.get("depths") or [])))
+        rows = (frame_rows(case, asked["frames"]) if asked.get("frames")
+                else depth_rows(list(asked.get("depths") or [])))
         if not rows or not chunks:
             raise ReportError(f"{replay_path} does not say which depths and chunks it sweeps")
         announce(f"{runner.backend.describe()}\ncontinuing the sweep in {replay_path}",
