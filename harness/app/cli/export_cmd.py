@@ -10,7 +10,7 @@ from harness.app.cli.options import ALLOW_OUTSIDE_PATHS
 from harness.model.results import FLOWS
 from harness.sources.load import load_case
 from harness.sources.packs import resolve_pack
-from harness.sources.recipe import export_plans
+from harness.sources.recipe_export import export_plans
 
 
 @click.command()

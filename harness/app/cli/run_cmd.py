@@ -31,7 +31,7 @@ from harness.model.results import BriefTrial, flow_text
 from harness.report.failing import where_text
 from harness.report.model import PlanRecord, Report
 from harness.sources.load import load_case
-from harness.sources.recipe import export_plans
+from harness.sources.recipe_export import export_plans
 
 DEFAULT_CASE = "minicpm5-2b-decode"
 
