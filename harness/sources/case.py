@@ -277,21 +277,7 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
     description = check.string(top["description"], ("description",))
     source = check.string(top["source"], ("source",)) if "source" in top else ""
     pack = check.string(top["pack"], ("pack",), NAME)
-
-    xclbins_raw = top["xclbins"]
-    if not isinstance(xclbins_raw, dict) or not xclbins_raw:
-        raise check.error(("xclbins",), "expected a mapping of role to file name, e.g. "
-                                        "{layer: layer.xclbin}")
-    xclbins: dict[str, str] = {}
-    for role, filename in xclbins_raw.items():
-        if not isinstance(role, str) or not _ROLE.fullmatch(role):
-            raise check.error(("xclbins", role), f"role {role!r} must be a lower-case name "
-                                                 "such as attn, mm, layer, dequant")
-        xclbins[role] = check.string(filename, ("xclbins", role))
-        if Path(xclbins[role]).name != xclbins[role] or xclbins[role] in (".", ".."):
-            raise check.error(("xclbins", role), f"{xclbins[role]!r} must be a file name in "
-                                                 "the pack's folder, not a path")
-
+    xclbins = _xclbins(check, top["xclbins"])
     programs = _programs(check, top.get("programs", {}), xclbins, Path(file).parent)
     decode = check.mapping(top["decode"], ("decode",), {"layers", "runlist_context",
                                                         "per_layer"},
@@ -303,13 +289,43 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
                           f"{context!r} is not one of the case's contexts "
                           f"({', '.join([*xclbins, *programs])})")
     per_layer = _commands(check, decode["per_layer"], Path(file).parent)
+    plans = _plans(check, top["plans"], layers)
+    expect = _expect(check, top["expect"], top["plans"]) if "expect" in top else {}
+    trials = (check.integer(top["trials"], ("trials",), 1, 1000)
+              if "trials" in top else DEFAULT_TRIALS)
+    deadline = (check.number(top["deadline_s"], ("deadline_s",), 0.1, 86_400)
+                if "deadline_s" in top else None)
+    flow = _flow(check, top.get("flow", FULL_ELF if context in programs else INSTR_BO),
+                 context in programs, context)
+    return Case(name, description, source, pack, xclbins, layers, context, per_layer,
+                tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest(),
+                flow, programs=programs)
 
-    plans_raw = top["plans"]
-    if not isinstance(plans_raw, dict) or not plans_raw:
+
+def _xclbins(check: FieldChecker, raw: Any) -> dict[str, str]:
+    """`xclbins: {role: file name}`: names in the pack's folder, never paths."""
+    if not isinstance(raw, dict) or not raw:
+        raise check.error(("xclbins",), "expected a mapping of role to file name, e.g. "
+                                        "{layer: layer.xclbin}")
+    xclbins: dict[str, str] = {}
+    for role, filename in raw.items():
+        if not isinstance(role, str) or not _ROLE.fullmatch(role):
+            raise check.error(("xclbins", role), f"role {role!r} must be a lower-case name "
+                                                 "such as attn, mm, layer, dequant")
+        xclbins[role] = check.string(filename, ("xclbins", role))
+        if Path(xclbins[role]).name != xclbins[role] or xclbins[role] in (".", ".."):
+            raise check.error(("xclbins", role), f"{xclbins[role]!r} must be a file name in "
+                                                 "the pack's folder, not a path")
+    return xclbins
+
+
+def _plans(check: FieldChecker, raw: Any, layers: int) -> list[Plan]:
+    """`plans: {name: spec}`, each covering the layer count."""
+    if not isinstance(raw, dict) or not raw:
         raise check.error(("plans",), "expected a mapping of plan name to spec, e.g. "
                                       "{monolithic: \"42\", halves: \"21+21\"}")
     plans = []
-    for plan_name, spec in plans_raw.items():
+    for plan_name, spec in raw.items():
         path = ("plans", plan_name)
         if not isinstance(plan_name, str) or not NAME.fullmatch(plan_name):
             raise check.error(path, f"plan name {plan_name!r} must be a simple name")
@@ -317,39 +333,39 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
             plans.append(make_plan(plan_name, spec, layers))
         except PlanError as err:
             raise check.error(path, str(err)) from None
+    return plans
 
+
+def _expect(check: FieldChecker, raw: Any, plans: dict[str, Any]) -> dict[str, CmdState]:
+    """`expect: {plan: state}`: what hardware showed upstream, for plans the case has."""
+    if not isinstance(raw, dict):
+        raise check.error(("expect",), f"expected a mapping of plan name to state, got "
+                                       f"{describe(raw)}")
     expect: dict[str, CmdState] = {}
-    if "expect" in top:
-        if not isinstance(top["expect"], dict):
-            raise check.error(("expect",), f"expected a mapping of plan name to state, got "
-                                           f"{describe(top['expect'])}")
-        for plan_name, state in top["expect"].items():
-            path = ("expect", plan_name)
-            if plan_name not in plans_raw:
-                raise check.error(path, f"no plan named {plan_name!r} "
-                                        f"(plans: {', '.join(plans_raw)})")
-            try:
-                expect[plan_name] = state_from_name(check.string(state, path))
-            except ValueError as err:
-                raise check.error(path, str(err)) from None
+    for plan_name, state in raw.items():
+        path = ("expect", plan_name)
+        if plan_name not in plans:
+            raise check.error(path, f"no plan named {plan_name!r} "
+                                    f"(plans: {', '.join(plans)})")
+        try:
+            expect[plan_name] = state_from_name(check.string(state, path))
+        except ValueError as err:
+            raise check.error(path, str(err)) from None
+    return expect
 
-    trials = (check.integer(top["trials"], ("trials",), 1, 1000)
-              if "trials" in top else DEFAULT_TRIALS)
-    deadline = (check.number(top["deadline_s"], ("deadline_s",), 0.1, 86_400)
-                if "deadline_s" in top else None)
-    flow = check.string(top.get("flow", FULL_ELF if context in programs else INSTR_BO),
-                        ("flow",))
+
+def _flow(check: FieldChecker, raw: Any, full_elf_context: bool, context: str) -> str:
+    """`flow`: one of FLOWS, and full-elf where the runlist context is made from ELFs."""
+    flow = check.string(raw, ("flow",))
     if flow not in FLOWS:
         raise check.error(("flow",), f"{flow!r} is not a flow; use elf (FastFlowLM's: a "
                                      "control-code ELF, module and ext.kernel), instr-bo "
                                      "(an instruction buffer, as mlir-aie and IRON) or "
                                      "full-elf (a context made from a full ELF)")
-    if context in programs and flow != FULL_ELF:
+    if full_elf_context and flow != FULL_ELF:
         raise check.error(("flow",), f"the runlist context {context!r} is made from full "
                                      f"ELFs (programs), which only the full-elf flow runs")
-    return Case(name, description, source, pack, xclbins, layers, context, per_layer,
-                tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest(),
-                flow, programs=programs)
+    return flow
 
 
 def _inside(check: FieldChecker, folder: Path, name: str, path: KeyPath) -> Path:
