@@ -15,7 +15,7 @@ import pytest
 from harness.formats.capped_run import run_capped
 from harness.logs.kernel_log import JournalReader
 from harness.probe import xrt_smi as xrt_smi_module
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 
 
 def running(pid: int) -> bool:
@@ -113,7 +113,7 @@ def test_xrt_smi_is_ended_on_its_deadline_with_what_it_started(tmp_path, monkeyp
 def test_flm_version_is_capped(tmp_path, flood):
     target = "" if flood == "stdout" else " >&2"
     program = script(tmp_path, "flm", f"yes 'flm v0.9.20'{target}\n")
-    from harness.probe.sources import _run
+    from harness.probe.readers import _run
     answer = _run([str(program), "version"])
     assert answer is not None and len(answer) <= 64 << 10
     assert answer.startswith("flm v0.9.20")

@@ -24,3 +24,32 @@ def test_a_bad_chunk_spec_is_bad_input(tmp_path):
                                        "8", "--chunk", "even:0", "--no-isolate", "--out",
                                        str(tmp_path / "r.yaml")])
     assert result.exit_code == 2 and "--chunk 'even:0'" in result.output
+
+
+def test_no_two_modules_share_a_name_and_none_is_named_as_a_package():
+    """A module's file name says what it is: no two packages hold a module of one name
+    (three kernel_log.py once), and no module is named as a package (probe/sources.py
+    beside sources/)."""
+    from pathlib import Path
+    package = Path(__file__).resolve().parents[1] / "harness"
+    names = [p.stem for p in package.rglob("*.py") if p.stem != "__init__"]
+    packages = {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+    # report/model.py (a report's data model) is the one left: its package is being
+    # reworked, and a rename of it waits for that
+    assert sorted(set(names) & packages) == ["model"]
+
+
+def test_no_two_classes_share_a_name():
+    """One name, one definition: a simulator profile and a recipe's profile, a captured
+    kernel and an xclbin's, a report's problems and the schema's, each have a name of
+    their own (private helpers aside)."""
+    import ast
+    from pathlib import Path
+    package = Path(__file__).resolve().parents[1] / "harness"
+    seen: dict[str, list[str]] = {}
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                seen.setdefault(node.name, []).append(str(path.relative_to(package)))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}

@@ -46,9 +46,9 @@ from harness.model.results import (
     numeric_cfg,
 )
 from harness.probe.holders import device_users, own_family
-from harness.probe.kernel_log import kernel_log_reader
-from harness.probe.sources import Sources
-from harness.probe.trace_events import trace_reader
+from harness.probe.kernel_log_access import kernel_log_reader
+from harness.probe.readers import Sources
+from harness.probe.trace_access import trace_reader
 from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import PlanRecord, Report, utc_now

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from harness.model.drivers import FLAVOURS
-from harness.probe.sources import UNREADABLE, Sources
+from harness.probe.readers import UNREADABLE, Sources
 
 SHARED_MODULE = "amdxdna"
 

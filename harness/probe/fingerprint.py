@@ -14,11 +14,11 @@ from harness.probe.driver import driver_facts
 from harness.probe.firmware_health import firmware_health
 from harness.probe.flm import flm_facts, memlock_facts
 from harness.probe.holders import device_users, own_family
-from harness.probe.kernel_log import kernel_log_facts
+from harness.probe.kernel_log_access import kernel_log_facts
 from harness.probe.npu import npu_facts
-from harness.probe.sources import Sources, as_plain
+from harness.probe.readers import Sources, as_plain
 from harness.probe.system import system_facts
-from harness.probe.trace_events import tracefs_facts
+from harness.probe.trace_access import tracefs_facts
 from harness.probe.xrt import xrt_facts
 from harness.probe.xrt_smi import xrt_smi
 

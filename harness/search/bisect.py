@@ -16,7 +16,7 @@ from harness.model.plan import Plan, parse_plan, plan_for_depth
 from harness.model.results import counts_text
 from harness.report.model import PlanRecord
 from harness.report.verdict import by_construction
-from harness.search.bisection import Answer, Bisection, classify
+from harness.search.boundary import Answer, Bisection, classify
 from harness.search.measure import BudgetReached, Measurer, Say, used_trials
 
 

@@ -66,7 +66,7 @@ from harness.model.drivers import (
 from harness.model.ert import CmdState
 from harness.model.firmware import REPORT_SIZE, REPORT_VERSION
 from harness.sim.clock import RealClock, VirtualClock
-from harness.sim.kernel_log import KernelLog
+from harness.sim.driver_log import KernelLog
 from harness.sim.profiles import Profile
 
 CTX_MAX_CMDS = JOBS_IN_FLIGHT

@@ -69,7 +69,7 @@ def load_recipe(ref: str, profile: str | None = None) -> Case:
     data = _json(raw, str(recipe_path))
     profile_raw = _read(profile_path) if profile_path else b""
     read = _profile(_json(profile_raw, str(profile_path)), str(profile_path), notes) \
-        if profile_path else Profile({}, None, RUNLIST_THRESHOLD)
+        if profile_path else RecipeProfile({}, None, RUNLIST_THRESHOLD)
     case = _case(data, recipe_path, read, notes)
     if read.iterations is not None:
         notes.append(f"the profile asks for {read.iterations} iterations (XRT's runner "
@@ -80,7 +80,7 @@ def load_recipe(ref: str, profile: str | None = None) -> Case:
 
 
 @dataclass(frozen=True)
-class Profile:
+class RecipeProfile:
     """What a profile says: the buffers it binds, iterations, the runlist threshold."""
 
     bindings: dict[str, BufferSpec]
@@ -106,7 +106,7 @@ def _json(raw: bytes, file: str) -> dict[str, Any]:
     return data
 
 
-def _profile(data: dict[str, Any], file: str, notes: list[str]) -> Profile:
+def _profile(data: dict[str, Any], file: str, notes: list[str]) -> RecipeProfile:
     """The buffers the profile binds, as XRT's runner creates them (`bindings::init`,
     `init_buffer_file`): `size` when given, else the file's; the file's bytes are copied
     into [begin, end) of the buffer, and without a size that range is empty (only a
@@ -142,7 +142,7 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> Profile:
     execution = read.mapping(data.get("execution", {}), "execution")
     iterations = execution.get("iterations")
     threshold = execution.get("runlist_threshold", RUNLIST_THRESHOLD)
-    return Profile(bindings,
+    return RecipeProfile(bindings,
                    read.c_int(iterations, "execution.iterations")
                    if iterations is not None else None,
                    read.c_int(threshold, "execution.runlist_threshold"))
@@ -212,7 +212,7 @@ def _contexts(read: JsonReader, data: dict[str, Any], base: Path,
     return xclbins, programs
 
 
-def _case(data: dict[str, Any], path: Path, profile: Profile, notes: list[str]) -> Case:
+def _case(data: dict[str, Any], path: Path, profile: RecipeProfile, notes: list[str]) -> Case:
     read = JsonReader(str(path), RecipeError)
     base = path.parent
     if data.get("version") != "1.0":
@@ -244,7 +244,7 @@ def _case(data: dict[str, Any], path: Path, profile: Profile, notes: list[str]) 
                 order=tuple(order), kind="recipe", absent=tuple(absent), programs=programs)
 
 
-def _buffers(read: JsonReader, resources: dict[str, Any], profile: Profile, notes: list[str]
+def _buffers(read: JsonReader, resources: dict[str, Any], profile: RecipeProfile, notes: list[str]
              ) -> tuple[dict[str, BufferSpec], set[str]]:
     """resources.buffers as XRT's runner creates them (`create_bo`): the buffers it makes,
     bound by the profile or internal with a size, and the names it makes none for."""

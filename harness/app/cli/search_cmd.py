@@ -28,7 +28,7 @@ from harness.model.plan import MAX_LAYERS
 from harness.report.fileformat import load_report
 from harness.report.journal import check_output_path
 from harness.search.bisect import BisectSettings, bisection_from_log, run_bisect
-from harness.search.bisection import FLAKY_CHOICES
+from harness.search.boundary import FLAKY_CHOICES
 from harness.search.measure import Measurer
 from harness.search.sweep import (
     Row,
