@@ -38,13 +38,13 @@ from typing import TYPE_CHECKING, Any
 
 from harness.formats.yamlio import dump_yaml
 from harness.model.errors import ReportError
+from harness.model.results import TrialResult
 from harness.report.model import (
     JOURNAL,
     JOURNALED,
     Report,
     Summary,
     brief_from_dict,
-    trial_from_dict,
 )
 
 if TYPE_CHECKING:            # the reader loads when a report is read, not when one is written
@@ -127,7 +127,7 @@ def load_report(path: str | Path, *, detail: bool = True, trials: bool = True) -
         report = Report.from_dict(reader.document(with_trials=False), str(path))
         try:
             for entry in reader.trials() if trials else ():
-                make = trial_from_dict if detail else brief_from_dict
+                make = TrialResult.from_json if detail else brief_from_dict
                 report.plans[entry.plan].trials.append(make(entry.body))
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             if isinstance(err, ReportError):
