@@ -27,8 +27,6 @@ from typing import Any
 
 from harness.formats.yamlio import KeyPath
 
-SCHEMA_V1 = "xdna-runlist-harness/report/v1"
-
 _TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
