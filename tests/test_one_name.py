@@ -53,3 +53,40 @@ def test_no_two_classes_share_a_name():
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 seen.setdefault(node.name, []).append(str(path.relative_to(package)))
     assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
+def test_one_trial_deserialiser_reads_a_workers_answer_and_a_reports_entry():
+    from harness.model.results import RunlistOutcome, TrialResult, TrialStatus
+    from harness.report import model
+    trial = TrialResult(2, TrialStatus.FAILED, 12.5, 7, [
+        RunlistOutcome(0, 42, [24, 18], "TIMEOUT", 8, 24, 1, "device"),
+        RunlistOutcome(1, 42, [24, 18], skipped=True)], error=None)
+    assert TrialResult.from_json(trial.to_json()) == trial                 # from a worker
+    kept = {**model.trial_dict(trial), "plan": "monolithic"}               # a v2 entry
+    assert kept["state"] == "TIMEOUT"
+    assert TrialResult.from_json(kept) == trial
+    assert not hasattr(model, "trial_from_dict")
+
+
+def test_each_schema_version_is_named_once():
+    import re
+    from pathlib import Path
+    package = Path(__file__).resolve().parents[1] / "harness"
+    named = [m for path in package.rglob("*.py")
+             for m in re.findall(r'^(\w+) = "xdna-runlist-harness/report/v\d+"$',
+                                 path.read_text(), re.M)]
+    assert sorted(named) == ["SCHEMA", "SCHEMA_V1", "SCHEMA_V2"]
+
+
+def test_one_registry_of_clean_ups_that_the_command_line_runs(monkeypatch):
+    from harness.app import exits
+    from harness.execution import isolation
+    from harness.model import cleanups
+    from harness.report import lock
+    assert lock.release_all in cleanups._CLEANUPS and isolation.shutdown in cleanups._CLEANUPS
+    undone: list[str] = []
+    monkeypatch.setattr(cleanups, "_CLEANUPS", [])
+    cleanups.at_exit(lambda: undone.append("once"))
+    assert exits.run(lambda: 0, []) == 0
+    assert undone == ["once"]
+    assert not hasattr(exits, "_CLEANUPS")
