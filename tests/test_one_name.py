@@ -90,3 +90,33 @@ def test_one_registry_of_clean_ups_that_the_command_line_runs(monkeypatch):
     assert exits.run(lambda: 0, []) == 0
     assert undone == ["once"]
     assert not hasattr(exits, "_CLEANUPS")
+
+
+def test_kinds_are_enums_and_reports_keep_their_words(tmp_path):
+    from harness.execution.backend import BackendKind, choose_backend
+    from harness.formats.yamlio import dump_yaml
+    from harness.model.drivers import Detection, driver_build
+    from harness.search.boundary import AnswerKind, Bisection, Classification, classify
+    from harness.sources.case import CaseKind
+    from harness.sources.load import load_case
+    assert load_case("minicpm5-2b-decode").kind is CaseKind.CASE
+    assert load_case("xrt-validate:cmd_chain_latency").kind is CaseKind.RECIPE
+    assert choose_backend("sim").kind is BackendKind.SIM
+    assert driver_build("oot").detection is Detection.DEVICE_TWO_CHECKS
+    assert classify({"COMPLETED": 2, "TIMEOUT": 1}) is Classification.FLAKY
+    bisection = Bisection(1, 4, "bad")               # as a report's log names it
+    assert bisection.flaky_as is Classification.BAD
+    bisection.record(4, {"TIMEOUT": 1})
+    assert bisection.answer().kind is AnswerKind.EXACT
+    # written as their words, read back as strings
+    assert dump_yaml({"kind": CaseKind.CAPTURE, "class": Classification.SKIP}) == \
+        "kind: capture\nclass: skip\n"
+    out = tmp_path / "r.yaml"
+    done = CliRunner().invoke(main, ["run", "xrt-validate:cmd_chain_latency", "--plan",
+                                     "max:500", "--trials", "1", "--no-isolate", "--out",
+                                     str(out)])
+    assert done.exit_code == 0, done.output
+    from harness.report.fileformat import load_report
+    report = load_report(out)
+    assert type(report.case["kind"]) is str and report.case["kind"] == "recipe"
+    assert type(report.backend["kind"]) is str and report.backend["kind"] == "sim"

@@ -53,7 +53,7 @@ from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import PlanRecord, Report, utc_now
 from harness.report.verdict import judge, with_xrt_smi
-from harness.sources.case import Case
+from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
 from harness.sources.packs import ResolvedPack, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
@@ -552,8 +552,8 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
               "kind": case.kind, "flow": case.flow,
               "workload": describe_workload(case, flow_of(case, options)).to_json(),
               **({"reference": case.reference, "recipe_profile": case.recipe_profile}
-                 if case.kind == "recipe" else {}),
-              **({"capture": case.capture, "frame": case.frame} if case.kind == "capture"
+                 if case.kind is CaseKind.RECIPE else {}),
+              **({"capture": case.capture, "frame": case.frame} if case.kind is CaseKind.CAPTURE
                  else {})},
         settings=options.to_settings(flow_of(case, options),
                                      _worker_start() if options.isolate else None),

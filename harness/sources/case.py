@@ -25,6 +25,7 @@ from harness.model.errors import CaseError, PlanError
 from harness.model.ert import CmdState, state_from_name
 from harness.model.plan import Plan, make_plan
 from harness.model.results import FLOWS, FULL_ELF, INSTR_BO, BufferSpec
+from harness.model.text_enum import TextEnum
 from harness.sources.confine import OutsideFolder, inside
 
 NOP = "nop"
@@ -33,6 +34,14 @@ REPLAY = "replay.json"
 DEFAULT_TRIALS = 3
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _ROLE = re.compile(r"[a-z][a-z0-9_]*")
+
+
+class CaseKind(TextEnum):
+    """Where a case's runs come from."""
+
+    CASE = "case"             # a decode case: a pack's xclbins and a per-layer program
+    RECIPE = "recipe"         # an XRT run recipe and its profile
+    CAPTURE = "capture"       # a frame of an XRT capture
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,7 @@ class Case:
     # per_layer (then `layers` counts runs).
     buffers: dict[str, BufferSpec] = field(default_factory=dict)
     order: tuple[int, ...] | None = None
-    kind: str = "case"           # case | recipe | capture
+    kind: CaseKind = CaseKind.CASE
     notes: tuple[str, ...] = ()  # what the user should know about how it was read
     absent: tuple[str, ...] = ()  # artefacts it names that are not there (stand-ins)
     recipe_profile: str | None = None

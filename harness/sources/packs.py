@@ -30,7 +30,7 @@ from harness.formats.xclbin_writer import flm_spec, synthesize, validate_spec
 from harness.formats.yamlio import dump_yaml, write_atomic
 from harness.model.errors import BadInput, EnvironmentNotReady, ReportError, XclbinError
 from harness.probe.xrt import validate_files
-from harness.sources.case import Case
+from harness.sources.case import Case, CaseKind
 
 VALIDATE_PACK = "xrt-validate"
 PROJECT = Path(__file__).resolve().parents[2]
@@ -107,7 +107,7 @@ def pack_dirs(pack: str) -> list[Path]:
 def resolve_pack(case: Case, *, xclbins_dir: str | None = None,
                  simulated: bool) -> ResolvedPack:
     searched: list[str] = []
-    if case.kind != "case":
+    if case.kind is not CaseKind.CASE:
         return _named_files(case, xclbins_dir, simulated)
     if xclbins_dir:
         return _explicit(case, Path(xclbins_dir))

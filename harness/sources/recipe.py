@@ -37,7 +37,7 @@ from harness.formats.yamlio import write_atomic
 from harness.model.errors import BadInput, CaseError
 from harness.model.plan import make_plan
 from harness.model.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec
-from harness.sources.case import DEFAULT_TRIALS, Case, Command
+from harness.sources.case import DEFAULT_TRIALS, Case, CaseKind, Command
 from harness.sources.confine import OutsideFolder, inside
 
 VALIDATE_PREFIX = "xrt-validate:"
@@ -241,7 +241,7 @@ def _case(data: dict[str, Any], path: Path, profile: RecipeProfile, notes: list[
                 plans=(make_plan("recipe", str(n), n),), expect={}, trials=DEFAULT_TRIALS,
                 deadline_s=None, file=str(path.resolve()), sha256="",
                 flow=FULL_ELF if context in programs else flow, buffers=buffers,
-                order=tuple(order), kind="recipe", absent=tuple(absent), programs=programs)
+                order=tuple(order), kind=CaseKind.RECIPE, absent=tuple(absent), programs=programs)
 
 
 def _buffers(read: JsonReader, resources: dict[str, Any], profile: RecipeProfile, notes: list[str]

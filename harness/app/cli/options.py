@@ -18,7 +18,7 @@ from harness.execution.runner import Progress, Runner, RunOptions, open_run
 from harness.model.errors import BadInput
 from harness.model.plan import Plan
 from harness.model.results import FLOWS
-from harness.sources.case import Case
+from harness.sources.case import Case, CaseKind
 
 if TYPE_CHECKING:
     from harness.report.model import Report
@@ -168,7 +168,7 @@ def run_options(case: Case, request: RunRequest, *, trials: int | None = None) -
     if request.no_isolate and request.deadline is not None:
         raise BadInput("--deadline bounds a trial's worker, and --no-isolate runs trials in this "
                        "process, where nothing can cut a wait off; drop one of them")
-    if request.flow is not None and case.kind != "case":
+    if request.flow is not None and case.kind is not CaseKind.CASE:
         raise BadInput(f"--flow: a {case.kind}'s runs say themselves how they get their "
                        "control code (a ctrlcode ELF or not); drop --flow")
     return RunOptions(trials=trials or request.trials or case.trials,
@@ -228,7 +228,7 @@ frame_option = click.option(
 def with_frame(case: Case, frame: str | None) -> Case:
     if frame is None:
         return case
-    if case.kind != "capture":
+    if case.kind is not CaseKind.CAPTURE:
         raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a {case.kind}")
     from harness.sources.capture_case import frame_case
     return frame_case(case, frame)

@@ -44,6 +44,7 @@ from harness.search.sweep import (
     run_sweep,
     sweep_section,
 )
+from harness.sources.case import CaseKind
 from harness.sources.load import load_case
 
 MAX_TRIALS = 2**31 - 1        # a budget past any search: past it is a typing slip
@@ -74,7 +75,7 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
 @click.option("--chunks-at", "chunks_at", type=click.IntRange(1, MAX_LAYERS), default=None,
               help="The other direction: at this fixed depth, find the largest chunk size "
                    "that completes (--lo/--hi then bound the chunk size; default 1..DEPTH).")
-@click.option("--flaky-as", type=click.Choice(FLAKY_CHOICES), default="good",
+@click.option("--flaky-as", type=click.Choice([str(c) for c in FLAKY_CHOICES]), default="good",
               show_default=True,
               help="How a depth with mixed outcomes counts: good (it can complete; find the "
                    "first depth that never does), bad (find the first that ever fails), or "
@@ -306,7 +307,7 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
 
 def parse_frames(case, text: str) -> list[str]:
     """--frames: names or numbers, 'runlists' or 'all', of a capture case."""
-    if case.kind != "capture":
+    if case.kind is not CaseKind.CAPTURE:
         raise BadInput(f"--frames picks frames of an XRT capture; {case.name} is a {case.kind}")
     from harness.sources.capture import load_capture
     capture = load_capture(case.capture or "")
