@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from harness.app.cli import main
@@ -120,3 +121,24 @@ def test_kinds_are_enums_and_reports_keep_their_words(tmp_path):
     report = load_report(out)
     assert type(report.case["kind"]) is str and report.case["kind"] == "recipe"
     assert type(report.backend["kind"]) is str and report.backend["kind"] == "sim"
+
+
+def test_a_run_the_driver_overwrote_stays_a_run_and_is_whole_once_each_word_is_set(tmp_path):
+    """The simulator keeps no second class of run: an overwritten run is a pyxrt.run whose
+    arguments note which are set again (XRT's set_arg rewrites their regmap words)."""
+    from simkit import Rig
+
+    import harness.sim.pyxrt as pyxrt
+    rig = Rig(tmp_path, "mainline,hang-at:0")
+    rl, runs = rig.runlist(1)
+    with pytest.raises(RuntimeError, match="TIMEOUT"):
+        rl.execute()
+        rl.wait()
+    r = runs[0]
+    assert type(r) is pyxrt.run and r._over is not None
+    values = [3, rig.instr, rig.words, *rig.bufs]
+    for i, value in enumerate(values[:-1]):
+        r.set_arg(i, value)
+    assert r._over is not None                     # one overwritten argument not set yet
+    r.set_arg(len(values) - 1, values[-1])
+    assert r._over is None and type(r) is pyxrt.run and type(r._args) is list
