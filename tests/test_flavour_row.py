@@ -106,3 +106,17 @@ def test_no_flavour_is_known_by_name_outside_its_row():
                 if spelt in text:
                     named.append(f"{path.relative_to(package)}: {spelt}")
     assert named == []
+
+
+@pytest.mark.parametrize("kernel, why", [
+    ("6.16", "ends the hung job ABORT with error_index 0 (before 6fb7f2988832)"),
+    ("6.18", "ends the hung job ABORT with error_index 0 (before 6fb7f2988832)"),  # 6.18.0
+    ("7.0", "ends a timed-out chain with error_index 0 (drm_sched's timeout"),
+    ("7.1", "reports the firmware's run_list_id as error_index, and the firmware leaves"),
+])
+def test_why_no_run_is_named_follows_the_build(kernel, why):
+    """The note comes from the build the row makes for the kernel, as the simulator plays
+    it: mainline 6.18.0 still ABORTs, 7.1 takes the firmware's run_list_id."""
+    build = driver_build("mainline", kernel)
+    assert why_unnamed("mainline", kernel).startswith(f"mainline on Linux {kernel} {why}")
+    assert (build.timeout_index == "run_list_id") == (kernel == "7.1")
