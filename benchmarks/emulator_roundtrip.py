@@ -111,9 +111,9 @@ def main() -> None:
     if args.client:
         client(args.client)
         return
-    from harness.emulator import session
+    from harness.emulator import launch
     from harness.sim.profiles import parse_profile
-    emulation = session.start(parse_profile("staging"))
+    emulation = launch.start(parse_profile("staging"))
     try:
         done = subprocess.run([sys.executable, __file__, "--client", str(args.runlists)],
                               env=emulation.environment(), capture_output=True, text=True,

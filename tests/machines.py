@@ -6,7 +6,7 @@ import json
 import types
 from pathlib import Path
 
-from harness.probe.sources import Identity, Sources
+from harness.probe.readers import Identity, Sources
 
 RELEASE = "7.0.0-31-generic"
 NOBODY = Identity(uid=54321, gids=(54321,), user="porter", emulate=True)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.search.bisection import BAD, FLAKY, GOOD, SKIP, Bisection, classify
+from harness.search.boundary import BAD, FLAKY, GOOD, SKIP, Bisection, classify
 
 OK, TO, DL = {"COMPLETED": 1}, {"TIMEOUT": 1}, {"deadline": 1}
 

@@ -15,7 +15,7 @@ import pytest
 from harness.formats.capped_run import run_capped
 from harness.logs.kernel_log import JournalReader
 from harness.probe import xrt_smi as xrt_smi_module
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 
 
 def running(pid: int) -> bool:
@@ -113,7 +113,7 @@ def test_xrt_smi_is_ended_on_its_deadline_with_what_it_started(tmp_path, monkeyp
 def test_flm_version_is_capped(tmp_path, flood):
     target = "" if flood == "stdout" else " >&2"
     program = script(tmp_path, "flm", f"yes 'flm v0.9.20'{target}\n")
-    from harness.probe.sources import _run
+    from harness.probe.readers import _run
     answer = _run([str(program), "version"])
     assert answer is not None and len(answer) <= 64 << 10
     assert answer.startswith("flm v0.9.20")
@@ -123,13 +123,13 @@ def test_no_harness_module_runs_a_program_any_other_way():
     """Every place the harness runs a program and reads what it prints goes through
     run_capped. Three run programs whose output is not the harness's to read: the workers
     (the harness itself, run and ended by harness.execution.isolation), the emulator's
-    model process (its own, ended with the emulation: harness.emulator.session) and the
+    model process (its own, ended with the emulation: harness.emulator.launch) and the
     user's own command under `emulate` (in the foreground, printing to the user's
     terminal: harness.app.cli.emulate_cmd)."""
     package = Path(__file__).resolve().parents[1] / "harness"
     users = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                    if "subprocess" in p.read_text() and p.name != "capped_run.py")
-    assert users == ["app/cli/emulate_cmd.py", "emulator/session.py",
+    assert users == ["app/cli/emulate_cmd.py", "emulator/launch.py",
                      "execution/isolation.py"], users
     assert not any("os.system(" in p.read_text() or "os.popen(" in p.read_text()
                    for p in package.rglob("*.py"))

@@ -17,9 +17,11 @@ from click.testing import CliRunner
 from machines import Tree
 
 from harness.app.cli import main
-from harness.execution.backend import Backend
+from harness.execution.backend import EmulatedBackend, HardwareBackend
 from harness.formats.xclbin_writer import flm_spec, synthesize
+from harness.model.firmware import NOT_MODELLED, NOT_MODELLED_WORD
 from harness.report.fileformat import load_report
+from harness.sim.profiles import parse_profile
 
 FACTS = {"profile": "staging,hang-at:30", "preload": "libxdna-emulator-0123456789abcdef.so",
          "xrt_libraries": ["/opt/xilinx/xrt/lib/libxrt_coreutil.so.2.21.0"]}
@@ -108,7 +110,8 @@ def test_report_check_refuses_an_emulated_report_that_claims_hardware(emulated_r
 
 def test_the_backend_of_an_emulated_run_says_so():
     import bare_pyxrt
-    backend = Backend("xrt", bare_pyxrt, emulated=dict(FACTS))
+    backend = EmulatedBackend(bare_pyxrt, parse_profile("staging,hang-at:30"),
+                              emulated=dict(FACTS))
     backend.hardware_xrt_version = "2.21.0"
     assert backend.hardware and backend.simulated
     assert backend.describe().startswith("backend: EMULATED NPU, profile staging,hang-at:30: "
@@ -116,7 +119,14 @@ def test_the_backend_of_an_emulated_run_says_so():
     assert "XRT 2.21.0) and XRT over the harness's emulated driver" in backend.describe()
     out = backend.as_report()
     assert out["simulated"] is True and out["emulated"]["xrt_version"] == "2.21.0"
-    assert Backend("xrt", bare_pyxrt).simulated is False
+    assert (out["profile"], out["driver"]["flavour"]) == ("staging,hang-at:30", "staging")
+    assert HardwareBackend(bare_pyxrt).simulated is False
+    # what XRT's message gave of the health data: the emulated device's word for a value
+    # the model does not know is recorded as such
+    health = {"txn_op_idx": NOT_MODELLED_WORD, "ctx_pc": NOT_MODELLED_WORD, "version": 1}
+    assert backend.recorded_health(health) == {"txn_op_idx": NOT_MODELLED,
+                                               "ctx_pc": NOT_MODELLED, "version": 1}
+    assert HardwareBackend(bare_pyxrt).recorded_health(health) == health
 
 
 def test_a_worker_on_an_emulated_npu_is_not_handed_the_emulator_s_profile():

@@ -33,7 +33,7 @@ from simkit import Rig, outcome
 
 from harness.app import exits
 from harness.app.cli import main
-from harness.emulator import build, session, uapi
+from harness.emulator import build, launch, uapi
 from harness.emulator.memory import HEAP_CHUNK, DriverError, Heap, Memory
 from harness.emulator.packets import read_packet
 from harness.emulator.uapi import iowr
@@ -41,7 +41,7 @@ from harness.formats.txn import nop_stream
 from harness.model.errors import EnvironmentNotReady
 from harness.model.firmware import NOT_MODELLED_WORD
 from harness.probe.emulation import emulation, preload_mapped
-from harness.sim.kernel_log import BDF
+from harness.sim.driver_log import BDF
 from harness.sim.profiles import parse_profile
 
 CLIENT = Path(__file__).with_name("emulator_client.py")
@@ -70,7 +70,7 @@ def preload(tmp_path_factory) -> Path:
 def emulate(preload: Path, profile: str, steps: list[tuple[str, dict]], *,
             rate: float = 1.0) -> list[dict[str, Any]]:
     """Run the client's scenarios, in order, under one emulation of `profile`."""
-    emu = session.start(parse_profile(profile), clock_rate=rate, preload=preload)
+    emu = launch.start(parse_profile(profile), clock_rate=rate, preload=preload)
     try:
         done = subprocess.run([sys.executable, str(CLIENT), json.dumps(steps)],
                               env=emu.environment(), capture_output=True, text=True,
@@ -433,7 +433,7 @@ def test_the_variable_alone_is_not_an_emulation(monkeypatch):
 
 
 def test_sim_profiles_lists_the_emulated_driver_s_rules_with_their_sources():
-    from harness.emulator.rules import RULES
+    from harness.emulator.interface_rules import RULES
     flat = " ".join(CliRunner().invoke(main, ["sim", "profiles"]).output.split())
     assert "rules of the emulated driver" in flat
     for rule in RULES:

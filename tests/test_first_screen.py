@@ -17,7 +17,7 @@ from machines import Tree
 
 from harness.app.cli import main
 from harness.probe.fingerprint import probe
-from harness.probe.sources import Identity
+from harness.probe.readers import Identity
 from harness.report.digest import Digest
 from harness.report.failing import chain_text, run_cells, unnamed, why_unnamed
 from harness.report.fileformat import load_report, read_document

@@ -12,7 +12,7 @@ from machines import RELEASE, Tree
 from harness.app.cli import main
 from harness.probe.drm import DrmVersion
 from harness.probe.fingerprint import probe, ready, render
-from harness.probe.sources import Identity
+from harness.probe.readers import Identity
 from harness.probe.xrt_loader import mapped_libraries
 
 ME = Identity(uid=54321, gids=(54321,), user="porter", emulate=True)

@@ -377,15 +377,16 @@ def test_a_bundles_report_is_a_valid_report_with_no_identity_left(tmp_path):
        states=st.lists(st.sampled_from(["COMPLETED", "TIMEOUT", "ABORT", None]), max_size=6),
        heavy=st.booleans())
 def test_a_trial_read_in_brief_is_the_brief_of_the_trial_read_whole(status, states, heavy):
-    from harness.report.model import brief_from_dict, trial_from_dict
+    from harness.model.results import TrialResult
+    from harness.report.model import brief_from_dict
     raw = {"index": 3, "status": status, "seed": 7, "error": "e",
            "runlists": [{k: v for k, v in dict(runlist(i), state=s).items() if v is not None}
                         for i, s in enumerate(states)]}
     if heavy:
         raw["kernel_log"] = {"source": "x", "lines": ["l"]}
-    read, whole = brief_from_dict(raw), trial_from_dict(raw).brief()
+    read, whole = brief_from_dict(raw), TrialResult.from_json(raw).brief()
     assert type(read) is type(whole) and read == whole
-    assert read.state == trial_from_dict(raw).state
+    assert read.state == TrialResult.from_json(raw).state
 
 
 def test_a_render_keeps_a_bounded_number_of_distinct_failures(monkeypatch):

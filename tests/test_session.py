@@ -138,10 +138,10 @@ def test_warming_a_fork_server_never_touches_the_hardware():
     libraries inherits their state): warm-up is for the simulated stack only."""
     from types import SimpleNamespace
 
-    from harness.execution.backend import Backend
+    from harness.execution.backend import HardwareBackend
     from harness.execution.session import warm
 
     class Untouchable:
         def __getattr__(self, name):
             raise AssertionError(f"the server touched pyxrt.{name}")
-    warm(SimpleNamespace(), Backend("xrt", Untouchable()))     # returns before any use
+    warm(SimpleNamespace(), HardwareBackend(Untouchable()))     # returns before any use

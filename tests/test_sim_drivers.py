@@ -8,7 +8,7 @@ from simkit import Rig, nop_elf, outcome, states
 
 import harness.sim.pyxrt as pyxrt
 from harness.model.drivers import KERNELS, driver_build
-from harness.sim.kernel_log import BDF
+from harness.sim.driver_log import BDF
 from harness.sim.stack import FF, HWCTX_CREATE_FAILED
 
 TIMEOUT_MSG = "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"

@@ -24,7 +24,7 @@ from harness.logs.driver_lines import firmware_account, trial_entry
 from harness.logs.kernel_log import reading_of
 from harness.model.drivers import driver_build
 from harness.model.errors import BadInput
-from harness.sim.kernel_log import DEVICE
+from harness.sim.driver_log import DEVICE
 from harness.sim.profiles import parse_profile
 from harness.sim.stack import CTX_LIMIT_FAILED, HWCTX_CREATE_FAILED, STAGING_TDR_US
 

@@ -53,8 +53,8 @@ def test_sim_profiles_lists_every_token():
     assert "documented" in result.output and "deviation" in result.output
     # every rule is listed with the source it was read from
     flat = " ".join(result.output.split())
-    from harness.sim.rules import RULES
-    for rule in RULES:
+    from harness.sim.rules import rules
+    for rule in rules():
         assert f"{rule.text} [source: {rule.source}]" in flat
 
 

@@ -6,8 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.model.drivers import FLAVOURS as FLAVOUR_ROWS
 from harness.model.errors import BadInput
-from harness.sim.profiles import DEVICES, FLAVOURS, parse_profile
+from harness.sim.profiles import DEVICES, parse_profile
+
+FLAVOURS = tuple(FLAVOUR_ROWS)
 
 
 def test_default_is_documented_staging_on_strix_halo():

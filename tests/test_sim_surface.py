@@ -28,7 +28,7 @@ from harness.formats.elf_writer import control_code_elf, full_elf
 from harness.formats.txn import nop_stream
 from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.sim import binding, control
-from harness.sim.kernel_log import BDF
+from harness.sim.driver_log import BDF
 from harness.sim.releases import RELEASES
 
 XRT_REFERENCE = SHARED_REFERENCE / "xrt"

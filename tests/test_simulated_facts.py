@@ -19,7 +19,7 @@ from harness.logs.kernel_log import SIMULATED_MARK
 from harness.report.digest import Digest
 from harness.report.fileformat import load_report, read_document
 from harness.report.render import render_markdown
-from harness.sim import kernel_log as sim_log
+from harness.sim import driver_log as sim_log
 from harness.sim.profiles import parse_profile
 
 YEAR_S = 365.25 * 24 * 3600

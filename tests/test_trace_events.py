@@ -15,8 +15,8 @@ from machines import NOBODY, Tree
 from harness.app.cli import main
 from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.logs.trace_events import TraceReader, parse_trace, trial_entry
-from harness.probe.sources import Identity
-from harness.probe.trace_events import tracefs_facts
+from harness.probe.readers import Identity
+from harness.probe.trace_access import tracefs_facts
 from harness.report.fileformat import load_report
 
 ROOT = Identity(uid=0, gids=(0,), user="root", emulate=True)

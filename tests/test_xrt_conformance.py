@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from harness.model.firmware import NOT_MODELLED, NOT_MODELLED_WORD
+from harness.sim.driver_log import BDF
 from harness.sim.host_script import run_host_script
-from harness.sim.kernel_log import BDF
 from harness.sim.profiles import parse_profile
 
 HERE = Path(__file__).parent

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.model.cleanups import run_cleanups
 from harness.model.errors import (
     ExitCode,
     HarnessError,
@@ -236,10 +237,6 @@ def one_line(message: str) -> str:
     return escape_controls(message.replace("\n", " "))
 
 
-# Only what this run loaded: an import that Ctrl-C cut short must not run again.
-_CLEANUPS = (("harness.report.lock", "release_all"), ("harness.execution.isolation", "shutdown"))
-
-
 def run(command: Callable[[], Any], args: Sequence[str]) -> int:
     """Run a command to its end and return the exit status it means: its result, or the
     exception that ended it (said in one line), in the convention `args` ask for. A
@@ -259,10 +256,7 @@ def run(command: Callable[[], Any], args: Sequence[str]) -> int:
         _say(ending, convention, wants_json(args))
         code = translate(ending.code, convention)
     finally:
-        for module, cleanup in _CLEANUPS:
-            hook = getattr(sys.modules.get(module), cleanup, None)
-            if hook is not None:
-                hook()
+        run_cleanups()             # what this run loaded registered its own
     if stop.requested() and code == int(ExitCode.OK):
         code = int(for_stop(stop.requested() or ""))
     return code

@@ -6,15 +6,14 @@ Discovery, as XRT (`core/pcie/linux/pcidrv.cpp` scan_devices, `pcidev.cpp`) and 
 /sys/bus/pci/drivers/amdxdna that are links resolving under /sys/devices/; for each,
 /sys/bus/pci/devices/<BDF>/device_type (0: a KMQ device), the accel/accelN folder that
 names the node /dev/accel/accelN, and vendor, device, revision, subsystem_vendor,
-subsystem_device and vbnv for `xrt-smi`. The module's parameters are the flavour's
-(amd/xdna-driver `drivers/accel/amdxdna` for staging, with MODULE_VERSION "0.1";
-`src/driver/amdxdna` for the legacy tree; mainline's `aie2_max_col`), with the modes the
-sources give them: a parameter only root may read is unreadable here too.
+subsystem_device and vbnv for `xrt-smi`. The module's parameters and version are the
+flavour row's (`harness.model.drivers`), with the modes the sources give them: a parameter
+only root may read is unreadable here too.
 
 The tree lives in the run folder; the preload library sends these paths there
 (`redirects`). Values the firmware would report (AIE tile metadata, clocks, firmware
-version) are the emulator's own, chosen to match the profile's device; nothing here is
-read from a machine.
+clocks) are the emulator's own, chosen to match the profile's device; the firmware version
+is the profile's; nothing here is read from a machine.
 """
 
 from __future__ import annotations
@@ -24,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.emulator import uapi
+from harness.model.drivers import FLAVOURS
 from harness.model.errors import BadInput
-from harness.sim.kernel_log import BDF
+from harness.sim.driver_log import BDF
 from harness.sim.profiles import DeviceModel, Profile
 
 BRIDGE = "pci0000:00/0000:00:08.2"        # where the NPU function sits on Ryzen AI parts
@@ -39,16 +39,6 @@ NODE_MODE = 0o660
 UNREADABLE = 0o000                        # a 0400/0600 parameter, as a normal user sees it
 READABLE = 0o444
 
-# (name, value, readable by a normal user) per flavour
-PARAMETERS = {
-    "staging": (("aie2_max_col", "128", False), ("force_cmdlist", "N", False),
-                ("force_iova", "N", False), ("tdr_timeout_ms", "2000", False)),
-    "oot": (("aie2_max_col", "128", False), ("context_limit", "32", True),
-            ("force_cmdlist", "N", False), ("hwctx_limit", "32", True),
-            ("tdr_dump_ctx", "N", True), ("timeout_in_sec", "2", True)),
-    "mainline": (("aie2_max_col", "128", False),),
-}
-MODULE_VERSION = {"staging": "0.1"}
 
 
 @dataclass(frozen=True)
@@ -124,11 +114,12 @@ class EmulatedDevice:
         _link(root / f"sys/class/accel/accel{self.minor}",
               f"../../devices/{BRIDGE}/{self.bdf}/accel/accel{self.minor}")
         module = root / "sys/module/amdxdna"
-        for name, value, readable in PARAMETERS[self.profile.flavour]:
+        flavour = FLAVOURS[self.profile.flavour]
+        for name, value, readable in flavour.parameters:
             _write(module / "parameters" / name, value + "\n",
                    READABLE if readable else UNREADABLE)
-        if self.profile.flavour in MODULE_VERSION:
-            _write(module / "version", MODULE_VERSION[self.profile.flavour] + "\n")
+        if flavour.module_version is not None:
+            _write(module / "version", flavour.module_version + "\n")
         _write(root / self.node.lstrip("/"), "", NODE_MODE)
         _link(root / "dev/kmsg", os.path.relpath(kmsg, root / "dev"))
 

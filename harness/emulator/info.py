@@ -19,7 +19,7 @@ from harness.emulator import uapi
 from harness.emulator.device import EmulatedDevice
 from harness.emulator.memory import DriverError
 from harness.emulator.objects import ClientFile, HwContext
-from harness.emulator.replies import Reply, patch
+from harness.emulator.replies import IoctlReply, patch
 
 Contexts = dict[int, HwContext]
 Files = dict[int, ClientFile]
@@ -27,16 +27,16 @@ Files = dict[int, ClientFile]
 PRIORITY_NORMAL = 0x200          # AMDXDNA_QOS_NORMAL_PRIORITY
 
 
-def version(device: EmulatedDevice, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+def version(device: EmulatedDevice, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
     (major, minor, patchlevel), name, date, desc = device.version()
     fields = list(uapi.VERSION_ARGS.unpack_from(args))
     fields[:3] = [major, minor, patchlevel]
     fields[3], fields[5], fields[7] = len(name), len(date), len(desc)
-    return Reply(0, patch(args, uapi.VERSION_ARGS, *fields), name + date + desc)
+    return IoctlReply(0, patch(args, uapi.VERSION_ARGS, *fields), name + date + desc)
 
 
 def get_info(device: EmulatedDevice, contexts: Contexts, file: ClientFile, args: bytes,
-             extra: bytes) -> Reply:
+             extra: bytes) -> IoctlReply:
     param, size, pointer = uapi.INFO_ARGS.unpack_from(args)
     answers: dict[int, Callable[[], bytes]] = {
         uapi.QUERY_AIE_METADATA: device.aie_metadata,
@@ -54,17 +54,17 @@ def get_info(device: EmulatedDevice, contexts: Contexts, file: ClientFile, args:
     data = answers[param]()
     if size < len(data) and param != uapi.QUERY_HW_CONTEXTS:
         raise DriverError(errno.EINVAL, f"GET_INFO {param}: {size} bytes, needs {len(data)}")
-    return Reply(0, patch(args, uapi.INFO_ARGS, param, len(data), pointer), data[:size])
+    return IoctlReply(0, patch(args, uapi.INFO_ARGS, param, len(data), pointer), data[:size])
 
 
-def set_state(file: ClientFile, args: bytes, extra: bytes) -> Reply:
+def set_state(file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
     if os.geteuid() != 0:
         raise DriverError(errno.EACCES, "SET_STATE is DRM_ROOT_ONLY")
     raise DriverError(errno.EOPNOTSUPP, f"SET_STATE param {uapi.INFO_ARGS.unpack_from(args)[0]}")
 
 
 def get_array(contexts: Contexts, files: Files, file: ClientFile, args: bytes, extra: bytes
-              ) -> Reply:
+              ) -> IoctlReply:
     param, element, count, pad, pointer = uapi.GET_ARRAY_ARGS.unpack_from(args)
     if param == uapi.HW_CONTEXT_ALL:
         entries = [context_entry(ctx) for ctx in contexts.values()]
@@ -76,10 +76,10 @@ def get_array(contexts: Contexts, files: Files, file: ClientFile, args: bytes, e
         raise DriverError(errno.EINVAL, "element size 0")
     if count < len(entries):
         fields = (param, element, len(entries), pad, pointer)
-        return Reply(-errno.ENOSPC, patch(args, uapi.GET_ARRAY_ARGS, *fields))
+        return IoctlReply(-errno.ENOSPC, patch(args, uapi.GET_ARRAY_ARGS, *fields))
     size = min(element, len(entries[0])) if entries else element
     data = b"".join(entry[:size].ljust(size, b"\0") for entry in entries)
-    return Reply(0, patch(args, uapi.GET_ARRAY_ARGS, param, size, len(entries), pad, pointer),
+    return IoctlReply(0, patch(args, uapi.GET_ARRAY_ARGS, param, size, len(entries), pad, pointer),
                  data)
 
 

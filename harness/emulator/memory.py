@@ -46,13 +46,13 @@ def _round(size: int, to: int) -> int:
 
 
 @dataclass(eq=False)
-class Buffer:
+class BufferObject:
     id: int                      # device-wide; names the backing file and the mmap offset
     kind: int
     size: int
     xdna_addr: int
     path: Path | None = None     # SHARE, CMD and DEV_HEAP: their own file
-    heap: Buffer | None = None   # DEV: the heap chunk it lives in
+    heap: BufferObject | None = None   # DEV: the heap chunk it lives in
     heap_offset: int = 0
     refs: int = 1
     # payload word -> (what XRT had written, what the driver wrote over it) after a failure
@@ -107,14 +107,14 @@ class Buffer:
 class Heap:
     """One client's device heap: its chunks and the free ranges (offset, length)."""
 
-    chunks: list[Buffer] = field(default_factory=list)
+    chunks: list[BufferObject] = field(default_factory=list)
     free: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def size(self) -> int:
         return len(self.chunks) * HEAP_CHUNK
 
-    def grow(self, chunk: Buffer) -> None:
+    def grow(self, chunk: BufferObject) -> None:
         start = self.size
         self.chunks.append(chunk)
         self.free.append((start, HEAP_CHUNK))
@@ -151,7 +151,7 @@ class Memory:
         folder.mkdir(parents=True, exist_ok=True)
         self._ids = itertools.count(1)
         self._host_next = HOST_BASE
-        self.buffers: dict[int, Buffer] = {}
+        self.buffers: dict[int, BufferObject] = {}
         self.newest = 0                      # the id of the buffer made last
 
     def _file(self, buffer_id: int, size: int) -> Path:
@@ -163,7 +163,7 @@ class Memory:
             os.close(fd)
         return path
 
-    def create(self, kind: int, size: int, heap: Heap) -> Buffer:
+    def create(self, kind: int, size: int, heap: Heap) -> BufferObject:
         """A new buffer (CREATE_BO), its heap ranges taken from `heap` for DEV."""
         if kind not in uapi.BO_TYPES:
             raise DriverError(errno.EINVAL, f"unknown BO type {kind}")
@@ -178,22 +178,22 @@ class Memory:
                 raise DriverError(errno.EAGAIN if heap.size < HEAP_MAX else errno.ENOMEM,
                                   "device heap full")
             chunk = heap.chunks[start // HEAP_CHUNK]
-            buffer = Buffer(buffer_id, kind, size, HEAP_BASE + start, heap=chunk,
+            buffer = BufferObject(buffer_id, kind, size, HEAP_BASE + start, heap=chunk,
                             heap_offset=start % HEAP_CHUNK)
         elif kind == uapi.BO_DEV_HEAP:
             if heap.size + HEAP_CHUNK > HEAP_MAX or size != HEAP_CHUNK:
                 raise DriverError(errno.EINVAL, f"heap object of {size} bytes")
-            buffer = Buffer(buffer_id, kind, size, HEAP_BASE + heap.size,
+            buffer = BufferObject(buffer_id, kind, size, HEAP_BASE + heap.size,
                             path=self._file(buffer_id, size))
             heap.grow(buffer)
         else:
             address = self._host_next
             self._host_next += _round(size, PAGE)
-            buffer = Buffer(buffer_id, kind, size, address, path=self._file(buffer_id, size))
+            buffer = BufferObject(buffer_id, kind, size, address, path=self._file(buffer_id, size))
         self.buffers[buffer_id] = buffer
         return buffer
 
-    def drop(self, buffer: Buffer, heap: Heap) -> None:
+    def drop(self, buffer: BufferObject, heap: Heap) -> None:
         buffer.refs -= 1
         if buffer.refs > 0:
             return
@@ -202,7 +202,7 @@ class Memory:
             heap.give(buffer.xdna_addr - HEAP_BASE, buffer.size)
         buffer.release()
 
-    def by_path(self, path: str) -> Buffer | None:
+    def by_path(self, path: str) -> BufferObject | None:
         """The buffer an exported fd's file is (PRIME_FD_TO_HANDLE)."""
         name = Path(path)
         if name.parent != self.folder or not name.name.isdigit():
@@ -214,11 +214,11 @@ class Handles:
     """One open file's view: handle -> buffer, its heap, and device addresses."""
 
     def __init__(self) -> None:
-        self.table: dict[int, Buffer] = {}
+        self.table: dict[int, BufferObject] = {}
         self.heap = Heap()
         self._next = itertools.count(1)
 
-    def add(self, buffer: Buffer) -> int:
+    def add(self, buffer: BufferObject) -> int:
         for handle, held in self.table.items():
             if held is buffer:           # DRM gives an imported object its existing handle
                 buffer.refs -= 1
@@ -227,13 +227,13 @@ class Handles:
         self.table[handle] = buffer
         return handle
 
-    def get(self, handle: int) -> Buffer:
+    def get(self, handle: int) -> BufferObject:
         try:
             return self.table[handle]
         except KeyError:
             raise DriverError(errno.ENOENT, f"no BO handle {handle}") from None
 
-    def at(self, address: int) -> tuple[Buffer, int] | None:
+    def at(self, address: int) -> tuple[BufferObject, int] | None:
         """The buffer holding device address `address`, and the offset into it."""
         for buffer in self.table.values():
             if buffer.kind != uapi.BO_DEV_HEAP and \

@@ -36,7 +36,7 @@ import errno
 from dataclasses import dataclass, field
 
 from harness.emulator import uapi
-from harness.emulator.memory import Buffer, DriverError, Handles
+from harness.emulator.memory import BufferObject, DriverError, Handles
 from harness.formats.txn import TxnError, check_stream
 from harness.model.firmware import NOT_MODELLED_WORD
 from harness.sim.stack import COMPLETED, NEW, Job
@@ -48,14 +48,14 @@ NO_INSTRUCTIONS = "argument 1 is not an instruction buffer"
 
 @dataclass
 class Packet:
-    buffer: Buffer
+    buffer: BufferObject
     state: int
     opcode: int
     payload: bytes           # after the header and, but for a chain, the CU masks
     cu_index: int | None
 
 
-def read_packet(buffer: Buffer) -> Packet:
+def read_packet(buffer: BufferObject) -> Packet:
     header = buffer.word(0)
     state, extra_masks, count, opcode = uapi.header_fields(header)
     masks = 0 if opcode == uapi.ERT_CMD_CHAIN else 1 + extra_masks
@@ -71,7 +71,7 @@ def read_packet(buffer: Buffer) -> Packet:
     return Packet(buffer, state, opcode, words[masks * 4:], cu_index)
 
 
-def chain_members(packet: Packet, handles: Handles) -> list[Buffer]:
+def chain_members(packet: Packet, handles: Handles) -> list[BufferObject]:
     """The sub-command BOs an ERT_CMD_CHAIN names, in order."""
     payload = packet.payload
     if len(payload) < uapi.CHAIN_HEAD.size:
@@ -97,7 +97,7 @@ def argument_bytes(packet: Packet) -> int:
     return max(0, len(packet.payload) - head)
 
 
-def stale_fault(buffer: Buffer) -> str | None:
+def stale_fault(buffer: BufferObject) -> str | None:
     """A payload that still holds what the driver wrote over it after a failure."""
     wrote = buffer.driver_wrote
     if not wrote:
@@ -157,8 +157,8 @@ def instruction_fault(packet: Packet, handles: Handles, columns: int, dev_gen: i
 class Submission:
     """One EXEC_CMD: the packet submitted and the commands the firmware runs."""
 
-    command: Buffer
-    members: list[Buffer]          # a chain's sub-commands, or the command itself
+    command: BufferObject
+    members: list[BufferObject]          # a chain's sub-commands, or the command itself
     chained: bool
     opcodes: list[int]
     arg_bytes: list[int]
@@ -168,7 +168,7 @@ class Submission:
     written: bool = False
 
 
-def read_submission(command: Buffer, handles: Handles, columns: int, dev_gen: int
+def read_submission(command: BufferObject, handles: Handles, columns: int, dev_gen: int
                     ) -> Submission:
     packet = read_packet(command)
     chained = packet.opcode == uapi.ERT_CMD_CHAIN

@@ -1,4 +1,4 @@
-"""What an emulated ioctl answers: now (`Reply`), or once the device has done something
+"""What an emulated ioctl answers: now (`IoctlReply`), or once the device has done something
 (`Pending`, a wait the model process parks while it goes on answering others)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 
 @dataclass
-class Reply:
+class IoctlReply:
     ret: int                    # 0 (or a count), or -errno
     args: bytes                 # the argument struct as the driver leaves it
     extra: bytes = b""          # memory the driver writes back (or names, for an export)
@@ -22,9 +22,9 @@ class Pending:
     """Answered by `ready` once it returns a reply, or by `expire` at `deadline`
     (time.monotonic seconds; None: never)."""
 
-    ready: Callable[[], Reply | None]
+    ready: Callable[[], IoctlReply | None]
     deadline: float | None
-    expire: Callable[[], Reply]
+    expire: Callable[[], IoctlReply]
 
 
 def patch(args: bytes, layout: struct.Struct, *values: object) -> bytes:
@@ -34,13 +34,13 @@ def patch(args: bytes, layout: struct.Struct, *values: object) -> bytes:
 
 
 def wait(args: bytes, done: Callable[[], bool], deadline: float | None,
-         reply: Callable[[], bytes] | None = None) -> Reply | Pending:
+         reply: Callable[[], bytes] | None = None) -> IoctlReply | Pending:
     """Answer 0 once `done()`, or ETIME at `deadline` (a past deadline: at once)."""
-    def answer() -> Reply | None:
-        return Reply(0, reply() if reply else args) if done() else None
+    def answer() -> IoctlReply | None:
+        return IoctlReply(0, reply() if reply else args) if done() else None
     first = answer()
     if first is not None:
         return first
     if deadline is not None and deadline <= time.monotonic():
-        return Reply(-errno.ETIME, args)
-    return Pending(answer, deadline, lambda: answer() or Reply(-errno.ETIME, args))
+        return IoctlReply(-errno.ETIME, args)
+    return Pending(answer, deadline, lambda: answer() or IoctlReply(-errno.ETIME, args))

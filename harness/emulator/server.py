@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.emulator.device import EmulatedDevice
-from harness.emulator.driver import EmulatedDriver, Pending, Reply
+from harness.emulator.emulated_driver import EmulatedDriver, IoctlReply, Pending
 from harness.sim.profiles import parse_profile
 
 MAGIC = 0x58444E41
@@ -48,13 +48,13 @@ log = logging.getLogger("harness.emulator")
 
 
 @dataclass(eq=False)
-class Connection:
+class ClientConnection:
     sock: socket.socket
     buffer: bytearray = field(default_factory=bytearray)
     file_id: int | None = None           # set on the connection that is a device file
 
 
-def encode_reply(reply: Reply) -> bytes:
+def encode_reply(reply: IoctlReply) -> bytes:
     return REPLY.pack(MAGIC, reply.ret, len(reply.args), len(reply.extra)) + reply.args + \
         reply.extra
 
@@ -71,7 +71,7 @@ class Server:
         self.listener.listen(128)
         os.replace(str(path) + ".new", path)      # the socket appears ready to connect
         self.selector.register(self.listener, selectors.EVENT_READ)
-        self.parked: list[tuple[Connection, Pending]] = []
+        self.parked: list[tuple[ClientConnection, Pending]] = []
         self.requests = 0
         self.stopping = False
 
@@ -101,10 +101,10 @@ class Server:
 
     def _accept(self) -> None:
         sock, _ = self.listener.accept()
-        connection = Connection(sock)
+        connection = ClientConnection(sock)
         self.selector.register(sock, selectors.EVENT_READ, connection)
 
-    def _read(self, connection: Connection) -> None:
+    def _read(self, connection: ClientConnection) -> None:
         try:
             data = connection.sock.recv(1 << 16)
         except OSError:
@@ -127,19 +127,19 @@ class Server:
             del buffer[:total]
             self._handle(connection, op, file_id, pid, cmd, args, more)
 
-    def _handle(self, connection: Connection, op: int, file_id: int, pid: int, cmd: int,
+    def _handle(self, connection: ClientConnection, op: int, file_id: int, pid: int, cmd: int,
                 args: bytes, extra: bytes) -> None:
         self.requests += 1
         if op == OP_OPEN:
             connection.file_id = self.driver.open(pid)
-            self._send(connection, Reply(connection.file_id, args))
+            self._send(connection, IoctlReply(connection.file_id, args))
             return
         try:
             result = self.driver.ioctl(file_id, cmd, args, extra) if op == OP_IOCTL \
-                else Reply(-22, args)
+                else IoctlReply(-22, args)
         except Exception:                  # a bug of the model must not take the device down
             log.exception("ioctl %#x failed in the model", cmd)
-            result = Reply(-5, args)
+            result = IoctlReply(-5, args)
         if isinstance(result, Pending):
             self.parked.append((connection, result))
         else:
@@ -160,13 +160,13 @@ class Server:
                 self._send(connection, reply)
         self.parked = still
 
-    def _send(self, connection: Connection, reply: Reply) -> None:
+    def _send(self, connection: ClientConnection, reply: IoctlReply) -> None:
         try:
             connection.sock.sendall(encode_reply(reply))
         except OSError:
             self._close(connection)
 
-    def _close(self, connection: Connection) -> None:
+    def _close(self, connection: ClientConnection) -> None:
         try:
             self.selector.unregister(connection.sock)
         except (KeyError, ValueError):

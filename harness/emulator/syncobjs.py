@@ -22,7 +22,7 @@ from typing import Any
 from harness.emulator import uapi
 from harness.emulator.memory import DriverError
 from harness.emulator.objects import ClientFile, Syncobj
-from harness.emulator.replies import Pending, Reply, patch, wait
+from harness.emulator.replies import IoctlReply, Pending, patch, wait
 
 INFINITE_NS = (1 << 63) - 1
 WAIT_ALL, WAIT_FOR_SUBMIT = 1, 2
@@ -60,21 +60,21 @@ class Syncobjs:
 
     # -- the ioctls -----------------------------------------------------------------------
 
-    def create(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def create(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         _, flags = uapi.SYNCOBJ_CREATE_ARGS.unpack_from(args)
         sync = self.new()
         sync.signaled = bool(flags & CREATE_SIGNALED)
-        return Reply(0, patch(args, uapi.SYNCOBJ_CREATE_ARGS, file.add_syncobj(sync), flags))
+        return IoctlReply(0, patch(args, uapi.SYNCOBJ_CREATE_ARGS, file.add_syncobj(sync), flags))
 
-    def destroy(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def destroy(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         handle = uapi.SYNCOBJ_CREATE_ARGS.unpack_from(args)[0]
         sync = file.syncobjs.pop(handle, None)
         if sync is None:
             raise DriverError(errno.EINVAL, f"no syncobj {handle}")
         self.drop(sync)
-        return Reply(0, args)
+        return IoctlReply(0, args)
 
-    def export(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def export(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         handle, flags, _, _ = uapi.SYNCOBJ_HANDLE_ARGS.unpack_from(args)
         if flags & EXPORT_SYNC_FILE:
             raise DriverError(errno.EOPNOTSUPP, "export as a sync file")
@@ -82,9 +82,9 @@ class Syncobjs:
         if sync.path is None:
             sync.path = self.exports / str(sync.id)
             sync.path.touch()
-        return Reply(0, args, str(sync.path).encode())
+        return IoctlReply(0, args, str(sync.path).encode())
 
-    def imports(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def imports(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         _, flags, fd, pad = uapi.SYNCOBJ_HANDLE_ARGS.unpack_from(args)
         path = Path(extra.decode("utf-8", "replace"))
         sync = self.table.get(int(path.name)) if path.parent == self.exports and \
@@ -93,14 +93,14 @@ class Syncobjs:
             raise DriverError(errno.EINVAL, "not a syncobj of this device")
         sync.refs += 1
         handle = file.add_syncobj(sync)
-        return Reply(0, patch(args, uapi.SYNCOBJ_HANDLE_ARGS, handle, flags, fd, pad))
+        return IoctlReply(0, patch(args, uapi.SYNCOBJ_HANDLE_ARGS, handle, flags, fd, pad))
 
-    def wait(self, file: ClientFile, args: bytes, extra: bytes) -> Reply | Pending:
+    def wait(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply | Pending:
         _, timeout, count, flags, _, _ = uapi.SYNCOBJ_WAIT_ARGS.unpack_from(args)
         return self._wait_points(args, uapi.SYNCOBJ_WAIT_ARGS, 4,
                                  _points(file, extra, count, False), timeout, flags)
 
-    def timeline_wait(self, file: ClientFile, args: bytes, extra: bytes) -> Reply | Pending:
+    def timeline_wait(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply | Pending:
         _, _, timeout, count, flags, _, _ = uapi.TIMELINE_WAIT_ARGS.unpack_from(args)
         return self._wait_points(args, uapi.TIMELINE_WAIT_ARGS, 5,
                                  _points(file, extra, count, True), timeout, flags)
@@ -108,7 +108,7 @@ class Syncobjs:
     @staticmethod
     def _wait_points(args: bytes, layout: struct.Struct, first_field: int,
                      points: list[tuple[Syncobj, int]], timeout_ns: int, flags: int
-                     ) -> Reply | Pending:
+                     ) -> IoctlReply | Pending:
         targets = []
         for sync, point in points:
             ctx = sync.context
@@ -134,31 +134,31 @@ class Syncobjs:
         deadline = None if timeout_ns >= INFINITE_NS else timeout_ns / 1e9
         return wait(args, done, deadline, reply)
 
-    def reset(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def reset(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         count = uapi.SYNCOBJ_ARRAY_ARGS.unpack_from(args)[1]
         for sync, _ in _points(file, extra, count, False):
             sync.signaled, sync.value = False, 0
-        return Reply(0, args)
+        return IoctlReply(0, args)
 
-    def signal(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def signal(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         count = uapi.SYNCOBJ_ARRAY_ARGS.unpack_from(args)[1]
         for sync, _ in _points(file, extra, count, False):
             sync.signaled = True
-        return Reply(0, args)
+        return IoctlReply(0, args)
 
-    def timeline_signal(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def timeline_signal(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         count = uapi.TIMELINE_ARRAY_ARGS.unpack_from(args)[2]
         for sync, point in _points(file, extra, count, True):
             if sync.context is not None:
                 raise DriverError(errno.EINVAL, "a context's timeline is the driver's")
             sync.value = max(sync.value, point)
             sync.signaled = True
-        return Reply(0, args)
+        return IoctlReply(0, args)
 
-    def query(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def query(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         count = uapi.TIMELINE_ARRAY_ARGS.unpack_from(args)[2]
         points = _points(file, extra, count, True)
-        return Reply(0, args, b"".join(sync.payload().to_bytes(8, "little")
+        return IoctlReply(0, args, b"".join(sync.payload().to_bytes(8, "little")
                                        for sync, _ in points))
 
 

@@ -1,7 +1,10 @@
 """Which XRT module the harness drives: the real `pyxrt` or the simulated one.
 
-This is the only module that knows the difference. Everything else receives
-`Backend.xrt`, a module with the pyxrt surface, and runs the same code either
+This is the only module that knows the difference: one small protocol (`Backend`) with
+an implementation for each stack (`HardwareBackend`, `SimulatedBackend`, and
+`EmulatedBackend`: the hardware path over the emulated driver), as a test
+framework keeps protocols apart from the drivers that implement them. Everything else
+receives `Backend.xrt`, a module with the pyxrt surface, and runs the same code either
 way. `auto` takes hardware when `pyxrt` imports and an NPU device node exists,
 else the simulated stack, and says which (`harness.probe.xrt_loader` finds both).
 
@@ -19,16 +22,19 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.logs.driver_lines import trial_entry
 from harness.logs.kernel_log import reading_of
-from harness.model.drivers import SLOWEST, driver_build, timeout_seconds
+from harness.model.drivers import driver_build, slowest_seconds, timeout_seconds
 from harness.model.errors import BadInput, EnvironmentNotReady
 from harness.model.ert import NO_STATE_IN_MESSAGE, STATE_IN_MESSAGE, expected_message_form
+from harness.model.firmware import NOT_MODELLED, NOT_MODELLED_WORD
+from harness.model.text_enum import TextEnum
 from harness.probe.emulation import emulation
 from harness.probe.xrt_loader import is_stand_in, load_pyxrt, npu_nodes
 
@@ -39,64 +45,114 @@ XRT_SUBMIT_SIZE = 24          # STACK.md 2: hard-wired in runlist_impl
 KINDS = ("auto", "xrt", "sim")
 
 
+class BackendKind(TextEnum):
+    XRT = "xrt"                       # the hardware path: the real pyxrt
+    SIM = "sim"                       # the simulated stack, in process
+
+
 @dataclass
-class Backend:
-    kind: str                         # "xrt" (the hardware path) or "sim"
+class Backend(ABC):
+    """What runs trials, as the rest of the harness sees it: an XRT module with the pyxrt
+    surface, and what the run needs to know of the stack behind it. Two implementations,
+    `HardwareBackend` and `SimulatedBackend`, each answer for its own stack; nothing
+    outside this module asks which one it holds, beyond `hardware` and `simulated`."""
+
     xrt: ModuleType
     profile: Profile | None = None
     reason: str = ""                  # why auto chose this backend
-    stand_in: bool = False            # the hardware path driving the simulated pyxrt
-    emulated: dict[str, Any] | None = None   # real XRT over the emulated driver (what, how)
     latencies: dict[str, float] = field(default_factory=dict)
-    # On hardware, what the probe found: the loaded driver's timeout, pyxrt's XRT version.
-    hardware_timeout_s: float | None = None
-    hardware_xrt_version: str | None = None
-    hardware_app_health: bool | None = None   # the probe's reading of the firmware
-    # the current trial's simulated device clock (prepare_trial sets it)
-    _clock: Callable[[], float] | None = field(default=None, repr=False, compare=False)
+
+    kind: ClassVar[BackendKind]
+    hardware: ClassVar[bool]          # the hardware code path runs (see the module's note)
 
     @property
-    def hardware(self) -> bool:
-        return self.kind == "xrt"
-
-    @property
+    @abstractmethod
     def simulated(self) -> bool:
-        return not self.hardware or self.stand_in or self.emulated is not None
+        """Whether results come from the simulator (also standing in on the hardware path)."""
 
     @property
     def submit_size(self) -> int:
         return self.profile.xrt_chain if self.profile else XRT_SUBMIT_SIZE
 
+    @abstractmethod
     def describe(self) -> str:
         """The first line of output: which stack the results come from."""
-        if self.hardware:
-            origin = getattr(self.xrt, "__file__", "?")
-            if self.stand_in:
-                played = self.stand_in_profile()
-                plays = "" if played is None else f", profile {played.name}" + (
-                    "" if played.documented else f"; hypothesis {','.join(played.deviations)}")
-                return (f"backend: hardware path, but pyxrt is the SIMULATED stand-in ({origin}"
-                        f"{plays}); not hardware evidence")
-            version = f", XRT {self.hardware_xrt_version}" if self.hardware_xrt_version else ""
-            if self.emulated is not None:
-                return (f"backend: EMULATED NPU, profile {self.emulated['profile']}: the real "
-                        f"pyxrt ({origin}{version}) and XRT over the harness's emulated driver "
-                        f"({self.emulated['preload']}); not hardware evidence")
-            return f"backend: hardware NPU through pyxrt ({origin}{version})"
-        assert self.profile is not None
-        nature = ("documented limits" if self.profile.documented
-                  else "hypothesis " + ",".join(self.profile.deviations))
-        tail = f"; {self.reason}" if self.reason else ""
-        build = driver_build(self.profile.flavour, self.profile.kernel).name
-        return (f"backend: SIMULATED stack, profile {self.profile.name} ({nature}; {build}, "
-                f"XRT {self.profile.release.name}); not hardware evidence{tail}")
+
+    @abstractmethod
+    def as_report(self) -> dict[str, Any]:
+        """The report's `backend`: what answered, and the stack it modelled if any."""
+
+    @abstractmethod
+    def xrt_release(self) -> dict[str, Any]:
+        """Which XRT release answers, and the failure message form it writes."""
+
+    @abstractmethod
+    def adopt_environment(self, environment: dict[str, Any]) -> None:
+        """Take what the probe found that the trials need."""
+
+    @abstractmethod
+    def firmware_reports_health(self) -> bool | None:
+        """Whether the firmware answers the driver's app health query (None: not known).
+        Without it, health lines in XRT's message are not the firmware's account (the
+        legacy driver copies its context's zeroed health data)."""
+
+    @abstractmethod
+    def prepare_trial(self, seed: int) -> None:
+        """Make ready for one trial with its own seed."""
+
+    def recorded_health(self, health: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The health fields read from XRT's message, as a report records them: none where
+        the firmware does not report health (what XRT's message may still carry is not the
+        firmware's account: the legacy driver copies its context's zeroed data; the message
+        keeps them)."""
+        return None if health and self.firmware_reports_health() is False else health
+
+    def device_clock(self) -> Callable[[], float] | None:
+        """The device's clock (microseconds) for the current trial, where there is one."""
+        return None
+
+    def simulated_kernel_log(self, failed: bool) -> dict[str, Any] | None:
+        """The kernel log the simulated driver printed during this trial, read as a real
+        one is (`harness.logs.kernel_log`); None where the run reads its own."""
+        return None
+
+    @abstractmethod
+    def driver_timeout_s(self) -> float:
+        """The longest time the driver may take to notice a hang (for deadlines)."""
+
+
+@dataclass
+class HardwareBackend(Backend):
+    """The real pyxrt, or the simulator standing in for it (`stand_in`, as the tests of
+    the hardware path load it), on this machine's driver and firmware."""
+
+    stand_in: bool = False            # the hardware path driving the simulated pyxrt
+    # What the probe found: the loaded driver's timeout, pyxrt's XRT version, the firmware.
+    hardware_timeout_s: float | None = None
+    hardware_xrt_version: str | None = None
+    hardware_app_health: bool | None = None
+
+    kind: ClassVar[BackendKind] = BackendKind.XRT
+    hardware: ClassVar[bool] = True
+
+    @property
+    def simulated(self) -> bool:
+        return self.stand_in
+
+    def describe(self) -> str:
+        origin = getattr(self.xrt, "__file__", "?")
+        if self.stand_in:
+            played = self.stand_in_profile()
+            plays = "" if played is None else f", profile {played.name}" + (
+                "" if played.documented else f"; hypothesis {','.join(played.deviations)}")
+            return (f"backend: hardware path, but pyxrt is the SIMULATED stand-in ({origin}"
+                    f"{plays}); not hardware evidence")
+        version = f", XRT {self.hardware_xrt_version}" if self.hardware_xrt_version else ""
+        return f"backend: hardware NPU through pyxrt ({origin}{version})"
 
     def as_report(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "kind": self.kind,
-            "simulated": self.simulated,
-            "pyxrt": getattr(self.xrt, "__file__", None),
-        }
+        out: dict[str, Any] = {"kind": self.kind, "simulated": self.simulated,
+                               "pyxrt": getattr(self.xrt, "__file__", None)}
         if self.stand_in:
             out["stand_in"] = True
             played = self.stand_in_profile()
@@ -111,21 +167,6 @@ class Backend:
                                        "columns": played.device_model.columns}})
                 if played.by_construction:
                     out["by_construction"] = played.by_construction
-        if self.emulated is not None:
-            out["emulated"] = dict(self.emulated, xrt_version=self.hardware_xrt_version)
-        if self.profile is not None:
-            build = driver_build(self.profile.flavour, self.profile.kernel)
-            out.update({"profile": self.profile.name,
-                        "documented": self.profile.documented,
-                        "deviations": self.profile.deviations,
-                        "realtime": self.profile.realtime,
-                        "driver": {"flavour": build.flavour, "kernel": build.kernel,
-                                   "source": build.source},
-                        "firmware": self.profile.firmware_facts(),
-                        "device": {"name": self.profile.device_model.name,
-                                   "columns": self.profile.device_model.columns}})
-            if self.profile.by_construction:
-                out["by_construction"] = self.profile.by_construction
         if self.reason:
             out["reason"] = self.reason
         out["xrt"] = self.xrt_release()
@@ -142,73 +183,170 @@ class Backend:
         return parse_profile(os.environ.get(PROFILE_ENV))
 
     def xrt_release(self) -> dict[str, Any]:
-        """Which XRT release answers, and the failure message form it writes: the one the
-        simulator plays when it answers (also standing in for pyxrt on the hardware path),
-        else the install's."""
-        played = self.profile if not self.hardware else \
-            (self.stand_in_profile() if self.stand_in else None)
+        """The simulator's release when it stands in, else the install's."""
+        played = self.stand_in_profile() if self.stand_in else None
         if played is not None:
-            release = played.release
-            return {"release": release.name, "tag": release.tag,
-                    "message_form": STATE_IN_MESSAGE if release.state_in_message
-                    else NO_STATE_IN_MESSAGE,
-                    "source": f"simulated as Xilinx/XRT {release.tag}"}
+            return _simulated_release(played)
         return {"release": self.hardware_xrt_version,
                 "message_form": expected_message_form(self.hardware_xrt_version),
                 "source": "BUILD_VERSION of the XRT install pyxrt came from"}
 
     def adopt_environment(self, environment: dict[str, Any]) -> None:
-        """On hardware, take the driver's timeout and the XRT version from the probe."""
-        if not self.hardware:
-            return
+        """Take the driver's timeout, the XRT version and the firmware from the probe."""
         self.hardware_timeout_s = timeout_seconds(environment.get("driver") or {})
         pyxrt = (environment.get("xrt") or {}).get("pyxrt") or {}
         self.hardware_xrt_version = pyxrt.get("xrt_version")
         self.hardware_app_health = (environment.get("npu_firmware") or {}).get("app_health")
-        if self.emulated is not None:
-            # the libraries the probe saw mapped once it opened the device (the shim too)
-            mapped = (environment.get("xrt") or {}).get("mapped") or []
-            self.emulated["xrt_libraries"] = [lib["path"] for lib in mapped] or \
-                self.emulated["xrt_libraries"]
 
     def firmware_reports_health(self) -> bool | None:
-        """Whether the firmware answers the driver's app health query (None: not known).
-        Without it, health lines in XRT's message are not the firmware's account (the
-        legacy driver copies its context's zeroed health data)."""
-        if not self.hardware:
-            return self.profile.app_health
         return self.hardware_app_health
 
     def prepare_trial(self, seed: int) -> None:
+        """Nothing: the device is the machine's, and a seed changes nothing on it."""
+
+    def driver_timeout_s(self) -> float:
+        # Unknown flavour: assume the slowest rule (mainline's 60 s).
+        return self.hardware_timeout_s or slowest_seconds()
+
+
+@dataclass
+class SimulatedBackend(Backend):
+    """The simulated stack, in process, playing `profile`."""
+
+    # the current trial's simulated device clock (prepare_trial sets it)
+    _clock: Callable[[], float] | None = field(default=None, repr=False, compare=False)
+
+    kind: ClassVar[BackendKind] = BackendKind.SIM
+    hardware: ClassVar[bool] = False
+
+    @property
+    def simulated(self) -> bool:
+        return True
+
+    @property
+    def played(self) -> Profile:
+        assert self.profile is not None
+        return self.profile
+
+    def describe(self) -> str:
+        profile = self.played
+        nature = ("documented limits" if profile.documented
+                  else "hypothesis " + ",".join(profile.deviations))
+        tail = f"; {self.reason}" if self.reason else ""
+        build = driver_build(profile.flavour, profile.kernel).name
+        return (f"backend: SIMULATED stack, profile {profile.name} ({nature}; {build}, "
+                f"XRT {profile.release.name}); not hardware evidence{tail}")
+
+    def as_report(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "simulated": True,
+                               "pyxrt": getattr(self.xrt, "__file__", None),
+                               **_modelled_stack(self.played)}
+        if self.reason:
+            out["reason"] = self.reason
+        out["xrt"] = self.xrt_release()
+        return out
+
+    def xrt_release(self) -> dict[str, Any]:
+        return _simulated_release(self.played)
+
+    def adopt_environment(self, environment: dict[str, Any]) -> None:
+        """Nothing: the simulated stack's driver, firmware and XRT are its profile's."""
+
+    def firmware_reports_health(self) -> bool | None:
+        return self.played.app_health
+
+    def prepare_trial(self, seed: int) -> None:
         """Give each trial a fresh simulated device and its own seed (from the trial's and
-        the profile's `seed:S`); no-op on hardware."""
-        if not self.hardware:
-            from harness.sim import control
-            mixed = (seed + self.profile.seed * 1_000_003) % 2**32
-            self._clock = control.configure(self.profile.with_seed(mixed),
-                                            latencies=self.latencies).clock.now
+        the profile's `seed:S`)."""
+        from harness.sim import control
+        mixed = (seed + self.played.seed * 1_000_003) % 2**32
+        self._clock = control.configure(self.played.with_seed(mixed),
+                                        latencies=self.latencies).clock.now
 
     def device_clock(self) -> Callable[[], float] | None:
-        """The simulated device's clock (microseconds) for the current trial; None on
-        hardware, which offers no device clock through pyxrt."""
-        return None if self.hardware else self._clock
+        return self._clock
 
     def simulated_kernel_log(self, failed: bool) -> dict[str, Any] | None:
-        """The kernel log the simulated driver printed during this trial, read as a real
-        one is (`harness.logs.kernel_log`); None on the hardware path, which reads its own."""
-        if self.hardware:
-            return None
         from harness.sim import control
         text = control.current().kernel_log.kmsg()
-        return trial_entry(reading_of(text, "simulated /dev/kmsg"), self.profile.flavour,
+        return trial_entry(reading_of(text, "simulated /dev/kmsg"), self.played.flavour,
                            failed, simulated=True)
 
     def driver_timeout_s(self) -> float:
-        """The longest time the driver may take to notice a hang (for deadlines)."""
-        if not self.hardware:
-            return driver_build(self.profile.flavour, self.profile.kernel).worst_seconds
-        # Unknown flavour: assume the slowest rule, mainline's 60 s.
-        return self.hardware_timeout_s or SLOWEST.seconds()
+        return driver_build(self.played.flavour, self.played.kernel).worst_seconds
+
+
+@dataclass
+class EmulatedBackend(HardwareBackend):
+    """Real pyxrt and XRT on the hardware path, over the harness's emulated driver
+    (`runlist-harness emulate`): what answers below XRT is the model playing `profile`, so
+    results are EMULATED, never hardware evidence."""
+
+    # what the emulator says of itself: its profile, preload library, the XRT mapped
+    emulated: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def simulated(self) -> bool:
+        return True
+
+    @property
+    def played(self) -> Profile:
+        assert self.profile is not None
+        return self.profile
+
+    def describe(self) -> str:
+        origin = getattr(self.xrt, "__file__", "?")
+        version = f", XRT {self.hardware_xrt_version}" if self.hardware_xrt_version else ""
+        return (f"backend: EMULATED NPU, profile {self.emulated['profile']}: the real "
+                f"pyxrt ({origin}{version}) and XRT over the harness's emulated driver "
+                f"({self.emulated['preload']}); not hardware evidence")
+
+    def as_report(self) -> dict[str, Any]:
+        out = super().as_report()
+        out["emulated"] = dict(self.emulated, xrt_version=self.hardware_xrt_version)
+        out.update(_modelled_stack(self.played))
+        return out
+
+    def recorded_health(self, health: dict[str, Any] | None) -> dict[str, Any] | None:
+        """As on hardware; and the words the model does not know, which the emulated device
+        wrote as NOT_MODELLED_WORD, are recorded as what they are (XRT's message keeps the
+        number it printed)."""
+        health = super().recorded_health(health)
+        if not health:
+            return health
+        return {name: NOT_MODELLED if value == NOT_MODELLED_WORD else value
+                for name, value in health.items()}
+
+    def adopt_environment(self, environment: dict[str, Any]) -> None:
+        super().adopt_environment(environment)
+        # the libraries the probe saw mapped once it opened the device (the shim too)
+        mapped = (environment.get("xrt") or {}).get("mapped") or []
+        self.emulated["xrt_libraries"] = [lib["path"] for lib in mapped] or \
+            self.emulated.get("xrt_libraries", [])
+
+
+def _modelled_stack(played: Profile) -> dict[str, Any]:
+    """What a report records of the stack a profile models: the profile, the driver build,
+    the firmware and the device."""
+    build = driver_build(played.flavour, played.kernel)
+    out: dict[str, Any] = {
+        "profile": played.name, "documented": played.documented,
+        "deviations": played.deviations, "realtime": played.realtime,
+        "driver": {"flavour": build.flavour, "kernel": build.kernel, "source": build.source},
+        "firmware": played.firmware_facts(),
+        "device": {"name": played.device_model.name, "columns": played.device_model.columns}}
+    if played.by_construction:
+        out["by_construction"] = played.by_construction
+    return out
+
+
+def _simulated_release(played: Profile) -> dict[str, Any]:
+    """The XRT release the simulator plays, and the failure message form it writes."""
+    release = played.release
+    return {"release": release.name, "tag": release.tag,
+            "message_form": STATE_IN_MESSAGE if release.state_in_message
+            else NO_STATE_IN_MESSAGE,
+            "source": f"simulated as Xilinx/XRT {release.tag}"}
 
 
 def choose_backend(kind: str = "auto", profile: str | None = None, *,
@@ -231,13 +369,13 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
         module, why = load_pyxrt()
         nodes = npu_nodes()
         if module is not None and nodes:
+            reason = f"pyxrt imported, {nodes[0]} present"
             emulated = None if is_stand_in(module) else emulation()
-            played = None
             if emulated is not None:     # the model behind the driver: its profile's rules
                 from harness.sim.profiles import parse_profile
-                played = parse_profile(emulated["profile"])
-            return Backend("xrt", module, played, reason=f"pyxrt imported, {nodes[0]} present",
-                           stand_in=is_stand_in(module), emulated=emulated)
+                return EmulatedBackend(module, parse_profile(emulated["profile"]), reason,
+                                       emulated=emulated)
+            return HardwareBackend(module, reason=reason, stand_in=is_stand_in(module))
         if kind == "xrt":
             if module is None:
                 raise EnvironmentNotReady(
@@ -255,7 +393,7 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
     parsed = parse_profile(profile)
     if realtime:
         parsed = parsed.with_realtime()
-    return Backend("sim", sim_pyxrt, parsed, reason)
+    return SimulatedBackend(sim_pyxrt, parsed, reason)
 
 
 def trial_seed(base: int, plan: str, trial: int) -> int:

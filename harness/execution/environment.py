@@ -6,7 +6,7 @@ from typing import Any
 
 from harness.execution.backend import Backend
 from harness.probe.fingerprint import probe
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 
 
 def collect_environment(backend: Backend, *, xrt_smi_validate: bool = False

@@ -18,7 +18,6 @@ of its output if it dies, and each result says which way its worker started.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import select
@@ -36,6 +35,7 @@ from typing import Any
 import psutil
 
 from harness.execution.worker import FORK_SERVER, SPAWN
+from harness.model.cleanups import at_exit
 from harness.model.errors import BadInput
 from harness.model.results import TrialResult, TrialSpec, TrialStatus
 from harness.probe.holders import process_exists
@@ -290,7 +290,7 @@ class ForkServer:
 
 
 _SERVERS: dict[tuple[str, str | None], ForkServer] = {}
-atexit.register(shutdown)
+at_exit(shutdown)
 
 
 def _server_for(backend: dict[str, Any]) -> ForkServer:

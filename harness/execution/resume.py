@@ -9,8 +9,6 @@ it shows in flight become interrupted: the harness stopped while they ran.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
-from typing import Any
 
 from harness.execution.backend import choose_backend
 from harness.execution.environment import collect_environment, fingerprint_differences
@@ -45,7 +43,7 @@ def _check_continuable(report: Report, path: str, kind: str) -> None:
         raise ReportError(f"{path} has no plans to run")
 
 
-def recorded_case(report: Report, path: str) -> Case:
+def recorded_case(report: Report, path: str, *, allow_outside_paths: bool = False) -> Case:
     """The case a report names, loaded. A header is text anyone can edit: a case file it
     names is read only once it is the very file the run used (its sha256), so no error
     quotes a byte of some other file."""
@@ -55,18 +53,21 @@ def recorded_case(report: Report, path: str) -> Case:
         if hashlib.sha256(named.read_bytes()).hexdigest() != report.case.get("sha256"):
             raise ReportError(f"{report.case['file']} changed since {path} was written "
                               "(sha256 differs); start a new run instead")
-    return load_case(reference, report.case.get("recipe_profile"))
+    return load_case(reference, report.case.get("recipe_profile"),
+                     allow_outside_paths=allow_outside_paths)
 
 
 def reopen(path: str, progress: Progress | None = None, *, kind: str = "run",
-           allow_different_machine: bool = False) -> tuple[Runner, Report]:
+           allow_different_machine: bool = False, allow_outside_paths: bool = False
+           ) -> tuple[Runner, Report]:
     """Reopen a stopped report to add trials to it: it must be one this command continues,
     unfinished; the case and every xclbin must be unchanged; on the hardware path so must
     the machine's kernel, driver, firmware and XRT (unless allowed, and then the report
     notes it). Trials it shows in flight become interrupted."""
     handle = ReportFile.reopen(path)
     try:
-        runner = _reopened(handle, path, progress, kind, allow_different_machine)
+        runner = _reopened(handle, path, progress, kind, allow_different_machine,
+                           allow_outside_paths)
     except BaseException:
         handle.close()
         raise
@@ -74,7 +75,7 @@ def reopen(path: str, progress: Progress | None = None, *, kind: str = "run",
 
 
 def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: str,
-              allow_different_machine: bool) -> Runner:
+              allow_different_machine: bool, allow_outside_paths: bool) -> Runner:
     report = handle.report
     _check_continuable(report, path, kind)
     from harness.report.check import check_report_file
@@ -84,7 +85,7 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
         more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
         raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:2])}{more}; "
                           "`runlist-harness report check` lists every problem")
-    case = recorded_case(report, path)
+    case = recorded_case(report, path, allow_outside_paths=allow_outside_paths)
     if report.case.get("frame"):
         case = frame_case(case, report.case["frame"])
     if case.sha256 != report.case.get("sha256"):
@@ -101,29 +102,19 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
         if differences:
             report.sections.setdefault("resumed_elsewhere", []).append(
                 {"at": utc_now(), "differences": differences})
-    files = _unchanged(report.artifacts.get("xclbins", []), path)
-    pack_info = report.artifacts.get("pack", {})
-    pack = ResolvedPack(pack_info.get("name", case.pack), files, pack_info.get("source", ""),
-                        pack_info.get("searched", []), pack_info.get("stand_ins", False))
-    settings = report.settings
-    options = RunOptions(trials=int(settings["trials"]), isolate=bool(settings["isolate"]),
-                         deadline_s=settings.get("deadline_s"),
-                         continue_after_failure=bool(settings["continue_after_failure"]),
-                         seed=int(settings.get("seed", 0)), flow=settings.get("flow"),
-                         xrt_smi_control=settings.get("xrt_smi_control") is not False)
+    pack = ResolvedPack.from_report(report.artifacts.get("pack", {}),
+                                    report.artifacts.get("xclbins", []), case.pack, path)
+    options = RunOptions.from_settings(report.settings)
     runner = Runner(case, backend, pack, handle, options, progress)
     control = report.artifacts.get("control")
     if control:
         control_case = control_for(case)[0]
-        control_info = control.get("pack", {})
-        runner.control = (control_case, ResolvedPack(
-            control_info.get("name", control_case.pack),
-            _unchanged(control.get("xclbins", []), path), control_info.get("source", ""),
-            [], control_info.get("stand_ins", False)))
+        runner.control = (control_case, ResolvedPack.from_report(
+            control.get("pack", {}), control.get("xclbins", []), control_case.pack, path))
         backend.latencies.update(case_latencies(control_case))
     report.finished = None
     handle.take_over()
-    recorded = settings.get("worker_start")
+    recorded = report.settings.get("worker_start")
     if options.isolate and recorded:
         from harness.execution.isolation import worker_start
         if worker_start() != recorded:
@@ -138,16 +129,3 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
                                "was reopened)")
                 handle.record_trial(plan.name, trial)
     return runner
-
-
-def _unchanged(entries: list[dict[str, Any]], report_path: str) -> dict[str, Path]:
-    """The files a report's xclbin entries name, by role, refused if any changed."""
-    files = {}
-    for entry in entries:
-        current = Path(entry["path"])
-        if not current.is_file() or \
-                hashlib.sha256(current.read_bytes()).hexdigest() != entry["sha256"]:
-            raise ReportError(f"{current} is missing or changed since {report_path} was "
-                              "written; start a new run instead of resuming")
-        files[entry["role"]] = current
-    return files

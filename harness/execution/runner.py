@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import platform
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,6 @@ from harness.execution.environment import collect_environment
 from harness.execution.session import run_trial
 from harness.formats.git_head import harness_commit
 from harness.formats.xclbin import read_xclbin
-from harness.formats.xclbin_view import identity
 from harness.logs.driver_lines import trial_entry
 from harness.logs.kernel_log import PERMISSION_FIX, KernelLogReader, Reading, Unreadable
 from harness.logs.trace_events import TraceReader
@@ -32,30 +31,29 @@ from harness.model.errors import (
     BadInput,
     EnvironmentNotReady,
     Interrupted,
+    ReportError,
     XclbinError,
     stop_behind,
 )
-from harness.model.firmware import NOT_MODELLED, NOT_MODELLED_WORD
 from harness.model.plan import Plan
 from harness.model.results import (
     ELF_FLOW,
     FULL_ELF,
     CommandSpec,
-    RunlistOutcome,
     TrialResult,
     TrialSpec,
     TrialStatus,
     numeric_cfg,
 )
 from harness.probe.holders import device_users, own_family
-from harness.probe.kernel_log import kernel_log_reader
-from harness.probe.sources import Sources
-from harness.probe.trace_events import trace_reader
+from harness.probe.kernel_log_access import kernel_log_reader
+from harness.probe.readers import Sources
+from harness.probe.trace_access import trace_reader
 from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import PlanRecord, Report, utc_now
 from harness.report.verdict import judge, with_xrt_smi
-from harness.sources.case import Case
+from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
 from harness.sources.packs import ResolvedPack, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
@@ -79,16 +77,82 @@ def continue_command(report: Report, path: Path) -> str:
     return f"runlist-harness run --resume {path}"
 
 
+@dataclass(frozen=True)
+class Setting:
+    """How one run setting meets the command line: the option that sets it, the command's
+    parameter that option fills, and how a refusal names the value a report holds."""
+
+    option: str
+    param: str
+    shown: Callable[[Any], Any] = lambda value: value
+
+
+def _setting(option: str, param: str, shown: Callable[[Any], Any] = lambda value: value,
+             **kwargs: Any) -> Any:
+    return field(metadata={"setting": Setting(option, param, shown)}, **kwargs)
+
+
 @dataclass
 class RunOptions:
-    trials: int
-    isolate: bool = True
-    deadline_s: float | None = None
-    continue_after_failure: bool = False
-    seed: int = 0
-    flow: str | None = None          # --flow: overrides the case's
-    # on hardware, XRT's own runlist-latency test once the case failed (--no-xrt-smi-validate)
+    """How a run runs its trials, beyond its case and plans. A report records them in its
+    `settings` (`to_settings`); `run --resume` and the searches' `--replay` read them back
+    (`from_settings`) and refuse an option that would change one (`kept_on_resume`). A new
+    setting is a field here and its option in `harness.app.cli.options`."""
+
+    trials: int = _setting("--trials", "trials")
+    isolate: bool = _setting("--no-isolate", "no_isolate",
+                             lambda value: "isolated" if value else "in-process", default=True)
+    deadline_s: float | None = _setting("--deadline", "deadline",
+                                        lambda value: value or "the default", default=None)
+    continue_after_failure: bool = _setting("--continue-after-failure",
+                                            "continue_after_failure", default=False)
+    seed: int = _setting("--seed", "seed", default=0)
+    # --flow: overrides the case's (the report records the flow that ran)
+    flow: str | None = _setting("--flow", "flow", default=None)
+    # On hardware, XRT's own runlist-latency test once the case failed (--no-xrt-smi-validate).
+    # Not refused on continuing: --xrt-smi-validate is, for what it runs before the trials.
     xrt_smi_control: bool = True
+
+    def to_settings(self, flow: str, worker_start: str | None) -> dict[str, Any]:
+        """The report's `settings`: every option as it ran, the flow resolved (`flow_of`)
+        and, for isolated trials, how workers were started."""
+        out: dict[str, Any] = {}
+        for item in fields(self):
+            out[item.name] = flow if item.name == "flow" else getattr(self, item.name)
+            if item.name == "isolate":
+                out["worker_start"] = worker_start if self.isolate else None
+        return out
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> RunOptions:
+        """The options a report's `settings` recorded (`report check` has read them); a
+        setting it does not hold (a report older than the setting) takes its default."""
+        values: dict[str, Any] = {}
+        for item in fields(cls):
+            value = settings.get(item.name)
+            if value is None:
+                if item.default is MISSING:
+                    raise ReportError(f"the report's settings lack {item.name}")
+                value = item.default
+            values[item.name] = _READ.get(str(item.type), _kept)(value)
+        return cls(**values)
+
+    @classmethod
+    def kept_on_resume(cls) -> dict[str, tuple[str, Callable[[dict[str, Any]], Any]]]:
+        """For each setting an option sets: the command's parameter, the option, and the
+        value a report's `settings` hold, as a refusal names it."""
+        return {setting.param: (setting.option,
+                                lambda settings, name=item.name, shown=setting.shown:
+                                shown(settings.get(name)))
+                for item in fields(cls) if (setting := item.metadata.get("setting"))}
+
+
+def _kept(value: Any) -> Any:
+    return value
+
+
+# a recorded value as its setting's type: a count an int, a switch a bool
+_READ: dict[str, Callable[[Any], Any]] = {"int": int, "bool": bool}
 
 
 def check_pack(case: Case, pack: ResolvedPack, programs: Programs | None = None) -> list[str]:
@@ -141,15 +205,6 @@ def profile_warnings(case: Case, backend: Backend) -> list[str]:
     return [f"profile token slow:{target}:... names no kernel or xclbin of {case.name} "
             f"({', '.join(sorted(names))}); it changes nothing"
             for target, _ in backend.profile.slow if target not in names]
-
-
-def _unknown_to_the_model(outcome: RunlistOutcome) -> None:
-    """Health fields XRT read from an emulated device: the words the model does not know
-    were written as NOT_MODELLED_WORD, and are recorded as what they are (XRT's message
-    keeps the number it printed)."""
-    if outcome.health:
-        outcome.health = {name: NOT_MODELLED if value == NOT_MODELLED_WORD else value
-                          for name, value in outcome.health.items()}
 
 
 def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
@@ -281,8 +336,7 @@ class Runner:
         self.report.artifacts["control"] = {
             "case": case.name, "runs": case.layers,
             "workload": describe_workload(case, None).to_json(),
-            "pack": {"name": pack.name, "source": pack.source, "stand_ins": pack.stand_ins},
-            "xclbins": [identity(read_xclbin(path), role) for role, path in pack.files.items()]}
+            "pack": pack.to_report(searched=False), "xclbins": pack.xclbin_entries()}
         return None
 
     def run(self) -> Report:
@@ -340,14 +394,8 @@ class Runner:
                                      "xrt_libraries": own_libraries()}
             stop.raise_if_requested()      # a stop swallowed during the trial stops here
             result.started = placeholder.started
-            if self.backend.firmware_reports_health() is False:
-                # health lines in XRT's message are not this firmware's account (the legacy
-                # driver copies its context's zeroed data): the message keeps them
-                for outcome in result.runlists:
-                    outcome.health = None
-            elif self.backend.emulated is not None:
-                for outcome in result.runlists:
-                    _unknown_to_the_model(outcome)
+            for outcome in result.runlists:
+                outcome.health = self.backend.recorded_health(outcome.health)
             recovery = self._after_hardware_trial(result) if self.backend.hardware else None
             plan.trials[index] = result
             self.handle.record_trial(plan.name, result)
@@ -501,20 +549,13 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
               "kind": case.kind, "flow": case.flow,
               "workload": describe_workload(case, flow_of(case, options)).to_json(),
               **({"reference": case.reference, "recipe_profile": case.recipe_profile}
-                 if case.kind == "recipe" else {}),
-              **({"capture": case.capture, "frame": case.frame} if case.kind == "capture"
+                 if case.kind is CaseKind.RECIPE else {}),
+              **({"capture": case.capture, "frame": case.frame} if case.kind is CaseKind.CAPTURE
                  else {})},
-        settings={"trials": options.trials, "isolate": options.isolate,
-                  "worker_start": _worker_start() if options.isolate else None,
-                  "deadline_s": options.deadline_s,
-                  "continue_after_failure": options.continue_after_failure,
-                  "seed": options.seed, "flow": flow_of(case, options),
-                  "xrt_smi_control": options.xrt_smi_control},
+        settings=options.to_settings(flow_of(case, options),
+                                     _worker_start() if options.isolate else None),
         environment=environment,
-        artifacts={"pack": {"name": pack.name, "source": pack.source,
-                            "stand_ins": pack.stand_ins, "searched": pack.searched},
-                   "xclbins": [identity(read_xclbin(path), role)
-                               for role, path in pack.files.items()],
+        artifacts={"pack": pack.to_report(), "xclbins": pack.xclbin_entries(),
                    **({"programs": [program_identity(role, path, programs.stand_in)
                                     for role, paths in programs.files.items()
                                     for path in paths]} if programs and programs.files

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.model.results import TrialStatus
 from harness.probe import xrt_smi
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 from harness.report.model import Report
 
 SECTION = "xrt_smi_control"

@@ -16,6 +16,8 @@ from typing import Any, BinaryIO
 
 import yaml
 
+from harness.model.text_enum import TextEnum
+
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Never writes anchors and aliases (an object met twice is written out twice): the
@@ -25,6 +27,8 @@ class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: igno
         return True
 
 
+_PlainDumper.add_multi_representer(
+    TextEnum, lambda dumper, data: dumper.represent_str(data.value))
 _SafeDumper = _PlainDumper
 
 # A path into a document: mapping keys and sequence indices.

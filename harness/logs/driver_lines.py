@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.logs.kernel_log import LogRecord, Reading, Unreadable, limit_lines
+from harness.model.drivers import DRM, FLAVOURS, LEGACY
 
 _PREFIX = re.compile(r"^(?P<driver>amdxdna(?:_legacy)?) (?P<bdf>[0-9a-fA-F:.]+): "
                      r"(?P<drm>\[drm\] (?P<error>\*ERROR\* )?)?(?P<rest>.*)$")
@@ -28,8 +29,6 @@ _PAGE_FAULT = re.compile(r"AMD-Vi: Event logged \[IO_PAGE_FAULT "
                          r"address=(?P<address>0x[0-9a-f]+) "
                          r"flags=(?P<flags>0x[0-9a-f]+)\]")
 
-DRM, LEGACY = "drm", "legacy"
-TREE_OF_FLAVOUR = {"staging": DRM, "mainline": DRM, "oot": LEGACY}
 
 # staging aie2_msg_priv.h: enum aie2_msg_opcode and enum aie2_msg_status
 OPCODES = {0x2: "CREATE_CONTEXT", 0x3: "DESTROY_CONTEXT", 0x4: "GET_TELEMETRY",
@@ -242,7 +241,8 @@ def tree_note(records: Iterable[LogRecord], flavour: str | None) -> tuple[str | 
     if len(seen) > 1:
         return "mixed", "lines from both the legacy and the in-tree/staging driver"
     tree = seen.pop()
-    expected = TREE_OF_FLAVOUR.get(flavour or "")
+    row = FLAVOURS.get(flavour or "")
+    expected = row.log_tree if row is not None else None
     what = ("in-tree or staging ([drm] prefix)" if tree == DRM
             else "legacy out-of-tree (no [drm] prefix)")
     if expected is None:

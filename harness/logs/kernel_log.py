@@ -301,7 +301,7 @@ SIMULATED_MARK = "SIMULATED"
 def mark_simulated(line: str) -> str:
     """A kernel-log line of a simulated run as every output shows it: marked at its start,
     so that no copy of it passes for a line a machine printed (the simulated driver's
-    address and clock are impossible ones too: `harness.sim.kernel_log`)."""
+    address and clock are impossible ones too: `harness.sim.driver_log`)."""
     return line if line.startswith(SIMULATED_MARK + " ") else f"{SIMULATED_MARK} {line}"
 
 

@@ -2,7 +2,11 @@
 hang, in one table (STACK.md 4).
 
 The probe names the loaded flavour, the simulator plays its rules, trial deadlines allow
-for its worst case and the kernel-log reader knows what it prints: all read this module.
+for its worst case and the kernel-log reader knows what it prints: all read this module,
+and none of them names a flavour. A flavour is one `Flavour` row (how it is recognised,
+its timeout parameter, the limits and names the simulator plays, how its log lines look,
+its rule in words with its source) and one build function (what it does on each kernel);
+adding a flavour is adding those here.
 
 What a flavour does depends on the kernel release too, as released: a change reaches a
 stable series as a backport in one of its point releases, so 6.18.0 and 6.18.3 differ.
@@ -30,8 +34,11 @@ Whether a driver that asks for the app health report gets one is the firmware's
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness.model.text_enum import TextEnum
 
 UNREADABLE = "unreadable"
 TIMEOUT, ABORT, NEW = "TIMEOUT", "ABORT", "NEW"
@@ -89,53 +96,37 @@ APP_HEALTH_QUERY = KernelChange(
 CHANGES = (TIMEOUT_STATE, FILLED_PAYLOAD, APP_HEALTH_QUERY)
 
 
-@dataclass(frozen=True)
-class Flavour:
-    name: str
-    rule: str                   # what it does about a hang, in words
-    parameter: str | None       # the module parameter that sets the timeout, if any
-    default: float              # that parameter's default (its unit: see `seconds`)
-    unit_s: float               # seconds per unit of the parameter
-    silent_checks: int          # how many timeout periods pass before a hang is declared
-    log_prefix: str             # what its XDNA_ERR lines carry after "amdxdna BDF: "
+class Detection(TextEnum):
+    """How a driver build notices a hang."""
 
-    def seconds(self, setting: float | None = None) -> float:
-        """The longest the driver takes to notice a hang, for this parameter setting."""
-        return (setting if setting is not None else self.default) * self.unit_s \
-            * self.silent_checks
+    JOB_TIMER = "job-timer"                  # drm_sched: per context, from its last push/completion
+    JOB_TIMER_DEVICE_STAMP = "job-timer+device-stamp"   # ... and no device-wide signal either
+    DEVICE_TWO_CHECKS = "device-two-checks"             # periodic device check, two silent ones
 
 
-FLAVOURS = {f.name: f for f in (
-    Flavour("mainline", "drm_sched 60 s job timeout, not tunable; the hung job ends TIMEOUT "
-                        "(ABORT before 6.19, 6.18.2 and 6.17.13) and the rest of its "
-                        "context ABORT",
-            None, 60.0, 1.0, 1, "[drm] *ERROR* "),
-    Flavour("staging", "no job pushed or completed on the context for tdr_timeout_ms "
-                       "(default 2000 ms) while nothing started or completed anywhere on the "
-                       "device either (kernels >= 6.17; before, a device check every "
-                       "tdr_timeout_ms): the faulting job ends TIMEOUT with health data (from a "
-                       "firmware that reports it), the rest of the context ABORT",
-            "tdr_timeout_ms", 2000.0, 0.001, 1,
-            "[drm] *ERROR* "),
-    Flavour("oot", "device-wide check every timeout_in_sec (default 2 s) that fires when no "
-                   "job was submitted or completed during two whole periods (4-6 s after "
-                   "the last submit or completion, a first job after an idle spell "
-                   "included): every context is dumped, stopped and restarted, every chain "
-                   "in flight ends TIMEOUT",
-            "timeout_in_sec", 2.0, 1.0, 3, ""),
-)}
-SLOWEST = FLAVOURS["mainline"]
-
-# How a hang is noticed.
-JOB_TIMER = "job-timer"                 # drm_sched: per context, from its last push/completion
-JOB_TIMER_DEVICE_STAMP = "job-timer+device-stamp"   # ... and no device-wide signal either
-DEVICE_TWO_CHECKS = "device-two-checks"             # periodic device check, two silent ones
+JOB_TIMER = Detection.JOB_TIMER
+JOB_TIMER_DEVICE_STAMP = Detection.JOB_TIMER_DEVICE_STAMP
+DEVICE_TWO_CHECKS = Detection.DEVICE_TWO_CHECKS
 # What the driver writes over a failed command's payload.
 PAYLOAD_KEPT = "kept"
 PAYLOAD_FF = "0xFF over sub-command 0"
 PAYLOAD_HEALTH_FF = "V1 health then 0xFF over sub-command 0"
 PAYLOAD_HEALTH_FAILING = "the context's last report (zeros before one) over the timed-out " \
     "sub-command, once per report"
+# How a tree's XDNA_ERR / XDNA_WARN lines look (amdxdna_pci_drv.h, amdxdna_drm.h):
+# "amdxdna BDF: [drm] *ERROR* func: text" through drm_err, or "amdxdna BDF: func: text"
+# through dev_err_ratelimited (harness.logs.driver_lines reads both).
+DRM, LEGACY = "drm", "legacy"
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A line a driver prints: through XDNA_ERR ("err") or XDNA_WARN ("warn"), by
+    `function`, its text with {count} and {timeout} filled in where it has them."""
+
+    level: str
+    function: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -144,7 +135,7 @@ class DriverBuild:
 
     flavour: str
     kernel: str
-    detection: str
+    detection: Detection
     period_s: float                 # the timer or check period
     signals: str                    # what counts as progress: "push+completion" | "completion"
     scope: str                      # "context" or "device": which contexts a hang resets
@@ -152,9 +143,14 @@ class DriverBuild:
     others_state: str               # the other jobs in flight on a reset context
     single_cancelled: str           # a non-chain run cancelled by the reset
     timeout_index: str              # error_index of a timed-out chain: "0" | "run_list_id"
+    timeout_index_why: str          # what it does that gives that index, in words
     payload: str                    # what a failed command's payload holds afterwards
     asks_health: bool               # asks the firmware's app health report on a timeout
     source: str
+    timeout_lines: tuple[Printed, ...] = ()   # printed when a context's job timer fires
+    check_lines: tuple[Printed, ...] = ()     # printed when the device check finds it silent
+    dumps_contexts: bool = False    # that check dumps, stops and restarts every context
+    idle_check_passes: bool = False  # that check takes an idle device for one making progress
 
     @property
     def name(self) -> str:
@@ -167,44 +163,197 @@ class DriverBuild:
         return self.period_s * (3 if self.detection == DEVICE_TWO_CHECKS else 1)
 
 
+@dataclass(frozen=True)
+class Flavour:
+    """One amdxdna flavour: everything the harness knows of it, in one row. How the probe
+    knows it (`module`, `parameter`, `dkms`), what it does about a hang on each kernel
+    (`build`), the limits and names the simulator plays, how its kernel-log lines look,
+    and its rule in words with where it was read (`sim profiles` lists both)."""
+
+    name: str
+    title: str                  # what it is, for `sim profiles`
+    called: str                 # "the <called> driver", in messages
+    rule: str                   # what it does about a hang, in words (the probe says it)
+    parameter: str | None       # the module parameter that sets the timeout, if any
+    default: float              # that parameter's default (its unit: see `seconds`)
+    unit_s: float               # seconds per unit of the parameter
+    silent_checks: int          # how many timeout periods pass before a hang is declared
+    build: Callable[[Flavour, str, tuple[int, int, int]], DriverBuild]   # on one kernel
+    played: str                 # the rule as the simulator plays it, kernel by kernel
+    source: str                 # where `played` was read
+    module: str | None = None   # a module name of its own (None: it loads as amdxdna)
+    dkms: bool = False          # built out of tree: a version file, under updates/ or extra/
+    log_tree: str = DRM         # how its kernel-log lines look (DRM or LEGACY)
+    chain_cap: int | None = None        # sub-commands a chain may hold, past the 4 KiB buffer
+    context_prefix: str = "hwctx"       # its contexts' names: <prefix>.<pid>.<id>
+    virtual_contexts: bool = False      # refuses contexts itself, past the device's ctx_limit
+    mailbox_function: str = "aie2_send_mgmt_msg_wait"   # logs a refused mailbox command
+    # its module parameters as it defines them (module_param): name, default, and whether
+    # a normal user may read it (mode 0444/0644; 0400/0600 is unreadable to one)
+    parameters: tuple[tuple[str, str, bool], ...] = ()
+    module_version: str | None = None   # MODULE_VERSION, where it sets one
+
+    def seconds(self, setting: float | None = None) -> float:
+        """The longest the driver takes to notice a hang, for this parameter setting."""
+        return (setting if setting is not None else self.default) * self.unit_s \
+            * self.silent_checks
+
+
+_RUN_LIST_ID = "reports the firmware's run_list_id as error_index"
+
+
+def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
+    timeout = TIMEOUT_STATE.in_release(release)
+    filled = FILLED_PAYLOAD.in_release(release)
+    health = APP_HEALTH_QUERY.in_release(release)
+    return DriverBuild(
+        row.name, kernel, JOB_TIMER, row.default * row.unit_s, "push+completion",
+        "context", TIMEOUT if timeout else ABORT, ABORT, ABORT if timeout else NEW,
+        "run_list_id" if health else "0",
+        _RUN_LIST_ID if health else
+        "ends a timed-out chain with error_index 0 (drm_sched's timeout; 89ff45359abb "
+        "writes it through amdxdna_cmd_set_error)" if timeout else
+        "ends the hung job ABORT with error_index 0 (before 6fb7f2988832)",
+        PAYLOAD_HEALTH_FF if health else PAYLOAD_FF if filled else PAYLOAD_KEPT, health,
+        "Linux drivers/accel/amdxdna aie2_ctx.c aie2_sched_job_timedout, "
+        "aie2_sched_cmdlist_resp_handler; 6fb7f2988832 (TIMEOUT), 89ff45359abb "
+        "(amdxdna_cmd_set_error), 25854131c04a (7.1: app health, as xdna-driver "
+        "f13c7f41 aie2_set_cmd_timeout)")
+
+
+def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
+    new = release[:2] >= (6, 17)           # HAVE_6_17_drm_gpu_sched_stat_no_hang
+    return DriverBuild(
+        row.name, kernel, JOB_TIMER_DEVICE_STAMP if new else DEVICE_TWO_CHECKS,
+        row.default * row.unit_s, "push+completion", "context" if new else "device",
+        TIMEOUT, ABORT, ABORT, "run_list_id", _RUN_LIST_ID, PAYLOAD_HEALTH_FF, True,
+        "amd/xdna-driver drivers/accel/amdxdna aie2_ctx.c aie2_sched_job_timedout, "
+        "aie2_tdr_detect, aie2_set_cmd_timeout; amdxdna_ctx.c amdxdna_cmd_set_error"
+        + ("" if new else "; aie2_tdr.c (kernels before 6.17)"),
+        timeout_lines=(Printed("err", "aie2_tdr_detect", "TDR timeout detected"),)
+        if new else (),
+        check_lines=() if new else (
+            Printed("err", "aie2_legacy_tdr_detect", "TDR timeout detected"),
+            Printed("warn", "aie2_tdr_work_func", "Device isn't making progress")),
+        # aie2_legacy_tdr_detect: no false positive when idle
+        idle_check_passes=not new)
+
+
+def _legacy_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
+    return DriverBuild(
+        row.name, kernel, DEVICE_TWO_CHECKS, row.default * row.unit_s, "push+completion",
+        "device", TIMEOUT, TIMEOUT, TIMEOUT, "run_list_id", _RUN_LIST_ID,
+        PAYLOAD_HEALTH_FAILING, True,
+        "amd/xdna-driver src/driver/amdxdna aie2_tdr.c aie2_tdr_work, "
+        "aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_ctx.c aie2_dump_ctx, "
+        "aie2_cmd_submit and aie2_sched_notify reset_tdr_timer (1471fd97), "
+        "aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data",
+        check_lines=(Printed("warn", "aie2_tdr_work", "Device isn't making progress... "
+                                                      "Count {count} timeout {timeout} "
+                                                      "dump_only 0"),),
+        dumps_contexts=True)
+
+
+_STAGING = "amd/xdna-driver drivers/accel/amdxdna"
+_LEGACY = "amd/xdna-driver src/driver/amdxdna"
+_MAINLINE = "Linux drivers/accel/amdxdna"
+# Linux's driver as amd/xdna-driver imports it (234824b1, "take drm-misc-fixes"; f13c7f41
+# is 25854131c04a): where the mainline text is read
+_MAINLINE_TREE = "amd/xdna-driver f13c7f41 drivers/accel/amdxdna"
+
+# The default flavour first: `sim profiles` lists them in this order.
+FLAVOURS = {f.name: f for f in (
+    Flavour(
+        "staging", "DKMS amdxdna.ko", "staging",
+        "no job pushed or completed on the context for tdr_timeout_ms (default 2000 ms) "
+        "while nothing started or completed anywhere on the device either (kernels >= "
+        "6.17; before, a device check every tdr_timeout_ms): the faulting job ends TIMEOUT "
+        "with health data (from a firmware that reports it), the rest of the context ABORT",
+        "tdr_timeout_ms", 2000.0, 0.001, 1, _staging_build,
+        "staging on kernels >= 6.17: a context's timer fires tdr_timeout_ms (2000) after its "
+        "last job push or completion; aie2_tdr_detect then declares a hang only if no job "
+        "started or completed anywhere on the device for tdr_timeout_ms (else NO_HANG and "
+        "the timer restarts), so one chain longer than 2 s times out though its "
+        "sub-commands progress; before 6.17 the legacy check runs every tdr_timeout_ms and "
+        "fires after two periods without a push or completion, resetting every context. The "
+        "hung job ends TIMEOUT, error_index the firmware's run_list_id, the version-1 health "
+        "data and then 0xFF written over sub-command 0 (not the failing run; 0xFF alone, "
+        "error_index 0, when the firmware gives no report); the rest ABORT with "
+        "sub-command 0 filled with 0xFF",
+        f"{_STAGING} aie2_ctx.c aie2_tdr_signal, aie2_tdr_detect, aie2_sched_job_timedout, "
+        "aie2_set_cmd_timeout; aie2_tdr.c aie2_legacy_tdr_detect; amdxdna_ctx.c "
+        "amdxdna_cmd_set_error",
+        dkms=True, mailbox_function="aie_send_mgmt_msg_wait",
+        parameters=(("aie2_max_col", "128", False), ("force_cmdlist", "N", False),
+                    ("force_iova", "N", False), ("tdr_timeout_ms", "2000", False)),
+        module_version="0.1"),
+    Flavour(
+        "mainline", "in-tree amdxdna", "in-tree",
+        "drm_sched 60 s job timeout, not tunable; the hung job ends TIMEOUT (ABORT before "
+        "6.19, 6.18.2 and 6.17.13) and the rest of its context ABORT",
+        None, 60.0, 1.0, 1, _mainline_build,
+        "mainline, as released: drm_sched's 60 s timer per context, re-armed at every job "
+        "push and completion; the hung job ends ABORT before 6fb7f2988832 (a single "
+        "non-chain run the reset cancels stays NEW) and TIMEOUT with it (6.19; 6.17.13 and "
+        "6.18.2 by stable backport, so 6.17.0 and 6.18.0 give ABORT), error_index 0; the "
+        "rest of the context ABORT; from 89ff45359abb (7.0; 6.19.7) every failed command "
+        "goes through amdxdna_cmd_set_error: sub-command 0's payload (a single run's own) "
+        "filled with 0xFF; 7.0 logs nothing on a timeout; 7.1 (25854131c04a) asks the "
+        "firmware's app health report and, given one, prints the capture block, takes "
+        "error_index from its run_list_id and writes its version-1 health data over "
+        "sub-command 0 before the 0xFF, so XRT's message carries the health lines",
+        f"{_MAINLINE} aie2_ctx.c aie2_sched_job_timedout, aie2_sched_resp_handler, "
+        "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error; "
+        f"{_MAINLINE_TREE} aie2_ctx.c aie2_set_cmd_timeout; stable review mails "
+        "'[PATCH 6.17 143/507]' (6.17.13-rc1), '[PATCH 6.18 167/614]' (6.18.2-rc1), "
+        "'[PATCH 6.19 208/311]' (6.19.7-rc1), each assumed to reach its release; no "
+        "backport of 25854131c04a found",
+        parameters=(("aie2_max_col", "128", False),)),
+    Flavour(
+        "oot", "out-of-tree amdxdna_legacy.ko", "out-of-tree",
+        "device-wide check every timeout_in_sec (default 2 s) that fires when no job was "
+        "submitted or completed during two whole periods (4-6 s after the last submit or "
+        "completion, a first job after an idle spell included): every context is dumped, "
+        "stopped and restarted, every chain in flight ends TIMEOUT",
+        "timeout_in_sec", 2.0, 1.0, 3, _legacy_build,
+        "out-of-tree: a device check every timeout_in_sec (2 s from driver load) fires when "
+        "no job was submitted or completed during the last two whole periods (a submit "
+        "counts as progress: a first job after an idle spell times out 4-6 s later, not "
+        "0-2); every context is dumped (Dumping ctx, the capture block when the firmware "
+        "gives a report, JOB[] lines), stopped and restarted; every chain in flight ends "
+        "TIMEOUT with error_index the context's run_list_id; the first command to carry the "
+        "context's health data gets it over that sub-command, later ones have it marked "
+        "ABORT; without a report the context's data is the zeros it was allocated with (a "
+        "version-0 report XRT prints as six zero lines), carried once",
+        f"{_LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_ctx.c "
+        "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), aie2_dump_ctx, "
+        "aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data; amdxdna_ctx.c "
+        "(kzalloc'd ctx)",
+        module="amdxdna_legacy", dkms=True, log_tree=LEGACY, chain_cap=64,
+        context_prefix="ctx", virtual_contexts=True,
+        parameters=(("aie2_max_col", "128", False), ("context_limit", "32", True),
+                    ("force_cmdlist", "N", False), ("hwctx_limit", "32", True),
+                    ("tdr_dump_ctx", "N", True), ("timeout_in_sec", "2", True))),
+)}
+DEFAULT_FLAVOUR = "staging"
+
+
+def slowest_seconds() -> float:
+    """The longest any flavour takes to notice a hang at its defaults: what a deadline
+    allows when the flavour is unknown."""
+    return max(row.seconds() for row in FLAVOURS.values())
+
+
 def driver_build(flavour: str, kernel: str = DEFAULT_KERNEL) -> DriverBuild:
     """What `flavour` does on `kernel`: a release (``6.18.3``) or a series (``6.18``, its
     first release) of one of KERNELS."""
     release = kernel_release(kernel)
     if release is None:
         raise ValueError(f"unknown kernel release {kernel!r}")
-    new = release[:2] >= (6, 17)           # HAVE_6_17_drm_gpu_sched_stat_no_hang
-    if flavour == "mainline":
-        timeout = TIMEOUT_STATE.in_release(release)
-        filled = FILLED_PAYLOAD.in_release(release)
-        health = APP_HEALTH_QUERY.in_release(release)
-        return DriverBuild(
-            flavour, kernel, JOB_TIMER, FLAVOURS["mainline"].default, "push+completion",
-            "context", TIMEOUT if timeout else ABORT, ABORT, ABORT if timeout else NEW,
-            "run_list_id" if health else "0",
-            PAYLOAD_HEALTH_FF if health else PAYLOAD_FF if filled else PAYLOAD_KEPT, health,
-            "Linux drivers/accel/amdxdna aie2_ctx.c aie2_sched_job_timedout, "
-            "aie2_sched_cmdlist_resp_handler; 6fb7f2988832 (TIMEOUT), 89ff45359abb "
-            "(amdxdna_cmd_set_error), 25854131c04a (7.1: app health, as xdna-driver "
-            "f13c7f41 aie2_set_cmd_timeout)")
-    if flavour == "staging":
-        return DriverBuild(
-            flavour, kernel, JOB_TIMER_DEVICE_STAMP if new else DEVICE_TWO_CHECKS,
-            FLAVOURS["staging"].default * FLAVOURS["staging"].unit_s, "push+completion",
-            "context" if new else "device",
-            TIMEOUT, ABORT, ABORT, "run_list_id", PAYLOAD_HEALTH_FF, True,
-            "amd/xdna-driver drivers/accel/amdxdna aie2_ctx.c aie2_sched_job_timedout, "
-            "aie2_tdr_detect, aie2_set_cmd_timeout; amdxdna_ctx.c amdxdna_cmd_set_error"
-            + ("" if new else "; aie2_tdr.c (kernels before 6.17)"))
-    if flavour == "oot":
-        return DriverBuild(
-            flavour, kernel, DEVICE_TWO_CHECKS, FLAVOURS["oot"].default, "push+completion",
-            "device", TIMEOUT, TIMEOUT, TIMEOUT, "run_list_id", PAYLOAD_HEALTH_FAILING, True,
-            "amd/xdna-driver src/driver/amdxdna aie2_tdr.c aie2_tdr_work, "
-            "aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_ctx.c aie2_dump_ctx, "
-            "aie2_cmd_submit and aie2_sched_notify reset_tdr_timer (1471fd97), "
-            "aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data")
-    raise ValueError(f"unknown driver flavour {flavour!r}")
+    row = FLAVOURS.get(flavour)
+    if row is None:
+        raise ValueError(f"unknown driver flavour {flavour!r}")
+    return row.build(row, kernel, release)
 
 
 def timeout_seconds(facts: dict[str, Any]) -> float | None:

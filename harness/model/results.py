@@ -210,9 +210,11 @@ class TrialResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrialResult:
-        data = dict(data)
-        data["runlists"] = [RunlistOutcome(**r) for r in data.get("runlists", [])]
-        return cls(**data)
+        """A trial as a worker sends it or a report keeps it: a report's derived `state`
+        (written for readers, recomputed here) and a v2 journal entry's `plan` are left."""
+        fields = {key: value for key, value in data.items() if key not in DERIVED_KEYS}
+        fields["runlists"] = [RunlistOutcome(**r) for r in fields.get("runlists") or []]
+        return cls(**fields)
 
     def brief(self) -> TrialResult:
         """This trial as summaries and verdicts read it, in a few hundred bytes whatever its
@@ -239,6 +241,8 @@ class BriefTrial(TrialResult):
         return self
 
 
+# what a report writes beside a trial's fields: its state in one word, and (v2) its plan
+DERIVED_KEYS = frozenset({"state", "plan"})
 _OUTCOME_FIELDS = tuple(f.name for f in fields(RunlistOutcome))
 _TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
 # what a brief trial keeps: the short fields (not the kernel log, worker, recovery, users)

@@ -6,7 +6,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.probe.sources import UNREADABLE
+from harness.probe.readers import UNREADABLE
 
 MIN_DRIVER = (0, 6)
 MIN_FIRMWARE = (1, 1)

@@ -1,10 +1,11 @@
 """Which amdxdna flavour is loaded, its parameters, and the timeout rule it applies.
 
-Three flavours are in the field (STACK.md 4); detect, don't assume. Evidence:
-the module's file in `modules.dep` (in-tree under kernel/drivers/accel, DKMS
-under updates/ or extra/), `/sys/module/<module>/version` (DKMS builds only),
-the module name (`amdxdna_legacy`) and the parameter set (`tdr_timeout_ms`
-is the staging driver's, `timeout_in_sec` the legacy one's).
+Three flavours are in the field (STACK.md 4); detect, don't assume. Evidence, each
+flavour's own from its row in `harness.model.drivers`: a module name of its own
+(`amdxdna_legacy`), or its timeout parameter under the shared name `amdxdna`; else
+whether the module was built out of tree: its file in `modules.dep` (in-tree under
+kernel/drivers/accel, DKMS under updates/ or extra/), `/sys/module/<module>/version`
+(DKMS builds only) and the DKMS flavour's parameter (`tdr_timeout_ms`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,20 @@ import re
 from typing import Any
 
 from harness.model.drivers import FLAVOURS
-from harness.probe.sources import UNREADABLE, Sources
+from harness.probe.readers import UNREADABLE, Sources
 
-MODULES = ("amdxdna", "amdxdna_legacy")
+SHARED_MODULE = "amdxdna"
+
+
+def modules() -> list[str]:
+    """The module names an amdxdna driver loads as: the shared one, then the flavours'
+    own."""
+    return [SHARED_MODULE] + [f.module for f in FLAVOURS.values()
+                              if f.module and f.module != SHARED_MODULE]
+
 
 def driver_facts(src: Sources, kernel: str | None) -> dict[str, Any]:
-    module = next((m for m in MODULES if src.path(f"/sys/module/{m}").is_dir()), None)
+    module = next((m for m in modules() if src.path(f"/sys/module/{m}").is_dir()), None)
     if module is None:
         return {"loaded": False, "flavour": None,
                 "timeout_rule": "no amdxdna module is loaded"}
@@ -81,13 +90,21 @@ def _module_file(src: Sources, kernel: str | None, module: str) -> str | None:
 
 def _flavour(module: str, module_file: str | None, version: str | None,
              params: dict[str, str]) -> tuple[str | None, list[str]]:
-    if module == "amdxdna_legacy":
-        return "oot", ["module amdxdna_legacy"]
-    if "timeout_in_sec" in params:
-        return "oot", ["parameter timeout_in_sec (the legacy driver's)"]
+    rows = list(FLAVOURS.values())
+    # A flavour with a module of its own: known by that name, or by its timeout parameter
+    # when it is loaded under the shared name.
+    for row in rows:
+        if row.module and row.module == module:
+            return row.name, [f"module {module}"]
+    for row in rows:
+        if row.module and row.parameter in params:
+            return row.name, [f"parameter {row.parameter} (the {row.called} driver's)"]
+    # Else the shared module: built out of tree (the DKMS flavour) or in the kernel.
+    dkms = next(r for r in rows if r.dkms and not r.module)
+    in_kernel = next(r for r in rows if not r.dkms)
     out_of_tree, in_tree = [], []
-    if "tdr_timeout_ms" in params:
-        out_of_tree.append("parameter tdr_timeout_ms (the staging driver's)")
+    if dkms.parameter in params:
+        out_of_tree.append(f"parameter {dkms.parameter} (the {dkms.called} driver's)")
     if version not in (None, UNREADABLE):
         out_of_tree.append(f"/sys/module/{module}/version exists (DKMS builds only)")
     if module_file:
@@ -96,7 +113,7 @@ def _flavour(module: str, module_file: str | None, version: str | None,
         elif "kernel/drivers/accel/" in module_file:
             in_tree.append(f"module file {module_file}")
     if out_of_tree:
-        return "staging", out_of_tree
+        return dkms.name, out_of_tree
     if not in_tree:
-        in_tree.append("no version file and no tdr_timeout_ms: the in-tree parameter set")
-    return "mainline", in_tree
+        in_tree.append(f"no version file and no {dkms.parameter}: the in-tree parameter set")
+    return in_kernel.name, in_tree

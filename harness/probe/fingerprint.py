@@ -15,11 +15,11 @@ from harness.probe.emulation import emulation
 from harness.probe.firmware_health import firmware_health
 from harness.probe.flm import flm_facts, memlock_facts
 from harness.probe.holders import device_users, own_family
-from harness.probe.kernel_log import kernel_log_facts
+from harness.probe.kernel_log_access import kernel_log_facts
 from harness.probe.npu import npu_facts
-from harness.probe.sources import Sources, as_plain
+from harness.probe.readers import Sources, as_plain
 from harness.probe.system import system_facts
-from harness.probe.trace_events import tracefs_facts
+from harness.probe.trace_access import tracefs_facts
 from harness.probe.xrt import xrt_facts
 from harness.probe.xrt_smi import xrt_smi
 
@@ -59,70 +59,100 @@ def ready(facts: dict[str, Any]) -> bool:
 
 
 def render(facts: dict[str, Any]) -> str:
-    npu, driver, xrt, system = facts["npu"], facts["driver"], facts["xrt"], facts["system"]
-    lines = []
+    """The probe's facts as the lines `probe` prints, checks last."""
+    lines = _emulator_lines(facts) + _npu_lines(facts) + [_system_line(facts["system"])]
+    lines += _driver_lines(facts["driver"], facts["npu"]) + _xrt_lines(facts["xrt"])
+    lines += _host_lines(facts) + _access_lines(facts)
+    lines.append("checks:")
+    lines += [f"  {Check(**c).line()}" for c in facts["checks"]]
+    return "\n".join(lines)
+
+
+def _emulator_lines(facts: dict[str, Any]) -> list[str]:
+    """First of all, when this process runs under `runlist-harness emulate`."""
     emulated = facts.get("emulator")
-    if emulated:
-        lines.append(f"EMULATED NPU: this process runs under `runlist-harness emulate` "
-                     f"(profile {emulated['profile']}, {emulated['preload']} mapped); the "
-                     "driver and firmware answering are the harness's model, not hardware")
+    if not emulated:
+        return []
+    return [f"EMULATED NPU: this process runs under `runlist-harness emulate` (profile "
+            f"{emulated['profile']}, {emulated['preload']} mapped); the driver and firmware "
+            "answering are the harness's model, not hardware"]
+
+
+def _npu_lines(facts: dict[str, Any]) -> list[str]:
+    """The NPU: its identity and node, firmware and what its protocol gives, PCI and PM."""
+    npu = facts["npu"]
     if not npu["present"]:
-        lines.append("no NPU: this machine has no /dev/accel/accel* node; everything else "
-                     "works, and trials run on the simulated stack (--backend sim)")
-    else:
-        node = npu["nodes"][0]
-        pci = npu.get("pci", {})
-        lines.append(f"NPU: {npu.get('generation') or 'unknown'} (PCI "
-                     + (f"{pci.get('vendor')}:{pci.get('device')} rev {pci.get('revision')}"
-                        if pci.get("device") else "identity unreadable")
-                     + f"), {node['path']} "
-                     f"{node['owner']} {node['mode']}, "
-                     f"{'openable' if node['openable'] else 'NOT openable by this user'}")
-        ioctl = npu.get("ioctl", {})
-        firmware = ioctl.get("firmware") or npu.get("sysfs", {}).get("fw_version")
-        lines.append(f"firmware: {firmware or 'unknown'}; columns: "
-                     f"{ioctl.get('columns') or 'unknown'}; power mode: "
-                     f"{ioctl.get('power_mode') or 'unknown'}")
-        health = facts.get("npu_firmware") or {}
-        reports = {True: "reports health", False: "does not report health",
-                   None: "health reporting not known"}[health.get("app_health")]
-        lines.append(f"  mailbox protocol {health.get('protocol') or 'unknown'} "
-                     f"({health.get('protocol_from')}): {reports}")
-        pm = npu.get("runtime_pm") or {}
-        loaded = (facts.get("npu_firmware") or {}).get("loaded") or "not in the log"
-        lines.append(f"  PCI {npu.get('bdf') or '?'}; IOMMU group type "
-                     f"{npu.get('iommu_group_type') or 'unknown'}; runtime PM "
-                     f"{pm.get('status') or '?'} (control {pm.get('control') or '?'}); "
-                     f"firmware file {loaded}")
-    lines.append(f"system: {system.get('distribution') or '?'}, "
-                 f"kernel {system.get('kernel') or '?'}, "
-                 f"{system.get('cpu') or '?'} ({system.get('cpus') or '?'} CPUs), "
-                 f"{system.get('memory_gib') or '?'} GiB; user {system.get('user') or '?'}"
-                 + (" (root)" if system.get("root") else "")
-                 + ("; boot flags " + " ".join(f"{k}={v}" for k, v in
-                                               system["boot_flags"].items())
-                    if system.get("boot_flags") else ""))
-    if driver["loaded"]:
-        version = driver.get("version") or npu.get("ioctl", {}).get("driver_version") or \
-            driver.get("version_note")
-        lines.append(f"driver: {driver['module']} {version}; flavour {driver['flavour']} "
-                     f"({'; '.join(driver['evidence'])})")
-        lines.append(f"  timeout rule: {driver['timeout_rule']}"
-                     + (f" [setting: {driver['timeout_setting']}]"
-                        if driver.get("timeout_setting") else ""))
-        if driver["parameters"]:
-            lines.append("  parameters: " + ", ".join(f"{k}={v}" for k, v in
-                                                      driver["parameters"].items()))
-    else:
-        lines.append("driver: no amdxdna module loaded")
+        return ["no NPU: this machine has no /dev/accel/accel* node; everything else "
+                "works, and trials run on the simulated stack (--backend sim)"]
+    node = npu["nodes"][0]
+    pci = npu.get("pci", {})
+    lines = [f"NPU: {npu.get('generation') or 'unknown'} (PCI "
+             + (f"{pci.get('vendor')}:{pci.get('device')} rev {pci.get('revision')}"
+                if pci.get("device") else "identity unreadable")
+             + f"), {node['path']} "
+             f"{node['owner']} {node['mode']}, "
+             f"{'openable' if node['openable'] else 'NOT openable by this user'}"]
+    ioctl = npu.get("ioctl", {})
+    firmware = ioctl.get("firmware") or npu.get("sysfs", {}).get("fw_version")
+    lines.append(f"firmware: {firmware or 'unknown'}; columns: "
+                 f"{ioctl.get('columns') or 'unknown'}; power mode: "
+                 f"{ioctl.get('power_mode') or 'unknown'}")
+    health = facts.get("npu_firmware") or {}
+    reports = {True: "reports health", False: "does not report health",
+               None: "health reporting not known"}[health.get("app_health")]
+    lines.append(f"  mailbox protocol {health.get('protocol') or 'unknown'} "
+                 f"({health.get('protocol_from')}): {reports}")
+    pm = npu.get("runtime_pm") or {}
+    loaded = (facts.get("npu_firmware") or {}).get("loaded") or "not in the log"
+    lines.append(f"  PCI {npu.get('bdf') or '?'}; IOMMU group type "
+                 f"{npu.get('iommu_group_type') or 'unknown'}; runtime PM "
+                 f"{pm.get('status') or '?'} (control {pm.get('control') or '?'}); "
+                 f"firmware file {loaded}")
+    return lines
+
+
+def _system_line(system: dict[str, Any]) -> str:
+    return (f"system: {system.get('distribution') or '?'}, "
+            f"kernel {system.get('kernel') or '?'}, "
+            f"{system.get('cpu') or '?'} ({system.get('cpus') or '?'} CPUs), "
+            f"{system.get('memory_gib') or '?'} GiB; user {system.get('user') or '?'}"
+            + (" (root)" if system.get("root") else "")
+            + ("; boot flags " + " ".join(f"{k}={v}" for k, v in
+                                          system["boot_flags"].items())
+               if system.get("boot_flags") else ""))
+
+
+def _driver_lines(driver: dict[str, Any], npu: dict[str, Any]) -> list[str]:
+    """The driver: module, version, flavour and why, its timeout rule and parameters."""
+    if not driver["loaded"]:
+        return ["driver: no amdxdna module loaded"]
+    version = driver.get("version") or npu.get("ioctl", {}).get("driver_version") or \
+        driver.get("version_note")
+    lines = [f"driver: {driver['module']} {version}; flavour {driver['flavour']} "
+             f"({'; '.join(driver['evidence'])})",
+             f"  timeout rule: {driver['timeout_rule']}"
+             + (f" [setting: {driver['timeout_setting']}]"
+                if driver.get("timeout_setting") else "")]
+    if driver["parameters"]:
+        lines.append("  parameters: " + ", ".join(f"{k}={v}" for k, v in
+                                                  driver["parameters"].items()))
+    return lines
+
+
+def _xrt_lines(xrt: dict[str, Any]) -> list[str]:
+    """XRT: pyxrt and its version, and the libraries this process maps."""
     pyxrt = xrt.get("pyxrt")
-    lines.append("XRT: " + (f"pyxrt {pyxrt['file']} (XRT {pyxrt.get('xrt_version') or '?'})"
-                            if pyxrt else f"pyxrt does not import ({xrt.get('pyxrt_error')})")
-                 + f"; XILINX_XRT={xrt.get('XILINX_XRT') or '-'}")
-    for lib in xrt.get("mapped", []):
-        lines.append(f"  mapped {lib['path']}")
+    lines = ["XRT: " + (f"pyxrt {pyxrt['file']} (XRT {pyxrt.get('xrt_version') or '?'})"
+                        if pyxrt else f"pyxrt does not import ({xrt.get('pyxrt_error')})")
+             + f"; XILINX_XRT={xrt.get('XILINX_XRT') or '-'}"]
+    lines += [f"  mapped {lib['path']}" for lib in xrt.get("mapped", [])]
+    return lines
+
+
+def _host_lines(facts: dict[str, Any]) -> list[str]:
+    """memlock, FastFlowLM and the machine's BIOS."""
     memlock = facts["memlock"]
-    lines.append(f"memlock: soft {memlock.get('soft')}, hard {memlock.get('hard')}")
+    lines = [f"memlock: soft {memlock.get('soft')}, hard {memlock.get('hard')}"]
     flm = facts["flm"]
     if flm.get("binary"):
         models = flm.get("model_list", {}).get("models")
@@ -130,14 +160,20 @@ def render(facts: dict[str, Any]) -> str:
                      + (f", {models} models in model_list.json" if models else ""))
     else:
         lines.append("FastFlowLM: no flm on PATH")
-    dmi = system.get("dmi") or {}
+    dmi = facts["system"].get("dmi") or {}
     if dmi.get("bios_version"):
         lines.append(f"BIOS: {dmi.get('bios_vendor') or '?'} {dmi['bios_version']} "
                      f"({dmi.get('bios_date') or '?'}); {dmi.get('sys_vendor') or '?'} "
                      f"{dmi.get('product_name') or '?'}")
+    return lines
+
+
+def _access_lines(facts: dict[str, Any]) -> list[str]:
+    """What this user can read around a trial (the kernel log, the driver's trace events),
+    who else holds the device, a pyxrt built for another Python, and xrt-smi's output."""
     log = facts.get("kernel_log") or {}
-    lines.append("kernel log: " + (f"read from {log['source']}" if "unreadable" not in log
-                                   else f"unreadable ({log['unreadable']}) -> {log['fix']}"))
+    lines = ["kernel log: " + (f"read from {log['source']}" if "unreadable" not in log
+                               else f"unreadable ({log['unreadable']}) -> {log['fix']}")]
     trace = facts.get("trace_events") or {}
     lines.append("driver trace events: " + (
         f"recorded around each trial ({trace.get('system')}: "
@@ -147,7 +183,7 @@ def render(facts: dict[str, Any]) -> str:
     if users:
         lines.append("other processes on the NPU or /dev/kfd: " + ", ".join(
             f"{u['pid']} {u.get('command') or '?'} ({', '.join(u['devices'])})" for u in users))
-    built = xrt.get("pyxrt_built_for")
+    built = facts["xrt"].get("pyxrt_built_for")
     if built and built.get("installed") and not built.get("matches"):
         lines.append(f"  pyxrt is built for Python {', '.join(built['installed'])}; this is "
                      f"Python {built['running']}")
@@ -155,6 +191,4 @@ def render(facts: dict[str, Any]) -> str:
         if isinstance(run, dict) and "output" in run:
             lines.append(f"xrt-smi {name} (exit {run.get('exit_status')}):")
             lines += [f"  {line}" for line in run["output"].splitlines()]
-    lines.append("checks:")
-    lines += [f"  {Check(**c).line()}" for c in facts["checks"]]
-    return "\n".join(lines)
+    return lines

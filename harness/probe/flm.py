@@ -6,7 +6,7 @@ import json
 import resource
 from typing import Any
 
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 
 FLM_MEMLOCK_FLOOR = 100 * 1024 * 1024     # `flm validate` raises memlock below 100 MiB
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 
 WATCHED = ("/dev/accel/", "/dev/kfd")
 

@@ -8,7 +8,7 @@ import stat
 from typing import Any
 
 from harness.probe import drm
-from harness.probe.sources import UNREADABLE, Sources
+from harness.probe.readers import UNREADABLE, Sources
 
 # STACK.md 4: PCI device / revision -> generation.
 GENERATIONS = {

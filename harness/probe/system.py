@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 
 BOOT_FLAGS = ("iommu", "amd_iommu", "iommu.passthrough", "iommu.strict", "amd_iommu_dump")
 # DMI identity without serial numbers or UUIDs (those identify one unit, not a model)

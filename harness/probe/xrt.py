@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 from harness.probe.xrt_loader import mapped_libraries
 
 

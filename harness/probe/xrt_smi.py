@@ -9,7 +9,7 @@ import re
 import time
 from typing import Any
 
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 
 EXAMINE_TIMEOUT_S = 30.0
 VALIDATE_TIMEOUT_S = 300.0

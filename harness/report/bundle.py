@@ -149,7 +149,7 @@ def _export_afresh(data: dict[str, Any], failed_plans: list[str], target: Path,
     or xclbin the report names is read only when it is the file the run used (sha256):
     the report may lie, and what it names otherwise is never read, nor quoted."""
     from harness.sources.load import parse_case
-    from harness.sources.recipe import export_plans
+    from harness.sources.recipe_export import export_plans
     case_info = data.get("case") if isinstance(data.get("case"), dict) else {}
     if case_info.get("kind") not in (None, "case"):
         return f"a {case_info.get('kind')} report is XRT's own format already"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.model.drivers import FLAVOURS, DriverBuild, driver_build
 from harness.model.ert import run_named
 
 NOT_SAID = "the device does not say which run hung"
@@ -85,24 +86,32 @@ def run_cells(outcome: dict[str, Any]) -> tuple[str, str]:
     return str(run), "-" if chain is None else str(chain)
 
 
+READ_INDEX_0 = ("the firmware leaves the chain's read index at 0 on a timeout (amd/"
+                "xdna-driver test/shim_test/io_test.cpp)")
+FIRST_RUN = "so XRT's failing run is the first run of the chain"
+
+
 def why_unnamed(flavour: str | None, kernel: str | None) -> str:
-    """Why the device named no run, for the driver flavour and kernel that answered."""
+    """Why the device named no run, for the driver flavour and kernel that answered: what
+    their build does with error_index on a timeout."""
     on = f"{flavour} on Linux {kernel}" if flavour and kernel else (flavour or "this driver")
-    if flavour == "mainline":
-        if kernel == "6.16":
-            return (f"{on} ends the hung job ABORT with error_index 0 (before 6fb7f2988832), "
-                    "so XRT's failing run is the first run of the chain")
-        return (f"{on} ends a timed-out chain with error_index 0 (drm_sched's timeout; "
-                "89ff45359abb writes it through amdxdna_cmd_set_error), so XRT's failing run "
-                "is the first run of the chain")
-    if flavour in ("staging", "oot"):
-        return (f"{on} reports the firmware's run_list_id as error_index, and the firmware "
-                "leaves the chain's read index at 0 on a timeout (amd/xdna-driver "
-                "test/shim_test/io_test.cpp), so XRT's failing run is the first run of the "
-                "chain")
-    return (f"{on}: the firmware leaves the chain's read index at 0 on a timeout (amd/"
-            "xdna-driver test/shim_test/io_test.cpp), so XRT's failing run is the first run "
-            "of the chain")
+    build = _build(flavour, kernel)
+    if build is None:
+        return f"{on}: {READ_INDEX_0}, {FIRST_RUN}"
+    if build.timeout_index == "run_list_id":
+        return f"{on} {build.timeout_index_why}, and {READ_INDEX_0}, {FIRST_RUN}"
+    return f"{on} {build.timeout_index_why}, {FIRST_RUN}"
+
+
+def _build(flavour: str | None, kernel: str | None) -> DriverBuild | None:
+    """The modelled build of a flavour the harness knows, on `kernel` where it is one the
+    model has (else the default kernel's); None for an unknown flavour."""
+    if flavour not in FLAVOURS:
+        return None
+    try:
+        return driver_build(flavour, kernel or "")
+    except ValueError:
+        return driver_build(flavour)
 
 
 def answering_driver(header: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.formats.yamlio import dump_yaml
 from harness.model.errors import ReportError
+from harness.model.results import TrialResult
 from harness.report.model import (
     JOURNAL,
     JOURNALED,
@@ -45,7 +46,6 @@ from harness.report.model import (
     Summary,
     brief_from_dict,
     source_tag,
-    trial_from_dict,
 )
 
 if TYPE_CHECKING:            # the reader loads when a report is read, not when one is written
@@ -128,7 +128,7 @@ def load_report(path: str | Path, *, detail: bool = True, trials: bool = True) -
         report = Report.from_dict(reader.document(with_trials=False), str(path))
         try:
             for entry in reader.trials() if trials else ():
-                make = trial_from_dict if detail else brief_from_dict
+                make = TrialResult.from_json if detail else brief_from_dict
                 report.plans[entry.plan].trials.append(make(entry.body))
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             if isinstance(err, ReportError):

@@ -10,7 +10,6 @@ a symlink or a second name, and one that is a folder is named as such.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import errno
 import fcntl
@@ -18,6 +17,7 @@ import os
 import stat
 from pathlib import Path
 
+from harness.model.cleanups import at_exit
 from harness.model.errors import BadInput
 from harness.probe.holders import process_exists
 
@@ -143,4 +143,4 @@ class ReportLock:
         self.fd = None
 
 
-atexit.register(release_all)
+at_exit(release_all)

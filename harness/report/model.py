@@ -123,7 +123,7 @@ class PlanRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlanRecord:
-        trials = [trial_from_dict(raw) for raw in data.get("trials") or []]
+        trials = [TrialResult.from_json(raw) for raw in data.get("trials") or []]
         return cls(data["name"], str(data["spec"]), list(data["chunks"]), data.get("expect"),
                    trials, data.get("control"), data.get("frame"))
 
@@ -188,7 +188,7 @@ class Summary:
 
 
 def brief_from_dict(raw: dict[str, Any]) -> TrialResult:
-    """`trial_from_dict(raw).brief()` without making an object of every runlist outcome:
+    """`TrialResult.from_json(raw).brief()` without making an object of every runlist outcome:
     what continuing a report of millions of them reads, a trial at a time."""
     states = runlist_states(raw)
     runlists = raw.get("runlists") or []
@@ -196,17 +196,9 @@ def brief_from_dict(raw: dict[str, Any]) -> TrialResult:
     kept = [RunlistOutcome(**runlists[failing])] if failing is not None else []
     heavy = any(raw.get(name) is not None for name in HEAVY_FIELDS)
     if len(runlists) == len(kept) and not heavy:
-        return trial_from_dict(raw)
+        return TrialResult.from_json(raw)
     fields = {k: raw[k] for k in BRIEF_FIELDS if k in raw}
     return BriefTrial(**fields, runlists=kept, runlists_in_file=len(runlists))
-
-
-def trial_from_dict(raw: dict[str, Any]) -> TrialResult:
-    fields = dict(raw)
-    fields.pop("state", None)            # derived; written for readers, recomputed here
-    fields.pop("plan", None)             # a v2 journal entry names its plan
-    fields["runlists"] = [RunlistOutcome(**r) for r in fields.get("runlists") or []]
-    return TrialResult(**fields)
 
 
 @dataclass

@@ -27,8 +27,6 @@ from typing import Any
 
 from harness.formats.yamlio import KeyPath
 
-SCHEMA_V1 = "xdna-runlist-harness/report/v1"
-
 _TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
@@ -47,7 +45,7 @@ def report_schema() -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Problem:
+class SchemaProblem:
     path: KeyPath
     message: str
 
@@ -66,11 +64,11 @@ _TYPE_ONLY = {"type", "description", "title", "$comment", "examples"}
 
 
 def check(instance: Any, schema: dict[str, Any] | None = None, path: KeyPath = (),
-          root: dict[str, Any] | None = None) -> list[Problem]:
+          root: dict[str, Any] | None = None) -> list[SchemaProblem]:
     """Every problem of `instance` against `schema` (default: the report schema); `path` is
     where the instance sits in its document, `root` the schema its $refs point into."""
     schema = schema or report_schema()
-    problems: list[Problem] = []
+    problems: list[SchemaProblem] = []
     _check(instance, schema, root or schema, path, problems)
     return problems
 
@@ -219,7 +217,7 @@ def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: KeyPath,
-           problems: list[Problem]) -> None:
+           problems: list[SchemaProblem]) -> None:
     if "$ref" in schema:
         schema = _resolve(root, schema)
     if not schema.keys() & _CONSTRAINING:
@@ -231,44 +229,44 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: KeyPa
         if word in schema:
             passing = 0
             for option in schema[word]:
-                found: list[Problem] = []
+                found: list[SchemaProblem] = []
                 _check(value, option, root, path, found)
                 passing += not found
             if passing == 0 or (word == "oneOf" and passing > 1):
-                problems.append(Problem(path, f"matches {passing} of the {len(schema[word])} "
+                problems.append(SchemaProblem(path, f"matches {passing} of the {len(schema[word])} "
                                               f"allowed forms ({word})"))
                 return
     if "const" in schema and value != schema["const"]:
-        problems.append(Problem(path, f"must be {schema['const']!r}, not {value!r}"))
+        problems.append(SchemaProblem(path, f"must be {schema['const']!r}, not {value!r}"))
         return
     if "enum" in schema and value not in schema["enum"]:
-        problems.append(Problem(path, f"{value!r} is not one of "
+        problems.append(SchemaProblem(path, f"{value!r} is not one of "
                                       f"{', '.join(map(repr, schema['enum']))}"))
         return
     if "type" in schema:
         types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         if not any(_TYPES[t](value) for t in types):
-            problems.append(Problem(path, f"expected {' or '.join(types)}, got "
+            problems.append(SchemaProblem(path, f"expected {' or '.join(types)}, got "
                                           f"{type(value).__name__} {value!r}"[:200]))
             return
     if isinstance(value, str):
         if len(value) < schema.get("minLength", 0):
-            problems.append(Problem(path, "must not be empty"))
+            problems.append(SchemaProblem(path, "must not be empty"))
         if "pattern" in schema and not re.search(schema["pattern"], value):
-            problems.append(Problem(path, f"{value!r} does not match {schema['pattern']}"))
+            problems.append(SchemaProblem(path, f"{value!r} does not match {schema['pattern']}"))
     if _TYPES["number"](value) and "minimum" in schema and value < schema["minimum"]:
-        problems.append(Problem(path, f"{value} is below the minimum {schema['minimum']}"))
+        problems.append(SchemaProblem(path, f"{value} is below the minimum {schema['minimum']}"))
     if isinstance(value, dict):
         for key in schema.get("required", []):
             if key not in value:
-                problems.append(Problem(path, f"missing required key {key!r}"))
+                problems.append(SchemaProblem(path, f"missing required key {key!r}"))
         properties = schema.get("properties", {})
         extra = schema.get("additionalProperties", True)
         for key, item in value.items():
             if key in properties:
                 _check(item, properties[key], root, path + (key,), problems)
             elif extra is False:
-                problems.append(Problem(path + (key,), f"unknown key {key!r}"))
+                problems.append(SchemaProblem(path + (key,), f"unknown key {key!r}"))
             elif isinstance(extra, dict):
                 _check(item, extra, root, path + (key,), problems)
     if isinstance(value, list) and "items" in schema:

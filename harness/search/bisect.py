@@ -16,7 +16,7 @@ from harness.model.plan import Plan, parse_plan, plan_for_depth
 from harness.model.results import counts_text
 from harness.report.model import PlanRecord
 from harness.report.verdict import by_construction
-from harness.search.bisection import Answer, Bisection, classify
+from harness.search.boundary import GOOD, Answer, AnswerKind, Bisection, classify
 from harness.search.measure import BudgetReached, Measurer, Say, used_trials
 
 
@@ -28,7 +28,7 @@ class BisectSettings:
     trials: int
     chunk: str | None = None   # depth mode: chunking applied at every depth (None: one runlist)
     depth: int | None = None   # chunk mode: the fixed depth
-    flaky_as: str = "good"
+    flaky_as: str = GOOD
 
     def plan(self, x: int) -> Plan:
         if self.mode == "chunk":
@@ -99,13 +99,13 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
 def _as_largest_chunk(answer: Answer, settings: BisectSettings) -> str:
     """Chunk mode asks the other question: the largest chunk size that completes."""
     detail = answer.text[answer.text.find("("):] if "(" in answer.text else ""
-    if answer.kind == "exact":
+    if answer.kind is AnswerKind.EXACT:
         return (f"largest chunk size that completes at depth {settings.depth}: "
                 f"{answer.low - 1} {detail}")
-    if answer.kind == "none":
+    if answer.kind is AnswerKind.NONE:
         return f"every chunk size up to {settings.hi} completes at depth {settings.depth} " \
                f"{detail}"
-    if answer.kind == "at-or-below":
+    if answer.kind is AnswerKind.AT_OR_BELOW:
         return (f"even chunk size {answer.high} fails at depth {settings.depth} {detail}; "
                 "try a lower --lo")
     return f"{answer.text} [chunk sizes at depth {settings.depth}]"

@@ -20,7 +20,7 @@ from harness.formats.elf import ElfError, parse_elf
 from harness.formats.xclbin import read_xclbin_cached
 from harness.model.errors import XclbinError
 from harness.sim import control
-from harness.sim.kernel_log import BDF
+from harness.sim.driver_log import BDF
 from harness.sim.pybind import (
     SIZE_T,
     UINT,

@@ -15,12 +15,17 @@ import re
 from dataclasses import dataclass, replace
 
 from harness.model import firmware
-from harness.model.drivers import CHANGES, DEFAULT_KERNEL, KERNELS, driver_build, kernel_release
-from harness.model.drivers import FLAVOURS as DRIVER_FLAVOURS
+from harness.model.drivers import (
+    CHANGES,
+    DEFAULT_FLAVOUR,
+    DEFAULT_KERNEL,
+    FLAVOURS,
+    KERNELS,
+    driver_build,
+    kernel_release,
+)
 from harness.model.errors import BadInput
 from harness.sim.releases import NEWEST, RELEASES, XrtRelease
-
-FLAVOURS = tuple(DRIVER_FLAVOURS)
 
 
 @dataclass(frozen=True)
@@ -57,16 +62,18 @@ class TokenDoc:
     source: str
 
 
-CATALOGUE = (
-    TokenDoc("staging", "documented",
-             "DKMS amdxdna.ko: " + DRIVER_FLAVOURS["staging"].rule,
-             driver_build("staging").source),
-    TokenDoc("mainline", "documented", "in-tree amdxdna: " + DRIVER_FLAVOURS["mainline"].rule,
-             driver_build("mainline").source),
-    TokenDoc("oot", "documented",
-             "out-of-tree amdxdna_legacy.ko: " + DRIVER_FLAVOURS["oot"].rule
-             + "; chains capped at 64 commands",
-             driver_build("oot").source),
+def catalogue() -> tuple[TokenDoc, ...]:
+    """Every profile token: a driver flavour's, each from its row, then the others."""
+    flavours = tuple(
+        TokenDoc(row.name, "documented", f"{row.title}: {row.rule}" + (
+            f"; chains capped at {row.chain_cap} commands" if row.chain_cap else ""),
+            driver_build(row.name).source)
+        for row in FLAVOURS.values())
+    return flavours + TOKENS
+
+
+# the tokens besides the flavours'
+TOKENS = (
     TokenDoc("kernel:RELEASE", "kernel",
              f"which Linux release the driver runs on, a series of {', '.join(KERNELS)} "
              f"(its first release) or a point release such as 6.18.3 (default "
@@ -124,7 +131,7 @@ CATALOGUE = (
 
 @dataclass(frozen=True)
 class Profile:
-    flavour: str = "staging"
+    flavour: str = DEFAULT_FLAVOUR
     device: str = "npu5"
     kernel: str = DEFAULT_KERNEL
     inflight_cap: int | None = None
@@ -301,7 +308,7 @@ def parse_profile(text: str | None) -> Profile:
                                "microseconds, e.g. slow:layer:3000000")
             values["slow"].append((kernel, latency))
         else:
-            allowed = ", ".join(doc.syntax for doc in CATALOGUE)
+            allowed = ", ".join(doc.syntax for doc in catalogue())
             raise BadInput(f"unknown profile token {token!r} in {text!r}; allowed: {allowed} "
                            "(see `runlist-harness sim profiles`)")
     values["hang_at"] = tuple(sorted(set(values["hang_at"])))

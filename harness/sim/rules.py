@@ -1,14 +1,17 @@
 """Every rule the simulated stack plays, with where it was read.
 
-`runlist-harness sim profiles` prints this table; the scenario tests name the
-rule they pin. A rule that differs by XRT release or by driver build says which. The
-"format" rules are XRT's files as the harness reads and writes them for the same stack
-(captures, recipes, replay scripts).
+`runlist-harness sim profiles` prints this table (`rules()`); the scenario tests name the
+rule they pin. A rule that differs by XRT release or by driver build says which. Each
+driver flavour's own rule is worded once, in its row (`harness.model.drivers`), and
+listed here after the other driver rules. The "format" rules are XRT's files as the
+harness reads and writes them for the same stack (captures, recipes, replay scripts).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from harness.model.drivers import FLAVOURS
 
 XRT_KERNEL = "Xilinx/XRT src/runtime_src/core/common/api/xrt_kernel.cpp"
 XRT_ELF = "Xilinx/XRT src/runtime_src/core/common/api/xrt_elf.cpp"
@@ -17,7 +20,6 @@ PYXRT = "Xilinx/XRT src/python/pybind11/src/pyxrt.cpp"
 RUNNER = "Xilinx/XRT src/runtime_src/core/common/runner"
 STAGING = "amd/xdna-driver drivers/accel/amdxdna"
 LEGACY = "amd/xdna-driver src/driver/amdxdna"
-MAINLINE = "Linux drivers/accel/amdxdna"
 # Linux's driver as amd/xdna-driver imports it (234824b1, "take drm-misc-fixes"; f13c7f41
 # is 25854131c04a): where the mainline text is read
 MAINLINE_TREE = "amd/xdna-driver f13c7f41 drivers/accel/amdxdna"
@@ -152,48 +154,6 @@ RULES = (
          "header NEW",
          f"{STAGING} aie2_message.c aie2_cmdlist_fill_slot, aie2_cmdlist_fill_npu_cf, "
          "aie2_cmdlist_fill_npu_dpu, aie2_cmdlist_fill_npu_elf, MAX_CHAIN_CMDBUF_SIZE"),
-    Rule("driver", "mainline, as released: drm_sched's 60 s timer per context, re-armed at "
-         "every job push and completion; the hung job ends ABORT before 6fb7f2988832 (a "
-         "single non-chain run the reset cancels stays NEW) and TIMEOUT with it (6.19; "
-         "6.17.13 and 6.18.2 by stable backport, so 6.17.0 and 6.18.0 give ABORT), error_index "
-         "0; the rest of the context ABORT; from 89ff45359abb (7.0; 6.19.7) every failed "
-         "command goes through amdxdna_cmd_set_error: sub-command 0's payload (a single "
-         "run's own) filled with 0xFF; 7.0 logs nothing on a timeout; 7.1 (25854131c04a) "
-         "asks the firmware's app health report and, given one, prints the capture block, "
-         "takes error_index from its run_list_id and writes its version-1 health data over "
-         "sub-command 0 before the 0xFF, so XRT's message carries the health lines",
-         f"{MAINLINE} aie2_ctx.c aie2_sched_job_timedout, aie2_sched_resp_handler, "
-         "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error; "
-         f"{MAINLINE_TREE} aie2_ctx.c aie2_set_cmd_timeout; stable review mails "
-         "'[PATCH 6.17 143/507]' (6.17.13-rc1), '[PATCH 6.18 167/614]' (6.18.2-rc1), "
-         "'[PATCH 6.19 208/311]' (6.19.7-rc1), each assumed to reach its release; no "
-         "backport of 25854131c04a found"),
-    Rule("driver", "staging on kernels >= 6.17: a context's timer fires tdr_timeout_ms (2000) "
-         "after its last job push or completion; aie2_tdr_detect then declares a hang only "
-         "if no job started or completed anywhere on the device for tdr_timeout_ms (else "
-         "NO_HANG and the timer restarts), so one chain longer than 2 s times out though its "
-         "sub-commands progress; before 6.17 the legacy check runs every tdr_timeout_ms and "
-         "fires after two periods without a push or completion, resetting every context. The "
-         "hung job ends TIMEOUT, error_index the firmware's run_list_id, the version-1 health "
-         "data and then 0xFF written over sub-command 0 (not the failing run; 0xFF alone, "
-         "error_index 0, when the firmware gives no report); the rest ABORT with "
-         "sub-command 0 filled with 0xFF",
-         f"{STAGING} aie2_ctx.c aie2_tdr_signal, aie2_tdr_detect, aie2_sched_job_timedout, "
-         "aie2_set_cmd_timeout; aie2_tdr.c aie2_legacy_tdr_detect; amdxdna_ctx.c "
-         "amdxdna_cmd_set_error"),
-    Rule("driver", "out-of-tree: a device check every timeout_in_sec (2 s from driver load) "
-         "fires when no job was submitted or completed during the last two whole periods "
-         "(a submit counts as progress: a first job after an idle spell times out 4-6 s "
-         "later, not 0-2); every context is dumped (Dumping ctx, the capture block when the "
-         "firmware gives a report, JOB[] lines), stopped and restarted; every chain in "
-         "flight ends TIMEOUT with error_index the context's run_list_id; the first command "
-         "to carry the context's health data gets it over that sub-command, later ones "
-         "have it marked ABORT; without a report the context's data is the zeros it was "
-         "allocated with (a version-0 report XRT prints as six zero lines), carried once",
-         f"{LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_ctx.c "
-         "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), aie2_dump_ctx, "
-         "aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data; amdxdna_ctx.c "
-         "(kzalloc'd ctx)"),
     Rule("firmware", "on a timeout the firmware leaves the run list read index at 0, on "
          "every device, so its run_list_id (and the index taken from it) is 0",
          "amd/xdna-driver test/shim_test/io_test.cpp ('For a timeout firmware leaves the "
@@ -279,3 +239,10 @@ RULES = (
          f"{RUNNER}/runner.cpp create_bo, schema/recipe.schema.json; capture.cpp "
          "replay_resource_buffer; replay.cpp create_buffer"),
 )
+
+
+def rules() -> list[Rule]:
+    """RULES with each driver flavour's own rule, from its row, before the firmware's."""
+    flavours = [Rule("driver", row.played, row.source) for row in FLAVOURS.values()]
+    at = next(i for i, rule in enumerate(RULES) if rule.layer == "firmware")
+    return [*RULES[:at], *flavours, *RULES[at:]]

@@ -405,18 +405,37 @@ class run:
         return 1 if index == 0 else self._kernel._word1(self)   # the CU mask: CU 0
 
     def _overwritten(self, over: Overwrite) -> None:
-        """The driver wrote `over` into this run's payload; XRT keeps it."""
+        """The driver wrote `over` into this run's payload; XRT keeps it. set_arg rewrites
+        an argument's words (XRT's regmap, ERT_START_CU only): the run's arguments then
+        note each one set again (`_ArgsAfterOverwrite`), and once every overwritten one
+        is, the run is whole."""
+        if self._over is None:
+            _count_overwritten(1)
         self._over = over
         k = self._kernel
         if k._opcode != START_CU:
             self._stale = None      # the instruction address: no set_arg rewrites it
+            return
+        covered = len(over.words) if over.fill is None else 1 << 30
+        self._stale = {i for i, (offset, _) in k._layout.items()
+                       if 1 + offset // 4 < covered}
+        if self._stale:
+            self._args = _ArgsAfterOverwrite(self, self._args)
         else:
-            covered = len(over.words) if over.fill is None else 1 << 30
-            self._stale = {i for i, (offset, _) in k._layout.items()
-                           if 1 + offset // 4 < covered}
-        if self.__class__ is run:
-            _count_overwritten(1)
-        self.__class__ = _overwritten_run
+            self._made_whole()
+
+    def _rewritten(self, index: int) -> None:
+        """Argument `index` was set again, after the driver overwrote the payload."""
+        stale = self._stale
+        if stale is not None:
+            stale.discard(index)
+            if not stale:
+                self._made_whole()
+
+    def _made_whole(self) -> None:
+        self._over = self._stale = None
+        self._args = list(self._args)
+        _count_overwritten(-1)
 
     def _payload_fault(self) -> str:
         return (f"the payload still holds what the driver wrote after an earlier failure "
@@ -424,25 +443,24 @@ class run:
                 "simulator's firmware refuses the garbage instruction address")
 
 
-class _overwritten_run(run):
-    """A run whose payload the driver overwrote: `set_arg` rewrites an argument's words
-    (XRT's regmap); once every overwritten argument is set again, the run is whole."""
+class _ArgsAfterOverwrite(list):
+    """The arguments of a run whose payload the driver overwrote: setting one (the only
+    way set_arg changes them) tells the run, which counts it rewritten. Every other run
+    keeps a plain list, so set_arg asks nothing more on the path that builds runlists."""
 
-    __slots__ = ()
+    __slots__ = ("_run",)
 
-    def set_arg(self, index: Any = _MISSING, value: Any = _MISSING, /) -> None:
-        run.set_arg(self, index, value)
-        stale = self._stale
-        if stale is not None:
-            stale.discard(index)
-            if not stale:
-                self._over = self._stale = None
-                self.__class__ = run
-                _count_overwritten(-1)
+    def __init__(self, owner: run, args: list[Any]) -> None:
+        super().__init__(args)
+        self._run = owner
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        list.__setitem__(self, index, value)      # an index out of range raises first
+        self._run._rewritten(index)
 
 
 # How many runs have ever been overwritten and not yet made whole: while none, a chain
-# needs no look at its runs' classes.
+# needs no look at its runs' payloads.
 _overwritten_runs = 0
 
 
@@ -450,8 +468,6 @@ def _count_overwritten(step: int) -> None:
     global _overwritten_runs
     _overwritten_runs += step
 
-
-_overwritten_run.__name__ = _overwritten_run.__qualname__ = "run"
 
 
 def _settle_overwrites(job: Job | None, runs: Any, start: int = 0) -> None:
@@ -486,7 +502,7 @@ def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[in
     k = first._kernel
     # list.count compares by identity first: a C loop, cheaper than a set or all()
     if [r._kernel for r in runs].count(k) == n and (
-            not _overwritten_runs or [r.__class__ for r in runs].count(run) == n) and (
+            not _overwritten_runs or [r._over for r in runs].count(None) == n) and (
             k._code is not None
                       or [r._args[1] for r in runs].count(first._args[1]) == n
                       and [r._args[2] for r in runs].count(first._args[2]) == n):
@@ -512,7 +528,7 @@ def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[in
 
 def _command(r: run, position: int | None) -> tuple[float, int, int, str | None, bool]:
     k = r._kernel
-    fault = r._payload_fault() if r.__class__ is not run else k._fault(r)
+    fault = r._payload_fault() if r._over is not None else k._fault(r)
     return (k._latency_us, k._arg_bytes, k._opcode, fault,
             position is not None and position in k._hang_at)
 
@@ -608,22 +624,14 @@ class runlist:
         self._hwctx = ctx
 
     def add(self, r: Any = _MISSING, /) -> None:
-        # A run in no runlist, never started, on a bound idle runlist: what `_add` would
-        # do, decided in this frame (the rest goes through `_add`, which says what is wrong).
-        if r.__class__ is run and r._in is None and r._job is None and r._packet == NEW \
-                and r._kernel is not None and not self._running and self._hwctx is not None:
-            r._in = self._member
-            self._runs.append(r)
-            return
+        # One body for every run, in the frame the binding calls (positional-only, as
+        # the binding names no parameter): runlists of thousands of runs are built here.
         if not isinstance(r, run):
             overloaded("add", "runlist", [
                 Overload("(self: pyxrt.runlist, run: pyxrt.run) -> None",
-                         (("run", instance_of(run)),), self._add, named=True),
+                         (("run", instance_of(run)),), self.add, named=True),
             ], [] if r is _MISSING else [r], {}, this=self)
             return
-        self._add(r)
-
-    def _add(self, r: run) -> None:
         if self._hwctx is None:
             raise RuntimeError("cannot add run object to uninitialized runlist")
         if self._running:
@@ -835,7 +843,7 @@ class ext_kernel(kernel):
 ext_bo.__name__ = ext_bo.__qualname__ = "bo"
 ext_kernel.__name__ = ext_kernel.__qualname__ = "kernel"
 ext_access_mode.__qualname__ = "access_mode"
-for _cls in (kernel, run, _overwritten_run, runlist, cu_access_mode):
+for _cls in (kernel, run, runlist, cu_access_mode):
     _cls.__module__ = "pyxrt"
 for _cls in (ext_bo, ext_kernel, ext_access_mode):
     _cls.__module__ = "pyxrt.ext"

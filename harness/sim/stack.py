@@ -56,23 +56,24 @@ from typing import NamedTuple
 from harness.model import drivers
 from harness.model.drivers import (
     DEVICE_TWO_CHECKS,
+    FLAVOURS,
     JOB_TIMER_DEVICE_STAMP,
     JOBS_IN_FLIGHT,
     PAYLOAD_FF,
     PAYLOAD_HEALTH_FF,
+    Printed,
     driver_build,
 )
 from harness.model.ert import CmdState
 from harness.model.firmware import REPORT_SIZE, REPORT_VERSION
 from harness.sim.clock import RealClock, VirtualClock
-from harness.sim.kernel_log import KernelLog
+from harness.sim.driver_log import KernelLog
 from harness.sim.profiles import Profile
 
 CTX_MAX_CMDS = JOBS_IN_FLIGHT
 MAX_CHAIN_CMDBUF_SIZE = 4096
 SLOT_HEADER_BYTES = 52
 MAX_SLOT_ARG_BYTES = 104
-OOT_CHAIN_CAP = 64
 STAGING_TDR_US = driver_build("staging").period_s * 1e6
 MAINLINE_TIMEOUT_US = driver_build("mainline").period_s * 1e6
 DEFAULT_LATENCY_US = 50.0
@@ -229,6 +230,9 @@ class Stack:
                  clock: RealClock | VirtualClock | None = None) -> None:
         self.profile = profile
         self.device = profile.device_model
+        # the flavour's row and its build for the kernel: every rule below asks them, by
+        # what they say, never by the flavour's name
+        self.flavour = FLAVOURS[profile.flavour]
         self.build = driver_build(profile.flavour, profile.kernel)
         self.period_us = self.build.period_s * 1e6
         # the build's and profile's rules as the hot path asks them
@@ -240,7 +244,7 @@ class Stack:
         self.latencies = dict(latencies or {})
         self.rng = random.Random(profile.seed)
         self.log: deque[str] = deque(maxlen=500)
-        self.kernel_log = KernelLog(profile.flavour, self._now)
+        self.kernel_log = KernelLog(self.flavour, self._now)
         self.contexts: list[Context] = []
         self.completed_commands = 0
         self.jobs: deque[Job] = deque(maxlen=4096)   # recent submissions, for inspection
@@ -311,13 +315,13 @@ class Stack:
                                f"columns {start_column}..{start_column + width - 1}, "
                                f"{self.device.name} has {self.device.columns}")
         alive = sum(c.alive for c in self.contexts)
-        if self.profile.flavour == "oot":
+        if self.flavour.virtual_contexts:
             if alive >= self.device.ctx_limit:
                 # aie2_rq_add: the legacy tree refuses the context itself, -ENOENT
                 self.kernel_log.err("aie2_rq_add", f"Not allow more than "
                                                    f"{self.device.ctx_limit} context(s)")
                 self.note(f"context refused: {self.device.ctx_limit} virtual contexts is the "
-                          f"out-of-tree driver's limit on {self.device.name}")
+                          f"{self.flavour.called} driver's limit on {self.device.name}")
                 raise ContextRefused(CTX_LIMIT_FAILED, errno.ENOENT)
         elif alive >= self.device.hwctx_limit:
             # The firmware refuses the context (MGMT_ERT_NOAVAIL); the driver logs it on
@@ -327,7 +331,7 @@ class Stack:
                       f"limit of {self.device.name}")
             raise ContextRefused(HWCTX_CREATE_FAILED, errno.EINVAL)
         ctx = Context(next(self._ids), label, start_column, width)
-        ctx.name = f"{'ctx' if self.profile.flavour == 'oot' else 'hwctx'}.{self.pid}.{ctx.id}"
+        ctx.name = f"{self.flavour.context_prefix}.{self.pid}.{ctx.id}"
         self.contexts.append(ctx)
         self.note(f"context {ctx.id} ({label}) created, {width} columns at {start_column}")
         return ctx
@@ -413,8 +417,9 @@ class Stack:
 
     def _chain_problem(self, job: Job) -> str | None:
         count = job.count
-        if self.profile.flavour == "oot" and count > OOT_CHAIN_CAP:
-            return f"{count} sub-commands, the out-of-tree driver caps a chain at 64"
+        cap = self.flavour.chain_cap
+        if cap is not None and count > cap:
+            return f"{count} sub-commands, the {self.flavour.called} driver caps a chain at {cap}"
         opcodes = job.opcodes
         if opcodes.count(opcodes[0]) != count:
             return "sub-commands with different opcodes in one chain"
@@ -549,7 +554,7 @@ class Stack:
               ) -> None:
         """End a job in failure as the driver build does: its state, its error_index, and
         what it writes over the payload (`amdxdna_cmd_set_error`; the legacy tree writes
-        only on a timeout, in `_oot_stop`)."""
+        only on a timeout, in `_dump_and_stop`)."""
         payload = self.build.payload
         if payload == PAYLOAD_FF or (payload == PAYLOAD_HEALTH_FF and health is None):
             job.overwrites[0] = Overwrite((), FF)
@@ -603,8 +608,8 @@ class Stack:
         tdr = self.tdr_status
         if tdr != _WAIT:
             self.tdr_status = _WAIT
-        elif self.profile.flavour == "staging":
-            tdr = _SIGNALED          # aie2_legacy_tdr_detect: no false positive when idle
+        elif self.build.idle_check_passes:
+            tdr = _SIGNALED          # e.g. aie2_legacy_tdr_detect: no false positive when idle
         self.tdr_progress = tdr
 
     def _catch_up_idle_ticks(self) -> None:
@@ -649,8 +654,7 @@ class Stack:
         hung = ctx.running or ctx.inflight[0]
         rest = [j for j in ctx.inflight if j is not hung]
         health = self._health(ctx)
-        if build.flavour == "staging":
-            self.kernel_log.err("aie2_tdr_detect", "TDR timeout detected")
+        self._print(build.timeout_lines)
         self.note(f"context {ctx.id}: {build.name} timeout, job {hung.seq} "
                   f"{build.hung_state}, {len(rest)} more {build.others_state}, context reset")
         self._fail_hung(hung, health)
@@ -681,15 +685,11 @@ class Stack:
         pending = [j for c in self.contexts for j in c.inflight]
         self.note(f"device check: two silent periods, {len(pending)} jobs in flight, every "
                   f"context reset ({build.name})")
-        if build.flavour == "oot":
-            self.kernel_log.warn("aie2_tdr_work", f"Device isn't making progress... Count "
-                                                   f"{self.tdr_counter} timeout "
-                                                   f"{int(build.period_s)} dump_only 0")
+        self._print(build.check_lines)
+        if build.dumps_contexts:
             for ctx in list(self.contexts):
-                self._oot_stop(ctx)
+                self._dump_and_stop(ctx)
             return
-        self.kernel_log.err("aie2_legacy_tdr_detect", "TDR timeout detected")
-        self.kernel_log.warn("aie2_tdr_work_func", "Device isn't making progress")
         for ctx in list(self.contexts):
             if ctx.inflight:
                 first, *rest = list(ctx.inflight)
@@ -698,7 +698,14 @@ class Stack:
                     self._fail(job, self._cancelled_state(job))
             self._restart(ctx)
 
-    def _oot_stop(self, ctx: Context) -> None:
+    def _print(self, lines: tuple[Printed, ...]) -> None:
+        """The build's own lines for what just happened, as its tree prints them."""
+        for line in lines:
+            text = line.text.format(count=self.tdr_counter, timeout=int(self.build.period_s))
+            (self.kernel_log.err if line.level == "err" else self.kernel_log.warn)(
+                line.function, text)
+
+    def _dump_and_stop(self, ctx: Context) -> None:
         """aie2_dump_ctx then the stop. The dump asks for the firmware's report: with one,
         the capture block is printed and the context keeps it, with the entry it names
         (`health_data`, `timeout_run_list_id`), as not yet reported. Then every chain in

@@ -70,7 +70,7 @@ class CaptureError(CaseError):
 
 
 @dataclass(frozen=True, slots=True)
-class Kernel:
+class CapturedKernel:
     name: str
     instance: str
     hwctx: str
@@ -110,7 +110,7 @@ class Capture:
     sha256: str
     hwctxs: dict[str, str]                    # name -> absolute xclbin path
     buffers: dict[str, Buffer]
-    kernels: dict[str, Kernel]
+    kernels: dict[str, CapturedKernel]
     runs: dict[str, Run]
     threads: tuple[str, ...]
     frames: tuple[Frame, ...]
@@ -313,7 +313,7 @@ class _Builder:
         self.cfgs: dict[str, dict[str, str]] = {}
         self.ini: dict[str, str] = {}
         self.buffers: dict[str, Buffer] = {}
-        self.kernels: dict[str, Kernel] = {}
+        self.kernels: dict[str, CapturedKernel] = {}
         self.runs: dict[str, Run] = {}
         self.threads: tuple[str, ...] = ()
         self.frames: list[Frame] = []
@@ -396,7 +396,7 @@ class _Builder:
                                    read.text(entry["ctrlcode"], where + ".ctrlcode"),
                                    where + ".ctrlcode")
             instance = read.text(entry.get("instance"), where + ".instance")
-            self.kernels[name] = Kernel(name, instance, hwctx, ctrlcode)
+            self.kernels[name] = CapturedKernel(name, instance, hwctx, ctrlcode)
 
     def run(self, where: str, value: Any) -> None:
         read = self.read

@@ -12,7 +12,7 @@ from harness.model.errors import PlanError
 from harness.model.plan import Plan, make_plan
 from harness.model.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec, numeric_cfg
 from harness.sources.capture import REPLAY, Capture, CaptureError, Run, load_capture
-from harness.sources.case import DEFAULT_TRIALS, NAME, Case, Command, FieldChecker
+from harness.sources.case import DEFAULT_TRIALS, NAME, Case, CaseKind, Command, FieldChecker
 
 
 def capture_case(capture: Capture, frame_name: str | None, *, name: str, description: str,
@@ -56,7 +56,7 @@ def capture_case(capture: Capture, frame_name: str | None, *, name: str, descrip
                 pack="capture", xclbins=dict(capture.hwctxs), layers=n,
                 runlist_context=context, per_layer=commands, plans=tuple(plans), expect={},
                 trials=trials, deadline_s=deadline_s, file=file, sha256=sha256, flow=flow,
-                buffers=buffers, order=tuple(order), kind="capture", frame=frame.name,
+                buffers=buffers, order=tuple(order), kind=CaseKind.CAPTURE, frame=frame.name,
                 frames=tuple(f.name for f in capture.frames), capture=str(capture.folder),
                 programs=dict(capture.programs), notes=_setting_notes(capture),
                 context_cfg={k: dict(v) for k, v in capture.cfgs.items()},

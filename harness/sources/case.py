@@ -25,6 +25,7 @@ from harness.model.errors import CaseError, PlanError
 from harness.model.ert import CmdState, state_from_name
 from harness.model.plan import Plan, make_plan
 from harness.model.results import FLOWS, FULL_ELF, INSTR_BO, BufferSpec
+from harness.model.text_enum import TextEnum
 from harness.sources.confine import OutsideFolder, inside
 
 NOP = "nop"
@@ -33,6 +34,14 @@ REPLAY = "replay.json"
 DEFAULT_TRIALS = 3
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _ROLE = re.compile(r"[a-z][a-z0-9_]*")
+
+
+class CaseKind(TextEnum):
+    """Where a case's runs come from."""
+
+    CASE = "case"             # a decode case: a pack's xclbins and a per-layer program
+    RECIPE = "recipe"         # an XRT run recipe and its profile
+    CAPTURE = "capture"       # a frame of an XRT capture
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,7 @@ class Case:
     # per_layer (then `layers` counts runs).
     buffers: dict[str, BufferSpec] = field(default_factory=dict)
     order: tuple[int, ...] | None = None
-    kind: str = "case"           # case | recipe | capture
+    kind: CaseKind = CaseKind.CASE
     notes: tuple[str, ...] = ()  # what the user should know about how it was read
     absent: tuple[str, ...] = ()  # artefacts it names that are not there (stand-ins)
     recipe_profile: str | None = None
@@ -195,9 +204,12 @@ class FieldChecker:
     """Checks values of a YAML document and names the file, line and key path of the
     first that is wrong (`CaseError`)."""
 
-    def __init__(self, file: str, lines: dict[KeyPath, int]) -> None:
+    def __init__(self, file: str, lines: dict[KeyPath, int], *,
+                 allow_outside_paths: bool = False) -> None:
         self.file = file
         self.lines = lines
+        # the user's own case may name files outside its folder (--allow-outside-paths)
+        self.allow_outside_paths = allow_outside_paths
 
     def error(self, path: KeyPath, message: str) -> CaseError:
         line = self.lines.get(path)
@@ -245,7 +257,8 @@ class FieldChecker:
         return float(value)
 
 
-def read_document(raw: bytes, file: str) -> tuple[Any, FieldChecker]:
+def read_document(raw: bytes, file: str, *, allow_outside_paths: bool = False
+                  ) -> tuple[Any, FieldChecker]:
     """A case file's YAML, and a checker that names its lines."""
     try:
         text = raw.decode("utf-8")
@@ -260,7 +273,7 @@ def read_document(raw: bytes, file: str) -> tuple[Any, FieldChecker]:
         where = f"{file}:{mark.line + 1}" if mark else file
         problem = getattr(err, "problem", None) or str(err)
         raise CaseError(f"{where}: not valid YAML: {problem}") from None
-    return data, FieldChecker(file, lines)
+    return data, FieldChecker(file, lines, allow_outside_paths=allow_outside_paths)
 
 
 def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
@@ -273,21 +286,7 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
     description = check.string(top["description"], ("description",))
     source = check.string(top["source"], ("source",)) if "source" in top else ""
     pack = check.string(top["pack"], ("pack",), NAME)
-
-    xclbins_raw = top["xclbins"]
-    if not isinstance(xclbins_raw, dict) or not xclbins_raw:
-        raise check.error(("xclbins",), "expected a mapping of role to file name, e.g. "
-                                        "{layer: layer.xclbin}")
-    xclbins: dict[str, str] = {}
-    for role, filename in xclbins_raw.items():
-        if not isinstance(role, str) or not _ROLE.fullmatch(role):
-            raise check.error(("xclbins", role), f"role {role!r} must be a lower-case name "
-                                                 "such as attn, mm, layer, dequant")
-        xclbins[role] = check.string(filename, ("xclbins", role))
-        if Path(xclbins[role]).name != xclbins[role] or xclbins[role] in (".", ".."):
-            raise check.error(("xclbins", role), f"{xclbins[role]!r} must be a file name in "
-                                                 "the pack's folder, not a path")
-
+    xclbins = _xclbins(check, top["xclbins"])
     programs = _programs(check, top.get("programs", {}), xclbins, Path(file).parent)
     decode = check.mapping(top["decode"], ("decode",), {"layers", "runlist_context",
                                                         "per_layer"},
@@ -299,13 +298,43 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
                           f"{context!r} is not one of the case's contexts "
                           f"({', '.join([*xclbins, *programs])})")
     per_layer = _commands(check, decode["per_layer"], Path(file).parent)
+    plans = _plans(check, top["plans"], layers)
+    expect = _expect(check, top["expect"], top["plans"]) if "expect" in top else {}
+    trials = (check.integer(top["trials"], ("trials",), 1, 1000)
+              if "trials" in top else DEFAULT_TRIALS)
+    deadline = (check.number(top["deadline_s"], ("deadline_s",), 0.1, 86_400)
+                if "deadline_s" in top else None)
+    flow = _flow(check, top.get("flow", FULL_ELF if context in programs else INSTR_BO),
+                 context in programs, context)
+    return Case(name, description, source, pack, xclbins, layers, context, per_layer,
+                tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest(),
+                flow, programs=programs)
 
-    plans_raw = top["plans"]
-    if not isinstance(plans_raw, dict) or not plans_raw:
+
+def _xclbins(check: FieldChecker, raw: Any) -> dict[str, str]:
+    """`xclbins: {role: file name}`: names in the pack's folder, never paths."""
+    if not isinstance(raw, dict) or not raw:
+        raise check.error(("xclbins",), "expected a mapping of role to file name, e.g. "
+                                        "{layer: layer.xclbin}")
+    xclbins: dict[str, str] = {}
+    for role, filename in raw.items():
+        if not isinstance(role, str) or not _ROLE.fullmatch(role):
+            raise check.error(("xclbins", role), f"role {role!r} must be a lower-case name "
+                                                 "such as attn, mm, layer, dequant")
+        xclbins[role] = check.string(filename, ("xclbins", role))
+        if Path(xclbins[role]).name != xclbins[role] or xclbins[role] in (".", ".."):
+            raise check.error(("xclbins", role), f"{xclbins[role]!r} must be a file name in "
+                                                 "the pack's folder, not a path")
+    return xclbins
+
+
+def _plans(check: FieldChecker, raw: Any, layers: int) -> list[Plan]:
+    """`plans: {name: spec}`, each covering the layer count."""
+    if not isinstance(raw, dict) or not raw:
         raise check.error(("plans",), "expected a mapping of plan name to spec, e.g. "
                                       "{monolithic: \"42\", halves: \"21+21\"}")
     plans = []
-    for plan_name, spec in plans_raw.items():
+    for plan_name, spec in raw.items():
         path = ("plans", plan_name)
         if not isinstance(plan_name, str) or not NAME.fullmatch(plan_name):
             raise check.error(path, f"plan name {plan_name!r} must be a simple name")
@@ -313,44 +342,44 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
             plans.append(make_plan(plan_name, spec, layers))
         except PlanError as err:
             raise check.error(path, str(err)) from None
+    return plans
 
+
+def _expect(check: FieldChecker, raw: Any, plans: dict[str, Any]) -> dict[str, CmdState]:
+    """`expect: {plan: state}`: what hardware showed upstream, for plans the case has."""
+    if not isinstance(raw, dict):
+        raise check.error(("expect",), f"expected a mapping of plan name to state, got "
+                                       f"{describe(raw)}")
     expect: dict[str, CmdState] = {}
-    if "expect" in top:
-        if not isinstance(top["expect"], dict):
-            raise check.error(("expect",), f"expected a mapping of plan name to state, got "
-                                           f"{describe(top['expect'])}")
-        for plan_name, state in top["expect"].items():
-            path = ("expect", plan_name)
-            if plan_name not in plans_raw:
-                raise check.error(path, f"no plan named {plan_name!r} "
-                                        f"(plans: {', '.join(plans_raw)})")
-            try:
-                expect[plan_name] = state_from_name(check.string(state, path))
-            except ValueError as err:
-                raise check.error(path, str(err)) from None
+    for plan_name, state in raw.items():
+        path = ("expect", plan_name)
+        if plan_name not in plans:
+            raise check.error(path, f"no plan named {plan_name!r} "
+                                    f"(plans: {', '.join(plans)})")
+        try:
+            expect[plan_name] = state_from_name(check.string(state, path))
+        except ValueError as err:
+            raise check.error(path, str(err)) from None
+    return expect
 
-    trials = (check.integer(top["trials"], ("trials",), 1, 1000)
-              if "trials" in top else DEFAULT_TRIALS)
-    deadline = (check.number(top["deadline_s"], ("deadline_s",), 0.1, 86_400)
-                if "deadline_s" in top else None)
-    flow = check.string(top.get("flow", FULL_ELF if context in programs else INSTR_BO),
-                        ("flow",))
+
+def _flow(check: FieldChecker, raw: Any, full_elf_context: bool, context: str) -> str:
+    """`flow`: one of FLOWS, and full-elf where the runlist context is made from ELFs."""
+    flow = check.string(raw, ("flow",))
     if flow not in FLOWS:
         raise check.error(("flow",), f"{flow!r} is not a flow; use elf (FastFlowLM's: a "
                                      "control-code ELF, module and ext.kernel), instr-bo "
                                      "(an instruction buffer, as mlir-aie and IRON) or "
                                      "full-elf (a context made from a full ELF)")
-    if context in programs and flow != FULL_ELF:
+    if full_elf_context and flow != FULL_ELF:
         raise check.error(("flow",), f"the runlist context {context!r} is made from full "
                                      f"ELFs (programs), which only the full-elf flow runs")
-    return Case(name, description, source, pack, xclbins, layers, context, per_layer,
-                tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest(),
-                flow, programs=programs)
+    return flow
 
 
 def _inside(check: FieldChecker, folder: Path, name: str, path: KeyPath) -> Path:
     try:
-        return inside(folder, name, own_case=True)
+        return inside(folder, name, own_case=True, allow_outside=check.allow_outside_paths)
     except OutsideFolder as err:
         raise check.error(path, str(err)) from None
 

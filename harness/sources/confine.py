@@ -5,7 +5,8 @@ Recipes, profiles, captures and cases name files (`ctrlcode`, `init.file`, `fnm`
 `report bundle` copy into what a user sends upstream. A name that is absolute, climbs out
 with `..`, or is a symlink resolving outside would have us read, and ship, a file the
 document's author chose on the user's machine. Such names are refused with the name and
-the folder; the user's own case may opt in with `--allow-outside-paths`.
+the folder; the user's own case may opt in with `--allow-outside-paths`, which the command
+passes down with the case it loads (`allow_outside`).
 """
 
 from __future__ import annotations
@@ -18,22 +19,14 @@ class OutsideFolder(ValueError):
     """An artefact path leading out of its document's folder."""
 
 
-# Set by the commands' --allow-outside-paths (each invocation sets it, so it never leaks
-# from one command to the next); only case files honour it.
-cases_may_leave_folder = False
-
-
-def allow_outside_for_cases(allowed: bool) -> None:
-    global cases_may_leave_folder
-    cases_may_leave_folder = allowed
-
-
-def inside(folder: Path, name: str, *, own_case: bool = False) -> Path:
-    """`name` resolved against `folder`, refused when it leads outside that folder."""
+def inside(folder: Path, name: str, *, own_case: bool = False,
+           allow_outside: bool = False) -> Path:
+    """`name` resolved against `folder`, refused when it leads outside that folder unless
+    it is the user's own case (`own_case`) and they allowed it (`allow_outside`)."""
     if "\0" in name:
         raise OutsideFolder(f"{name!r} holds a NUL byte, which no file name can")
     path = (folder / name).resolve()
-    if own_case and cases_may_leave_folder:
+    if own_case and allow_outside:
         return path
     root = folder.resolve()
     if path != root and root not in path.parents:

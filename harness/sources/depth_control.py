@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from harness.model.plan import Plan, make_plan
 from harness.model.results import ELF_FLOW
-from harness.sources.case import Case
+from harness.sources.case import Case, CaseKind
 from harness.sources.load import load_case
 from harness.sources.workload import buffers_text, describe
 
@@ -54,6 +54,6 @@ def _differences(case: Case, control: Case) -> str:
     if buffers_text(VALIDATE_BUFFERS) not in mine.buffers or len(case.per_layer) > 1:
         other.append(f"{buffers_text(VALIDATE_BUFFERS)} per run instead of "
                      f"{mine.buffers.split(' per run')[0]}")
-    if case.kind == "case" and case.flow != ELF_FLOW:
+    if case.kind is CaseKind.CASE and case.flow != ELF_FLOW:
         other.append(f"the ELF flow instead of the case's {case.flow}")
     return "; ".join(same) + "; but " + "; ".join(other)

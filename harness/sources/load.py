@@ -12,9 +12,12 @@ from harness.sources.case import REPLAY, Case, decode_case, find_case, read_docu
 from harness.sources.recipe import is_recipe_ref, load_recipe
 
 
-def load_case(ref: str | Path, recipe_profile: str | None = None) -> Case:
+def load_case(ref: str | Path, recipe_profile: str | None = None, *,
+              allow_outside_paths: bool = False) -> Case:
     """A case by name or file; an XRT run recipe (a .json file, or xrt-validate:NAME)
-    with its profile; an XRT capture folder (or a case file `capture import` wrote)."""
+    with its profile; an XRT capture folder (or a case file `capture import` wrote).
+    `allow_outside_paths`: a case file may name files outside its folder (recipes and
+    captures never may)."""
     if is_recipe_ref(str(ref)):
         return load_recipe(str(ref), recipe_profile)
     path = Path(ref)
@@ -28,12 +31,12 @@ def load_case(ref: str | Path, recipe_profile: str | None = None) -> Case:
         raw = found.read_bytes()
     except OSError as err:
         raise CaseError(f"cannot read case file {found}: {err.strerror}") from None
-    return parse_case(raw, str(found))
+    return parse_case(raw, str(found), allow_outside_paths=allow_outside_paths)
 
 
-def parse_case(raw: bytes, file: str) -> Case:
+def parse_case(raw: bytes, file: str, *, allow_outside_paths: bool = False) -> Case:
     """A case file's bytes: a decode case, or a pointer at an imported capture."""
-    data, check = read_document(raw, file)
+    data, check = read_document(raw, file, allow_outside_paths=allow_outside_paths)
     if isinstance(data, dict) and "capture" in data:
         from harness.sources.capture_case import pointer_case
         return pointer_case(check, data, file, raw)

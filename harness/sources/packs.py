@@ -15,20 +15,22 @@ same kernel signatures are written to a cache folder, and the report says so.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from harness.formats.ar import read_ar_member
 from harness.formats.cache import cache_dir
 from harness.formats.xclbin import read_xclbin
-from harness.formats.xclbin_view import known_as
+from harness.formats.xclbin_view import identity, known_as
 from harness.formats.xclbin_writer import flm_spec, synthesize, validate_spec
 from harness.formats.yamlio import dump_yaml, write_atomic
-from harness.model.errors import BadInput, EnvironmentNotReady, XclbinError
+from harness.model.errors import BadInput, EnvironmentNotReady, ReportError, XclbinError
 from harness.probe.xrt import validate_files
-from harness.sources.case import Case
+from harness.sources.case import Case, CaseKind
 
 VALIDATE_PACK = "xrt-validate"
 PROJECT = Path(__file__).resolve().parents[2]
@@ -36,11 +38,51 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 @dataclass
 class ResolvedPack:
+    """The xclbins a run uses, by role, and where they were found. A report records it
+    (`to_report`, `xclbin_entries`) and a continued run takes it back from there
+    (`from_report`), its files unchanged."""
+
     name: str
     files: dict[str, Path]               # role -> file
     source: str                          # where it was found, or "synthesized stand-ins"
     searched: list[str] = field(default_factory=list)
     stand_ins: bool = False
+
+    def to_report(self, *, searched: bool = True) -> dict[str, Any]:
+        """The pack as a report's artifacts record it: the case's `pack` (with where it
+        was searched for), or a control's."""
+        out: dict[str, Any] = {"name": self.name, "source": self.source,
+                               "stand_ins": self.stand_ins}
+        if searched:
+            out["searched"] = self.searched
+        return out
+
+    def xclbin_entries(self) -> list[dict[str, Any]]:
+        """Each xclbin's identity (role, path, sha256, uuid, kernels, known_as), as a
+        report's artifacts record them."""
+        return [identity(read_xclbin(path), role) for role, path in self.files.items()]
+
+    @classmethod
+    def from_report(cls, pack: dict[str, Any], xclbins: list[dict[str, Any]], name: str,
+                    report_path: str) -> ResolvedPack:
+        """The pack a report recorded (`name` where it names none), refused if any of its
+        xclbins is missing or changed since."""
+        return cls(pack.get("name", name), unchanged_files(xclbins, report_path),
+                   pack.get("source", ""), pack.get("searched", []),
+                   pack.get("stand_ins", False))
+
+
+def unchanged_files(entries: list[dict[str, Any]], report_path: str) -> dict[str, Path]:
+    """The files a report's xclbin entries name, by role, refused if any changed."""
+    files = {}
+    for entry in entries:
+        current = Path(entry["path"])
+        if not current.is_file() or \
+                hashlib.sha256(current.read_bytes()).hexdigest() != entry["sha256"]:
+            raise ReportError(f"{current} is missing or changed since {report_path} was "
+                              "written; start a new run instead of resuming")
+        files[entry["role"]] = current
+    return files
 
 
 def pack_dirs(pack: str) -> list[Path]:
@@ -65,7 +107,7 @@ def pack_dirs(pack: str) -> list[Path]:
 def resolve_pack(case: Case, *, xclbins_dir: str | None = None,
                  simulated: bool) -> ResolvedPack:
     searched: list[str] = []
-    if case.kind != "case":
+    if case.kind is not CaseKind.CASE:
         return _named_files(case, xclbins_dir, simulated)
     if xclbins_dir:
         return _explicit(case, Path(xclbins_dir))

@@ -1,5 +1,5 @@
-"""XRT run recipes in and out: a recipe (and its profile) read as a case whose runs a
-plan cuts; any case's plans written as recipes for XRT's own `xrt-runner`.
+"""XRT run recipes in: a recipe (and its profile) read as a case whose runs a plan cuts
+(any case's plans written as recipes: `harness.sources.recipe_export`).
 
 The format is XRT's (`src/runtime_src/core/common/runner/recipe.md`, `profile.md`,
 `schema/recipe.schema.json`; STACK.md 8): `header.xclbin`,
@@ -24,9 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,7 @@ from harness.formats.yamlio import write_atomic
 from harness.model.errors import BadInput, CaseError
 from harness.model.plan import make_plan
 from harness.model.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec
-from harness.sources.case import DEFAULT_TRIALS, Case, Command
+from harness.sources.case import DEFAULT_TRIALS, Case, CaseKind, Command
 from harness.sources.confine import OutsideFolder, inside
 
 VALIDATE_PREFIX = "xrt-validate:"
@@ -71,7 +69,7 @@ def load_recipe(ref: str, profile: str | None = None) -> Case:
     data = _json(raw, str(recipe_path))
     profile_raw = _read(profile_path) if profile_path else b""
     read = _profile(_json(profile_raw, str(profile_path)), str(profile_path), notes) \
-        if profile_path else Profile({}, None, RUNLIST_THRESHOLD)
+        if profile_path else RecipeProfile({}, None, RUNLIST_THRESHOLD)
     case = _case(data, recipe_path, read, notes)
     if read.iterations is not None:
         notes.append(f"the profile asks for {read.iterations} iterations (XRT's runner "
@@ -82,7 +80,7 @@ def load_recipe(ref: str, profile: str | None = None) -> Case:
 
 
 @dataclass(frozen=True)
-class Profile:
+class RecipeProfile:
     """What a profile says: the buffers it binds, iterations, the runlist threshold."""
 
     bindings: dict[str, BufferSpec]
@@ -108,7 +106,7 @@ def _json(raw: bytes, file: str) -> dict[str, Any]:
     return data
 
 
-def _profile(data: dict[str, Any], file: str, notes: list[str]) -> Profile:
+def _profile(data: dict[str, Any], file: str, notes: list[str]) -> RecipeProfile:
     """The buffers the profile binds, as XRT's runner creates them (`bindings::init`,
     `init_buffer_file`): `size` when given, else the file's; the file's bytes are copied
     into [begin, end) of the buffer, and without a size that range is empty (only a
@@ -144,7 +142,7 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> Profile:
     execution = read.mapping(data.get("execution", {}), "execution")
     iterations = execution.get("iterations")
     threshold = execution.get("runlist_threshold", RUNLIST_THRESHOLD)
-    return Profile(bindings,
+    return RecipeProfile(bindings,
                    read.c_int(iterations, "execution.iterations")
                    if iterations is not None else None,
                    read.c_int(threshold, "execution.runlist_threshold"))
@@ -214,15 +212,42 @@ def _contexts(read: JsonReader, data: dict[str, Any], base: Path,
     return xclbins, programs
 
 
-def _case(data: dict[str, Any], path: Path, profile: Profile, notes: list[str]) -> Case:
+def _case(data: dict[str, Any], path: Path, profile: RecipeProfile, notes: list[str]) -> Case:
     read = JsonReader(str(path), RecipeError)
     base = path.parent
     if data.get("version") != "1.0":
         raise read.fail("version", f"{data.get('version')!r}; XRT's runner reads version 1.0")
     absent: list[str] = []
     xclbins, programs = _contexts(read, data, base, absent)
-    contexts = [*xclbins, *programs]
     resources = read.mapping(data.get("resources", {}), "resources")
+    buffers, unset = _buffers(read, resources, profile, notes)
+    kernels = _kernels(read, resources, base, [*xclbins, *programs], programs, absent)
+    execution = read.mapping(data.get("execution"), "execution")
+    templates, order, context = _runs(read, execution, kernels, buffers, set(buffers) | unset)
+    flow = ELF_FLOW if all(elf for _, elf, c in kernels.values() if c == context) else \
+        INSTR_BO
+    n = len(order)
+    threshold = profile.runlist_threshold
+    if n < threshold:
+        notes.append(f"XRT's runner starts fewer than {threshold} runs one by one "
+                     "(runlist_threshold); here the "
+                     f"{n} run{'s' if n > 1 else ''} go in a runlist like any plan")
+    elif threshold != RUNLIST_THRESHOLD:
+        notes.append(f"the profile's runlist_threshold is {threshold}: XRT's runner makes a "
+                     f"runlist of {n} runs, as here")
+    return Case(name=path.stem, description=f"XRT run recipe {path.name}: {n} runs",
+                source=str(path), pack="recipe", xclbins=xclbins, layers=n,
+                runlist_context=context, per_layer=tuple(templates),
+                plans=(make_plan("recipe", str(n), n),), expect={}, trials=DEFAULT_TRIALS,
+                deadline_s=None, file=str(path.resolve()), sha256="",
+                flow=FULL_ELF if context in programs else flow, buffers=buffers,
+                order=tuple(order), kind=CaseKind.RECIPE, absent=tuple(absent), programs=programs)
+
+
+def _buffers(read: JsonReader, resources: dict[str, Any], profile: RecipeProfile, notes: list[str]
+             ) -> tuple[dict[str, BufferSpec], set[str]]:
+    """resources.buffers as XRT's runner creates them (`create_bo`): the buffers it makes,
+    bound by the profile or internal with a size, and the names it makes none for."""
     buffers: dict[str, BufferSpec] = {}
     unset: list[str] = []
     for where, entry in read.objects(resources.get("buffers", []), "resources.buffers"):
@@ -246,6 +271,14 @@ def _case(data: dict[str, Any], path: Path, profile: Profile, notes: list[str]) 
                      "or empty with no binding in the profile: XRT's runner creates no buffer "
                      "for them and leaves the arguments they are given unset; so does the "
                      "harness")
+    return buffers, set(unset)
+
+
+def _kernels(read: JsonReader, resources: dict[str, Any], base: Path, contexts: list[str],
+             programs: dict[str, tuple[str, ...]], absent: list[str]
+             ) -> dict[str, tuple[str, str | None, str]]:
+    """resources.kernels: each kernel's instance, control-code ELF (None without one) and
+    context (`resources::create_kernels`)."""
     kernels: dict[str, tuple[str, str | None, str]] = {}
     for where, entry in read.objects(resources.get("kernels", []), "resources.kernels"):
         name = read.text(entry.get("name"), where + ".name")
@@ -272,13 +305,19 @@ def _case(data: dict[str, Any], path: Path, profile: Profile, notes: list[str]) 
             else:
                 _is_elf(read, Path(elf), where + ".ctrlcode")
         kernels[name] = (instance, elf, hwctx)
-    execution = read.mapping(data.get("execution"), "execution")
+    return kernels
+
+
+def _runs(read: JsonReader, execution: dict[str, Any],
+          kernels: dict[str, tuple[str, str | None, str]], buffers: dict[str, BufferSpec],
+          declared: set[str]) -> tuple[dict[Command, int], list[int], str]:
+    """execution.runs: one command per kind of run (alike runs share one, in first-seen
+    order), the order they run in, and the one context they all belong to."""
     runs = list(read.objects(execution.get("runs"), "execution.runs"))
     if not runs:
         raise read.fail("execution.runs", "no runs")
-    templates: dict[Command, int] = {}          # runs alike share one, in first-seen order
+    templates: dict[Command, int] = {}
     order, used = [], set()
-    declared = set(buffers) | set(unset)
     for where, entry in runs:
         command, hwctx = _run(read, entry, where, kernels, buffers, declared)
         used.add(hwctx)
@@ -287,25 +326,7 @@ def _case(data: dict[str, Any], path: Path, profile: Profile, notes: list[str]) 
         raise read.fail("execution.runs", f"the runs use kernels of {len(used)} contexts "
                                           f"({', '.join(sorted(used))}); a runlist belongs "
                                           "to one")
-    context = used.pop()
-    flow = ELF_FLOW if all(elf for _, elf, c in kernels.values() if c == context) else \
-        INSTR_BO
-    n = len(order)
-    threshold = profile.runlist_threshold
-    if n < threshold:
-        notes.append(f"XRT's runner starts fewer than {threshold} runs one by one "
-                     "(runlist_threshold); here the "
-                     f"{n} run{'s' if n > 1 else ''} go in a runlist like any plan")
-    elif threshold != RUNLIST_THRESHOLD:
-        notes.append(f"the profile's runlist_threshold is {threshold}: XRT's runner makes a "
-                     f"runlist of {n} runs, as here")
-    return Case(name=path.stem, description=f"XRT run recipe {path.name}: {n} runs",
-                source=str(path), pack="recipe", xclbins=xclbins, layers=n,
-                runlist_context=context, per_layer=tuple(templates),
-                plans=(make_plan("recipe", str(n), n),), expect={}, trials=DEFAULT_TRIALS,
-                deadline_s=None, file=str(path.resolve()), sha256="",
-                flow=FULL_ELF if context in programs else flow, buffers=buffers,
-                order=tuple(order), kind="recipe", absent=tuple(absent), programs=programs)
+    return templates, order, used.pop()
 
 
 def _run(read: JsonReader, entry: dict[str, Any], where: str,
@@ -448,251 +469,3 @@ def _rebuilt(name: str) -> tuple[Path, Path | None, list[str]]:
 def _put(path: Path, data: bytes) -> None:
     if not path.is_file() or path.read_bytes() != data:
         write_atomic(path, data)
-
-
-
-# -- recipes out ---------------------------------------------------------------------------
-
-@dataclass
-class Export:
-    """What `export` wrote: the recipes (one per runlist of each plan), and the artefacts
-    they name that are not here (the folder's README says where they go)."""
-
-    recipes: list[str]
-    missing: list[str]
-    replays: list[str] = field(default_factory=list)   # the TXN flow as replay scripts
-
-
-def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | None,
-                 real: bool, flow: str, folder: Path) -> Export:
-    """Write `case`, cut as each plan says, as XRT run recipes into `folder` (which must
-    not exist). XRT's runner makes one runlist of each contiguous sequence of NPU runs,
-    so each runlist of a plan is a recipe of its own, run in order by run_PLAN.sh.
-    `xclbin` gives the partition the control code is sized to; it is copied only when
-    `real` (a stand-in is never passed off as the pack), else the README says where the
-    real one goes. A context made from full ELFs is written as `resources.hwctxs[]` with
-    its programs.
-
-    Every buffer is one XRT's runner creates (runner.cpp `create_bo`, `bindings::init`):
-    a data buffer with no content is `internal` with its size; one with content is bound
-    in the profile with its `size` and `init.file` (without a size the runner copies
-    nothing into it). The instruction-buffer flow is also written as XRT replay scripts
-    (`replay_PLAN.json`), which keep the flags and memory group its buffers are allocated
-    with (`harness.sources.replay_export`)."""
-    from harness.formats.elf_writer import control_code_elf
-    from harness.formats.txn import nop_stream, word_count
-    from harness.formats.xclbin import read_xclbin
-    from harness.sources.replay_export import CACHEABLE, ReplayBuffer, replay_script
-
-    files: dict[str, bytes] = {}
-    missing: list[str] = []
-    programs = case.programs.get(case.runlist_context)
-    if programs is None and flow == FULL_ELF:
-        raise BadInput(f"{case.name}: --flow full-elf needs a full ELF for context "
-                       f"{case.runlist_context!r} (programs: in the case); the simulator's "
-                       "stand-in is not exported")
-    columns = 4
-    header: dict[str, Any] = {}
-    hwctxs: list[dict[str, Any]] = []
-    meta = None
-    if programs is not None:
-        names = [f"program_{i}.elf" for i in range(len(programs))]
-        files.update({n: Path(p).read_bytes() for n, p in zip(names, programs, strict=True)})
-        hwctxs.append({"name": case.runlist_context, "programs": names})
-    else:
-        meta = read_xclbin(xclbin) if xclbin else None
-        part = meta.partition if meta else None
-        columns = part.column_width if part else columns
-        xclbin_name = Path(case.xclbins[case.runlist_context]).name
-        header["xclbin"] = xclbin_name
-        if real and xclbin:
-            files[xclbin_name] = xclbin.read_bytes()
-        else:
-            missing.append(xclbin_name)
-
-    def stream_of(command: Command) -> bytes:
-        return nop_stream(columns) if command.instructions == "nop" else \
-            Path(command.instructions).read_bytes()
-
-    kernels, buffers, bindings, templates = [], [], [], []
-    run_args: list[tuple[tuple[int, str, Any], ...]] = []
-    replay_buffers: dict[str, ReplayBuffer] = {}
-
-    def bound(name: str, content: bytes, file: str, flags: int | None = None,
-              memgrp: int | None = None) -> None:
-        files[file] = content
-        buffers.append({"name": name, "type": "input", "size": len(content)})
-        bindings.append({"name": name, "size": len(content), "init": {"file": file}})
-        replay_buffers[name] = ReplayBuffer(len(content), flags, memgrp, file)
-
-    for c, command in enumerate(case.per_layer):
-        kernel: dict[str, Any] = {"name": f"k{c}", "instance": command.kernel}
-        if programs is not None:
-            kernel["hwctx"] = case.runlist_context
-        elif command.elf:                             # a recipe's or capture's own
-            kernel["ctrlcode"] = f"ctrl_{c}.elf"
-            files[kernel["ctrlcode"]] = Path(command.elf).read_bytes()
-        elif command.args is not None and case.flow == ELF_FLOW:
-            kernel["ctrlcode"] = f"ctrl_{c}.elf"      # named, but absent here
-            missing.append(kernel["ctrlcode"])
-        elif command.args is None and flow == ELF_FLOW:
-            kernel["ctrlcode"] = f"ctrl_{c}.elf"      # as FastFlowLM builds it
-            files[kernel["ctrlcode"]] = control_code_elf(stream_of(command))
-        kernels.append(kernel)
-        if command.args is not None:
-            templates.append(_exported_run(f"k{c}", command.kernel, command.args))
-            run_args.append(command.args)
-            continue
-        args: list[tuple[int, str, Any]] = []
-        first = 0
-        if programs is None:
-            args.append((0, "int", command.opcode))
-            first = 3
-            if "ctrlcode" not in kernel:
-                # mlir-aie and IRON: cacheable, in the memory group of argument 1
-                stream = stream_of(command)
-                group = meta.group_id(command.kernel, 1) if meta else None
-                bound(f"c{c}_instr", stream, f"instr_{c}.bin", CACHEABLE,
-                      group if group and group > 0 else None)
-                args += [(1, "bo", f"c{c}_instr"), (2, "int", word_count(stream))]
-        for j, size in enumerate(command.buffers):
-            buffers.append({"name": f"c{c}_b{j}", "type": "internal", "size": size})
-            replay_buffers[f"c{c}_b{j}"] = ReplayBuffer(size)
-            args.append((first + j, "bo", f"c{c}_b{j}"))
-        templates.append(_exported_run(f"k{c}", command.kernel, tuple(args)))
-        run_args.append(tuple(args))
-    for name, spec in case.buffers.items():
-        if spec.data:
-            bound(name, Path(spec.data).read_bytes()[:spec.size], f"data_{name}.bin",
-                  spec.flags, spec.memgrp)
-        else:
-            buffers.append({"name": name, "type": "internal", "size": spec.size})
-            replay_buffers[name] = ReplayBuffer(spec.size, spec.flags, spec.memgrp)
-    sequence = (list(case.order) if case.order is not None
-                else [c for _ in range(case.layers) for c in range(len(case.per_layer))])
-    per_unit = case.runs_per_layer
-    recipes: list[str] = []
-    replays: list[str] = []
-    txn_flow = programs is None and any("ctrlcode" not in k for k in kernels)
-    for plan_name, chunks in plans:
-        start, these, frames = 0, [], []
-        for k, units in enumerate(chunks):
-            positions = sequence[start * per_unit:(start + units) * per_unit]
-            runs = [templates[t] for t in positions]
-            frames.append([(f"k{t}", run_args[t]) for t in positions])
-            start += units
-            name = f"recipe_{_safe(plan_name)}_{k + 1}of{len(chunks)}.json"
-            recipe = {"version": "1.0", "header": header,
-                      "resources": {**({"hwctxs": hwctxs} if hwctxs else {}),
-                                    "buffers": buffers, "kernels": kernels},
-                      "execution": {"runs": runs}}
-            files[name] = (json.dumps(recipe, indent=2) + "\n").encode()
-            these.append(f"xrt-runner --recipe {name} --profile profile.json --dir .")
-            recipes.append(name)
-        if txn_flow:
-            replay = f"replay_{_safe(plan_name)}.json"
-            files[replay] = replay_script(
-                {"xclbin": header["xclbin"]},
-                [{key: kernel[key] for key in ("name", "instance", "ctrlcode") if key in kernel}
-                 for kernel in kernels], replay_buffers, frames).encode()
-            replays.append(replay)
-            these.append(f"# the same runlists with the instruction buffers XRT's replay "
-                         f"allocates: xrt-runner --replay {replay} --dir .")
-        files[f"run_{_safe(plan_name)}.sh"] = _run_script(case, plan_name, chunks,
-                                                           these).encode()
-    # A runlist of fewer than RUNLIST_THRESHOLD runs would be started run by run: the
-    # profile lowers the threshold so every recipe is one xrt::runlist, as the plan cuts it.
-    smallest = min(c * per_unit for _, chunks in plans for c in chunks)
-    execution: dict[str, Any] = {"iterations": 1}
-    if smallest < RUNLIST_THRESHOLD:
-        execution["runlist_threshold"] = max(1, smallest)
-    profile = {"version": "1.0", "bindings": bindings, "execution": execution}
-    files["profile.json"] = (json.dumps(profile, indent=2) + "\n").encode()
-    files["README.md"] = _readme(case, plans, flow, files, missing, bool(replays)).encode()
-    _write_folder(folder, files)
-    return Export(recipes, missing, replays)
-
-
-def _exported_run(kernel: str, instance: str, args: tuple[tuple[int, str, Any], ...]
-                  ) -> dict[str, Any]:
-    """A recipe run: its kernel named with `kernel` (runner.cpp create_kernel_run; `name`
-    is the deprecated spelling), every constant a C int or the export is refused."""
-    for index, kind, value in args:
-        if kind == "int" and not fits_c_int(value):
-            raise BadInput(c_int_refusal(f"export: a run of kernel {kernel} ({instance})",
-                                         index, value) + "; change the case's value")
-    return {"kernel": kernel,
-            "arguments": [{"name": v, "argidx": i} for i, kind, v in args if kind == "bo"],
-            "constants": [{"value": v, "type": "int", "argidx": i}
-                          for i, kind, v in args if kind == "int"]}
-
-
-def _safe(name: str) -> str:
-    """A plan name as part of a file name; a long one (a sweep's 1+1+...+1 cut) is
-    shortened with a digest of the whole, so names stay unique and below NAME_MAX."""
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
-    if len(safe) <= 48:
-        return safe
-    return f"{safe[:32]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
-
-
-def _run_script(case: Case, plan_name: str, chunks: list[int], commands: list[str]) -> str:
-    lines = ["#!/bin/sh",
-             f"# {case.name}, plan {plan_name}: {len(chunks)} runlist(s), run in order.",
-             "# Needs XRT (source /opt/xilinx/xrt/setup.sh); no Python.",
-             "set -e", 'cd "$(dirname "$0")"']
-    return "\n".join(lines + commands) + "\n"
-
-
-def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
-            files: dict[str, bytes], missing: list[str], replays: bool = False) -> str:
-    unit = case.unit
-    lines = [f"# {case.name} as XRT run recipes", "",
-             f"Written by xdna-runlist-harness from {case.source or case.file}: "
-             f"{case.layers} {unit}s, {case.runs_per_layer} run(s) per {unit}. Runs: "
-             f"{flow}, with the arguments the harness sets.", "",
-             "XRT's runner (`xrt-runner`) makes one `xrt::runlist` of every contiguous "
-             "sequence of `runlist_threshold` (6) or more NPU runs in a recipe, so each "
-             "runlist of a plan is a recipe of its own, and `run_PLAN.sh` runs them in order "
-             "(each in its own process, so each opens its own hardware context). When a plan "
-             "has a runlist of fewer than 6 runs, profile.json lowers `runlist_threshold` so "
-             "that it is one `xrt::runlist` too. Every buffer is one the runner creates: "
-             "`internal` with its size, or bound in profile.json with its `size` and the "
-             "file it is filled from.", ""]
-    if replays:
-        lines += ["XRT's runner creates every recipe buffer host-only, but this flow's "
-                  "instruction buffers are allocated cacheable in the memory group of the "
-                  "kernel's argument 1. Each plan is also written as an XRT replay script, "
-                  "`replay_PLAN.json` (the format `xrt-capture` writes, one frame per "
-                  "runlist), whose buffers keep those `flags` and `memgrp`: run it with "
-                  "`xrt-runner --replay replay_PLAN.json --dir .` (the run script names it).",
-                  ""]
-    lines += ["```sh", "source /opt/xilinx/xrt/setup.sh"]
-    lines += [f"sh run_{_safe(name)}.sh      # {name}: {'+'.join(map(str, chunks))}"
-              for name, chunks in plans]
-    lines += ["```", "", "## Files", ""]
-    for name in sorted(files):
-        lines.append(f"- `{name}` ({len(files[name])} bytes, sha256 "
-                     f"{hashlib.sha256(files[name]).hexdigest()})")
-    for name in missing:
-        lines.append(f"- `{name}`: **not included** (not found where the harness looked); "
-                     "copy it here before running")
-    return "\n".join(lines) + "\n"
-
-
-def _write_folder(folder: Path, files: dict[str, bytes]) -> None:
-    """All files or none: written into a hidden sibling folder, then renamed into place."""
-    if folder.exists():
-        raise BadInput(f"{folder} exists; export writes a new folder (choose another)")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        for name, data in files.items():
-            (staging / name).write_bytes(data)
-        for script in staging.glob("*.sh"):
-            script.chmod(0o755)
-        staging.chmod(0o755)             # mkdtemp's 0700 is for while it is written
-        staging.rename(folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model.results import ELF_FLOW, FULL_ELF
-from harness.sources.case import NOP, Case
+from harness.sources.case import NOP, Case, CaseKind
 
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
            "ten", "eleven", "twelve")
@@ -63,9 +63,9 @@ def buffers_text(sizes: tuple[int, ...] | list[int]) -> str:
 def describe(case: Case, flow: str | None) -> Workload:
     """What each run of `case` carries when it runs in `flow` (the case's own by default)."""
     flow = flow or case.flow
-    if case.kind == "capture":
+    if case.kind is CaseKind.CAPTURE:
         return _captured(case)
-    if case.kind == "recipe":
+    if case.kind is CaseKind.RECIPE:
         return _recipe(case)
     instructions = [c.instructions for c in case.per_layer]
     nop_only = bool(instructions) and all(i == NOP for i in instructions)

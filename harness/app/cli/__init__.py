@@ -18,7 +18,6 @@ from click.utils import make_default_short_help
 
 from harness import __version__
 from harness.app import exits
-from harness.sources.confine import allow_outside_for_cases
 
 EXIT_CODES = """\b
 Exit codes:
@@ -159,4 +158,3 @@ def main() -> None:
     Runs on a real NPU through pyxrt, or on the simulated stack that ships
     with the harness when there is none.
     """
-    allow_outside_for_cases(False)     # until a command's --allow-outside-paths says so

@@ -12,6 +12,7 @@ from harness.formats.yamlio import dump_yaml, write_atomic
 from harness.model.errors import BadInput
 from harness.sources.capture import Capture, load_capture, replay_file
 from harness.sources.capture_view import render_text, summary
+from harness.sources.case import CaseKind
 from harness.sources.load import load_case, parse_case
 
 
@@ -76,7 +77,7 @@ def _capture_of(ref: str) -> Capture:
     if replay_file(ref).is_file():
         return load_capture(ref)
     case = load_case(ref)
-    if case.kind != "capture" or not case.capture:
+    if case.kind is not CaseKind.CAPTURE or not case.capture:
         raise BadInput(f"{ref} is a {case.kind}, not a capture (give a capture folder or a "
                        "case `capture import` wrote)")
     return load_capture(case.capture)

@@ -43,7 +43,7 @@ def emulate(profile: str, keep: bool, clock_rate: float, command: tuple[str, ...
     COMMAND's status. Results are EMULATED, never hardware evidence: the harness's
     reports say so, and `report check` refuses one that claims otherwise.
     """
-    from harness.emulator.session import start
+    from harness.emulator.launch import start
     from harness.sim.profiles import parse_profile
     parsed = parse_profile(profile)
     program = shutil.which(command[0]) if "/" not in command[0] else command[0]

@@ -10,7 +10,7 @@ from harness.app.cli.options import ALLOW_OUTSIDE_PATHS
 from harness.model.results import FLOWS
 from harness.sources.load import load_case
 from harness.sources.packs import resolve_pack
-from harness.sources.recipe import export_plans
+from harness.sources.recipe_export import export_plans
 
 
 @click.command()
@@ -26,7 +26,8 @@ from harness.sources.recipe import export_plans
 @click.option("--xclbins", "xclbins_dir", type=click.Path(file_okay=False),
               help="Folder holding the pack's xclbins (or <pack>/ under it).")
 @ALLOW_OUTSIDE_PATHS
-def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir) -> None:
+def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir,
+           allow_outside_paths) -> None:
     """Write CASE's plans as XRT run recipes + profile + artefacts into FOLDER (new),
     runnable with XRT's own `xrt-runner --recipe R --profile P` and no Python.
 
@@ -35,7 +36,7 @@ def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir) -> No
     The runlist context's xclbin is copied when found; the README in FOLDER names
     what is missing.
     """
-    case = load_case(case_ref, recipe_profile)
+    case = load_case(case_ref, recipe_profile, allow_outside_paths=allow_outside_paths)
     plans = [(p.name, list(p.chunks)) for p in case.plans_for(plan_refs)]
     # The stand-ins of a missing pack give the partition the control code is sized to;
     # they are never written out as the pack.

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from harness.app import exits
 from harness.execution.backend import KINDS, Backend, choose_backend
-from harness.execution.runner import RunOptions
+from harness.execution.runner import Progress, Runner, RunOptions, open_run
 from harness.model.errors import BadInput
+from harness.model.plan import Plan
 from harness.model.results import FLOWS
-from harness.sources.case import Case
-from harness.sources.confine import allow_outside_for_cases
+from harness.sources.case import Case, CaseKind
+
+if TYPE_CHECKING:
+    from harness.report.model import Report
 
 # The longest wait the harness can make: its waits end in system calls that take a C int
 # of milliseconds (poll, epoll), about 24.8 days.
@@ -50,8 +55,37 @@ class Seconds(click.ParamType):
         return number
 
 
-def backend_options(fn: Callable) -> Callable:
-    for option in reversed([
+@dataclass
+class RunRequest:
+    """What the command line asks of a run besides its case and plans, in one object from
+    the options to the run (`start_run`): the backend, the trials and how they run, the
+    report file, and what the case may name."""
+
+    backend_kind: str = "auto"
+    profile: str | None = None
+    realtime: bool = False
+    seed: int = 0
+    trials: int | None = None
+    xclbins_dir: str | None = None
+    out: str | None = None
+    force: bool = False
+    # None: not given; True: also xrt-smi validate before the trials; False: no control
+    xrt_smi_validate: bool | None = None
+    allow_outside_paths: bool = False
+    no_isolate: bool = False
+    deadline: float | None = None
+    flow: str | None = None
+    continue_after_failure: bool = False
+    as_json: bool = False
+
+
+ALLOW_OUTSIDE_PATHS = click.option("--allow-outside-paths", is_flag=True,
+                                   help="Let a case of your own name files outside its "
+                                        "folder (recipes and captures never may).")
+
+
+def _request_options(trials_default: str) -> list[Callable]:
+    return [
         click.option("--backend", "backend_kind", type=click.Choice(KINDS), default="auto",
                      show_default=True,
                      help="auto: hardware when pyxrt imports and an NPU node exists, else "
@@ -63,29 +97,6 @@ def backend_options(fn: Callable) -> Callable:
                      help="Simulated time passes in real time (waits really block)."),
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Base seed for flaky profiles; each trial derives its own."),
-    ]):
-        fn = option(fn)
-    return fn
-
-
-def _allow_outside(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
-    allow_outside_for_cases(value)
-    return value
-
-
-ALLOW_OUTSIDE_PATHS = click.option("--allow-outside-paths", is_flag=True, expose_value=False,
-                                   callback=_allow_outside,
-                                   help="Let a case of your own name files outside its "
-                                        "folder (recipes and captures never may).")
-
-
-def trial_options(fn: Callable | None = None, *, trials_default: str = "the case's, usually 3"
-                  ) -> Callable:
-    """The options of every command that runs trials; `trials_default` says what --trials
-    falls back to for this command."""
-    if fn is None:
-        return lambda f: trial_options(f, trials_default=trials_default)
-    for option in reversed([
         click.option("--trials", type=click.IntRange(1, 1000), default=None,
                      help=f"Trials per plan (default: {trials_default})."),
         click.option("--xclbins", "xclbins_dir", type=click.Path(file_okay=False),
@@ -94,9 +105,6 @@ def trial_options(fn: Callable | None = None, *, trials_default: str = "the case
                      help="Report file (default: reports/<case>-<time>-<id>.yaml)."),
         click.option("--force", is_flag=True, help="Replace --out if it exists."),
         click.option("--xrt-smi-validate/--no-xrt-smi-validate", default=None,
-                     expose_value=False,
-                     callback=lambda ctx, param, value: ctx.meta.__setitem__(
-                         XRT_SMI_VALIDATE, value),
                      help="On hardware, once a plan of the case has failed, XRT's own "
                           "`xrt-smi validate --run runlist-latency` (one runlist of 1000 NOP "
                           "runs) runs once as a control, up to 2 minutes, and the verdict "
@@ -121,9 +129,26 @@ def trial_options(fn: Callable | None = None, *, trials_default: str = "the case
                           "them as skipped)."),
         click.option("--json", "as_json", is_flag=True,
                      help="Print the report as JSON instead of the summary."),
-    ]):
-        fn = option(fn)
-    return fn
+    ]
+
+
+def run_request_options(fn: Callable | None = None, *,
+                        trials_default: str = "the case's, usually 3") -> Callable:
+    """The options of every command that runs trials, handed to the command as one
+    `request` (a RunRequest); `trials_default` says what --trials falls back to for this
+    command. The options stay in the context's params, where a continued report looks for
+    what it refuses."""
+    if fn is None:
+        return lambda f: run_request_options(f, trials_default=trials_default)
+    names = [item.name for item in fields(RunRequest)]
+
+    @functools.wraps(fn)
+    def gathered(*args: Any, **kwargs: Any) -> Any:
+        request = RunRequest(**{name: kwargs.pop(name) for name in names})
+        return fn(*args, request=request, **kwargs)
+    for option in reversed(_request_options(trials_default)):
+        gathered = option(gathered)
+    return gathered
 
 
 def make_backend(kind: str, profile: str | None, realtime: bool, *,
@@ -137,33 +162,34 @@ def make_backend(kind: str, profile: str | None, realtime: bool, *,
     return backend
 
 
-XRT_SMI_VALIDATE = "xrt_smi_validate"
-
-
-def xrt_smi_validate_asked() -> bool:
-    """Whether --xrt-smi-validate was given to the running command."""
-    ctx = click.get_current_context(silent=True)
-    return bool(ctx and ctx.meta.get(XRT_SMI_VALIDATE))
-
-
-def xrt_smi_control_allowed() -> bool:
-    """Whether XRT's runlist-latency control may run (not --no-xrt-smi-validate)."""
-    ctx = click.get_current_context(silent=True)
-    return not (ctx and ctx.meta.get(XRT_SMI_VALIDATE) is False)
-
-
-def run_options(case: Case, *, trials: int | None, no_isolate: bool, deadline: float | None,
-                continue_after_failure: bool, seed: int, flow: str | None = None
-                ) -> RunOptions:
-    if no_isolate and deadline is not None:
+def run_options(case: Case, request: RunRequest, *, trials: int | None = None) -> RunOptions:
+    """The options a run records, from what the command line asked (`trials`: the command's
+    own count, where it has one)."""
+    if request.no_isolate and request.deadline is not None:
         raise BadInput("--deadline bounds a trial's worker, and --no-isolate runs trials in this "
                        "process, where nothing can cut a wait off; drop one of them")
-    if flow is not None and case.kind != "case":
+    if request.flow is not None and case.kind is not CaseKind.CASE:
         raise BadInput(f"--flow: a {case.kind}'s runs say themselves how they get their "
                        "control code (a ctrlcode ELF or not); drop --flow")
-    return RunOptions(trials=trials or case.trials, isolate=not no_isolate,
-                      deadline_s=deadline, continue_after_failure=continue_after_failure,
-                      seed=seed, flow=flow, xrt_smi_control=xrt_smi_control_allowed())
+    return RunOptions(trials=trials or request.trials or case.trials,
+                      isolate=not request.no_isolate, deadline_s=request.deadline,
+                      continue_after_failure=request.continue_after_failure,
+                      seed=request.seed, flow=request.flow,
+                      xrt_smi_control=request.xrt_smi_validate is not False)
+
+
+def start_run(request: RunRequest, case: Case, plans: list[Plan] | None, command: str, *,
+              trials: int | None = None, backend: Backend | None = None,
+              progress: Progress | None = None) -> Runner:
+    """Open the run the command line asked for: its backend (the one asked for, unless the
+    caller has one), its options, the machine probed, the pack found and the report's first
+    version written. `plans` None: the case's own; an empty list: added as a search goes."""
+    backend = backend or make_backend(request.backend_kind, request.profile, request.realtime,
+                                      no_isolate=request.no_isolate)
+    return open_run(case, plans, run_options(case, request, trials=trials), backend=backend,
+                    xclbins_dir=request.xclbins_dir, out=request.out, force=request.force,
+                    command=command, progress=progress,
+                    xrt_smi_validate=bool(request.xrt_smi_validate))
 
 
 EXIT_CONVENTION = "exit_convention"
@@ -202,30 +228,30 @@ frame_option = click.option(
 def with_frame(case: Case, frame: str | None) -> Case:
     if frame is None:
         return case
-    if case.kind != "capture":
+    if case.kind is not CaseKind.CAPTURE:
         raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a {case.kind}")
     from harness.sources.capture_case import frame_case
     return frame_case(case, frame)
 
 
-# What a continued report keeps from its first run, and how to name the report's value.
-_KEPT_ON_RESUME = {
+# What a continued report keeps from its first run besides its settings (RunOptions says
+# those), and how to name the report's value.
+_KEPT_BESIDES_SETTINGS: dict[str, tuple[str, Callable[[Report], Any]]] = {
     "profile": ("--profile", lambda r: r.backend.get("profile") or "none (hardware)"),
-    "trials": ("--trials", lambda r: r.settings.get("trials")),
-    "flow": ("--flow", lambda r: r.settings.get("flow")),
-    "deadline": ("--deadline", lambda r: r.settings.get("deadline_s") or "the default"),
     "backend_kind": ("--backend", lambda r: r.backend.get("kind")),
     "realtime": ("--realtime", lambda r: bool(r.backend.get("realtime"))),
-    "seed": ("--seed", lambda r: r.settings.get("seed")),
-    "continue_after_failure": ("--continue-after-failure",
-                               lambda r: r.settings.get("continue_after_failure")),
-    "xclbins_dir": ("--xclbins", lambda r: (r.artifacts.get("pack") or {}).get("folder")
-                    or "the recorded pack"),
+    "xclbins_dir": ("--xclbins", lambda r: "the recorded pack"),
     "out": ("--out", lambda r: "the report itself"),
     "force": ("--force", lambda r: "nothing to replace"),
-    "no_isolate": ("--no-isolate", lambda r: "isolated" if r.settings.get("isolate")
-                   else "in-process"),
 }
+
+
+def kept_on_resume() -> dict[str, tuple[str, Callable[[Report], Any]]]:
+    """Each option a continued report refuses, by the command's parameter: the option and
+    how to name the value the report holds."""
+    return {**{param: (option, lambda r, shown=shown: shown(r.settings))
+               for param, (option, shown) in RunOptions.kept_on_resume().items()},
+            **_KEPT_BESIDES_SETTINGS}
 
 
 def echo_json(path: Path) -> None:
@@ -246,15 +272,15 @@ def refuse_settings_on_resume(ctx: click.Context, report_path: str, how: str) ->
     them in process."""
     from harness.execution.isolation import WORKER_START_ENV
     from harness.report.fileformat import load_report
-    given = [name for name in _KEPT_ON_RESUME if name in ctx.params and
+    kept = kept_on_resume()
+    given = [name for name in kept if name in ctx.params and
              ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
-    asked_validate = bool(ctx.meta.get(XRT_SMI_VALIDATE))
+    asked_validate = bool(ctx.params.get("xrt_smi_validate"))
     start = os.environ.get(WORKER_START_ENV)
     if not given and not asked_validate and not start:
         return
     report = load_report(report_path, trials=False)
-    named = [f"{_KEPT_ON_RESUME[n][0]} (the report's: {_KEPT_ON_RESUME[n][1](report)})"
-             for n in given]
+    named = [f"{kept[n][0]} (the report's: {kept[n][1](report)})" for n in given]
     if asked_validate:
         ran = "validate" in ((report.environment.get("xrt_smi") or {}) if
                              isinstance(report.environment.get("xrt_smi"), dict) else {})

@@ -14,7 +14,7 @@ from harness.formats.yamlio import dump_yaml
 from harness.model.errors import BadInput
 from harness.probe.fingerprint import probe as run_probe
 from harness.probe.fingerprint import ready, render
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 
 
 @click.command()

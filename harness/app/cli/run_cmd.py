@@ -11,21 +11,19 @@ from harness import __version__
 from harness.app import exits
 from harness.app.cli import GuardedCommand
 from harness.app.cli.options import (
+    RunRequest,
     allow_different_machine_option,
-    backend_options,
     echo_json,
     exit_codes_option,
     frame_option,
-    make_backend,
     refuse_given,
     refuse_settings_on_resume,
-    run_options,
-    trial_options,
+    run_request_options,
+    start_run,
     with_frame,
-    xrt_smi_validate_asked,
 )
 from harness.app.cli.progress import announce, progress_line
-from harness.execution.runner import Runner, flow_of, open_run
+from harness.execution.runner import Runner, flow_of
 from harness.formats.printable import escape_controls
 from harness.model.errors import BadInput
 from harness.model.plan import cut_text
@@ -33,7 +31,7 @@ from harness.model.results import BriefTrial, flow_text
 from harness.report.failing import where_text
 from harness.report.model import PlanRecord, Report, model_word
 from harness.sources.load import load_case
-from harness.sources.recipe import export_plans
+from harness.sources.recipe_export import export_plans
 
 DEFAULT_CASE = "minicpm5-2b-decode"
 
@@ -108,13 +106,10 @@ def _detail(plan: PlanRecord, model: str) -> str:
                    "sizes and files).")
 @frame_option
 @allow_different_machine_option
-@backend_options
-@trial_options
+@run_request_options
 @exit_codes_option
 def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different_machine,
-        backend_kind, profile,
-        realtime, seed, trials, xclbins_dir, out, force, no_isolate, deadline,
-        flow, continue_after_failure, as_json) -> exits.TrialsEnded:
+        request: RunRequest) -> exits.TrialsEnded:
     """Run a case's plans (runlists of the given depth and chunking) and write a report.
 
     CASE is a shipped case name (see `cases list`), a case file, an XRT run
@@ -133,22 +128,17 @@ def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different
         refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
         from harness.execution.resume import reopen
         runner, report = reopen(resume_path, progress_line,
-                                allow_different_machine=allow_different_machine)
+                                allow_different_machine=allow_different_machine,
+                                allow_outside_paths=request.allow_outside_paths)
         # the banner the run began with, then what is being continued
-        return _execute(runner, as_json, f"{runner.backend.describe()}\nresuming {resume_path}")
+        return _execute(runner, request.as_json,
+                        f"{runner.backend.describe()}\nresuming {resume_path}")
     if not case_ref:
         raise BadInput("give a CASE (a shipped case name or a case file), or --resume REPORT")
-    case = with_frame(load_case(case_ref, recipe_profile), frame)
-    backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
-    runner = open_run(case, case.plans_for(plan_refs),
-                      run_options(case, trials=trials, no_isolate=no_isolate,
-                                  deadline=deadline,
-                                  continue_after_failure=continue_after_failure, seed=seed,
-                                  flow=flow),
-                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                      command="run", progress=progress_line,
-                      xrt_smi_validate=xrt_smi_validate_asked())
-    return _execute(runner, as_json, backend.describe())
+    case = with_frame(load_case(case_ref, recipe_profile,
+                                allow_outside_paths=request.allow_outside_paths), frame)
+    runner = start_run(request, case, case.plans_for(plan_refs), "run", progress=progress_line)
+    return _execute(runner, request.as_json, runner.backend.describe())
 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -166,12 +156,9 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 @click.option("--no-control", is_flag=True,
               help="Skip the depth-only control (the case's depth as NOP ELF runs on XRT's "
                    "validate.xclbin).")
-@backend_options
-@trial_options
+@run_request_options
 @exit_codes_option
-def reproduce(case_ref, no_control, backend_kind, profile, realtime, seed, trials,
-              xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
-              as_json) -> exits.TrialsEnded:
+def reproduce(case_ref, no_control, request: RunRequest) -> exits.TrialsEnded:
     """Run the monolithic and chunked plans side by side and say whether the failure
     reproduces (default case: minicpm5-2b-decode, the 42-layer decode of
     ROCm/FastFlowLM#712). `reproduce_ert_timeout` runs this command.
@@ -186,23 +173,15 @@ def reproduce(case_ref, no_control, backend_kind, profile, realtime, seed, trial
     the verdict says so plainly, and --profile inflight-cap:40 plays the
     hypothesis that the firmware wedges on deep runlists.
     """
-    case = load_case(case_ref)
-    backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
-    runner = open_run(case, None,
-                      run_options(case, trials=trials, no_isolate=no_isolate,
-                                  deadline=deadline,
-                                  continue_after_failure=continue_after_failure, seed=seed,
-                                  flow=flow),
-                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                      command="reproduce", progress=progress_line,
-                      xrt_smi_validate=xrt_smi_validate_asked())
+    case = load_case(case_ref, allow_outside_paths=request.allow_outside_paths)
+    runner = start_run(request, case, None, "reproduce", progress=progress_line)
     if not no_control:
         why_not = runner.add_control()
         if why_not:
             runner.warnings.append(why_not)
             runner.handle.note(f"warning: {why_not}")
-    _export_beside(runner, force)        # its rewrite also writes the control plan down
-    return _execute(runner, as_json, backend.describe())
+    _export_beside(runner, request.force)   # its rewrite also writes the control plan down
+    return _execute(runner, request.as_json, runner.backend.describe())
 
 
 def _export_beside(runner: Runner, force: bool) -> None:

@@ -9,27 +9,26 @@ import click
 
 from harness.app import exits
 from harness.app.cli.options import (
+    RunRequest,
     allow_different_machine_option,
-    backend_options,
     echo_json,
     frame_option,
     make_backend,
     refuse_given,
     refuse_settings_on_resume,
-    run_options,
-    trial_options,
+    run_request_options,
+    start_run,
     with_frame,
-    xrt_smi_validate_asked,
 )
 from harness.app.cli.progress import TrialBar, announce
 from harness.execution.resume import recorded_case, reopen
-from harness.execution.runner import Runner, open_run
-from harness.model.errors import BadInput, ReportError
+from harness.execution.runner import Runner
+from harness.model.errors import BadInput, PlanError, ReportError
 from harness.model.plan import MAX_LAYERS
 from harness.report.fileformat import load_report
 from harness.report.journal import check_output_path
 from harness.search.bisect import BisectSettings, bisection_from_log, run_bisect
-from harness.search.bisection import FLAKY_CHOICES
+from harness.search.boundary import FLAKY_CHOICES
 from harness.search.measure import Measurer
 from harness.search.sweep import (
     Row,
@@ -45,6 +44,7 @@ from harness.search.sweep import (
     run_sweep,
     sweep_section,
 )
+from harness.sources.case import CaseKind
 from harness.sources.load import load_case
 
 MAX_TRIALS = 2**31 - 1        # a budget past any search: past it is a typing slip
@@ -75,7 +75,7 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
 @click.option("--chunks-at", "chunks_at", type=click.IntRange(1, MAX_LAYERS), default=None,
               help="The other direction: at this fixed depth, find the largest chunk size "
                    "that completes (--lo/--hi then bound the chunk size; default 1..DEPTH).")
-@click.option("--flaky-as", type=click.Choice(FLAKY_CHOICES), default="good",
+@click.option("--flaky-as", type=click.Choice([str(c) for c in FLAKY_CHOICES]), default="good",
               show_default=True,
               help="How a depth with mixed outcomes counts: good (it can complete; find the "
                    "first depth that never does), bad (find the first that ever fails), or "
@@ -89,12 +89,9 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
                    "report (e.g. on another machine or firmware).")
 @frame_option
 @allow_different_machine_option
-@backend_options
-@trial_options(trials_default="5 per tested depth")
+@run_request_options(trials_default="5 per tested depth")
 def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay_path, rerun,
-           frame, allow_different_machine, backend_kind, profile, realtime, seed, trials,
-           xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
-           as_json) -> int:
+           frame, allow_different_machine, request: RunRequest) -> int:
     """Find the smallest depth at which one runlist (or the given chunking) fails.
 
     Bisects over depth with K trials per tested depth (default 5), classifies
@@ -113,43 +110,44 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
                      "--replay continues the logged bisect (--rerun runs it again)")
         refuse_settings_on_resume(click.get_current_context(), replay_path, "--replay")
         runner, report = reopen(replay_path, kind="bisect",
-                                allow_different_machine=allow_different_machine)
+                                allow_different_machine=allow_different_machine,
+                                allow_outside_paths=request.allow_outside_paths)
         settings, bisection = _logged(report)
         announce(f"{runner.backend.describe()}\ncontinuing the bisect in {replay_path}",
-                 runner.warnings, as_json)
-        return _bisect(runner, settings, max_trials, as_json, bisection)
+                 runner.warnings, request.as_json)
+        return _bisect(runner, settings, max_trials, request.as_json, bisection)
+    backend = None
     if replay_path:
         report = load_report(replay_path, trials=False)
         settings, _ = _logged(report)
-        case = with_frame(recorded_case(report, replay_path), report.case.get("frame"))
+        case = with_frame(recorded_case(report, replay_path,
+                                        allow_outside_paths=request.allow_outside_paths),
+                          report.case.get("frame"))
+        # a rerun runs on the report's backend
         backend = make_backend(report.backend["kind"], report.backend.get("profile"), False)
-        if trials:
-            settings.trials = trials
+        if request.trials:
+            settings.trials = request.trials
         if click.get_current_context().get_parameter_source("flaky_as") is \
                 click.core.ParameterSource.COMMANDLINE:
             settings.flaky_as = flaky_as       # a rerun takes what it is told, as --trials
     else:
         if not case_ref:
             raise BadInput("give a CASE, or --replay REPORT")
-        case = with_frame(load_case(case_ref), frame)
+        case = with_frame(load_case(case_ref, allow_outside_paths=request.allow_outside_paths),
+                          frame)
         if case.order is not None and not chunks_at:   # a recipe's or frame's prefix
             lo, hi = lo or 1, hi or case.layers
-        backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
-        settings = _settings(lo, hi, chunk_spec, chunks_at, flaky_as, trials)
+        backend = make_backend(request.backend_kind, request.profile, request.realtime,
+                               no_isolate=request.no_isolate)
+        settings = _settings(lo, hi, chunk_spec, chunks_at, flaky_as, request.trials)
         bounded(case, settings.depth if settings.mode == "chunk" else settings.hi,
                 "--chunks-at" if settings.mode == "chunk" else "--hi")
-    runner = open_run(case, [], run_options(case, trials=settings.trials, no_isolate=no_isolate,
-                                            deadline=deadline,
-                                            continue_after_failure=continue_after_failure,
-                                            seed=seed, flow=flow),
-                      backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                      command="bisect",
-                      xrt_smi_validate=xrt_smi_validate_asked())
+    runner = start_run(request, case, [], "bisect", trials=settings.trials, backend=backend)
     if replay_path:
         runner.report.sections["bisect"] = {"settings": settings.to_dict(), "log": [],
                                             "replay_of": report.run_id}
-    announce(backend.describe(), runner.warnings, as_json)
-    return _bisect(runner, settings, max_trials, as_json)
+    announce(runner.backend.describe(), runner.warnings, request.as_json)
+    return _bisect(runner, settings, max_trials, request.as_json)
 
 
 def bounded(case, depth: int, option: str) -> None:
@@ -180,7 +178,7 @@ def _settings(lo, hi, chunk_spec, chunks_at, flaky_as, trials) -> BisectSettings
     settings = BisectSettings(mode, lo, hi, trials or 5, chunk_spec, chunks_at, flaky_as)
     try:
         settings.plan(hi)                 # a bad --chunk spec fails here, not mid-search
-    except Exception as err:
+    except PlanError as err:
         raise BadInput(f"--chunk {chunk_spec!r}: {err}") from None
     return settings
 
@@ -232,12 +230,9 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
 @click.option("--yes", is_flag=True,
               help="Run a sweep even when its estimate passes the size limits.")
 @allow_different_machine_option
-@backend_options
-@trial_options(trials_default="3 per cell")
+@run_request_options(trials_default="3 per cell")
 def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials, replay_path,
-          yes, allow_different_machine, backend_kind, profile, realtime, seed, trials,
-          xclbins_dir, out, force, no_isolate, deadline, flow, continue_after_failure,
-          as_json) -> int:
+          yes, allow_different_machine, request: RunRequest) -> int:
     """Run every depth x chunk-size cell, K trials each (default 3), into one report.
 
     On a capture, --frames makes the rows captured frames (each at its whole depth)
@@ -248,7 +243,7 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
     """
     if plot_path:
         require_matplotlib()
-        check_output_path(Path(plot_path), force=force, what="--plot")
+        check_output_path(Path(plot_path), force=request.force, what="--plot")
     if replay_path:
         refuse_given(click.get_current_context(),
                      {"case_ref": "CASE", "depths_text": "--depths", "frames_text": "--frames",
@@ -256,16 +251,17 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
                      "--replay continues the sweep its report asked for")
         refuse_settings_on_resume(click.get_current_context(), replay_path, "--replay")
         runner, report = reopen(replay_path, kind="sweep",
-                                allow_different_machine=allow_different_machine)
-        request = report.sections.get("sweep") or {}
-        chunks = list(request.get("chunks") or [])
+                                allow_different_machine=allow_different_machine,
+                                allow_outside_paths=request.allow_outside_paths)
+        asked = report.sections.get("sweep") or {}
+        chunks = list(asked.get("chunks") or [])
         case = runner.case
-        rows = (frame_rows(case, request["frames"]) if request.get("frames")
-                else depth_rows(list(request.get("depths") or [])))
+        rows = (frame_rows(case, asked["frames"]) if asked.get("frames")
+                else depth_rows(list(asked.get("depths") or [])))
         if not rows or not chunks:
             raise ReportError(f"{replay_path} does not say which depths and chunks it sweeps")
         announce(f"{runner.backend.describe()}\ncontinuing the sweep in {replay_path}",
-                 runner.warnings, as_json)
+                 runner.warnings, request.as_json)
     else:
         if not case_ref or not (depths_text or frames_text) or not chunks_text:
             raise BadInput("give CASE --depths ... --chunks ... (or --frames on a capture), "
@@ -273,28 +269,21 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
         if depths_text and frames_text:
             raise BadInput("--depths or --frames: rows are depths or captured frames, not both")
         chunks = parse_list(chunks_text, "--chunks")
-        case = load_case(case_ref)
+        case = load_case(case_ref, allow_outside_paths=request.allow_outside_paths)
         if frames_text:
             rows = frame_rows(case, parse_frames(case, frames_text))
         else:
             rows = depth_rows(parse_depths(depths_text))
             bounded(case, max(r.depth for r in rows), "--depths")
-        work = estimate(rows, chunks, trials or 3, case.runs_per_layer)
+        work = estimate(rows, chunks, request.trials or 3, case.runs_per_layer)
         if work.over() and not yes:
             raise BadInput(f"this sweep would take {work.text()}: past "
                            + "; ".join(work.over()) + ". Narrow --depths or --chunks, or "
                            "pass --yes to run it")
-        backend = make_backend(backend_kind, profile, realtime, no_isolate=no_isolate)
-        runner = open_run(case, [], run_options(case, trials=trials or 3, no_isolate=no_isolate,
-                                                deadline=deadline,
-                                                continue_after_failure=continue_after_failure,
-                                                seed=seed, flow=flow),
-                          backend=backend, xclbins_dir=xclbins_dir, out=out, force=force,
-                          command="sweep",
-                          xrt_smi_validate=xrt_smi_validate_asked())
+        runner = start_run(request, case, [], "sweep", trials=request.trials or 3)
         runner.report.sections["sweep"] = {**sweep_section([], rows, chunks, False)}
         runner.handle.rewrite()          # what was asked is on disk before the first trial
-        announce(backend.describe(), runner.warnings, as_json)
+        announce(runner.backend.describe(), runner.warnings, request.as_json)
     k = runner.options.trials
     total = len(distinct_cells(rows, chunks)) * k
     kept = sum(len(plan.trials) for plan in runner.report.plans)
@@ -313,12 +302,12 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
         plot_grid(cells, rows, chunks, plot_path,
                   f"{case.name}: share of trials completed ({source})")
         lines.append(f"plot: {plot_path}")
-    return _finish(runner, as_json, lines, "sweep")
+    return _finish(runner, request.as_json, lines, "sweep")
 
 
 def parse_frames(case, text: str) -> list[str]:
     """--frames: names or numbers, 'runlists' or 'all', of a capture case."""
-    if case.kind != "capture":
+    if case.kind is not CaseKind.CAPTURE:
         raise BadInput(f"--frames picks frames of an XRT capture; {case.name} is a {case.kind}")
     from harness.sources.capture import load_capture
     capture = load_capture(case.capture or "")

@@ -12,7 +12,7 @@ from harness.app.cli.options import Seconds
 from harness.probe.checks import Check
 from harness.probe.fingerprint import probe
 from harness.probe.npu import GENERATIONS
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 from harness.report.journal import ReportFile, check_output_path
 from harness.serve.modelpack import inspect_pack
 from harness.serve.reproduce import Probe, ServeOptions, request_failed

@@ -8,8 +8,8 @@ import textwrap
 import click
 
 from harness.sim.host_script import run_host_script
-from harness.sim.profiles import CATALOGUE, parse_profile
-from harness.sim.rules import RULES
+from harness.sim.profiles import catalogue, parse_profile
+from harness.sim.rules import rules
 
 
 @click.group()
@@ -33,12 +33,12 @@ def profiles() -> None:
                                  subsequent_indent=" " * len(head), break_on_hyphens=False,
                                  break_long_words=False))
     click.echo("profile tokens:")
-    for doc in CATALOGUE:
+    for doc in catalogue():
         show(f"  {doc.syntax:<34} {doc.kind:<10} ", f"{doc.assumes} [source: {doc.source}]")
     click.echo("\nrules of the documented stack:")
-    for rule in RULES:
+    for rule in rules():
         show(f"  {rule.layer:<9} ", f"{rule.text} [source: {rule.source}]")
-    from harness.emulator.rules import RULES as EMULATOR_RULES
+    from harness.emulator.interface_rules import RULES as EMULATOR_RULES
     click.echo("\nrules of the emulated driver (`runlist-harness emulate`; the rules above "
                "decide what its commands do):")
     for rule in EMULATOR_RULES:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.logs.kernel_log import escape
+from harness.model.drivers import LEGACY, Flavour
 from harness.model.firmware import NOT_MODELLED
 
 # An address and a clock no real machine has, so that a simulated line copied out of a
@@ -48,10 +49,12 @@ class KernelRecord:
 
 
 class KernelLog:
-    def __init__(self, flavour: str, now: Callable[[], float], sink: Path | None = None
+    """The log one simulated driver prints, in its flavour's tree's format."""
+
+    def __init__(self, flavour: Flavour, now: Callable[[], float], sink: Path | None = None
                  ) -> None:
         self.flavour = flavour
-        self.legacy = flavour == "oot"
+        self.legacy = flavour.log_tree == LEGACY
         self.now = now
         self.sink = sink
         self.records: list[KernelRecord] = []
@@ -95,9 +98,8 @@ class KernelLog:
         way out: the mailbox's refusal (`aie_send_mgmt_msg_wait` in staging's aie.c,
         `aie2_send_mgmt_msg_wait` in Linux's aie2_message.c), then `aie2_xrs_load`,
         `aie2_alloc_resource` and `aie2_hwctx_init` each passing -EINVAL on."""
-        func = "aie_send_mgmt_msg_wait" if self.flavour == "staging" else \
-            "aie2_send_mgmt_msg_wait"
-        self.err(func, f"command opcode 0x{opcode:x} failed, status 0x{status:x}")
+        self.err(self.flavour.mailbox_function,
+                 f"command opcode 0x{opcode:x} failed, status 0x{status:x}")
         self.err("aie2_xrs_load", "create context failed, ret -22")
         self.err("aie2_alloc_resource", "Allocate AIE resource failed, ret -22")
         self.err("aie2_hwctx_init", "Alloc hw resource failed, ret -22")

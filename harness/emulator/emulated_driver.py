@@ -38,7 +38,7 @@ from harness.emulator.device import CORE_ROWS, EmulatedDevice
 from harness.emulator.memory import DriverError, Memory
 from harness.emulator.objects import ClientFile, HwContext
 from harness.emulator.packets import read_submission
-from harness.emulator.replies import Pending, Reply, patch, wait
+from harness.emulator.replies import IoctlReply, Pending, patch, wait
 from harness.emulator.syncobjs import Syncobjs
 from harness.sim.clock import RealClock
 from harness.sim.stack import CTX_MAX_CMDS, MAX_CHAIN_CMDBUF_SIZE, ContextRefused, Stack
@@ -117,15 +117,15 @@ class EmulatedDriver:
 
     # -- requests ---------------------------------------------------------------------------
 
-    def ioctl(self, file_id: int, cmd: int, args: bytes, extra: bytes) -> Reply | Pending:
+    def ioctl(self, file_id: int, cmd: int, args: bytes, extra: bytes) -> IoctlReply | Pending:
         file = self.files.get(file_id)
         if file is None:
-            return Reply(-errno.EBADF, args)
+            return IoctlReply(-errno.EBADF, args)
         handler = self._handlers.get(uapi.ioc_nr(cmd)) if uapi.ioc_type(cmd) == \
             uapi.DRM_TYPE else None
         if handler is None:
             self._unanswered(f"ioctl {cmd:#x}")
-            return Reply(-errno.ENOTTY, args)
+            return IoctlReply(-errno.ENOTTY, args)
         self.tick()
         try:
             return handler(file, args, extra)
@@ -133,7 +133,7 @@ class EmulatedDriver:
             log.debug("%s: %s", uapi.NAMES.get(uapi.ioc_nr(cmd), hex(cmd)), err)
             if err.code == errno.EOPNOTSUPP:
                 self._unanswered(str(err))
-            return Reply(-err.code, args)
+            return IoctlReply(-err.code, args)
 
     def _unanswered(self, what: str) -> None:
         """What the emulator has no answer for, counted for `emulate` to report."""
@@ -141,7 +141,7 @@ class EmulatedDriver:
 
     # -- contexts ---------------------------------------------------------------------------
 
-    def _create_hwctx(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def _create_hwctx(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         fields = list(uapi.CREATE_HWCTX_ARGS.unpack_from(args))
         ext, ext_flags, _, _, _, _, num_tiles = fields[:7]
         if ext or ext_flags:
@@ -176,7 +176,7 @@ class EmulatedDriver:
         fields[9] = ctx.id
         fields[10] = file.add_syncobj(sync)
         fields[8] = INVALID_DOORBELL         # a KMQ context has no user-mode queue
-        return Reply(0, patch(args, uapi.CREATE_HWCTX_ARGS, *fields))
+        return IoctlReply(0, patch(args, uapi.CREATE_HWCTX_ARGS, *fields))
 
     def _context(self, file: ClientFile, handle: int) -> HwContext:
         ctx = file.contexts.get(handle)
@@ -184,12 +184,12 @@ class EmulatedDriver:
             raise DriverError(errno.EINVAL, f"no hardware context {handle}")
         return ctx
 
-    def _destroy_hwctx(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def _destroy_hwctx(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         handle, pad = uapi.DESTROY_HWCTX_ARGS.unpack_from(args)
         if pad:
             raise DriverError(errno.EINVAL, "pad must be zero")
         self._teardown(self._context(file, handle))
-        return Reply(0, args)
+        return IoctlReply(0, args)
 
     def _teardown(self, ctx: HwContext) -> None:
         self.stack.destroy_context(ctx.sim)
@@ -199,13 +199,13 @@ class EmulatedDriver:
         ctx.file.contexts.pop(ctx.id, None)
         self.contexts.pop(ctx.id, None)
 
-    def _config_hwctx(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def _config_hwctx(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         handle, param, _, size, pad = uapi.CONFIG_HWCTX_ARGS.unpack_from(args)
         ctx = self._context(file, handle)
         if pad:
             raise DriverError(errno.EINVAL, "pad must be zero")
         if param in (uapi.HWCTX_ASSIGN_DBG_BUF, uapi.HWCTX_REMOVE_DBG_BUF):
-            return Reply(0, args)
+            return IoctlReply(0, args)
         if param != uapi.HWCTX_CONFIG_CU or len(extra) < uapi.CU_CONFIG_HEAD.size:
             raise DriverError(errno.EINVAL, f"config parameter {param}")
         count = uapi.CU_CONFIG_HEAD.unpack_from(extra)[0]
@@ -218,61 +218,61 @@ class EmulatedDriver:
             file.handles.get(bo)          # the PDI must be a buffer of this file
             cus.append((bo, func))
         ctx.cus = cus
-        return Reply(0, args)
+        return IoctlReply(0, args)
 
     # -- buffers ----------------------------------------------------------------------------
 
-    def _create_bo(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def _create_bo(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         flags, vaddr, size, kind, _ = uapi.CREATE_BO_ARGS.unpack_from(args)
         if vaddr:
             # a user-pointer BO pins the program's own pages, which the model cannot see
             raise DriverError(errno.EOPNOTSUPP, "CREATE_BO of user memory")
         buffer = self.memory.create(kind, size, file.handles.heap)
         handle = file.handles.add(buffer)
-        return Reply(0, patch(args, uapi.CREATE_BO_ARGS, flags, vaddr, size, kind, handle))
+        return IoctlReply(0, patch(args, uapi.CREATE_BO_ARGS, flags, vaddr, size, kind, handle))
 
-    def _get_bo_info(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def _get_bo_info(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         ext, ext_flags, handle, pad, *_ = uapi.GET_BO_INFO_ARGS.unpack_from(args)
         if ext or ext_flags or pad:
             raise DriverError(errno.EINVAL, "ext fields must be zero")
         buffer = file.handles.get(handle)
-        return Reply(0, patch(args, uapi.GET_BO_INFO_ARGS, ext, ext_flags, handle, pad,
+        return IoctlReply(0, patch(args, uapi.GET_BO_INFO_ARGS, ext, ext_flags, handle, pad,
                                buffer.map_offset, 0, buffer.xdna_addr))
 
-    def _sync_bo(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def _sync_bo(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         handle, direction, offset, size = uapi.SYNC_BO_ARGS.unpack_from(args)
         buffer = file.handles.get(handle)
         if direction not in (uapi.SYNC_TO_DEVICE, uapi.SYNC_FROM_DEVICE) or \
                 offset + size > buffer.size:
             raise DriverError(errno.EINVAL, "sync outside the buffer")
-        return Reply(0, args)          # the run folder's memory is coherent: nothing to do
+        return IoctlReply(0, args)          # the run folder's memory is coherent: nothing to do
 
-    def _gem_close(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def _gem_close(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         handle = uapi.GEM_CLOSE_ARGS.unpack_from(args)[0]
         buffer = file.handles.table.pop(handle, None)
         if buffer is None:
             raise DriverError(errno.EINVAL, f"no BO handle {handle}")
         self.memory.drop(buffer, file.handles.heap)
-        return Reply(0, args)
+        return IoctlReply(0, args)
 
-    def _export_bo(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def _export_bo(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         buffer = file.handles.get(uapi.PRIME_ARGS.unpack_from(args)[0])
         if buffer.path is None:
             raise DriverError(errno.EOPNOTSUPP, "PRIME export of a device BO")
-        return Reply(0, args, str(buffer.path).encode())
+        return IoctlReply(0, args, str(buffer.path).encode())
 
-    def _import_bo(self, file: ClientFile, args: bytes, extra: bytes) -> Reply:
+    def _import_bo(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         buffer = self.memory.by_path(extra.decode("utf-8", "replace"))
         if buffer is None:
             raise DriverError(errno.EINVAL, "not a buffer of this device")
         buffer.refs += 1
         handle = file.handles.add(buffer)
         _, flags, fd = uapi.PRIME_ARGS.unpack_from(args)
-        return Reply(0, patch(args, uapi.PRIME_ARGS, handle, flags, fd))
+        return IoctlReply(0, patch(args, uapi.PRIME_ARGS, handle, flags, fd))
 
     # -- commands ---------------------------------------------------------------------------
 
-    def _exec_cmd(self, file: ClientFile, args: bytes, extra: bytes) -> Reply | Pending:
+    def _exec_cmd(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply | Pending:
         ext, ext_flags, hwctx, kind, command, _, count, arg_count, _ = \
             uapi.EXEC_CMD_ARGS.unpack_from(args)
         if ext or ext_flags or kind != uapi.CMD_SUBMIT_EXEC_BUF or count != 1:
@@ -302,7 +302,7 @@ class EmulatedDriver:
             ctx.unwritten.append(sub)
             ctx.settle()
 
-        def answer() -> Reply | None:
+        def answer() -> IoctlReply | None:
             if sub.job is None:
                 # down_interruptible(&job_sem): with 4 jobs in flight the submit waits in the
                 # ioctl; the model's own submit would wait inside the model, which answers
@@ -312,13 +312,13 @@ class EmulatedDriver:
                 try:
                     take()
                 except DriverError as err:      # e.g. the context went while it waited
-                    return Reply(-err.code, args)
-            return Reply(0, patch(args, uapi.EXEC_CMD_ARGS, ext, ext_flags, hwctx, kind,
+                    return IoctlReply(-err.code, args)
+            return IoctlReply(0, patch(args, uapi.EXEC_CMD_ARGS, ext, ext_flags, hwctx, kind,
                                    command, *uapi.EXEC_CMD_ARGS.unpack_from(args)[5:8],
                                    sub.seq))
         return answer() or Pending(answer, None, answer)
 
-    def _wait_cmd(self, file: ClientFile, args: bytes, extra: bytes) -> Reply | Pending:
+    def _wait_cmd(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply | Pending:
         hwctx, timeout_ms, seq = uapi.WAIT_CMD_ARGS.unpack_from(args)
         ctx = self._context(file, hwctx)
         if seq >= ctx.next_seq + len(ctx.unsequenced):

@@ -27,12 +27,31 @@ import random
 from dataclasses import dataclass, field
 
 from harness.model.results import NO_ANSWER, counts_text
+from harness.model.text_enum import TextEnum
 
-GOOD, BAD, FLAKY, SKIP = "good", "bad", "flaky", "skip"
+
+class Classification(TextEnum):
+    """What a tested x showed, from its trials."""
+
+    GOOD = "good"            # every trial completed
+    BAD = "bad"              # every trial failed on the device
+    FLAKY = "flaky"          # both
+    SKIP = "skip"            # no answer from the stack (deadline, crash)
+
+
+GOOD, BAD, FLAKY, SKIP = Classification
 FLAKY_CHOICES = (GOOD, BAD, SKIP)
 
 
-def classify(counts: dict[str, int]) -> str:
+class AnswerKind(TextEnum):
+    EXACT = "exact"                  # the first failing x
+    RANGE = "range"                  # in low..high, skipped x between
+    NONE = "none"                    # nothing fails up to hi
+    AT_OR_BELOW = "at-or-below"      # lo already fails
+    INCOMPLETE = "incomplete"        # stopped by the budget
+
+
+def classify(counts: dict[str, int]) -> Classification:
     completed = counts.get("COMPLETED", 0)
     answered = sum(n for state, n in counts.items() if state not in NO_ANSWER)
     if answered == 0:
@@ -44,7 +63,7 @@ def classify(counts: dict[str, int]) -> str:
 
 @dataclass
 class Answer:
-    kind: str                      # exact | range | none | at-or-below | incomplete
+    kind: AnswerKind
     low: int                       # the first failing x lies in low..high
     high: int
     text: str
@@ -52,14 +71,14 @@ class Answer:
 
     @property
     def first(self) -> int | None:
-        return self.low if self.kind == "exact" else None
+        return self.low if self.kind is AnswerKind.EXACT else None
 
 
 @dataclass
 class Bisection:
     lo: int
     hi: int
-    flaky_as: str = GOOD
+    flaky_as: Classification = GOOD
     noun: str = "depth"
     counts: dict[int, dict[str, int]] = field(default_factory=dict)
     confirmed: set[int] = field(default_factory=set)
@@ -70,11 +89,12 @@ class Bisection:
         if not 1 <= self.lo < self.hi:
             raise ValueError(f"need 1 <= lo < hi, got lo={self.lo}, hi={self.hi}")
         if self.flaky_as not in FLAKY_CHOICES:
-            raise ValueError(f"flaky_as must be one of {FLAKY_CHOICES}")
+            raise ValueError(f"flaky_as must be one of {', '.join(FLAKY_CHOICES)}")
+        self.flaky_as = Classification(self.flaky_as)       # as a report's log gives it
 
     # -- what is known ----------------------------------------------------------
 
-    def side(self, x: int) -> str | None:
+    def side(self, x: int) -> Classification | None:
         if x not in self.counts:
             return None
         cls = classify(self.counts[x])
@@ -160,27 +180,27 @@ class Bisection:
                 f"{x}: untested"
 
         if not complete:
-            return Answer("incomplete", good + 1, bad,
+            return Answer(AnswerKind.INCOMPLETE, good + 1, bad,
                           f"stopped early: first failing {noun} in {good + 1}..{bad} so far "
                           f"({shown(good)}; {shown(bad)})", notes)
         verdict = self.side(bad)
         if verdict == GOOD:
-            return Answer("none", self.hi + 1, self.hi,
+            return Answer(AnswerKind.NONE, self.hi + 1, self.hi,
                           f"no failing {noun} in {self.lo}..{self.hi} ({shown(self.hi)})",
                           notes)
         if verdict != BAD:
-            return Answer("range", good + 1, bad,
+            return Answer(AnswerKind.RANGE, good + 1, bad,
                           f"no failure found below {bad}, and {bad} gave no answer from the "
                           f"stack ({shown(good)}; {shown(bad)})", notes)
         if good < self.lo:
-            return Answer("at-or-below", self.lo, bad,
+            return Answer(AnswerKind.AT_OR_BELOW, self.lo, bad,
                           f"{noun} {bad} already fails ({shown(bad)}): the boundary is at "
                           f"or below {bad}", notes)
         skipped = [x for x in range(good + 1, bad) if self.side(x) == SKIP]
         if skipped:
-            return Answer("range", good + 1, bad,
+            return Answer(AnswerKind.RANGE, good + 1, bad,
                           f"first failing {noun} in {good + 1}..{bad} ({shown(good)}; "
                           f"{', '.join(map(str, skipped))} skipped, no answer from the stack; "
                           f"{shown(bad)})", notes)
-        return Answer("exact", bad, bad,
+        return Answer(AnswerKind.EXACT, bad, bad,
                       f"first failing {noun} {bad} ({shown(good)}; {shown(bad)})", notes)

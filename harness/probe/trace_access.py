@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from harness.logs.trace_events import SYSTEMS, TRACEFS, TraceReader
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 
 
 def tracefs_facts(src: Sources) -> dict[str, Any]:

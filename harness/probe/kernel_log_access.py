@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.logs.driver_lines import boot_firmware
 from harness.logs.kernel_log import KernelLogReader, Unreadable, open_kernel_log
-from harness.probe.sources import Sources
+from harness.probe.readers import Sources
 
 FIRMWARE_DIR = "/lib/firmware/amdnpu"
 
