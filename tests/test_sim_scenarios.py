@@ -144,19 +144,24 @@ def test_stack2_add_rules(tmp_path, release, shared):
         pyxrt.runlist().add(rig.run())
 
 
-def test_stack2_every_execute_resets_member_packets_to_new(tmp_path):
+@pytest.mark.parametrize("built_before_the_failure", [True, False])
+def test_stack2_every_execute_resets_member_packets_to_new(tmp_path, built_before_the_failure):
     """runlist_impl::execute preps every member (NEW) each time, whichever runlist last
-    marked it: the simulator writes packets lazily, so this pins the reset."""
+    marked it and whether the runlist was built before or after that: the simulator writes
+    packets lazily, so this pins the reset."""
     rig = Rig(tmp_path, "xrt:2.23")
     unsynced = rig.instructions(8, sync=False)
     bad, shared = rig.run(instr=unsynced), rig.run()
     failing = pyxrt.runlist(rig.ctx)
     for r in (bad, shared):
         failing.add(r)
+    other = pyxrt.runlist(rig.ctx)            # 2.23: a run may sit in two runlists
+    if built_before_the_failure:
+        other.add(shared)                     # still NEW when it joins
     assert outcome(failing) == "runlist failed execution (ERT_CMD_STATE_ERROR)"
     assert states([bad, shared]) == ["ERROR", "ABORT"]
-    other = pyxrt.runlist(rig.ctx)            # 2.23: a run may sit in two runlists
-    other.add(shared)
+    if not built_before_the_failure:
+        other.add(shared)                     # ABORT when it joins
     assert outcome(other) == "COMPLETED"
     assert states([bad, shared]) == ["ERROR", "NEW"]
     started = rig.run()
