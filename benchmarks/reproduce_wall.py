@@ -11,8 +11,8 @@ the bare interpreter. Also the cost of one more trial, isolated and in-process (
 of 2 and 42 trials of the 42-layer plan); target: isolated under 3x in-process.
 
 Usage: python benchmarks/reproduce_wall.py [--repeat N] [--quick]
-(--quick: each figure once, one trial per plan, one more trial from runs of 1 and 3: to
-check that it runs)
+(--quick: each figure once, one trial per plan and no control, one more trial from runs of
+1 and 2: to check that it runs)
 """
 
 from __future__ import annotations
@@ -49,11 +49,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (best kept)")
     parser.add_argument("--quick", action="store_true",
-                        help="each figure once, one trial per plan: check that it runs")
+                        help="each figure once, one trial per plan and no control: check "
+                             "that it runs")
     args = parser.parse_args()
     repeat = 1 if args.quick else args.repeat
-    fewer = ["--trials", "1"] if args.quick else []
-    few, many = (1, 3) if args.quick else (2, 42)
+    fewer = ["--trials", "1", "--no-control"] if args.quick else []
+    few, many = (1, 2) if args.quick else (2, 42)
     reproduce = reproduce_command()
     with tempfile.TemporaryDirectory() as folder:
         bare = wall([sys.executable, "-c", "pass"], folder, repeat)
@@ -69,7 +70,7 @@ def main() -> None:
             per_trial[mode] = (long - short) / (many - few) * 1000
     command = "reproduce_ert_timeout" if len(reproduce) == 1 else "python -m harness reproduce"
     print(f"{command} on the simulated stack (staging), best of {repeat}, this run"
-          + (" (quick: one trial per plan)" if args.quick else "") + ":")
+          + (" (quick: one trial per plan, no control)" if args.quick else "") + ":")
     print(f"  bare interpreter (python -c pass)  {bare:6.2f} s")
     print(f"  start-up only (--version)          {baseline:6.2f} s   "
           f"({baseline / bare:.1f}x the interpreter)")
