@@ -6,7 +6,8 @@ depths 1..128 for many seeds and count how often it answers exactly 38. The
 baseline, measured in the same run on the same seeds, is the naive bisect: one
 trial per depth, no classification, no confirmation.
 
-Usage: python benchmarks/bisect_noise.py [--seeds N] [--trials K]
+Usage: python benchmarks/bisect_noise.py [--seeds N] [--trials K] [--quick]
+(--quick: 2 seeds, to check that it runs)
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pathlib import Path
 from harness.execution.backend import choose_backend
 from harness.execution.runner import RunOptions, open_run
 from harness.model.plan import plan_for_depth
-from harness.search.bisect import BisectSettings, Prober, run_bisect
+from harness.search.bisect import BisectSettings, run_bisect
+from harness.search.measure import Measurer
 from harness.sources.load import load_case
 
 PROFILE = "inflight-cap:37,flaky:0.1"
@@ -39,28 +41,31 @@ def harness_bisect(folder: Path, seed: int, trials: int) -> tuple[int, int]:
     runner = runner_for(folder, seed, trials)
     answer = run_bisect(runner, BisectSettings("depth", LO, HI, trials), None, lambda _: None)
     used = sum(len(p.trials) for p in runner.report.plans)
-    return (answer.first if answer.kind == "exact" else -1), used
+    return (answer.first if answer.first is not None else -1), used
 
 
 def naive_bisect(folder: Path, seed: int) -> tuple[int, int]:
     runner = runner_for(folder, seed, 1)
-    prober = Prober(runner, 1, None)
+    measurer = Measurer(runner, 1, None)
     good, bad = LO, HI
     while bad - good > 1:
         mid = (good + bad) // 2
-        counts, _ = prober.measure(plan_for_depth(mid))
+        counts, _ = measurer.measure(plan_for_depth(mid))
         if counts.get("COMPLETED"):
             good = mid
         else:
             bad = mid
-    return bad, prober.spent
+    return bad, measurer.spent
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--trials", type=int, default=5, help="K for the harness bisect")
+    parser.add_argument("--quick", action="store_true", help="2 seeds: check that it runs")
     args = parser.parse_args()
+    if args.quick:
+        args.seeds = 2
     results = {"harness": [], "naive": []}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

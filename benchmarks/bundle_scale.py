@@ -15,7 +15,8 @@ Target (1 GB): the redacted bundle in under 3x the render's time and under 200 M
 With `--private`, every trial also names a machine's address (a worker's host), so that
 no line can be copied as it is and each is redacted field by field (the worst case).
 
-Usage: python benchmarks/bundle_scale.py [--size-mb N] [--private] [--folder DIR]
+Usage: python benchmarks/bundle_scale.py [--size-mb N] [--private] [--folder DIR] [--quick]
+(--quick: a 1 MB report, to check that it runs)
 """
 
 from __future__ import annotations
@@ -101,7 +102,11 @@ def main() -> None:
                         help="every trial names an address: every line is redacted")
     parser.add_argument("--folder", default=None,
                         help="where to write the report and bundles (default: a temp folder)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a 1 MB report: check that it runs")
     args = parser.parse_args()
+    if args.quick:
+        args.size_mb = 1
     with tempfile.TemporaryDirectory(dir=args.folder) as tmp:
         folder = Path(tmp)
         started = time.perf_counter()

@@ -7,7 +7,8 @@ figure is the ratio of the best time per run of each side over many short
 alternating rounds (on a shared machine the best is the cost; the rest is the
 neighbours); the target is at most 1.05x.
 
-Usage: python benchmarks/harness_overhead.py [--seconds S] [--rounds N]
+Usage: python benchmarks/harness_overhead.py [--seconds S] [--rounds N] [--quick]
+(--quick: 2 rounds of 0.02 s, to check that it runs)
 """
 
 from __future__ import annotations
@@ -45,7 +46,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.25, help="time per side, per round")
     parser.add_argument("--rounds", type=int, default=20, help="alternating rounds per side")
+    parser.add_argument("--quick", action="store_true",
+                        help="2 rounds of 0.02 s: check that it runs")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.rounds = 0.02, 2
 
     case = load_case("minicpm5-2b-decode")
     backend = choose_backend("sim", "staging")

@@ -8,7 +8,8 @@ Three figures, each measured in this run:
   simulated pyxrt call replaced by a no-op, to show what the loop costs.
 The target is 900,000 commands/s for the full cycle.
 
-Usage: python benchmarks/sim_throughput.py [--seconds S]
+Usage: python benchmarks/sim_throughput.py [--seconds S] [--quick]
+(--quick: 0.05 s per figure, to check that it runs)
 """
 
 from __future__ import annotations
@@ -91,7 +92,11 @@ def rate(fn, seconds: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="time per figure")
+    parser.add_argument("--quick", action="store_true",
+                        help="0.05 s per figure: check that it runs")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds = 0.05
     with tempfile.TemporaryDirectory() as tmp:
         ctx, k, instr, words, bufs = setup(Path(tmp))
         full = rate(lambda: full_cycle(pyxrt.runlist, pyxrt.run, ctx, k, instr, words, bufs),

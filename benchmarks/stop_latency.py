@@ -9,7 +9,8 @@ command alone, as `kill` does), and times how long the command takes to exit. Me
 for each worker start (`fork-server`, `spawn`) and in-process (`--no-isolate`, the
 baseline). Target: every stop within 0.5 s.
 
-Usage: python benchmarks/stop_latency.py [--tries N]
+Usage: python benchmarks/stop_latency.py [--tries N] [--quick]
+(--quick: one stop per figure, to check that it runs)
 """
 
 from __future__ import annotations
@@ -63,7 +64,11 @@ def _read(path: Path) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tries", type=int, default=9, help="stops per figure")
+    parser.add_argument("--quick", action="store_true",
+                        help="one stop per figure: check that it runs")
     args = parser.parse_args()
+    if args.quick:
+        args.tries = 1
     modes = [("fork-server", [], "fork-server"), ("spawn", [], "spawn"),
              ("in-process (baseline)", ["--no-isolate"], None)]
     print(f"time from the signal to the exit of reproduce_ert_timeout, {args.tries} tries "

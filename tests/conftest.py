@@ -34,6 +34,19 @@ def validate_artefacts() -> Path:
     return folder
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _bytecode_for_child_processes(tmp_path_factory: pytest.TempPathFactory):
+    """The Python processes the tests start (the harness as a user runs it, its workers,
+    the benchmarks) keep compiled bytecode in this session's temp folder, so each does not
+    compile the harness again from source: with PYTHONDONTWRITEBYTECODE set, as some
+    machines set it, that was a third of every such process's start-up. Nothing is
+    written beside the sources."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path_factory.mktemp("pycache")))
+        patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+        yield
+
+
 @pytest.fixture
 def synth_xclbin(tmp_path: Path):
     """Write a synthesized FastFlowLM-shaped xclbin and return its path."""

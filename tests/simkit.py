@@ -64,13 +64,28 @@ class Rig:
 
 
 def outcome(rl) -> str:
-    """Execute and wait; 'COMPLETED' or the first line of the RuntimeError."""
+    """Execute and wait; 'COMPLETED' or the RuntimeError's whole message, every line and
+    newline XRT's release amends it with (a first line alone hides a wrong amendment)."""
     rl.execute()
     try:
         rl.wait()
     except RuntimeError as err:
-        return str(err).splitlines()[0]
+        return str(err)
     return "COMPLETED"
+
+
+HEALTH_FIELDS = ("txn_op_idx", "ctx_pc", "fatal_error_type", "fatal_error_exception_type",
+                 "fatal_error_exception_pc", "fatal_error_app_module")
+
+
+def health_lines(value: str) -> str:
+    """XRT's six context-health lines (`amend_aie_error_message`), each field reading
+    `value`, and the newline that ends them."""
+    return "".join(f"{name} = {value}\n" for name in HEALTH_FIELDS)
+
+
+NOT_MODELLED_LINES = health_lines("not modelled")   # the simulated firmware's report
+ZERO_LINES = health_lines("0x00000000")             # a zeroed version-0 report
 
 
 def states(runs) -> list[str]:

@@ -197,21 +197,23 @@ def test_git_bisect_run_finds_the_first_bad_commit(tmp_path):
     """A toy history: each commit names the stack to play in `profile`; from commit 11 on it
     is the failing hypothesis, and commit 8, the first git tests, is broken (bad input, so
     the harness says 125 and git skips it)."""
+    import os
+    import shlex
     import shutil
-    import subprocess
     git = shutil.which("git")
     if git is None:
         pytest.skip("git is not installed")
     repo = tmp_path / "history"
     repo.mkdir()
+    # the caller's environment (how it finds the harness: a venv, PYTHONPATH) without its
+    # git settings; a home of the test's own, so no user configuration applies
+    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t", HOME=str(tmp_path))
 
     def sh(*args: str) -> str:
         return subprocess.run([git, *args], cwd=repo, check=True, capture_output=True,
-                              text=True, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                                              "GIT_COMMITTER_NAME": "t",
-                                              "GIT_COMMITTER_EMAIL": "t@t",
-                                              "PATH": __import__("os").environ["PATH"],
-                                              "HOME": str(tmp_path)}).stdout
+                              text=True, env=env).stdout
     sh("init", "-q")
     for number in range(1, 17):
         profile = "wobbly" if number == 8 else ("inflight-cap:40" if number >= 11 else "staging")
@@ -221,8 +223,10 @@ def test_git_bisect_run_finds_the_first_bad_commit(tmp_path):
         sh("commit", "-q", "-m", f"commit {number}")
     first = sh("rev-list", "--max-parents=0", "HEAD").strip()
     sh("bisect", "start", "HEAD", first)
-    test = ('runlist-harness run minicpm5-2b-decode --plan 42 --no-isolate --trials 1 '
-            '--backend sim --profile "$(cat profile)" --exit-codes git-bisect')
+    # the harness of this interpreter, whether or not a console script is on PATH
+    test = (f'{shlex.quote(sys.executable)} -m harness run minicpm5-2b-decode --plan 42 '
+            '--no-isolate --trials 1 --backend sim --profile "$(cat profile)" '
+            '--exit-codes git-bisect')
     out = sh("bisect", "run", "sh", "-c", test)
     assert re.search(r"is the first bad commit", out), out
     assert sh("log", "-1", "--format=%s", "refs/bisect/bad").strip() == "commit 11"

@@ -422,11 +422,15 @@ def test_read_only_folders_are_exit_3_in_one_line(tmp_path, read_only):
 
 # -- validate and resume read a report alike --------------------------------------------------
 
-def test_validate_and_resume_agree_on_every_truncation_offset(tmp_path):
+def test_validate_and_resume_agree_on_every_truncation_offset(tmp_path, monkeypatch):
     from harness.execution.resume import reopen
     from harness.model.errors import HarnessError
     from harness.report.check import check_report_file
     source = unfinished(tmp_path)
+    # what is checked is that checking and resuming agree, not that bytes reach the disk
+    # (tests/test_reliability.py kills writers): each resume's rewrite skips its fsync,
+    # which on a busy disk cost this test most of its time
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
     data = source.read_bytes()
     journal = data.index(b"\njournal:\n")
     # every offset from just before the journal on, a stride through the header

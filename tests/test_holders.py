@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 
+from machines import Tree
+
 from harness.probe import holders
 from harness.probe.holders import device_users
-from tests.machines import Tree
 
 
 def _holder(tree: Tree, pid: int, comm: str, *targets: str) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import harness
 from harness.app.cli import main
 from harness.report.fileformat import load_report
 from harness.search.sweep import Cell, Row, cell_plan
@@ -168,9 +169,14 @@ def test_a_cell_that_only_hit_deadlines_is_not_called_a_failure():
     assert Cell(row, 21, cell_plan(row, 21), {"TIMEOUT": 2, "deadline": 1}).answered == 2
 
 
-def test_help_and_listings_say_what_is_true():
+def test_help_and_listings_say_what_is_true(monkeypatch):
     assert "default: 5 per tested depth" in invoke("bisect", "--help").output
     assert "default: 3 per cell" in invoke("sweep", "--help").output
+    # $HARNESS_CASES naming the shipped folder again (the checkout's cases/ for an editable
+    # install, the package's copy for an installed one) is not a second copy of each case
+    package = Path(harness.__file__).resolve().parent
+    shipped = next(f for f in (package.parent / "cases", package / "cases") if f.is_dir())
+    monkeypatch.setenv("HARNESS_CASES", str(shipped))
     listing = invoke("cases", "list").output
     assert "[shipped]" in listing and "shadowed" not in listing
 

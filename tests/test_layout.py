@@ -5,6 +5,7 @@ the hardware path."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import subprocess
@@ -31,8 +32,10 @@ def modules() -> dict[str, Path]:
     return found
 
 
+@functools.cache
 def imports() -> dict[str, set[str]]:
-    """Each module's harness modules imported, anywhere in it (inside functions too)."""
+    """Each module's harness modules imported, anywhere in it (inside functions too); read
+    once for the tests that only read it."""
     known = modules()
     out: dict[str, set[str]] = {}
     for name, path in known.items():

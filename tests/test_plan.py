@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.model.errors import PlanError
-from harness.model.plan import make_plan, parse_plan, plan_for_depth
+from harness.model.plan import cut_text, make_plan, parse_plan, plan_for_depth, plan_label
 
 
 def test_examples():
@@ -44,6 +44,33 @@ def test_label():
     assert plan_for_depth(42).label == "42"
     assert plan_for_depth(42, 21).chunks == (21, 21)
     assert plan_for_depth(42, "even:3").chunks == (14, 14, 14)
+
+
+def test_a_long_plan_named_by_its_plain_spec_is_labelled_by_its_short_cut():
+    # a sweep's cell and a `--plan 1+1+...` spec are named by their chunks written out;
+    # the label says the cut once, in short, whether or not a frame's name comes first
+    ones = plan_for_depth(42, 1)
+    assert ones.name == "+".join(["1"] * 42)
+    assert ones.label == "42 x 1"
+    assert plan_for_depth(200, 24).label == "8 x 24 + 8"
+    assert plan_label("frame_2 " + ones.name, ones.chunks) == "frame_2 42 x 1"
+    assert plan_label("frame_2 42 x 1", ones.chunks) == "frame_2 42 x 1"
+    assert plan_label("ones", ones.chunks) == "ones 42 x 1"
+    # up to six runlists the plain spec is the cut
+    assert plan_for_depth(6, 1).label == "1+1+1+1+1+1"
+
+
+chunk_lists = st.lists(st.integers(min_value=1, max_value=64), min_size=1, max_size=40)
+
+
+@given(chunk_lists, st.sampled_from(["frame_0", "frame_12", "a b"]))
+def test_plan_label_says_the_cut_once_after_any_other_name(chunks, frame):
+    plain, cut = "+".join(map(str, chunks)), cut_text(chunks)
+    assert plan_label(plain, chunks) == cut
+    assert plan_label(cut, chunks) == cut
+    assert plan_label(f"{frame} {plain}", chunks) == f"{frame} {cut}"
+    assert plan_label(f"{frame} {cut}", chunks) == f"{frame} {cut}"
+    assert plan_label("monolithic", chunks) == f"monolithic {cut}"
 
 
 depths = st.integers(min_value=1, max_value=2000)

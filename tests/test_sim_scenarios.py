@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from simkit import Rig, nop_elf, outcome, states
+from simkit import NOT_MODELLED_LINES, Rig, nop_elf, outcome, states
 
 import harness.sim.pyxrt as pyxrt
 from harness.sim import control
@@ -12,6 +12,10 @@ from harness.sim.stack import MAINLINE_TIMEOUT_US, STAGING_TDR_US
 TIMEOUT_MSG = "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
 ABORT_MSG = "runlist failed execution (ERT_CMD_STATE_ABORT)"
 NEW_MSG = "runlist failed execution (ERT_CMD_STATE_NEW)"
+# A staging timeout on an NPU4-class device, as XRT master tells it: the firmware's
+# version-1 health in the failing run's packet, a blank line where the kernel instance and
+# ELF would be named (an xclbin kernel has neither), then the six health lines.
+STAGING_TIMEOUT = TIMEOUT_MSG + "\n\n" + NOT_MODELLED_LINES
 
 
 def chain_sizes(rig: Rig) -> list[int]:
@@ -140,19 +144,24 @@ def test_stack2_add_rules(tmp_path, release, shared):
         pyxrt.runlist().add(rig.run())
 
 
-def test_stack2_every_execute_resets_member_packets_to_new(tmp_path):
+@pytest.mark.parametrize("built_before_the_failure", [True, False])
+def test_stack2_every_execute_resets_member_packets_to_new(tmp_path, built_before_the_failure):
     """runlist_impl::execute preps every member (NEW) each time, whichever runlist last
-    marked it: the simulator writes packets lazily, so this pins the reset."""
+    marked it and whether the runlist was built before or after that: the simulator writes
+    packets lazily, so this pins the reset."""
     rig = Rig(tmp_path, "xrt:2.23")
     unsynced = rig.instructions(8, sync=False)
     bad, shared = rig.run(instr=unsynced), rig.run()
     failing = pyxrt.runlist(rig.ctx)
     for r in (bad, shared):
         failing.add(r)
+    other = pyxrt.runlist(rig.ctx)            # 2.23: a run may sit in two runlists
+    if built_before_the_failure:
+        other.add(shared)                     # still NEW when it joins
     assert outcome(failing) == "runlist failed execution (ERT_CMD_STATE_ERROR)"
     assert states([bad, shared]) == ["ERROR", "ABORT"]
-    other = pyxrt.runlist(rig.ctx)            # 2.23: a run may sit in two runlists
-    other.add(shared)
+    if not built_before_the_failure:
+        other.add(shared)                     # ABORT when it joins
     assert outcome(other) == "COMPLETED"
     assert states([bad, shared]) == ["ERROR", "NEW"]
     started = rig.run()
@@ -256,21 +265,30 @@ def test_stack4_staging_times_out_a_chain_2s_after_its_push(tmp_path):
     # started or completed on the device since
     rig = Rig(tmp_path, "hang-at:5")
     rl, runs = rig.runlist(10)
-    assert outcome(rl) == TIMEOUT_MSG
+    assert outcome(rl) == STAGING_TIMEOUT
     assert rig.stack.now == pytest.approx(STAGING_TDR_US)
 
 
-@pytest.mark.parametrize("kernel, message, expected", [
-    ("6.16", ABORT_MSG, ["ABORT", "ABORT", "ABORT"]),       # before 6fb7f2988832
-    ("6.17", ABORT_MSG, ["ABORT", "ABORT", "ABORT"]),       # 6.17.0: not yet backported
-    ("6.17.13", TIMEOUT_MSG, ["TIMEOUT", "ABORT", "ABORT"]),  # 6fb7f2988832's backport
-    ("7.0", TIMEOUT_MSG, ["TIMEOUT", "ABORT", "ABORT"]),
+@pytest.mark.parametrize("kernel, release, message, expected", [
+    ("6.16", "master", ABORT_MSG, ["ABORT", "ABORT", "ABORT"]),       # before 6fb7f2988832
+    ("6.17", "master", ABORT_MSG, ["ABORT", "ABORT", "ABORT"]),       # 6.17.0: not backported
+    # 6fb7f2988832's backport: the payload untouched, its first word the CU mask 1, read as
+    # version-1 health of no known generation (a newline, no lines)
+    ("6.17.13", "master", TIMEOUT_MSG + "\n", ["TIMEOUT", "ABORT", "ABORT"]),
+    # 89ff45359abb: 0xFF over sub-command 0, neither version: the bare message
+    ("7.0", "master", TIMEOUT_MSG, ["TIMEOUT", "ABORT", "ABORT"]),
+    # XRT 2.20's amend_aie_error_message: no state in the message; a newline after every
+    # TIMEOUT whatever the payload's first word (0xFF too), nothing after an ABORT
+    ("6.16", "2.20", "runlist failed execution", ["ABORT", "ABORT", "ABORT"]),
+    ("6.17.13", "2.20", "runlist failed execution\n", ["TIMEOUT", "ABORT", "ABORT"]),
+    ("7.0", "2.20", "runlist failed execution\n", ["TIMEOUT", "ABORT", "ABORT"]),
 ])
-def test_stack4_mainline_times_out_after_60s(tmp_path, monkeypatch, kernel, message,
+def test_stack4_mainline_times_out_after_60s(tmp_path, monkeypatch, kernel, release, message,
                                              expected):
     # the virtual clock never sleeps: 60 s of driver timeout cost no wall time
     monkeypatch.setattr("harness.sim.clock.time.sleep", lambda s: pytest.fail("slept"))
-    rig = Rig(tmp_path, f"mainline,kernel:{kernel},device:npu1,hang-at:1", columns=4)
+    rig = Rig(tmp_path, f"mainline,kernel:{kernel},device:npu1,hang-at:1,xrt:{release}",
+              columns=4)
     rl, runs = rig.runlist(3)
     assert outcome(rl) == message
     # the timed-out chain's error_index is 0 (never written, or set 0 by
@@ -370,7 +388,8 @@ def test_stack4_every_device_reports_error_index_0_on_timeouts(tmp_path, device)
     # gives no report at all (npu1_regs.c), so its index is 0 as well
     rig = Rig(tmp_path, f"device:{device},hang-at:30", columns=4)
     rl, runs = rig.runlist(42)
-    assert outcome(rl) == TIMEOUT_MSG
+    # npu5 reports its health (version 1); npu1's firmware has none, so 0xFF: bare message
+    assert outcome(rl) == (STAGING_TIMEOUT if device == "npu5" else TIMEOUT_MSG)
     # The hang was at run 30, but the firmware says index 0 of chain 1: XRT blames run 24.
     assert states(runs) == ["NEW"] * 24 + ["TIMEOUT"] + ["ABORT"] * 17
 
@@ -398,9 +417,9 @@ def test_stack4_ninstr_counts_words(tmp_path):
 
 def test_stack4_context_is_reset_after_a_hang_and_new_work_runs(tmp_path):
     rig = Rig(tmp_path, "inflight-cap:40")
-    assert outcome(rig.runlist(42)[0]) == TIMEOUT_MSG
+    assert outcome(rig.runlist(42)[0]) == STAGING_TIMEOUT
     assert outcome(rig.runlist(21)[0]) == "COMPLETED"
-    assert outcome(rig.runlist(42)[0]) == TIMEOUT_MSG
+    assert outcome(rig.runlist(42)[0]) == STAGING_TIMEOUT
 
 
 def test_stack4_kernel_latency_from_case_or_default(tmp_path):
@@ -417,11 +436,11 @@ def test_stack4_staging_progress_is_a_device_stamp_not_per_sub_command(tmp_path)
     # so one chain of three 1-second commands times out although each one progresses;
     # before 6.17 the legacy check (aie2_tdr.c) runs every 2 s and fires after two silent
     # periods
-    assert outcome(Rig(tmp_path, "slow:layer:1000000").runlist(3)[0]) == TIMEOUT_MSG
+    assert outcome(Rig(tmp_path, "slow:layer:1000000").runlist(3)[0]) == STAGING_TIMEOUT
     legacy = Rig(tmp_path, "kernel:6.16,slow:layer:1000000")
     assert outcome(legacy.runlist(3)[0]) == "COMPLETED"    # its completion, at 3 s, counts
     hung = Rig(tmp_path, "kernel:6.16,slow:layer:1000000")
-    assert outcome(hung.runlist(7)[0]) == TIMEOUT_MSG      # silent at the 4 s and 6 s checks
+    assert outcome(hung.runlist(7)[0]) == STAGING_TIMEOUT  # silent at the 4 s and 6 s checks
     assert hung.stack.now == pytest.approx(6_000_000)
     # three one-run chains complete: each completion and push is device activity
     rig = Rig(tmp_path, "slow:layer:1000000")
@@ -429,7 +448,7 @@ def test_stack4_staging_progress_is_a_device_stamp_not_per_sub_command(tmp_path)
         r = rig.run()
         r.start()
         assert r.wait() == pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED
-    assert outcome(Rig(tmp_path, "slow:layer:3000000").runlist(2)[0]) == TIMEOUT_MSG
+    assert outcome(Rig(tmp_path, "slow:layer:3000000").runlist(2)[0]) == STAGING_TIMEOUT
     # mainline counts whole jobs: 24 one-second commands fit in 60 s, 21 three-second
     # commands in one chain do not
     assert outcome(Rig(tmp_path, "mainline,slow:MLIR_AIE:1000000").runlist(24)[0]) \
@@ -458,7 +477,7 @@ def test_stack5_overlapping_partitions_time_share_the_array(tmp_path, columns, s
 # -- the upstream observations under the inflight-cap hypothesis --------------------------
 
 @pytest.mark.parametrize("chunks, expected", [
-    ([28], ["COMPLETED"]), ([36], ["COMPLETED"]), ([42], [TIMEOUT_MSG]),
+    ([28], ["COMPLETED"]), ([36], ["COMPLETED"]), ([42], [STAGING_TIMEOUT]),
     ([21, 21], ["COMPLETED", "COMPLETED"]),
 ])
 def test_inflight_cap_40_reproduces_issue_712(tmp_path, chunks, expected):
@@ -477,7 +496,7 @@ def test_flaky_is_reproducible_per_seed(tmp_path):
         return [outcome(rig.runlist(10)[0]) for _ in range(20)]
     first = run_all(7)
     assert first == run_all(7)
-    assert TIMEOUT_MSG in first and "COMPLETED" in first
+    assert STAGING_TIMEOUT in first and "COMPLETED" in first
     assert first != run_all(8)
 
 

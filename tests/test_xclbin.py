@@ -218,13 +218,17 @@ def parse_or_xclbin_error(data: bytes) -> None:
         assert "offset" in str(err) or "not an xclbin" in str(err), str(err)
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Random bytes reach only the first checks: without the magic, the magic check (every
+# example, one message); with it, the header's own checks (21 lines of the parser, all
+# reached within the first 100 of 1,500 random inputs). A few hundred examples cover them;
+# test_mutated_valid_file and test_every_byte_position are the fuzzers that reach past them.
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=2048))
 def test_random_bytes(data):
     parse_or_xclbin_error(data)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=2048))
 def test_random_bytes_with_magic(data):
     parse_or_xclbin_error(b"xclbin2\0" + data)

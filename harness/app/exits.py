@@ -29,7 +29,6 @@ import json
 import os
 import re
 import sys
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -159,8 +158,9 @@ class Ending:
     code: int
 
 
-# digits past any count the harness takes (a 5,000-digit number a user gave, echoed)
-_LONG_NUMBER = re.compile(r"\d{40,}")
+# digits past any count the harness takes (a 5,000-digit number a user gave, echoed);
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_LONG_NUMBER = r"\d{40,}"
 
 # A folder or file the machine will not let us write (or read): the environment, not a bug.
 _NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}
@@ -168,6 +168,9 @@ _NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQ
 
 def fault_log(error: BaseException) -> str:
     """Keep a harness fault's traceback in a file; return where."""
+    # imported here: only a fault needs it, and every start-up would pay for it
+    import traceback
+
     from harness import __version__
     from harness.formats.cache import cache_dir
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -232,8 +235,8 @@ def one_line(message: str) -> str:
     name may hold ESC), and a run of digits past what any count could be (a number of
     5,000 digits a user gave) cut to its ends and its length."""
     from harness.formats.printable import escape_controls
-    message = _LONG_NUMBER.sub(lambda m: f"{m.group()[:8]}...{m.group()[-4:]} "
-                               f"({len(m.group())} digits)", message)
+    message = re.sub(_LONG_NUMBER, lambda m: f"{m.group()[:8]}...{m.group()[-4:]} "
+                     f"({len(m.group())} digits)", message)
     return escape_controls(message.replace("\n", " "))
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import selectors
-import signal
-import subprocess
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 DEFAULT_MAX_BYTES = 8 << 20
 _READ = 1 << 16
@@ -35,6 +36,9 @@ def run_capped(argv: list[str], timeout_s: float, max_bytes: int = DEFAULT_MAX_B
                ) -> Completed | None:
     """Run `argv` with no input for at most `timeout_s` seconds, keeping at most
     `max_bytes` of each output; None when it cannot start."""
+    # imported here: most commands run no program, and start-up would pay for these
+    import selectors
+    import subprocess
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
@@ -98,6 +102,7 @@ def _exits_by(pid: int, deadline: float) -> bool:
 
 def _end(proc: subprocess.Popen[bytes]) -> None:
     """End the program's whole group (what it left running too), then reap it."""
+    import signal
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     for stream in (proc.stdout, proc.stderr):

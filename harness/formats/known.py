@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 from harness.formats.yamlio import load_yaml_text
 
@@ -45,9 +44,14 @@ class KnownXclbin:
         return f"{first} (and {others} other pack{'s' if others > 1 else ''})"
 
 
+# The package's own data folder, read as a file: importlib.resources would cost a run's
+# start-up its zip-file readers, for a package that is never imported from a zip.
+TABLE = Path(__file__).resolve().parents[1] / "data" / "known_xclbins.yaml"
+
+
 @functools.cache
 def _text() -> str:
-    return resources.files("harness").joinpath("data/known_xclbins.yaml").read_text("utf-8")
+    return TABLE.read_text("utf-8")
 
 
 @functools.cache

@@ -22,7 +22,7 @@ from harness.model.drivers import DRM, FLAVOURS, LEGACY
 
 _PREFIX = re.compile(r"^(?P<driver>amdxdna(?:_legacy)?) (?P<bdf>[0-9a-fA-F:.]+): "
                      r"(?P<drm>\[drm\] (?P<error>\*ERROR\* )?)?(?P<rest>.*)$")
-_FUNC = re.compile(r"^(?P<func>[a-z_][a-z0-9_]*): (?P<message>.*)$")
+_FUNC = r"^(?P<func>[a-z_][a-z0-9_]*): (?P<message>.*)$"        # compiled on first use
 _SUPPRESSED = re.compile(r"^(?P<func>\w+): (?P<count>\d{1,20}) callbacks suppressed$")
 _PAGE_FAULT = re.compile(r"AMD-Vi: Event logged \[IO_PAGE_FAULT "
                          r"(?:device=(?P<device>[0-9a-f:.]+) )?domain=(?P<domain>0x[0-9a-f]+) "
@@ -76,9 +76,9 @@ _JOB_FIELDS = {"seq": "seq", "op": "op", "msg": "msg", "fence": "fence",
 _AIE_FIELDS = {"Tile location (Row, Column)": "tile", "Module": "module",
                "Category": "category", "Event (ID)": "aie_event"}
 
-# One line, one event: (kind, pattern on the message after "<func>: ", where it is printed)
-_SINGLE: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
-    (kind, re.compile(pattern), where) for kind, pattern, where in (
+# One line, one event: (kind, pattern on the message after "<func>: ", where it is printed);
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_SINGLE: tuple[tuple[str, str, str], ...] = (
         ("tdr_timeout", r"^TDR timeout detected$",
          "staging aie2_ctx.c aie2_tdr_detect (>= 6.17), aie2_tdr.c aie2_legacy_tdr_detect"),
         ("no_progress", r"^Device isn't making progress(?:\.\.\. Count (?P<count>\d{1,20}) "
@@ -111,7 +111,7 @@ _SINGLE: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
                                       r"minor (?P<minor>\d+)$",
          "Linux aie2_pci.c aie2_check_protocol (6.19 and before, f1eac46fe5f7); seen refusing "
          "firmware 1.1.2.64/65 as 'major 7 minor 2'"),
-    ))
+)
 CAPTURE_HEADER = "Firmware timeout state capture:"
 SOURCES = {**{kind: where for kind, _, where in _SINGLE},
            "timeout_capture": "staging aie2_ctx.c aie2_set_cmd_timeout; legacy aie2_ctx.c "
@@ -138,7 +138,7 @@ def split_line(text: str) -> DriverLine | None:
     if not match:
         return None
     rest = match["rest"]
-    func_match = _FUNC.match(rest)
+    func_match = re.match(_FUNC, rest)
     func, message = (func_match["func"], func_match["message"]) if func_match else (None, rest)
     return DriverLine(match["driver"], match["bdf"], DRM if match["drm"] else LEGACY,
                       bool(match["error"]), func, message)
@@ -205,7 +205,7 @@ def events(records: Iterable[LogRecord]) -> list[dict[str, Any]]:
             block = (_JOB_FIELDS, found[-1])
             continue
         for kind, pattern, _ in _SINGLE:
-            match = pattern.match(line.message)
+            match = re.match(pattern, line.message)
             if match:
                 fields = {k: _value(v) if k not in ("file", "health", "context") else v
                           for k, v in match.groupdict().items() if v is not None}

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from harness.formats.capped_run import Completed, run_capped
 
-KEEP = re.compile(r"^amdxdna(?:_legacy)? [0-9a-fA-F:.]+: |AMD-Vi|IO_PAGE_FAULT|"
-                  r"^(?:aie\w*|amdxdna\w*): \d+ callbacks suppressed")
+# compiled on first use, by re's own cache: a start-up does not pay for it
+KEEP = (r"^amdxdna(?:_legacy)? [0-9a-fA-F:.]+: |AMD-Vi|IO_PAGE_FAULT|"
+        r"^(?:aie\w*|amdxdna\w*): \d+ callbacks suppressed")
 MAX_READ_BYTES = 8 << 20          # a runaway log does not eat the harness's memory
 MAX_KEPT_LINES = 400              # per trial: the first and the last, the rest counted
 KMSG_RECORD = 8192                # a read shorter than one record fails with EINVAL
@@ -108,7 +109,7 @@ def parse_journal(text: str, since_us: int | None = None) -> list[LogRecord]:
 
 
 def kept(records: Iterable[LogRecord]) -> list[LogRecord]:
-    return [r for r in records if KEEP.search(r.text)]
+    return [r for r in records if re.search(KEEP, r.text)]
 
 
 @dataclass

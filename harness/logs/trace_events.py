@@ -32,8 +32,9 @@ EVENTS = ("xdna_job", "amdxdna_debug_point", "xdna_job_queue", "mbox_set_tail",
           "mbox_poll_handle", "__amdxdna_trace_point")
 MAX_READ_BYTES = 16 << 20
 MAX_KEPT_LINES = 200
-_LINE = re.compile(r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]"
-                   r"\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s?(?P<text>.*)$")
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_LINE = (r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]"
+         r"\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s?(?P<text>.*)$")
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def parse_trace(text: str) -> list[TraceLine]:
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
-        match = _LINE.match(line)
+        match = re.match(_LINE, line)
         if match is None:
             continue
         out.append(TraceLine(float(match["ts"]), match["event"], match["text"], line.strip()))

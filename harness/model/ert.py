@@ -120,13 +120,14 @@ def expected_message_form(version: str | None) -> str:
     return "unknown (a 2.21 build between 2.21.21 and 2.21.75)"
 
 
-_STATE_IN_TEXT = re.compile(r"ERT_CMD_STATE_([A-Z_]+)")
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_STATE_IN_TEXT = r"ERT_CMD_STATE_([A-Z_]+)"
 # a value is a number (a number past 64 bits is no health field: the line stays in the
 # message as text), or "not modelled" where the simulated firmware's value is unknown
-_HEALTH_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(0[xX][0-9a-fA-F]{1,16}|"
-                          r"-?\d{1,20}|" + NOT_MODELLED + r")\s*$")
+_HEALTH_LINE = (r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(0[xX][0-9a-fA-F]{1,16}|"
+                r"-?\d{1,20}|" + NOT_MODELLED + r")\s*$")
 # XRT master (aie_error_message_v1) names what ran before the health lines
-_IDENTITY_LINE = re.compile(r"^\s*(Kernel Instance|ELF File|ELF UUID)\s*:\s*(\S.*?)\s*$")
+_IDENTITY_LINE = r"^\s*(Kernel Instance|ELF File|ELF UUID)\s*:\s*(\S.*?)\s*$"
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def parse_xrt_error(message: str) -> XrtFailure:
     """
     lines = message.splitlines() or [""]
     headline = lines[0].strip()
-    match = _STATE_IN_TEXT.search(message)
+    match = re.search(_STATE_IN_TEXT, message)
     if match is None:
         state: CmdState | None = None
         state_text = "no state in message"
@@ -169,11 +170,11 @@ def parse_xrt_error(message: str) -> XrtFailure:
     identity: dict[str, str] = {}
     health: dict[str, int | str] = {}
     for line in lines[1:]:
-        named = _IDENTITY_LINE.match(line)
+        named = re.match(_IDENTITY_LINE, line)
         if named:
             identity[named.group(1)] = named.group(2)
             continue
-        pair = _HEALTH_LINE.match(line)
+        pair = re.match(_HEALTH_LINE, line)
         if pair:
             value = pair.group(2)
             health[pair.group(1)] = value if value == NOT_MODELLED else int(value, 0)

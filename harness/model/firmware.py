@@ -80,7 +80,8 @@ RELEASES = {r.version: r for r in (
 DEVICE_FIRMWARE = {"npu1": "1.5.5.391", "npu4": "1.1.2.64", "npu5": "1.1.2.65",
                    "npu6": "1.1.2.64"}
 
-_PROTOCOL = re.compile(r"(\d+)\.(\d+)")
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_PROTOCOL = r"(\d+)\.(\d+)"
 
 
 def protocol_of(version: str | None) -> Protocol | None:
@@ -91,7 +92,7 @@ def protocol_of(version: str | None) -> Protocol | None:
 
 def parse_protocol(text: str) -> Protocol | None:
     """``6.18`` -> Protocol(6, 18); anything else None."""
-    match = _PROTOCOL.fullmatch(text.strip())
+    match = re.fullmatch(_PROTOCOL, text.strip())
     return Protocol(int(match[1]), int(match[2])) if match else None
 
 

@@ -62,8 +62,10 @@ def plan_label(name: str, chunks: Sequence[int]) -> str:
     plain = "+".join(map(str, chunks))
     if name in (cut, plain):
         return cut
-    if name.endswith((" " + cut, " " + plain)):       # a frame's plan: "frame_2 21+21"
-        return name[:name.rindex(" ")] + " " + cut
+    for written in (cut, plain):                       # a frame's plan: "frame_2 21+21"
+        if name.endswith(" " + written):
+            # cut off the whole cut: a short one has spaces of its own ("42 x 1")
+            return name[:-len(written)] + cut
     return f"{name} {cut}"
 
 

@@ -61,7 +61,8 @@ def driver_facts(src: Sources, kernel: str | None) -> dict[str, Any]:
     }
 
 
-_HASH = re.compile(r"[0-9a-f]{7,40}")
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_HASH = r"[0-9a-f]{7,40}"
 
 
 def source_commit(version: str | None) -> str | None:
@@ -71,7 +72,7 @@ def source_commit(version: str | None) -> str | None:
     if not version or "," not in version:
         return None
     commit = version.rsplit(",", 1)[1].strip().lower()
-    return commit if _HASH.fullmatch(commit) else None
+    return commit if re.fullmatch(_HASH, commit) else None
 
 
 def _module_file(src: Sources, kernel: str | None, module: str) -> str | None:

@@ -11,7 +11,6 @@ The probe only sees the `DrmQuery` protocol, so tests hand it canned answers.
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import os
 import struct
@@ -60,6 +59,9 @@ class RealDrm:
             os.close(fd)
 
     def version(self, node: str) -> DrmVersion | None:
+        # imported here: only a real node is asked (the simulated stack has none), and
+        # every start-up would pay for it
+        import ctypes
         name = ctypes.create_string_buffer(_STRING)
         date = ctypes.create_string_buffer(_STRING)
         desc = ctypes.create_string_buffer(_STRING)
@@ -74,6 +76,7 @@ class RealDrm:
         return DrmVersion(text.decode("ascii", "replace"), major, minor, patch)
 
     def get_info(self, node: str, param: int, size: int) -> bytes | None:
+        import ctypes
         buffer = ctypes.create_string_buffer(size)
         arg = bytearray(struct.pack("<IIQ", param, size, ctypes.addressof(buffer)))
         if not self._call(node, DRM_IOCTL_AMDXDNA_GET_INFO, arg):

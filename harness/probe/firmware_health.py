@@ -16,7 +16,8 @@ from typing import Any
 
 from harness.model import firmware
 
-_FILE_MAJOR = re.compile(r"(?:^|/)npu_(\d+)\.sbin")
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_FILE_MAJOR = r"(?:^|/)npu_(\d+)\.sbin"
 
 
 def firmware_health(npu: dict[str, Any], npu_firmware: dict[str, Any]) -> dict[str, Any]:
@@ -33,7 +34,7 @@ def firmware_health(npu: dict[str, Any], npu_firmware: dict[str, Any]) -> dict[s
         protocol = firmware.protocol_of(version)
         source = f"firmware {version}: {firmware.RELEASES[version].source}"
     else:
-        match = _FILE_MAJOR.search(npu_firmware.get("loaded") or "")
+        match = re.search(_FILE_MAJOR, npu_firmware.get("loaded") or "")
         if match:
             protocol = firmware.Protocol(int(match[1]), None)
             source = f"the major in the file name {npu_firmware['loaded']}"

@@ -61,7 +61,8 @@ def xrt_facts(src: Sources, npu_present: bool) -> dict[str, Any]:
     return facts
 
 
-_ABI = re.compile(r"^pyxrt\.cpython-(\d)(\d+)")
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_ABI = r"^pyxrt\.cpython-(\d)(\d+)"
 
 
 def built_for(src: Sources) -> dict[str, Any]:
@@ -73,7 +74,7 @@ def built_for(src: Sources) -> dict[str, Any]:
         folder = src.path(install) / "python"
         if folder.is_dir():
             for path in sorted(folder.glob("pyxrt*.so")):
-                match = _ABI.match(path.name)
+                match = re.match(_ABI, path.name)
                 label = f"{match[1]}.{match[2]}" if match else "unknown ABI"
                 entry = f"{label} ({install.rstrip('/')}/python/{path.name})"
                 if entry not in found:

@@ -56,7 +56,8 @@ def npu_nodes(root: Path | None = None) -> list[str]:
 
 
 _LIB = re.compile(r"/(lib(?:xrt[\w+-]*|xdp[\w-]*|xrt_driver_\w+)\.so(?:\.[\d.]+)?)$")
-_VERSION = re.compile(r"\.so\.(\d+(?:\.\d+)*)$")
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_VERSION = r"\.so\.(\d+(?:\.\d+)*)$"
 
 
 def mapped_libraries(maps_text: str) -> list[dict[str, Any]]:
@@ -73,7 +74,7 @@ def mapped_libraries(maps_text: str) -> list[dict[str, Any]]:
         match = _LIB.search(path)
         if not match or path in seen:
             continue
-        version = _VERSION.search(path)
+        version = re.search(_VERSION, path)
         name = match.group(1)
         seen[path] = {"path": path, "name": name.split(".so", 1)[0],
                       "version": version.group(1) if version else None}

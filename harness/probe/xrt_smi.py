@@ -20,7 +20,8 @@ RUNLIST_LATENCY_TIMEOUT_S = 120.0     # a 1000-run runlist; far past it, it hang
 # WARNINGS]"): Xilinx/XRT src/runtime_src/core/tools/xbutil2/SubCmdValidate.cpp
 # pretty_print_test_run; the statuses are TestValidateUtilities.h's test_token_*
 NO_ANSWER = "no answer"
-_STATUS = re.compile(r"Test Status\s*:\s*\[(PASSED|FAILED|SKIPPED)( WITH WARNINGS)?\]")
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_STATUS = (r"Test Status\s*:\s*\[(PASSED|FAILED|SKIPPED)( WITH WARNINGS)?\]")
 
 
 def xrt_smi(src: Sources, *, validate: bool = False) -> dict[str, Any]:
@@ -68,7 +69,7 @@ def runlist_latency(src: Sources, bdf: str | None,
     if done.returncode is None:
         out.update(result="stopped", note=f"stopped after {timeout_s:g} s")
         return out
-    said = _STATUS.findall(text)
+    said = re.findall(_STATUS, text)
     if said:
         status, warnings = said[-1]
         out["result"] = status

@@ -8,7 +8,7 @@ and reads it; `harness.report.journal` writes it while a run goes on.
 from __future__ import annotations
 
 import datetime as dt
-import secrets
+import os
 from dataclasses import dataclass, field
 from operator import methodcaller
 from typing import Any
@@ -213,7 +213,8 @@ class Report:
     plans: list[PlanRecord] = field(default_factory=list)
     verdict: dict[str, Any] | None = None
     sections: dict[str, Any] = field(default_factory=dict)   # bisect, sweep, server, ...
-    run_id: str = field(default_factory=lambda: secrets.token_hex(6))
+    # os.urandom as secrets.token_hex reads it, without secrets' imports at start-up
+    run_id: str = field(default_factory=lambda: os.urandom(6).hex())
     created: str = field(default_factory=utc_now)
     finished: str | None = None
     schema: str = SCHEMA

@@ -33,7 +33,8 @@ DEVICE = f"amdxdna {BDF}: "
 ERR, WARNING, INFO = 3, 4, 6
 BOOT_US = 9_000_000_000_000_000.0
 RATELIMIT_BURST, RATELIMIT_INTERVAL_US = 10, 5_000_000.0
-_DIGITS = re.compile(r"\d+")
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_DIGITS = r"\d+"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class KernelLog:
             self._emit(ERR, f"{DEVICE}[drm] *ERROR* {func}: {text}")
             return
         # dev_err_ratelimited: each call site keeps its own state
-        site = f"{func}:{_DIGITS.sub('#', text)}"
+        site = f"{func}:{re.sub(_DIGITS, '#', text)}"
         now = self.now()
         begin, printed, missed = self._sites.get(site, (now, 0, 0))
         if now - begin >= RATELIMIT_INTERVAL_US:

@@ -250,7 +250,8 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-_INT = re.compile(r"[0-9]+", re.ASCII)
+# compiled on first use, by re's own cache: a start-up does not pay for it
+_INT = r"(?a)[0-9]+"
 MAX_COUNT = 2**31 - 1          # counts and run indices: a C int, as XRT keeps them
 MAX_SEED = 2**64 - 1
 
@@ -287,13 +288,13 @@ def parse_profile(text: str | None) -> Profile:
             values["firmware"] = rest
         elif head == "xrt" and rest in RELEASES:
             values["xrt"] = rest
-        elif head == "inflight-cap" and _INT.fullmatch(rest):
+        elif head == "inflight-cap" and re.fullmatch(_INT, rest):
             values["inflight_cap"] = _positive(token, rest)
-        elif head == "xrt-chain" and _INT.fullmatch(rest):
+        elif head == "xrt-chain" and re.fullmatch(_INT, rest):
             values["xrt_chain"] = _positive(token, rest)
-        elif head == "hang-at" and _INT.fullmatch(rest):
+        elif head == "hang-at" and re.fullmatch(_INT, rest):
             values["hang_at"].append(_bounded(token, rest, MAX_COUNT))
-        elif head == "seed" and _INT.fullmatch(rest):
+        elif head == "seed" and re.fullmatch(_INT, rest):
             values["seed"] = _bounded(token, rest, MAX_SEED)
         elif head == "flaky":
             values["flaky"] = _probability(token, rest)
