@@ -82,3 +82,16 @@ def test_git_bisect_mode_standalone(tmp_path):
     result = standalone("nop-depth", *FAST, "--exit-codes", "git-bisect", "--json")
     assert result.exit_code == 125
     assert json.loads(result.stdout)["error"]["exit_code"] == 125
+
+
+def test_the_backend_line_says_why_the_simulated_stack_ran(tmp_path):
+    """The first console line ends with the reason as a whole clause, for either way in."""
+    fallen = CliRunner().invoke(main, ["run", "nop-depth", "--plan", "42", *FAST,
+                                       "--out", str(tmp_path / "a.yaml")])
+    first = fallen.output.splitlines()[0]
+    assert first.startswith("backend: SIMULATED stack")
+    assert first.endswith("; pyxrt does not import here, so the simulated stack ran instead")
+    profiled = CliRunner().invoke(main, ["run", "nop-depth", "--plan", "42", *FAST,
+                                         "--profile", "staging",
+                                         "--out", str(tmp_path / "b.yaml")])
+    assert profiled.output.splitlines()[0].endswith("; chosen because a profile was given")

@@ -384,10 +384,10 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
             raise EnvironmentNotReady("no NPU device node under /dev/accel; check that the "
                                       "amdxdna driver is loaded (`runlist-harness probe`) "
                                       "or use --backend sim")
-        reason = ("no pyxrt" if module is None else "no NPU device node") + \
-            ", so the simulated stack"
+        reason = ("pyxrt does not import here" if module is None
+                  else "no NPU device node here") + ", so the simulated stack ran instead"
     else:
-        reason = "" if kind == "sim" else "a profile was given, so the simulated stack"
+        reason = "" if kind == "sim" else "chosen because a profile was given"
     from harness.sim import pyxrt as sim_pyxrt
     from harness.sim.profiles import parse_profile
     parsed = parse_profile(profile)
