@@ -6,6 +6,7 @@ import json
 import types
 from pathlib import Path
 
+from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.probe.readers import Identity, Sources
 
 RELEASE = "7.0.0-31-generic"
@@ -99,6 +100,37 @@ class Tree:
                        import_pyxrt=lambda: (self.pyxrt, "ModuleNotFoundError: no pyxrt")
                        if self.pyxrt is None else (self.pyxrt, ""),
                        memlock=lambda: memlock)
+
+
+def stand_in_pack(folder: Path, label: str) -> Path:
+    """A pack of FastFlowLM's four roles, synthesized (kernel signatures only); `label`
+    keeps each test's xclbins apart by hash."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for role in ("attn", "mm", "layer", "dequant"):
+        (folder / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"{label}/{role}")))
+    return folder
+
+
+def strix_halo(base: Path, *, identity: bool = True) -> Tree:
+    """A Strix Halo machine with the staging (DKMS) driver loaded, its deadline not the
+    default 2000 ms (500), so a test sees that it came from the probe."""
+    tree = Tree(base)
+    tree.npu()
+    if identity:
+        tree.identity()
+    tree.module({"tdr_timeout_ms": "500"}, version="2.21.0_20260101")
+    return tree
+
+
+def on_the_hardware_path(monkeypatch, tree: Tree, pyxrt: str = "harness.sim.pyxrt",
+                         profile: str = "staging,hang-at:30") -> None:
+    """This process takes `tree` for the machine and `pyxrt` for XRT's binding: the
+    hardware path, played by the simulated stack's `profile` (HARNESS_SIM_PROFILE)."""
+    from harness.sim import control
+    monkeypatch.setenv("HARNESS_PYXRT", pyxrt)
+    monkeypatch.setenv("HARNESS_ROOT", str(tree.root))
+    monkeypatch.setenv("HARNESS_SIM_PROFILE", profile)
+    monkeypatch.setattr(control, "_current", None)
 
 
 def ar_archive(members: dict[str, bytes]) -> bytes:

@@ -14,11 +14,10 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from machines import Tree
+from machines import Tree, stand_in_pack
 
 from harness.app.cli import main
 from harness.execution.backend import EmulatedBackend, HardwareBackend
-from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.model.firmware import NOT_MODELLED, NOT_MODELLED_WORD
 from harness.report.fileformat import load_report
 from harness.sim.profiles import parse_profile
@@ -37,10 +36,7 @@ def emulated_report(tmp_path, monkeypatch):
     tree = Tree(tmp_path)
     tree.npu()
     tree.module({"tdr_timeout_ms": "2000"}, version="0.1")
-    pack = tmp_path / "pack"
-    pack.mkdir()
-    for role in ("attn", "mm", "layer", "dequant"):
-        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Emulated/{role}")))
+    pack = stand_in_pack(tmp_path / "pack", "Emulated")
     # a pyxrt that does not stand in: what the emulator's XRT is to the harness
     (tmp_path / "xrt_of_the_machine.py").write_text("from bare_pyxrt import *  # noqa\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from machines import stand_in_pack
 
 from harness.app.cli import main
 from harness.formats.elf_writer import control_code_elf
@@ -402,11 +403,7 @@ def test_read_only_folders_are_exit_3_in_one_line(tmp_path, read_only):
            "--out", str(finished))
     (read_only / "r.yaml").write_bytes(stopped.read_bytes())
     (read_only / "done.yaml").write_bytes(finished.read_bytes())
-    pack = tmp_path / "pack"
-    pack.mkdir()
-    from harness.formats.xclbin_writer import flm_spec, synthesize
-    for role in ("attn", "mm", "layer", "dequant"):
-        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Pack/{role}")))
+    pack = stand_in_pack(tmp_path / "pack", "Pack")
     before = {p.name: p.read_bytes() for p in read_only.iterdir()}
     for args in (["run", "--resume", str(read_only / "r.yaml")],
                  ["report", "render", str(finished), "--out", str(read_only / "r.md")],

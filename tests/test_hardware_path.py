@@ -16,23 +16,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from machines import Tree
+from machines import stand_in_pack, strix_halo
 
-from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.report.fileformat import load_report
-
-TDR_MS = "500"          # not the default 2000: the deadline must come from the probe
 
 
 @pytest.fixture
 def machine(tmp_path: Path) -> dict[str, str]:
-    tree = Tree(tmp_path)
-    tree.npu()
-    tree.module({"tdr_timeout_ms": TDR_MS}, version="2.21.0_20260101")      # staging (DKMS)
-    pack = tmp_path / "pack"
-    pack.mkdir()
-    for role in ("attn", "mm", "layer", "dequant"):
-        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Path/{role}")))
+    tree = strix_halo(tmp_path, identity=False)
+    pack = stand_in_pack(tmp_path / "pack", "Path")
     env = dict(os.environ, HARNESS_PYXRT="harness.sim.pyxrt", HARNESS_ROOT=str(tree.root),
                HARNESS_SIM_PROFILE="inflight-cap:40")
     return {"pack": str(pack), **{f"env:{k}": v for k, v in env.items()}}

@@ -12,10 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from machines import Tree
+from machines import stand_in_pack, strix_halo
 from test_start_up import LOADED
-
-from harness.formats.xclbin_writer import flm_spec, synthesize
 
 PACKAGE = Path(__file__).resolve().parents[1] / "harness"
 # top to bottom: a package may import the ones after it, never one before it
@@ -102,13 +100,8 @@ def test_no_module_import_cycle():
 def test_a_hardware_path_run_never_loads_the_simulator(tmp_path):
     """A trial run on the hardware path (`--backend xrt`, an NPU node, a pyxrt that is
     not the simulator) ends with no module of the simulator in the process."""
-    tree = Tree(tmp_path)
-    tree.npu()
-    tree.module({"tdr_timeout_ms": "500"}, version="2.21.0_20260101")
-    pack = tmp_path / "pack"
-    pack.mkdir()
-    for role in ("attn", "mm", "layer", "dequant"):
-        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Layout/{role}")))
+    tree = strix_halo(tmp_path, identity=False)
+    pack = stand_in_pack(tmp_path / "pack", "Layout")
     out = tmp_path / "r.yaml"
     args = ["run", "minicpm5-2b-decode", "--plan", "42", "--trials", "2", "--backend", "xrt",
             "--xclbins", str(pack), "--no-isolate", "--out", str(out)]

@@ -18,9 +18,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from machines import Tree
+from machines import stand_in_pack, strix_halo
 
-from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.report.fileformat import load_report
 
 TESTS = Path(__file__).parent
@@ -28,14 +27,8 @@ TESTS = Path(__file__).parent
 
 @pytest.fixture
 def machine(tmp_path: Path) -> dict[str, str]:
-    tree = Tree(tmp_path)
-    tree.npu()
-    tree.identity()
-    tree.module({"tdr_timeout_ms": "500"}, version="2.21.0_20260101")     # staging (DKMS)
-    pack = tmp_path / "pack"
-    pack.mkdir()
-    for role in ("attn", "mm", "layer", "dequant"):
-        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Path/{role}")))
+    tree = strix_halo(tmp_path)
+    pack = stand_in_pack(tmp_path / "pack", "Path")
     return {"pack": str(pack), "root": str(tree.root),
             "env": dict(os.environ, HARNESS_PYXRT="noisy_pyxrt", HARNESS_ROOT=str(tree.root),
                         HARNESS_SIM_PROFILE="staging,hang-at:30",

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from machines import Tree
+from machines import on_the_hardware_path, stand_in_pack, strix_halo
 
 from harness.app.cli import main
-from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.logs.kernel_log import SIMULATED_MARK
 from harness.report.digest import Digest
 from harness.report.fileformat import load_report, read_document
@@ -137,19 +136,8 @@ def test_a_verdict_made_by_a_hypothesis_opens_with_simulated(simulated):
 
 def test_the_hardware_path_stand_in_names_what_it_played_and_marks_its_lines(tmp_path,
                                                                              monkeypatch):
-    from harness.sim import control
-    tree = Tree(tmp_path)
-    tree.npu()
-    tree.identity()
-    tree.module({"tdr_timeout_ms": "500"}, version="2.21.0_20260101")
-    pack = tmp_path / "pack"
-    pack.mkdir()
-    for role in ("attn", "mm", "layer", "dequant"):
-        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Mark/{role}")))
-    monkeypatch.setenv("HARNESS_PYXRT", "harness.sim.pyxrt")
-    monkeypatch.setenv("HARNESS_ROOT", str(tree.root))
-    monkeypatch.setenv("HARNESS_SIM_PROFILE", "staging,hang-at:30")
-    monkeypatch.setattr(control, "_current", None)
+    pack = stand_in_pack(tmp_path / "pack", "Mark")
+    on_the_hardware_path(monkeypatch, strix_halo(tmp_path))
     out = tmp_path / "r.yaml"
     result = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--backend", "xrt",
                     "--xclbins", str(pack), "--trials", "1", "--no-isolate", "--out", str(out))

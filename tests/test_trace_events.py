@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from machines import NOBODY, Tree
+from machines import NOBODY, Tree, on_the_hardware_path, stand_in_pack, strix_halo
 
 from harness.app.cli import main
-from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.logs.trace_events import TraceReader, parse_trace, trial_entry
 from harness.probe.readers import Identity
 from harness.probe.trace_access import tracefs_facts
@@ -75,20 +74,10 @@ def test_where_they_cannot_be_recorded_the_report_says_how(tmp_path):
 
 @pytest.fixture
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from harness.sim import control
-    tree = Tree(tmp_path)
-    tree.npu()
-    tree.identity()
-    tree.module({"tdr_timeout_ms": "500"}, version="2.21.0_20260101")
-    pack = tmp_path / "pack"
-    pack.mkdir()
-    for role in ("attn", "mm", "layer", "dequant"):
-        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Trace/{role}")))
-    monkeypatch.setenv("HARNESS_PYXRT", "trace_pyxrt")
-    monkeypatch.setenv("HARNESS_ROOT", str(tree.root))
-    monkeypatch.setenv("HARNESS_SIM_PROFILE", "staging,hang-at:30")
+    tree = strix_halo(tmp_path)
+    pack = stand_in_pack(tmp_path / "pack", "Trace")
+    on_the_hardware_path(monkeypatch, tree, pyxrt="trace_pyxrt")
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
-    monkeypatch.setattr(control, "_current", None)
     sys.modules.pop("trace_pyxrt", None)
     return tree, pack
 

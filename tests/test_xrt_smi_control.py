@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from machines import Tree
+from machines import on_the_hardware_path, stand_in_pack, strix_halo
 
 from harness.app.cli import main
-from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.report.check import check_report_file
 from harness.report.fileformat import load_report
 
@@ -35,19 +34,9 @@ HANGS = "exec sleep 30"
 
 @pytest.fixture
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from harness.sim import control
-    tree = Tree(tmp_path)
-    tree.npu()
-    tree.identity()
-    tree.module({"tdr_timeout_ms": "500"}, version="2.21.0_20260101")
-    pack = tmp_path / "pack"
-    pack.mkdir()
-    for role in ("attn", "mm", "layer", "dequant"):
-        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Smi/{role}")))
-    monkeypatch.setenv("HARNESS_PYXRT", "harness.sim.pyxrt")
-    monkeypatch.setenv("HARNESS_ROOT", str(tree.root))
-    monkeypatch.setenv("HARNESS_SIM_PROFILE", "staging,hang-at:30")
-    monkeypatch.setattr(control, "_current", None)
+    tree = strix_halo(tmp_path)
+    pack = stand_in_pack(tmp_path / "pack", "Smi")
+    on_the_hardware_path(monkeypatch, tree)
     log = tmp_path / "xrt-smi.log"
 
     def xrt_smi(validate: str) -> Path:
