@@ -173,6 +173,24 @@ def test_hardware_run_lists_every_place_searched(monkeypatch, tmp_path):
         assert str(place) in message
 
 
+def test_a_missing_validate_pack_names_where_xrt_keeps_it(monkeypatch, tmp_path):
+    """XRT's validate.xclbin is looked for in the install, not in pack folders: the error
+    names those places rather than "nowhere"."""
+    from harness.model.errors import EnvironmentNotReady
+    from harness.probe.xrt import validate_files
+    from harness.sources.load import load_case
+    from harness.sources.packs import resolve_pack
+    if validate_files(Path("/"), None):
+        pytest.skip("this machine has XRT's validate artefacts in /opt/xilinx/xrt")
+    monkeypatch.setenv("XILINX_XRT", str(tmp_path / "xrt"))
+    with pytest.raises(EnvironmentNotReady) as info:
+        resolve_pack(load_case("nop-depth"), simulated=False)
+    message = str(info.value)
+    assert "nowhere" not in message
+    assert f"{tmp_path / 'xrt'}/share/amdxdna/bins/xrt_smi_*.a" in message
+    assert "/opt/xilinx/xrt/amdxdna/bins/*/validate.xclbin" in message
+
+
 def test_an_explicit_xclbins_folder_is_used_or_refused_never_replaced(tmp_path):
     from harness.formats.xclbin_writer import flm_spec, synthesize
     given = tmp_path / "given"

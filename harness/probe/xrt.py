@@ -83,13 +83,27 @@ def built_for(src: Sources) -> dict[str, Any]:
             "matches": any(entry.startswith(running + " ") for entry in found)}
 
 
+VALIDATE_PATTERNS = ("share/amdxdna/bins/xrt_smi_*.a", "amdxdna/bins/*/validate.xclbin")
+
+
+def _installs(xilinx_xrt: str | None) -> list[str]:
+    return list(dict.fromkeys(filter(None, (xilinx_xrt, "/opt/xilinx/xrt"))))
+
+
+def validate_places(xilinx_xrt: str | None) -> list[str]:
+    """Where `validate_files` looks, as a user would type it."""
+    return [f"{install.rstrip('/')}/{pattern}" for install in _installs(xilinx_xrt)
+            for pattern in VALIDATE_PATTERNS]
+
+
 def validate_files(root: Path, xilinx_xrt: str | None) -> list[Path]:
     """XRT's validate artefacts under `root`: the `xrt_smi_*.a` archives of an install, or
-    an older install's loose `validate.xclbin` (STACK.md 7)."""
+    an older install's loose `validate.xclbin` (STACK.md 7), in $XILINX_XRT and the
+    default install."""
     found: list[Path] = []
-    for install in filter(None, (xilinx_xrt, "/opt/xilinx/xrt")):
+    for install in _installs(xilinx_xrt):
         base = root / install.lstrip("/")
-        for pattern in ("share/amdxdna/bins/xrt_smi_*.a", "amdxdna/bins/*/validate.xclbin"):
+        for pattern in VALIDATE_PATTERNS:
             found += [p for p in sorted(base.glob(pattern)) if p not in found]
     return found
 

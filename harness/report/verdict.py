@@ -158,7 +158,8 @@ def with_xrt_smi(verdict: Verdict, control: dict[str, Any] | None) -> Verdict:
         said += f"{result} -> {XRT_SMI_MEANS[result]}"
     else:
         # it did not get to the test: nothing follows about XRT's deep runlist
-        note = control.get("note")
-        said += f"{result}, no answer from it" + (f" ({note})" if note else "")
+        note = str(control.get("note") or "")
+        said += (note if note.startswith(result) else f"{result}: {note}" if note
+                 else result) + "; so it says nothing either way"
     body, tag = _untagged(verdict.text)
     return Verdict(verdict.reproduced, body + said + tag, verdict.control)

@@ -29,7 +29,7 @@ from harness.formats.xclbin_view import identity, known_as
 from harness.formats.xclbin_writer import flm_spec, synthesize, validate_spec
 from harness.formats.yamlio import dump_yaml, write_atomic
 from harness.model.errors import BadInput, EnvironmentNotReady, ReportError, XclbinError
-from harness.probe.xrt import validate_files
+from harness.probe.xrt import validate_files, validate_places
 from harness.sources.case import Case, CaseKind
 
 VALIDATE_PACK = "xrt-validate"
@@ -160,7 +160,11 @@ def _explicit(case: Case, base: Path) -> ResolvedPack:
 
 
 def _validate_from_xrt(case: Case, searched: list[str]) -> ResolvedPack | None:
-    for source in validate_files(Path("/"), os.environ.get("XILINX_XRT")):
+    xilinx_xrt = os.environ.get("XILINX_XRT")
+    sources = validate_files(Path("/"), xilinx_xrt)
+    if not sources:            # say where it was looked for, not "nowhere"
+        searched += validate_places(xilinx_xrt)
+    for source in sources:
         searched.append(str(source))
         if source.suffix == ".xclbin":
             data = source.read_bytes()
