@@ -131,6 +131,18 @@ def test_export_never_writes_into_an_existing_folder(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".taken.")]
 
 
+def test_export_says_which_script_runs_each_plan(tmp_path):
+    folder = tmp_path / "out"
+    result = invoke("export", "minicpm5-2b-decode", "--plan", "42", "--plan", "halves",
+                    f"{folder}/")
+    assert result.exit_code == 0, result.output
+    runs = [line for line in result.output.splitlines() if line.startswith("run: ")]
+    assert runs == [f"run: cd {folder} && sh {script}   (see {folder / 'README.md'})"
+                    for script in ("run_42.sh", "run_halves.sh")]
+    assert all((folder / script).is_file() for script in ("run_42.sh",
+                                                          "run_halves.sh"))
+
+
 def test_a_missing_xclbin_is_named_not_invented(tmp_path):
     folder = tmp_path / "nopack"
     result = invoke("export", "minicpm5-2b-decode", str(folder))

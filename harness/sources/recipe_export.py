@@ -28,12 +28,14 @@ Args = tuple[tuple[int, str, Any], ...]
 
 @dataclass
 class Export:
-    """What `export` wrote: the recipes (one per runlist of each plan), and the artefacts
-    they name that are not here (the folder's README says where they go)."""
+    """What `export` wrote: the recipes (one per runlist of each plan), the script that
+    runs each plan's in order, and the artefacts they name that are not here (the folder's
+    README says where they go)."""
 
     recipes: list[str]
     missing: list[str]
     replays: list[str] = field(default_factory=list)   # the TXN flow as replay scripts
+    scripts: list[str] = field(default_factory=list)   # run_PLAN.sh, one per plan
 
 
 def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | None,
@@ -70,7 +72,8 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | 
     written.files["README.md"] = _readme(case, plans, flow, written.files, written.missing,
                                          bool(replays)).encode()
     _write_folder(folder, written.files)
-    return Export(recipes, written.missing, replays)
+    return Export(recipes, written.missing, replays,
+                  [name for name in written.files if name.startswith("run_")])
 
 
 class _Recipes:

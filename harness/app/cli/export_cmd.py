@@ -49,4 +49,5 @@ def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir,
     if done.missing:
         click.echo(f"warning: not found here, copy into {folder} before running: "
                    f"{', '.join(done.missing)}", err=True)
-    click.echo(f"run: cd {folder} && sh run_<plan>.sh   (see {folder}/README.md)")
+    for script in done.scripts:
+        click.echo(f"run: cd {Path(folder)} && sh {script}   (see {Path(folder) / 'README.md'})")
