@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,6 +57,27 @@ def synth_xclbin(tmp_path: Path):
         path.write_bytes(synthesize(flm_spec(name)))
         return path
     return make
+
+
+@pytest.fixture
+def ctrl_c_once(monkeypatch: pytest.MonkeyPatch):
+    """Arms one Ctrl-C, pressed as the first trial that `stop(spec, n)` picks starts (`n`
+    counts the trials started, from 1), in-process runs only. Returns the list of every
+    trial spec started from then on, the resumed run's too."""
+    import harness.execution.runner as runner
+
+    def arm(stop: Callable[[Any, int], bool]) -> list:
+        real, started, pressed = runner.run_trial, [], []
+
+        def run_trial(spec, backend):
+            started.append(spec)
+            if not pressed and stop(spec, len(started)):
+                pressed.append(spec)
+                raise KeyboardInterrupt
+            return real(spec, backend)
+        monkeypatch.setattr(runner, "run_trial", run_trial)
+        return started
+    return arm
 
 
 @pytest.fixture(autouse=True)

@@ -257,16 +257,8 @@ def test_import_never_overwrites_a_case(decode, tmp_path):
     assert invoke("capture", "import", str(decode), "--name", "taken", "--force").exit_code == 0
 
 
-def test_a_stopped_capture_run_resumes_on_its_frame(decode, tmp_path, monkeypatch):
-    import harness.execution.runner
-    real, calls = harness.execution.runner.run_trial, []
-
-    def stopped(spec, backend):
-        calls.append(spec)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(spec, backend)
-    monkeypatch.setattr(harness.execution.runner, "run_trial", stopped)
+def test_a_stopped_capture_run_resumes_on_its_frame(decode, tmp_path, ctrl_c_once):
+    calls = ctrl_c_once(lambda spec, n: n == 2)
     name = imported(decode)
     out = tmp_path / "r.yaml"
     assert invoke("run", name, "--frame", "frame_2", "--trials", "2", "--no-isolate",

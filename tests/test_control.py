@@ -100,20 +100,10 @@ def test_no_control_skips_it(tmp_path):
 
 
 def test_a_stopped_reproduce_resumes_its_control_with_the_controls_runs(tmp_path,
-                                                                        monkeypatch):
-    import harness.execution.runner
-    real, specs = harness.execution.runner.run_trial, []
-
-    def stop_in_the_control(spec, backend):
-        specs.append(spec)
-        if spec.plan == "depth-only":
-            raise KeyboardInterrupt
-        return real(spec, backend)
-    monkeypatch.setattr(harness.execution.runner, "run_trial", stop_in_the_control)
+                                                                        ctrl_c_once):
+    specs = ctrl_c_once(lambda spec, n: spec.plan == "depth-only")
     first, out = reproduce(tmp_path)
     assert first.exit_code == 130
-    monkeypatch.setattr(harness.execution.runner, "run_trial", lambda spec, backend: (
-        specs.append(spec), real(spec, backend))[1])
     again = CliRunner().invoke(main, ["run", "--resume", str(out)])
     assert again.exit_code == 0, again.output
     control_spec = specs[-1]

@@ -213,16 +213,8 @@ def test_flow_is_the_recipes_own(validate_artefacts):
     assert result.exit_code == 2 and "drop --flow" in result.output
 
 
-def test_a_stopped_recipe_run_resumes(validate_artefacts, tmp_path, monkeypatch):
-    import harness.execution.runner
-    real, calls = harness.execution.runner.run_trial, []
-
-    def stopped_at_the_second(spec, backend):
-        calls.append(spec.trial)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(spec, backend)
-    monkeypatch.setattr(harness.execution.runner, "run_trial", stopped_at_the_second)
+def test_a_stopped_recipe_run_resumes(validate_artefacts, tmp_path, ctrl_c_once):
+    ctrl_c_once(lambda spec, n: n == 2)
     out = tmp_path / "r.yaml"
     first = invoke("run", *recipe_args(validate_artefacts, "throughput"), "--trials", "2",
                    "--no-isolate", "--out", str(out))

@@ -219,16 +219,8 @@ def test_a_refusal_names_only_what_was_given(made, tmp_path):
     assert "drop --flaky-as" in done.output
 
 
-def test_continuing_after_a_stop_adds_no_trial_past_the_plans_count(tmp_path, monkeypatch):
-    import harness.execution.runner
-    real, calls = harness.execution.runner.run_trial, []
-
-    def stopped_at_the_second(spec, backend):
-        calls.append(spec.trial)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(spec, backend)
-    monkeypatch.setattr(harness.execution.runner, "run_trial", stopped_at_the_second)
+def test_continuing_after_a_stop_adds_no_trial_past_the_plans_count(tmp_path, ctrl_c_once):
+    calls = ctrl_c_once(lambda spec, n: n == 2)
     out = tmp_path / "r.yaml"
     first = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "2",
                    "--no-isolate", "--out", str(out))
@@ -238,5 +230,6 @@ def test_continuing_after_a_stop_adds_no_trial_past_the_plans_count(tmp_path, mo
     assert done.exit_code == 0, done.output
     trials = load_report(out).plans[0].trials
     assert [(t.index, t.status) for t in trials] == [(0, "completed"), (1, "completed")]
-    assert calls == [0, 1, 1]                    # the interrupted trial, again in its place
+    # the interrupted trial, again in its place
+    assert [spec.trial for spec in calls] == [0, 1, 1]
     assert checked(out) == [f"{out}: valid"]

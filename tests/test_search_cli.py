@@ -85,19 +85,11 @@ def test_budget_stops_cleanly_and_replay_continues_without_rerunning(tmp_path):
 
 
 def test_a_bisect_stopped_mid_probe_replays_reusing_its_trials_and_the_log_accounts(
-        tmp_path, monkeypatch):
+        tmp_path, ctrl_c_once):
     """Stopped in the middle of a probe (Ctrl-C here; a kill leaves the same in-flight
     trial, found interrupted on reopening): the replay uses the probe's finished trials,
     and every finished trial of every plan is one the log says a probe used."""
-    import harness.execution.runner
-    real, count = harness.execution.runner.run_trial, [0]
-
-    def stop_at_the_fifth(spec, backend):
-        count[0] += 1
-        if count[0] == 5:                  # the second trial of the second probe (K=3)
-            raise KeyboardInterrupt
-        return real(spec, backend)
-    monkeypatch.setattr(harness.execution.runner, "run_trial", stop_at_the_fifth)
+    ctrl_c_once(lambda spec, n: n == 5)            # the second trial of the second probe (K=3)
     out = tmp_path / "b.yaml"
     first = CliRunner().invoke(main, ["bisect", "minicpm5-2b-decode", "--lo", "1", "--hi",
                                       "128", "--trials", "3", "--profile", CAP,
@@ -105,7 +97,6 @@ def test_a_bisect_stopped_mid_probe_replays_reusing_its_trials_and_the_log_accou
     assert first.exit_code == 130
     cut = load_report(out)
     assert [t.status for t in cut.plan("32").trials] == ["completed", "interrupted"]
-    monkeypatch.setattr(harness.execution.runner, "run_trial", real)
     again = invoke("bisect", "--replay", str(out))
     assert "first failing depth 38" in again.stdout
     done = load_report(out)
