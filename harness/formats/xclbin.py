@@ -210,7 +210,9 @@ def read_xclbin(path: str | Path) -> Xclbin:
 
 def read_xclbin_cached(path: str | Path) -> Xclbin:
     """`read_xclbin`, remembered while the file's size and mtime stay the same (trials
-    re-open the same four files thousands of times in a sweep)."""
+    re-open the same four files thousands of times in a sweep, and a run's start reads
+    each several times: the pack's check, each trial's spec, the report, the export).
+    An `Xclbin` is frozen, so every caller can share one."""
     try:
         st = Path(path).stat()
     except OSError as err:
