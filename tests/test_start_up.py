@@ -108,3 +108,18 @@ def test_the_hardware_path_never_loads_the_simulator():
     assert done.returncode == 0, done.stderr
     kind, log, simulator = json.loads(done.stdout)
     assert kind == "xrt" and log is None and simulator == []
+
+
+def test_loading_a_command_pauses_the_collector_and_turns_it_back_on():
+    """The modules a command loads are frozen out of later collections, and the collector
+    runs again afterwards (on as it was found; off stays off)."""
+    code = ("import gc, sys\n"
+            "from harness.app import entry\n"
+            "if sys.argv[1] == 'off':\n"
+            "    gc.disable()\n"
+            "entry.load_command('reproduce')\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 0)")
+    for state, expected in (("on", "True True"), ("off", "False True")):
+        done = subprocess.run([sys.executable, "-c", code, state], capture_output=True,
+                              text=True, timeout=60)
+        assert done.stdout.strip() == expected, done.stderr
