@@ -83,6 +83,17 @@ def test_an_in_process_run_loads_neither_psutil_nor_the_web_stack(tmp_path):
     assert not unwanted & loaded, sorted(unwanted & loaded)
 
 
+def test_an_in_process_simulated_run_loads_nothing_only_hardware_runs(tmp_path):
+    """Running programs (journalctl, flm, xrt-smi) and reading the firmware's health are
+    the hardware path's: the simulated stack starts without them."""
+    loaded = modules_after("reproduce", "--no-isolate", "--trials", "1", "--no-control",
+                           "--out", str(tmp_path / "r.yaml"))
+    assert "harness.sim.pyxrt" in loaded                         # it did run, simulated
+    hardware_only = {"harness.formats.capped_run", "harness.probe.xrt_smi",
+                     "harness.probe.firmware_health", "subprocess", "selectors"}
+    assert not hardware_only & loaded, sorted(hardware_only & loaded)
+
+
 HARDWARE_PATH = """
 import json, sys, types
 import harness.probe.xrt_loader as loader
