@@ -11,7 +11,10 @@ from __future__ import annotations
 import gc
 import signal
 import sys
-from typing import Any
+
+TYPE_CHECKING = False     # typing's own, without importing typing before the guard
+if TYPE_CHECKING:
+    import click
 
 # Until harness.app.exits is loaded: the numbers ExitCode gives Ctrl-C and SIGTERM
 # (tests/test_exit_codes.py holds them equal).
@@ -23,7 +26,7 @@ def _early_stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(TERMINATED)
 
 
-def load_command(command_name: str | None) -> Any:
+def load_command(command_name: str | None) -> click.Command:
     """The click command `command_name` (the group for None), its modules loaded with the
     cyclic garbage collector paused. Loading them makes tens of thousands of objects that
     live as long as the process, which collections meanwhile walk again and again with
