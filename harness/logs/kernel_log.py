@@ -39,6 +39,8 @@ PERMISSION_FIX = ("allow reading it: `sudo sysctl kernel.dmesg_restrict=0` (unti
 
 @dataclass(frozen=True)
 class LogRecord:
+    """One kernel log record: its level, time since boot in microseconds, and text."""
+
     level: int
     usec: int
     text: str
@@ -127,6 +129,8 @@ class Reading:
 
 @dataclass(frozen=True)
 class Unreadable:
+    """A kernel log that cannot be read here: where it was looked for, why not, and the fix."""
+
     source: str
     why: str
     fix: str

@@ -78,6 +78,9 @@ def _memlock() -> tuple[int, int] | None:
 
 @dataclass
 class Sources:
+    """Where the probe reads from: the root folder, the environment, who reads, and the
+    callables for what is not a file (each replaceable by a test)."""
+
     root: Path = Path("/")
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     identity: Identity = field(default_factory=real_identity)
