@@ -31,8 +31,8 @@ def load_command(command_name: str | None) -> click.Command:
     cyclic garbage collector paused. Loading them makes tens of thousands of objects that
     live as long as the process, which collections meanwhile walk again and again with
     nothing to free; they are then frozen (`gc.freeze`), so that later collections skip
-    them too. `reproduce_ert_timeout --no-isolate` spent about a quarter of a bare
-    interpreter's start-up in collections before, a thirtieth after
+    them too. `reproduce_ert_timeout --no-isolate` spent about a fifth of a bare
+    interpreter's start-up in collections before, a fortieth after
     (`benchmarks/start_up.py` prints it)."""
     enabled = gc.isenabled()
     gc.disable()
