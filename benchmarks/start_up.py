@@ -7,7 +7,8 @@ interpreter (`python -c pass`, the baseline) so that both see the same load:
   as it goes (the simulator, on the simulated stack);
 - over the whole process, the time spent making dataclasses (CPython compiles every
   method a dataclass generates) and compiling regular expressions, counted by wrapping
-  the standard library's own functions for them.
+  the standard library's own functions for them, and in cyclic garbage collections
+  (`gc.callbacks`).
 The total is the command as `reproduce_wall.py` times it, whose target is under 5x the
 bare interpreter.
 
@@ -30,8 +31,9 @@ import time
 CHILD = r"""
 import time
 started = time.perf_counter()           # dataclasses and re are on the path: counted
-import contextlib, dataclasses, io, json, re, sys
-spent = {"dataclasses": 0.0, "made": 0, "regex": 0.0, "compiled": 0}
+import contextlib, dataclasses, gc, io, json, re, sys
+spent = {"dataclasses": 0.0, "made": 0, "regex": 0.0, "compiled": 0, "gc": 0.0,
+         "collections": 0}
 process_class, compile_ = dataclasses._process_class, re._compile
 
 def timed_process_class(*args, **kwargs):
@@ -52,9 +54,19 @@ def timed_compile(pattern, flags):
         spent["regex"] += time.perf_counter() - started
         spent["compiled"] += 1
 
+begun = [0.0]
+
+def timed_collection(phase, info):
+    if phase == "start":
+        begun[0] = time.perf_counter()
+    else:
+        spent["gc"] += time.perf_counter() - begun[0]
+        spent["collections"] += 1
+
 dataclasses._process_class, re._compile = timed_process_class, timed_compile
-import harness.app.cli.run_cmd
+gc.callbacks.append(timed_collection)
 from harness.app import entry
+entry.load_command("reproduce")         # as the console script loads it
 imported = time.perf_counter()
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     code = entry._run(["--no-isolate", *json.loads(sys.argv[1])], "reproduce_ert_timeout",
@@ -93,9 +105,9 @@ def main() -> None:
         for _ in range(repeat):
             best["bare"] = min(best.get("bare", float("inf")), bare(folder))
             figures = child(folder, extra)
-            for name in ("imports", "run", "dataclasses", "regex"):
+            for name in ("imports", "run", "dataclasses", "regex", "gc"):
                 best[name] = min(best.get(name, float("inf")), figures[name])
-            counts = {"made": figures["made"], "compiled": figures["compiled"]}
+            counts = {name: figures[name] for name in ("made", "compiled", "collections")}
     base = best["bare"]
     print(f"reproduce_ert_timeout --no-isolate on the simulated stack, best of {repeat} "
           "processes each, this run" + (" (quick: one trial per plan, no control)"
@@ -106,7 +118,8 @@ def main() -> None:
     print(f"  the run (and what it imports)      {best['run']:6.3f} s   "
           f"({best['run'] / base:.1f}x the interpreter)")
     print(f"  of both: making {counts['made']} dataclasses {best['dataclasses']:6.3f} s, "
-          f"compiling {counts['compiled']} regular expressions {best['regex']:6.3f} s")
+          f"compiling {counts['compiled']} regular expressions {best['regex']:6.3f} s, "
+          f"{counts['collections']} garbage collections {best['gc']:6.3f} s")
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.execution.recovery import check_recovery, recovery_fix
+from harness.formats.capped_run import Completed
 from harness.logs.driver_lines import events, firmware_account, tree_note, trial_entry
 from harness.logs.kernel_log import (
     MAX_KEPT_LINES,
-    Completed,
     JournalReader,
     KmsgReader,
     LogRecord,

@@ -83,6 +83,17 @@ def test_an_in_process_run_loads_neither_psutil_nor_the_web_stack(tmp_path):
     assert not unwanted & loaded, sorted(unwanted & loaded)
 
 
+def test_an_in_process_simulated_run_loads_nothing_only_hardware_runs(tmp_path):
+    """Running programs (journalctl, flm, xrt-smi) and reading the firmware's health are
+    the hardware path's: the simulated stack starts without them."""
+    loaded = modules_after("reproduce", "--no-isolate", "--trials", "1", "--no-control",
+                           "--out", str(tmp_path / "r.yaml"))
+    assert "harness.sim.pyxrt" in loaded                         # it did run, simulated
+    hardware_only = {"harness.formats.capped_run", "harness.probe.xrt_smi",
+                     "harness.probe.firmware_health", "subprocess", "selectors"}
+    assert not hardware_only & loaded, sorted(hardware_only & loaded)
+
+
 HARDWARE_PATH = """
 import json, sys, types
 import harness.probe.xrt_loader as loader
@@ -108,3 +119,18 @@ def test_the_hardware_path_never_loads_the_simulator():
     assert done.returncode == 0, done.stderr
     kind, log, simulator = json.loads(done.stdout)
     assert kind == "xrt" and log is None and simulator == []
+
+
+def test_loading_a_command_pauses_the_collector_and_turns_it_back_on():
+    """The modules a command loads are frozen out of later collections, and the collector
+    runs again afterwards (on as it was found; off stays off)."""
+    code = ("import gc, sys\n"
+            "from harness.app import entry\n"
+            "if sys.argv[1] == 'off':\n"
+            "    gc.disable()\n"
+            "entry.load_command('reproduce')\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 0)")
+    for state, expected in (("on", "True True"), ("off", "False True")):
+        done = subprocess.run([sys.executable, "-c", code, state], capture_output=True,
+                              text=True, timeout=60)
+        assert done.stdout.strip() == expected, done.stderr

@@ -1,6 +1,6 @@
 """The console scripts `runlist-harness` and `reproduce_ert_timeout`.
 
-Kept light on purpose: its own imports are Python's built-in `signal` and `sys`,
+Kept light on purpose: its own imports are Python's built-in `gc`, `signal` and `sys`,
 so Ctrl-C or SIGTERM at any moment after Python has started it ends with
 one line and 130 or 143, never a traceback or click's "Aborted!". Everything
 else (click, yaml, the simulator) is imported inside the guard.
@@ -8,8 +8,13 @@ else (click, yaml, the simulator) is imported inside the guard.
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
+
+TYPE_CHECKING = False     # typing's own, without importing typing before the guard
+if TYPE_CHECKING:
+    import click
 
 # Until harness.app.exits is loaded: the numbers ExitCode gives Ctrl-C and SIGTERM
 # (tests/test_exit_codes.py holds them equal).
@@ -21,14 +26,32 @@ def _early_stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(TERMINATED)
 
 
+def load_command(command_name: str | None) -> click.Command:
+    """The click command `command_name` (the group for None), its modules loaded with the
+    cyclic garbage collector paused. Loading them makes tens of thousands of objects that
+    live as long as the process, which collections meanwhile walk again and again with
+    nothing to free; they are then frozen (`gc.freeze`), so that later collections skip
+    them too. `reproduce_ert_timeout --no-isolate` spent about a fifth of a bare
+    interpreter's start-up in collections before, a fortieth after
+    (`benchmarks/start_up.py` prints it)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        import click
+
+        from harness.app.cli import main
+        return main if command_name is None else main.get_command(click.Context(main),
+                                                                  command_name)
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def _invoke(args: list[str], prog_name: str, command_name: str | None) -> int:
     from harness.execution import stop
     stop.install()
-    import click
-
-    from harness.app.cli import main
-    command = main if command_name is None else main.get_command(click.Context(main),
-                                                                 command_name)
+    command = load_command(command_name)
     return command.main(args=args, prog_name=prog_name, standalone_mode=False)
 
 

@@ -21,7 +21,7 @@ from harness.execution.backend import Backend, trial_seed
 from harness.execution.environment import collect_environment
 from harness.execution.session import run_trial
 from harness.formats.git_head import harness_commit
-from harness.formats.xclbin import read_xclbin
+from harness.formats.xclbin import read_xclbin_cached
 from harness.logs.driver_lines import trial_entry
 from harness.logs.kernel_log import PERMISSION_FIX, KernelLogReader, Reading, Unreadable
 from harness.logs.trace_events import TraceReader
@@ -163,7 +163,7 @@ def check_pack(case: Case, pack: ResolvedPack, programs: Programs | None = None)
         check_programs(case, programs)
     for role, path in pack.files.items():
         try:
-            meta = read_xclbin(path)
+            meta = read_xclbin_cached(path)
         except XclbinError as err:
             raise BadInput(f"{role} xclbin: {err}") from None
         if role != case.runlist_context or (programs and role in programs.files):
@@ -238,7 +238,7 @@ def case_programs(case: Case, pack: ResolvedPack, options: RunOptions, *,
     columns = 4
     xclbin = pack.files.get(case.runlist_context)
     if xclbin is not None:
-        part = read_xclbin(xclbin).partition
+        part = read_xclbin_cached(xclbin).partition
         columns = part.column_width if part else columns
     return programs_for(case, flow_of(case, options), columns, simulated=simulated)
 

@@ -9,12 +9,12 @@ failing beside it at the stack. `--no-xrt-smi-validate` skips it (it runs work o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.model.results import TrialStatus
-from harness.probe import xrt_smi
-from harness.probe.readers import Sources
-from harness.report.model import Report
+
+if TYPE_CHECKING:
+    from harness.report.model import Report
 
 SECTION = "xrt_smi_control"
 
@@ -30,6 +30,9 @@ def wanted(report: Report, hardware: bool, allowed: bool) -> bool:
 
 def run_control(report: Report) -> dict[str, Any]:
     """Ask xrt-smi once and keep its answer in the report."""
+    # imported here: every run asks `wanted`, only a failed one on hardware gets here
+    from harness.probe import xrt_smi
+    from harness.probe.readers import Sources
     bdf = (report.environment.get("npu") or {}).get("bdf")
     section = xrt_smi.runlist_latency(Sources.live(), bdf, xrt_smi.RUNLIST_LATENCY_TIMEOUT_S)
     report.sections[SECTION] = section

@@ -48,6 +48,8 @@ class ElfError(BadInput):
 
 @dataclass(frozen=True)
 class ElfSection:
+    """A section header of an ELF file, with the section's bytes."""
+
     index: int
     name: str
     type: int
@@ -72,6 +74,8 @@ class ElfSection:
 
 @dataclass(frozen=True)
 class ElfSegment:
+    """A program header of an ELF file."""
+
     type: int
     offset: int
     vaddr: int
@@ -87,6 +91,8 @@ class ElfSegment:
 
 @dataclass(frozen=True)
 class ElfNote:
+    """A note of an ELF file: the section it is in, its owner, type and descriptor."""
+
     section: str
     owner: str
     type: int
@@ -95,6 +101,8 @@ class ElfNote:
 
 @dataclass(frozen=True)
 class ElfSymbol:
+    """A symbol table entry of an ELF file."""
+
     name: str
     value: int
     size: int
@@ -119,6 +127,8 @@ class ElfKernel:
 
 @dataclass(frozen=True)
 class Elf:
+    """A parsed ELF file: its header's fields, sections, segments and notes."""
+
     path: str | None
     size: int
     sha256: str

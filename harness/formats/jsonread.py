@@ -37,6 +37,9 @@ def describe(value: Any) -> str:
 
 @dataclass(frozen=True)
 class JsonReader:
+    """Checks of a parsed JSON document's shapes, each failure the reader's error naming
+    the file and where."""
+
     file: str
     error: type[Exception]
 

@@ -16,6 +16,8 @@ from harness.formats.yamlio import load_yaml_text
 
 @dataclass(frozen=True)
 class KnownXclbin:
+    """An xclbin FastFlowLM shipped, known by its hashes, and every name it shipped under."""
+
     sha256: str
     size: int
     md5: str

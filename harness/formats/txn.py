@@ -38,6 +38,9 @@ _FIXED_SIZE = {OP_NOOP: 4, OP_PREEMPT: 4, OP_LOADPDI: 16}
 
 @dataclass(frozen=True)
 class TxnHeader:
+    """The header of a TXN instruction stream: its version, device generation, array shape,
+    operation count and size in bytes."""
+
     major: int
     minor: int
     dev_gen: int
@@ -125,6 +128,8 @@ def check_stream(stream: bytes, *, columns: int, dev_gen: int,
 
 @dataclass(frozen=True)
 class TxnOp:
+    """One operation of a TXN stream: where it is, its opcode and its size in bytes."""
+
     index: int
     offset: int
     opcode: int

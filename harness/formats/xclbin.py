@@ -58,6 +58,8 @@ CDO_GROUP_SIZE = 96
 
 @dataclass(frozen=True)
 class Section:
+    """An entry of the xclbin's section table."""
+
     index: int
     kind: int
     name: str
@@ -71,6 +73,8 @@ class Section:
 
 @dataclass(frozen=True)
 class IpEntry:
+    """An IP_LAYOUT entry: a kernel instance (or other IP) and its base address."""
+
     type: int
     properties: int
     base_address: int
@@ -83,6 +87,8 @@ class IpEntry:
 
 @dataclass(frozen=True)
 class KernelArg:
+    """A kernel argument, as the embedded metadata declares it."""
+
     name: str
     index: int
     address_qualifier: int
@@ -97,6 +103,8 @@ class KernelArg:
 
 @dataclass(frozen=True)
 class Kernel:
+    """A kernel of the embedded metadata: its type, arguments, instances and DPU kernel id."""
+
     name: str
     type: str
     args: tuple[KernelArg, ...]
@@ -110,6 +118,8 @@ class Kernel:
 
 @dataclass(frozen=True)
 class CdoGroup:
+    """A CDO group of an AIE partition's PDI."""
+
     name: str
     type: int
     pdi_id: int
@@ -118,6 +128,8 @@ class CdoGroup:
 
 @dataclass(frozen=True)
 class AiePdi:
+    """A PDI of the AIE partition, with its CDO groups."""
+
     uuid: str
     image_size: int
     cdo_groups: tuple[CdoGroup, ...]
@@ -125,6 +137,8 @@ class AiePdi:
 
 @dataclass(frozen=True)
 class AiePartition:
+    """The AIE_PARTITION section: the partition's columns and its PDIs."""
+
     name: str
     column_width: int
     start_columns: tuple[int, ...]
@@ -138,6 +152,8 @@ class AiePartition:
 
 @dataclass(frozen=True)
 class MemBank:
+    """A MEM_TOPOLOGY entry: one memory bank."""
+
     index: int
     type: int
     used: bool
@@ -148,6 +164,8 @@ class MemBank:
 
 @dataclass(frozen=True)
 class Connection:
+    """A (GROUP_)CONNECTIVITY entry: which memory bank an IP's argument is connected to."""
+
     arg_index: int
     ip_index: int
     mem_index: int
@@ -155,6 +173,9 @@ class Connection:
 
 @dataclass(frozen=True)
 class Xclbin:
+    """A parsed xclbin: its header, sections, and the parts the harness reads (IP layout,
+    kernels, AIE partition, memory topology, connectivity)."""
+
     size: int
     sha256: str
     md5: str
@@ -210,7 +231,9 @@ def read_xclbin(path: str | Path) -> Xclbin:
 
 def read_xclbin_cached(path: str | Path) -> Xclbin:
     """`read_xclbin`, remembered while the file's size and mtime stay the same (trials
-    re-open the same four files thousands of times in a sweep)."""
+    re-open the same four files thousands of times in a sweep, and a run's start reads
+    each several times: the pack's check, each trial's spec, the report, the export).
+    An `Xclbin` is frozen, so every caller can share one."""
     try:
         st = Path(path).stat()
     except OSError as err:

@@ -59,6 +59,9 @@ def npu_kernel_args(data_buffers: int = 5) -> tuple[KernelArg, ...]:
 
 @dataclass(frozen=True)
 class XclbinSpec:
+    """What a synthesized xclbin holds: its uuid, the kernel and its arguments, and the AIE
+    partition."""
+
     uuid: str
     kernel_name: str = "MLIR_AIE"
     instance_name: str = "MLIRAIE"

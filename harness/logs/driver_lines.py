@@ -124,6 +124,9 @@ SOURCES = {**{kind: where for kind, _, where in _SINGLE},
 
 @dataclass(frozen=True)
 class DriverLine:
+    """An amdxdna line split into its parts: driver, PCI address, tree, whether it is an
+    error, the function that printed it, and the message."""
+
     driver: str
     bdf: str
     tree: str             # DRM or LEGACY

@@ -18,8 +18,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.formats.capped_run import Completed, run_capped
+if TYPE_CHECKING:         # programs run only on the hardware path (journalctl)
+    from harness.formats.capped_run import Completed
 
 # compiled on first use, by re's own cache: a start-up does not pay for it
 KEEP = (r"^amdxdna(?:_legacy)? [0-9a-fA-F:.]+: |AMD-Vi|IO_PAGE_FAULT|"
@@ -37,6 +39,8 @@ PERMISSION_FIX = ("allow reading it: `sudo sysctl kernel.dmesg_restrict=0` (unti
 
 @dataclass(frozen=True)
 class LogRecord:
+    """One kernel log record: its level, time since boot in microseconds, and text."""
+
     level: int
     usec: int
     text: str
@@ -125,6 +129,8 @@ class Reading:
 
 @dataclass(frozen=True)
 class Unreadable:
+    """A kernel log that cannot be read here: where it was looked for, why not, and the fix."""
+
     source: str
     why: str
     fix: str
@@ -205,6 +211,8 @@ Execute = Callable[[list[str], float], "Completed | None"]
 def execute(argv: list[str], timeout_s: float) -> Completed | None:
     """Run a program with a time limit, its output read up to MAX_READ_BYTES (then it is
     stopped, its output marked cut); None when it cannot start."""
+    # imported here: only the hardware path runs a program, and start-up is measured
+    from harness.formats.capped_run import run_capped
     return run_capped(argv, timeout_s, MAX_READ_BYTES)
 
 

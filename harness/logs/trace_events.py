@@ -39,6 +39,8 @@ _LINE = (r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\
 
 @dataclass(frozen=True)
 class TraceLine:
+    """One event line of the trace buffer: its timestamp, event name and text, and the line."""
+
     timestamp: float
     event: str
     text: str

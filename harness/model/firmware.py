@@ -58,6 +58,8 @@ class Protocol:
 
 @dataclass(frozen=True)
 class Release:
+    """A firmware release, the protocol it speaks, and where that was read."""
+
     version: str                 # as the firmware reports it (GET_INFO, sysfs fw_version)
     protocol: Protocol
     source: str

@@ -29,6 +29,8 @@ MAX_LAYERS = 100_000
 
 @dataclass(frozen=True)
 class Plan:
+    """A named way to cut the case's layers into runlists: its spec and the chunk sizes."""
+
     name: str
     spec: str
     chunks: tuple[int, ...]

@@ -149,6 +149,9 @@ class TrialSpec:
 
 @dataclass
 class RunlistOutcome:
+    """What one runlist of a trial came to: its runs and chains, the state the stack answered,
+    which run and chain failed (where the device said), and its timing."""
+
     index: int
     runs: int
     chains: list[int]
@@ -174,6 +177,9 @@ class RunlistOutcome:
 
 @dataclass
 class TrialResult:
+    """One trial as recorded: its status, each runlist's outcome, and what was read around it
+    (the worker, the kernel log, a recovery check, the device's other users)."""
+
     index: int
     status: TrialStatus
     wall_ms: float | None = None

@@ -15,6 +15,8 @@ MIN_COLUMNS = 8
 
 @dataclass(frozen=True)
 class Check:
+    """One preflight check: PASS, WARN or FAIL, what it found, and the fix."""
+
     status: str          # PASS | WARN | FAIL
     name: str
     detail: str

@@ -30,6 +30,8 @@ _STRING = 128
 
 @dataclass(frozen=True)
 class DrmVersion:
+    """What DRM_IOCTL_VERSION answers for a device node: the driver's name and version."""
+
     name: str
     major: int
     minor: int

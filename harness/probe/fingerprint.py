@@ -12,7 +12,6 @@ from typing import Any
 from harness.probe.checks import Check, run_checks
 from harness.probe.driver import driver_facts
 from harness.probe.emulation import emulation
-from harness.probe.firmware_health import firmware_health
 from harness.probe.flm import flm_facts, memlock_facts
 from harness.probe.holders import device_users, own_family
 from harness.probe.kernel_log_access import kernel_log_facts
@@ -21,7 +20,6 @@ from harness.probe.readers import Sources, as_plain
 from harness.probe.system import system_facts
 from harness.probe.trace_access import tracefs_facts
 from harness.probe.xrt import xrt_facts
-from harness.probe.xrt_smi import xrt_smi
 
 
 def probe(src: Sources | None = None, *, need_bytes: int | None = None,
@@ -44,11 +42,15 @@ def probe(src: Sources | None = None, *, need_bytes: int | None = None,
         "device_users": device_users(src, own_family() if not src.fake else ()),
     }
     if npu["present"]:
+        # imported here and below: only a machine with an NPU needs them, and start-up
+        # is measured
+        from harness.probe.firmware_health import firmware_health
         facts["npu_firmware"].update(firmware_health(npu, facts["npu_firmware"]))
     emulated = emulation()
     if emulated is not None:
         facts["emulator"] = emulated
     if xrt_smi_runs and npu["present"]:
+        from harness.probe.xrt_smi import xrt_smi
         facts["xrt_smi"] = xrt_smi(src, validate=xrt_smi_validate)
     facts["checks"] = [c.to_dict() for c in run_checks(facts)]
     return as_plain(facts)

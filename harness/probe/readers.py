@@ -16,12 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.formats.capped_run import run_capped
-from harness.logs.kernel_log import Completed, Execute, execute
+from harness.logs.kernel_log import Execute, execute
 from harness.probe import drm
 from harness.probe.xrt_loader import load_pyxrt, system_root
+
+if TYPE_CHECKING:         # programs run only on the hardware path (flm, xrt-smi)
+    from harness.formats.capped_run import Completed
 
 UNREADABLE = "unreadable"
 
@@ -58,6 +60,8 @@ def _read_maps() -> str:
 
 def _run(argv: list[str]) -> str | None:
     """A short answer (`flm version`): at most 10 s and 64 KiB of it."""
+    # imported here: the simulated stack runs no program, and start-up is measured
+    from harness.formats.capped_run import run_capped
     done = run_capped(argv, 10.0, 64 << 10)
     if done is None:
         return None
@@ -74,6 +78,9 @@ def _memlock() -> tuple[int, int] | None:
 
 @dataclass
 class Sources:
+    """Where the probe reads from: the root folder, the environment, who reads, and the
+    callables for what is not a file (each replaceable by a test)."""
+
     root: Path = Path("/")
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     identity: Identity = field(default_factory=real_identity)

@@ -79,6 +79,9 @@ def played_profile(backend: dict[str, Any]) -> str | None:
 
 @dataclass
 class PlanRecord:
+    """A plan as a report holds it: its chunks, what the case expects of it, and its
+    trials."""
+
     name: str
     spec: str
     chunks: list[int]
@@ -203,6 +206,9 @@ def brief_from_dict(raw: dict[str, Any]) -> TrialResult:
 
 @dataclass
 class Report:
+    """A run's report: how it ran, on what, what it ran (plans and their trials), and the
+    verdict."""
+
     command: str
     harness: dict[str, Any]
     backend: dict[str, Any]

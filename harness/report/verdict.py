@@ -11,6 +11,8 @@ from harness.report.model import PlanRecord, is_simulated, played_profile, sourc
 
 @dataclass
 class Verdict:
+    """Whether the failure reproduced, in words, and what a depth-only control says."""
+
     reproduced: bool | None      # None: the case expects no failure, or nothing finished
     text: str
     control: str | None = None   # with a depth-only control: which of the three it is

@@ -39,6 +39,8 @@ _DIGITS = r"\d+"
 
 @dataclass(frozen=True)
 class KernelRecord:
+    """A record the simulated driver wrote to its kernel log."""
+
     level: int
     seq: int
     usec: int

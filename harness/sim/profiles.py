@@ -30,6 +30,9 @@ from harness.sim.releases import NEWEST, RELEASES, XrtRelease
 
 @dataclass(frozen=True)
 class DeviceModel:
+    """An NPU the simulator plays: its PCI ids, columns, device generation and context
+    limits."""
+
     name: str
     pci_device: int
     revision: int
@@ -56,6 +59,9 @@ PROTOCOL_TOKEN = "protocol:"
 
 @dataclass(frozen=True)
 class TokenDoc:
+    """A profile token, for `sim profiles`: its syntax, kind, what it assumes, and where
+    that was read."""
+
     syntax: str
     kind: str          # documented | deviation | device | mode
     assumes: str
@@ -131,6 +137,9 @@ TOKENS = (
 
 @dataclass(frozen=True)
 class Profile:
+    """A simulated stack: the driver flavour, device, kernel, XRT release and firmware it
+    plays, and the hypotheses and faults the profile's tokens add."""
+
     flavour: str = DEFAULT_FLAVOUR
     device: str = "npu5"
     kernel: str = DEFAULT_KERNEL

@@ -160,6 +160,9 @@ def anything(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Overload:
+    """One overload of a binding's function: its signature, parameters and the releases that
+    have it."""
+
     signature: str                      # as pybind11 prints it, with py::arg names
     params: tuple[tuple[str, Caster], ...]
     call: Callable[..., Any]

@@ -46,6 +46,9 @@ ELF_NOT_MODULE = "'no ELF found' for a kernel missing from an ELF context"
 
 @dataclass(frozen=True)
 class XrtRelease:
+    """An XRT release the simulator plays: the tag it was read at, the form of its runlist
+    error message, and the features its binding has."""
+
     name: str                    # the profile token's value: xrt:NAME
     tag: str                     # Xilinx/XRT tag or commit it was read at
     order: int                   # age, for listing

@@ -198,6 +198,9 @@ class Job:
 
 @dataclass(eq=False)
 class Context:
+    """A hardware context on the simulated device: its columns, the jobs in flight, and
+    its timer."""
+
     id: int
     label: str
     start_column: int

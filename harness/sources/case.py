@@ -60,6 +60,9 @@ class Command:
 
 @dataclass(frozen=True)
 class Case:
+    """An experiment: the pack and xclbins, the commands of one layer, the plans cutting the
+    layers into runlists, and what each plan is expected to do."""
+
     name: str
     description: str
     source: str
@@ -143,6 +146,8 @@ class Case:
 
 @dataclass(frozen=True)
 class CaseFile:
+    """A case file found: its name, path, where it comes from, and the file that shadows it."""
+
     name: str
     path: Path
     origin: str                   # shipped | local (./cases) | $HARNESS_CASES

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.formats.ar import read_ar_member
 from harness.formats.cache import cache_dir
-from harness.formats.xclbin import read_xclbin
+from harness.formats.xclbin import read_xclbin, read_xclbin_cached
 from harness.formats.xclbin_view import identity, known_as
 from harness.formats.xclbin_writer import flm_spec, synthesize, validate_spec
 from harness.formats.yamlio import dump_yaml, write_atomic
@@ -60,7 +60,7 @@ class ResolvedPack:
     def xclbin_entries(self) -> list[dict[str, Any]]:
         """Each xclbin's identity (role, path, sha256, uuid, kernels, known_as), as a
         report's artifacts record them."""
-        return [identity(read_xclbin(path), role) for role, path in self.files.items()]
+        return [identity(read_xclbin_cached(path), role) for role, path in self.files.items()]
 
     @classmethod
     def from_report(cls, pack: dict[str, Any], xclbins: list[dict[str, Any]], name: str,

@@ -27,6 +27,9 @@ SUBKERNEL = "sequence"
 
 @dataclass(frozen=True)
 class Programs:
+    """The full ELFs each context of a trial is made from, the kernel name each command
+    opens, and whether they are a stand-in."""
+
     files: dict[str, list[str]]          # role -> full ELFs
     kernels: list[str | None]            # per command: the name ext.kernel opens, if renamed
     stand_in: bool

@@ -98,7 +98,7 @@ class _Recipes:
 
     def context(self, xclbin: Path | None, real: bool) -> None:
         """The runlist context: its full ELFs, or its xclbin (copied only when real)."""
-        from harness.formats.xclbin import read_xclbin
+        from harness.formats.xclbin import read_xclbin_cached
         case = self.case
         if self.programs is not None:
             names = [f"program_{i}.elf" for i in range(len(self.programs))]
@@ -106,7 +106,7 @@ class _Recipes:
                                for n, p in zip(names, self.programs, strict=True)})
             self.hwctxs.append({"name": case.runlist_context, "programs": names})
             return
-        self.meta = read_xclbin(xclbin) if xclbin else None
+        self.meta = read_xclbin_cached(xclbin) if xclbin else None
         part = self.meta.partition if self.meta else None
         self.columns = part.column_width if part else self.columns
         xclbin_name = Path(case.xclbins[case.runlist_context]).name

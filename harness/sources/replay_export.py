@@ -26,6 +26,8 @@ TID = "1"
 
 @dataclass(frozen=True)
 class ReplayBuffer:
+    """A buffer as a replay script allocates it, and the file its content comes from."""
+
     size: int
     flags: int | None = None      # as allocated: recorded only with a memory group
     memgrp: int | None = None

@@ -29,6 +29,8 @@ CAPTURE_HOW = ("xrt-capture --frames 200 --output-dir DIR -- flm run MODEL, then
 
 @dataclass(frozen=True)
 class Workload:
+    """What each run of a case carried, in words, for the report and the summary."""
+
     control_code: str       # what each run's control code was
     buffers: str            # what each run's buffers were
     nop_only: bool          # every run carried the one-NOOP stream and nothing else

@@ -37,6 +37,8 @@ Exit codes:
 
 @dataclass(frozen=True)
 class Entry:
+    """Where a command lives, and its summary for `--help`."""
+
     module: str            # under harness.app.cli
     attribute: str
     summary: str           # the command's first paragraph, for --help without importing it
