@@ -53,9 +53,10 @@ class BackendKind(TextEnum):
 @dataclass
 class Backend(ABC):
     """What runs trials, as the rest of the harness sees it: an XRT module with the pyxrt
-    surface, and what the run needs to know of the stack behind it. Two implementations,
-    `HardwareBackend` and `SimulatedBackend`, each answer for its own stack; nothing
-    outside this module asks which one it holds, beyond `hardware` and `simulated`."""
+    surface, and what the run needs to know of the stack behind it. Its implementations,
+    `HardwareBackend`, `SimulatedBackend` and `EmulatedBackend` (the hardware path over the
+    emulated driver), each answer for their own stack; nothing outside this module asks
+    which one it holds, beyond `hardware` and `simulated`."""
 
     xrt: ModuleType
     profile: Profile | None = None
@@ -209,15 +210,11 @@ class HardwareBackend(Backend):
         return self.hardware_timeout_s or slowest_seconds()
 
 
-@dataclass
-class SimulatedBackend(Backend):
-    """The simulated stack, in process, playing `profile`."""
+class PlaysAProfile:
+    """A stack whose answers are the model's, playing `profile`: its results are never
+    hardware evidence, whatever code path ran them."""
 
-    # the current trial's simulated device clock (prepare_trial sets it)
-    _clock: Callable[[], float] | None = field(default=None, repr=False, compare=False)
-
-    kind: ClassVar[BackendKind] = BackendKind.SIM
-    hardware: ClassVar[bool] = False
+    profile: Profile | None
 
     @property
     def simulated(self) -> bool:
@@ -227,6 +224,17 @@ class SimulatedBackend(Backend):
     def played(self) -> Profile:
         assert self.profile is not None
         return self.profile
+
+
+@dataclass
+class SimulatedBackend(PlaysAProfile, Backend):
+    """The simulated stack, in process, playing `profile`."""
+
+    # the current trial's simulated device clock (prepare_trial sets it)
+    _clock: Callable[[], float] | None = field(default=None, repr=False, compare=False)
+
+    kind: ClassVar[BackendKind] = BackendKind.SIM
+    hardware: ClassVar[bool] = False
 
     def describe(self) -> str:
         profile = self.played
@@ -277,22 +285,13 @@ class SimulatedBackend(Backend):
 
 
 @dataclass
-class EmulatedBackend(HardwareBackend):
+class EmulatedBackend(PlaysAProfile, HardwareBackend):
     """Real pyxrt and XRT on the hardware path, over the harness's emulated driver
     (`runlist-harness emulate`): what answers below XRT is the model playing `profile`, so
     results are EMULATED, never hardware evidence."""
 
     # what the emulator says of itself: its profile, preload library, the XRT mapped
     emulated: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def simulated(self) -> bool:
-        return True
-
-    @property
-    def played(self) -> Profile:
-        assert self.profile is not None
-        return self.profile
 
     def describe(self) -> str:
         origin = getattr(self.xrt, "__file__", "?")
