@@ -55,12 +55,20 @@ class Rig:
             r.set_arg(3 + i, b)
         return r
 
-    def runlist(self, depth: int, ctx=None, kernel=None):
+    def runlist(self, depth: int, ctx=None, kernel=None, *, unsynced_at: int | None = None):
+        """`depth` runs in one runlist; the run at `unsynced_at` carries instructions never
+        synced to the device (its copy is all zeros: the firmware fails that command)."""
         rl = pyxrt.runlist(ctx or self.ctx)
-        runs = [self.run(kernel) for _ in range(depth)]
+        unsynced = None if unsynced_at is None else self.instructions(8, sync=False)
+        runs = [self.run(kernel, instr=unsynced if i == unsynced_at else None)
+                for i in range(depth)]
         for r in runs:
             rl.add(r)
         return rl, runs
+
+    def kernel_lines(self) -> list[str]:
+        """The simulated kernel log's lines so far, as the driver wrote them."""
+        return [r.text for r in self.stack.kernel_log.records]
 
 
 def outcome(rl) -> str:
@@ -72,6 +80,13 @@ def outcome(rl) -> str:
     except RuntimeError as err:
         return str(err)
     return "COMPLETED"
+
+
+def failure(rl) -> str:
+    """Execute and wait, which must fail: the RuntimeError's whole message."""
+    said = outcome(rl)
+    assert said != "COMPLETED", "the runlist completed"
+    return said
 
 
 HEALTH_FIELDS = ("txn_op_idx", "ctx_pc", "fatal_error_type", "fatal_error_exception_type",

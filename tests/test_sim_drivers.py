@@ -4,7 +4,7 @@ one source fact per test, as `harness.sim.rules` lists them."""
 from __future__ import annotations
 
 import pytest
-from simkit import NOT_MODELLED_LINES, ZERO_LINES, Rig, nop_elf, outcome, states
+from simkit import NOT_MODELLED_LINES, ZERO_LINES, Rig, failure, nop_elf, outcome, states
 
 import harness.sim.pyxrt as pyxrt
 from harness.model.drivers import KERNELS, driver_build
@@ -14,17 +14,6 @@ from harness.sim.stack import FF, HWCTX_CREATE_FAILED
 TIMEOUT_MSG = "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
 ABORT_MSG = "runlist failed execution (ERT_CMD_STATE_ABORT)"
 ERROR_MSG = "runlist failed execution (ERT_CMD_STATE_ERROR)"
-
-
-def failure(rl) -> str:
-    rl.execute()
-    with pytest.raises(RuntimeError) as info:
-        rl.wait()
-    return str(info.value)
-
-
-def kernel_lines(rig: Rig) -> list[str]:
-    return [r.text for r in rig.stack.kernel_log.records]
 
 
 # -- what each build leaves: states, error_index, payload, message --------------------------
@@ -115,7 +104,7 @@ def test_oot_without_app_health_copies_zeros_once_then_nothing(tmp_path, release
     rig = Rig(tmp_path, f"oot,firmware:protocol:6.17,hang-at:0,xrt:{release}")
     rl, runs = rig.runlist(1)
     assert outcome(rl) == head + "\n" + ZERO_LINES
-    assert not any("Firmware timeout state capture" in line for line in kernel_lines(rig))
+    assert not any("Firmware timeout state capture" in line for line in rig.kernel_lines())
     again, fresh = rig.runlist(1)
     assert outcome(again) == head + "\n"              # the CU mask: no known layout
     assert fresh[0]._over is None and runs[0]._over is not None
@@ -205,7 +194,7 @@ def test_the_driver_caps_hardware_contexts(tmp_path, device, limit):
     with pytest.raises(RuntimeError) as info:
         rig.context("one-too-many", columns=4)
     assert str(info.value) == HWCTX_CREATE_FAILED
-    assert "command opcode 0x2 failed, status 0x2000003" in "\n".join(kernel_lines(rig))
+    assert "command opcode 0x2 failed, status 0x2000003" in "\n".join(rig.kernel_lines())
     del keep
 
 
@@ -241,7 +230,7 @@ def test_a_run_without_instruction_buffer_completes(tmp_path):
 def test_each_flavour_prints_its_own_kernel_log(tmp_path, profile, first, count):
     rig = Rig(tmp_path, f"{profile},hang-at:0")
     failure(rig.runlist(1)[0])
-    lines = kernel_lines(rig)
+    lines = rig.kernel_lines()
     assert len(lines) == count
     if first:
         assert lines[0] == f"amdxdna {BDF}: {first}"

@@ -17,7 +17,7 @@ simulated stack plays them (harness.sim.rules names each source):
 from __future__ import annotations
 
 import pytest
-from simkit import Rig
+from simkit import Rig, failure
 
 import harness.sim.pyxrt as pyxrt
 from harness.logs.driver_lines import firmware_account, trial_entry
@@ -32,15 +32,7 @@ DEV = DEVICE       # the simulated NPU's own prefix
 
 
 def timed_out(rig: Rig, depth: int = 1) -> str:
-    rl, _ = rig.runlist(depth)
-    rl.execute()
-    with pytest.raises(RuntimeError) as info:
-        rl.wait()
-    return str(info.value)
-
-
-def lines(rig: Rig) -> list[str]:
-    return [r.text for r in rig.stack.kernel_log.records]
+    return failure(rig.runlist(depth)[0])
 
 
 # -- firmware features -----------------------------------------------------------------------
@@ -53,7 +45,7 @@ def lines(rig: Rig) -> list[str]:
 def test_a_firmware_with_app_health_writes_its_capture_block(tmp_path, profile, func):
     rig = Rig(tmp_path, f"{profile},hang-at:0")
     timed_out(rig)
-    printed = lines(rig)
+    printed = rig.kernel_lines()
     head = printed.index(f"{DEV}{func}: Firmware timeout state capture:")
     block = [line[len(DEV) + len(func) + 2:] for line in printed[head + 1:head + 13]]
     # the version and size that firmware writes; what the model cannot know, not invented
@@ -80,7 +72,7 @@ def test_a_firmware_with_app_health_writes_its_capture_block(tmp_path, profile, 
 def test_a_firmware_without_app_health_leaves_no_capture_and_no_health(tmp_path, profile):
     rig = Rig(tmp_path, f"{profile},hang-at:0", columns=4)
     message = timed_out(rig)
-    assert not any("Firmware timeout state capture" in line for line in lines(rig))
+    assert not any("Firmware timeout state capture" in line for line in rig.kernel_lines())
     assert "not modelled" not in message
     assert rig.stack.jobs[-1].health is None
 
@@ -153,7 +145,7 @@ def test_the_in_tree_drivers_log_a_refused_context_on_its_way_out(tmp_path, prof
     with pytest.raises(RuntimeError) as info:
         rig.context("one-too-many", columns=4)
     assert str(info.value) == HWCTX_CREATE_FAILED
-    assert lines(rig) == [
+    assert rig.kernel_lines() == [
         f"{DEV}[drm] *ERROR* {first}: command opcode 0x2 failed, status 0x2000003",
         f"{DEV}[drm] *ERROR* aie2_xrs_load: create context failed, ret -22",
         f"{DEV}[drm] *ERROR* aie2_alloc_resource: Allocate AIE resource failed, ret -22",
@@ -170,7 +162,7 @@ def test_the_out_of_tree_driver_refuses_its_33rd_virtual_context(tmp_path, devic
     with pytest.raises(RuntimeError) as info:
         pyxrt.hw_context(rig.dev, uuid)
     assert str(info.value) == CTX_LIMIT_FAILED
-    assert lines(rig) == [f"{DEV}aie2_rq_add: Not allow more than {limit} context(s)"]
+    assert rig.kernel_lines() == [f"{DEV}aie2_rq_add: Not allow more than {limit} context(s)"]
     del keep
 
 

@@ -48,11 +48,7 @@ def test_stack2_error_walk_offsets_error_index_by_24_per_chain(tmp_path):
     # A firmware error reports its true index (io_test.cpp: "the index returned from FW
     # is accurate"): run 30 is chain 1, error_index 6.
     rig = Rig(tmp_path)
-    unsynced = rig.instructions(8, sync=False)       # the device copy is all zeros
-    rl = pyxrt.runlist(rig.ctx)
-    runs = [rig.run(instr=unsynced if i == 30 else None) for i in range(42)]
-    for r in runs:
-        rl.add(r)
+    rl, runs = rig.runlist(42, unsynced_at=30)
     assert outcome(rl) == "runlist failed execution (ERT_CMD_STATE_ERROR)"
     # runs before the failing one are never marked: they still read NEW
     assert states(runs) == ["NEW"] * 30 + ["ERROR"] + ["ABORT"] * 11
@@ -396,11 +392,7 @@ def test_stack4_every_device_reports_error_index_0_on_timeouts(tmp_path, device)
 
 def test_stack4_firmware_error_ends_chain_error_at_the_failing_command(tmp_path):
     rig = Rig(tmp_path)
-    unsynced = rig.instructions(8, sync=False)       # the device copy is all zeros
-    rl = pyxrt.runlist(rig.ctx)
-    runs = [rig.run(instr=unsynced if i == 5 else None) for i in range(10)]
-    for r in runs:
-        rl.add(r)
+    rl, runs = rig.runlist(10, unsynced_at=5)
     assert outcome(rl) == "runlist failed execution (ERT_CMD_STATE_ERROR)"
     assert states(runs) == ["NEW"] * 5 + ["ERROR"] + ["ABORT"] * 4
 
