@@ -1,0 +1,76 @@
+"""What keeps a sweep's cost per runlist near a hand-written pyxrt loop's
+(benchmarks/sweep_cost.py measures it): work asked once instead of per runlist, objects
+freed by their reference counts instead of the cyclic collector, the binding's overload
+tables made once. Each test counts what the change removed, never time."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from harness.execution.backend import choose_backend
+from harness.execution.runner import RunOptions, derive_deadline, trial_spec
+from harness.execution.session import run_trial
+from harness.model.plan import Plan
+from harness.sim import control, pybind
+from harness.sources.load import load_case
+from harness.sources.packs import resolve_pack
+
+
+def _spec(chunks: list[int]):
+    case = load_case("minicpm5-2b-decode")
+    return case, trial_spec(case, resolve_pack(case, simulated=True), "p", chunks, 0,
+                            RunOptions(trials=1))
+
+
+def test_a_deadline_asks_the_driver_s_timeout_once_per_plan_not_per_runlist():
+    backend = choose_backend("sim", "staging")
+    asked = []
+    real = backend.driver_timeout_s
+
+    class Counting(type(backend)):
+        def driver_timeout_s(self) -> float:
+            asked.append(1)
+            return real()
+    backend.__class__ = Counting
+    case = load_case("minicpm5-2b-decode")
+    deadline = derive_deadline(case, Plan("p", "max:1", (1,) * 1000), backend)
+    assert len(asked) == 1
+    assert deadline > 1000 * real()          # still a timeout per runlist in the sum
+
+
+def test_a_finished_trial_s_simulated_npu_is_freed_without_the_cyclic_collector():
+    # Its pending timer event used to hold a bound method of the stack: a cycle, so each
+    # trial's stack and its last 4,096 jobs waited for a collection.
+    backend = choose_backend("sim", "staging")
+    _, spec = _spec([1, 2, 3])
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        result = run_trial(spec, backend)
+        assert result.state == "COMPLETED"
+        finished = weakref.ref(control.current())
+        assert finished().contexts == [] and finished()._events      # a timer still pending
+        backend.prepare_trial(spec.seed + 1)                         # the next trial's NPU
+        assert finished() is None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def test_a_trial_on_the_simulated_binding_builds_no_overload_table(monkeypatch):
+    # pybind11 registers a function's overloads once; the simulated binding did it again at
+    # every call (about a hundred objects per trial before any runlist ran).
+    backend = choose_backend("sim", "staging")
+    _, spec = _spec([1, 1])
+    run_trial(spec, backend)                       # caches filled
+    made = []
+    original = pybind.Overload.__init__
+
+    def counting(self, *args, **kwargs):
+        made.append(args[0] if args else kwargs.get("signature"))
+        original(self, *args, **kwargs)
+    monkeypatch.setattr(pybind.Overload, "__init__", counting)
+    assert run_trial(spec, backend).state == "COMPLETED"
+    assert made == []
