@@ -26,6 +26,7 @@ LAST_FIGURE = {
     "sim_throughput.py": r"baseline +[\d,]+ commands/s",
     "start_up.py": r"making \d+ dataclasses +[\d.]+ s, compiling \d+ regular expressions "
                    r"+[\d.]+ s, \d+ garbage collections +[\d.]+ s",
+    "sweep_cost.py": r"sweep / loop +[\d.]+ / [\d.]+ / [\d.]+x +\(target <= 2x\)",
     "stop_latency.py": r"in-process \(baseline\) +SIGTERM +median +[\d.]+ s",
 }
 

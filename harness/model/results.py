@@ -209,7 +209,7 @@ class TrialResult:
         # By hand, not dataclasses.asdict: its deep copy made a long report's save and
         # render spend most of their time copying (benchmarks/report_scale.py). The
         # result shares its lists and dicts with this object: read it, do not change it.
-        out = {name: getattr(self, name) for name in _TRIAL_FIELDS}
+        out = {name: getattr(self, name) for name in TRIAL_FIELDS}
         out["status"] = self.status.value
         out["runlists"] = [r.to_json() for r in self.runlists]
         return out
@@ -250,10 +250,10 @@ class BriefTrial(TrialResult):
 # what a report writes beside a trial's fields: its state in one word, and (v2) its plan
 DERIVED_KEYS = frozenset({"state", "plan"})
 _OUTCOME_FIELDS = tuple(f.name for f in fields(RunlistOutcome))
-_TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
+TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
 # what a brief trial keeps: the short fields (not the kernel log, worker, recovery, users)
 BRIEF_FIELDS = ("index", "status", "wall_ms", "seed", "error", "started", "deadline_s")
-HEAVY_FIELDS = tuple(name for name in _TRIAL_FIELDS if name not in BRIEF_FIELDS)
+HEAVY_FIELDS = tuple(name for name in TRIAL_FIELDS if name not in BRIEF_FIELDS)
 
 
 def chain_split(runs: int, submit_size: int) -> list[int]:

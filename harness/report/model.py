@@ -20,6 +20,7 @@ from harness.model.results import (
     COMPLETED_STATE,
     FINISHED,
     HEAVY_FIELDS,
+    TRIAL_FIELDS,
     BriefTrial,
     RunlistOutcome,
     TrialResult,
@@ -137,11 +138,15 @@ def trial_dict(trial: TrialResult) -> dict[str, Any]:
     if isinstance(trial, BriefTrial):
         raise ValueError(f"trial {trial.index} is held in brief ({trial.runlists_in_file} "
                          "runlists are in the report file only): read it from the file")
-    out = {k: v for k, v in trial.to_json().items() if v is not None and k != "runlists"}
+    out = {name: value for name in TRIAL_FIELDS if (value := getattr(trial, name)) is not None}
+    out["status"] = trial.status.value
     out["state"] = trial.state
-    out["runlists"] = [{k: v for k, v in r.items() if v is not None
-                        and not (k == "skipped" and v is False)}
-                       for r in trial.to_json()["runlists"]]
+    # One pass over each outcome's own attributes (its fields, in their order): a sweep
+    # writes one of these per runlist, and the report's save is on its hot path.
+    # (`skipped` is written only when true; `failing_run_named` is said when false too)
+    out["runlists"] = [{k: v for k, v in vars(r).items()
+                        if v is not None and (v is not False or k != "skipped")}
+                       for r in trial.runlists]
     return out
 
 
