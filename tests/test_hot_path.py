@@ -8,6 +8,8 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
+
 from harness.execution.backend import choose_backend
 from harness.execution.runner import RunOptions, derive_deadline, trial_spec
 from harness.execution.session import run_trial
@@ -74,3 +76,26 @@ def test_a_trial_on_the_simulated_binding_builds_no_overload_table(monkeypatch):
     monkeypatch.setattr(pybind.Overload, "__init__", counting)
     assert run_trial(spec, backend).state == "COMPLETED"
     assert made == []
+
+
+@pytest.mark.parametrize("profile", ["staging", "staging,hang-at:3"])
+def test_a_trial_runs_with_the_collector_paused_and_leaves_no_cycle_behind(profile):
+    # completed or failed (a hang's TIMEOUT), a trial's objects are freed by their
+    # reference counts, so pausing the collector for it loses no memory
+    backend = choose_backend("sim", profile)
+    _, spec = _spec([1] * 1000 + [4])
+    run_trial(spec, backend)
+    collections = []
+    gc.callbacks.append(lambda phase, info: collections.append(phase))
+    try:
+        gc.collect()
+        collections.clear()
+        result = run_trial(spec, backend)
+    finally:
+        gc.callbacks.pop()
+    # 1,001 runlists: at most the one collection due once the trial is over
+    assert collections.count("start") <= 1
+    assert result.state == ("COMPLETED" if profile == "staging" else "TIMEOUT")
+    assert gc.isenabled()
+    backend.prepare_trial(0)
+    assert gc.collect() == 0

@@ -434,3 +434,53 @@ def test_a_damaged_journal_either_fails_its_check_or_renders(tmp_path, failing_r
     for args in (["render"], ["render", "--format", "text"], ["bundle", "--force"]):
         done = CliRunner().invoke(main, ["report", *args, str(damaged)])
         assert done.exit_code == want, (args, done.output)
+
+
+# -- a trial's journal line, each runlist from a template where it says nothing else --------
+
+def _outcomes():
+    from harness.model.results import RunlistOutcome
+    maybe_int = st.one_of(st.none(), st.integers(-3, 10**12), st.booleans())
+    time_ms = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True),
+                        st.floats(0, 1e6).map(lambda x: round(x, 3)), st.integers(0, 9))
+    # what the template takes, and outcomes just beside it
+    quiet = st.builds(RunlistOutcome, index=st.integers(0, 10**9), runs=st.integers(0, 99),
+                      chains=st.lists(st.integers(0, 24), min_size=1, max_size=2),
+                      state=st.sampled_from(["COMPLETED", "TIMEOUT"]),
+                      state_code=st.sampled_from([4, 8]), device_ms=time_ms, wall_ms=time_ms,
+                      skipped=st.booleans(), failing_run_named=st.none() | st.just(False))
+    return quiet | st.builds(
+        RunlistOutcome,
+        index=st.one_of(st.integers(0, 10**9), st.booleans()),
+        runs=st.integers(0, 10**6),
+        chains=st.one_of(st.lists(st.integers(0, 24), max_size=3),
+                         st.lists(st.booleans(), max_size=1)),
+        state=st.one_of(st.just("COMPLETED"), st.none(), st.sampled_from(["TIMEOUT", "ok"]),
+                        st.text(max_size=5)),
+        state_code=st.one_of(st.just(4), maybe_int),
+        failing_run=st.one_of(st.none(), maybe_int), failing_chain=st.none() | maybe_int,
+        source=st.none() | st.just("device"), device_ms=time_ms, wall_ms=time_ms,
+        message=st.none() | st.text(max_size=8), health=st.none() | st.just({"a": 1}),
+        skipped=st.booleans(), message_form=st.none() | st.just("state in message"),
+        located_by=st.none() | st.text(max_size=4),
+        failing_run_named=st.none() | st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(outcomes=st.lists(_outcomes(), max_size=6), plan=st.text(max_size=6))
+def test_a_trial_s_journal_line_is_what_json_writes_byte_for_byte(outcomes, plan):
+    # trial_line writes a completed runlist from a template (a sweep saves one per
+    # runlist): whatever an outcome holds, the line is json.dumps's
+    from harness.model.results import TrialResult, TrialStatus
+    from harness.report.fileformat import trial_line
+    trial = TrialResult(3, TrialStatus.COMPLETED, 1.5, 7, outcomes, started="2026-12-01T00Z")
+    assert trial_line(plan, trial) == entry_line("trial", {"plan": plan, **trial_dict(trial)})
+
+
+def test_a_completed_simulated_runlist_takes_the_template():
+    from harness.model.results import RunlistOutcome
+    from harness.report.fileformat import outcome_json
+    outcome = RunlistOutcome(5, 1, [1], "COMPLETED", 4, device_ms=0.05, wall_ms=0.012)
+    assert outcome_json(outcome) == ('{"index": 5, "runs": 1, "chains": [1], "state": '
+                                     '"COMPLETED", "state_code": 4, "device_ms": 0.05, '
+                                     '"wall_ms": 0.012}')
