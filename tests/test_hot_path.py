@@ -99,3 +99,18 @@ def test_a_trial_runs_with_the_collector_paused_and_leaves_no_cycle_behind(profi
     assert gc.isenabled()
     backend.prepare_trial(0)
     assert gc.collect() == 0
+
+
+def test_a_spec_sent_to_a_worker_is_what_a_deep_copy_would_send():
+    # to_json shares the spec's lists instead of copying them (dataclasses.asdict did)
+    import dataclasses
+    import json
+
+    from harness.model.results import BufferSpec, CommandSpec, TrialSpec
+    spec = TrialSpec(plan="p", chunks=[1, 2], trial=3, seed=4, xclbins={"a": "/x"},
+                     runlist_context="a",
+                     per_layer=[CommandSpec("K", "nop", [64], args=[[0, "bo", "b"]])],
+                     buffers={"b": BufferSpec(64, "/d", 1, 2)}, order=[0, 0],
+                     programs={"a": ["/e"]}, context_cfg={"a": {"q": 1}})
+    assert json.dumps(spec.to_json()) == json.dumps(dataclasses.asdict(spec))
+    assert TrialSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import signal
 import subprocess
@@ -249,3 +251,45 @@ def test_each_trial_has_a_fresh_worker_whose_answer_is_the_in_process_one(tmp_pa
                                                         theirs.seed)
         assert [(r.state, r.chains, r.failing_run) for r in mine.runlists] == \
             [(r.state, r.chains, r.failing_run) for r in theirs.runlists]
+
+
+# -- a fork server's trials: each run once, none ahead of its order ---------------------------
+
+SERVE_COUNTING = """
+import json, os, sys
+from harness.execution import session, worker
+real = session.run_trial
+def counted(spec, backend):
+    with open(os.environ["RUNS_LOG"], "a") as log:
+        log.write(f"{os.getpid()} {spec.trial}\\n")
+    return real(spec, backend)
+session.run_trial = counted
+sys.exit(worker.serve("sim", "staging", os.environ["PAGES_FILE"]))
+"""
+
+
+def test_a_fork_server_runs_each_trial_once_and_nothing_ahead_of_it(tmp_path):
+    # Spares are forked ahead and copy the pages their predecessors owned; none runs a
+    # trial (or a rehearsal of one) before its order, and each order runs exactly once.
+    from harness.execution.runner import RunOptions, trial_spec
+    from harness.sources.load import load_case
+    from harness.sources.packs import resolve_pack
+    case = load_case("minicpm5-2b-decode")
+    pack = resolve_pack(case, simulated=True)
+    orders = "".join(json.dumps({"request": {"spec": trial_spec(
+        case, pack, "42", [42], index, RunOptions(trials=1)).to_json(), "latencies": {}}})
+        + "\n" for index in range(20))
+    log = tmp_path / "runs.log"
+    done = subprocess.run([sys.executable, "-c", SERVE_COUNTING], input=orders, text=True,
+                          capture_output=True, timeout=120,
+                          env={**os.environ, "RUNS_LOG": str(log),
+                               "PAGES_FILE": str(tmp_path / "pages")})
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    answers = [r for r in replies if "status" in r]
+    assert [r["status"] for r in answers] == [0] * 20
+    assert [r["result"]["index"] for r in answers] == list(range(20))
+    runs = [line.split() for line in log.read_text().splitlines()]
+    assert sorted(int(trial) for _, trial in runs) == list(range(20))     # each once
+    assert len({pid for pid, _ in runs}) == 20                            # each its own child
+    assert (tmp_path / "pages").stat().st_size > 0      # a child said which pages it owned

@@ -270,7 +270,7 @@ class run:
     def __init__(self, k: Any = _MISSING, /) -> None:
         # Positional-only: the hot path binds without a keyword dictionary (a keyword is
         # Python's TypeError here, not pybind11's: see tests/test_sim_surface.py).
-        if k.__class__ is kernel or isinstance(k, kernel):
+        if k.__class__ is ext_kernel or k.__class__ is kernel or isinstance(k, kernel):
             if k._hwctx is None:
                 raise not_initialized("kernel")
             self._args: list[Any] = [0] * k._nargs
@@ -285,7 +285,8 @@ class run:
         self._packet = NEW                # its command packet's state, as XRT left it
         self._in: _Membership | tuple[_Membership, ...] | None = None   # its runlists
         self._over: Overwrite | None = None   # what the driver wrote over its payload
-        self._stale: set[int] | None = None   # arguments whose words it overwrote
+        # (and `_stale`, the arguments whose words it overwrote, is set with `_over`: no
+        # run reads it before, and a slot left unset costs a fresh run nothing)
 
     def _k(self) -> kernel:
         if self._kernel is None:
@@ -635,7 +636,7 @@ class runlist:
     def add(self, r: Any = _MISSING, /) -> None:
         # One body for every run, in the frame the binding calls (positional-only, as
         # the binding names no parameter): runlists of thousands of runs are built here.
-        if not isinstance(r, run):
+        if r.__class__ is not run and not isinstance(r, run):
             _RUNLIST_ADD(self, release(), [] if r is _MISSING else [r], {})
             return
         if self._hwctx is None:
