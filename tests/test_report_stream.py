@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from test_report_fixtures import _damage
 
 from harness.app.cli import main
-from harness.formats.yamlio import dump_yaml, dump_yaml_within
+from harness.formats.yamlio import dump_yaml, dump_yaml_within, load_yaml_text
 from harness.model.results import BriefTrial
 from harness.report.check import check_report_file
 from harness.report.digest import Digest
@@ -484,3 +484,48 @@ def test_a_completed_simulated_runlist_takes_the_template():
     assert outcome_json(outcome) == ('{"index": 5, "runs": 1, "chains": [1], "state": '
                                      '"COMPLETED", "state_code": 4, "device_ms": 0.05, '
                                      '"wall_ms": 0.012}')
+
+
+# -- a header with a sweep's grid, dumped a part at a time -------------------------------------
+
+_SCALARS = st.one_of(st.integers(-10**6, 10**6), st.booleans(), st.none(),
+                     st.text(alphabet="abc+_x 0123\n'\":#-", max_size=12))
+_CELL = st.dictionaries(st.sampled_from(["depth", "chunk", "plan", "counts"]),
+                        st.one_of(_SCALARS, st.dictionaries(
+                            st.sampled_from(["COMPLETED", "TIMEOUT"]), st.integers(0, 9))))
+_SECTION = st.dictionaries(st.text(alphabet="abcdefgh", min_size=1, max_size=6),
+                           st.one_of(_SCALARS, st.lists(st.one_of(_SCALARS, _CELL),
+                                                        max_size=9)), max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(header=st.dictionaries(st.text(alphabet="abcdefgh_", min_size=1, max_size=8),
+                              st.one_of(_SCALARS, _SECTION), max_size=4))
+def test_a_header_dumped_in_parts_is_the_header_dumped_whole(header):
+    from harness.formats import yamlio
+    part = yamlio.LIST_PART
+    yamlio.LIST_PART = 2                               # every list of 3 or more in parts
+    try:
+        assert "".join(yamlio.dump_yaml_parts(header)) == dump_yaml(header)
+    finally:
+        yamlio.LIST_PART = part
+
+
+def test_a_sweep_s_grid_is_saved_without_its_whole_node_graph(monkeypatch):
+    # the header of a 5,120-cell sweep is written a part of the grid at a time
+    from harness.formats import yamlio
+    from harness.report import fileformat
+    report = Report("sweep", {}, {"kind": "sim", "simulated": True}, {}, {})
+    report.sections["sweep"] = {"depths": list(range(1, 1025)), "chunks": [1, 4, 8, 16, 32],
+                                "complete": True,
+                                "cells": [{"depth": d, "chunk": c, "plan": f"{d}x{c}",
+                                           "counts": {"COMPLETED": 3}}
+                                          for d in range(1, 1025) for c in (1, 4, 8, 16, 32)]}
+    largest = []
+    real = yamlio.dump_yaml
+    monkeypatch.setattr(yamlio, "dump_yaml", lambda data: largest.append(len(
+        data if isinstance(data, list) else data.get("cells", ()) if isinstance(data, dict)
+        else ())) or real(data))
+    text = fileformat.header_text(report)
+    assert max(largest) <= yamlio.LIST_PART
+    assert load_yaml_text(text.split("\n" + "journal:")[0])["sweep"] == report.sections["sweep"]

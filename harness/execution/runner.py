@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -247,8 +247,8 @@ def case_programs(case: Case, pack: ResolvedPack, options: RunOptions, *,
     return programs_for(case, flow_of(case, options), columns, simulated=simulated)
 
 
-def trial_spec(case: Case, pack: ResolvedPack, plan_name: str, chunks: list[int], index: int,
-               options: RunOptions, programs: Programs | None = None) -> TrialSpec:
+def trial_spec(case: Case, pack: ResolvedPack, plan_name: str, chunks: Sequence[int],
+               index: int, options: RunOptions, programs: Programs | None = None) -> TrialSpec:
     flow = flow_of(case, options)
     programs = programs or case_programs(case, pack, options)
     full = case.runlist_context in programs.files

@@ -38,7 +38,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.formats.yamlio import dump_yaml
+from harness.formats.yamlio import dump_yaml_parts
 from harness.model.errors import ReportError
 from harness.model.ert import CmdState
 from harness.model.results import COMPLETED_STATE, RunlistOutcome, TrialResult
@@ -63,7 +63,7 @@ def header_text(report: Report) -> str:
     comment = "# xdna-runlist-harness report"
     if report.simulated:
         comment += f": {source_tag(report.backend)} stack, not hardware evidence"
-    return comment + "\n" + dump_yaml(report.header_dict()) + JOURNAL + "\n"
+    return comment + "\n" + "".join(dump_yaml_parts(report.header_dict())) + JOURNAL + "\n"
 
 
 SEPARATORS = (", ", ": ")

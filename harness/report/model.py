@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import methodcaller
 from typing import Any
@@ -85,7 +86,7 @@ class PlanRecord:
 
     name: str
     spec: str
-    chunks: list[int]
+    chunks: Sequence[int]              # a list, or a searched plan's own (harness.model.plan)
     expect: str | None = None
     trials: list[TrialResult] = field(default_factory=list)
     control: str | None = None       # a control plan: what it runs instead of the case

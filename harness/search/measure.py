@@ -42,7 +42,8 @@ class Measurer:
         record = self._by_name.get(plan.name)
         if record is not None:
             return record
-        record = PlanRecord(plan.name, plan.spec, list(plan.chunks), frame=plan.frame)
+        # the plan's own chunks, not a copy: a sweep's plans hold as many as their depth
+        record = PlanRecord(plan.name, plan.spec, plan.chunks, frame=plan.frame)
         self.runner.handle.add_plan(record)
         self._by_name[record.name] = record
         return record
