@@ -212,10 +212,13 @@ def test_markdown_renders_the_tables_and_the_yaml(reports):
     md = invoke("report", "render", str(reports["cap40"])).stdout
     html = html_of(md)
     assert re.search(r"<h2>[^<]*SIMULATED stack, profile staging,inflight-cap:40", html)
-    assert "<strong>Verdict:</strong> SIMULATED: the outcome follows from the injected " \
-           "hypothesis by construction: inflight-cap:40 makes every runlist of more than 40 " \
-           "commands fail (the firmware wedges with more than 40 queued on one context). " \
-           "Outcome: reproduced: monolithic 42: TIMEOUT 2/2" in html
+    # the answer first, the reasons in a list below it
+    assert "<p><strong>Verdict:</strong> 42 in one runlist: TIMEOUT 2/2; cut 21+21: " \
+           "COMPLETED 2/2 -&gt; the cut avoids it [SIMULATED]</p>\n<ul>\n<li>SIMULATED: " \
+           "the outcome follows from the injected hypothesis by construction: " \
+           "inflight-cap:40 makes every runlist of more than 40 commands fail (the firmware " \
+           "wedges with more than 40 queued on one context).</li>\n<li>reproduced: " \
+           "monolithic 42: TIMEOUT 2/2" in html
     plans = re.search(r"<h3>Plans</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
     headers = re.findall(r"<th>(.*?)</th>", plans)
     assert headers == ["plan", "trials", "outcome", "expected"]
@@ -369,7 +372,8 @@ def test_compare_labels_columns_by_what_differs(reports, tmp_path):
     row = [line for line in out.splitlines() if line.startswith("monolithic 42")][0]
     cells = re.split(r"\s{2,}", row.strip())
     assert cells[1:] == ["COMPLETED 2/2", "TIMEOUT 2/2 *", "TIMEOUT 2/2 *"]
-    assert "SIMULATED staging,inflight-cap:40" in out and "hardware, firmware 1.1.2.65" in out
+    assert "SIMULATED, profile staging,inflight-cap:40" in out
+    assert "hardware, firmware 1.1.2.65" in out
 
 
 def test_compare_markdown_as_html(reports):
@@ -377,8 +381,40 @@ def test_compare_markdown_as_html(reports):
                 str(reports["cap40"])).stdout
     html = html_of(md)
     headers = re.findall(r"<th>(.*?)</th>", html)
-    assert headers == ["plan", "SIMULATED staging", "SIMULATED staging,inflight-cap:40"]
+    assert headers == ["plan", "SIMULATED, profile staging",
+                       "SIMULATED, profile staging,inflight-cap:40"]
     assert "<td><strong>TIMEOUT 2/2</strong> ≠</td>" in html
+
+
+def two_alike(source: Path, folder: Path) -> list[Path]:
+    """Two copies of one report, told apart only by their run ids."""
+    paths = []
+    for name in ("a", "b"):
+        data = data_of(source)
+        data["run_id"] = f"{name}1b2c3d4e5"
+        paths.append(folder / f"{name}.yaml")
+        paths[-1].write_text(dump_yaml(data))
+    return paths
+
+
+def test_compare_never_drops_the_label_of_reports_that_share_a_profile(reports, tmp_path):
+    # two model runs alike in every recorded way: their columns still say where the
+    # results came from, in text and Markdown (they once read `run 66794d` alone)
+    assert_labelled(two_alike(reports["documented"], tmp_path), "SIMULATED, profile staging")
+
+
+def assert_labelled(paths: list[Path], label: str) -> None:
+    text = invoke("report", "compare", *map(str, paths)).stdout
+    assert f"[A] {label}, run a1b2c3  (" in text and f"[B] {label}, run b1b2c3  (" in text
+    md = invoke("report", "compare", "--format", "md", *map(str, paths)).stdout
+    headers = re.findall(r"<th>(.*?)</th>", html_of(md))
+    assert headers == ["plan", f"{label}, run a1b2c3", f"{label}, run b1b2c3"]
+    # and when the two differ by something else, the label stays beside it
+    other = data_of(paths[1])
+    other["environment"].setdefault("system", {})["hostname"] = "elsewhere"
+    paths[1].write_text(dump_yaml(other))
+    text = invoke("report", "compare", *map(str, paths)).stdout
+    assert f"[B] {label}, elsewhere  (" in text
 
 
 def test_compare_sweeps_by_cell(reports):

@@ -36,6 +36,7 @@ from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
 from harness.report.model import JOURNAL, is_simulated, source_tag
 from harness.report.reader import ReportReader, parse_entry
+from harness.report.verdict import verdict_lines
 
 README = "README.md"
 REPORT_MD = "report.md"
@@ -248,10 +249,11 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
 def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
             shown: Callable[[str], str]) -> str:
     data = view.header
-    verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
+    answer, *reasons = verdict_lines(data.get("verdict"))
     command = rendering.command_line(data)
     lines = [f"# {rendering.title(data)}", "",
-             f"Verdict: {verdict}", "",
+             f"Verdict: {answer}", "", *[f"- {reason}" for reason in reasons],
+             *([""] if reasons else []),
              f"Made by: {rendering.code_span(command)}", "",
              f"Harness: {rendering.harness_made_by(data)}.", "",
              f"{view.failed} failed trial(s). Start with `{REPORT_MD}` (what GitHub shows), "

@@ -63,6 +63,16 @@ def source_tag(backend: dict[str, Any]) -> str:
     return "EMULATED" if is_emulated(backend) else "SIMULATED"
 
 
+def source_label(backend: dict[str, Any]) -> str:
+    """The label a model's results carry wherever they are shown (verdicts, compare's
+    columns, a sweep's plot): ``SIMULATED, profile P`` or ``EMULATED, profile P``; "" for
+    hardware. Every such label comes from here, so none can drop."""
+    if not is_simulated(backend):
+        return ""
+    profile = played_profile(backend)
+    return f"{source_tag(backend)}, profile {profile}" if profile else source_tag(backend)
+
+
 def model_word(backend: dict[str, Any]) -> str:
     """How an answer's source is qualified wherever it is copied to: ``emulated`` (the
     model behind real XRT), ``simulated``, or nothing for hardware."""

@@ -35,6 +35,7 @@ from harness.report.evidence import (
 from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
 from harness.report.model import is_emulated, is_simulated, played_profile
 from harness.report.provenance import control_notes, nop_note, stack_tables, what_ran_rows
+from harness.report.verdict import verdict_lines
 
 MAX_FAILING_ROWS = 20
 MAX_LOG_LINES = 80             # of the first failing trial's kernel log, in the render
@@ -325,8 +326,10 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         else:
             lines += [f"> **SIMULATED.** These results come from the harness's model of "
                       f"{nature}, not from an NPU.", ""]
-    verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
-    lines += [f"**Verdict:** {_cell(verdict)}", ""]
+    first, *reasons = verdict_lines(data.get("verdict"))
+    lines += [f"**Verdict:** {_cell(first)}", ""]
+    if reasons:
+        lines += [f"- {_cell(reason)}" for reason in reasons] + [""]
     note = nop_note(data)
     if note:
         lines += [f"**What this tests:** {note}", ""]
@@ -642,8 +645,8 @@ def _flow(data: dict[str, Any]) -> str | None:
 
 def render_text(view: ReportView) -> str:
     data = view.header
-    lines = [title(data), "verdict: " + ((data.get("verdict") or {}).get("text")
-                                        or "no verdict (the run did not finish)"),
+    answer, *reasons = verdict_lines(data.get("verdict"))
+    lines = [title(data), "verdict: " + answer, *[f"  - {reason}" for reason in reasons],
              "command: " + command_line(data),
              "harness: " + harness_made_by(data),
              "runs: " + flow_text(_flow(data))]

@@ -57,13 +57,13 @@ COMMANDS: dict[str, Entry] = {
     "cases": Entry("cases_cmd", "cases", "List, show and check experiment definitions "
                    "(cases/*.yaml)."),
     "run": Entry("run_cmd", "run", "Run a case's plans (runlists of the given depth and "
-                 "chunking) and write a report."),
-    "reproduce": Entry("run_cmd", "reproduce", "Run the monolithic and chunked plans side by "
+                 "cut) and write a report."),
+    "reproduce": Entry("run_cmd", "reproduce", "Run one runlist and its cut side by "
                        "side and say whether the failure reproduces (default case: "
                        "minicpm5-2b-decode, the 42-layer decode of ROCm/FastFlowLM#712). "
                        "`reproduce_ert_timeout` runs this command."),
     "bisect": Entry("search_cmd", "bisect", "Find the smallest depth at which one runlist "
-                    "(or the given chunking) fails."),
+                    "(or the given cut) fails."),
     "sweep": Entry("search_cmd", "sweep", "Run every depth x chunk-size cell, K trials each "
                    "(default 3), into one report."),
     "export": Entry("export_cmd", "export", "Write CASE's plans as XRT run recipes + profile "
