@@ -387,8 +387,9 @@ def _cli(preload: Path, *args: str) -> subprocess.CompletedProcess:
 def test_emulate_exits_with_the_program_s_status_and_says_emulated(preload):
     done = _cli(preload, "emulate", "--", "sh", "-c", "exit 7; echo unreachable")
     assert done.returncode == 7
-    assert done.stderr.startswith("emulate: one EMULATED NPU5 Strix Halo (staging driver on "
-                                  "Linux 7.0, firmware 1.1.2.65), profile staging")
+    # the default: the #712 machine's stack (in-tree driver on Linux 7.0, firmware 1.1.2.65)
+    assert done.stderr.startswith("emulate: one EMULATED NPU5 Strix Halo (mainline driver on "
+                                  "Linux 7.0, firmware 1.1.2.65), profile mainline")
     assert exits.for_program(-15) == 128 + 15             # killed by SIGTERM, as a shell says
     missing = CliRunner().invoke(main, ["emulate", "--", "no-such-program-here"])
     assert missing.exit_code == 2 and "no-such-program-here: no such program" in missing.output

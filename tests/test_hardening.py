@@ -355,7 +355,7 @@ def test_resume_refuses_settings_it_would_ignore_naming_the_reports(tmp_path):
     result = invoke("run", "--resume", str(out), "--profile", "mainline", "--trials", "5",
                     "--flow", "instr-bo", "--deadline", "3")
     assert result.exit_code == 2
-    for words in ("--profile (the report's: staging)", "--trials (the report's: 2)",
+    for words in ("--profile (the report's: mainline)", "--trials (the report's: 2)",
                   "--flow (the report's: elf)", "--deadline (the report's: the default)"):
         assert words in result.output
     assert out.read_bytes() == before

@@ -51,7 +51,7 @@ def reports(tmp_path_factory) -> dict[str, Path]:
             "documented": written(invoke("reproduce", "--no-isolate", "--trials", "2",
                                          "--backend", "sim")),
             "cap40": written(invoke("reproduce", "--no-isolate", "--trials", "2",
-                                    "--profile", "inflight-cap:40")),
+                                    "--profile", "staging,inflight-cap:40")),
             "bisect": written(invoke("bisect", "minicpm5-2b-decode", "--lo", "30", "--hi",
                                      "45", "--trials", "1", "--profile", "inflight-cap:37",
                                      "--no-isolate")),
@@ -381,7 +381,7 @@ def test_compare_markdown_as_html(reports):
                 str(reports["cap40"])).stdout
     html = html_of(md)
     headers = re.findall(r"<th>(.*?)</th>", html)
-    assert headers == ["plan", "SIMULATED, profile staging",
+    assert headers == ["plan", "SIMULATED, profile mainline",
                        "SIMULATED, profile staging,inflight-cap:40"]
     assert "<td><strong>TIMEOUT 2/2</strong> ≠</td>" in html
 
@@ -400,7 +400,7 @@ def two_alike(source: Path, folder: Path) -> list[Path]:
 def test_compare_never_drops_the_label_of_reports_that_share_a_profile(reports, tmp_path):
     # two model runs alike in every recorded way: their columns still say where the
     # results came from, in text and Markdown (they once read `run 66794d` alone)
-    assert_labelled(two_alike(reports["documented"], tmp_path), "SIMULATED, profile staging")
+    assert_labelled(two_alike(reports["documented"], tmp_path), "SIMULATED, profile mainline")
 
 
 def assert_labelled(paths: list[Path], label: str) -> None:

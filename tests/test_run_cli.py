@@ -28,13 +28,15 @@ def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
     result = invoke("reproduce", "--no-isolate", "--backend", "sim")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("backend: SIMULATED stack, profile staging (documented limits; "
-                               "staging on Linux 7.0, XRT master)")
+    # with no options: the #712 machine's documented stack (in-tree driver on Linux 7.0,
+    # XRT 2.26.0)
+    assert lines[0].startswith("backend: SIMULATED stack, profile mainline (documented "
+                               "limits; mainline on Linux 7.0, XRT 2.26)")
     assert lines[1] == ("verdict: 42 in one runlist: COMPLETED 3/3; cut 21+21: COMPLETED 3/3 "
                         "-> not reproduced [SIMULATED]")
     assert lines[2] == ("  - not reproduced: monolithic 42: COMPLETED 3/3; halves 21+21: "
                         "COMPLETED 3/3 -> the documented limits do not produce the failure; "
-                        "a hardware run is the test [SIMULATED, profile staging]")
+                        "a hardware run is the test [SIMULATED, profile mainline]")
     assert "synthesized stand-ins" in result.output
     report = load_report(report_of(result))
     assert report.schema == SCHEMA and report.simulated
@@ -45,7 +47,7 @@ def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
 
 
 def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
-    result = invoke("reproduce", "--no-isolate", "--profile", "inflight-cap:40")
+    result = invoke("reproduce", "--no-isolate", "--profile", "staging,inflight-cap:40")
     assert result.exit_code == 1
     # the answer first, in under 100 characters; how it follows and its caveats below
     lines = result.stdout.splitlines()
@@ -72,6 +74,18 @@ def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
     assert "runlist failed execution (ERT_CMD_STATE_TIMEOUT)" in outcome.message
     assert outcome.device_ms == pytest.approx(2000.0, abs=1.0)
     assert report.backend["deviations"] == ["inflight-cap:40"]
+
+
+def test_reproduce_inflight_cap_40_on_the_default_stack_times_out_at_60_s_unlogged():
+    # Linux 7.0's in-tree driver (the default): drm_sched's 60 s, error_index 0, no health
+    # data (25854131c04a is 7.1), nothing printed to the kernel log on a timeout
+    result = invoke("reproduce", "--no-isolate", "--trials", "1", "--profile",
+                    "inflight-cap:40")
+    assert result.exit_code == 1
+    report = load_report(report_of(result))
+    outcome = report.plans[0].trials[0].runlists[0]
+    assert outcome.message == "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
+    assert outcome.device_ms == pytest.approx(60000.0, abs=1.0) and outcome.health is None
 
 
 @pytest.mark.parametrize("release, form", [

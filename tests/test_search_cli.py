@@ -43,7 +43,7 @@ def test_bisect_finds_38_within_log2_plus_2_probes_of_k_trials():
         f"SIMULATED: the outcome follows from the injected hypothesis by construction: {CAP} "
         "makes every runlist of more than 37 commands fail (the firmware wedges with more "
         "than 37 queued on one context).",
-        f"[SIMULATED, profile staging,{CAP}]"]
+        f"[SIMULATED, profile mainline,{CAP}]"]
     report = load_report(report_path(result))
     assert trials_in(report) <= (math.ceil(math.log2(128)) + 2) * k
     section = report.sections["bisect"]
@@ -77,7 +77,7 @@ def test_budget_stops_cleanly_and_replay_continues_without_rerunning(tmp_path):
     again = invoke("bisect", "--replay", str(out))
     assert "first failing depth 38" in again.stdout
     banner, continuing = again.stdout.splitlines()[:2]       # the banner it began with
-    assert banner.startswith(f"backend: SIMULATED stack, profile staging,{CAP} (hypothesis")
+    assert banner.startswith(f"backend: SIMULATED stack, profile mainline,{CAP} (hypothesis")
     assert continuing == f"continuing the bisect in {out}"
     done = load_report(out)
     # Depths measured before the stop are not measured again; only the two confirmations

@@ -63,7 +63,7 @@ def test_each_build_leaves_its_own_states_and_message(tmp_path, profile, message
 def test_staging_writes_health_into_sub_command_0_not_the_failing_run(tmp_path):
     # aie2_set_cmd_timeout -> amdxdna_cmd_set_error: the V1 health and the 0xFF fill go to
     # cc->data[0] of the hung chain (run 24 of a 42-run list), whatever run hung
-    rig = Rig(tmp_path, "hang-at:30")
+    rig = Rig(tmp_path, "staging,hang-at:30")
     rl, runs = rig.runlist(42)
     failure(rl)
     assert [runs[24]._word(i) for i in range(2)] == [1, 0]        # V1, AIE2
@@ -120,7 +120,7 @@ def test_oot_without_app_health_copies_zeros_once_then_nothing(tmp_path, release
 ])
 def test_staging_resets_per_context_from_6_17_and_every_context_before(tmp_path, kernel,
                                                                        times_ms):
-    rig = Rig(tmp_path, f"kernel:{kernel},hang-at:0", columns=4)
+    rig = Rig(tmp_path, f"staging,kernel:{kernel},hang-at:0", columns=4)
     other_ctx, other_kernel = rig.context("attn", columns=4, start=4)
     first, _ = rig.runlist(1)
     second, _ = rig.runlist(1, ctx=other_ctx, kernel=other_kernel)

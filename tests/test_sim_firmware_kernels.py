@@ -87,8 +87,8 @@ def test_app_health_starts_at_protocol_6_18_on_npu4_class_devices():
 
 
 def test_firmware_tokens_name_a_release_or_its_protocol():
-    assert parse_profile("firmware:1.1.2.65").name == "staging"       # npu5's own
-    assert parse_profile("firmware:1.1.2.64").name == "staging,firmware:1.1.2.64"
+    assert parse_profile("firmware:1.1.2.65").name == "mainline"      # npu5's own
+    assert parse_profile("firmware:1.1.2.64").name == "mainline,firmware:1.1.2.64"
     assert parse_profile("firmware:protocol:6.17").firmware_facts() == {
         "version": None, "protocol": "6.17", "app_health": False,
         "note": "this firmware does not report health (AIE2_APP_HEALTH, the firmware's app "
@@ -127,7 +127,7 @@ def test_89ff45359abb_and_25854131c04a_as_released(kernel, payload, health):
 def test_a_kernel_release_is_a_profile_token():
     assert parse_profile("mainline,kernel:6.18.3").kernel == "6.18.3"
     assert parse_profile("mainline,kernel:6.18.3").name == "mainline,kernel:6.18.3"
-    assert parse_profile("kernel:7.0.0").name == "staging"                # 7.0 is 7.0.0
+    assert parse_profile("kernel:7.0.0").name == "mainline"               # 7.0 is 7.0.0
     for bad in ("kernel:6.15", "kernel:6.18.x", "kernel:7"):
         with pytest.raises(BadInput, match="unknown profile token"):
             parse_profile(bad)
@@ -182,7 +182,7 @@ def test_the_out_of_tree_driver_counts_a_submit_as_progress(tmp_path, idle_s):
 def test_the_fifth_submit_blocks_in_the_ioctl_until_the_driver_frees_a_slot(tmp_path):
     # chain 0 hangs: chains 1-3 wait behind it on the firmware, and chain 4's submit waits
     # in the ioctl until staging's 2 s timer resets the context; execute() returns then
-    rig = Rig(tmp_path, "hang-at:0")
+    rig = Rig(tmp_path, "staging,hang-at:0")
     rl, runs = rig.runlist(24 * 5)
     rl.execute()
     jobs = list(rig.stack.jobs)

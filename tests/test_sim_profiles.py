@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+from simkit import Rig, failure
 
+from harness.app.cli import main
 from harness.model.drivers import FLAVOURS as FLAVOUR_ROWS
+from harness.model.drivers import driver_build
 from harness.model.errors import BadInput
 from harness.sim.profiles import DEVICES, parse_profile
 
 FLAVOURS = tuple(FLAVOUR_ROWS)
 
 
-def test_default_is_documented_staging_on_strix_halo():
+def test_default_is_the_712_machines_documented_stack(tmp_path):
+    # ROCm/FastFlowLM#712 (STACK.md 1): Ryzen AI Max+ 395 (npu5, Strix Halo), firmware
+    # 1.1.2.65, Linux 7.0 with the in-tree amdxdna, XRT 2.26.0 installed
     profile = parse_profile("")
-    assert profile.flavour == "staging" and profile.device == "npu5"
-    assert profile.documented and profile.name == "staging"
+    assert (profile.flavour, profile.kernel, profile.device) == ("mainline", "7.0", "npu5")
+    assert (profile.firmware_version, profile.protocol.text) == ("1.1.2.65", "7.2")
+    assert (profile.xrt, profile.release.tag) == ("2.26", "49612fa3 (2.26.0)")
+    assert profile.documented and profile.name == "mainline"
+    # Linux 7.0 aie2_ctx.c: drm_sched's 60 s timer, nothing printed on a timeout (the trace
+    # event "job timedout" only; 25854131c04a, which prints the capture block, is 7.1)
+    build = driver_build(profile.flavour, profile.kernel)
+    assert build.period_s == 60.0 and build.timeout_lines == () and not build.asks_health
+    rig = Rig(tmp_path, "hang-at:3")
+    rl, _ = rig.runlist(42)
+    assert failure(rl) == "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
+    assert rig.stack.now >= 60e6 and rig.kernel_lines() == []
+    shown = CliRunner().invoke(main, ["sim", "profiles"]).output
+    assert shown.startswith("default profile: mainline, the ROCm/FastFlowLM#712 machine's "
+                            "stack as documented")
 
 
 def test_deviations_are_labelled():

@@ -264,6 +264,28 @@ _MAINLINE_TREE = "amd/xdna-driver f13c7f41 drivers/accel/amdxdna"
 # The default flavour first: `sim profiles` lists them in this order.
 FLAVOURS = {f.name: f for f in (
     Flavour(
+        "mainline", "in-tree amdxdna", "in-tree",
+        "drm_sched 60 s job timeout, not tunable; the hung job ends TIMEOUT (ABORT before "
+        "6.19, 6.18.2 and 6.17.13) and the rest of its context ABORT",
+        None, 60.0, 1.0, 1, _mainline_build,
+        "mainline, as released: drm_sched's 60 s timer per context, re-armed at every job "
+        "push and completion; the hung job ends ABORT before 6fb7f2988832 (a single "
+        "non-chain run the reset cancels stays NEW) and TIMEOUT with it (6.19; 6.17.13 and "
+        "6.18.2 by stable backport, so 6.17.0 and 6.18.0 give ABORT), error_index 0; the "
+        "rest of the context ABORT; from 89ff45359abb (7.0; 6.19.7) every failed command "
+        "goes through amdxdna_cmd_set_error: sub-command 0's payload (a single run's own) "
+        "filled with 0xFF; 7.0 logs nothing on a timeout; 7.1 (25854131c04a) asks the "
+        "firmware's app health report and, given one, prints the capture block, takes "
+        "error_index from its run_list_id and writes its version-1 health data over "
+        "sub-command 0 before the 0xFF, so XRT's message carries the health lines",
+        f"{_MAINLINE} aie2_ctx.c aie2_sched_job_timedout, aie2_sched_resp_handler, "
+        "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error; "
+        f"{_MAINLINE_TREE} aie2_ctx.c aie2_set_cmd_timeout; stable review mails "
+        "'[PATCH 6.17 143/507]' (6.17.13-rc1), '[PATCH 6.18 167/614]' (6.18.2-rc1), "
+        "'[PATCH 6.19 208/311]' (6.19.7-rc1), each assumed to reach its release; no "
+        "backport of 25854131c04a found",
+        parameters=(("aie2_max_col", "128", False),)),
+    Flavour(
         "staging", "DKMS amdxdna.ko", "staging",
         "no job pushed or completed on the context for tdr_timeout_ms (default 2000 ms) "
         "while nothing started or completed anywhere on the device either (kernels >= "
@@ -287,28 +309,6 @@ FLAVOURS = {f.name: f for f in (
         parameters=(("aie2_max_col", "128", False), ("force_cmdlist", "N", False),
                     ("force_iova", "N", False), ("tdr_timeout_ms", "2000", False)),
         module_version="0.1"),
-    Flavour(
-        "mainline", "in-tree amdxdna", "in-tree",
-        "drm_sched 60 s job timeout, not tunable; the hung job ends TIMEOUT (ABORT before "
-        "6.19, 6.18.2 and 6.17.13) and the rest of its context ABORT",
-        None, 60.0, 1.0, 1, _mainline_build,
-        "mainline, as released: drm_sched's 60 s timer per context, re-armed at every job "
-        "push and completion; the hung job ends ABORT before 6fb7f2988832 (a single "
-        "non-chain run the reset cancels stays NEW) and TIMEOUT with it (6.19; 6.17.13 and "
-        "6.18.2 by stable backport, so 6.17.0 and 6.18.0 give ABORT), error_index 0; the "
-        "rest of the context ABORT; from 89ff45359abb (7.0; 6.19.7) every failed command "
-        "goes through amdxdna_cmd_set_error: sub-command 0's payload (a single run's own) "
-        "filled with 0xFF; 7.0 logs nothing on a timeout; 7.1 (25854131c04a) asks the "
-        "firmware's app health report and, given one, prints the capture block, takes "
-        "error_index from its run_list_id and writes its version-1 health data over "
-        "sub-command 0 before the 0xFF, so XRT's message carries the health lines",
-        f"{_MAINLINE} aie2_ctx.c aie2_sched_job_timedout, aie2_sched_resp_handler, "
-        "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error; "
-        f"{_MAINLINE_TREE} aie2_ctx.c aie2_set_cmd_timeout; stable review mails "
-        "'[PATCH 6.17 143/507]' (6.17.13-rc1), '[PATCH 6.18 167/614]' (6.18.2-rc1), "
-        "'[PATCH 6.19 208/311]' (6.19.7-rc1), each assumed to reach its release; no "
-        "backport of 25854131c04a found",
-        parameters=(("aie2_max_col", "128", False),)),
     Flavour(
         "oot", "out-of-tree amdxdna_legacy.ko", "out-of-tree",
         "device-wide check every timeout_in_sec (default 2 s) that fires when no job was "
@@ -335,7 +335,7 @@ FLAVOURS = {f.name: f for f in (
                     ("force_cmdlist", "N", False), ("hwctx_limit", "32", True),
                     ("tdr_dump_ctx", "N", True), ("timeout_in_sec", "2", True))),
 )}
-DEFAULT_FLAVOUR = "staging"
+DEFAULT_FLAVOUR = "mainline"   # the #712 machine: in-tree amdxdna on Linux 7.0
 
 
 def slowest_seconds() -> float:

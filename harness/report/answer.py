@@ -51,6 +51,8 @@ def answer_line(plans: Sequence[PlanRecord], outcome: str, backend: dict[str, An
     """Each plan's outcome and what follows, as many plans as fit; the rest are counted
     (the lines below the answer name them all)."""
     tail = f" -> {outcome}{short_tag(backend)}"
+    if not plans:
+        return "no plan" + tail
     phrases = [plan_phrase(p) for p in plans]
     if len(set(phrases)) < len(phrases):    # two plans of one shape: their names tell apart
         phrases = [p.label for p in plans]

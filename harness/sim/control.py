@@ -4,7 +4,7 @@ Host code sees only `harness.sim.pyxrt`, exactly as it would see the real
 `pyxrt`. What the real binding cannot express (which stack to play, kernel
 latencies from a case) is set here, by the backend, before devices are
 opened. Without a call to `configure`, the profile comes from
-``HARNESS_SIM_PROFILE`` (default: the documented staging driver), so a plain
+``HARNESS_SIM_PROFILE`` (default: the #712 machine's documented stack), so a plain
 script written for pyxrt runs against the simulator unchanged.
 """
 

@@ -25,7 +25,8 @@ from harness.model.drivers import (
     kernel_release,
 )
 from harness.model.errors import BadInput
-from harness.sim.releases import NEWEST, RELEASES, XrtRelease
+from harness.sim.releases import DEFAULT as DEFAULT_XRT
+from harness.sim.releases import RELEASES, XrtRelease
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,15 @@ DEVICES = {
     "npu6": DeviceModel("NPU6 Krackan", 0x17F0, 0x20, 8, 4, 16, 32),
 }
 PROTOCOL_TOKEN = "protocol:"
+# What the empty profile plays, in words (`sim profiles`, the commands' --profile help)
+DEFAULT_STACK = (
+    "mainline, the ROCm/FastFlowLM#712 machine's stack as documented: Linux 7.0 with its "
+    "in-tree amdxdna (drm_sched's 60 s timer; a timeout prints nothing to the kernel log, "
+    "only the trace event \"job timedout\"), a Ryzen AI Max+ 395 (npu5, Strix Halo) with "
+    "firmware 1.1.2.65 (mailbox protocol 7.2, accepted from 7.0 by f1eac46fe5f7), and XRT "
+    "2.26.0 installed (FastFlowLM loads its bundled 2.21.75: xrt:2.21). The machine "
+    "reported the driver as 0.7; kernel.org's 7.0 says 0.6 (a distribution kernel may "
+    "carry more), and the simulator plays kernel.org's 7.0")
 
 
 @dataclass(frozen=True)
@@ -104,7 +114,8 @@ TOKENS = (
              "xdna-driver npu4_regs.c npu4_fw_feature_table, src/driver/amdxdna/npu4_regs.c; "
              + "; ".join(f"{r.version}: {r.source}" for r in firmware.RELEASES.values())),
     TokenDoc("xrt:RELEASE", "release",
-             f"which XRT release answers, one of {', '.join(RELEASES)} (default {NEWEST}): "
+             f"which XRT release answers, one of {', '.join(RELEASES)} (default "
+             f"{DEFAULT_XRT}, the #712 machine's): "
              "the runlist failure message names the state from 2.21.75 on, not in 2.20 and "
              "tag 202610.2.21.21; the binding has that release's classes and overloads",
              "Xilinx/XRT xrt_kernel.cpp runlist_impl::throw_command_error (PR #9408) and "
@@ -150,7 +161,7 @@ class Profile:
     flaky: float = 0.0
     seed: int = 0
     realtime: bool = False
-    xrt: str = NEWEST
+    xrt: str = DEFAULT_XRT
     firmware: str | None = None   # a release, or protocol:M.N; None: the device's own
 
     @property
@@ -237,7 +248,7 @@ class Profile:
             tokens.append(f"kernel:{self.kernel}")
         if self.device != "npu5":
             tokens.append(f"device:{self.device}")
-        if self.xrt != NEWEST:
+        if self.xrt != DEFAULT_XRT:
             tokens.append(f"xrt:{self.xrt}")
         if self.firmware is not None:
             tokens.append(f"firmware:{self.firmware}")
