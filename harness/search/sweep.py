@@ -25,6 +25,9 @@ ABBREVIATIONS = {"COMPLETED": "ok", "TIMEOUT": "TO", "ABORT": "AB", "ERROR": "ER
                  "NEW": "NEW", "deadline": "DL", "crashed": "CR", "interrupted": "INT"}
 
 
+DEPTH_FORMS = "A..B (e.g. 1..64), A..B:STEP (1..128:8), or numbers separated by commas (1,8,21)"
+
+
 def parse_depths(text: str) -> list[int]:
     """``A..B`` or ``A..B:STEP`` (inclusive), or a comma list."""
     match = re.fullmatch(r"\s*([0-9]+)\s*\.\.\s*([0-9]+)\s*(?::\s*([0-9]+))?\s*", text,
@@ -40,7 +43,7 @@ def parse_depths(text: str) -> list[int]:
             raise BadInput(f"--depths {text!r}: need 1 <= A <= B and STEP >= 1")
         _within(hi, text, "--depths")       # before the list exists: 1..10**9 is no list
         return list(range(lo, hi + 1, step))
-    return parse_list(text, "--depths")
+    return parse_list(text, "--depths", DEPTH_FORMS)
 
 
 def _within(value: int, text: str, option: str) -> None:
@@ -49,11 +52,17 @@ def _within(value: int, text: str, option: str) -> None:
                        "plan may have")
 
 
-def parse_list(text: str, option: str) -> list[int]:
+COMMA_FORMS = "numbers separated by commas, e.g. 1,8,21,24,42"
+
+
+def parse_list(text: str, option: str, forms: str = COMMA_FORMS) -> list[int]:
     parts = [part.strip() for part in text.split(",") if part.strip()]
     if not all(re.fullmatch(r"[0-9]{1,12}", part, re.ASCII) for part in parts):
-        raise BadInput(f"{option} {text[:60]!r}: use numbers separated by commas, e.g. "
-                       "1,8,21,24,42")
+        dashed = re.fullmatch(r"\s*([0-9]{1,12})\s*-\s*([0-9]{1,12})\s*", text, re.ASCII)
+        meant = ""
+        if dashed and forms is DEPTH_FORMS:      # 1-64 written for the range 1..64
+            meant = f"; for the depths from {dashed[1]} to {dashed[2]}: {dashed[1]}..{dashed[2]}"
+        raise BadInput(f"{option} {text[:60]!r}: use {forms}{meant}")
     values = [int(part) for part in parts]
     for value in values:
         _within(value, text, option)

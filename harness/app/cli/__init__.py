@@ -160,3 +160,38 @@ def main() -> None:
     Runs on a real NPU through pyxrt, or on the simulated stack that ships
     with the harness when there is none.
     """
+
+
+def commands_taking(option: str) -> list[str]:
+    """The commands of runlist-harness that take `option` (`run`, `report render`), for an
+    error that names an option the command given does not take. Loads every command: it
+    runs only on that error."""
+    found: list[str] = []
+    pending: list[tuple[str, click.Command]] = [("", main)]
+    while pending:
+        path, command = pending.pop(0)
+        if path and any(isinstance(p, click.Option) and option in (*p.opts, *p.secondary_opts)
+                        for p in command.params):
+            found.append(path)
+        if isinstance(command, click.Group):
+            context = click.Context(command)
+            for name in command.list_commands(context):
+                sub = command.get_command(context, name)
+                if sub is not None:
+                    pending.append((f"{path} {name}".strip(), sub))
+    return found
+
+
+def no_such_option(err: click.NoSuchOption) -> str:
+    """click's message for an unknown option, unless another command takes it: then which
+    (`reproduce_ert_timeout --resume` is `run --resume`, not `--realtime`)."""
+    where = getattr(err, "ctx", None)
+    here = where.command_path if where is not None else ""
+    elsewhere = [name for name in commands_taking(err.option_name)
+                 if not here.endswith(f" {name}") and here != name]
+    if not elsewhere:
+        return err.format_message() + (f" (see `{here} --help`)" if here else "")
+    named = ", ".join(f"`runlist-harness {name}`" for name in elsewhere[:3])
+    return (f"`{here}` has no option {err.option_name}; {named} "
+            f"{'takes' if len(elsewhere) == 1 else 'take'} it (see `{here} --help` for "
+            "this command's)")
