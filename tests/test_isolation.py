@@ -17,6 +17,8 @@ from harness.execution.worker import SPARES
 from harness.model.results import CommandSpec, TrialSpec, TrialStatus
 from harness.report.fileformat import load_report
 
+CASES = Path(__file__).resolve().parent.parent / "cases"
+
 HARNESS = [sys.executable, "-m", "harness"]
 STARTS = ["fork-server", "spawn"]
 
@@ -125,11 +127,20 @@ def test_new_user_reproduce_prints_a_verdict():
     assert all(t.status is TrialStatus.COMPLETED for p in report.plans for t in p.trials)
 
 
+def with_deadline(folder: Path, name: str, deadline_s: float) -> Path:
+    """A shipped case with a deadline of its own, shorter than the simulated driver's timer:
+    the one way to cut a simulated hang off (--deadline refuses it, see below)."""
+    case = folder / f"{name}.yaml"
+    case.write_text((CASES / f"{name}.yaml").read_text() + f"deadline_s: {deadline_s}\n")
+    return case
+
+
 def test_deadline_kills_the_worker_and_the_next_trial_still_runs(tmp_path, worker_start):
     out = tmp_path / "deadline.yaml"
-    code, _, err, workers = run_watching("run", "minicpm5-2b-decode", "--plan", "monolithic",
+    case = with_deadline(tmp_path, "minicpm5-2b-decode", 1.5)
+    code, _, err, workers = run_watching("run", str(case), "--plan", "monolithic",
                                          "--trials", "2", "--profile", "mainline,hang-at:3",
-                                         "--realtime", "--deadline", "1.5", "--out", str(out))
+                                         "--realtime", "--out", str(out))
     assert code == 4, err
     trials = load_report(out).plans[0].trials
     assert [t.status for t in trials] == ["deadline", "deadline"]

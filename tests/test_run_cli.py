@@ -295,3 +295,40 @@ def test_reproduce_answers_as_the_mainline_kernel_does(tmp_path, kernel, state):
     assert report.backend["driver"] == {"flavour": "mainline", "kernel": kernel,
                                         "source": report.backend["driver"]["source"]}
     assert f"mainline on Linux {kernel}" in result.output.splitlines()[0]
+
+
+# -- a deadline the driver's timer cannot meet ------------------------------------------------
+
+def test_a_deadline_shorter_than_the_drivers_timer_is_bad_input_before_any_trial(tmp_path):
+    out = tmp_path / "r.yaml"
+    # the simulated driver's 60 s timer, played in real time: a 1.5 s deadline would cut
+    # every hang off before the driver answers (it once ran and exited 4, a harness fault)
+    refused = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--profile",
+                     "mainline,hang-at:3", "--realtime", "--deadline", "1.5", "--out", str(out))
+    assert refused.exit_code == 2
+    assert "error: --deadline 1.5: shorter than the 60 s the driver may take to notice a hang" \
+        in refused.output
+    assert not out.exists() and "[1/" not in refused.output       # before the first trial
+    # staging's 2 s timer: 20 s is enough
+    done = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1", "--profile",
+                  "staging", "--realtime", "--deadline", "20", "--out", str(tmp_path / "s.yaml"))
+    assert done.exit_code == 0, done.output
+    # on the virtual clock the timer costs no wall time: any deadline serves
+    virtual = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1", "--profile",
+                     "mainline,hang-at:3", "--deadline", "1.5", "--out", str(tmp_path / "v.yaml"))
+    assert virtual.exit_code == 1, virtual.output
+
+
+@pytest.mark.parametrize("name, form", [("rep.json", "JSON"), ("rep.md", "Markdown"),
+                                        ("rep.tar.gz", "a compressed file")])
+def test_a_report_named_for_another_format_is_refused_before_anything_runs(tmp_path, name,
+                                                                           form):
+    # a report is YAML whatever it is called: `--out rep.json` once held YAML
+    out = tmp_path / name
+    result = invoke("run", "nop-depth", "--plan", "42", "--out", str(out))
+    assert result.exit_code == 2
+    assert f"a report is written as YAML, not {form}; name it " \
+           f"{out.with_suffix('.yaml')}" in result.output
+    assert not out.exists() and "[1/" not in result.output
+    assert invoke("run", "nop-depth", "--plan", "42", "--trials", "1", "--no-isolate",
+                  "--out", str(tmp_path / "rep.yml")).exit_code == 0

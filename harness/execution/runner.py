@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import __version__, command_argv
 from harness.execution import stop, xrt_smi_control
-from harness.execution.backend import Backend, trial_seed
+from harness.execution.backend import Backend, PlaysAProfile, trial_seed
 from harness.execution.environment import collect_environment
 from harness.execution.session import run_trial
 from harness.formats.git_head import harness_commit
@@ -220,6 +220,24 @@ def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
         hangs = max(1, -(-chains // JOBS_IN_FLIGHT))
         per_chunk.append(backend.driver_timeout_s() * 1.5 * hangs + 2.0 + runs * latency_s)
     return round(STARTUP_S + sum(per_chunk), 1)
+
+
+def check_deadline(deadline_s: float | None, backend: Backend) -> None:
+    """Refuse, before the first trial, a --deadline shorter than the time the driver may
+    take to notice a hang, where that time passes for real (hardware, `emulate`, the
+    simulator with `realtime`): every hang would end at the deadline, unanswered, and read
+    as a harness fault instead of the driver's TIMEOUT. On the simulator's virtual clock the
+    driver's timer costs no wall time, so any deadline serves."""
+    if deadline_s is None:
+        return
+    real_time = backend.hardware or (isinstance(backend, PlaysAProfile)
+                                     and backend.played.realtime)
+    timer_s = backend.driver_timeout_s()
+    if real_time and deadline_s < timer_s:
+        raise BadInput(f"--deadline {deadline_s:g}: shorter than the {timer_s:g} s the driver "
+                       "may take to notice a hang, so a hung trial would be cut off before "
+                       f"the driver answers; give --deadline {timer_s:g} or more, or leave "
+                       "it out (the default covers the driver's timeout)")
 
 
 def flow_of(case: Case, options: RunOptions) -> str:
@@ -584,6 +602,7 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
                                   "there; the hardware path runs only real artefacts")
     environment = collect_environment(backend, xrt_smi_validate=xrt_smi_validate)
     backend.adopt_environment(environment)
+    check_deadline(options.deadline_s, backend)
     pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=not backend.hardware)
     programs = case_programs(case, pack, options, simulated=not backend.hardware)
     warnings = list(case.notes) + [f"{path} is absent: a stand-in takes its place"
