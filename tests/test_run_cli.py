@@ -255,8 +255,9 @@ def test_real_pack_is_used_and_named(shared_xclbins):
 
 def test_too_many_buffers_for_the_kernel_is_refused_before_any_trial(tmp_path):
     from harness.sources.case import find_case
-    text = find_case("nop-depth").read_text().replace("buffers: [4096]",
+    text = find_case("nop-depth").read_text().replace("buffers: [20, 20, 20, 20, 20]",
                                                       "buffers: [1, 1, 1, 1, 1, 1]")
+    assert "[1, 1, 1, 1, 1, 1]" in text
     case = tmp_path / "wide.yaml"
     case.write_text(text)
     result = CliRunner().invoke(main, ["run", str(case), "--no-isolate"])
@@ -332,3 +333,13 @@ def test_a_report_named_for_another_format_is_refused_before_anything_runs(tmp_p
     assert not out.exists() and "[1/" not in result.output
     assert invoke("run", "nop-depth", "--plan", "42", "--trials", "1", "--no-isolate",
                   "--out", str(tmp_path / "rep.yml")).exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["minicpm5-2b-decode", "qwen3-4b-decode", "qwen3-1.7b-decode",
+                                  "nop-depth"])
+def test_no_shipped_case_warns_about_itself(tmp_path, name):
+    # nop-depth once gave DPU one buffer of its five and said so on every run
+    result = invoke("run", name, "--plan", "monolithic", "--trials", "1", "--no-isolate",
+                    "--out", str(tmp_path / "r.yaml"))
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("warning:")] == []
