@@ -251,6 +251,22 @@ def test_real_pack_is_used_and_named(shared_xclbins):
     layer = [x for x in report.artifacts["xclbins"] if x["role"] == "layer"][0]
     assert layer["known_as"][0] == "Qwen3-1.7B-NPU2/layer.xclbin"
     assert layer["synthetic"] is False and not report.artifacts["pack"]["stand_ins"]
+    assert "warning:" not in result.output          # its own pack's files: nothing to say
+
+
+def test_another_packs_xclbins_are_named_as_that_packs(shared_xclbins, tmp_path):
+    # the MiniCPM5 case given Qwen3-1.7B's folder: it runs, and says whose the files are
+    out = tmp_path / "r.yaml"
+    result = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--no-isolate", "--trials",
+                    "1", "--xclbins", str(shared_xclbins / "Qwen3-1.7B-NPU2"), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    [warning] = [x for x in result.output.splitlines() if x.startswith("warning:")]
+    assert warning.startswith("warning: the xclbins found for MiniCPM5-2B-NPU2 (")
+    assert "are Qwen3-1.7B-NPU2's, by sha256: " in warning
+    assert "layer.xclbin is Qwen3-1.7B-NPU2/layer.xclbin;" in warning
+    assert "`runlist-harness xclbins import` puts MiniCPM5-2B-NPU2's own in " \
+           "xclbins/MiniCPM5-2B-NPU2/" in warning
+    assert warning[len("warning: "):] in out.read_text()        # the report keeps it too
 
 
 def test_too_many_buffers_for_the_kernel_is_refused_before_any_trial(tmp_path):

@@ -55,7 +55,7 @@ from harness.report.model import PlanRecord, Report, utc_now
 from harness.report.verdict import judge, with_xrt_smi
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
-from harness.sources.packs import ResolvedPack, resolve_pack
+from harness.sources.packs import ResolvedPack, other_packs_files, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
 from harness.sources.workload import describe as describe_workload
 
@@ -611,6 +611,9 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
         warnings.append(f"no full ELF for context {case.runlist_context!r}: a stand-in built "
                         "from the case's commands takes its place (simulated stack only)")
     warnings += check_pack(case, pack, programs) + profile_warnings(case, backend)
+    whose = other_packs_files(pack)
+    if whose:
+        warnings.append(whose)
     report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
                         options, command, environment, programs)
     handle = ReportFile.create(report, out=out, name=case.name, force=force)
