@@ -212,9 +212,30 @@ def test_the_render_names_a_bundle_only_once_one_exists(hang):
     assert sorted(scripts) == sorted(Path(name).name for name in names
                                      if re.match(r"r\.bundle/recipes/run_.*\.sh$", name))
     assert len(scripts) == 2                                  # one per plan
+    # the run had no pack: its layer.xclbin was a stand-in, whose hash no real file has;
+    # the README says so and where the real one comes from (it once asked for that hash)
     layer = next(x["sha256"] for x in read_document(hang)["artifacts"]["xclbins"]
                  if x["role"] == "layer")
-    assert f"`layer.xclbin` (sha256 {layer})" in runner       # which file to copy in
+    assert layer not in runner
+    assert "`layer.xclbin`: the run used a synthesized stand-in (the kernel's signature, not " \
+           "the real kernel), so there is no file to copy by its hash; take " \
+           "MiniCPM5-2B-NPU2's own `layer.xclbin` from FastFlowLM (its xclbins folder for " \
+           "the model: `$FLM_XCLBIN_PATH`, `xclbins/MiniCPM5-2B-NPU2/` beside the `flm` " \
+           "binary, or `share/flm/xclbins/MiniCPM5-2B-NPU2/`)" in runner
+
+
+def test_the_bundle_readme_names_a_real_packs_xclbin_by_its_hash(shared_xclbins, tmp_path):
+    out = tmp_path / "q.yaml"
+    ran = invoke("run", "qwen3-1.7b-decode", "--plan", "monolithic", "--trials", "1",
+                 "--no-isolate", "--xclbins", str(shared_xclbins), "--out", str(out))
+    assert ran.exit_code == 0, ran.output
+    assert invoke("report", "bundle", str(out)).exit_code == 0
+    with tarfile.open(tmp_path / "q.bundle.tar.gz") as tar:
+        readme = tar.extractfile("q.bundle/README.md").read().decode()
+    layer = next(x["sha256"] for x in read_document(out)["artifacts"]["xclbins"]
+                 if x["role"] == "layer")
+    assert f"`layer.xclbin` (sha256 {layer})" in readme       # which file to copy in
+    assert "stand-in" not in readme
 
 
 # -- the harness's own commit ----------------------------------------------------------------

@@ -324,14 +324,34 @@ def bundle_names(archive: Path) -> list[str] | None:
 def _xclbins_to_copy(data: dict[str, Any], contents: Contents) -> list[str]:
     """The xclbins the recipes name and the bundle does not ship, each with the sha256 the
     report recorded for a file of that name (so the right file is copied in)."""
-    hashes = {Path(str(x.get("path"))).name: x.get("sha256")
-              for x in (data.get("artifacts") or {}).get("xclbins") or []
-              if isinstance(x, dict) and x.get("path")}
+    artifacts = data.get("artifacts") or {}
+    recorded = {Path(str(x.get("path"))).name: x for x in artifacts.get("xclbins") or []
+                if isinstance(x, dict) and x.get("path")}
+    pack = str((artifacts.get("pack") or {}).get("name") or "the pack")
     names = list((data.get("exports") or {}).get("missing") or []) + contents.xclbins_to_copy
     names += [item.split(":", 1)[0].removeprefix(f"{RECIPES}/") for item in contents.left_out
               if item.startswith(f"{RECIPES}/") and item.split(":", 1)[0].endswith(".xclbin")]
-    return [f"`{name}`" + (f" (sha256 {hashes[name]})" if hashes.get(name) else "")
-            for name in dict.fromkeys(map(str, names))]
+    out = []
+    for name in dict.fromkeys(map(str, names)):
+        entry = recorded.get(name) or {}
+        if entry.get("synthetic"):
+            # its hash names a file no one else has: say where the real one comes from
+            out.append(f"`{name}`: the run used a synthesized stand-in (the kernel's "
+                       f"signature, not the real kernel), so there is no file to copy by its "
+                       f"hash; take {pack}'s own `{name}` from {real_source(pack)}")
+        else:
+            out.append(f"`{name}`" + (f" (sha256 {entry['sha256']})"
+                                      if entry.get("sha256") else ""))
+    return out
+
+
+def real_source(pack: str) -> str:
+    """Where a pack's real xclbins come from (STACK.md 5 for FastFlowLM's, STACK.md 7 for
+    XRT's validate suite)."""
+    if pack == "xrt-validate":
+        return "an XRT install (validate.xclbin in its xrt_smi_*.a archive)"
+    return (f"FastFlowLM (its xclbins folder for the model: `$FLM_XCLBIN_PATH`, "
+            f"`xclbins/{pack}/` beside the `flm` binary, or `share/flm/xclbins/{pack}/`)")
 
 
 def render_for_issue(report: Path, digest: Digest, do_redact: bool) -> str:
