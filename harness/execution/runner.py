@@ -51,7 +51,7 @@ from harness.probe.readers import Sources
 from harness.probe.trace_access import trace_reader
 from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
-from harness.report.model import PlanRecord, Report, utc_now
+from harness.report.model import PlanRecord, Report, continue_command, utc_now
 from harness.report.verdict import judge, with_xrt_smi
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
@@ -66,15 +66,6 @@ if TYPE_CHECKING:              # recovery checks run on the hardware path only
 Progress = Callable[[str, bool], None]
 STARTUP_S = 15.0          # a worker's own start-up (python, numpy, pyxrt) within a deadline
 HELD_RUNLISTS = 50_000    # runlist outcomes memory keeps whole (about 20 MB); then in brief
-
-
-def continue_command(report: Report, path: Path) -> str:
-    """How to go on with a stopped run, by the command that wrote its report."""
-    if report.command == "bisect":
-        return f"runlist-harness bisect --replay {path}"
-    if report.command == "sweep":
-        return f"runlist-harness sweep --replay {path}"
-    return f"runlist-harness run --resume {path}"
 
 
 @dataclass(frozen=True)
@@ -309,7 +300,7 @@ class Runner:
         if options.isolate:      # isolation (and psutil) load only when trials isolate
             from harness.execution.isolation import prepare
             prepare(backend.as_report())
-        handle.resume_command = continue_command(handle.report, handle.path)
+        handle.resume_command = continue_command(handle.report.command, handle.path)
         # The hardware path reads the kernel log around each trial; the simulated stack
         # hands its own log back with each trial (Backend.simulated_kernel_log).
         self.kernel_log: KernelLogReader | Unreadable | None = \
@@ -429,9 +420,9 @@ class Runner:
                 placeholder.error = f"interrupted by {how}"
                 self.handle.record_trial(plan.name, placeholder)
             self.handle.close()
+            again = continue_command(self.report.command, self.handle.path)
             raise Interrupted(f"stopped by {how}; everything so far is in {self.handle.path}; "
-                              f"continue with `{continue_command(self.report, self.handle.path)}`",
-                              signal) from None
+                              f"continue with `{again}`", signal) from None
         self.progress(f"{counter} {plan.label}: trial {index + 1} {result.state}"
                       + _timing(result), True)
         if recovery is not None and not recovery.recovered:
@@ -443,7 +434,7 @@ class Runner:
                 f"({recovery.attempts} attempts over {recovery.waited_s:g} s: "
                 f"{recovery.last_error}); {recovery.fix}. Everything so far is in "
                 f"{self.handle.path}; continue with "
-                f"`{continue_command(self.report, self.handle.path)}`")
+                f"`{continue_command(self.report.command, self.handle.path)}`")
         return result
 
     def _held(self, result: TrialResult) -> TrialResult:

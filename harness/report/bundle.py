@@ -34,7 +34,7 @@ from harness.model.errors import BadInput, HarnessError
 from harness.report import render as rendering
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
-from harness.report.model import JOURNAL, is_simulated, source_tag
+from harness.report.model import JOURNAL, continue_command, is_simulated, source_tag
 from harness.report.reader import ReportReader, parse_entry
 from harness.report.verdict import verdict_lines
 
@@ -58,6 +58,7 @@ class Contents:
     files: dict[str, bytes | Path] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
     xclbins_to_copy: list[str] = field(default_factory=list)   # recipes name, nobody ships
+    unfinished_command: str | None = None   # a report that did not finish: what wrote it
 
     def names(self) -> list[str]:
         """Top-level names, a folder once (``recipes/``)."""
@@ -251,8 +252,13 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
     data = view.header
     answer, *reasons = verdict_lines(data.get("verdict"))
     command = rendering.command_line(data)
-    lines = [f"# {rendering.title(data)}", "",
-             f"Verdict: {answer}", "", *[f"- {reason}" for reason in reasons],
+    lines = [f"# {rendering.title(data)}", ""]
+    if not data.get("finished"):
+        contents.unfinished_command = str(data.get("command") or "run")
+        lines += [f"**Partial:** this run did not finish (it was stopped, or was still "
+                  "running when this was made): the report holds only the trials it had, and "
+                  f"no verdict. {finish_hint(contents.unfinished_command, report.name)}", ""]
+    lines += [f"Verdict: {answer}", "", *[f"- {reason}" for reason in reasons],
              *([""] if reasons else []),
              f"Made by: {rendering.code_span(command)}", "",
              f"Harness: {rendering.harness_made_by(data)}.", "",
@@ -319,6 +325,12 @@ def bundle_names(archive: Path) -> list[str] | None:
     except (OSError, tarfile.TarError, EOFError):
         return None
     return names or None
+
+
+def finish_hint(command: str, report_name: str) -> str:
+    """How to finish a report a bundle was made of too early."""
+    return (f"`{continue_command(command, report_name)}` finishes it; bundle it again "
+            "then.")
 
 
 def _xclbins_to_copy(data: dict[str, Any], contents: Contents) -> list[str]:

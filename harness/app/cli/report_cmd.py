@@ -127,6 +127,9 @@ def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, check: 
         digest.close()
     click.echo(f"bundle: {target} ({target.stat().st_size} bytes): "
                + ", ".join(contents.names()))
+    if contents.unfinished_command:
+        click.echo(f"warning: {file} did not finish: the bundle is partial, and its README "
+                   f"says so; {bundling.finish_hint(contents.unfinished_command, file)}")
     for item in contents.left_out:
         click.echo(f"  not included: {item}")
 
