@@ -19,6 +19,7 @@ from harness.formats.yamlio import dump_yaml, load_yaml_text
 from harness.report.compare import build
 from harness.report.fileformat import read_document
 from harness.report.redact import redact
+from harness.report.render import MAX_BODY, REPORTER_ROOM
 from harness.report.schema import check, report_schema
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -239,6 +240,20 @@ def test_markdown_renders_the_tables_and_the_yaml(reports):
                     ["depth-only 42", "2", "TIMEOUT 2/2", "(control)"]]
     failing = re.search(r"<h3>Failing runs</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
     assert "<td>42 (24+18)</td>" in failing and "<td>TIMEOUT</td>" in failing
+    # a report this long is not padded into the body: the bundle carries it, and the body
+    # leaves its reporter room (its YAML once took three quarters of the body)
+    assert "Full report (YAML)" not in md
+    assert "*The full report (YAML, every trial) is in the report file and its bundle, not " \
+           "here: this body carries what a maintainer reads first, and leaves room for " \
+           "yours.*" in md
+    assert len(md) <= MAX_BODY - REPORTER_ROOM
+
+
+def test_a_short_reports_yaml_is_embedded_whole(tmp_path):
+    out = tmp_path / "short.yaml"
+    assert invoke("run", "nop-depth", "--plan", "42", "--trials", "1", "--no-isolate",
+                  "--out", str(out)).exit_code == 0
+    html = html_of(invoke("report", "render", str(out)).stdout)
     summaries = re.findall(r"<details>\s*<summary>(.*?)</summary>", html)
     assert summaries[-1] == "Full report (YAML)"
     details = re.findall(r"<details>(.*?)</details>", html, re.S)[-1]
@@ -349,10 +364,10 @@ def test_no_canary_survives_redaction(reports, tmp_path):
     for name, value in CANARIES.items():
         assert value not in md, name
         assert value.upper() not in md, name
-    assert "<hostname>" in md and "&lt;hostname>" in md      # YAML and table forms
-    assert "/home/<user-" in md and "1.1.2.65" in md             # versions are not IPs
-    md5 = data_of(path)["artifacts"]["xclbins"][0]["md5"]
-    assert md5 in md                                              # identities stay
+    assert "&lt;hostname>" in md                                  # a table's form
+    assert "1.1.2.65" in md                                       # versions are not IPs
+    sha256 = data_of(path)["artifacts"]["xclbins"][0]["sha256"]
+    assert sha256 in md                                           # identities stay
     plain = invoke("report", "render", "--no-redact", str(path)).stdout
     assert CANARIES["hostname"] in plain and CANARIES["ipv4"] in plain
 

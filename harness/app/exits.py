@@ -195,9 +195,6 @@ def ending_of(err: BaseException) -> Ending | None:
     import click
     if isinstance(err, click.exceptions.Exit):
         return None
-    if isinstance(err, click.NoSuchOption):
-        from harness.app.cli import no_such_option
-        return Ending("error", no_such_option(err), int(ExitCode.BAD_INPUT))
     if isinstance(err, click.ClickException):
         # One line, as for every other error; the usage is a --help away.
         where = getattr(err, "ctx", None)

@@ -107,6 +107,9 @@ class Guarded:
                     return self.invoke(ctx)
             except click.exceptions.Exit as done:      # --help, --version
                 return done.exit_code
+            except click.NoSuchOption as err:
+                name_where_else(err)
+                raise
         code = exits.run(command, given)
         if standalone_mode:
             sys.exit(code)
@@ -182,16 +185,15 @@ def commands_taking(option: str) -> list[str]:
     return found
 
 
-def no_such_option(err: click.NoSuchOption) -> str:
-    """click's message for an unknown option, unless another command takes it: then which
-    (`reproduce_ert_timeout --resume` is `run --resume`, not `--realtime`)."""
+def name_where_else(err: click.NoSuchOption) -> None:
+    """An unknown option that another command takes: say which, instead of click's close
+    spelling (`reproduce_ert_timeout --resume` is `run --resume`, not `--realtime`)."""
     where = getattr(err, "ctx", None)
     here = where.command_path if where is not None else ""
     elsewhere = [name for name in commands_taking(err.option_name)
                  if not here.endswith(f" {name}") and here != name]
-    if not elsewhere:
-        return err.format_message() + (f" (see `{here} --help`)" if here else "")
-    named = ", ".join(f"`runlist-harness {name}`" for name in elsewhere[:3])
-    return (f"`{here}` has no option {err.option_name}; {named} "
-            f"{'takes' if len(elsewhere) == 1 else 'take'} it (see `{here} --help` for "
-            "this command's)")
+    if elsewhere:
+        named = ", ".join(f"`runlist-harness {name}`" for name in elsewhere[:3])
+        err.message = (f"No such option '{err.option_name}' here; {named} "
+                       f"{'takes' if len(elsewhere) == 1 else 'take'} it")
+        err.possibilities = None
