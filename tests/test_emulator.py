@@ -384,6 +384,19 @@ def _cli(preload: Path, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120, env=dict(os.environ, XDG_CACHE_HOME=str(cache)))
 
 
+def test_a_driver_that_refuses_the_firmware_leaves_no_node_and_probe_names_the_fix(preload):
+    # kernel.org mainline before f1eac46fe5f7 (7.0) refuses firmware 1.1.2.65 (protocol
+    # 7.2) at probe: the device is never bound, the log says why (a Debian 6.19.6 log,
+    # dri-devel 2026-03), and the probe reads it there
+    done = _cli(preload, "emulate", "--profile", "mainline,kernel:6.18", "--",
+                sys.executable, "-m", "harness", "probe")
+    assert "the driver refused it at probe: no /dev/accel node" in done.stderr
+    assert "no NPU: this machine has no /dev/accel/accel* node" in done.stdout
+    assert ("FAIL device node: no /dev/accel/accel* node: the driver refused the NPU "
+            "firmware at probe (kernel log: Incompatible firmware protocol, protocol 7.2) -> "
+            "boot a kernel with f1eac46fe5f7") in done.stdout
+
+
 def test_emulate_exits_with_the_program_s_status_and_says_emulated(preload):
     done = _cli(preload, "emulate", "--", "sh", "-c", "exit 7; echo unreachable")
     assert done.returncode == 7

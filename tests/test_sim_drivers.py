@@ -18,24 +18,29 @@ ERROR_MSG = "runlist failed execution (ERT_CMD_STATE_ERROR)"
 
 # -- what each build leaves: states, error_index, payload, message --------------------------
 
+# Kernel.org mainline before 7.0 (f1eac46fe5f7) refuses the devices' protocol-7 firmware at
+# probe: its rules are reached with firmware that speaks protocol 6 (1.0.0.63)
+P6 = "firmware:1.0.0.63"
+
+
 @pytest.mark.parametrize("profile, message", [
     # Linux 6.16, before 6fb7f2988832: the cmdlist handler sees the cancelled chain
     # (data NULL) and sets ABORT; error_index stays XRT's 0
-    ("mainline,kernel:6.16", ABORT_MSG),
+    ("mainline,kernel:6.16," + P6, ABORT_MSG),
     # 6fb7f2988832 reached 6.17 and 6.18 as stable backports (6.17.13, 6.18.2): the series'
     # first releases still ABORT ("[PATCH 6.17 143/507]", "[PATCH 6.18 167/614]")
-    ("mainline,kernel:6.17", ABORT_MSG),
-    ("mainline,kernel:6.17.12", ABORT_MSG),
-    ("mainline,kernel:6.18", ABORT_MSG),
+    ("mainline,kernel:6.17," + P6, ABORT_MSG),
+    ("mainline,kernel:6.17.12," + P6, ABORT_MSG),
+    ("mainline,kernel:6.18," + P6, ABORT_MSG),
     # with it, job_timeout -> TIMEOUT; the payload untouched, its first word the CU mask
     # 1, which XRT reads as version-1 health of no known generation
-    ("mainline,kernel:6.17.13", TIMEOUT_MSG + "\n"),
-    ("mainline,kernel:6.18.2", TIMEOUT_MSG + "\n"),
-    ("mainline,kernel:6.19", TIMEOUT_MSG + "\n"),
+    ("mainline,kernel:6.17.13," + P6, TIMEOUT_MSG + "\n"),
+    ("mainline,kernel:6.18.2," + P6, TIMEOUT_MSG + "\n"),
+    ("mainline,kernel:6.19," + P6, TIMEOUT_MSG + "\n"),
     # 89ff45359abb (7.0; 6.19.7 by backport, "[PATCH 6.19 208/311]"):
     # amdxdna_cmd_set_error(cmd_abo, job, 0, TIMEOUT): 0xFF over sub-command 0 -> neither
     # version: the bare message
-    ("mainline,kernel:6.19.7", TIMEOUT_MSG),
+    ("mainline,kernel:6.19.7," + P6, TIMEOUT_MSG),
     ("mainline,kernel:7.0", TIMEOUT_MSG),
     # 25854131c04a (7.1): the app health report's version-1 data over sub-command 0, the
     # failing index its run_list_id (0 on a timeout); fields unknown to the model read
@@ -76,7 +81,7 @@ def test_mainline_before_the_fix_leaves_a_cancelled_single_run_new(tmp_path):
     # aie2_sched_resp_handler on 6.16: data NULL -> goto out, the state never set
     for kernel, expected in [("6.16", "NEW"), ("6.17", "NEW"), ("6.17.13", "TIMEOUT"),
                              ("7.0", "TIMEOUT")]:
-        rig = Rig(tmp_path, f"mainline,kernel:{kernel},slow:layer:61000000")
+        rig = Rig(tmp_path, f"mainline,kernel:{kernel},{P6},slow:layer:61000000")
         r = rig.run()
         r.start()
         assert r.wait().name == f"ERT_CMD_STATE_{expected}", kernel
@@ -143,7 +148,7 @@ def test_staging_resets_per_context_from_6_17_and_every_context_before(tmp_path,
     ("staging", TIMEOUT_MSG + "\n\n" + NOT_MODELLED_LINES, ERROR_MSG),
     ("mainline,kernel:7.0", TIMEOUT_MSG, ERROR_MSG),             # 0xFF over sub-command 0
     # untouched: the same failure again
-    ("mainline,kernel:6.17.13", TIMEOUT_MSG + "\n", TIMEOUT_MSG + "\n"),
+    ("mainline,kernel:6.17.13," + P6, TIMEOUT_MSG + "\n", TIMEOUT_MSG + "\n"),
 ])
 def test_re_executing_runs_after_a_failure_submits_the_corrupted_payload(tmp_path, profile,
                                                                         first, again):

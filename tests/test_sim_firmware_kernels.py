@@ -94,8 +94,17 @@ def test_firmware_tokens_name_a_release_or_its_protocol():
         "note": "this firmware does not report health (AIE2_APP_HEALTH, the firmware's app "
                 "health report, needs mailbox protocol 6.18 or later on npu4-class devices, "
                 "npu4/5/6; npu1 has none)"}
-    with pytest.raises(BadInput, match=r"1\.0\.0\.63 speaks protocol 6\.x.*protocol:6\.18"):
-        parse_profile("firmware:1.0.0.63")
+    # 1.0.0.63 speaks protocol 6.x: whether it reports health is not settled, which
+    # matters only to a driver that asks (staging, oot, mainline from 7.1)
+    for asks in ("staging", "oot", "mainline,kernel:7.1"):
+        with pytest.raises(BadInput, match=r"1\.0\.0\.63 \(protocol 6\.x\) does not "
+                                           r"settle.*protocol:6\.18"):
+            parse_profile(f"{asks},firmware:1.0.0.63")
+    assert parse_profile("mainline,kernel:6.18,firmware:1.0.0.63").firmware_facts() == {
+        "version": "1.0.0.63", "protocol": "6.x", "app_health": None,
+        "note": "whether this firmware reports health is not settled by its protocol; the "
+                "driver played never asks for it"}
+    assert parse_profile("mainline,firmware:protocol:6.x").protocol.text == "6.x"
     with pytest.raises(BadInput, match=r"firmware 9\.9\.9\.9 is not one"):
         parse_profile("firmware:9.9.9.9")
     with pytest.raises(BadInput, match=r"is no protocol"):

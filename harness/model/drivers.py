@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.model.firmware import Protocol, single_protocol_refusal
 from harness.model.text_enum import TextEnum
 
 UNREADABLE = "unreadable"
@@ -93,7 +94,14 @@ FILLED_PAYLOAD = KernelChange(
 APP_HEALTH_QUERY = KernelChange(
     "25854131c04a", "asks the firmware for its app health report on a timeout", (7, 1), {},
     "no stable backport found in the stable-list mails; assumed 7.1 on")
-CHANGES = (TIMEOUT_STATE, FILLED_PAYLOAD, APP_HEALTH_QUERY)
+FIRMWARE_TABLE = KernelChange(
+    "f1eac46fe5f7", "firmware of several protocol majors accepted (protocol 7 on npu4/5/6; "
+    "before, the device's one protocol: 1.1.2.64/65, protocol 7.2, refused at probe)",
+    (7, 0), {},
+    "merged for 7.0; no stable backport found in the stable-list mails, and public logs "
+    "show 6.18.9, 6.18.13, 6.19.3 and 6.19.6 refusing protocol 7.2 (dri-devel 2026-03, "
+    "Debian 6.19.6; a CachyOS 6.19.6 report)")
+CHANGES = (FIRMWARE_TABLE, TIMEOUT_STATE, FILLED_PAYLOAD, APP_HEALTH_QUERY)
 
 
 class Detection(TextEnum):
@@ -122,7 +130,8 @@ DRM, LEGACY = "drm", "legacy"
 @dataclass(frozen=True)
 class Printed:
     """A line a driver prints: through XDNA_ERR ("err") or XDNA_WARN ("warn"), by
-    `function`, its text with {count} and {timeout} filled in where it has them."""
+    `function`, its text with {count} and {timeout} filled in where it has them; "dev" is
+    a line of the driver core's own (dev_err, no function name)."""
 
     level: str
     function: str
@@ -151,6 +160,25 @@ class DriverBuild:
     check_lines: tuple[Printed, ...] = ()     # printed when the device check finds it silent
     dumps_contexts: bool = False    # that check dumps, stops and restarts every context
     idle_check_passes: bool = False  # that check takes an idle device for one making progress
+    single_protocol: bool = False   # accepts only its device's one firmware protocol
+
+    def refuses_firmware(self, npu4_class: bool, protocol: Protocol | None
+                         ) -> tuple[Printed, ...]:
+        """What this build prints when it refuses the firmware at probe, leaving no
+        /dev/accel node (empty: it accepts it). Kernel.org mainline before f1eac46fe5f7:
+        `aie2_check_protocol`, then each caller on the way out, as a public log of Debian's
+        6.19.6 shows them (dri-devel 2026-03)."""
+        refusal = single_protocol_refusal(npu4_class, protocol) if self.single_protocol \
+            else None
+        if refusal is None:
+            return ()
+        return (Printed("err", "aie2_check_protocol", refusal),
+                Printed("err", "aie2_hw_start", "firmware is not alive"),
+                Printed("err", "aie2_smu_exec", "smu cmd 4 failed, 0xff"),
+                Printed("err", "aie2_smu_fini", "Power off failed, ret -22"),
+                Printed("err", "aie2_init", "start npu failed, ret -22"),
+                Printed("err", "amdxdna_probe", "Hardware init failed, ret -22"),
+                Printed("dev", "", "probe with driver amdxdna failed with error -22"))
 
     @property
     def name(self) -> str:
@@ -218,7 +246,8 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
         "Linux drivers/accel/amdxdna aie2_ctx.c aie2_sched_job_timedout, "
         "aie2_sched_cmdlist_resp_handler; 6fb7f2988832 (TIMEOUT), 89ff45359abb "
         "(amdxdna_cmd_set_error), 25854131c04a (7.1: app health, as xdna-driver "
-        "f13c7f41 aie2_set_cmd_timeout)")
+        "f13c7f41 aie2_set_cmd_timeout)",
+        single_protocol=not FIRMWARE_TABLE.in_release(release))
 
 
 def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:

@@ -272,15 +272,23 @@ class device:
         ], args, kwargs, constructor=True)
 
     def _open_index(self, index: int) -> None:
+        stack = control.current()
+        if stack.refused:
+            # the driver refused the firmware at probe: XRT finds no device at all
+            # (system_linux.cpp get_pcidev, its leading space included, at every tag)
+            raise RuntimeError(f" No such device with index '{index}'")
         if index != 0:
             raise RuntimeError(f"No such device index '{index}' (the simulated stack has one "
                                f"NPU, index 0, {BDF})")
-        self._stack = control.current()
+        self._stack = stack
 
     def _open_bdf(self, bdf: str) -> None:
-        if bdf != BDF:
-            raise RuntimeError(f"No such device '{bdf}' (the simulated NPU is {BDF})")
-        self._stack = control.current()
+        stack = control.current()
+        if bdf != BDF or stack.refused:
+            raise RuntimeError(f"No such device '{bdf}' (the simulated NPU is {BDF}"
+                               + (", and its driver refused the firmware at probe)"
+                                  if stack.refused else ")"))
+        self._stack = stack
 
     def _open(self) -> Stack:
         if self._stack is None:

@@ -121,6 +121,18 @@ RULES = (
     Rule("pyxrt", "run.set_arg(int, bo) and run.set_arg(int, int): the value must fit a C int "
          "(numpy integer scalars convert); the index a C int",
          f"{PYXRT} run.set_arg"),
+    Rule("driver", "kernel.org mainline before f1eac46fe5f7 (7.0; no stable backport found) "
+         "takes one firmware protocol per device, major 6 from minor 12 on npu4/5/6 (5.7 on "
+         "npu1), and refuses any other at probe: 'aie2_check_protocol: Incompatible firmware "
+         "protocol major 7 minor 2' for 1.1.2.64/65, then aie2_hw_start, the SMU's power-off, "
+         "aie2_init and amdxdna_probe fail -22; no /dev/accel node, so XRT finds no device "
+         "(' No such device with index 0') and a run exits as on a machine without one (3), "
+         "naming the fix; with protocol-6 firmware (1.0.0.63, firmware:protocol:6.x) the "
+         "kernel's other rules play",
+         f"{MAINLINE_TREE} aie2_pci.c (234824b1: the feature tables of 7.0); {LEGACY} "
+         "aie2_pci.c aie2_check_protocol and npuN_regs.c at ae559d3e^ (the same check); "
+         "public logs: dri-devel 2026-03 (Debian 6.19.6), a CachyOS 6.19.6 report; Xilinx/XRT "
+         "src/runtime_src/core/pcie/linux/system_linux.cpp get_pcidev (all tags)"),
     Rule("driver", "4 jobs in flight per hardware context (the context's job semaphore); a "
          "5th submit blocks inside the submit ioctl until a job of that context ends, "
          "completed or failed by the driver's timeout, so runlist.execute() (its 5th chain) "

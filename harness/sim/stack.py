@@ -261,6 +261,10 @@ class Stack:
         self._tick_armed = False
         self._ticks_done = 0              # periodic checks processed, counted from t=0
         self.pid = 4242
+        # a driver that refuses the firmware at probe leaves no device to open: what it
+        # printed is in the kernel log from the start
+        self.refused = profile.probe_refusal
+        self._print(self.refused)
 
     # -- time ---------------------------------------------------------------
 
@@ -703,10 +707,13 @@ class Stack:
 
     def _print(self, lines: tuple[Printed, ...]) -> None:
         """The build's own lines for what just happened, as its tree prints them."""
+        log = self.kernel_log
         for line in lines:
             text = line.text.format(count=self.tdr_counter, timeout=int(self.build.period_s))
-            (self.kernel_log.err if line.level == "err" else self.kernel_log.warn)(
-                line.function, text)
+            if line.level == "dev":
+                log.device_err(text)
+            else:
+                (log.err if line.level == "err" else log.warn)(line.function, text)
 
     def _dump_and_stop(self, ctx: Context) -> None:
         """aie2_dump_ctx then the stop. The dump asks for the firmware's report: with one,
