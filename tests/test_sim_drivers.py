@@ -7,7 +7,10 @@ import pytest
 from simkit import NOT_MODELLED_LINES, ZERO_LINES, Rig, failure, nop_elf, outcome, states
 
 import harness.sim.pyxrt as pyxrt
+from harness.formats.elf_writer import full_elf
+from harness.formats.txn import nop_stream
 from harness.model.drivers import KERNELS, driver_build
+from harness.sim import control
 from harness.sim.driver_log import BDF
 from harness.sim.stack import FF, HWCTX_CREATE_FAILED
 
@@ -77,14 +80,64 @@ def test_staging_writes_health_into_sub_command_0_not_the_failing_run(tmp_path):
     assert runs[30]._word(0) == 1 and runs[30]._word(1) == 3        # CU mask, opcode 3
 
 
+UNEXPECTED = "qds_device::wait() unexpected command state"
+
+
 def test_mainline_before_the_fix_leaves_a_cancelled_single_run_new(tmp_path):
-    # aie2_sched_resp_handler on 6.16: data NULL -> goto out, the state never set
-    for kernel, expected in [("6.16", "NEW"), ("6.17", "NEW"), ("6.17.13", "TIMEOUT"),
+    # aie2_sched_resp_handler on 6.16: data NULL -> goto out, the state never set; XRT's
+    # hw_queue.cpp qds_device::wait (202520.2.20.197, 2.21.75, 202610.2.23.244, 963c58ee)
+    # then finds the packet below COMPLETED and throws, from run.wait() and wait2()
+    for kernel, expected in [("6.16", None), ("6.17", None), ("6.17.13", "TIMEOUT"),
                              ("7.0", "TIMEOUT")]:
-        rig = Rig(tmp_path, f"mainline,kernel:{kernel},{P6},slow:layer:61000000")
-        r = rig.run()
+        for release in ("2.20", "2.21", "2.23", "master"):
+            rig = Rig(tmp_path, f"mainline,kernel:{kernel},{P6},slow:layer:61000000,"
+                                f"xrt:{release}")
+            r = rig.run()
+            r.start()
+            if expected is None:
+                with pytest.raises(RuntimeError) as raised:
+                    r.wait()
+                assert str(raised.value) == UNEXPECTED, (kernel, release)
+                assert r.state().name == "ERT_CMD_STATE_NEW"      # never notified
+                with pytest.raises(RuntimeError, match=r"^qds_device::wait\(\) unexpected "):
+                    r.wait2()
+                with pytest.raises(RuntimeError, match=r"^qds_device::wait\(\) unexpected "):
+                    r.wait(70_000)        # the device answered before the host gave up
+            else:
+                assert r.wait().name == f"ERT_CMD_STATE_{expected}", kernel
+
+
+def test_a_single_command_run_job_refuses_throws_unexpected_command_state(tmp_path):
+    # staging (force_cmdlist true) and mainline from c68a6af400ca send a single command as
+    # a one-slot command list: aie2_cmdlist_fill_slot refuses ERT_START_NPU_PREEMPT_ELF
+    # (a full ELF's kernel with a .pdi) without AIE2_PREEMPT (npu1), run_job fails before
+    # the firmware sees it, the packet stays NEW, and qds_device::wait throws
+    path = tmp_path / "full.elf"
+    path.write_bytes(full_elf(nop_stream(4, 3), 4))
+    for profile in ("staging,device:npu1", "mainline,device:npu1"):
+        control.configure(profile)
+        device = pyxrt.device(0)
+        ctx = pyxrt.hw_context(device, pyxrt.elf(str(path)))
+        r = pyxrt.run(pyxrt.ext.kernel(ctx, "main:sequence"))
+        for index in range(3):
+            r.set_arg(index, pyxrt.bo(device, 4096, pyxrt.bo.host_only, 0))
         r.start()
-        assert r.wait().name == f"ERT_CMD_STATE_{expected}", kernel
+        with pytest.raises(RuntimeError) as raised:
+            r.wait()
+        assert str(raised.value) == UNEXPECTED
+        assert "rejected in run_job: ERT_START_NPU_PREEMPT_ELF needs" in \
+            control.current().log[-1]
+
+
+def test_a_runlist_chain_left_new_is_waited_without_the_check(tmp_path):
+    # runlist_impl::wait waits on the chain's buffer handle (hw_queue::wait(buffer_handle*),
+    # no state check), then walks the chains: XRT's own message with the chain's NEW
+    rig = Rig(tmp_path, "oot")
+    rl, runs = rig.runlist(65)            # the legacy tree caps a chain at 64: 24+24+17 fit
+    rig2 = Rig(tmp_path, "oot,xrt-chain:65")
+    rl2, _ = rig2.runlist(65)
+    assert outcome(rl) == "COMPLETED"
+    assert outcome(rl2) == "runlist failed execution (ERT_CMD_STATE_NEW)"
 
 
 def test_oot_ends_every_chain_in_flight_timeout_with_health_once(tmp_path):

@@ -101,7 +101,14 @@ FIRMWARE_TABLE = KernelChange(
     "merged for 7.0; no stable backport found in the stable-list mails, and public logs "
     "show 6.18.9, 6.18.13, 6.19.3 and 6.19.6 refusing protocol 7.2 (dri-devel 2026-03, "
     "Debian 6.19.6; a CachyOS 6.19.6 report)")
-CHANGES = (FIRMWARE_TABLE, TIMEOUT_STATE, FILLED_PAYLOAD, APP_HEALTH_QUERY)
+FORCE_CMDLIST = KernelChange(
+    "c68a6af400ca", "force_cmdlist defaults to true: a single command goes to the firmware "
+    "as a one-slot command list (aie2_cmdlist_single_execbuf), the chain's slot rules with it",
+    (7, 0), {(6, 19): 7},
+    "Linux 7.0 as amd/xdna-driver 234824b1 imports it (aie2_ctx.c 'static bool "
+    "force_cmdlist = true'); the 6.19.7 backport as the round-4 audit of the stable mails "
+    "gives it (the mail is not mirrored here: assumed)")
+CHANGES = (FIRMWARE_TABLE, TIMEOUT_STATE, FILLED_PAYLOAD, FORCE_CMDLIST, APP_HEALTH_QUERY)
 
 
 class Detection(TextEnum):
@@ -161,6 +168,7 @@ class DriverBuild:
     dumps_contexts: bool = False    # that check dumps, stops and restarts every context
     idle_check_passes: bool = False  # that check takes an idle device for one making progress
     single_protocol: bool = False   # accepts only its device's one firmware protocol
+    single_cmdlist: bool = True     # a single command goes out as a one-slot command list
 
     def refuses_firmware(self, npu4_class: bool, protocol: Protocol | None
                          ) -> tuple[Printed, ...]:
@@ -247,7 +255,8 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
         "aie2_sched_cmdlist_resp_handler; 6fb7f2988832 (TIMEOUT), 89ff45359abb "
         "(amdxdna_cmd_set_error), 25854131c04a (7.1: app health, as xdna-driver "
         "f13c7f41 aie2_set_cmd_timeout)",
-        single_protocol=not FIRMWARE_TABLE.in_release(release))
+        single_protocol=not FIRMWARE_TABLE.in_release(release),
+        single_cmdlist=FORCE_CMDLIST.in_release(release))
 
 
 def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:

@@ -69,6 +69,16 @@ RULES = (
          "('Run object already associated with a runlist'), in several from 2.23; a member "
          "run cannot be started by itself",
          f"{XRT_KERNEL} runlist_impl::add, run_impl::set_runlist; PR #9750 (411b258d)"),
+    Rule("XRT", "run.wait(), run.wait(ms) and wait2() throw 'qds_device::wait() unexpected "
+         "command state' (std::runtime_error: a RuntimeError) when the driver signalled the "
+         "command but its packet is still below COMPLETED (NEW, QUEUED): a single run the "
+         "reset cancels on mainline before 6fb7f2988832, a single command run_job refuses "
+         "before the firmware sees it; the run is never notified and reads NEW. A runlist "
+         "waits on its chains' buffers without that check and reports a chain left NEW as "
+         "'runlist failed execution (ERT_CMD_STATE_NEW)'",
+         "Xilinx/XRT src/runtime_src/core/common/api/hw_queue.cpp qds_device::wait(const "
+         "command*, size_t), hw_queue::wait(buffer_handle*) at 202520.2.20.197, 2.21.75, "
+         f"202610.2.23.244, 963c58ee; {XRT_KERNEL} runlist_impl::wait_last_cmd"),
     Rule("XRT", "run.wait(ms) returns TIMEOUT when the host wait expires, whatever the device "
          "is doing",
          f"{XRT_KERNEL} run_impl::wait ('Return ERT_CMD_STATE_TIMEOUT on API timeout (bad!)')"),
@@ -163,9 +173,14 @@ RULES = (
          "26 words (104 bytes) of arguments, ERT_START_NPU_PREEMPT_ELF an ELF slot of one "
          "argument word (and needs AIE2_PREEMPT: -EOPNOTSUPP on npu1); the out-of-tree driver "
          "caps a chain at 64; a chain breaking this fails in run_job after the submit, "
-         "header NEW",
+         "header NEW. A single command goes out as a one-slot list under the same rules "
+         "where force_cmdlist is true (staging, legacy, mainline from c68a6af400ca: 7.0, "
+         "6.19.7); mainline before sends it through aie2_execbuf, whose refusals are not "
+         "modelled",
          f"{STAGING} aie2_message.c aie2_cmdlist_fill_slot, aie2_cmdlist_fill_npu_cf, "
-         "aie2_cmdlist_fill_npu_dpu, aie2_cmdlist_fill_npu_elf, MAX_CHAIN_CMDBUF_SIZE"),
+         "aie2_cmdlist_fill_npu_dpu, aie2_cmdlist_fill_npu_elf, MAX_CHAIN_CMDBUF_SIZE, "
+         "aie2_cmdlist_single_execbuf; aie2_ctx.c aie2_sched_job_run force_cmdlist (856409ca, "
+         "and 234824b1 for Linux 7.0)"),
     Rule("firmware", "on a timeout the firmware leaves the run list read index at 0, on "
          "every device, so its run_list_id (and the index taken from it) is 0",
          "amd/xdna-driver test/shim_test/io_test.cpp ('For a timeout firmware leaves the "

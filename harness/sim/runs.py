@@ -74,6 +74,10 @@ from harness.sim.releases import (
 from harness.sim.stack import FF, START_CU, START_NPU, START_NPU_PREEMPT_ELF, Job, Overwrite
 
 NEW, COMPLETED, ABORT, TIMEOUT = 1, 4, 6, TIMEOUT_VALUE
+# what XRT throws (std::runtime_error, a RuntimeError through pyxrt) when run.wait() or
+# wait2() finds the command's packet below COMPLETED after the shim's wait returned
+# (hw_queue.cpp qds_device::wait at 202520.2.20.197, 2.21.75, 202610.2.23.244, 963c58ee)
+UNEXPECTED_STATE = "qds_device::wait() unexpected command state"
 HEALTH_V0_FIELDS = ("txn_op_idx", "ctx_pc", "fatal_error_type",
                     "fatal_error_exception_type", "fatal_error_exception_pc",
                     "fatal_error_app_module")
@@ -351,6 +355,11 @@ class run:
         else:
             stack.run_until_done(job)
         _settle_overwrites(job, (self,))
+        if job.state < COMPLETED:
+            # the driver ended the job without writing a final state (a single run the
+            # reset cancels before 6fb7f2988832, a command run_job refused): hw_queue.cpp
+            # qds_device::wait checks the packet once the shim's wait returns
+            raise RuntimeError(UNEXPECTED_STATE)
         return self.state()
 
     def wait2(self, *args: Any, **kwargs: Any) -> Any:

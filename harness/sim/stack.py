@@ -400,10 +400,14 @@ class Stack:
         ctx = job.ctx
         job.admitted_us = now = self._now()
         ctx.inflight.append(job)
-        problem = self._chain_problem(job) if job.chained else None
+        # run_job fills the chain's slots (aie2_cmdlist_fill_slot), a single command's too
+        # where the build sends it as a one-slot list (force_cmdlist)
+        problem = self._chain_problem(job) if job.chained or self.build.single_cmdlist \
+            else None
         if problem:
             job.note = problem
-            self.note(f"context {ctx.id}: chain {job.seq} rejected in run_job: {problem}")
+            what = "chain" if job.chained else "command"
+            self.note(f"context {ctx.id}: {what} {job.seq} rejected in run_job: {problem}")
             self._end(job, NEW)
             return
         ctx.last_signal = now                   # drm_sched re-arms its timer on a push
