@@ -313,3 +313,23 @@ def test_every_kernel_is_a_profile_token():
         assert parse_profile(f"mainline,kernel:{kernel}").kernel == kernel
     assert parse_profile("mainline,kernel:6.16").name == "mainline,kernel:6.16"
     assert parse_profile("mainline,kernel:7.0").name == "mainline"
+
+
+@pytest.mark.parametrize("kernel, firmware, state, message", [
+    # aie2_tdr.c aie2_tdr_stop_hwctx (staging before 6.17, 856409ca): the first pending job
+    # is marked timed out only when aie2_query_app_health answered; without a report the
+    # stop cancels it and aie2_sched_cmdlist_resp_handler ends it ABORT with 0xFF
+    ("6.16", "protocol:6.17", "ABORT", ABORT_MSG),
+    ("6.16", "1.1.2.65", "TIMEOUT", TIMEOUT_MSG + "\n\n" + NOT_MODELLED_LINES),
+    # from 6.17 aie2_sched_job_timedout sets job_timeout whatever the report: 0xFF alone
+    ("6.17", "protocol:6.17", "TIMEOUT", TIMEOUT_MSG),
+])
+def test_staging_before_6_17_times_out_only_with_a_report(tmp_path, kernel, firmware, state,
+                                                          message):
+    rig = Rig(tmp_path, f"staging,kernel:{kernel},firmware:{firmware},hang-at:5")
+    rl, runs = rig.runlist(8)
+    assert failure(rl) == message
+    assert states(runs) == [state] + ["ABORT"] * 7
+    assert runs[0]._word(8) == FF                           # sub-command 0 filled with 0xFF
+    captured = any("Firmware timeout state capture" in x for x in rig.kernel_lines())
+    assert captured == (firmware == "1.1.2.65")

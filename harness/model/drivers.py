@@ -169,6 +169,7 @@ class DriverBuild:
     idle_check_passes: bool = False  # that check takes an idle device for one making progress
     single_protocol: bool = False   # accepts only its device's one firmware protocol
     single_cmdlist: bool = True     # a single command goes out as a one-slot command list
+    timeout_needs_report: bool = False  # the hung job ends hung_state only with a report
 
     def refuses_firmware(self, npu4_class: bool, protocol: Protocol | None
                          ) -> tuple[Printed, ...]:
@@ -267,14 +268,17 @@ def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> 
         TIMEOUT, ABORT, ABORT, "run_list_id", _RUN_LIST_ID, PAYLOAD_HEALTH_FF, True,
         "amd/xdna-driver drivers/accel/amdxdna aie2_ctx.c aie2_sched_job_timedout, "
         "aie2_tdr_detect, aie2_set_cmd_timeout; amdxdna_ctx.c amdxdna_cmd_set_error"
-        + ("" if new else "; aie2_tdr.c (kernels before 6.17)"),
+        + ("" if new else "; aie2_tdr.c aie2_tdr_stop_hwctx (kernels before 6.17)"),
         timeout_lines=(Printed("err", "aie2_tdr_detect", "TDR timeout detected"),)
         if new else (),
         check_lines=() if new else (
             Printed("err", "aie2_legacy_tdr_detect", "TDR timeout detected"),
             Printed("warn", "aie2_tdr_work_func", "Device isn't making progress")),
         # aie2_legacy_tdr_detect: no false positive when idle
-        idle_check_passes=not new)
+        idle_check_passes=not new,
+        # aie2_tdr.c aie2_tdr_stop_hwctx marks the first pending job timed out only when
+        # aie2_query_app_health answered; without a report the stop cancels it (ABORT)
+        timeout_needs_report=not new)
 
 
 def _legacy_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
@@ -328,7 +332,8 @@ FLAVOURS = {f.name: f for f in (
         "no job pushed or completed on the context for tdr_timeout_ms (default 2000 ms) "
         "while nothing started or completed anywhere on the device either (kernels >= "
         "6.17; before, a device check every tdr_timeout_ms): the faulting job ends TIMEOUT "
-        "with health data (from a firmware that reports it), the rest of the context ABORT",
+        "with health data (from a firmware that reports it; before 6.17 ABORT without a "
+        "report), the rest of the context ABORT",
         "tdr_timeout_ms", 2000.0, 0.001, 1, _staging_build,
         "staging on kernels >= 6.17: a context's timer fires tdr_timeout_ms (2000) after its "
         "last job push or completion; aie2_tdr_detect then declares a hang only if no job "
@@ -339,10 +344,11 @@ FLAVOURS = {f.name: f for f in (
         "hung job ends TIMEOUT, error_index the firmware's run_list_id, the version-1 health "
         "data and then 0xFF written over sub-command 0 (not the failing run; 0xFF alone, "
         "error_index 0, when the firmware gives no report); the rest ABORT with "
-        "sub-command 0 filled with 0xFF",
+        "sub-command 0 filled with 0xFF; before 6.17 the hung job ends TIMEOUT only when "
+        "the firmware gave a report (aie2_tdr_stop_hwctx), ABORT with 0xFF without one",
         f"{_STAGING} aie2_ctx.c aie2_tdr_signal, aie2_tdr_detect, aie2_sched_job_timedout, "
-        "aie2_set_cmd_timeout; aie2_tdr.c aie2_legacy_tdr_detect; amdxdna_ctx.c "
-        "amdxdna_cmd_set_error",
+        "aie2_set_cmd_timeout; aie2_tdr.c aie2_legacy_tdr_detect, aie2_tdr_stop_hwctx; "
+        "amdxdna_ctx.c amdxdna_cmd_set_error (856409ca)",
         dkms=True, mailbox_function="aie_send_mgmt_msg_wait",
         parameters=(("aie2_max_col", "128", False), ("force_cmdlist", "N", False),
                     ("force_iova", "N", False), ("tdr_timeout_ms", "2000", False)),

@@ -682,6 +682,8 @@ class Stack:
         if health is not None:
             self.kernel_log.capture_block("aie2_set_cmd_timeout", health)
         state = STATES[build.hung_state]
+        if build.timeout_needs_report and health is None:
+            state = ABORT                # stopped without a report: cancelled, as the rest
         if state == ABORT and not job.chained:
             state = STATES[build.single_cancelled]
         index = health.run_list_id if health is not None and build.timeout_index \
