@@ -170,6 +170,9 @@ class DriverBuild:
     single_protocol: bool = False   # accepts only its device's one firmware protocol
     single_cmdlist: bool = True     # a single command goes out as a one-slot command list
     timeout_needs_report: bool = False  # the hung job ends hung_state only with a report
+    # with AIE2_TEMPORAL_ONLY firmware a context is created without the resource solver
+    # (so a refusal logs no solver lines)
+    temporal_skips_solver: bool = False
 
     def refuses_firmware(self, npu4_class: bool, protocol: Protocol | None
                          ) -> tuple[Printed, ...]:
@@ -257,7 +260,10 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
         "(amdxdna_cmd_set_error), 25854131c04a (7.1: app health, as xdna-driver "
         "f13c7f41 aie2_set_cmd_timeout)",
         single_protocol=not FIRMWARE_TABLE.in_release(release),
-        single_cmdlist=FORCE_CMDLIST.in_release(release))
+        single_cmdlist=FORCE_CMDLIST.in_release(release),
+        # aie2_ctx.c aie2_alloc_resource in Linux 7.0 and 7.1 (xdna-driver 234824b1,
+        # f13c7f41); earlier kernels' code is not read here: the solver path is assumed
+        temporal_skips_solver=release[:2] >= (7, 0))
 
 
 def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:

@@ -115,15 +115,19 @@ class KernelLog:
     def warn(self, func: str, text: str) -> None:
         self._emit(WARNING, f"{DEVICE}{'' if self.legacy else '[drm] '}{func}: {text}")
 
-    def mgmt_failure(self, opcode: int, status: int) -> None:
+    def mgmt_failure(self, opcode: int, status: int, *, solver: bool = True) -> None:
         """A context the firmware refused, as the in-tree and staging drivers log it on the
         way out: the mailbox's refusal (`aie_send_mgmt_msg_wait` in staging's aie.c,
-        `aie2_send_mgmt_msg_wait` in Linux's aie2_message.c), then `aie2_xrs_load`,
-        `aie2_alloc_resource` and `aie2_hwctx_init` each passing -EINVAL on."""
+        `aie2_send_mgmt_msg_wait` in Linux's aie2_message.c), then, through the resource
+        solver, `aie2_xrs_load` and `aie2_alloc_resource`, and `aie2_hwctx_init`, each
+        passing -EINVAL on. Without the solver (Linux 7.0/7.1 with AIE2_TEMPORAL_ONLY
+        firmware, `aie2_alloc_resource` calling `aie2_create_context` itself) only the
+        first and the last."""
         self.err(self.flavour.mailbox_function,
                  f"command opcode 0x{opcode:x} failed, status 0x{status:x}")
-        self.err("aie2_xrs_load", "create context failed, ret -22")
-        self.err("aie2_alloc_resource", "Allocate AIE resource failed, ret -22")
+        if solver:
+            self.err("aie2_xrs_load", "create context failed, ret -22")
+            self.err("aie2_alloc_resource", "Allocate AIE resource failed, ret -22")
         self.err("aie2_hwctx_init", "Alloc hw resource failed, ret -22")
 
     def capture_block(self, func: str, health) -> None:

@@ -153,13 +153,17 @@ RULES = (
     Rule("driver", "staging and mainline: a device holds hwctx_limit contexts (6 on npu1, 16 "
          "on npu4/5/6): the firmware refuses the next (status 0x2000003, MGMT_ERT_NOAVAIL), "
          "logged 'command opcode 0x2 failed' by aie_send_mgmt_msg_wait (staging) or "
-         "aie2_send_mgmt_msg_wait (mainline), then 'create context failed', 'Allocate AIE "
-         "resource failed' and 'Alloc hw resource failed', ret -22; the ioctl fails -EINVAL "
-         "and XRT's shim raises 'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): "
-         "Invalid argument'",
+         "aie2_send_mgmt_msg_wait (mainline), then through the resource solver 'create "
+         "context failed' (aie2_xrs_load) and 'Allocate AIE resource failed' "
+         "(aie2_alloc_resource), and 'Alloc hw resource failed' (aie2_hwctx_init), ret -22; "
+         "mainline 7.0/7.1 with AIE2_TEMPORAL_ONLY firmware (npu4/5/6) skips the solver and "
+         "prints only the first line and the last (before 7.0 the solver's lines are "
+         "assumed); the ioctl fails -EINVAL and XRT's shim raises "
+         "'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument'",
          f"{STAGING} npu1_regs.c, npu4_regs.c .hwctx_limit, aie.c aie_send_mgmt_msg_wait, "
          f"aie2_pci.c aie2_xrs_load, aie2_ctx.c aie2_alloc_resource, aie2_hwctx_init; "
-         f"{MAINLINE_TREE} aie2_message.c aie2_send_mgmt_msg_wait; amd/xdna-driver "
+         f"{MAINLINE_TREE} aie2_message.c aie2_send_mgmt_msg_wait, aie2_ctx.c "
+         "aie2_alloc_resource (AIE2_TEMPORAL_ONLY; also at 234824b1); amd/xdna-driver "
          "src/shim/host/platform_host.cpp ioctl, shim_debug.h shim_err"),
     Rule("driver", "out-of-tree: up to 32 virtual contexts (6 on npu1) multiplexed on the "
          "hardware contexts; the next is refused by aie2_rq_add, 'Not allow more than 32 "

@@ -333,7 +333,12 @@ class Stack:
         elif alive >= self.device.hwctx_limit:
             # The firmware refuses the context (MGMT_ERT_NOAVAIL); the driver logs it on
             # its way out and the ioctl fails with -EINVAL, which XRT's shim reports.
-            self.kernel_log.mgmt_failure(MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL)
+            # AIE2_TEMPORAL_ONLY: npu4-class firmware from protocol 6.12 (npu4_regs.c), so
+            # every protocol the driver takes there; never npu1 (npu1_regs.c)
+            temporal = self.device.npu4_class
+            self.kernel_log.mgmt_failure(
+                MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL,
+                solver=not (temporal and self.build.temporal_skips_solver))
             self.note(f"context refused: {self.device.hwctx_limit} hardware contexts is the "
                       f"limit of {self.device.name}")
             raise ContextRefused(HWCTX_CREATE_FAILED, errno.EINVAL)
