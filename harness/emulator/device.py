@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.emulator import uapi
-from harness.model.drivers import FLAVOURS
+from harness.model.drivers import FLAVOURS, DriverBuild, driver_build
 from harness.model.errors import BadInput
 from harness.sim.driver_log import BDF
 from harness.sim.profiles import DeviceModel, Profile
@@ -31,7 +31,6 @@ from harness.sim.profiles import DeviceModel, Profile
 BRIDGE = "pci0000:00/0000:00:08.2"        # where the NPU function sits on Ryzen AI parts
 AMD = 0x1022
 DRIVER_NAME, DRIVER_DESC = b"amdxdna_accel_driver", b"AMD XDNA DRM implementation"
-DRIVER_VERSION = (0, 16, 0)               # amdxdna_pci_drv.c AMDXDNA_DRIVER_MAJOR/MINOR
 CORE_ROWS, MEM_ROWS, SHIM_ROWS = 4, 1, 1
 COLUMN_SIZE = 1 << 25
 CLOCK_MHZ = 1800
@@ -124,8 +123,11 @@ class EmulatedDevice:
         _link(root / f"sys/bus/pci/devices/{self.bdf}", f"../../../devices/{BRIDGE}/{self.bdf}")
         module = root / "sys/module/amdxdna"
         flavour = FLAVOURS[self.profile.flavour]
+        build = self.build
         for name, value, readable in flavour.parameters:
-            _write(module / "parameters" / name, value + "\n",
+            shown = value.format(force_cmdlist="Y" if build.single_cmdlist else "N",
+                                 hwctx_limit=model.hwctx_limit, ctx_limit=model.ctx_limit)
+            _write(module / "parameters" / name, shown + "\n",
                    READABLE if readable else UNREADABLE)
         if flavour.module_version is not None:
             _write(module / "version", flavour.module_version + "\n")
@@ -155,8 +157,16 @@ class EmulatedDevice:
     def resources(self) -> bytes:
         return uapi.RESOURCE_INFO.pack(CLOCK_MHZ, 50, self.model.hwctx_limit, 0, 0)
 
+    @property
+    def build(self) -> DriverBuild:
+        return driver_build(self.profile.flavour, self.profile.kernel)
+
     def version(self) -> tuple[tuple[int, int, int], bytes, bytes, bytes]:
-        return DRIVER_VERSION, DRIVER_NAME, b"", DRIVER_DESC
+        """DRM_IOCTL_VERSION: the flavour's own version for its kernel (staging 0.16,
+        mainline 0.6 on 7.0 and 0.7 on 7.1, the legacy tree 1.0), which FastFlowLM gates
+        on; the name and description are the same in every tree."""
+        major, minor = self.build.drm_version
+        return (major, minor, 0), DRIVER_NAME, b"", DRIVER_DESC
 
 
 def _write(path: Path, text: str, mode: int = 0o644) -> None:

@@ -173,6 +173,8 @@ class DriverBuild:
     # with AIE2_TEMPORAL_ONLY firmware a context is created without the resource solver
     # (so a refusal logs no solver lines)
     temporal_skips_solver: bool = False
+    # what DRM_IOCTL_VERSION answers (amdxdna_drm_drv .major/.minor): FastFlowLM gates on it
+    drm_version: tuple[int, int] = (0, 0)
 
     def refuses_firmware(self, npu4_class: bool, protocol: Protocol | None
                          ) -> tuple[Printed, ...]:
@@ -228,8 +230,11 @@ class Flavour:
     context_prefix: str = "hwctx"       # its contexts' names: <prefix>.<pid>.<id>
     virtual_contexts: bool = False      # refuses contexts itself, past the device's ctx_limit
     mailbox_function: str = "aie2_send_mgmt_msg_wait"   # logs a refused mailbox command
-    # its module parameters as it defines them (module_param): name, default, and whether
-    # a normal user may read it (mode 0444/0644; 0400/0600 is unreadable to one)
+    # its module parameters as it defines them (module_param): name, default as sysfs
+    # shows it, and whether a normal user may read it (mode 0444/0644; 0400/0600 is
+    # unreadable to one). A default may name {force_cmdlist} (Y or N, the build's),
+    # {hwctx_limit} or {ctx_limit} (the device's), which the legacy tree writes back into
+    # its parameters once it knows them (aie2_ctx_runqueue.c aie2_rq_init)
     parameters: tuple[tuple[str, str, bool], ...] = ()
     module_version: str | None = None   # MODULE_VERSION, where it sets one
 
@@ -240,6 +245,9 @@ class Flavour:
 
 
 _RUN_LIST_ID = "reports the firmware's run_list_id as error_index"
+# force_cmdlist as sysfs prints a bool: true in staging and the legacy tree (aie2_ctx.c at
+# 856409ca, mode 0600) and in mainline from c68a6af400ca (FORCE_CMDLIST)
+FORCE_CMDLIST_VALUE = "{force_cmdlist}"
 
 
 def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
@@ -263,7 +271,11 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
         single_cmdlist=FORCE_CMDLIST.in_release(release),
         # aie2_ctx.c aie2_alloc_resource in Linux 7.0 and 7.1 (xdna-driver 234824b1,
         # f13c7f41); earlier kernels' code is not read here: the solver path is assumed
-        temporal_skips_solver=release[:2] >= (7, 0))
+        temporal_skips_solver=release[:2] >= (7, 0),
+        # amdxdna_pci_drv.c AMDXDNA_DRIVER_MINOR: 6 in Linux 7.0 (xdna-driver 234824b1), 7
+        # from 81ad428e (power estimate, in f13c7f41's tree: 7.1); earlier kernels' value
+        # is not read here, 7.0's assumed
+        drm_version=(0, 7) if release[:2] >= (7, 1) else (0, 6))
 
 
 def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
@@ -284,7 +296,8 @@ def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> 
         idle_check_passes=not new,
         # aie2_tdr.c aie2_tdr_stop_hwctx marks the first pending job timed out only when
         # aie2_query_app_health answered; without a report the stop cancels it (ABORT)
-        timeout_needs_report=not new)
+        timeout_needs_report=not new,
+        drm_version=(0, 16))             # amdxdna_pci_drv.c at 856409ca
 
 
 def _legacy_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
@@ -299,7 +312,8 @@ def _legacy_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> D
         check_lines=(Printed("warn", "aie2_tdr_work", "Device isn't making progress... "
                                                       "Count {count} timeout {timeout} "
                                                       "dump_only 0"),),
-        dumps_contexts=True)
+        dumps_contexts=True,
+        drm_version=(1, 0))              # src/include/uapi/drm_local/amdxdna_accel.h
 
 
 _STAGING = "amd/xdna-driver drivers/accel/amdxdna"
@@ -332,7 +346,8 @@ FLAVOURS = {f.name: f for f in (
         "'[PATCH 6.17 143/507]' (6.17.13-rc1), '[PATCH 6.18 167/614]' (6.18.2-rc1), "
         "'[PATCH 6.19 208/311]' (6.19.7-rc1), each assumed to reach its release; no "
         "backport of 25854131c04a found",
-        parameters=(("aie2_max_col", "128", False),)),
+        parameters=(("aie2_max_col", "128", False),
+                    ("force_cmdlist", FORCE_CMDLIST_VALUE, False))),
     Flavour(
         "staging", "DKMS amdxdna.ko", "staging",
         "no job pushed or completed on the context for tdr_timeout_ms (default 2000 ms) "
@@ -356,7 +371,8 @@ FLAVOURS = {f.name: f for f in (
         "aie2_set_cmd_timeout; aie2_tdr.c aie2_legacy_tdr_detect, aie2_tdr_stop_hwctx; "
         "amdxdna_ctx.c amdxdna_cmd_set_error (856409ca)",
         dkms=True, mailbox_function="aie_send_mgmt_msg_wait",
-        parameters=(("aie2_max_col", "128", False), ("force_cmdlist", "N", False),
+        parameters=(("aie2_max_col", "128", False), ("force_cmdlist", FORCE_CMDLIST_VALUE,
+                                                      False),
                     ("force_iova", "N", False), ("tdr_timeout_ms", "2000", False)),
         module_version="0.1"),
     Flavour(
@@ -381,8 +397,9 @@ FLAVOURS = {f.name: f for f in (
         "(kzalloc'd ctx)",
         module="amdxdna_legacy", dkms=True, log_tree=LEGACY, chain_cap=64,
         context_prefix="ctx", virtual_contexts=True,
-        parameters=(("aie2_max_col", "128", False), ("context_limit", "32", True),
-                    ("force_cmdlist", "N", False), ("hwctx_limit", "32", True),
+        parameters=(("aie2_max_col", "128", False), ("context_limit", "{ctx_limit}", True),
+                    ("force_cmdlist", FORCE_CMDLIST_VALUE, False),
+                    ("hwctx_limit", "{hwctx_limit}", True),
                     ("tdr_dump_ctx", "N", True), ("timeout_in_sec", "2", True))),
 )}
 DEFAULT_FLAVOUR = "mainline"   # the #712 machine: in-tree amdxdna on Linux 7.0
