@@ -69,7 +69,7 @@ def summary_text(report: Report, path: str) -> str:
                      f"{workload.get('buffers')}")
     if workload.get("nop_only"):
         lines.append("  NOOP runs test submission depth, not the decode's work; to run the "
-                     "engine's own commands, capture them (README: XRT captures)")
+                     "engine's own commands, capture them (docs/captures.md)")
     lines.append(f"submitted as: {flow_text(report.settings.get('flow'))}")
     lines.append(f"report: {path}")
     return "\n".join(lines)
