@@ -333,3 +333,45 @@ def test_staging_before_6_17_times_out_only_with_a_report(tmp_path, kernel, firm
     assert runs[0]._word(8) == FF                           # sub-command 0 filled with 0xFF
     captured = any("Firmware timeout state capture" in x for x in rig.kernel_lines())
     assert captured == (firmware == "1.1.2.65")
+
+
+def test_the_legacy_driver_dumps_and_stops_only_connected_contexts(tmp_path):
+    # src/driver/amdxdna (856409ca): aie2_rq_add puts a new context on disconn_list; it
+    # connects when it has work; aie2_rq_dump_all and aie2_rq_stop_all walk the partitions'
+    # conn_list only. FastFlowLM's four contexts, one of which submitted: one dump.
+    rig = Rig(tmp_path, "oot,hang-at:3")
+    idle = [rig.context(stem) for stem in ("attn", "mm", "dequant")]
+    rl, _ = rig.runlist(24 * 6)           # six chains: four in flight, two waiting
+    rl.execute()
+    with pytest.raises(RuntimeError):
+        rl.wait()
+    lines = rig.kernel_lines()
+    dumps = [x for x in lines if "Dumping ctx" in x]
+    assert dumps == [f"amdxdna {BDF}: aie2_dump_ctx: Dumping ctx ctx.4242.1, hwctx 1, sub=4, "
+                     "comp=0"]
+    assert sum("Firmware timeout state capture:" in x for x in lines) == 1
+    # pending[get_job_idx(seq)]: JOB[i] is the job whose per-context seq is i mod 4; msg is
+    # the mailbox message id, MAGIC_VAL 0x1D000000 | the channel's cyclic id
+    jobs = [x.split("aie2_dump_ctx: ", 1)[1] for x in lines
+            if "JOB[" in x or "\tseq:" in x or "\tmsg:" in x]
+    assert jobs == [part for i in range(4) for part in
+                    (f"JOB[{i}]:", f"\tseq: {i}", f"\tmsg: 0x{0x1D000000 + i:x}")]
+    del idle
+
+
+def test_after_a_reset_the_legacy_numbers_count_on_per_context(tmp_path):
+    # seq keeps counting per context (job->seq = ctx->submitted++); the stop disconnects the
+    # context and its next channel starts its message ids again; JOB[i] follows seq % 4
+    rig = Rig(tmp_path, "oot,hang-at:1")
+    for _ in range(2):
+        rl, _ = rig.runlist(5 * 24)
+        rl.execute()
+        with pytest.raises(RuntimeError):
+            rl.wait()
+    lines = [x.split(": ", 2)[2] for x in rig.kernel_lines()
+             if "JOB[" in x or "\tseq:" in x or "\tmsg:" in x]
+    second = lines[len(lines) // 2:]
+    # the first reset ended jobs 0-3 and the channel; job 4 (message 0 of the next) ran,
+    # 5-8 are the second runlist's four in flight, 8 its fifth message
+    assert second[:3] == ["JOB[0]:", "\tseq: 8", "\tmsg: 0x1d000004"]
+    assert [x for x in second if x.startswith("JOB[")] == [f"JOB[{i}]:" for i in range(4)]

@@ -175,14 +175,19 @@ def test_the_in_tree_drivers_log_a_refused_context_on_its_way_out(tmp_path, prof
 
 @pytest.mark.parametrize("device, limit", [("npu5", 32), ("npu1", 6)])
 def test_the_out_of_tree_driver_refuses_its_33rd_virtual_context(tmp_path, device, limit):
-    # aie2_ctx_runqueue.c aie2_rq_add: ctx_limit (npu4_family.h 32, npu1_regs.c 6), -ENOENT
+    # aie2_ctx_runqueue.c aie2_rq_add: ctx_limit (npu4_family.h 32, npu1_regs.c 6), -ENOENT;
+    # then aie2_ctx.c aie2_ctx_init and amdxdna_ctx.c amdxdna_drm_create_hwctx_ioctl pass it
+    # on, naming the context ctx.<pid>.<id> it had been given (856409ca)
     rig = Rig(tmp_path, f"oot,device:{device}", columns=4)
     uuid = pyxrt.xclbin(str(tmp_path / "layer.xclbin")).get_uuid()
     keep = [pyxrt.hw_context(rig.dev, uuid) for _ in range(limit - 1)]
     with pytest.raises(RuntimeError) as info:
         pyxrt.hw_context(rig.dev, uuid)
     assert str(info.value) == CTX_LIMIT_FAILED
-    assert rig.kernel_lines() == [f"{DEV}aie2_rq_add: Not allow more than {limit} context(s)"]
+    assert rig.kernel_lines() == [
+        f"{DEV}aie2_rq_add: Not allow more than {limit} context(s)",
+        f"{DEV}aie2_ctx_init: Add ctx ctx.{rig.stack.pid}.{limit + 1} failed, ret -2",
+        f"{DEV}amdxdna_drm_create_hwctx_ioctl: Init ctx failed, ret -2"]
     del keep
 
 

@@ -379,20 +379,27 @@ FLAVOURS = {f.name: f for f in (
         "oot", "out-of-tree amdxdna_legacy.ko", "out-of-tree",
         "device-wide check every timeout_in_sec (default 2 s) that fires when no job was "
         "submitted or completed during two whole periods (4-6 s after the last submit or "
-        "completion, a first job after an idle spell included): every context is dumped, "
-        "stopped and restarted, every chain in flight ends TIMEOUT",
+        "completion, a first job after an idle spell included): every connected context (one "
+        "with work since it was made or last stopped) is dumped, stopped and restarted, "
+        "every chain in flight ends TIMEOUT",
         "timeout_in_sec", 2.0, 1.0, 3, _legacy_build,
         "out-of-tree: a device check every timeout_in_sec (2 s from driver load) fires when "
         "no job was submitted or completed during the last two whole periods (a submit "
         "counts as progress: a first job after an idle spell times out 4-6 s later, not "
-        "0-2); every context is dumped (Dumping ctx, the capture block when the firmware "
-        "gives a report, JOB[] lines), stopped and restarted; every chain in flight ends "
+        "0-2); every connected context (new contexts start disconnected and connect with "
+        "their first job; a stop disconnects; idle disconnection is not modelled) is dumped "
+        "(Dumping ctx, the capture block when the firmware gives a report, a JOB[seq % 4] "
+        "block per pending job with its per-context seq and its mailbox message id, "
+        "0x1D000000 | the channel's cyclic id), stopped and restarted; every chain in flight "
+        "ends "
         "TIMEOUT with error_index the context's run_list_id; the first command to carry the "
         "context's health data gets it over that sub-command, later ones have it marked "
         "ABORT; without a report the context's data is the zeros it was allocated with (a "
         "version-0 report XRT prints as six zero lines), carried once",
-        f"{_LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_ctx.c "
-        "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), aie2_dump_ctx, "
+        f"{_LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_rq_add "
+        "(disconn_list), aie2_rq_dump_all and aie2_rq_stop_all (conn_list), aie2_ctx.c "
+        "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), aie2_dump_ctx "
+        "(pending[get_job_idx(seq)], j->msg_id), amdxdna_mailbox.c mailbox_acquire_msgid, "
         "aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data; amdxdna_ctx.c "
         "(kzalloc'd ctx)",
         module="amdxdna_legacy", dkms=True, log_tree=LEGACY, chain_cap=64,

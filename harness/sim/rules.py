@@ -167,9 +167,11 @@ RULES = (
          "src/shim/host/platform_host.cpp ioctl, shim_debug.h shim_err"),
     Rule("driver", "out-of-tree: up to 32 virtual contexts (6 on npu1) multiplexed on the "
          "hardware contexts; the next is refused by aie2_rq_add, 'Not allow more than 32 "
-         "context(s)', -ENOENT: 'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-2): No "
-         "such file or directory'",
-         f"{LEGACY} aie2_ctx_runqueue.c aie2_rq_add, npu4_family.h and npu1_regs.c "
+         "context(s)', then 'Add ctx ctx.PID.ID failed, ret -2' (aie2_ctx_init) and 'Init "
+         "ctx failed, ret -2' (amdxdna_drm_create_hwctx_ioctl), -ENOENT: "
+         "'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-2): No such file or directory'",
+         f"{LEGACY} aie2_ctx_runqueue.c aie2_rq_add, aie2_ctx.c aie2_ctx_init, amdxdna_ctx.c "
+         "amdxdna_drm_create_hwctx_ioctl (856409ca), npu4_family.h and npu1_regs.c "
          ".ctx_limit"),
     Rule("driver", "a chain's sub-commands share one 4 KiB buffer of cmd_chain_slot_npu "
          "slots (52-byte header plus the arguments) and one opcode: ERT_START_CU fills a "
@@ -221,9 +223,9 @@ RULES = (
          "progress' (aie2_tdr_work_func); mainline 7.0 nothing, 7.1 the capture block (with "
          "a firmware that reports health); legacy "
          "'Device isn't making progress... Count N timeout T dump_only 0' (aie2_tdr_work), "
-         "then per context 'Dumping ctx', the capture block and 'JOB[i]:' with seq/op/msg/"
-         "fence lines (aie2_dump_ctx). The records are /dev/kmsg's, escaped as printk "
-         "escapes them; under HARNESS_ROOT they are also appended to its dev/kmsg. The "
+         "then per connected context 'Dumping ctx', the capture block and 'JOB[seq % 4]:' "
+         "with seq/op/msg/fence lines (aie2_dump_ctx). The records are /dev/kmsg's, escaped "
+         "as printk escapes them; under HARNESS_ROOT they are also appended to its dev/kmsg. The "
          "simulated NPU's address (0000:00:00.9) and clock (9e9 s of uptime) are ones no "
          "machine has: a PCI function number is three bits, printed %d",
          f"{STAGING} aie2_ctx.c, aie2_tdr.c; {LEGACY} aie2_tdr.c, aie2_ctx.c; Linux "

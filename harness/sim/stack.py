@@ -84,6 +84,7 @@ START_CU, CMD_CHAIN, START_NPU, START_NPU_PREEMPT_ELF = 0, 19, 20, 22
 FF = 0xFFFFFFFF
 HEALTH_V1, NPU_GEN_AIE2 = 1, 0
 MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003
+MAILBOX_MAGIC, MAILBOX_IDS = 0x1D000000, 256
 HWCTX_CREATE_FAILED = "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument"
 # the legacy tree's aie2_rq_add: -ENOENT, as XRT's shim reports it (shim_err, system_error)
 CTX_LIMIT_FAILED = ("DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-2): No such file or "
@@ -178,6 +179,8 @@ class Job:
     # what the driver wrote over its sub-commands' payloads (index -> overwrite)
     overwrites: dict[int, Overwrite] = field(default_factory=dict)
     blocked_us: float = 0.0       # how long its submit ioctl waited for a free job slot
+    ctx_seq: int = 0              # its number in its context (job->seq = ctx->submitted++)
+    msg_id: int = 0               # the mailbox message that carried it to the firmware
 
     @property
     def count(self) -> int:
@@ -220,6 +223,11 @@ class Context:
     health_words: tuple[int | None, ...] = ZERO_HEALTH
     timeout_run_list_id: int = 0
     health_reported: bool = False
+    # the legacy tree's run queue: a context is connected (has a partition and its own
+    # mailbox channel) once it has work; new contexts start disconnected (aie2_rq_add),
+    # a stop disconnects it. Messages sent on its channel since it was made.
+    connected: bool = False
+    messages: int = 0
 
     @property
     def mask(self) -> int:
@@ -325,8 +333,14 @@ class Stack:
         if self.flavour.virtual_contexts:
             if alive >= self.device.ctx_limit:
                 # aie2_rq_add: the legacy tree refuses the context itself, -ENOENT
+                # aie2_rq_add refuses, aie2_ctx_init and the ioctl pass -ENOENT on; the
+                # context had its name (and its id, given back) before
+                name = f"{self.flavour.context_prefix}.{self.pid}.{next(self._ids)}"
                 self.kernel_log.err("aie2_rq_add", f"Not allow more than "
                                                    f"{self.device.ctx_limit} context(s)")
+                self.kernel_log.err("aie2_ctx_init", f"Add ctx {name} failed, ret -2")
+                self.kernel_log.err("amdxdna_drm_create_hwctx_ioctl",
+                                    "Init ctx failed, ret -2")
                 self.note(f"context refused: {self.device.ctx_limit} virtual contexts is the "
                           f"{self.flavour.called} driver's limit on {self.device.name}")
                 raise ContextRefused(CTX_LIMIT_FAILED, errno.ENOENT)
@@ -375,6 +389,7 @@ class Stack:
                 raise RuntimeError("hardware context has been destroyed")
             job.blocked_us = self._now() - job.submitted_us
         self.jobs.append(job)
+        job.ctx_seq = ctx.submitted
         ctx.submitted += 1
         flaky = self.profile.flaky
         if flaky and self.rng.random() < flaky:
@@ -415,6 +430,11 @@ class Stack:
             self.note(f"context {ctx.id}: {what} {job.seq} rejected in run_job: {problem}")
             self._end(job, NEW)
             return
+        # sent on the context's mailbox channel: xa_alloc_cyclic over 256 ids, MAGIC_VAL
+        # 0x1D000000 in the high byte (amdxdna_mailbox.c mailbox_acquire_msgid)
+        ctx.connected = True
+        job.msg_id = MAILBOX_MAGIC | (ctx.messages % MAILBOX_IDS)
+        ctx.messages += 1
         ctx.last_signal = now                   # drm_sched re-arms its timer on a push
         if self._device_checks:
             if not self._tick_armed:
@@ -705,7 +725,8 @@ class Stack:
                   f"context reset ({build.name})")
         self._print(build.check_lines)
         if build.dumps_contexts:
-            for ctx in list(self.contexts):
+            # aie2_rq_dump_all and aie2_rq_stop_all walk each partition's conn_list only
+            for ctx in [c for c in self.contexts if c.connected]:
                 self._dump_and_stop(ctx)
             return
         for ctx in list(self.contexts):
@@ -744,11 +765,12 @@ class Stack:
             ctx.health_words = health.v1_words
             ctx.timeout_run_list_id = health.run_list_id
             ctx.health_reported = False
-        for slot, job in enumerate(ctx.inflight):
-            log.err("aie2_dump_ctx", f"JOB[{slot}]:")
-            log.err("aie2_dump_ctx", f"\tseq: {job.seq}")
+        # pending[] is indexed by get_job_idx(seq), seq % CTX_MAX_CMDS, and walked 0..3
+        for job in sorted(ctx.inflight, key=lambda j: j.ctx_seq % CTX_MAX_CMDS):
+            log.err("aie2_dump_ctx", f"JOB[{job.ctx_seq % CTX_MAX_CMDS}]:")
+            log.err("aie2_dump_ctx", f"\tseq: {job.ctx_seq}")
             log.err("aie2_dump_ctx", f"\top: 0x{CMD_CHAIN if job.chained else job.opcodes[0]:x}")
-            log.err("aie2_dump_ctx", f"\tmsg: 0x{job.seq:x}")
+            log.err("aie2_dump_ctx", f"\tmsg: 0x{job.msg_id:x}")
             log.err("aie2_dump_ctx", "\tfence: unsignaled")
             log.err("aie2_dump_ctx", "\tout_fence: unsignaled")
         for job in list(ctx.inflight):
@@ -763,6 +785,8 @@ class Stack:
                 ctx.health_reported = True
             self._settle(job, TIMEOUT if job.chained or carries else ABORT,
                          error_index=index, health=health if carries else None)
+        # the stop disconnects it (its channel goes); work connects it again
+        ctx.connected, ctx.messages = False, 0
         self._restart(ctx)
 
     def _restart(self, ctx: Context) -> None:
