@@ -82,11 +82,18 @@ RULES = (
     Rule("XRT", "run.wait(ms) returns TIMEOUT when the host wait expires, whatever the device "
          "is doing",
          f"{XRT_KERNEL} run_impl::wait ('Return ERT_CMD_STATE_TIMEOUT on API timeout (bad!)')"),
-    Rule("XRT", "a dpu kernel made from a module (ext.kernel(hwctx, module, name)) submits "
-         "ERT_START_NPU; a plain kernel (instruction buffer in the arguments) ERT_START_CU; a "
-         "kernel of a full ELF (hw_context(device, elf), ext.kernel(hwctx, name)) "
-         "ERT_START_NPU_PREEMPT_ELF when its group carries a .pdi section, else ERT_START_NPU",
-         f"{XRT_KERNEL} kernel_impl set_cmd_opcode; {XRT_ELF} elf_aie_gen2::get_ert_opcode"),
+    Rule("XRT", "a plain kernel (instruction buffer in the arguments) submits ERT_START_CU; a "
+         "kernel made from a module (ext.kernel(hwctx, module, name)) or of a full ELF "
+         "(hw_context(device, elf), ext.kernel(hwctx, name)) ERT_START_NPU_PREEMPT_ELF when "
+         "its group carries a .pdi section, ERT_START_NPU_PREEMPT when a group (the whole "
+         "ELF, ungrouped) has .preempt_save and .preempt_restore sections, else ERT_START_NPU; "
+         "a save section without its restore is refused ('Invalid elf because preempt save "
+         "and restore is not paired' by the module up to 2.21, 'Invalid ELF: preempt save "
+         "and restore sections are not paired' by the elf from 2.23)",
+         f"{XRT_KERNEL} kernel_impl set_cmd_opcode; {XRT_ELF} elf_aie_gen2::get_ert_opcode, "
+         "initialize_save_restore_buf_map (202610.2.23.244, 963c58ee); xrt_module.cpp "
+         "module_elf_aie2p::get_ert_opcode, initialize_save_restore_buf (202520.2.20.197, "
+         "2.21.75); elf_patcher.h section names"),
     Rule("XRT", "an ELF is full when it has a .note.xrt.configuration section (its first word "
          "the partition size); only a full ELF makes a hardware context ('ELF is missing xrt "
          "configuration info'); its kernels come from .group sections whose sub-kernel symbol "
@@ -176,7 +183,8 @@ RULES = (
     Rule("driver", "a chain's sub-commands share one 4 KiB buffer of cmd_chain_slot_npu "
          "slots (52-byte header plus the arguments) and one opcode: ERT_START_CU fills a "
          "NON_ELF slot with its whole payload, ERT_START_NPU a PARTIAL_ELF slot with at most "
-         "26 words (104 bytes) of arguments, ERT_START_NPU_PREEMPT_ELF an ELF slot of one "
+         "26 words (104 bytes) of arguments, ERT_START_NPU_PREEMPT a PREEMPT slot with the "
+         "same cap (and AIE2_PREEMPT), ERT_START_NPU_PREEMPT_ELF an ELF slot of one "
          "argument word (and needs AIE2_PREEMPT: -EOPNOTSUPP on npu1); the out-of-tree driver "
          "caps a chain at 64; a chain breaking this fails in run_job after the submit, "
          "header NEW. A single command goes out as a one-slot list under the same rules "

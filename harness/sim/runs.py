@@ -71,7 +71,15 @@ from harness.sim.releases import (
     V1_HEALTH,
     XrtRelease,
 )
-from harness.sim.stack import FF, START_CU, START_NPU, START_NPU_PREEMPT_ELF, Job, Overwrite
+from harness.sim.stack import (
+    FF,
+    START_CU,
+    START_NPU,
+    START_NPU_PREEMPT,
+    START_NPU_PREEMPT_ELF,
+    Job,
+    Overwrite,
+)
 
 NEW, COMPLETED, ABORT, TIMEOUT = 1, 4, 6, TIMEOUT_VALUE
 # what XRT throws (std::runtime_error, a RuntimeError through pyxrt) when run.wait() or
@@ -819,9 +827,10 @@ class ext_kernel(kernel):
         self._module = mod
         self._elf = mod._elf
         self._code = mod._elf._parsed().control_code or b""
-        # A module built from an AIE2P control-code ELF with no PDIs and no preemption
-        # save/restore runs as ERT_START_NPU (xrt_module.cpp module_elf_aie2p::get_ert_opcode).
-        self._opcode = START_NPU
+        # get_ert_opcode (xrt_module.cpp module_elf_aie2p up to 2.21, xrt_elf.cpp
+        # elf_aie_gen2 from 2.23): PDIs ERT_START_NPU_PREEMPT_ELF, preemption save and
+        # restore sections ERT_START_NPU_PREEMPT, else ERT_START_NPU
+        self._opcode = _elf_opcode(mod._elf._parsed(), None)
 
     def _from_full_elf(self, ctx: hw_context, name: str) -> None:
         """kernel_impl(device, hwctx, name): the kernel, its arguments and control code
@@ -843,10 +852,17 @@ class ext_kernel(kernel):
         parsed = e._parsed()
         self._elf = e
         self._code = parsed.kernel_code(kernel_def)
-        # elf_aie_gen2::get_ert_opcode: a kernel carrying PDIs runs as
-        # ERT_START_NPU_PREEMPT_ELF, one without as ERT_START_NPU
-        self._opcode = START_NPU_PREEMPT_ELF if parsed.kernel_has_pdi(kernel_def) \
-            else START_NPU
+        self._opcode = _elf_opcode(parsed, kernel_def)
+
+
+def _elf_opcode(parsed: Any, kernel_def: Any) -> int:
+    """get_ert_opcode (xrt_module.cpp module_elf_aie2p up to 2.21, xrt_elf.cpp elf_aie_gen2
+    from 2.23, every tag alike): a kernel carrying PDIs runs as ERT_START_NPU_PREEMPT_ELF;
+    an ELF with preemption save and restore sections as ERT_START_NPU_PREEMPT; else
+    ERT_START_NPU."""
+    if kernel_def is not None and parsed.kernel_has_pdi(kernel_def):
+        return START_NPU_PREEMPT_ELF
+    return START_NPU_PREEMPT if parsed.preemption == "paired" else START_NPU
 
 
 ext_bo.__name__ = ext_bo.__qualname__ = "bo"

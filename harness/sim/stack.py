@@ -80,8 +80,11 @@ DEFAULT_LATENCY_US = 50.0
 # Firmware dispatch cost of a sub-command that fails validation before running.
 FAULT_US = 5.0
 
-START_CU, CMD_CHAIN, START_NPU, START_NPU_PREEMPT_ELF = 0, 19, 20, 22
+START_CU, CMD_CHAIN, START_NPU, START_NPU_PREEMPT, START_NPU_PREEMPT_ELF = 0, 19, 20, 21, 22
 FF = 0xFFFFFFFF
+# aie2_cmdlist_fill_slot: these need the firmware's AIE2_PREEMPT (npu4/5/6, never npu1)
+PREEMPT_OPCODES = {START_NPU_PREEMPT: "ERT_START_NPU_PREEMPT",
+                   START_NPU_PREEMPT_ELF: "ERT_START_NPU_PREEMPT_ELF"}
 HEALTH_V1, NPU_GEN_AIE2 = 1, 0
 MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003
 MAILBOX_MAGIC, MAILBOX_IDS = 0x1D000000, 256
@@ -459,11 +462,12 @@ class Stack:
         opcodes = job.opcodes
         if opcodes.count(opcodes[0]) != count:
             return "sub-commands with different opcodes in one chain"
-        if opcodes[0] == START_NPU_PREEMPT_ELF and not self.device.npu4_class:
-            return "ERT_START_NPU_PREEMPT_ELF needs the AIE2_PREEMPT feature (-EOPNOTSUPP)"
+        if opcodes[0] in PREEMPT_OPCODES and not self.device.npu4_class:
+            return f"{PREEMPT_OPCODES[opcodes[0]]} needs the AIE2_PREEMPT feature (-EOPNOTSUPP)"
         sizes = job.arg_bytes
         largest = sizes[0] if sizes.count(sizes[0]) == count else max(sizes)
-        npu = opcodes[0] in (START_NPU, START_NPU_PREEMPT_ELF)
+        # aie2_cmdlist_fill_npu_dpu, _npu_preempt and _npu_elf cap an NPU slot's arguments
+        npu = opcodes[0] in (START_NPU, START_NPU_PREEMPT, START_NPU_PREEMPT_ELF)
         capped = npu and largest > MAX_SLOT_ARG_BYTES
         # an ELF slot carries one argument word (the kernel op); the others their arguments
         elf_slot = opcodes[0] == START_NPU_PREEMPT_ELF
