@@ -110,8 +110,9 @@ def test_no_flavour_is_known_by_name_outside_its_row():
 
 
 @pytest.mark.parametrize("kernel, why", [
-    ("6.16", "ends the hung job ABORT with error_index 0 (before 6fb7f2988832)"),
-    ("6.18", "ends the hung job ABORT with error_index 0 (before 6fb7f2988832)"),  # 6.18.0
+    ("6.16", "ends the hung job ABORT without writing error_index (before 6fb7f2988832)"),
+    ("6.18", "ends the hung job ABORT without writing error_index (before 6fb7f2988832)"),
+    ("6.19", "ends a timed-out chain without writing error_index (before 89ff45359abb)"),
     ("7.0", "ends a timed-out chain with error_index 0 (drm_sched's timeout"),
     ("7.1", "reports the firmware's run_list_id as error_index, and the firmware leaves"),
 ])

@@ -375,3 +375,26 @@ def test_after_a_reset_the_legacy_numbers_count_on_per_context(tmp_path):
     # 5-8 are the second runlist's four in flight, 8 its fifth message
     assert second[:3] == ["JOB[0]:", "\tseq: 8", "\tmsg: 0x1d000004"]
     assert [x for x in second if x.startswith("JOB[")] == [f"JOB[{i}]:" for i in range(4)]
+
+
+@pytest.mark.parametrize("kernel, blamed", [
+    # before 89ff45359abb the timeout writes no error_index: XRT reads the 5 the firmware's
+    # error left in the runlist's reused chain buffer (create_exec_buf zeroes it once;
+    # submit() resets only the state), and blames run 5 with the TIMEOUT
+    ("6.19", 5),
+    # from it amdxdna_cmd_set_error writes 0 (and 0xFF over sub-command 0, which the next
+    # execute of run 0 carries: the firmware refuses it)
+    ("6.19.7", 0)])
+def test_a_timeout_leaves_the_chain_s_old_error_index_before_89ff45359abb(tmp_path, kernel,
+                                                                          blamed):
+    rig = Rig(tmp_path, f"mainline,kernel:{kernel},{P6},hang-at:10")
+    rl, runs = rig.runlist(24, unsynced_at=5)
+    assert failure(rl) == ERROR_MSG                    # the firmware refuses run 5's zeros
+    assert states(runs)[5] == "ERROR"
+    runs[5]._args[1].sync(pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+    again = failure(rl)                                 # the same runlist, run 10 hangs
+    if blamed == 5:
+        assert again == TIMEOUT_MSG + "\n"
+        assert states(runs) == ["NEW"] * 5 + ["TIMEOUT"] + ["ABORT"] * 18
+    else:
+        assert again == ERROR_MSG and states(runs)[0] == "ERROR"

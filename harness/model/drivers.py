@@ -175,6 +175,9 @@ class DriverBuild:
     temporal_skips_solver: bool = False
     # what DRM_IOCTL_VERSION answers (amdxdna_drm_drv .major/.minor): FastFlowLM gates on it
     drm_version: tuple[int, int] = (0, 0)
+    # writes a timed-out or aborted chain's error_index; else the chain buffer keeps what
+    # was there (XRT zeroes it once, when a runlist makes it, and reuses it)
+    writes_timeout_index: bool = True
 
     def refuses_firmware(self, npu4_class: bool, protocol: Protocol | None
                          ) -> tuple[Printed, ...]:
@@ -259,9 +262,12 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
         "context", TIMEOUT if timeout else ABORT, ABORT, ABORT if timeout else NEW,
         "run_list_id" if health else "0",
         _RUN_LIST_ID if health else
-        "ends a timed-out chain with error_index 0 (drm_sched's timeout; 89ff45359abb "
-        "writes it through amdxdna_cmd_set_error)" if timeout else
-        "ends the hung job ABORT with error_index 0 (before 6fb7f2988832)",
+        "ends a timed-out chain with error_index 0 (drm_sched's timeout, "
+        "amdxdna_cmd_set_error)" if filled else
+        "ends a timed-out chain without writing error_index (before 89ff45359abb): XRT "
+        "reads what the chain buffer held, 0 in a new runlist" if timeout else
+        "ends the hung job ABORT without writing error_index (before 6fb7f2988832): XRT "
+        "reads what the chain buffer held, 0 in a new runlist",
         PAYLOAD_HEALTH_FF if health else PAYLOAD_FF if filled else PAYLOAD_KEPT, health,
         "Linux drivers/accel/amdxdna aie2_ctx.c aie2_sched_job_timedout, "
         "aie2_sched_cmdlist_resp_handler; 6fb7f2988832 (TIMEOUT), 89ff45359abb "
@@ -272,6 +278,8 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
         # aie2_ctx.c aie2_alloc_resource in Linux 7.0 and 7.1 (xdna-driver 234824b1,
         # f13c7f41); earlier kernels' code is not read here: the solver path is assumed
         temporal_skips_solver=release[:2] >= (7, 0),
+        # before 89ff45359abb only a firmware error's response writes error_index
+        writes_timeout_index=filled,
         # amdxdna_pci_drv.c AMDXDNA_DRIVER_MINOR: 6 in Linux 7.0 (xdna-driver 234824b1), 7
         # from 81ad428e (power estimate, in f13c7f41's tree: 7.1); earlier kernels' value
         # is not read here, 7.0's assumed
@@ -333,10 +341,12 @@ FLAVOURS = {f.name: f for f in (
         "mainline, as released: drm_sched's 60 s timer per context, re-armed at every job "
         "push and completion; the hung job ends ABORT before 6fb7f2988832 (a single "
         "non-chain run the reset cancels stays NEW) and TIMEOUT with it (6.19; 6.17.13 and "
-        "6.18.2 by stable backport, so 6.17.0 and 6.18.0 give ABORT), error_index 0; the "
-        "rest of the context ABORT; from 89ff45359abb (7.0; 6.19.7) every failed command "
-        "goes through amdxdna_cmd_set_error: sub-command 0's payload (a single run's own) "
-        "filled with 0xFF; 7.0 logs nothing on a timeout; 7.1 (25854131c04a) asks the "
+        "6.18.2 by stable backport, so 6.17.0 and 6.18.0 give ABORT), the rest of the "
+        "context ABORT; before 89ff45359abb a timeout or abort writes no error_index, so XRT "
+        "reads what the chain buffer held (0 in a new runlist, an earlier firmware error's "
+        "index in one executed again); from 89ff45359abb (7.0; 6.19.7) every failed command "
+        "goes through amdxdna_cmd_set_error: error_index 0, sub-command 0's payload (a single "
+        "run's own) filled with 0xFF; 7.0 logs nothing on a timeout; 7.1 (25854131c04a) asks the "
         "firmware's app health report and, given one, prints the capture block, takes "
         "error_index from its run_list_id and writes its version-1 health data over "
         "sub-command 0 before the 0xFF, so XRT's message carries the health lines",

@@ -623,6 +623,9 @@ class runlist:
         self._hwctx: hw_context | None = None
         self._runs: list[run] = []
         self._jobs: list[Job] = []
+        # the error_index word of each chain buffer: XRT zeroes a chain's data when it
+        # makes the buffer (create_exec_buf) and reuses it on every execute
+        self._chain_index: list[int] = []
         self._running = False
         self._member = _Membership()
         self._touches_seen = _touches     # members reset since (see _touched)
@@ -730,10 +733,15 @@ class runlist:
         for chain, job in enumerate(self._jobs):
             if job.overwrites:
                 _settle_overwrites(job, runs, chain * size)
+        held = self._chain_index
+        held.extend([0] * (len(self._jobs) - len(held)))
+        for chain, job in enumerate(self._jobs):
+            if job.index_written:
+                held[chain] = job.error_index
         for chain, job in enumerate(self._jobs):
             if job.state == COMPLETED:
                 continue
-            failing = chain * size + job.error_index
+            failing = chain * size + held[chain]
             _touched()
             for r in runs[failing + 1:]:
                 r._packet = ABORT

@@ -170,6 +170,7 @@ class Job:
     submitted_us: float
     state: int = NEW
     error_index: int = 0
+    index_written: bool = False   # the driver wrote error_index into the chain's payload
     health: Health | None = None
     note: str = ""
     done: bool = False
@@ -571,6 +572,10 @@ class Stack:
             del job.finish[job.completed(now):]
         job.state = state
         job.error_index = error_index
+        # the firmware's error response carries the failing index; a timeout or an abort
+        # writes it only where the build does (amdxdna_cmd_set_error, 89ff45359abb)
+        job.index_written = state == ERROR or (
+            state in (TIMEOUT, ABORT) and self.build.writes_timeout_index)
         job.health = health
         if note:
             job.note = note
