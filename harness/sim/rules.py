@@ -268,10 +268,13 @@ RULES = (
          f"{RUNNER}/capture.cpp replay_resource_hwctx, replay_ini; {RUNNER}/replay.cpp "
          "create_hwctx, init_ini; core/common/config_reader.cpp get_string_value"),
     Rule("format", "a recipe run names its kernel with 'kernel' ('name' is the deprecated "
-         "spelling, read only without it); a constant is read as a C int "
-         "(value.get<int>()), so one that does not fit is refused on reading a recipe and "
+         "spelling, read only without it); a constant is read with value.get<int>(), a "
+         "static_cast in nlohmann::json 3.11.3: xrt-runner silently runs a value past a C int "
+         "as its low 32 bits, so the harness refuses one (naming what the runner would run "
+         "with) on reading a recipe and "
          "on exporting one, naming the run and the argument",
-         f"{RUNNER}/runner.cpp create_kernel_run, create_constant_args"),
+         f"{RUNNER}/runner.cpp create_kernel_run, create_constant_args; "
+         "core/common/json/nlohmann/json.hpp get_arithmetic_value (3.11.3, at 963c58ee)"),
     Rule("format", "xrt-runner creates every recipe buffer host-only (xrt::ext::bo; the "
          "schema has name, type, size); XRT's capture writer records memgrp and flags for "
          "a buffer with a memory group that is not host-only and replay allocates it so: "
