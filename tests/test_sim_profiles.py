@@ -54,6 +54,12 @@ def test_deviations_are_labelled():
     ("device:npu9", "unknown profile token"),
     ("turbo", "unknown profile token 'turbo'"),
     ("inflight-cap:40,inflight-cap:30", "inflight-cap twice"),
+    # at most 4 jobs (CTX_MAX_CMDS) of 24 commands (XRT's submit_size) are queued on a
+    # context: a cap of 96 or more never fires, whatever the runlist
+    ("inflight-cap:96", r"inflight-cap:96 can never fire: at most 4 jobs of 24 commands "
+                        r"\(96\)"),
+    ("inflight-cap:1000", "can never fire"),
+    ("inflight-cap:40,xrt-chain:10", "at most 4 jobs of 10 commands"),
 ])
 def test_bad_tokens_name_themselves(text, words):
     with pytest.raises(BadInput, match=words):
@@ -79,7 +85,10 @@ def test_name_round_trips(parts):
         profile = parse_profile(",".join(parts))
     except BadInput:
         heads = [p.split(":")[0] for p in parts if p not in FLAVOURS]
-        assert sum(p in FLAVOURS for p in parts) > 1 or any(
+        given = {p.split(":")[0]: int(p.split(":")[1]) for p in parts
+                 if p.startswith(("inflight-cap:", "xrt-chain:"))}
+        never = given.get("inflight-cap", 0) >= 4 * given.get("xrt-chain", 24)
+        assert never or sum(p in FLAVOURS for p in parts) > 1 or any(
             heads.count(h) > 1 for h in set(heads) if h not in ("hang-at", "slow"))
         return
     assert parse_profile(profile.name) == profile
@@ -91,3 +100,15 @@ def test_parser_only_raises_bad_input(text):
         parse_profile(text)
     except BadInput:
         pass
+
+
+def test_the_largest_cap_that_can_fire_fires_and_every_larger_one_is_refused(tmp_path):
+    # cap 95 fails at 96 commands in flight; 96, 97 and 1000 could never fail a runlist,
+    # yet claimed to "make every runlist of more than N commands fail"
+    rig = Rig(tmp_path, "staging,inflight-cap:95")
+    assert failure(rig.runlist(96)[0]).startswith("runlist failed execution")
+    assert "inflight-cap:95 makes every runlist of more than 95 commands fail" in \
+        parse_profile("inflight-cap:95").by_construction[0]
+    for cap in (96, 97, 200, 1000):
+        with pytest.raises(BadInput, match="can never fire"):
+            parse_profile(f"inflight-cap:{cap}")

@@ -20,6 +20,7 @@ from harness.model.drivers import (
     DEFAULT_FLAVOUR,
     DEFAULT_KERNEL,
     FLAVOURS,
+    JOBS_IN_FLIGHT,
     KERNELS,
     Printed,
     driver_build,
@@ -129,8 +130,10 @@ TOKENS = (
              "src/python/pybind11/src/pyxrt.cpp at each tag"),
     TokenDoc("inflight-cap:N", "deviation",
              "the firmware wedges when more than N sub-commands are queued on one context "
-             "(the hypothesis behind the 42-layer timeout)",
-             "hypothesis from ROCm/FastFlowLM#712, not a documented limit"),
+             "(the hypothesis behind the 42-layer timeout); N below 96 (4 jobs in flight of "
+             "24 commands, or 4 x xrt-chain), as no more are ever queued",
+             "hypothesis from ROCm/FastFlowLM#712, not a documented limit; the bound: "
+             "xdna-driver CTX_MAX_CMDS / HWCTX_MAX_CMDS, XRT runlist_impl::submit_size"),
     TokenDoc("xrt-chain:N", "deviation",
              "an XRT whose runlist submit size is N instead of the hard-wired 24",
              "hypothesis; XRT runlist_impl::submit_size = 24 since 2024"),
@@ -354,7 +357,22 @@ def parse_profile(text: str | None) -> Profile:
     values["hang_at"] = tuple(sorted(set(values["hang_at"])))
     values["slow"] = tuple(values["slow"])
     profile = Profile(**values)
+    _cap_can_fire(profile, text)
     return _settled_firmware(profile, text)
+
+
+def _cap_can_fire(profile: Profile, text: str) -> None:
+    """Refuse an inflight-cap that can never be passed: a context holds at most
+    JOBS_IN_FLIGHT jobs, each a chain of at most XRT's submit size, so no more commands are
+    ever queued on it (96 with 24 a chain), and a bisect under a larger cap would claim a
+    failure by construction that never happens."""
+    cap = profile.inflight_cap
+    most = JOBS_IN_FLIGHT * profile.xrt_chain
+    if cap is not None and cap >= most:
+        raise BadInput(f"profile {text!r}: inflight-cap:{cap} can never fire: at most "
+                       f"{JOBS_IN_FLIGHT} jobs of {profile.xrt_chain} commands ({most}) are "
+                       f"queued on a context (CTX_MAX_CMDS x XRT's submit size); give a cap "
+                       f"below {most}")
 
 
 def _settled_firmware(profile: Profile, text: str) -> Profile:
