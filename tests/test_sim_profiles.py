@@ -112,3 +112,33 @@ def test_the_largest_cap_that_can_fire_fires_and_every_larger_one_is_refused(tmp
     for cap in (96, 97, 200, 1000):
         with pytest.raises(BadInput, match="can never fire"):
             parse_profile(f"inflight-cap:{cap}")
+
+
+@pytest.mark.parametrize("rule, source", [
+    # round 4, each rule beside where it was read
+    ("refuses any other at probe: 'aie2_check_protocol: Incompatible firmware protocol "
+     "major 7 minor 2'", "dri-devel 2026-03 (Debian 6.19.6)"),
+    ("throw 'qds_device::wait() unexpected command state'",
+     "hw_queue.cpp qds_device::wait(const command*, size_t)"),
+    ("before 6.17 the hung job ends TIMEOUT only when the firmware gave a report",
+     "aie2_tdr.c aie2_legacy_tdr_detect, aie2_tdr_stop_hwctx"),
+    ("mainline 7.0/7.1 with AIE2_TEMPORAL_ONLY firmware (npu4/5/6) skips the solver",
+     "aie2_alloc_resource (AIE2_TEMPORAL_ONLY; also at 234824b1)"),
+    ("the flavour's version for its kernel: staging 0.16, mainline 0.6 on 7.0 and 0.7 on "
+     "7.1", "(81ad428e made it 0.7)"),
+    ("every connected context (new contexts start disconnected",
+     "aie2_rq_dump_all and aie2_rq_stop_all (conn_list)"),
+    ("ERT_START_NPU_PREEMPT when a group", "module_elf_aie2p::get_ert_opcode"),
+    ("before 89ff45359abb a timeout or abort writes no error_index",
+     "amdxdna_cmd_set_error (89ff45359abb); Xilinx/XRT xrt_kernel.cpp "
+     "runlist_impl::create_exec_buf"),
+    ("xrt-runner silently runs a value past a C int as its low 32 bits",
+     "json.hpp get_arithmetic_value (3.11.3, at 963c58ee)"),
+    ("N below 96 (4 jobs in flight of 24 commands", "CTX_MAX_CMDS / HWCTX_MAX_CMDS"),
+])
+def test_sim_profiles_shows_each_round_4_rule_with_its_source(rule, source):
+    shown = " ".join(CliRunner().invoke(main, ["sim", "profiles"]).output.split())
+    at = shown.find(rule)
+    assert at >= 0, rule
+    cited = shown.find("[source:", at)
+    assert source in shown[cited:shown.find("]", cited) + 1], source

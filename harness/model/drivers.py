@@ -351,7 +351,9 @@ FLAVOURS = {f.name: f for f in (
         "error_index from its run_list_id and writes its version-1 health data over "
         "sub-command 0 before the 0xFF, so XRT's message carries the health lines",
         f"{_MAINLINE} aie2_ctx.c aie2_sched_job_timedout, aie2_sched_resp_handler, "
-        "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error; "
+        "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error "
+        "(89ff45359abb); Xilinx/XRT xrt_kernel.cpp runlist_impl::create_exec_buf and submit "
+        "(the chain buffer zeroed once, then reused); "
         f"{_MAINLINE_TREE} aie2_ctx.c aie2_set_cmd_timeout; stable review mails "
         "'[PATCH 6.17 143/507]' (6.17.13-rc1), '[PATCH 6.18 167/614]' (6.18.2-rc1), "
         "'[PATCH 6.19 208/311]' (6.19.7-rc1), each assumed to reach its release; no "
