@@ -186,6 +186,8 @@ def read_submission(command: BufferObject, handles: Handles, columns: int, dev_g
 def write_back(submission: Submission) -> None:
     """What the driver leaves in the packets once the model has ended the job."""
     job = submission.job
+    if job is None:                      # never given to the model: nothing was written
+        return
     command = submission.command
     command.set_word(0, uapi.with_state(command.word(0), job.state))
     if submission.chained and job.index_written:
