@@ -55,8 +55,11 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
                        "folder to PATH (for XRT's tools: `source /opt/xilinx/xrt/setup.sh`)")
     emulation = start(parsed, keep=keep, clock_rate=clock_rate)
     device = emulation.device
+    refused = "; the driver refused it at probe: no /dev/accel node" \
+        if parsed.probe_refusal else ""
     click.echo(f"emulate: one EMULATED {device.model.name} ({parsed.flavour} driver on Linux "
-               f"{parsed.kernel}, firmware {device.firmware_text}), profile {parsed.name}"
+               f"{parsed.kernel}, firmware {device.firmware_text}{refused}), profile "
+               f"{parsed.name}"
                + (f", clock {clock_rate:g}x the wall clock" if clock_rate != 1.0 else "")
                + f"; the driver and firmware are the harness's model{_whose_xrt()}; not "
                "hardware evidence", err=True)
