@@ -59,8 +59,8 @@ def answer_line(plans: Sequence[PlanRecord], outcome: str, backend: dict[str, An
     items = [f"{phrase}: {plan.counts_text()}"
              for phrase, plan in zip(phrases, plans, strict=True)]
     for shown in range(len(items), 0, -1):
-        more = len(items) - shown
-        line = "; ".join(items[:shown]) + (f"; +{more} more" if more else "") + tail
+        left = len(items) - shown
+        line = "; ".join(items[:shown]) + (f"; +{left} more" if left else "") + tail
         if len(line) <= ANSWER_WIDTH:
             return line
     # one plan's counts are too long a list of states, or its cut too long a list of

@@ -170,9 +170,9 @@ def _judge_expected_failure(plans: list[PlanRecord], expected_fail: list[PlanRec
     if any(_failures(p) for p in expected_fail):
         notes = []
         for plan in expected_fail:
-            seen = sorted(set(_failures(plan)) - {plan.expect})
-            if seen:
-                notes.append(f"{plan.label} expected {plan.expect}, saw {', '.join(seen)}")
+            others = sorted(set(_failures(plan)) - {plan.expect})
+            if others:
+                notes.append(f"{plan.label} expected {plan.expect}, saw {', '.join(others)}")
         outcome = cut_outcome(plans)
         note = f" ({'; '.join(notes)})" if notes else ""
         return True, outcome, f"reproduced: {counts} -> {CONCLUSIONS[outcome]}{note}{tag}"

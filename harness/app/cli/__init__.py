@@ -108,8 +108,7 @@ class Guarded:
             except click.exceptions.Exit as done:      # --help, --version
                 return done.exit_code
             except click.NoSuchOption as err:
-                name_where_else(err)
-                raise
+                raise name_where_else(err) from None
         code = exits.run(command, given)
         if standalone_mode:
             sys.exit(code)
@@ -185,15 +184,16 @@ def commands_taking(option: str) -> list[str]:
     return found
 
 
-def name_where_else(err: click.NoSuchOption) -> None:
+def name_where_else(err: click.NoSuchOption) -> click.NoSuchOption:
     """An unknown option that another command takes: say which, instead of click's close
     spelling (`reproduce_ert_timeout --resume` is `run --resume`, not `--realtime`)."""
     where = getattr(err, "ctx", None)
     here = where.command_path if where is not None else ""
     elsewhere = [name for name in commands_taking(err.option_name)
                  if not here.endswith(f" {name}") and here != name]
-    if elsewhere:
-        named = ", ".join(f"`runlist-harness {name}`" for name in elsewhere[:3])
-        err.message = (f"No such option '{err.option_name}' here; {named} "
-                       f"{'takes' if len(elsewhere) == 1 else 'take'} it")
-        err.possibilities = None
+    if not elsewhere:
+        return err
+    named = ", ".join(f"`runlist-harness {name}`" for name in elsewhere[:3])
+    return click.NoSuchOption(err.option_name, ctx=where,
+                              message=f"No such option '{err.option_name}' here; {named} "
+                                      f"{'takes' if len(elsewhere) == 1 else 'take'} it")
