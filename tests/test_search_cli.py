@@ -37,10 +37,13 @@ def test_bisect_finds_38_within_log2_plus_2_probes_of_k_trials():
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].startswith("backend: SIMULATED")
-    assert lines[1] == (f"SIMULATED: the outcome follows from the injected hypothesis by "
-                        f"construction: {CAP} makes every runlist of more than 37 commands "
-                        "fail (the firmware wedges with more than 37 queued on one context). "
-                        "Outcome: first failing depth 38 (37: COMPLETED 6/6; 38: TIMEOUT 6/6)")
+    # the answer first, labelled; the hypothesis that made it and the full label below
+    assert lines[1:4] == [
+        "first failing depth 38 (37: COMPLETED 6/6; 38: TIMEOUT 6/6) [SIMULATED]",
+        f"SIMULATED: the outcome follows from the injected hypothesis by construction: {CAP} "
+        "makes every runlist of more than 37 commands fail (the firmware wedges with more "
+        "than 37 queued on one context).",
+        f"[SIMULATED, profile mainline,{CAP}]"]
     report = load_report(report_path(result))
     assert trials_in(report) <= (math.ceil(math.log2(128)) + 2) * k
     section = report.sections["bisect"]
@@ -74,7 +77,7 @@ def test_budget_stops_cleanly_and_replay_continues_without_rerunning(tmp_path):
     again = invoke("bisect", "--replay", str(out))
     assert "first failing depth 38" in again.stdout
     banner, continuing = again.stdout.splitlines()[:2]       # the banner it began with
-    assert banner.startswith(f"backend: SIMULATED stack, profile staging,{CAP} (hypothesis")
+    assert banner.startswith(f"backend: SIMULATED stack, profile mainline,{CAP} (hypothesis")
     assert continuing == f"continuing the bisect in {out}"
     done = load_report(out)
     # Depths measured before the stop are not measured again; only the two confirmations

@@ -89,10 +89,16 @@ RELEASES = {r.name: r for r in (
     _release("2.25", "2.25.0", 5, True, _2_23 | {SCRATCHPAD, ELF_IDENTITY},
              "2.23's binding plus run.get_ctrl_scratchpad_bo; the health message names the "
              "kernel instance and ELF"),
-    _release("master", "963c58ee", 6, True, _2_23 | {SCRATCHPAD, ELF_IDENTITY, GRAPH_AIE},
+    _release("2.26", "49612fa3 (2.26.0)", 6, True, _2_23 | {SCRATCHPAD, ELF_IDENTITY, GRAPH_AIE},
+             "2.26.0 (no tag: settings.cmake XRT_VERSION_MINOR 26 at 49612fa3, the commit "
+             "amd/xdna-driver 856409ca pins), as the #712 machine has it installed: master's "
+             "binding and runlist code (963c58ee is four commits later and changes neither)"),
+    _release("master", "963c58ee", 7, True, _2_23 | {SCRATCHPAD, ELF_IDENTITY, GRAPH_AIE},
              "2.25's binding plus graph and aie.bo"),
 )}
-NEWEST = "master"
+# What the simulator plays unless a profile names a release: the XRT the
+# ROCm/FastFlowLM#712 machine has installed (2.26.0; FastFlowLM loads its bundled 2.21.75)
+DEFAULT = "2.26"
 
 
 def release(name: str) -> XrtRelease:

@@ -21,7 +21,7 @@ from harness.sources.case import NOP, Case, CaseKind
 
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
            "ten", "eleven", "twelve")
-# how to put an engine's own commands in a runlist: capture them (README, "XRT captures")
+# how to put an engine's own commands in a runlist: capture them (docs/captures.md)
 CAPTURE_HOW = ("xrt-capture --frames 200 --output-dir DIR -- flm run MODEL, then "
                "runlist-harness capture import DIR --name NAME and runlist-harness run NAME "
                "--plan ...")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -14,9 +15,11 @@ from harness.model.errors import BadInput
 
 @click.command(context_settings={"ignore_unknown_options": True,
                                  "allow_interspersed_args": False})
-@click.option("--profile", default="staging", show_default=True,
+@click.option("--profile", default=None,
               help="The emulated NPU and driver: flavour, kernel, device and hypotheses, as "
-                   "for the simulated stack (see `sim profiles`).")
+                   "for the simulated stack (see `sim profiles`); default the #712 "
+                   "machine's stack: mainline (in-tree amdxdna) on Linux 7.0, npu5 with "
+                   "firmware 1.1.2.65.")
 @click.option("--keep", is_flag=True,
               help="Keep the run folder (the device's tree, buffers, the kernel log the "
                    "model printed, model.log) and say where it is.")
@@ -26,7 +29,7 @@ from harness.model.errors import BadInput
                    "clock: the driver's timeouts fire that much sooner (2 s becomes 2/RATE "
                    "s), outcomes are the same. Reports record it.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def emulate(profile: str, keep: bool, clock_rate: float, command: tuple[str, ...]) -> int:
+def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[str, ...]) -> int:
     """Run COMMAND against the XRT installed on this machine with one emulated NPU of the
     profile's device, firmware and driver flavour: XRT's own libraries, pyxrt and XDNA
     shim answer, over a driver whose every command is decided by the harness's model.
@@ -52,11 +55,13 @@ def emulate(profile: str, keep: bool, clock_rate: float, command: tuple[str, ...
                        "folder to PATH (for XRT's tools: `source /opt/xilinx/xrt/setup.sh`)")
     emulation = start(parsed, keep=keep, clock_rate=clock_rate)
     device = emulation.device
+    refused = "; the driver refused it at probe: no /dev/accel node" \
+        if parsed.probe_refusal else ""
     click.echo(f"emulate: one EMULATED {device.model.name} ({parsed.flavour} driver on Linux "
-               f"{parsed.kernel}, firmware {device.firmware_text}), profile {parsed.name}"
+               f"{parsed.kernel}, firmware {device.firmware_text}{refused}), profile "
+               f"{parsed.name}"
                + (f", clock {clock_rate:g}x the wall clock" if clock_rate != 1.0 else "")
-               + "; "
-               "XRT is this machine's, the driver and firmware the harness's model; not "
+               + f"; the driver and firmware are the harness's model{_whose_xrt()}; not "
                "hardware evidence", err=True)
     status = None
     try:
@@ -68,6 +73,19 @@ def emulate(profile: str, keep: bool, clock_rate: float, command: tuple[str, ...
         summary = emulation.stop()
         _report(summary, emulation.folder if keep else None)
     return exits.for_program(status)
+
+
+def _whose_xrt() -> str:
+    """The XRT a program run here would load, in the banner's words: it is the machine's,
+    or there is none to load (the banner once said it was the machine's regardless)."""
+    from harness.probe.xrt import xrt_install
+    found = xrt_install(os.environ.get("XILINX_XRT"))
+    if found is None:
+        return (", but no XRT is installed here (XILINX_XRT is unset and /opt/xilinx/xrt "
+                "holds none): a program that loads XRT will not find it, so install or build "
+                "XRT with the XDNA shim and `source` its setup.sh")
+    folder, version = found
+    return f" and XRT is this machine's ({folder}, {version or 'version not recorded'})"
 
 
 def _wait_forwarding(child: subprocess.Popen) -> int:

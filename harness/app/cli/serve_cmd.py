@@ -13,7 +13,7 @@ from harness.probe.checks import Check
 from harness.probe.fingerprint import probe
 from harness.probe.npu import GENERATIONS
 from harness.probe.readers import Sources
-from harness.report.journal import ReportFile, check_output_path
+from harness.report.journal import ReportFile, check_output_path, check_report_name
 from harness.serve.modelpack import inspect_pack
 from harness.serve.reproduce import Probe, ServeOptions, request_failed
 
@@ -44,7 +44,7 @@ GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values
 @click.option("--npu", type=click.Choice(sorted(GENERATION_NAMES)), default=None,
               help="NPU generation for the bandwidth ceiling (default: this machine's).")
 @click.option("--bandwidth-ceiling", "ceiling", type=Seconds(1), default=None,
-              help="GB/s the NPU can stream (default: ~65-88 by generation, see README).")
+              help="GB/s the NPU can stream (default: ~65-88 by generation, see docs/hardware.md).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None)
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -62,6 +62,7 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_m
                            not no_made_up_tag, model_bytes, model_list, model_dir,
                            GENERATION_NAMES.get(npu) if npu else None, ceiling, total_s)
     if out:
+        check_report_name(Path(out))
         check_output_path(Path(out), force=force)
     environment = probe(Sources.live())
     report = Probe(options, environment).run()
