@@ -14,20 +14,31 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 # a line each prints last or near its end, figures and all
+_FIGURES = r"[-\d.,%]+ / [-\d.,%]+ / [-\d.,%]+"      # min / median / max
+
 LAST_FIGURE = {
-    "bisect_noise.py": r"naive bisect \(1 trial per depth\) +right +\d+/2 ",
-    "bundle_scale.py": r"report bundle +[\d.]+ s, [\d.]+x the render, peak +\d+ MiB",
-    "capture_scale.py": r"time ratio [\d.]+x for 10x the frames",
-    "emulator_roundtrip.py": r"ratio emulated / simulated: +[\d.]+x|emulator: not measured here",
-    "harness_overhead.py": r"ratio +[\d.]+x +\(target <= 1\.05x\)",
-    "report_scale.py": r"report render +[\d.]+ s, peak +\d+ MiB",
-    "reproduce_wall.py": r"--no-isolate \(baseline\) +[\d.]+ s +\([\d.]+x the interpreter; "
-                         r"target under 5x\)",
-    "sim_throughput.py": r"baseline +[\d,]+ commands/s",
-    "start_up.py": r"making \d+ dataclasses +[\d.]+ s, compiling \d+ regular expressions "
-                   r"+[\d.]+ s, \d+ garbage collections +[\d.]+ s",
-    "sweep_cost.py": r"sweep / loop +[\d.]+ / [\d.]+ / [\d.]+x +\(target <= 2x\)",
-    "stop_latency.py": r"in-process \(baseline\) +SIGTERM +median +[\d.]+ s",
+    "bisect_noise.py": r"naive bisect \(1 trial per depth\) +right +\d+/3, per round of seeds "
+                       + _FIGURES,
+    "bundle_scale.py": r"report bundle +" + _FIGURES + r" s, " + _FIGURES
+                       + r"x the render, peak " + _FIGURES + r" MiB \(target under 3x",
+    "capture_scale.py": r"time ratio " + _FIGURES + r"x for 10x the frames \(target <= 30x",
+    "emulator_roundtrip.py": r"ratio emulated / simulated: +" + _FIGURES
+                             + r"x|emulator: not measured here",
+    "harness_overhead.py": r"ratio +" + _FIGURES + r"x +\(target <= 1\.02x\)",
+    "report_scale.py": r"report render +" + _FIGURES + r" s, " + _FIGURES
+                       + r"x the baseline \(target within 3x\), peak " + _FIGURES
+                       + r" MiB; " + _FIGURES + r"x its 1\.\.4 peak \(target flat",
+    "reproduce_wall.py": r"one more trial: isolated " + _FIGURES + r" ms, in-process "
+                         + _FIGURES + r" ms \(" + _FIGURES
+                         + r"x; target at most 2 ms and under 3x\)",
+    "sim_throughput.py": r"full cycle / baseline +" + _FIGURES
+                         + r"x +\(time per command; target <= 2\.5x\)",
+    "start_up.py": r"making \d+ dataclasses " + _FIGURES + r" s, compiling \d+ regular "
+                   r"expressions " + _FIGURES + r" s, \d+ garbage collections " + _FIGURES
+                   + " s",
+    "stop_latency.py": r"spawn +SIGTERM +" + _FIGURES + r" s, " + _FIGURES
+                       + r"x in-process; over 0\.5 s: \d+/3 \(target 0\)",
+    "sweep_cost.py": r"sweep / loop +" + _FIGURES + r"x +\(target <= 2x\)",
 }
 
 

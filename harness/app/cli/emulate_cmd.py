@@ -6,11 +6,15 @@ import os
 import shutil
 import signal
 import subprocess
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.app import exits
 from harness.model.errors import BadInput
+
+if TYPE_CHECKING:
+    from harness.sim.profiles import Profile
 
 
 @click.command(context_settings={"ignore_unknown_options": True,
@@ -27,7 +31,10 @@ from harness.model.errors import BadInput
               show_default=True,
               help="Run the emulated device's clock this many times faster than the wall "
                    "clock: the driver's timeouts fire that much sooner (2 s becomes 2/RATE "
-                   "s), outcomes are the same. Reports record it.")
+                   "s), outcomes are the same. Reports record it. At 1 every hung job waits "
+                   "out the driver's real timeout (2 s staging, 6 s the legacy tree, 60 s "
+                   "mainline) on the wall clock, as on hardware: most of an emulated run "
+                   "that hangs is that wait.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[str, ...]) -> int:
     """Run COMMAND against the XRT installed on this machine with one emulated NPU of the
@@ -45,6 +52,10 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
     its ioctls to the model process; no root and no NPU are needed. Exits with
     COMMAND's status. Results are EMULATED, never hardware evidence: the harness's
     reports say so, and `report check` refuses one that claims otherwise.
+
+    The emulated device keeps real time: a hung job fails when the driver's timeout
+    has passed on the wall clock, as on hardware, so each hung trial takes that long
+    (--clock-rate makes it shorter).
     """
     from harness.emulator.launch import start
     from harness.sim.profiles import parse_profile
@@ -62,7 +73,7 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
                f"{parsed.name}"
                + (f", clock {clock_rate:g}x the wall clock" if clock_rate != 1.0 else "")
                + f"; the driver and firmware are the harness's model{_whose_xrt()}; not "
-               "hardware evidence", err=True)
+               f"hardware evidence; {_timers(parsed, clock_rate)}", err=True)
     status = None
     try:
         child = subprocess.Popen(list(command), env=emulation.environment())
@@ -73,6 +84,17 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
         summary = emulation.stop()
         _report(summary, emulation.folder if keep else None)
     return exits.for_program(status)
+
+
+def _timers(profile: Profile, clock_rate: float) -> str:
+    """What a hang costs in wall time under this emulation, in the banner's words."""
+    from harness.model.drivers import driver_build
+    timeout = driver_build(profile.flavour, profile.kernel).worst_seconds
+    if clock_rate == 1.0:
+        return (f"a hung job waits out the driver's {timeout:g} s timeout on the wall clock, "
+                f"as on hardware (--clock-rate 100: {timeout / 100:g} s)")
+    return (f"a hung job fails after the driver's {timeout:g} s timeout, "
+            f"{timeout / clock_rate:g} s on the wall clock")
 
 
 def _whose_xrt() -> str:
