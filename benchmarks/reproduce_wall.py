@@ -7,9 +7,10 @@ by the fork server), the same with a fresh interpreter per worker
 baseline the isolated figures are compared with), the bare start-up of the command
 (`reproduce_ert_timeout --version`), a bare interpreter (`python -c pass`), and the cost
 of one more trial, isolated and in-process (from runs of 2 and 102 trials of the
-42-layer plan). Figures are min / median / max over the rounds; ratios are taken round
-by round. The console script is the one installed beside this interpreter (`python -m
-harness reproduce` where there is none; the output says which).
+42-layer plan), in wall time and in the CPU time of every process the run waited for (the
+fork server and its children included). Figures are min / median / max over the rounds;
+ratios are taken round by round. The console script is the one installed beside this
+interpreter (`python -m harness reproduce` where there is none; the output says which).
 Targets: the default under 1.0 s and under 3x in-process; in-process under 5x the bare
 interpreter; one more isolated trial at most 2 ms and under 3x one in-process.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -40,11 +42,21 @@ def reproduce_command() -> list[str]:
     return [script] if script else [*HARNESS, "reproduce"]
 
 
+CPU: dict[tuple[str, ...], list[float]] = {}     # per command: its processes' CPU seconds
+
+
 def wall(args: list[str], folder: str, **env: str) -> float:
+    """Wall seconds of `args`; the CPU time of it and every process it waited for (the
+    fork server and its children included) is kept in CPU."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(args, cwd=folder, capture_output=True, check=False,
                    env={**os.environ, **env})
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(tuple(args), []).append(after.ru_utime + after.ru_stime
+                                           - before.ru_utime - before.ru_stime)
+    return seconds
 
 
 def main() -> None:
@@ -77,6 +89,9 @@ def main() -> None:
                                                                  strict=True)]
     in_process_ms = [(b - a) / (many - few) * 1000 for a, b in zip(in_few, in_many,
                                                                    strict=True)]
+    cpu_ms = {mode: [(b - a) / (many - few) * 1000 for a, b in zip(
+        CPU[tuple(trials(few, extra))], CPU[tuple(trials(many, extra))], strict=True)]
+        for mode, extra in (("isolated", []), ("in-process", ["--no-isolate"]))}
     command = "reproduce_ert_timeout" if len(reproduce) == 1 else "python -m harness reproduce"
     print(f"{command} on the simulated stack (staging), {len(bare)} alternating rounds, this "
           "run (min / median / max)" + (" (quick: one trial per plan, no control)"
@@ -91,6 +106,8 @@ def main() -> None:
           "and 3x)")
     print(f"  isolated, spawn                    {spread(spawned)} s   "
           f"({spread(ratios(spawned, in_process), '.1f')}x the baseline)")
+    print(f"  CPU of one more trial (every process): isolated {spread(cpu_ms['isolated'], '.1f')}"
+          f" ms, in-process {spread(cpu_ms['in-process'], '.1f')} ms")
     print(f"  one more trial: isolated {spread(isolated_ms, '.1f')} ms, in-process "
           f"{spread(in_process_ms, '.1f')} ms "
           f"({spread(ratios(isolated_ms, in_process_ms), '.1f')}x; target at most 2 ms and "

@@ -131,7 +131,7 @@ def main() -> None:
           "(min / median / max):")
     print(f"  hand-written pyxrt loop (baseline)  {spread(loop_us)} us per runlist")
     print(f"  sweep, in-process                   {spread(sweep_us)} us per runlist")
-    print(f"  sweep / loop                        {spread(ratios(sweep_us, loop_us))}x  "
+    print(f"  ratio, sweep / loop                 {spread(ratios(sweep_us, loop_us))}x  "
           f"(target <= {TARGET:g}x)")
 
 

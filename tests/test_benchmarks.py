@@ -38,7 +38,7 @@ LAST_FIGURE = {
                    + " s",
     "stop_latency.py": r"spawn +SIGTERM +" + _FIGURES + r" s, " + _FIGURES
                        + r"x in-process; over 0\.5 s: \d+/3 \(target 0\)",
-    "sweep_cost.py": r"sweep / loop +" + _FIGURES + r"x +\(target <= 2x\)",
+    "sweep_cost.py": r"ratio, sweep / loop +" + _FIGURES + r"x +\(target <= 2x\)",
 }
 
 
@@ -64,3 +64,26 @@ def test_every_benchmark_runs_in_its_quick_mode(tmp_path):
             failed.append(f"{name} --quick: exit {process.returncode}\n{out[-1500:]}"
                           f"{err[-1500:]}")
     assert not failed, "\n\n".join(failed)
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+ROW = re.compile(r"^\| `(?P<label>[^`]+)` \| `(?P<command>[^`]+)` \|")
+
+
+def test_each_figure_the_docs_quote_is_a_line_its_benchmark_prints():
+    # docs/benchmarks.md quotes each figure beside the command that prints it: the command
+    # runs a benchmark that exists, and the figure's label is one that benchmark prints
+    if not DOCS.is_file():
+        pytest.skip(f"no {DOCS}")
+    rows = [m for line in DOCS.read_text().splitlines() if (m := ROW.match(line))]
+    assert len(rows) >= len(LAST_FIGURE)            # a figure of every benchmark at least
+    wrong = []
+    for row in rows:
+        script = re.search(r"benchmarks/(\w+\.py)", row["command"])
+        if script is None or script[1] not in benchmark_scripts():
+            wrong.append(f"{row['command']}: names no benchmark")
+        elif row["label"] not in (BENCHMARKS / script[1]).read_text():
+            wrong.append(f"{row['label']!r}: {script[1]} prints no such figure")
+    assert wrong == []
+    assert {re.search(r"benchmarks/(\w+\.py)", r["command"])[1] for r in rows} == \
+        set(LAST_FIGURE)                              # and every benchmark is quoted
