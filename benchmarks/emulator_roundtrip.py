@@ -136,31 +136,51 @@ def wall(command: list[str], env: dict[str, str] | None = None) -> float:
     return time.perf_counter() - started
 
 
-def real_xrt_trial(rounds: int, folder: str) -> str:
-    """One more trial of real XRT under `emulate --clock-rate 1000`, or why not here."""
+def real_xrt(rounds: int, folder: str) -> list[str]:
+    """What real XRT costs under `emulate`, or why it was not measured here: one more trial
+    and the start-up of `run --backend xrt` at `--clock-rate 1000` (from runs of 2 and 12
+    trials), and a reproduce whose trial hangs at the default clock rate against
+    `--clock-rate 100` (the driver's timeout waited on the wall clock, or not)."""
+    from harness.formats.xclbin_writer import flm_spec, synthesize
     from harness.probe.xrt import xrt_install
     found = xrt_install(os.environ.get("XILINX_XRT"))
     if found is None:
-        return ("not measured here (no XRT installed: XILINX_XRT is unset and /opt/xilinx/xrt "
-                "holds none)")
-    env = dict(os.environ, XILINX_XRT=found[0],
-               PYTHONPATH=os.pathsep.join(filter(None, [f"{found[0]}/python",
-                                                        os.environ.get("PYTHONPATH")])),
-               LD_LIBRARY_PATH=os.pathsep.join(filter(None, [
-                   f"{found[0]}/lib", os.environ.get("LD_LIBRARY_PATH")])))
-    probe = subprocess.run([sys.executable, "-c", "import pyxrt"], capture_output=True,
-                           text=True, env=env)
-    if probe.returncode != 0:
-        return f"not measured here (XRT {found[0]} has no pyxrt that imports)"
+        return ["not measured here (no XRT installed: XILINX_XRT is unset and /opt/xilinx/xrt "
+                "holds none)"]
+    if os.environ.get("HARNESS_PYXRT") == "none":
+        return ["not measured here (pyxrt sealed off: HARNESS_PYXRT=none)"]
+    root = found[0]
+    env = dict(os.environ, XILINX_XRT=root, PYTHONPATH=f"{root}/python",
+               LD_LIBRARY_PATH=f"{root}/lib", PATH=f"{root}/bin{os.pathsep}{os.environ['PATH']}")
+    if subprocess.run([sys.executable, "-c", "import pyxrt"], capture_output=True,
+                      env=env).returncode != 0:
+        return [f"not measured here (XRT {root} has no pyxrt that imports)"]
+    pack = Path(folder) / "pack"                     # stand-ins of the case's xclbins
+    pack.mkdir()
+    for role in ("attn", "mm", "layer", "dequant"):
+        (pack / f"{role}.xclbin").write_bytes(synthesize(flm_spec(f"Bench/{role}")))
 
     def trials(n: int) -> float:
         return wall([*HARNESS, "emulate", "--profile", "staging", "--clock-rate", "1000",
                      "--", *HARNESS, "run", "minicpm5-2b-decode", "--plan", "42", "--trials",
-                     str(n), "--backend", "xrt", "--out", f"{folder}/x{n}.yaml", "--force"],
-                    env)
-    few, many = alternate([lambda: trials(2), lambda: trials(12)], rounds)
-    per_trial = [(b - a) / 10 * 1000 for a, b in zip(few, many, strict=True)]
-    return f"{spread(per_trial, '.1f')} ms (XRT {found[1] or found[0]})"
+                     str(n), "--backend", "xrt", "--xclbins", str(pack), "--out",
+                     f"{folder}/x{n}.yaml", "--force"], env)
+
+    def hung(rate: str) -> float:
+        started = time.perf_counter()
+        subprocess.run([*HARNESS, "emulate", "--profile", "staging,hang-at:30", "--clock-rate",
+                        rate, "--", *HARNESS, "reproduce", "--backend", "xrt", "--xclbins",
+                        str(pack), "--trials", "1", "--no-control", "--out",
+                        f"{folder}/h{rate}.yaml", "--force"], capture_output=True, env=env)
+        return time.perf_counter() - started    # (it exits 1: the failure reproduced)
+    few, many, waited, faster = alternate([lambda: trials(2), lambda: trials(12),
+                                           lambda: hung("1"), lambda: hung("100")], rounds)
+    per_trial = [(b - a) / 10 for a, b in zip(few, many, strict=True)]
+    start_up = [a - 2 * t for a, t in zip(few, per_trial, strict=True)]
+    return [f"{spread([t * 1e3 for t in per_trial], '.1f')} ms (XRT {found[1] or root})",
+            f"{spread(start_up)} s",
+            f"{spread(waited)} s at --clock-rate 1 (a trial's hang waits the driver's 2 s), "
+            f"{spread(faster)} s at 100: {spread(ratios(waited, faster), '.1f')}x"]
 
 
 def main() -> None:
@@ -203,7 +223,7 @@ def main() -> None:
         started_s, harness_s = alternate([
             lambda: wall([*HARNESS, "emulate", "--profile", "staging", "--", "true"]),
             lambda: wall([*HARNESS, "--version"])], args.rounds)
-        xrt_trial = real_xrt_trial(args.rounds, folder)
+        xrt = real_xrt(args.rounds, folder)
     ioctl_us = [m["ioctl_s"] * 1e6 for m in measured]
     plain_us = [m["plain_ioctl_s"] * 1e6 for m in measured]
     print(f"the emulated driver (staging), {len(runlist_s)} alternating rounds, this run "
@@ -216,7 +236,10 @@ def main() -> None:
           "(baseline; 2.10 ms of it is the device's)")
     print(f"  emulate's own start-up (emulate -- true): {spread(started_s)} s, "
           f"{spread(ratios(started_s, harness_s), '.1f')}x runlist-harness --version")
-    print(f"  one more trial of real XRT under emulate --clock-rate 1000: {xrt_trial}")
+    print(f"  one more trial of real XRT under emulate --clock-rate 1000: {xrt[0]}")
+    if len(xrt) > 1:
+        print(f"  start-up of run --backend xrt under emulate: {xrt[1]}")
+        print(f"  reproduce under emulate, staging,hang-at:30, one trial a plan: {xrt[2]}")
     print(f"  ratio emulated / simulated:            "
           f"{spread(ratios(runlist_s, baseline_s))}x")
 
