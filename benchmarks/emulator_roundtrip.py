@@ -12,8 +12,9 @@ max over the rounds, ratios taken round by round):
 - `emulate -- true` against `runlist-harness --version`: the emulator's own start-up (the
   model process, the device's tree, the preload library from its cache).
 With real XRT and its pyxrt installed (XILINX_XRT or /opt/xilinx/xrt), also one more
-trial of `run --backend xrt` under `emulate --clock-rate 1000` (from runs of 2 and 12
-trials): what real XRT costs a trial once the driver's timers no longer wait. Without
+trial of `run --backend xrt` under `emulate --clock-rate 1000` (from runs of 2 and 32
+trials): what real XRT costs a trial once the driver's timers no longer wait; and a
+reproduce whose trial hangs, at the default clock rate against `--clock-rate 100`. Without
 it, that line says it was not measured here. Every hung trial under `emulate` at its
 default clock rate waits out the driver's real timeout (2 s staging, 60 s mainline).
 
@@ -138,7 +139,7 @@ def wall(command: list[str], env: dict[str, str] | None = None) -> float:
 
 def real_xrt(rounds: int, folder: str) -> list[str]:
     """What real XRT costs under `emulate`, or why it was not measured here: one more trial
-    and the start-up of `run --backend xrt` at `--clock-rate 1000` (from runs of 2 and 12
+    and the start-up of `run --backend xrt` at `--clock-rate 1000` (from runs of 2 and 32
     trials), and a reproduce whose trial hangs at the default clock rate against
     `--clock-rate 100` (the driver's timeout waited on the wall clock, or not)."""
     from harness.formats.xclbin_writer import flm_spec, synthesize
@@ -173,9 +174,9 @@ def real_xrt(rounds: int, folder: str) -> list[str]:
                         str(pack), "--trials", "1", "--no-control", "--out",
                         f"{folder}/h{rate}.yaml", "--force"], capture_output=True, env=env)
         return time.perf_counter() - started    # (it exits 1: the failure reproduced)
-    few, many, waited, faster = alternate([lambda: trials(2), lambda: trials(12),
+    few, many, waited, faster = alternate([lambda: trials(2), lambda: trials(32),
                                            lambda: hung("1"), lambda: hung("100")], rounds)
-    per_trial = [(b - a) / 10 for a, b in zip(few, many, strict=True)]
+    per_trial = [(b - a) / 30 for a, b in zip(few, many, strict=True)]
     start_up = [a - 2 * t for a, t in zip(few, per_trial, strict=True)]
     return [f"{spread([t * 1e3 for t in per_trial], '.1f')} ms (XRT {found[1] or root})",
             f"{spread(start_up)} s",
