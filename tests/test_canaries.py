@@ -323,7 +323,9 @@ def test_a_user_named_as_a_word_of_the_report_does_not_garble_it(staging_report,
     monkeypatch.setenv("USER", user)
     monkeypatch.setenv("HOME", f"/home/{user}")
     report = tmp_path / "r.yaml"
-    text = staging_report.read_text().replace("argv:\n", f"argv:\n  - /home/{user}/bin/x\n", 1)
+    words = "xrt-smi test on the staging driver"          # the report's own words
+    text = staging_report.read_text().replace(
+        "argv:\n", f"argv:\n  - /home/{user}/bin/x\n  - --note\n  - {words}\n", 1)
     report.write_text(text)
     assert invoke("report", "check", str(report)).exit_code == 0
     outputs = every_output(report)
@@ -331,6 +333,8 @@ def test_a_user_named_as_a_word_of_the_report_does_not_garble_it(staging_report,
     assert "staging,inflight-cap:40" in outputs["r.bundle/r.yaml"]
     assert f"/home/{user}/" not in outputs["r.bundle/r.yaml"]
     assert "/home/<user-1>/bin/x" in outputs["r.bundle/r.yaml"]
+    for name in ("render", "r.bundle/r.yaml", "r.bundle/README.md"):
+        assert words in outputs[name], name
     for text in outputs.values():          # no word of the report became the user
         assert "<user-1>," not in text and "<user-1>-smi" not in text and \
             "<user-1> driver" not in text
