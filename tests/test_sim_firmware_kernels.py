@@ -155,6 +155,12 @@ SOLVER = [f"{DEV}[drm] *ERROR* aie2_xrs_load: create context failed, ret -22",
     # no solver, so no aie2_xrs_load or aie2_alloc_resource line
     ("mainline", "aie2_send_mgmt_msg_wait", []),
     ("mainline,kernel:7.1", "aie2_send_mgmt_msg_wait", []),
+    # 7818618a09a0 reached 6.19.4 ('[PATCH 6.19 299/781] accel/amdxdna: Enable temporal
+    # sharing only mode', 6.19.4-rc1 review; pushed to linux-6.19.y 2026-02-26): with
+    # protocol-6 firmware (6.12 on) 6.19.4 skips the solver, 6.19.3 has no such mode yet
+    ("mainline,kernel:6.19.4,firmware:protocol:6.12", "aie2_send_mgmt_msg_wait", []),
+    ("mainline,kernel:6.19.3,firmware:protocol:6.12", "aie2_send_mgmt_msg_wait", SOLVER),
+    ("mainline,kernel:6.18.13,firmware:protocol:6.12", "aie2_send_mgmt_msg_wait", SOLVER),
     # npu1 has no AIE2_TEMPORAL_ONLY (npu1_regs.c): the solver's lines
     ("mainline,device:npu1", "aie2_send_mgmt_msg_wait", SOLVER),
     # staging (856409ca) always goes through xrs_allocate_resource, its mailbox in aie.c

@@ -122,8 +122,9 @@ def test_the_largest_cap_that_can_fire_fires_and_every_larger_one_is_refused(tmp
      "hw_queue.cpp qds_device::wait(const command*, size_t)"),
     ("before 6.17 the hung job ends TIMEOUT only when the firmware gave a report",
      "aie2_tdr.c aie2_legacy_tdr_detect, aie2_tdr_stop_hwctx"),
-    ("mainline 7.0/7.1 with AIE2_TEMPORAL_ONLY firmware (npu4/5/6) skips the solver",
-     "aie2_alloc_resource (AIE2_TEMPORAL_ONLY; also at 234824b1)"),
+    ("mainline from 7818618a09a0 (7.0; 6.19.4 by stable backport) with AIE2_TEMPORAL_ONLY "
+     "firmware (npu4/5/6) skips the solver",
+     "6.19 299/781 'accel/amdxdna: Enable temporal sharing only mode'"),
     ("the flavour's version for its kernel: staging 0.16, mainline 0.6 on 7.0 and 0.7 on "
      "7.1", "(81ad428e made it 0.7)"),
     ("every connected context (new contexts start disconnected",

@@ -106,9 +106,20 @@ FORCE_CMDLIST = KernelChange(
     "as a one-slot command list (aie2_cmdlist_single_execbuf), the chain's slot rules with it",
     (7, 0), {(6, 19): 7},
     "Linux 7.0 as amd/xdna-driver 234824b1 imports it (aie2_ctx.c 'static bool "
-    "force_cmdlist = true'); the 6.19.7 backport as the round-4 audit of the stable mails "
-    "gives it (the mail is not mirrored here: assumed)")
-CHANGES = (FIRMWARE_TABLE, TIMEOUT_STATE, FILLED_PAYLOAD, FORCE_CMDLIST, APP_HEALTH_QUERY)
+    "force_cmdlist = true'); stable review mail 2026-03-10: '[PATCH 6.19 033/311] "
+    "accel/amdxdna: Switch to always use chained command' of the 6.19.7-rc1 review "
+    "(assumed to reach 6.19.7)")
+TEMPORAL_ONLY = KernelChange(
+    "7818618a09a0", "temporal sharing only: with AIE2_TEMPORAL_ONLY firmware (npu4/5/6 from "
+    "protocol 6.12) aie2_alloc_resource creates the context itself, without the resource "
+    "solver (so a refused context logs no aie2_xrs_load or aie2_alloc_resource line)",
+    (7, 0), {(6, 19): 4},
+    "Linux 7.0 as amd/xdna-driver 234824b1 imports it (aie2_ctx.c aie2_alloc_resource); "
+    "stable review mail 2026-02-24: '[PATCH 6.19 299/781] accel/amdxdna: Enable temporal "
+    "sharing only mode' of the 6.19.4-rc1 review, in the linux-6.19.y push of 2026-02-26 "
+    "(assumed to reach 6.19.4); before it the enum has no AIE2_TEMPORAL_ONLY")
+CHANGES = (FIRMWARE_TABLE, TIMEOUT_STATE, TEMPORAL_ONLY, FILLED_PAYLOAD, FORCE_CMDLIST,
+           APP_HEALTH_QUERY)
 
 
 class Detection(TextEnum):
@@ -275,9 +286,9 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
         "f13c7f41 aie2_set_cmd_timeout)",
         single_protocol=not FIRMWARE_TABLE.in_release(release),
         single_cmdlist=FORCE_CMDLIST.in_release(release),
-        # aie2_ctx.c aie2_alloc_resource in Linux 7.0 and 7.1 (xdna-driver 234824b1,
-        # f13c7f41); earlier kernels' code is not read here: the solver path is assumed
-        temporal_skips_solver=release[:2] >= (7, 0),
+        # aie2_ctx.c aie2_alloc_resource from 7818618a09a0 (7.0; 6.19.4); before it every
+        # context goes through the solver
+        temporal_skips_solver=TEMPORAL_ONLY.in_release(release),
         # before 89ff45359abb only a firmware error's response writes error_index
         writes_timeout_index=filled,
         # amdxdna_pci_drv.c AMDXDNA_DRIVER_MINOR: 6 in Linux 7.0 (xdna-driver 234824b1), 7
