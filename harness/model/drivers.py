@@ -264,6 +264,27 @@ _RUN_LIST_ID = "reports the firmware's run_list_id as error_index"
 FORCE_CMDLIST_VALUE = "{force_cmdlist}"
 
 
+# What kernel.org's amdxdna_pci_drv.c answers DRM_IOCTL_VERSION with, by the series whose
+# merge window took each AMDXDNA_DRIVER_MINOR bump (the defines themselves came with 0.1)
+MAINLINE_DRM_VERSIONS = (((7, 1), (0, 8)), ((6, 19), (0, 6)), ((6, 18), (0, 1)))
+MAINLINE_DRM_SOURCE = (
+    "no version before 'accel/amdxdna: Add ioctl DRM_IOCTL_AMDXDNA_GET_ARRAY' (dri-devel "
+    "2025-09-02, '0.0: Initial version', '0.1'; 6.18: ROCm/FastFlowLM#536 flm validate on "
+    "6.18.10 and amd/IRON#43 xrt-smi on 6.18.0 read 0.1); 0.6 from 3a0ff7b98af4 'Support "
+    "preemption requests' (in 6.19, whose 6.19.7 backport of c68a6af400ca fixes it; 7.0 "
+    "as xdna-driver 234824b1 imports it); 0.7 (81ad428e) and 0.8 (de954711, BO usage) "
+    "in the xdna-driver tree in March 2026, and noamsto/nix-amd-ai#79 reads 0.8 from 7.1.3")
+
+
+def mainline_drm_version(release: tuple[int, int, int]) -> tuple[int, int]:
+    """The in-tree driver's DRM version on a kernel.org release (a distribution kernel may
+    carry later bumps: the #712 machine's Ubuntu 7.0.0-31 reports 0.7)."""
+    for series, version in MAINLINE_DRM_VERSIONS:
+        if release[:2] >= series:
+            return version
+    return (0, 0)
+
+
 def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
     timeout = TIMEOUT_STATE.in_release(release)
     filled = FILLED_PAYLOAD.in_release(release)
@@ -291,10 +312,7 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
         temporal_skips_solver=TEMPORAL_ONLY.in_release(release),
         # before 89ff45359abb only a firmware error's response writes error_index
         writes_timeout_index=filled,
-        # amdxdna_pci_drv.c AMDXDNA_DRIVER_MINOR: 6 in Linux 7.0 (xdna-driver 234824b1), 7
-        # from 81ad428e (power estimate, in f13c7f41's tree: 7.1); earlier kernels' value
-        # is not read here, 7.0's assumed
-        drm_version=(0, 7) if release[:2] >= (7, 1) else (0, 6))
+        drm_version=mainline_drm_version(release))
 
 
 def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
