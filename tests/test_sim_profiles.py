@@ -129,6 +129,8 @@ def test_the_largest_cap_that_can_fire_fires_and_every_larger_one_is_refused(tmp
      "6.18, 0.6 on 6.19 and 7.0, 0.8 on 7.1", "noamsto/nix-amd-ai#79 reads 0.8 from 7.1.3"),
     ("every connected context (new contexts start disconnected",
      "aie2_rq_dump_all and aie2_rq_stop_all (conn_list)"),
+    ("whose first id goes to aie2_config_cu on a context with CUs",
+     "aie2_config_cu (ctx->cus, set by XRT's hwctx_kmq CU config)"),
     ("ERT_START_NPU_PREEMPT when a group", "module_elf_aie2p::get_ert_opcode"),
     ("before 89ff45359abb a timeout or abort writes no error_index",
      "amdxdna_cmd_set_error (89ff45359abb); Xilinx/XRT xrt_kernel.cpp "

@@ -431,7 +431,8 @@ FLAVOURS = {f.name: f for f in (
         "their first job; a stop disconnects; idle disconnection is not modelled) is dumped "
         "(Dumping ctx, the capture block when the firmware gives a report, a JOB[seq % 4] "
         "block per pending job with its per-context seq and its mailbox message id, "
-        "0x1D000000 | the channel's cyclic id), stopped and restarted; every chain in flight "
+        "0x1D000000 | the channel's cyclic id, whose first id goes to aie2_config_cu on a "
+        "context with CUs, an xclbin's), stopped and restarted; every chain in flight "
         "ends "
         "TIMEOUT with error_index the context's run_list_id; the first command to carry the "
         "context's health data gets it over that sub-command, later ones have it marked "
@@ -440,7 +441,9 @@ FLAVOURS = {f.name: f for f in (
         f"{_LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_rq_add "
         "(disconn_list), aie2_rq_dump_all and aie2_rq_stop_all (conn_list), aie2_ctx.c "
         "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), aie2_dump_ctx "
-        "(pending[get_job_idx(seq)], j->msg_id), amdxdna_mailbox.c mailbox_acquire_msgid, "
+        "(pending[get_job_idx(seq)], j->msg_id), aie2_ctx_connect and aie2_message.c "
+        "aie2_config_cu (ctx->cus, set by XRT's hwctx_kmq CU config), amdxdna_mailbox.c "
+        "mailbox_acquire_msgid, "
         "aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data; amdxdna_ctx.c "
         "(kzalloc'd ctx)",
         module="amdxdna_legacy", dkms=True, log_tree=LEGACY, chain_cap=64,
