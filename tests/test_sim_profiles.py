@@ -130,7 +130,7 @@ def test_the_largest_cap_that_can_fire_fires_and_every_larger_one_is_refused(tmp
     ("every connected context (new contexts start disconnected",
      "aie2_rq_dump_all and aie2_rq_stop_all (conn_list)"),
     ("whose first id goes to aie2_config_cu on a context with CUs",
-     "aie2_config_cu (ctx->cus, set by XRT's hwctx_kmq CU config)"),
+     "aie2_ctx_connect and aie2_message.c aie2_config_cu"),
     ("ERT_START_NPU_PREEMPT when a group", "module_elf_aie2p::get_ert_opcode"),
     ("before 89ff45359abb a timeout or abort writes no error_index",
      "amdxdna_cmd_set_error (89ff45359abb); Xilinx/XRT xrt_kernel.cpp "
