@@ -440,10 +440,10 @@ FLAVOURS = {f.name: f for f in (
         "version-0 report XRT prints as six zero lines), carried once",
         f"{_LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_rq_add "
         "(disconn_list), aie2_rq_dump_all and aie2_rq_stop_all (conn_list), aie2_ctx.c "
-        "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), aie2_dump_ctx "
-        "(pending[get_job_idx(seq)], j->msg_id), aie2_ctx_connect and aie2_message.c "
-        "aie2_config_cu (ctx->cus, set by XRT's hwctx_kmq CU config), amdxdna_mailbox.c "
-        "mailbox_acquire_msgid, "
+        "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), "
+        "aie2_ctx_connect and aie2_message.c aie2_config_cu (ctx->cus, set by XRT's "
+        "hwctx_kmq CU config), aie2_dump_ctx (pending by get_job_idx(seq), j->msg_id), "
+        "amdxdna_mailbox.c mailbox_acquire_msgid, "
         "aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data; amdxdna_ctx.c "
         "(kzalloc'd ctx)",
         module="amdxdna_legacy", dkms=True, log_tree=LEGACY, chain_cap=64,
