@@ -132,6 +132,8 @@ def test_the_largest_cap_that_can_fire_fires_and_every_larger_one_is_refused(tmp
     ("whose first id goes to aie2_config_cu on a context with CUs",
      "aie2_ctx_connect and aie2_message.c aie2_config_cu"),
     ("ERT_START_NPU_PREEMPT when a group", "module_elf_aie2p::get_ert_opcode"),
+    ("ERT_START_NPU_PREEMPT_ELF when the ELF carries a .pdi section anywhere",
+     "elf_aie_gen2::get_ert_opcode"),
     ("before 89ff45359abb a timeout or abort writes no error_index",
      "amdxdna_cmd_set_error (89ff45359abb); Xilinx/XRT xrt_kernel.cpp "
      "runlist_impl::create_exec_buf"),
