@@ -4,7 +4,16 @@ one source fact per test, as `harness.sim.rules` lists them."""
 from __future__ import annotations
 
 import pytest
-from simkit import NOT_MODELLED_LINES, ZERO_LINES, Rig, failure, nop_elf, outcome, states
+from simkit import (
+    NOT_MODELLED_LINES,
+    ZERO_LINES,
+    Rig,
+    failure,
+    full_elf_runlist,
+    nop_elf,
+    outcome,
+    states,
+)
 
 import harness.sim.pyxrt as pyxrt
 from harness.formats.elf_writer import full_elf
@@ -368,15 +377,7 @@ def test_a_context_without_cus_gives_its_first_job_the_channels_first_message(tm
     control.configure("oot,hang-at:0")
     path = tmp_path / "full.elf"
     path.write_bytes(full_elf(nop_stream(4), 4))
-    device = pyxrt.device(0)
-    ctx = pyxrt.hw_context(device, pyxrt.elf(str(path)))
-    kernel = pyxrt.ext.kernel(ctx, "main:sequence")
-    rl = pyxrt.runlist(ctx)
-    for _ in range(2):
-        r = pyxrt.run(kernel)
-        for index in range(3):
-            r.set_arg(index, pyxrt.bo(device, 4096, pyxrt.bo.host_only, 0))
-        rl.add(r)
+    rl = full_elf_runlist(path, 2)
     rl.execute()
     with pytest.raises(RuntimeError):
         rl.wait()
