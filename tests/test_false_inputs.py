@@ -187,7 +187,8 @@ def test_capture_show_redacts_what_a_capture_s_paths_give_away(tmp_path, monkeyp
 
 @pytest.mark.parametrize("content, kind", [
     ("", "an empty file"), ("- a\n- b\n", "a YAML list of 2 item(s)"),
-    ("3\n", "a single YAML int"), ("a: 1\n", "a YAML mapping with no `schema:` key"),
+    ("3\n", "a single YAML int"),
+    ('{"version": "1.0", "resources": {}, "execution": {}}\n', "an XRT run recipe"),
 ])
 @pytest.mark.parametrize("command", ["render", "bundle"])
 @pytest.mark.parametrize("check", ["--check", "--no-check"])
