@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 from fakeflm import Behaviour, FakeFlm
 from machines import Tree
+from simkit import simulated_report
 
 from harness.app.cli import main
 from harness.formats.yamlio import dump_yaml, load_yaml_text
@@ -308,15 +309,8 @@ def test_a_number_of_thousands_of_digits_is_shown_cut(tmp_path):
 
 @pytest.fixture(scope="module")
 def staging_report(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("staging")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HARNESS_PYXRT", "none")
-        patch.setenv("XDG_CACHE_HOME", str(folder / ".cache"))
-        out = folder / "r.yaml"
-        done = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1",
-                      "--no-isolate", "--profile", "staging,inflight-cap:40", "--out", str(out))
-        assert done.exit_code == 1, done.output
-    return out
+    return simulated_report(tmp_path_factory.mktemp("staging"), "--profile",
+                            "staging,inflight-cap:40", exit_code=1)
 
 
 @pytest.mark.parametrize("user", ["staging", "xrt", "test"])

@@ -21,6 +21,7 @@ from captures import CaptureWriter, decode_capture
 from click.testing import CliRunner
 from fakeflm import Behaviour, FakeFlm
 from machines import Tree
+from simkit import simulated_report
 
 from harness.app.cli import main
 from harness.formats.xclbin_writer import flm_spec, synthesize
@@ -213,15 +214,7 @@ def test_a_case_file_given_as_a_report_is_named_a_case_file():
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("bundled")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HARNESS_PYXRT", "none")
-        patch.setenv("XDG_CACHE_HOME", str(folder / ".cache"))
-        out = folder / "r.yaml"
-        done = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1",
-                      "--no-isolate", "--out", str(out))
-        assert done.exit_code == 0, done.output
-    return out
+    return simulated_report(tmp_path_factory.mktemp("bundled"))
 
 
 def test_a_bundle_never_replaces_its_own_report(report, tmp_path):

@@ -96,8 +96,9 @@ _CONTAINERS = {dict, list}        # values no redaction changes (unless identity
 # in a journal line as written (lowercased): identity and withheld keys, and escapes a
 # trigger could hide behind
 _LINE_EXTRA = ('"hostname": ', '"machine_id": ', '"user": ', '"prompt": ', "\\u", "\\/")
-# what a journal line (lowercased) must hold for `learn_text` to learn anything from it
-_TEACHES = re.compile(rb"/home/|/users/|serial|s/n|sn\s*[:=]|service[ _-]?tag|asset[ _-]?tag")
+# what a journal line (lowercased) must hold for `learn_text` to learn anything from it:
+# what PATH_HOME and SERIAL_TEXT start with
+_TEACHES = ("/home/", "/users/", "serial", "s/n", "sn:", "sn=", "sn#", "service", "asset")
 PLACEHOLDER = re.compile(r"<(?:hostname|domain|user|machine-id|serial|uuid|mac|ip|email|"
                          r"token)(?:-\d+)?>|<credentials>|<secret>")
 
@@ -192,6 +193,7 @@ class Redactor:
         self._identities: dict[str, bool] = {}
         self._patterns: tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]] | None = None
         self._line: Finder | None = None
+        self._teaches: Finder | None = None
         self._fast: Finder
 
     # -- what is learned -----------------------------------------------------------------
@@ -294,7 +296,9 @@ class Redactor:
 
     def learn_raw(self, raw: bytes) -> None:
         """`learn_text` on a journal line, when it could hold anything to learn."""
-        if _TEACHES.search(raw.lower()):
+        if self._teaches is None:
+            self._teaches = Finder(list(_TEACHES), [], as_bytes=True)
+        if self._teaches.search(raw.lower()):
             self.learn_text(raw.decode("utf-8", "replace"))
 
     def learn_serials(self, data: Any) -> None:
