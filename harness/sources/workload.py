@@ -51,6 +51,14 @@ def size_text(size: int) -> str:
     return f"{size}-byte"
 
 
+def approx_size(size: int) -> str:
+    """12345678 -> ``11.8 MiB``: a size to a tenth of its unit (free space, bytes written)."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
+
+
 def buffers_text(sizes: tuple[int, ...] | list[int]) -> str:
     """``five 4 KiB buffers``; ``two 4 KiB and one 20-byte buffer``; ``no buffers``."""
     if not sizes:
