@@ -49,9 +49,9 @@ def coreutil_of(mapped: list[dict[str, str]], install: str | None) -> str | None
 
 def capture_tool(install: str | None) -> str | None:
     """XRT's `xrt-capture` for this install (on PATH, or in the install's bin folders)."""
-    for folder in filter(None, (install and Path(install, "bin"),
-                                install and Path(install, "bin", "unwrapped"))):
-        candidate = Path(folder) / "xrt-capture"
+    folders = [Path(install, "bin"), Path(install, "bin", "unwrapped")] if install else []
+    for folder in folders:
+        candidate = folder / "xrt-capture"
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     return shutil.which("xrt-capture")

@@ -259,12 +259,10 @@ def _consistency(doc: dict[str, Any], briefs: dict[int, list[TrialResult]]) -> l
     if report.finished and report.command in JUDGED:
         if report.verdict is None:
             return problems + ["finished, but without a verdict: the header was cut short"]
-        from harness.report.verdict import judge, with_xrt_smi
+        from harness.report.verdict import report_verdict
         for position, plan in enumerate(report.plans):
             plan.trials = briefs.get(position, [])
-        control = report.sections.get("xrt_smi_control")
-        told = with_xrt_smi(judge(report.plans, report.backend),
-                            control if isinstance(control, dict) else None).to_dict()
+        told = report_verdict(report).to_dict()
         if told.get("text") != report.verdict.get("text"):
             problems.append(f"the verdict ({report.verdict.get('text')!r}) is not what its "
                             f"trials say ({told.get('text')!r}): the journal lost entries, or "
