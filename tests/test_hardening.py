@@ -355,7 +355,7 @@ def test_resume_refuses_settings_it_would_ignore_naming_the_reports(tmp_path):
     result = invoke("run", "--resume", str(out), "--profile", "mainline", "--trials", "5",
                     "--flow", "instr-bo", "--deadline", "3")
     assert result.exit_code == 2
-    for words in ("--profile (the report's: staging)", "--trials (the report's: 2)",
+    for words in ("--profile (the report's: mainline)", "--trials (the report's: 2)",
                   "--flow (the report's: elf)", "--deadline (the report's: the default)"):
         assert words in result.output
     assert out.read_bytes() == before
@@ -564,11 +564,11 @@ def test_the_worker_folder_of_a_killed_run_is_swept_by_the_next(tmp_path):
     assert not left.exists() and live.exists()
 
 
-# -- the README's git bisect recipe, as dash runs it ---------------------------------------
+# -- the documented git bisect recipe (docs/bisect-and-sweep.md), as dash runs it -----------
 
-def readme_bisect_script() -> str:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    return re.search(r"git bisect run sh -c '(.*?)'\n```", readme, re.S).group(1)
+def documented_bisect_script() -> str:
+    page = (Path(__file__).parent.parent / "docs" / "bisect-and-sweep.md").read_text()
+    return re.search(r"git bisect run sh -c '(.*?)'\n```", page, re.S).group(1)
 
 
 @pytest.mark.parametrize("build, setup, expected", [
@@ -577,7 +577,7 @@ def readme_bisect_script() -> str:
     ("exit 0", "export exit_code=1", 1),                 # the harness saw the failure: bad
     ("exit 0", "export exit_code=0", 0),                 # every trial completed: good
 ])
-def test_the_readme_bisect_recipe_runs_under_dash(tmp_path, build, setup, expected):
+def test_the_documented_bisect_recipe_runs_under_dash(tmp_path, build, setup, expected):
     import shutil
     import subprocess
     shell = shutil.which("dash") or shutil.which("sh")
@@ -593,7 +593,7 @@ def test_the_readme_bisect_recipe_runs_under_dash(tmp_path, build, setup, expect
         (folder / "setup.sh").write_text(f'{setup}\nexport PATH="{bin_dir}:$PATH"\n')
         (bin_dir / "runlist-harness").write_text('#!/bin/sh\nexit "$exit_code"\n')
         (bin_dir / "runlist-harness").chmod(0o755)
-    done = subprocess.run([shell, "-c", readme_bisect_script()], cwd=tmp_path,
+    done = subprocess.run([shell, "-c", documented_bisect_script()], cwd=tmp_path,
                           capture_output=True, text=True, timeout=30,
                           env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == expected, done.stderr

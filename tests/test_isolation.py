@@ -157,7 +157,7 @@ def test_a_worker_that_dies_is_recorded_as_crashed(tmp_path, worker_start):
 def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path, worker_start):
     out = tmp_path / "killed.yaml"
     proc = start("run", "minicpm5-2b-decode", "--plan", "monolithic", "--trials", "1",
-                 "--profile", "hang-at:3", "--realtime", "--out", str(out))
+                 "--profile", "staging,hang-at:3", "--realtime", "--out", str(out))
     wait_for_in_flight(out, proc)
     workers = wait_for_children(proc)
     proc.send_signal(signal.SIGKILL)

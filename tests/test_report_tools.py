@@ -51,7 +51,7 @@ def reports(tmp_path_factory) -> dict[str, Path]:
             "documented": written(invoke("reproduce", "--no-isolate", "--trials", "2",
                                          "--backend", "sim")),
             "cap40": written(invoke("reproduce", "--no-isolate", "--trials", "2",
-                                    "--profile", "inflight-cap:40")),
+                                    "--profile", "staging,inflight-cap:40")),
             "bisect": written(invoke("bisect", "minicpm5-2b-decode", "--lo", "30", "--hi",
                                      "45", "--trials", "1", "--profile", "inflight-cap:37",
                                      "--no-isolate")),
@@ -376,7 +376,7 @@ def test_compare_markdown_as_html(reports):
                 str(reports["cap40"])).stdout
     html = html_of(md)
     headers = re.findall(r"<th>(.*?)</th>", html)
-    assert headers == ["plan", "SIMULATED staging", "SIMULATED staging,inflight-cap:40"]
+    assert headers == ["plan", "SIMULATED mainline", "SIMULATED staging,inflight-cap:40"]
     assert "<td><strong>TIMEOUT 2/2</strong> ≠</td>" in html
 
 

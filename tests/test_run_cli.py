@@ -28,8 +28,10 @@ def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
     result = invoke("reproduce", "--no-isolate", "--backend", "sim")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("backend: SIMULATED stack, profile staging (documented limits; "
-                               "staging on Linux 7.0, XRT master)")
+    # with no options: the #712 machine's documented stack (in-tree driver on Linux 7.0,
+    # XRT 2.26.0)
+    assert lines[0].startswith("backend: SIMULATED stack, profile mainline (documented "
+                               "limits; mainline on Linux 7.0, XRT 2.26)")
     assert lines[1].startswith("verdict: not reproduced: monolithic 42: COMPLETED 3/3; "
                                "halves 21+21: COMPLETED 3/3")
     assert "documented limits do not produce the failure; a hardware run is the test" \
@@ -44,7 +46,7 @@ def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
 
 
 def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
-    result = invoke("reproduce", "--no-isolate", "--profile", "inflight-cap:40")
+    result = invoke("reproduce", "--no-isolate", "--profile", "staging,inflight-cap:40")
     assert result.exit_code == 1
     assert "verdict: SIMULATED: the outcome follows from the injected hypothesis by " \
            "construction: inflight-cap:40 makes every runlist of more than 40 commands fail " \
@@ -63,6 +65,18 @@ def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
     assert "runlist failed execution (ERT_CMD_STATE_TIMEOUT)" in outcome.message
     assert outcome.device_ms == pytest.approx(2000.0, abs=1.0)
     assert report.backend["deviations"] == ["inflight-cap:40"]
+
+
+def test_reproduce_inflight_cap_40_on_the_default_stack_times_out_at_60_s_unlogged():
+    # Linux 7.0's in-tree driver (the default): drm_sched's 60 s, error_index 0, no health
+    # data (25854131c04a is 7.1), nothing printed to the kernel log on a timeout
+    result = invoke("reproduce", "--no-isolate", "--trials", "1", "--profile",
+                    "inflight-cap:40")
+    assert result.exit_code == 1
+    report = load_report(report_of(result))
+    outcome = report.plans[0].trials[0].runlists[0]
+    assert outcome.message == "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
+    assert outcome.device_ms == pytest.approx(60000.0, abs=1.0) and outcome.health is None
 
 
 @pytest.mark.parametrize("release, form", [
@@ -257,13 +271,16 @@ def test_reproduce_ert_timeout_entry_point(tmp_path):
     assert helped.stdout.startswith("Usage: reproduce_ert_timeout [OPTIONS] [CASE]")
 
 
-@pytest.mark.parametrize("kernel, state", [("7.0", "TIMEOUT"), ("6.16", "ABORT")])
+@pytest.mark.parametrize("kernel, state", [("7.0", "TIMEOUT"),
+                                           ("6.16,firmware:1.0.0.63", "ABORT")])
 def test_reproduce_answers_as_the_mainline_kernel_does(tmp_path, kernel, state):
-    # mainline: 6fb7f2988832 (6.17.y, 7.0) ends the hung job TIMEOUT; 6.16 ABORTs it
+    # mainline: 6fb7f2988832 (6.17.y, 7.0) ends the hung job TIMEOUT; 6.16 ABORTs it (with
+    # protocol-6 firmware: it refuses the device's own 1.1.2.65 at probe)
     out = tmp_path / "r.yaml"
     result = CliRunner().invoke(main, ["reproduce", "--profile",
                                        f"mainline,kernel:{kernel},hang-at:30", "--no-isolate",
                                        "--out", str(out)])
+    kernel = kernel.split(",")[0]
     assert result.exit_code == 1, result.output
     report = load_report(out)
     monolithic = next(p for p in report.plans if p.name == "monolithic")

@@ -95,7 +95,7 @@ def test_one_helper_opens_a_run_from_the_request(tmp_path):
                          xrt_smi_validate=False, out=str(out))
     case = load_case("minicpm5-2b-decode")
     runner = start_run(request, case, case.plans_for(["42"]), "run")
-    assert runner.backend.profile.name == "staging,inflight-cap:40"
+    assert runner.backend.profile.name == "mainline,inflight-cap:40"
     assert runner.options == RunOptions(trials=1, isolate=False, seed=3, xrt_smi_control=False)
     runner.run()
     report = load_report(out)

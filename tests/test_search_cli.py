@@ -74,7 +74,7 @@ def test_budget_stops_cleanly_and_replay_continues_without_rerunning(tmp_path):
     again = invoke("bisect", "--replay", str(out))
     assert "first failing depth 38" in again.stdout
     banner, continuing = again.stdout.splitlines()[:2]       # the banner it began with
-    assert banner.startswith(f"backend: SIMULATED stack, profile staging,{CAP} (hypothesis")
+    assert banner.startswith(f"backend: SIMULATED stack, profile mainline,{CAP} (hypothesis")
     assert continuing == f"continuing the bisect in {out}"
     done = load_report(out)
     # Depths measured before the stop are not measured again; only the two confirmations

@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+from simkit import Rig, failure
 
+from harness.app.cli import main
 from harness.model.drivers import FLAVOURS as FLAVOUR_ROWS
+from harness.model.drivers import driver_build
 from harness.model.errors import BadInput
 from harness.sim.profiles import DEVICES, parse_profile
 
 FLAVOURS = tuple(FLAVOUR_ROWS)
 
 
-def test_default_is_documented_staging_on_strix_halo():
+def test_default_is_the_712_machines_documented_stack(tmp_path):
+    # ROCm/FastFlowLM#712 (STACK.md 1): Ryzen AI Max+ 395 (npu5, Strix Halo), firmware
+    # 1.1.2.65, Linux 7.0 with the in-tree amdxdna, XRT 2.26.0 installed
     profile = parse_profile("")
-    assert profile.flavour == "staging" and profile.device == "npu5"
-    assert profile.documented and profile.name == "staging"
+    assert (profile.flavour, profile.kernel, profile.device) == ("mainline", "7.0", "npu5")
+    assert (profile.firmware_version, profile.protocol.text) == ("1.1.2.65", "7.2")
+    assert (profile.xrt, profile.release.tag) == ("2.26", "49612fa3 (2.26.0)")
+    assert profile.documented and profile.name == "mainline"
+    # Linux 7.0 aie2_ctx.c: drm_sched's 60 s timer, nothing printed on a timeout (the trace
+    # event "job timedout" only; 25854131c04a, which prints the capture block, is 7.1)
+    build = driver_build(profile.flavour, profile.kernel)
+    assert build.period_s == 60.0 and build.timeout_lines == () and not build.asks_health
+    rig = Rig(tmp_path, "hang-at:3")
+    rl, _ = rig.runlist(42)
+    assert failure(rl) == "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
+    assert rig.stack.now >= 60e6 and rig.kernel_lines() == []
+    shown = CliRunner().invoke(main, ["sim", "profiles"]).output
+    assert shown.startswith("default profile: mainline, the ROCm/FastFlowLM#712 machine's "
+                            "stack as documented")
 
 
 def test_deviations_are_labelled():
@@ -35,6 +54,12 @@ def test_deviations_are_labelled():
     ("device:npu9", "unknown profile token"),
     ("turbo", "unknown profile token 'turbo'"),
     ("inflight-cap:40,inflight-cap:30", "inflight-cap twice"),
+    # at most 4 jobs (CTX_MAX_CMDS) of 24 commands (XRT's submit_size) are queued on a
+    # context: a cap of 96 or more never fires, whatever the runlist
+    ("inflight-cap:96", r"inflight-cap:96 can never fire: at most 4 jobs of 24 commands "
+                        r"\(96\)"),
+    ("inflight-cap:1000", "can never fire"),
+    ("inflight-cap:40,xrt-chain:10", "at most 4 jobs of 10 commands"),
 ])
 def test_bad_tokens_name_themselves(text, words):
     with pytest.raises(BadInput, match=words):
@@ -60,7 +85,10 @@ def test_name_round_trips(parts):
         profile = parse_profile(",".join(parts))
     except BadInput:
         heads = [p.split(":")[0] for p in parts if p not in FLAVOURS]
-        assert sum(p in FLAVOURS for p in parts) > 1 or any(
+        given = {p.split(":")[0]: int(p.split(":")[1]) for p in parts
+                 if p.startswith(("inflight-cap:", "xrt-chain:"))}
+        never = given.get("inflight-cap", 0) >= 4 * given.get("xrt-chain", 24)
+        assert never or sum(p in FLAVOURS for p in parts) > 1 or any(
             heads.count(h) > 1 for h in set(heads) if h not in ("hang-at", "slow"))
         return
     assert parse_profile(profile.name) == profile
@@ -72,3 +100,45 @@ def test_parser_only_raises_bad_input(text):
         parse_profile(text)
     except BadInput:
         pass
+
+
+def test_the_largest_cap_that_can_fire_fires_and_every_larger_one_is_refused(tmp_path):
+    # cap 95 fails at 96 commands in flight; 96, 97 and 1000 could never fail a runlist,
+    # yet claimed to "make every runlist of more than N commands fail"
+    rig = Rig(tmp_path, "staging,inflight-cap:95")
+    assert failure(rig.runlist(96)[0]).startswith("runlist failed execution")
+    assert "inflight-cap:95 makes every runlist of more than 95 commands fail" in \
+        parse_profile("inflight-cap:95").by_construction[0]
+    for cap in (96, 97, 200, 1000):
+        with pytest.raises(BadInput, match="can never fire"):
+            parse_profile(f"inflight-cap:{cap}")
+
+
+@pytest.mark.parametrize("rule, source", [
+    # round 4, each rule beside where it was read
+    ("refuses any other at probe: 'aie2_check_protocol: Incompatible firmware protocol "
+     "major 7 minor 2'", "dri-devel 2026-03 (Debian 6.19.6)"),
+    ("throw 'qds_device::wait() unexpected command state'",
+     "hw_queue.cpp qds_device::wait(const command*, size_t)"),
+    ("before 6.17 the hung job ends TIMEOUT only when the firmware gave a report",
+     "aie2_tdr.c aie2_legacy_tdr_detect, aie2_tdr_stop_hwctx"),
+    ("mainline 7.0/7.1 with AIE2_TEMPORAL_ONLY firmware (npu4/5/6) skips the solver",
+     "aie2_alloc_resource (AIE2_TEMPORAL_ONLY; also at 234824b1)"),
+    ("the flavour's version for its kernel: staging 0.16, mainline 0.6 on 7.0 and 0.7 on "
+     "7.1", "(81ad428e made it 0.7)"),
+    ("every connected context (new contexts start disconnected",
+     "aie2_rq_dump_all and aie2_rq_stop_all (conn_list)"),
+    ("ERT_START_NPU_PREEMPT when a group", "module_elf_aie2p::get_ert_opcode"),
+    ("before 89ff45359abb a timeout or abort writes no error_index",
+     "amdxdna_cmd_set_error (89ff45359abb); Xilinx/XRT xrt_kernel.cpp "
+     "runlist_impl::create_exec_buf"),
+    ("xrt-runner silently runs a value past a C int as its low 32 bits",
+     "json.hpp get_arithmetic_value (3.11.3, at 963c58ee)"),
+    ("N below 96 (4 jobs in flight of 24 commands", "CTX_MAX_CMDS / HWCTX_MAX_CMDS"),
+])
+def test_sim_profiles_shows_each_round_4_rule_with_its_source(rule, source):
+    shown = " ".join(CliRunner().invoke(main, ["sim", "profiles"]).output.split())
+    at = shown.find(rule)
+    assert at >= 0, rule
+    cited = shown.find("[source:", at)
+    assert source in shown[cited:shown.find("]", cited) + 1], source

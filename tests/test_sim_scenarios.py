@@ -6,6 +6,8 @@ import pytest
 from simkit import NOT_MODELLED_LINES, Rig, nop_elf, outcome, states
 
 import harness.sim.pyxrt as pyxrt
+from harness.formats.elf_writer import full_elf
+from harness.formats.txn import nop_stream
 from harness.sim import control
 from harness.sim.stack import MAINLINE_TIMEOUT_US, STAGING_TDR_US
 
@@ -73,7 +75,7 @@ def test_stack2_good_hang_good_is_timeout_then_abort_under_staging(tmp_path):
     ("2.21.21", [], True), ("2.20", None, False),
 ])
 def test_stack2_failure_message_carries_health_lines(tmp_path, release, between, tail):
-    rig = Rig(tmp_path, f"inflight-cap:40,xrt:{release}")
+    rig = Rig(tmp_path, f"staging,inflight-cap:40,xrt:{release}")
     rl, _ = rig.runlist(42)
     rl.execute()
     with pytest.raises(RuntimeError) as info:
@@ -259,7 +261,7 @@ def test_stack4_staging_times_out_a_chain_2s_after_its_push(tmp_path):
     # staging on kernels >= 6.17: the context's drm_sched timer fires tdr_timeout_ms after
     # the job's push (aie2_sched_job_run signals), and aie2_tdr_detect finds no job
     # started or completed on the device since
-    rig = Rig(tmp_path, "hang-at:5")
+    rig = Rig(tmp_path, "staging,hang-at:5")
     rl, runs = rig.runlist(10)
     assert outcome(rl) == STAGING_TIMEOUT
     assert rig.stack.now == pytest.approx(STAGING_TDR_US)
@@ -382,7 +384,7 @@ def test_stack4_every_device_reports_error_index_0_on_timeouts(tmp_path, device)
     # io_test.cpp: "For a timeout firmware leaves the runlist read index at 0" (the is_npu4
     # test there only picks which command packet holds the health data); npu1's firmware
     # gives no report at all (npu1_regs.c), so its index is 0 as well
-    rig = Rig(tmp_path, f"device:{device},hang-at:30", columns=4)
+    rig = Rig(tmp_path, f"staging,device:{device},hang-at:30", columns=4)
     rl, runs = rig.runlist(42)
     # npu5 reports its health (version 1); npu1's firmware has none, so 0xFF: bare message
     assert outcome(rl) == (STAGING_TIMEOUT if device == "npu5" else TIMEOUT_MSG)
@@ -408,7 +410,7 @@ def test_stack4_ninstr_counts_words(tmp_path):
 
 
 def test_stack4_context_is_reset_after_a_hang_and_new_work_runs(tmp_path):
-    rig = Rig(tmp_path, "inflight-cap:40")
+    rig = Rig(tmp_path, "staging,inflight-cap:40")
     assert outcome(rig.runlist(42)[0]) == STAGING_TIMEOUT
     assert outcome(rig.runlist(21)[0]) == "COMPLETED"
     assert outcome(rig.runlist(42)[0]) == STAGING_TIMEOUT
@@ -428,19 +430,19 @@ def test_stack4_staging_progress_is_a_device_stamp_not_per_sub_command(tmp_path)
     # so one chain of three 1-second commands times out although each one progresses;
     # before 6.17 the legacy check (aie2_tdr.c) runs every 2 s and fires after two silent
     # periods
-    assert outcome(Rig(tmp_path, "slow:layer:1000000").runlist(3)[0]) == STAGING_TIMEOUT
-    legacy = Rig(tmp_path, "kernel:6.16,slow:layer:1000000")
+    assert outcome(Rig(tmp_path, "staging,slow:layer:1000000").runlist(3)[0]) == STAGING_TIMEOUT
+    legacy = Rig(tmp_path, "staging,kernel:6.16,slow:layer:1000000")
     assert outcome(legacy.runlist(3)[0]) == "COMPLETED"    # its completion, at 3 s, counts
-    hung = Rig(tmp_path, "kernel:6.16,slow:layer:1000000")
+    hung = Rig(tmp_path, "staging,kernel:6.16,slow:layer:1000000")
     assert outcome(hung.runlist(7)[0]) == STAGING_TIMEOUT  # silent at the 4 s and 6 s checks
     assert hung.stack.now == pytest.approx(6_000_000)
     # three one-run chains complete: each completion and push is device activity
-    rig = Rig(tmp_path, "slow:layer:1000000")
+    rig = Rig(tmp_path, "staging,slow:layer:1000000")
     for _ in range(3):
         r = rig.run()
         r.start()
         assert r.wait() == pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED
-    assert outcome(Rig(tmp_path, "slow:layer:3000000").runlist(2)[0]) == STAGING_TIMEOUT
+    assert outcome(Rig(tmp_path, "staging,slow:layer:3000000").runlist(2)[0]) == STAGING_TIMEOUT
     # mainline counts whole jobs: 24 one-second commands fit in 60 s, 21 three-second
     # commands in one chain do not
     assert outcome(Rig(tmp_path, "mainline,slow:MLIR_AIE:1000000").runlist(24)[0]) \
@@ -473,7 +475,7 @@ def test_stack5_overlapping_partitions_time_share_the_array(tmp_path, columns, s
     ([21, 21], ["COMPLETED", "COMPLETED"]),
 ])
 def test_inflight_cap_40_reproduces_issue_712(tmp_path, chunks, expected):
-    rig = Rig(tmp_path, "inflight-cap:40")
+    rig = Rig(tmp_path, "staging,inflight-cap:40")
     assert [outcome(rig.runlist(n)[0]) for n in chunks] == expected
 
 
@@ -484,7 +486,7 @@ def test_documented_profile_does_not_produce_the_failure(tmp_path):
 
 def test_flaky_is_reproducible_per_seed(tmp_path):
     def run_all(seed: int) -> list[str]:
-        rig = Rig(tmp_path, f"flaky:0.3,seed:{seed}")
+        rig = Rig(tmp_path, f"staging,flaky:0.3,seed:{seed}")
         return [outcome(rig.runlist(10)[0]) for _ in range(20)]
     first = run_all(7)
     assert first == run_all(7)
@@ -514,3 +516,52 @@ def test_realtime_mode_really_blocks(tmp_path, monkeypatch):
     assert rig.stack.run_until(lambda: False, 300_000.0) is False   # 0.3 s of sleeping
     assert sum(fake.naps) == pytest.approx(0.3, abs=1e-6)
     assert max(fake.naps) <= 0.05                  # in slices, so Ctrl-C lands promptly
+
+
+def _preempt_elf(tmp_path, **sections) -> str:
+    path = tmp_path / "preempt.elf"
+    path.write_bytes(full_elf(nop_stream(8), 8, pdi=None, **sections))
+    return str(path)
+
+
+@pytest.mark.parametrize("profile, state", [("mainline", "COMPLETED"),
+                                            ("staging,device:npu1", "NEW")])
+def test_an_elf_with_save_and_restore_sections_is_sent_as_npu_preempt(tmp_path, profile,
+                                                                      state):
+    # get_ert_opcode (xrt_module.cpp module_elf_aie2p at 202520.2.20.197 and 2.21.75,
+    # xrt_elf.cpp elf_aie_gen2 at 202610.2.23.244 and 963c58ee): PDIs -> ERT_START_NPU_
+    # PREEMPT_ELF, a group with .preempt_save and .preempt_restore -> ERT_START_NPU_PREEMPT
+    # (21), else ERT_START_NPU; the driver's aie2_cmdlist_fill_slot needs AIE2_PREEMPT for
+    # it (npu1 has none: -EOPNOTSUPP in run_job, the chain left NEW)
+    columns = 4 if "npu1" in profile else 8
+    control.configure(profile)
+    path = tmp_path / "preempt.elf"
+    path.write_bytes(full_elf(nop_stream(columns, 3 if columns == 4 else 4), columns,
+                              pdi=None, save=b"SAVE", restore=b"REST"))
+    device = pyxrt.device(0)
+    ctx = pyxrt.hw_context(device, pyxrt.elf(str(path)))
+    kernel = pyxrt.ext.kernel(ctx, "main:sequence")
+    rl = pyxrt.runlist(ctx)
+    for _ in range(3):
+        r = pyxrt.run(kernel)
+        for index in range(3):
+            r.set_arg(index, pyxrt.bo(device, 4096, pyxrt.bo.host_only, 0))
+        rl.add(r)
+    said = outcome(rl)
+    assert said == ("COMPLETED" if state == "COMPLETED"
+                    else "runlist failed execution (ERT_CMD_STATE_NEW)")
+    job = control.current().jobs[-1]
+    assert job.opcodes == [21, 21, 21]
+
+
+@pytest.mark.parametrize("release, where, text", [
+    ("2.21", "module", "Invalid elf because preempt save and restore is not paired"),
+    ("master", "elf", "Invalid ELF: preempt save and restore sections are not paired")])
+def test_a_save_section_without_its_restore_is_refused(tmp_path, release, where, text):
+    # initialize_save_restore_buf (xrt_module.cpp, 2.21.75) when the module is made;
+    # initialize_save_restore_buf_map (xrt_elf.cpp, 2.23 on) when the elf is read
+    control.configure(f"xrt:{release}")
+    path = _preempt_elf(tmp_path, save=b"SAVE")
+    with pytest.raises(RuntimeError) as raised:
+        pyxrt.module(pyxrt.elf(path)) if where == "module" else pyxrt.elf(path)
+    assert str(raised.value) == text

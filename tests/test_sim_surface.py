@@ -72,9 +72,10 @@ def reference(release: str) -> Surface:
         if release == "2.21-tip":                # the XRT-2.21 branch tip: PR #9813
             surface.cls(SCRATCHPAD[0]).methods[SCRATCHPAD[1]] = {()}
         return surface
-    stub = "pyxrt-963c58ee.pyi" if release == "master" else "pyxrt-2.23.244.pyi"
+    # 2.26.0 (49612fa3): src/python is unchanged from there to 963c58ee
+    stub = "pyxrt-963c58ee.pyi" if release in ("2.26", "master") else "pyxrt-2.23.244.pyi"
     surface = parse_stub(XRT_REFERENCE / stub)
-    if release in ("2.25", "master"):
+    if release in ("2.25", "2.26", "master"):
         surface.cls(SCRATCHPAD[0]).methods[SCRATCHPAD[1]] = {()}
     return surface
 

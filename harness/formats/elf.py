@@ -37,6 +37,8 @@ PROGRAM_TYPES = {0: "NULL", 1: "LOAD", 2: "DYNAMIC", 3: "INTERP", 4: "NOTE", 6: 
 CTRLTEXT = ".ctrltext"
 UID_NOTE = ".note.xrt.UID"
 CONFIG_NOTE = ".note.xrt.configuration"
+# xrt_core::elf_patcher section names of preemption's save and restore code (elf_patcher.h)
+PREEMPT_SAVE, PREEMPT_RESTORE = ".preempt_save", ".preempt_restore"
 OSABI_AIE2P = 0x45
 _DEMANGLED = {"v": "void", "c": "char", "i": "int"}
 MAX_SECTIONS = 0xFF00       # SHN_LORESERVE: larger counts need extended numbering
@@ -235,6 +237,29 @@ class Elf:
     def kernel_has_pdi(self, kernel: ElfKernel) -> bool:
         return any(i < len(self.sections) and self.sections[i].name.startswith(".pdi")
                    for i in kernel.members)
+
+    @property
+    def preemption(self) -> str:
+        """Whether the ELF carries preemption save and restore code, as XRT reads it
+        (`initialize_save_restore_buf`): per `.group` (an ELF without groups is one), a
+        section named with ".preempt_save" and one with ".preempt_restore". "paired" when
+        some group has both (XRT then sends ERT_START_NPU_PREEMPT), "unpaired" when a group
+        has one without the other (XRT refuses the ELF), else "none"."""
+        if self.grouped:
+            groups = [struct.unpack_from(f"<{len(g.data) // 4}I", g.data)[1:]
+                      for g in self.sections if g.type == SHT_GROUP]
+        else:
+            groups = [tuple(range(len(self.sections)))]
+        found = "none"
+        for members in groups:
+            names = [self.sections[i].name for i in members if i < len(self.sections)]
+            save = any(PREEMPT_SAVE in n for n in names)
+            restore = any(PREEMPT_RESTORE in n for n in names)
+            if save != restore:
+                return "unpaired"
+            if save:
+                found = "paired"
+        return found
 
 
 def demangle(mangled: str, where: str = "ELF") -> tuple[str, tuple[str, ...]]:

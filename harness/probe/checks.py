@@ -6,6 +6,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.model.firmware import FIRMWARE_REFUSED_FIX
 from harness.probe.readers import UNREADABLE
 
 MIN_DRIVER = (0, 6)
@@ -40,7 +41,14 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
 def run_checks(facts: dict[str, Any]) -> list[Check]:
     npu, driver, xrt, memlock = facts["npu"], facts["driver"], facts["xrt"], facts["memlock"]
     checks: list[Check] = []
-    if not npu["present"]:
+    refused = (facts.get("npu_firmware") or {}).get("refused_protocol")
+    if not npu["present"] and refused:
+        # Linux before f1eac46fe5f7 (7.0) speaks one firmware protocol per device
+        # (aie2_check_protocol); firmware 1.1.2.64/65 speaks 7.2 and is refused at probe
+        checks.append(Check("FAIL", "device node", "no /dev/accel/accel* node: the driver "
+                            f"refused the NPU firmware at probe (kernel log: Incompatible "
+                            f"firmware protocol, protocol {refused})", FIRMWARE_REFUSED_FIX))
+    elif not npu["present"]:
         checks.append(Check("FAIL", "device node", "no /dev/accel/accel* node",
                             "load the driver (`sudo modprobe amdxdna`) on a machine with an "
                             "XDNA NPU; without one, use --backend sim"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from harness.model.drivers import DEFAULT_FLAVOUR
 from harness.probe.xrt_loader import mapped_libraries
 
 ENV_DIR = "HARNESS_EMULATOR_DIR"               # the run folder (the preload library's)
@@ -47,7 +48,7 @@ def emulation(maps_text: str | None = None) -> dict[str, Any] | None:
     library = preload_mapped(text)
     if library is None:
         return None
-    facts: dict[str, Any] = {"profile": os.environ.get(ENV_PROFILE) or "staging",
+    facts: dict[str, Any] = {"profile": os.environ.get(ENV_PROFILE) or DEFAULT_FLAVOUR,
                              "preload": library,
                              "xrt_libraries": [lib["path"] for lib in mapped_libraries(text)]}
     rate = os.environ.get(ENV_CLOCK_RATE)

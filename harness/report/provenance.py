@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness.model.drivers import DEFAULT_FLAVOUR
 from harness.report.model import is_simulated, played_profile
 
 MACHINE, MODEL = "machine", "model"
@@ -177,7 +178,7 @@ def _under_root(env: dict[str, Any]) -> bool:
 
 def modelled_table(backend: dict[str, Any]) -> Table:
     """The stack the harness modelled, each fact with the source its rules were read from."""
-    profile = played_profile(backend) or "staging"
+    profile = played_profile(backend) or DEFAULT_FLAVOUR
     nature = ("documented limits" if backend.get("documented", True)
               else "hypothesis " + ", ".join(map(str, backend.get("deviations") or [])))
     emulated = _map(backend.get("emulated"))

@@ -20,12 +20,15 @@ from harness.model.drivers import (
     DEFAULT_FLAVOUR,
     DEFAULT_KERNEL,
     FLAVOURS,
+    JOBS_IN_FLIGHT,
     KERNELS,
+    Printed,
     driver_build,
     kernel_release,
 )
 from harness.model.errors import BadInput
-from harness.sim.releases import NEWEST, RELEASES, XrtRelease
+from harness.sim.releases import DEFAULT as DEFAULT_XRT
+from harness.sim.releases import RELEASES, XrtRelease
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,15 @@ DEVICES = {
     "npu6": DeviceModel("NPU6 Krackan", 0x17F0, 0x20, 8, 4, 16, 32),
 }
 PROTOCOL_TOKEN = "protocol:"
+# What the empty profile plays, in words (`sim profiles`, the commands' --profile help)
+DEFAULT_STACK = (
+    "mainline, the ROCm/FastFlowLM#712 machine's stack as documented: Linux 7.0 with its "
+    "in-tree amdxdna (drm_sched's 60 s timer; a timeout prints nothing to the kernel log, "
+    "only the trace event \"job timedout\"), a Ryzen AI Max+ 395 (npu5, Strix Halo) with "
+    "firmware 1.1.2.65 (mailbox protocol 7.2, accepted from 7.0 by f1eac46fe5f7), and XRT "
+    "2.26.0 installed (FastFlowLM loads its bundled 2.21.75: xrt:2.21). The machine "
+    "reported the driver as 0.7; kernel.org's 7.0 says 0.6 (a distribution kernel may "
+    "carry more), and the simulator plays kernel.org's 7.0")
 
 
 @dataclass(frozen=True)
@@ -83,36 +95,45 @@ TOKENS = (
     TokenDoc("kernel:RELEASE", "kernel",
              f"which Linux release the driver runs on, a series of {', '.join(KERNELS)} "
              f"(its first release) or a point release such as 6.18.3 (default "
-             f"{DEFAULT_KERNEL}, the #712 machine's): mainline ends a hung job ABORT until "
+             f"{DEFAULT_KERNEL}, the #712 machine's): mainline before 7.0 (f1eac46fe5f7) "
+             "takes only its device's one firmware protocol (6.12 or later on npu4/5/6) and "
+             "refuses protocol-7 firmware such as 1.1.2.64/65 at probe, leaving no "
+             "/dev/accel node (give firmware:1.0.0.63 or firmware:protocol:6.x to play its "
+             "other rules); mainline ends a hung job ABORT until "
              "6fb7f2988832 (6.19; backported to 6.17.13 and 6.18.2: 6.17.0 and 6.18.0 give "
              "ABORT), fills failed payloads with 0xFF from 89ff45359abb (7.0; 6.19.7), and "
              "from 7.1 asks the firmware's app health (capture block, run_list_id, version-1 "
              "health in XRT's message); staging checks a device-wide stamp from 6.17 and "
              "runs its legacy device check before",
              "; ".join(f"Linux {c.commit}: {c.source}" for c in CHANGES)
-             + "; xdna-driver HAVE_6_17_drm_gpu_sched_stat_no_hang"),
+             + "; xdna-driver HAVE_6_17_drm_gpu_sched_stat_no_hang; the device's protocol "
+             "before f1eac46fe5f7: " + firmware.SINGLE_PROTOCOL_SOURCE),
     TokenDoc("device:npu1|npu4|npu5|npu6", "device",
              "which NPU (default npu5, Strix Halo, 8 columns); npu1 (Phoenix) has 4 columns, "
              "6 contexts and no app health at any firmware",
              "xdna-driver npu1_regs.c, npu4_regs.c"),
-    TokenDoc("firmware:VERSION|firmware:protocol:M.N", "firmware",
+    TokenDoc("firmware:VERSION|firmware:protocol:M.N|M.x", "firmware",
              "which NPU firmware runs (default the device's: 1.1.2.65 on npu5, 1.1.2.64 on "
              "npu4 and npu6, 1.5.5.391 on npu1), a release whose mailbox protocol public "
-             f"logs establish ({', '.join(firmware.RELEASES)}) or the protocol itself: "
+             f"logs establish ({', '.join(firmware.RELEASES)}) or the protocol itself (M.x: "
+             "only the major known, allowed where the driver never asks for app health): "
              + firmware.APP_HEALTH_RULE + "; without it the driver logs no capture block "
              "and writes no health data, and the report says " + repr(firmware.NO_HEALTH),
              "xdna-driver npu4_regs.c npu4_fw_feature_table, src/driver/amdxdna/npu4_regs.c; "
              + "; ".join(f"{r.version}: {r.source}" for r in firmware.RELEASES.values())),
     TokenDoc("xrt:RELEASE", "release",
-             f"which XRT release answers, one of {', '.join(RELEASES)} (default {NEWEST}): "
+             f"which XRT release answers, one of {', '.join(RELEASES)} (default "
+             f"{DEFAULT_XRT}, the #712 machine's): "
              "the runlist failure message names the state from 2.21.75 on, not in 2.20 and "
              "tag 202610.2.21.21; the binding has that release's classes and overloads",
              "Xilinx/XRT xrt_kernel.cpp runlist_impl::throw_command_error (PR #9408) and "
              "src/python/pybind11/src/pyxrt.cpp at each tag"),
     TokenDoc("inflight-cap:N", "deviation",
              "the firmware wedges when more than N sub-commands are queued on one context "
-             "(the hypothesis behind the 42-layer timeout)",
-             "hypothesis from ROCm/FastFlowLM#712, not a documented limit"),
+             "(the hypothesis behind the 42-layer timeout); N below 96 (4 jobs in flight of "
+             "24 commands, or 4 x xrt-chain), as no more are ever queued",
+             "hypothesis from ROCm/FastFlowLM#712, not a documented limit; the bound: "
+             "xdna-driver CTX_MAX_CMDS / HWCTX_MAX_CMDS, XRT runlist_impl::submit_size"),
     TokenDoc("xrt-chain:N", "deviation",
              "an XRT whose runlist submit size is N instead of the hard-wired 24",
              "hypothesis; XRT runlist_impl::submit_size = 24 since 2024"),
@@ -150,7 +171,7 @@ class Profile:
     flaky: float = 0.0
     seed: int = 0
     realtime: bool = False
-    xrt: str = NEWEST
+    xrt: str = DEFAULT_XRT
     firmware: str | None = None   # a release, or protocol:M.N; None: the device's own
 
     @property
@@ -171,19 +192,31 @@ class Profile:
         return firmware.protocol_of(self.firmware_version)
 
     @property
-    def app_health(self) -> bool:
-        """Whether the firmware answers the driver's app health query (parse_profile
-        refuses a profile where this is not settled)."""
-        return bool(firmware.has_app_health(self.device_model.npu4_class, self.protocol))
+    def app_health(self) -> bool | None:
+        """Whether the firmware answers the driver's app health query; None when its
+        protocol does not settle it, which parse_profile allows only where the driver
+        never asks (kernel.org mainline before 25854131c04a)."""
+        return firmware.has_app_health(self.device_model.npu4_class, self.protocol)
+
+    @property
+    def probe_refusal(self) -> tuple[Printed, ...]:
+        """The lines the driver prints refusing this firmware at probe (no /dev/accel
+        node then); empty when it takes it."""
+        return driver_build(self.flavour, self.kernel).refuses_firmware(
+            self.device_model.npu4_class, self.protocol)
 
     def firmware_facts(self) -> dict[str, object]:
         """The simulated firmware as a report records it."""
         protocol = self.protocol
+        health = self.app_health
         out: dict[str, object] = {"version": self.firmware_version,
                                   "protocol": protocol.text if protocol else None,
-                                  "app_health": self.app_health}
-        if not self.app_health:
+                                  "app_health": health}
+        if health is False:
             out["note"] = f"{firmware.NO_HEALTH} ({firmware.APP_HEALTH_RULE})"
+        elif health is None:
+            out["note"] = ("whether this firmware reports health is not settled by its "
+                           "protocol; the driver played never asks for it")
         return out
 
     @property
@@ -237,7 +270,7 @@ class Profile:
             tokens.append(f"kernel:{self.kernel}")
         if self.device != "npu5":
             tokens.append(f"device:{self.device}")
-        if self.xrt != NEWEST:
+        if self.xrt != DEFAULT_XRT:
             tokens.append(f"xrt:{self.xrt}")
         if self.firmware is not None:
             tokens.append(f"firmware:{self.firmware}")
@@ -324,7 +357,22 @@ def parse_profile(text: str | None) -> Profile:
     values["hang_at"] = tuple(sorted(set(values["hang_at"])))
     values["slow"] = tuple(values["slow"])
     profile = Profile(**values)
+    _cap_can_fire(profile, text)
     return _settled_firmware(profile, text)
+
+
+def _cap_can_fire(profile: Profile, text: str) -> None:
+    """Refuse an inflight-cap that can never be passed: a context holds at most
+    JOBS_IN_FLIGHT jobs, each a chain of at most XRT's submit size, so no more commands are
+    ever queued on it (96 with 24 a chain), and a bisect under a larger cap would claim a
+    failure by construction that never happens."""
+    cap = profile.inflight_cap
+    most = JOBS_IN_FLIGHT * profile.xrt_chain
+    if cap is not None and cap >= most:
+        raise BadInput(f"profile {text!r}: inflight-cap:{cap} can never fire: at most "
+                       f"{JOBS_IN_FLIGHT} jobs of {profile.xrt_chain} commands ({most}) are "
+                       f"queued on a context (CTX_MAX_CMDS x XRT's submit size); give a cap "
+                       f"below {most}")
 
 
 def _settled_firmware(profile: Profile, text: str) -> Profile:
@@ -341,15 +389,21 @@ def _settled_firmware(profile: Profile, text: str) -> Profile:
         protocol = firmware.parse_protocol(given[len(PROTOCOL_TOKEN):])
         if protocol is None:
             raise BadInput(f"profile {text!r}: firmware:{given} is no protocol; use "
-                           "firmware:protocol:MAJOR.MINOR, e.g. firmware:protocol:6.18")
-        return replace(profile, firmware=f"{PROTOCOL_TOKEN}{protocol.text}")
-    release = firmware.RELEASES.get(given)
-    if release is None:
-        raise BadInput(f"profile {text!r}: firmware {given} is not one whose protocol the "
-                       f"simulator knows ({', '.join(firmware.RELEASES)}); {fix}")
-    if firmware.has_app_health(profile.device_model.npu4_class, release.protocol) is None:
-        raise BadInput(f"profile {text!r}: firmware {given} speaks protocol "
-                       f"{release.protocol.text}, which does not settle app health; {fix}")
+                           "firmware:protocol:MAJOR.MINOR, e.g. firmware:protocol:6.18, or "
+                           "MAJOR.x when only the major is known")
+        profile = replace(profile, firmware=f"{PROTOCOL_TOKEN}{protocol.text}")
+        what = f"firmware:protocol:{protocol.text}"
+    else:
+        release = firmware.RELEASES.get(given)
+        if release is None:
+            raise BadInput(f"profile {text!r}: firmware {given} is not one whose protocol "
+                           f"the simulator knows ({', '.join(firmware.RELEASES)}); {fix}")
+        protocol, what = release.protocol, f"firmware {given} (protocol {release.protocol.text})"
+    asks = driver_build(profile.flavour, profile.kernel).asks_health
+    if asks and firmware.has_app_health(profile.device_model.npu4_class, protocol) is None:
+        raise BadInput(f"profile {text!r}: {what} does not settle whether the firmware "
+                       f"reports health, which the {FLAVOURS[profile.flavour].called} driver "
+                       f"on Linux {profile.kernel} asks for; {fix}")
     return profile
 
 

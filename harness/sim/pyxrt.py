@@ -3,7 +3,7 @@
 Host code written for Xilinx/XRT's Python binding runs against this module
 unchanged (`import harness.sim.pyxrt as pyxrt`, or `runlist-harness sim exec
 SCRIPT`). It answers as the XRT release the profile names (`xrt:2.20` ...
-`xrt:master`, default master): names a release's binding lacks are missing here
+`xrt:master`, default 2.26, the #712 machine's): names a release's binding lacks are missing here
 too. The objects live in `harness.sim.binding`, XRT's run and runlist rules in
 `harness.sim.runs`, the driver and firmware in `harness.sim.stack`; with
 `Runtime.capture_frames` set it writes XRT's capture (`harness.sim.capture_writer`).

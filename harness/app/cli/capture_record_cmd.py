@@ -143,7 +143,7 @@ def _recording(backend: Backend, command: tuple[str, ...], folder: Path, frames:
         if not played.release.has(CAPTURE):
             raise EnvironmentNotReady(f"the simulated XRT {played.release.name} has no "
                                       f"capture; {WHERE_CAPTURE_IS} (the simulator plays "
-                                      "it as xrt:master)")
+                                      "it as xrt:2.26 and xrt:master)")
         scratch = Path(tempfile.mkdtemp(prefix="harness-pyxrt-"))
         environment = simulated_pyxrt_environment(environment, played, scratch)
         banner = (f"{backend.describe()}\ncapturing with the SIMULATED stack's XRT capture "

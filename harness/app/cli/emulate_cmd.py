@@ -14,9 +14,11 @@ from harness.model.errors import BadInput
 
 @click.command(context_settings={"ignore_unknown_options": True,
                                  "allow_interspersed_args": False})
-@click.option("--profile", default="staging", show_default=True,
+@click.option("--profile", default=None,
               help="The emulated NPU and driver: flavour, kernel, device and hypotheses, as "
-                   "for the simulated stack (see `sim profiles`).")
+                   "for the simulated stack (see `sim profiles`); default the #712 "
+                   "machine's stack: mainline (in-tree amdxdna) on Linux 7.0, npu5 with "
+                   "firmware 1.1.2.65.")
 @click.option("--keep", is_flag=True,
               help="Keep the run folder (the device's tree, buffers, the kernel log the "
                    "model printed, model.log) and say where it is.")
@@ -26,7 +28,7 @@ from harness.model.errors import BadInput
                    "clock: the driver's timeouts fire that much sooner (2 s becomes 2/RATE "
                    "s), outcomes are the same. Reports record it.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def emulate(profile: str, keep: bool, clock_rate: float, command: tuple[str, ...]) -> int:
+def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[str, ...]) -> int:
     """Run COMMAND against the XRT installed on this machine with one emulated NPU of the
     profile's device, firmware and driver flavour: XRT's own libraries, pyxrt and XDNA
     shim answer, over a driver whose every command is decided by the harness's model.
@@ -52,8 +54,11 @@ def emulate(profile: str, keep: bool, clock_rate: float, command: tuple[str, ...
                        "folder to PATH (for XRT's tools: `source /opt/xilinx/xrt/setup.sh`)")
     emulation = start(parsed, keep=keep, clock_rate=clock_rate)
     device = emulation.device
+    refused = "; the driver refused it at probe: no /dev/accel node" \
+        if parsed.probe_refusal else ""
     click.echo(f"emulate: one EMULATED {device.model.name} ({parsed.flavour} driver on Linux "
-               f"{parsed.kernel}, firmware {device.firmware_text}), profile {parsed.name}"
+               f"{parsed.kernel}, firmware {device.firmware_text}{refused}), profile "
+               f"{parsed.name}"
                + (f", clock {clock_rate:g}x the wall clock" if clock_rate != 1.0 else "")
                + "; "
                "XRT is this machine's, the driver and firmware the harness's model; not "

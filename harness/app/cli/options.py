@@ -93,7 +93,9 @@ def _request_options(trials_default: str) -> list[Callable]:
                           "the simulated stack."),
         click.option("--profile", default=None,
                      help="Simulated stack profile, e.g. inflight-cap:40 or "
-                          "mainline,hang-at:3 (see `sim profiles`). Implies the simulator."),
+                          "staging,hang-at:3 (see `sim profiles`). Implies the simulator. "
+                          "Default: the #712 machine's documented stack (mainline, the "
+                          "in-tree driver, on Linux 7.0; npu5, firmware 1.1.2.65; XRT 2.26)."),
         click.option("--realtime", is_flag=True,
                      help="Simulated time passes in real time (waits really block)."),
         click.option("--seed", type=int, default=0, show_default=True,

@@ -74,7 +74,8 @@ def summary_text(report: Report, path: str) -> str:
         engine = report.case.get("engine") or "flm run MODEL"
         lines.append("  NOOP runs test submission depth, not the decode's work; to run the "
                      "engine's own commands, capture them: runlist-harness capture record "
-                     f"-- {engine}, then reproduce_ert_timeout --capture DIR")
+                     f"-- {engine}, then reproduce_ert_timeout --capture DIR "
+                     "(docs/captures.md)")
     captured = captured_note({"case": report.case, "artifacts": report.artifacts})
     if captured:
         lines.insert(1, f"what ran: {captured}")

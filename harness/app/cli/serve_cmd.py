@@ -44,7 +44,7 @@ GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values
 @click.option("--npu", type=click.Choice(sorted(GENERATION_NAMES)), default=None,
               help="NPU generation for the bandwidth ceiling (default: this machine's).")
 @click.option("--bandwidth-ceiling", "ceiling", type=Seconds(1), default=None,
-              help="GB/s the NPU can stream (default: ~65-88 by generation, see README).")
+              help="GB/s the NPU can stream (default: ~65-88 by generation, see docs/hardware.md).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None)
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")

@@ -8,7 +8,7 @@ import textwrap
 import click
 
 from harness.sim.host_script import run_host_script
-from harness.sim.profiles import catalogue, parse_profile
+from harness.sim.profiles import DEFAULT_STACK, catalogue, parse_profile
 from harness.sim.rules import rules
 
 
@@ -32,7 +32,8 @@ def profiles() -> None:
         click.echo(textwrap.fill(text, width=width, initial_indent=head,
                                  subsequent_indent=" " * len(head), break_on_hyphens=False,
                                  break_long_words=False))
-    click.echo("profile tokens:")
+    show("default profile: ", DEFAULT_STACK)
+    click.echo("\nprofile tokens:")
     for doc in catalogue():
         show(f"  {doc.syntax:<34} {doc.kind:<10} ", f"{doc.assumes} [source: {doc.source}]")
     click.echo("\nrules of the documented stack:")
@@ -47,11 +48,13 @@ def profiles() -> None:
 
 @sim.command("exec", context_settings={"ignore_unknown_options": True,
                                        "allow_interspersed_args": False})
-@click.option("--profile", default="staging", show_default=True,
-              help="Simulated stack profile (see `sim profiles`).")
+@click.option("--profile", default=None,
+              help="Simulated stack profile (see `sim profiles`); default the #712 machine's "
+                   "stack: mainline (in-tree amdxdna) on Linux 7.0, npu5 with firmware "
+                   "1.1.2.65, XRT 2.26.")
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def exec_script(profile: str, script: str, args: tuple[str, ...]) -> int:
+def exec_script(profile: str | None, script: str, args: tuple[str, ...]) -> int:
     """Run SCRIPT, written for the real pyxrt, with `import pyxrt` bound to the simulator,
     as `python SCRIPT ARGS` would: its folder first on sys.path, its exit status, and for
     an exception it does not catch, Python's traceback and exit 1."""
