@@ -11,20 +11,17 @@ from harness.app.cli import main
 from harness.report.fileformat import load_report
 
 
-def mainline_6_18(tmp_path) -> Tree:
-    """A Strix Point on kernel 6.18.9 with the in-tree driver."""
+def strix_point(tmp_path) -> Tree:
+    """A Strix Point with the DKMS (staging) driver on 7.0: not the simulator's default stack
+    (the ROCm/FastFlowLM#712 machine's: a Strix Halo, the in-tree driver)."""
     tree = Tree(tmp_path)
-    tree.npu(revision="0x10")
-    release = "6.18.9-200.fc43.x86_64"
-    tree.write("/proc/sys/kernel/osrelease", release)
-    tree.module({})
-    tree.write(f"/lib/modules/{release}/modules.dep",
-               "kernel/drivers/accel/amdxdna/amdxdna.ko.xz: \n")
+    tree.npu(revision="0x10", fw="1.1.2.64")
+    tree.module({"tdr_timeout_ms": "2000"}, version="2.21.0_20260101")
     return tree
 
 
 def test_an_npu_without_pyxrt_exits_3_naming_setup_sh(tmp_path, monkeypatch):
-    tree = mainline_6_18(tmp_path)
+    tree = strix_point(tmp_path)
     monkeypatch.setenv("HARNESS_ROOT", str(tree.root))
     result = CliRunner().invoke(main, ["reproduce", "--trials", "1", "--no-isolate"])
     assert result.exit_code == 3
@@ -35,25 +32,27 @@ def test_an_npu_without_pyxrt_exits_3_naming_setup_sh(tmp_path, monkeypatch):
 
 
 def test_backend_sim_there_plays_the_probed_flavour_kernel_and_npu(tmp_path, monkeypatch):
-    tree = mainline_6_18(tmp_path)
+    tree = strix_point(tmp_path)
     monkeypatch.setenv("HARNESS_ROOT", str(tree.root))
     out = tmp_path / "r.yaml"
     result = CliRunner().invoke(main, ["reproduce", "--backend", "sim", "--trials", "1",
                                        "--no-isolate", "--no-control", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert ("playing this machine's stack as probed: mainline,kernel:6.18.9,device:npu4"
-            in result.output.splitlines()[0])
+    assert ("playing this machine's stack as probed: staging,kernel:7.0.0,device:npu4,"
+            "firmware:1.1.2.64" in result.output.splitlines()[0])
     backend = load_report(out).backend
-    assert backend["driver"]["flavour"] == "mainline"
-    assert backend["driver"]["kernel"] == "6.18.9"
+    assert backend["driver"]["flavour"] == "staging"
+    assert backend["driver"]["kernel"] == "7.0"
     assert backend["device"]["name"] == "NPU4 Strix"
+    assert backend["firmware"]["version"] == "1.1.2.64"
     # what the profile names is kept; the rest is this machine's
     named = CliRunner().invoke(main, ["reproduce", "--backend", "sim", "--profile",
-                                      "staging,hang-at:30", "--trials", "1", "--no-isolate",
+                                      "mainline,hang-at:30", "--trials", "1", "--no-isolate",
                                       "--no-control", "--out", str(tmp_path / "s.yaml")])
     assert named.exit_code == 1, named.output
     played = load_report(tmp_path / "s.yaml").backend
-    assert played["driver"]["flavour"] == "staging" and played["driver"]["kernel"] == "6.18.9"
+    assert played["driver"]["flavour"] == "mainline"
+    assert played["device"]["name"] == "NPU4 Strix"
 
 
 def test_without_an_npu_auto_still_takes_the_simulator(tmp_path):

@@ -415,16 +415,25 @@ def _with_this_machine(profile: str | None) -> tuple[str | None, str]:
     if probed is None:
         return profile, ""
     from harness.model.drivers import FLAVOURS
+    from harness.sim.profiles import parse_profile
     given = [token.strip() for token in (profile or "").split(",") if token.strip()]
     named = {"flavour" if token in FLAVOURS else token.partition(":")[0] for token in given}
-    added = [token for token in probed.tokens
-             if ("flavour" if token in FLAVOURS else token.partition(":")[0]) not in named]
-    if not added and not probed.unknown:
+    added, unknown = [], list(probed.unknown)
+    for token in probed.tokens:
+        if ("flavour" if token in FLAVOURS else token.partition(":")[0]) in named:
+            continue
+        try:                                 # a firmware release the simulator does not know
+            parse_profile(token)
+        except BadInput:
+            unknown.append(f"{token} (not a release the simulator knows)")
+            continue
+        added.append(token)
+    if not added and not unknown:
         return profile, ""
     said = (f"playing this machine's stack as probed: {','.join(added)}" if added
             else "this machine's stack as probed is named by the profile")
-    if probed.unknown:
-        said += f" (not probed: {'; '.join(probed.unknown)})"
+    if unknown:
+        said += f" (not played: {'; '.join(unknown)})"
     return ",".join(added + given) or None, said
 
 

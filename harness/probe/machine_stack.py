@@ -1,6 +1,7 @@
 """This machine's stack as the simulator's profile tokens: the loaded driver's flavour, the
-kernel release and the NPU, so that `--backend sim` on a machine with an NPU plays that
-machine's stack rather than the simulator's default (what its run is compared with)."""
+kernel release, the NPU and its firmware, so that `--backend sim` on a machine with an NPU
+plays that machine's stack rather than the simulator's default (what its run is compared
+with)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,11 @@ def probed_stack(src: Sources) -> ProbedStack | None:
         tokens.append(f"device:{DEVICE_TOKENS[name]}")
     else:
         unknown.append("NPU generation")
+    firmware = (src.read(f"{device_dir}/fw_version") or "").strip()
+    if re.fullmatch(r"\d+(\.\d+){3}", firmware):
+        tokens.append(f"firmware:{firmware}")
+    else:
+        unknown.append(f"firmware ({firmware or 'unreadable'})")
     return ProbedStack(tuple(tokens), tuple(unknown))
 
 
