@@ -433,6 +433,35 @@ def test_emulate_exits_with_the_program_s_status_and_says_emulated(preload):
     assert missing.exit_code == 2 and "no-such-program-here: no such program" in missing.output
 
 
+def test_the_banner_names_the_xrt_a_program_would_load_or_that_there_is_none(preload,
+                                                                            tmp_path):
+    from harness.probe.xrt import xrt_install
+    # an install where XILINX_XRT points: the banner names it and its version
+    install = tmp_path / "xrt"
+    (install / "lib").mkdir(parents=True)
+    (install / "lib" / "libxrt_coreutil.so.2").write_bytes(b"")
+    (install / "version.json").write_text('{"BUILD_VERSION": "2.26.0"}')
+    cache = preload.parent.parent.parent
+    done = subprocess.run([sys.executable, "-m", "harness", "emulate", "--", "true"],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, XDG_CACHE_HOME=str(cache),
+                                   XILINX_XRT=str(install)))
+    assert done.returncode == 0, done.stderr
+    assert f"the driver and firmware are the harness's model and XRT is this machine's " \
+           f"({install}, 2.26.0); not hardware evidence" in done.stderr
+    # none: the banner once said "XRT is this machine's" all the same
+    assert xrt_install(None, root=tmp_path / "bare") is None
+    assert xrt_install(str(install)) == (str(install), "2.26.0")
+    if xrt_install(None) is None:                       # this machine has none installed
+        bare = subprocess.run([sys.executable, "-m", "harness", "emulate", "--", "true"],
+                              capture_output=True, text=True, timeout=120,
+                              env={k: v for k, v in dict(os.environ, XDG_CACHE_HOME=str(
+                                  cache)).items() if k != "XILINX_XRT"})
+        assert "but no XRT is installed here (XILINX_XRT is unset and /opt/xilinx/xrt " \
+               "holds none)" in bare.stderr
+        assert "XRT is this machine's" not in bare.stderr
+
+
 def test_a_process_under_emulate_knows_it_and_the_probe_says_so(preload):
     done = _cli(preload, "emulate", "--profile", "oot,hang-at:3", "--clock-rate", "5", "--",
                 sys.executable, "-m", "harness", "probe", "--json")

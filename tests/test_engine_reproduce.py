@@ -41,26 +41,31 @@ def captured(tmp_path_factory) -> Path:
     return folder / "cap"
 
 
-@pytest.mark.parametrize("profile, code, verdict", [
+@pytest.mark.parametrize("profile, code, answer, verdict", [
     ("staging,hang-at:30", 1,
-     "reproduced with the engine's own commands (frame_1 of the capture, 42 runs): captured "
-     "42: TIMEOUT 3/3; cut 21+21: COMPLETED 3/3 -> chunking avoids the failure; control "
-     "depth-only 42: TIMEOUT 3/3 -> depth alone fails"),
+     "42 in one runlist: TIMEOUT 3/3; cut 21+21: COMPLETED 3/3 -> the cut avoids it",
+     ["reproduced with the engine's own commands (frame_1 of the capture, 42 runs): "
+      "captured 42: TIMEOUT 3/3; cut 21+21: COMPLETED 3/3 -> the cut avoids the failure",
+      "control depth-only 42: TIMEOUT 3/3 -> depth alone fails"]),
     ("staging", 0,
-     "not reproduced with the engine's own commands (frame_1 of the capture, 42 runs): "
-     "captured 42: COMPLETED 3/3; cut 21+21: COMPLETED 3/3 -> the documented limits do not "
-     "produce the failure; a hardware run is the test; control depth-only 42: COMPLETED 3/3 "
-     "-> nothing fails")])
+     "42 in one runlist: COMPLETED 3/3; cut 21+21: COMPLETED 3/3 -> not reproduced",
+     ["not reproduced with the engine's own commands (frame_1 of the capture, 42 runs): "
+      "captured 42: COMPLETED 3/3; cut 21+21: COMPLETED 3/3 -> the documented limits do not "
+      "produce the failure; a hardware run is the test",
+      "control depth-only 42: COMPLETED 3/3 -> nothing fails"])])
 def test_the_three_way_on_the_engine_s_own_commands(captured, tmp_path, profile, code,
-                                                    verdict):
+                                                    answer, verdict):
     out = tmp_path / "r.yaml"
     result = invoke("reproduce", "--capture", str(captured), "--profile", profile, "--out",
                     str(out))
     assert result.exit_code == code, result.output
     lines = result.stdout.splitlines()
-    assert verdict in lines[1]
-    # the first screen says these are the engine's own commands, and which
-    what = lines[2]
+    assert lines[1] == f"verdict: {answer} [SIMULATED]"
+    reasons = [line[4:] for line in lines if line.startswith("  - ")]
+    assert reasons[-2].startswith(verdict[0]) and reasons[-1] == verdict[1]
+    # the first screen says these are the engine's own commands, and which: right below
+    # the verdict and its reasons
+    what = lines[2 + len(reasons)]
     assert what.startswith("what ran: the engine's own commands, as XRT captured them: "
                            "frame_1 of the 8 frames of capture cap (replay.json sha256 ")
     assert "42 runs in one runlist in context hwctx_1, whose xclbin capture_" in what
@@ -135,9 +140,9 @@ def test_both_arms_of_noops_failing_only_with_the_case_name_its_xclbin_and_buffe
              plan("depth-only", [42], None, ["COMPLETED"], control="the control")]
     verdict = judge(plans, HW, NOOP_CASE)
     assert verdict.control == CASE_ONLY
-    assert verdict.text.endswith(f"-> {CASE_ONLY_NOOPS}")
+    assert verdict.reasons[-1].endswith(f"-> {CASE_ONLY_NOOPS}")
     captured = {"kind": "capture", "frame": "frame_1", "layers": 42, "workload": {}}
-    assert judge(plans, HW, captured).text.endswith(
+    assert judge(plans, HW, captured).reasons[-1].endswith(
         "-> depth fails only with the engine's own commands")
 
 
@@ -145,8 +150,8 @@ def test_a_control_that_could_not_run_is_said_in_the_verdict_and_the_render(tmp_
     plans = [plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"])]
     verdict = judge(plans, HW, NOOP_CASE, "the depth-only control was not run: pack "
                     "xrt-validate (validate.xclbin) not found; searched: /opt/x")
-    assert verdict.text.endswith(
-        "; the depth-only control did not run (pack xrt-validate (validate.xclbin) not "
+    assert verdict.reasons[-1] == (
+        "the depth-only control did not run (pack xrt-validate (validate.xclbin) not "
         "found), so nothing here separates depth alone from the case's commands")
     assert "beside the depth-only control" not in verdict.text
 

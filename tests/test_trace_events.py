@@ -73,6 +73,18 @@ def test_where_they_cannot_be_recorded_the_report_says_how(tmp_path):
     assert on["recording"] is True and on["enabled"] == on["events"]
 
 
+def test_an_empty_tracing_folder_asks_for_a_mount_not_for_root(tmp_path):
+    # root, and /sys/kernel/tracing there but empty (tracefs not mounted on it): the fix is
+    # to mount it; running as root, which this already is, would change nothing
+    tree = Tree(tmp_path)
+    (tree.root / "sys/kernel/tracing").mkdir(parents=True)
+    empty = tracefs_facts(tree.sources(ROOT))
+    assert empty["recording"] is False
+    assert empty["why"] == "tracefs is not mounted on /sys/kernel/tracing (the folder is empty)"
+    assert empty["fix"] == "mount it: `sudo mount -t tracefs nodev /sys/kernel/tracing`"
+    assert "root" not in empty["fix"] + empty["why"]
+
+
 @pytest.fixture
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     tree = strix_halo(tmp_path)
