@@ -131,3 +131,18 @@ def test_no_replay_after_a_stop_says_why_and_what_is_kept(tmp_path):
     assert "no replay.json: the program did not exit normally (stopped at the deadline " \
         "(1 s): sent SIGINT; it ended by SIGINT)" in result.output
     assert "XRT writes replay.json only at a normal exit" in result.output
+
+
+def test_behind_xrt_capture_the_program_s_own_status_is_read_from_what_it_prints(tmp_path):
+    # xrt-capture.cpp exits 0 whatever the program did, after "Application exited with
+    # code N": a stand-in for it, starting the program as it does
+    tool = tmp_path / "xrt-capture"
+    tool.write_text('#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift\n'
+                    '"$@"\necho "\nApplication exited with code $?"\nexit 0\n')
+    tool.chmod(0o755)
+    (tmp_path / "cap").mkdir()
+    job = Recording(("sh", "-c", "exit 3"), tmp_path / "cap", (), {}, deadline_s=30,
+                    floor_bytes=0, wrapper=(str(tool), "--frames", "8", "--output-dir",
+                                            str(tmp_path / "cap"), "--"), poll_s=0.05)
+    ended = record(job, lambda snap: None, lambda line: None)
+    assert ended.exit_code == 3 and ended.ended_by == "it exited with status 3"
