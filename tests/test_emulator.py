@@ -259,13 +259,15 @@ def test_the_fifth_submit_waits_and_a_hang_ends_as_the_simulated_binding_says(pr
 
 @pytest.mark.parametrize("profile, version, params", [
     # amdxdna_pci_drv.c AMDXDNA_DRIVER_MINOR: staging 16 (856409ca); Linux 7.0 6 (xdna-driver
-    # 234824b1), 7.1 7 (81ad428e, in f13c7f41's tree); the legacy tree's uapi header 1.0.
+    # 234824b1), 7.1 8 (de954711; flm validate on 7.1.3, noamsto/nix-amd-ai#79), 6.18 1
+    # (flm validate on 6.18.10, ROCm/FastFlowLM#536); the legacy tree's uapi header 1.0.
     # force_cmdlist (0600, shown to root): true in staging and the legacy tree, and in
     # mainline from c68a6af400ca (7.0, 6.19.7); the legacy tree writes the limits it
     # settled on back into hwctx_limit and context_limit (0444, aie2_ctx_runqueue.c)
     ("staging", [0, 16, 0], {"force_cmdlist": "Y", "tdr_timeout_ms": "2000"}),
     ("mainline", [0, 6, 0], {"aie2_max_col": "128", "force_cmdlist": "Y"}),
-    ("mainline,kernel:7.1", [0, 7, 0], {"aie2_max_col": "128", "force_cmdlist": "Y"}),
+    ("mainline,kernel:7.1", [0, 8, 0], {"aie2_max_col": "128", "force_cmdlist": "Y"}),
+    ("mainline,kernel:6.18.13,firmware:1.0.0.63", [0, 1, 0], {"force_cmdlist": "N"}),
     ("mainline,kernel:6.19.6,firmware:1.0.0.63", [0, 6, 0],
      {"aie2_max_col": "128", "force_cmdlist": "N"}),
     ("oot", [1, 0, 0], {"force_cmdlist": "Y", "hwctx_limit": "16", "context_limit": "32"}),

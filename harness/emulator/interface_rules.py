@@ -7,6 +7,7 @@ tests/test_emulator.py pin each rule.
 
 from __future__ import annotations
 
+from harness.model.drivers import MAINLINE_DRM_SOURCE
 from harness.sim.rules import Rule
 
 SHIM = "amd/xdna-driver src/shim (856409ca, the commit the shim is built from)"
@@ -32,10 +33,11 @@ RULES = (
          "xdna-driver 234824b1 imports it (aie2_ctx.c force_cmdlist = true)"),
     Rule("discovery", "DRM_IOCTL_VERSION names amdxdna_accel_driver, 'AMD XDNA DRM "
          "implementation', and the flavour's version for its kernel: staging 0.16, mainline "
-         "0.6 on 7.0 and 0.7 on 7.1 (earlier kernels' not read: 0.6 assumed), the legacy "
-         "tree 1.0 (FastFlowLM gates on it: driver >= 0.6)",
-         f"{DRIVER} amdxdna_pci_drv.c AMDXDNA_DRIVER_MAJOR/MINOR at 856409ca, 234824b1 and "
-         "f13c7f41 (81ad428e made it 0.7); amd/xdna-driver src/include/uapi/drm_local/"
+         "0.0 before 6.18, 0.1 on 6.18, 0.6 on 6.19 and 7.0, 0.8 on 7.1 (kernel.org's; a "
+         "distribution kernel may carry later bumps), the legacy tree 1.0 (FastFlowLM "
+         "gates on it: driver >= 0.6)",
+         f"{DRIVER} amdxdna_pci_drv.c AMDXDNA_DRIVER_MAJOR/MINOR at 856409ca and 234824b1; "
+         f"Linux: {MAINLINE_DRM_SOURCE}; amd/xdna-driver src/include/uapi/drm_local/"
          "amdxdna_accel.h"),
     Rule("interface", "ioctl numbers and layouts: amdxdna's from DRM_COMMAND_BASE 0x40 "
          "(CREATE_HWCTX .. GET_ARRAY), WAIT_CMD answered as _IOW and as _IOWR (the driver's "

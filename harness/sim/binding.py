@@ -423,7 +423,9 @@ class hw_context:
         part = meta.partition
         start = part.start_columns[0] if part and part.start_columns else 0
         width = part.column_width if part else stack.device.columns
-        self._attach(dev, x, stack.create_context(_stem(x._path), start, width))
+        ctx = stack.create_context(_stem(x._path), start, width)
+        ctx.cu_configured = True          # the shim configures an xclbin's CUs (hwctx_kmq)
+        self._attach(dev, x, ctx)
 
     def _from_xclbin(self, dev: device, x: xclbin, option: Any = None) -> None:
         self._from_uuid(dev, dev.register_xclbin(x), option)

@@ -22,7 +22,7 @@ lists:
   fails (an index beyond the kernel's arguments included), then start.
 - Kernels: `kernel(hwctx, name)` from an xclbin context; `ext.kernel(hwctx, module,
   name)` with a control-code ELF (ERT_START_NPU); `ext.kernel(hwctx, name)` from a
-  context made of full ELFs (ERT_START_NPU_PREEMPT_ELF when the kernel carries a PDI),
+  context made of full ELFs (ERT_START_NPU_PREEMPT_ELF when the ELF carries a PDI),
   refused on an xclbin context from 2.21.75 (`check_and_get_hw_context`).
 """
 
@@ -838,7 +838,7 @@ class ext_kernel(kernel):
         # get_ert_opcode (xrt_module.cpp module_elf_aie2p up to 2.21, xrt_elf.cpp
         # elf_aie_gen2 from 2.23): PDIs ERT_START_NPU_PREEMPT_ELF, preemption save and
         # restore sections ERT_START_NPU_PREEMPT, else ERT_START_NPU
-        self._opcode = _elf_opcode(mod._elf._parsed(), None)
+        self._opcode = _elf_opcode(mod._elf._parsed())
 
     def _from_full_elf(self, ctx: hw_context, name: str) -> None:
         """kernel_impl(device, hwctx, name): the kernel, its arguments and control code
@@ -860,15 +860,15 @@ class ext_kernel(kernel):
         parsed = e._parsed()
         self._elf = e
         self._code = parsed.kernel_code(kernel_def)
-        self._opcode = _elf_opcode(parsed, kernel_def)
+        self._opcode = _elf_opcode(parsed)
 
 
-def _elf_opcode(parsed: Any, kernel_def: Any) -> int:
+def _elf_opcode(parsed: Any) -> int:
     """get_ert_opcode (xrt_module.cpp module_elf_aie2p up to 2.21, xrt_elf.cpp elf_aie_gen2
-    from 2.23, every tag alike): a kernel carrying PDIs runs as ERT_START_NPU_PREEMPT_ELF;
-    an ELF with preemption save and restore sections as ERT_START_NPU_PREEMPT; else
-    ERT_START_NPU."""
-    if kernel_def is not None and parsed.kernel_has_pdi(kernel_def):
+    from 2.23, every tag alike), one answer for the whole ELF: any .pdi section makes every
+    kernel run as ERT_START_NPU_PREEMPT_ELF; preemption save and restore sections as
+    ERT_START_NPU_PREEMPT; else ERT_START_NPU."""
+    if parsed.has_pdi:
         return START_NPU_PREEMPT_ELF
     return START_NPU_PREEMPT if parsed.preemption == "paired" else START_NPU
 
