@@ -103,7 +103,8 @@ def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HARNESS_CASES", str(PROJECT / "cases"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
-    for name in ("FLM_XCLBIN_PATH", "XILINX_XRT", "HARNESS_SIM_PROFILE", "HARNESS_ROOT"):
+    for name in ("FLM_XCLBIN_PATH", "XILINX_XRT", "HARNESS_SIM_PROFILE", "HARNESS_ROOT",
+                 "Runtime.capture_frames", "Runtime.capture_output_dir", "XRT_INI_PATH"):
         monkeypatch.delenv(name, raising=False)
     if "npu" not in request.keywords:
         monkeypatch.setenv("HARNESS_PYXRT", "none")

@@ -321,12 +321,10 @@ def _consistency(doc: dict[str, Any], briefs: dict[int, list[TrialResult]]) -> l
     if report.finished and report.command in JUDGED:
         if report.verdict is None:
             return problems + ["finished, but without a verdict: the header was cut short"]
-        from harness.report.verdict import judge, with_xrt_smi
+        from harness.report.verdict import report_verdict
         for position, plan in enumerate(report.plans):
             plan.trials = briefs.get(position, [])
-        control = report.sections.get("xrt_smi_control")
-        told = with_xrt_smi(judge(report.plans, report.backend),
-                            control if isinstance(control, dict) else None)
+        told = report_verdict(report)
         if not _verdict_agrees(report.verdict, told, report.plans):
             said = report.verdict.get("answer") or report.verdict.get("text")
             problems.append(f"the verdict ({said!r}) is not what its trials say "

@@ -19,7 +19,8 @@ from harness.sources.load import load_case, parse_case
 
 @click.group()
 def capture() -> None:
-    """XRT captures (xrt-capture): import one as a case, see what it holds."""
+    """XRT captures (xrt-capture): record what a program submits, import one as a case, see
+    what it holds."""
 
 
 @capture.command("import")
@@ -97,3 +98,11 @@ def _capture_of(ref: str) -> Capture:
         raise BadInput(f"{ref} is a {case.kind}, not a capture (give a capture folder or a "
                        "case `capture import` wrote)")
     return load_capture(case.capture)
+
+
+def _record() -> click.Command:
+    from harness.app.cli.capture_record_cmd import record_command
+    return record_command
+
+
+capture.add_command(_record())
