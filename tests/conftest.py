@@ -49,6 +49,19 @@ def _bytecode_for_child_processes(tmp_path_factory: pytest.TempPathFactory):
         yield
 
 
+@pytest.fixture(scope="session")
+def preload(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The emulator's library, compiled once with -Werror where the command line looks for
+    it under its own XDG_CACHE_HOME (tests/emulation_kit.py); skipped without a compiler."""
+    import shutil
+
+    from emulation_kit import compile_preload
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler: the emulator's library cannot be built")
+    return compile_preload(tmp_path_factory.mktemp("xdg") / "xdna-runlist-harness" /
+                           "emulator")
+
+
 @pytest.fixture
 def synth_xclbin(tmp_path: Path):
     """Write a synthesized FastFlowLM-shaped xclbin and return its path."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.formats.regular import read_regular
 from harness.model.errors import BadInput
 from harness.model.results import ELF_FLOW, FULL_ELF
 from harness.sources.case import Case, Command
@@ -181,7 +182,7 @@ class _Recipes:
         from harness.sources.replay_export import ReplayBuffer
         for name, spec in self.case.buffers.items():
             if spec.data:
-                self._bound(name, Path(spec.data).read_bytes()[:spec.size],
+                self._bound(name, read_regular(spec.data, f"buffer {name}", limit=spec.size),
                             f"data_{name}.bin", spec.flags, spec.memgrp)
             else:
                 self.buffers.append({"name": name, "type": "internal", "size": spec.size})
