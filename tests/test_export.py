@@ -95,7 +95,7 @@ def test_the_instruction_buffer_flow_runs_as_xrt_s_replay_never_as_a_recipe(tmp_
     # allocated cacheable in argument 1's group (as XRT's capture writer records it) and
     # filled with the stream before the runlist starts
     script = (folder / "run_42.sh").read_text()
-    assert "exec xrt-runner --replay replay_42.json --dir ." in script
+    assert "exec xrt-runner --replay replay_42.json --dir . --report -" in script
     assert "the instruction-buffer flow cannot run as recipes" in script
     (folder / "layer.xclbin").write_bytes(b"")          # the pack's, copied in by the user
     replay = xrt_replay.read(folder / "replay_42.json")
@@ -128,7 +128,7 @@ def test_run_plan_sh_is_the_harness_s_trial_one_process_its_runlists_in_turn(tmp
                for run in halves.runs.values()}
     assert len(buffers) == 1
     script = (folder / "run_halves.sh").read_text()
-    assert "exec xrt-runner --replay replay_halves.json --dir ." in script
+    assert "exec xrt-runner --replay replay_halves.json --dir . --report -" in script
     # an XRT whose runner has no --replay gets the recipes, and is told how that differs
     assert "each recipe runs in its own xrt-runner process" in script
     assert script.index("--replay") < script.index("recipe_halves_1of2.json")

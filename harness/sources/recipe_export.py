@@ -278,7 +278,7 @@ def _run_script(case: Case, plan_name: str, chunks: list[int], replay: str,
              "# this differs from the harness's trial.",
              "set -e", 'cd "$(dirname "$0")"',
              "if xrt-runner --help 2>/dev/null | grep -q -- --replay; then",
-             f"  exec xrt-runner --replay {replay} --dir .",
+             f"  exec xrt-runner --replay {replay} --dir . --report -",
              "fi"]
     if recipes:
         lines += [f'echo "this xrt-runner has no --replay (XRT master since 2026-06, 2.26): '
@@ -304,7 +304,7 @@ def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
              "hardware context, the plan's runlists executed and waited on in turn, with the "
              "same buffers. It replays `replay_PLAN.json` (the format `xrt-capture` writes: "
              "one frame per runlist, each waiting on itself, on one thread) with "
-             "`xrt-runner --replay replay_PLAN.json --dir .`, which XRT has from master of "
+             "`xrt-runner --replay replay_PLAN.json --dir . --report -`, which XRT has from master of "
              "2026-06 (2.26). Where it differs from the harness's trial (replay.cpp): a "
              "frame of one run is started as a run, not as a runlist of one; only the "
              "runlist's hardware context is made (the harness also opens the pack's other "
@@ -313,7 +313,7 @@ def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
              "called after throwing ...`, `what(): runlist failed execution (...)`, status "
              "134), where the harness records the later runlists as skipped; and it is one "
              "trial (run it again for more). `--report -` prints what the replay ran "
-             "(frames, iterations, time).", ""]
+             "(frames, iterations, time) when it completes.", ""]
     if txn:
         lines += ["This is the instruction-buffer flow, which has no recipes: XRT's runner "
                   "creates every recipe buffer host-only (runner.cpp `create_bo`), and XRT "
