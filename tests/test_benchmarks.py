@@ -21,6 +21,8 @@ LAST_FIGURE = {
                        + _FIGURES,
     "bundle_scale.py": r"report bundle +" + _FIGURES + r" s, " + _FIGURES
                        + r"x the render, peak " + _FIGURES + r" MiB \(target under 3x",
+    "capture_flow.py": r"the whole flow " + _FIGURES + r" s \(target under 60 s\), "
+                       + _FIGURES + r"x the shipped case's reproduce",
     "capture_scale.py": r"time ratio " + _FIGURES + r"x for 10x the frames \(target <= 30x",
     "emulator_roundtrip.py": r"ratio emulated / simulated: +" + _FIGURES
                              + r"x|emulator: not measured here",

@@ -4,7 +4,16 @@ one source fact per test, as `harness.sim.rules` lists them."""
 from __future__ import annotations
 
 import pytest
-from simkit import NOT_MODELLED_LINES, ZERO_LINES, Rig, failure, nop_elf, outcome, states
+from simkit import (
+    NOT_MODELLED_LINES,
+    ZERO_LINES,
+    Rig,
+    failure,
+    full_elf_runlist,
+    nop_elf,
+    outcome,
+    states,
+)
 
 import harness.sim.pyxrt as pyxrt
 from harness.formats.elf_writer import full_elf
@@ -351,12 +360,30 @@ def test_the_legacy_driver_dumps_and_stops_only_connected_contexts(tmp_path):
                      "comp=0"]
     assert sum("Firmware timeout state capture:" in x for x in lines) == 1
     # pending[get_job_idx(seq)]: JOB[i] is the job whose per-context seq is i mod 4; msg is
-    # the mailbox message id, MAGIC_VAL 0x1D000000 | the channel's cyclic id
+    # the mailbox message id, MAGIC_VAL 0x1D000000 | the channel's cyclic id, whose first
+    # id (0) went to aie2_config_cu: aie2_ctx_connect sends it on the new channel of a
+    # context whose CUs XRT configured (an xclbin's; src/shim/kmq/hwctx.cpp hwctx_kmq)
     jobs = [x.split("aie2_dump_ctx: ", 1)[1] for x in lines
             if "JOB[" in x or "\tseq:" in x or "\tmsg:" in x]
     assert jobs == [part for i in range(4) for part in
-                    (f"JOB[{i}]:", f"\tseq: {i}", f"\tmsg: 0x{0x1D000000 + i:x}")]
+                    (f"JOB[{i}]:", f"\tseq: {i}", f"\tmsg: 0x{0x1D000001 + i:x}")]
     del idle
+
+
+def test_a_context_without_cus_gives_its_first_job_the_channels_first_message(tmp_path):
+    # aie2_config_cu returns at once without ctx->cus (src/driver/amdxdna aie2_message.c,
+    # 856409ca): a context made of a full ELF (hwctx_kmq(device, partition_size), no CU
+    # config) sends its first job as message 0 of the channel
+    control.configure("oot,hang-at:0")
+    path = tmp_path / "full.elf"
+    path.write_bytes(full_elf(nop_stream(4), 4))
+    rl = full_elf_runlist(path, 2)
+    rl.execute()
+    with pytest.raises(RuntimeError):
+        rl.wait()
+    msgs = [x.text.rsplit(": ", 1)[1] for x in control.current().kernel_log.records
+            if "\tmsg:" in x.text]
+    assert msgs == ["0x1d000000"]
 
 
 def test_after_a_reset_the_legacy_numbers_count_on_per_context(tmp_path):
@@ -371,9 +398,10 @@ def test_after_a_reset_the_legacy_numbers_count_on_per_context(tmp_path):
     lines = [x.split(": ", 2)[2] for x in rig.kernel_lines()
              if "JOB[" in x or "\tseq:" in x or "\tmsg:" in x]
     second = lines[len(lines) // 2:]
-    # the first reset ended jobs 0-3 and the channel; job 4 (message 0 of the next) ran,
-    # 5-8 are the second runlist's four in flight, 8 its fifth message
-    assert second[:3] == ["JOB[0]:", "\tseq: 8", "\tmsg: 0x1d000004"]
+    # the first reset ended jobs 0-3 and the channel; on the next, aie2_config_cu took
+    # message 0 and job 4 message 1; 5-8 are the second runlist's four in flight, 8 its
+    # sixth message
+    assert second[:3] == ["JOB[0]:", "\tseq: 8", "\tmsg: 0x1d000005"]
     assert [x for x in second if x.startswith("JOB[")] == [f"JOB[{i}]:" for i in range(4)]
 
 

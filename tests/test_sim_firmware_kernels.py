@@ -155,6 +155,12 @@ SOLVER = [f"{DEV}[drm] *ERROR* aie2_xrs_load: create context failed, ret -22",
     # no solver, so no aie2_xrs_load or aie2_alloc_resource line
     ("mainline", "aie2_send_mgmt_msg_wait", []),
     ("mainline,kernel:7.1", "aie2_send_mgmt_msg_wait", []),
+    # 7818618a09a0 reached 6.19.4 ('[PATCH 6.19 299/781] accel/amdxdna: Enable temporal
+    # sharing only mode', 6.19.4-rc1 review; pushed to linux-6.19.y 2026-02-26): with
+    # protocol-6 firmware (6.12 on) 6.19.4 skips the solver, 6.19.3 has no such mode yet
+    ("mainline,kernel:6.19.4,firmware:protocol:6.12", "aie2_send_mgmt_msg_wait", []),
+    ("mainline,kernel:6.19.3,firmware:protocol:6.12", "aie2_send_mgmt_msg_wait", SOLVER),
+    ("mainline,kernel:6.18.13,firmware:protocol:6.12", "aie2_send_mgmt_msg_wait", SOLVER),
     # npu1 has no AIE2_TEMPORAL_ONLY (npu1_regs.c): the solver's lines
     ("mainline,device:npu1", "aie2_send_mgmt_msg_wait", SOLVER),
     # staging (856409ca) always goes through xrs_allocate_resource, its mailbox in aie.c
@@ -284,3 +290,17 @@ def test_a_hardware_report_takes_the_note_from_the_probe():
     assert health_note(header) == "no health"
     header["environment"]["npu_firmware"]["app_health"] = None
     assert health_note(header) is None
+
+
+@pytest.mark.parametrize("kernel, version", [
+    # AMDXDNA_DRIVER_MAJOR/MINOR as kernel.org's releases answer DRM_IOCTL_VERSION: none
+    # (0.0) until 'accel/amdxdna: Add ioctl DRM_IOCTL_AMDXDNA_GET_ARRAY' (dri-devel
+    # 2025-09-02) made it 0.1 for 6.18 (flm validate on 6.18.10, ROCm/FastFlowLM#536;
+    # xrt-smi on 6.18.0, amd/IRON#43); 3a0ff7b98af4 (preemption, in 6.19) made it 0.6, as
+    # 7.0 keeps it (xdna-driver 234824b1); 7.1 reads 0.8 (flm validate on 7.1.3,
+    # noamsto/nix-amd-ai#79; de954711 in the xdna-driver tree)
+    ("6.16", (0, 0)), ("6.17.13", (0, 0)), ("6.18.13", (0, 1)), ("6.19", (0, 6)),
+    ("7.0", (0, 6)), ("7.1", (0, 8)),
+])
+def test_mainline_reports_the_drm_version_of_its_release(kernel, version):
+    assert driver_build("mainline", kernel).drm_version == version

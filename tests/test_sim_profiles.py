@@ -122,13 +122,18 @@ def test_the_largest_cap_that_can_fire_fires_and_every_larger_one_is_refused(tmp
      "hw_queue.cpp qds_device::wait(const command*, size_t)"),
     ("before 6.17 the hung job ends TIMEOUT only when the firmware gave a report",
      "aie2_tdr.c aie2_legacy_tdr_detect, aie2_tdr_stop_hwctx"),
-    ("mainline 7.0/7.1 with AIE2_TEMPORAL_ONLY firmware (npu4/5/6) skips the solver",
-     "aie2_alloc_resource (AIE2_TEMPORAL_ONLY; also at 234824b1)"),
-    ("the flavour's version for its kernel: staging 0.16, mainline 0.6 on 7.0 and 0.7 on "
-     "7.1", "(81ad428e made it 0.7)"),
+    ("mainline from 7818618a09a0 (7.0; 6.19.4 by stable backport) with AIE2_TEMPORAL_ONLY "
+     "firmware (npu4/5/6) skips the solver",
+     "6.19 299/781 'accel/amdxdna: Enable temporal sharing only mode'"),
+    ("the flavour's version for its kernel: staging 0.16, mainline 0.0 before 6.18, 0.1 on "
+     "6.18, 0.6 on 6.19 and 7.0, 0.8 on 7.1", "noamsto/nix-amd-ai#79 reads 0.8 from 7.1.3"),
     ("every connected context (new contexts start disconnected",
      "aie2_rq_dump_all and aie2_rq_stop_all (conn_list)"),
+    ("whose first id goes to aie2_config_cu on a context with CUs",
+     "aie2_ctx_connect and aie2_message.c aie2_config_cu"),
     ("ERT_START_NPU_PREEMPT when a group", "module_elf_aie2p::get_ert_opcode"),
+    ("ERT_START_NPU_PREEMPT_ELF when the ELF carries a .pdi section anywhere",
+     "elf_aie_gen2::get_ert_opcode"),
     ("before 89ff45359abb a timeout or abort writes no error_index",
      "amdxdna_cmd_set_error (89ff45359abb); Xilinx/XRT xrt_kernel.cpp "
      "runlist_impl::create_exec_buf"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from simkit import NOT_MODELLED_LINES, Rig, nop_elf, outcome, states
+from simkit import NOT_MODELLED_LINES, Rig, full_elf_runlist, nop_elf, outcome, states
 
 import harness.sim.pyxrt as pyxrt
 from harness.formats.elf_writer import full_elf
@@ -538,20 +538,26 @@ def test_an_elf_with_save_and_restore_sections_is_sent_as_npu_preempt(tmp_path, 
     path = tmp_path / "preempt.elf"
     path.write_bytes(full_elf(nop_stream(columns, 3 if columns == 4 else 4), columns,
                               pdi=None, save=b"SAVE", restore=b"REST"))
-    device = pyxrt.device(0)
-    ctx = pyxrt.hw_context(device, pyxrt.elf(str(path)))
-    kernel = pyxrt.ext.kernel(ctx, "main:sequence")
-    rl = pyxrt.runlist(ctx)
-    for _ in range(3):
-        r = pyxrt.run(kernel)
-        for index in range(3):
-            r.set_arg(index, pyxrt.bo(device, 4096, pyxrt.bo.host_only, 0))
-        rl.add(r)
+    rl = full_elf_runlist(path, 3)
     said = outcome(rl)
     assert said == ("COMPLETED" if state == "COMPLETED"
                     else "runlist failed execution (ERT_CMD_STATE_NEW)")
     job = control.current().jobs[-1]
     assert job.opcodes == [21, 21, 21]
+
+
+@pytest.mark.parametrize("in_group", [True, False])
+def test_a_pdi_anywhere_in_the_elf_makes_every_kernel_preempt_elf(tmp_path, in_group):
+    # elf_aie_gen2::initialize_pdi_buf_map (xrt_elf.cpp at 202610.2.23.244 and 963c58ee;
+    # module_elf_aie2p::initialize_pdi_buf in xrt_module.cpp up to 2.21.75) searches every
+    # section for ".pdi", and get_ert_opcode answers for the whole ELF: a PDI outside the
+    # kernel's group still makes XRT send ERT_START_NPU_PREEMPT_ELF (22)
+    control.configure("mainline")
+    path = tmp_path / "pdi.elf"
+    path.write_bytes(full_elf(nop_stream(8), 8, pdi_in_group=in_group))
+    rl = full_elf_runlist(path, 2)
+    assert outcome(rl) == "COMPLETED"
+    assert control.current().jobs[-1].opcodes == [22, 22]
 
 
 @pytest.mark.parametrize("release, where, text", [

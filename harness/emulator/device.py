@@ -163,8 +163,8 @@ class EmulatedDevice:
 
     def version(self) -> tuple[tuple[int, int, int], bytes, bytes, bytes]:
         """DRM_IOCTL_VERSION: the flavour's own version for its kernel (staging 0.16,
-        mainline 0.6 on 7.0 and 0.7 on 7.1, the legacy tree 1.0), which FastFlowLM gates
-        on; the name and description are the same in every tree."""
+        mainline by release as `mainline_drm_version` gives it, the legacy tree 1.0),
+        which FastFlowLM gates on; the name and description are the same in every tree."""
         major, minor = self.build.drm_version
         return (major, minor, 0), DRIVER_NAME, b"", DRIVER_DESC
 

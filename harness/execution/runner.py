@@ -52,7 +52,8 @@ from harness.probe.trace_access import trace_reader
 from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import PlanRecord, Report, continue_command, utc_now
-from harness.report.verdict import judge, with_xrt_smi
+from harness.report.verdict import report_verdict
+from harness.sources.capture_case import captured_commands
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
 from harness.sources.packs import ResolvedPack, other_packs_files, resolve_pack
@@ -341,6 +342,8 @@ class Runner:
         try:
             pack = resolve_pack(case, simulated=not self.backend.hardware)
         except EnvironmentNotReady as err:
+            # the verdict and the render say it did not run, and why
+            self.report.artifacts["control"] = {"not_run": str(err)}
             return f"the depth-only control was not run: {err}"
         self.control = (case, pack)
         self.backend.latencies.update(case_latencies(case))
@@ -364,9 +367,7 @@ class Runner:
             self.progress("xrt-smi validate --run runlist-latency: XRT's own deep runlist, "
                           "as a control", False)
             xrt_smi_control.run_control(self.report)
-        self.report.verdict = with_xrt_smi(
-            judge(self.report.plans, self.report.backend),
-            self.report.sections.get(xrt_smi_control.SECTION)).to_dict()
+        self.report.verdict = report_verdict(self.report).to_dict()
         self.handle.finish()
         return self.report
 
@@ -565,8 +566,8 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
               "workload": describe_workload(case, flow_of(case, options)).to_json(),
               **({"reference": case.reference, "recipe_profile": case.recipe_profile}
                  if case.kind is CaseKind.RECIPE else {}),
-              **({"capture": case.capture, "frame": case.frame} if case.kind is CaseKind.CAPTURE
-                 else {})},
+              **({"engine": case.engine} if case.engine else {}),
+              **(captured_commands(case) if case.kind is CaseKind.CAPTURE else {})},
         settings=options.to_settings(flow_of(case, options),
                                      _worker_start() if options.isolate else None),
         environment=environment,

@@ -13,12 +13,15 @@ Two ways to start one (`harness.execution.isolation` chooses):
 Either way the worker imports only what a trial needs (no click, no yaml, no
 command modules), asks the kernel to kill it when its parent dies, and returns with
 each result its pid, how it was started and the XRT libraries it really mapped: the
-parent's fingerprint does not say which `libxrt_core` the worker loaded.
+parent's fingerprint does not say which `libxrt_core` the worker loaded. A worker that
+ran its trial ends through the interpreter's normal exit, so that XRT, which it loaded,
+does at exit what it does there (write a capture's replay.json: capture.cpp `~frames`).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import ctypes
 import functools
 import gc
@@ -34,6 +37,7 @@ from typing import Any
 
 from harness.execution import prefault
 from harness.model.results import TrialSpec
+from harness.probe.xrt_config import capturing
 
 PR_SET_PDEATHSIG = 1
 SPARES = 2             # children a fork server keeps forked ahead of their trials
@@ -94,19 +98,31 @@ def serve(backend_kind: str, profile: str | None, pages: str | None = None) -> i
     simulated stack a spare first copies the pages the trials before it came to own
     (reported in `pages`; `harness.execution.prefault`): what a forked child writes is
     copied page by page (copy on write), and a spare that copied them ahead runs its
-    trial without those copies."""
+    trial without those copies. Nothing is submitted ahead of a trial, so an XRT
+    capture records only the trials'."""
     import harness.execution.backend
     import harness.execution.session  # noqa: F401 - what every child needs, imported once here
 
     backend = None
     if backend_kind == "sim":       # the hardware path's pyxrt is imported by each child
         backend = harness.execution.backend.choose_backend(backend_kind, profile)
-    warmed = backend is None
     _prctl()                        # looked up here, not in every child
     prefault.libc_madvise()
-    replies = sys.stdout.buffer
+    # Warming makes contexts and buffers on a throw-away simulated NPU: under an XRT
+    # capture they would be recorded with the trial that follows.
+    warm = backend is not None and not capturing()
     children = _Children(backend_kind, profile, backend,
                          Path(pages) if pages and backend is not None else None)
+    try:
+        return _serve(children, backend if warm else None)
+    except _ChildEnds as ended:          # in a child, after its trial
+        return ended.code
+
+
+def _serve(children: _Children, backend: Any) -> int:
+    """The server's loop (`serve`); `backend` warmed before the first fork, if given."""
+    warmed = backend is None
+    replies = sys.stdout.buffer
     try:
         for line in sys.stdin.buffer:
             if not warmed:
@@ -161,7 +177,8 @@ class _Children:
                  pages: Path | None) -> None:
         self.kind, self.profile, self.backend = backend_kind, profile, backend
         self.spares: list[_Child] = []
-        self.ended: list[int] = []        # pids that sent their result: reaped later
+        self.ended: list[int] = []        # pids that sent their result: reaped once ended
+        self.owner = os.getpid()          # a child inherits this object; it is not its own
         self.pages = pages                # where the children report the pages they own
         self.forked = 0
 
@@ -199,8 +216,8 @@ class _Children:
 
     def answer(self, child: _Child) -> bytes:
         """The child's answer line: its result once it has sent it whole (the child is
-        reaped later: it may still be reporting its pages), else its exit status and the
-        tail of its output."""
+        reaped later: it may still be reporting its pages, and it ends through the
+        interpreter's exit), else its exit status and the tail of its output."""
         with os.fdopen(child.done, "rb") as done:
             said = done.read()
         child.done = -1
@@ -215,17 +232,21 @@ class _Children:
         child.output = -1
         return line
 
-    def _reap(self, wait: bool = False) -> None:
-        """Reap the children that sent their result and have exited (`wait`: all)."""
-        running = []
-        for pid in self.ended:
-            if os.waitpid(pid, 0 if wait else os.WNOHANG)[0] == 0:
-                running.append(pid)
-        self.ended = running
+    def _reap(self, *, block: bool = False) -> None:
+        """Reap the children that sent their result and have ended since (all of them,
+        waiting, with `block`): a child ends through the interpreter's exit after its
+        result, and no trial waits for that."""
+        for pid in list(self.ended):
+            ended, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+            if ended:
+                self.ended.remove(pid)
 
     def close(self) -> None:
         """Spares are ended without a trial (the run must not wait for one still copying
-        its pages: none ever opened the device); every child is reaped."""
+        its pages: none ever opened the device); every child is reaped. Nothing in a
+        child, which holds a copy of this object and none of its children."""
+        if os.getpid() != self.owner:
+            return
         for spare in self.spares:
             for fd in spare.fds():
                 os.close(fd)
@@ -236,7 +257,7 @@ class _Children:
         for spare in self.spares:
             os.waitpid(spare.pid, 0)
         self.spares = []
-        self._reap(wait=True)
+        self._reap(block=True)
 
 
 def _memory_file() -> int:
@@ -262,15 +283,27 @@ def _warm(order: dict[str, Any], backend: Any) -> None:
     gc.freeze()
 
 
+class _ChildEnds(BaseException):
+    """A forked child's trial is over: unwind to `serve`, which returns its status, so that
+    the child ends through the interpreter's normal exit (see the module's note)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 def _child(orders: int, done: int, output: int, ahead: array | None, pages: Path | None,
            backend_kind: str, profile: str | None, server: int, backend: Any = None) -> None:
     """A forked trial: its own session (no terminal signals), killed with the server, the
     pages `ahead` copied while its order has not come, its order read from `orders`, its
     output in `output`, its result (one JSON line) sent on `done`, and last the pages it
-    came to own reported in `pages`; never returns. A spare whose order never comes (the
-    run ended) leaves quietly."""
+    came to own reported in `pages`; never returns: it raises `_ChildEnds` with its
+    status. A spare whose order never comes (the run ended) leaves quietly. What the
+    server registered to do at exit is not the child's to do (`atexit` is cleared); what
+    the child's own trial registered (a simulated XRT's capture) is."""
     code = 1
     gc.disable()        # one trial, then exit: its garbage goes with the process
+    getattr(atexit, "_clear", lambda: None)()
     try:
         os.setsid()
         die_with_parent(server)
@@ -285,7 +318,7 @@ def _child(orders: int, done: int, output: int, ahead: array | None, pages: Path
         with os.fdopen(orders, "rb") as pipe:
             line = pipe.readline()
         if not line:
-            os._exit(0)
+            os._exit(0)                  # nothing ran: nothing to do at exit
         os.dup2(output, 1)
         os.dup2(output, 2)
         order = json.loads(line)
@@ -304,7 +337,7 @@ def _child(orders: int, done: int, output: int, ahead: array | None, pages: Path
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(code)
+    raise _ChildEnds(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.formats.regular import read_regular
 from harness.model.errors import BadInput
 
 MAGIC = b"\x7fELF"
@@ -38,7 +39,7 @@ CTRLTEXT = ".ctrltext"
 UID_NOTE = ".note.xrt.UID"
 CONFIG_NOTE = ".note.xrt.configuration"
 # xrt_core::elf_patcher section names of preemption's save and restore code (elf_patcher.h)
-PREEMPT_SAVE, PREEMPT_RESTORE = ".preempt_save", ".preempt_restore"
+PREEMPT_SAVE, PREEMPT_RESTORE, PDI = ".preempt_save", ".preempt_restore", ".pdi"
 OSABI_AIE2P = 0x45
 _DEMANGLED = {"v": "void", "c": "char", "i": "int"}
 MAX_SECTIONS = 0xFF00       # SHN_LORESERVE: larger counts need extended numbering
@@ -234,9 +235,13 @@ class Elf:
         return b"".join(self.sections[i].data for i in kernel.members
                         if i < len(self.sections) and CTRLTEXT in self.sections[i].name)
 
-    def kernel_has_pdi(self, kernel: ElfKernel) -> bool:
-        return any(i < len(self.sections) and self.sections[i].name.startswith(".pdi")
-                   for i in kernel.members)
+    @property
+    def has_pdi(self) -> bool:
+        """Whether any section's name holds ".pdi", wherever it sits: XRT's
+        `initialize_pdi_buf` (module_elf_aie2p, up to 2.21) and `initialize_pdi_buf_map`
+        (elf_aie_gen2, from 2.23) search every section, and one found makes XRT send
+        ERT_START_NPU_PREEMPT_ELF for every kernel of the ELF."""
+        return any(PDI in s.name for s in self.sections)
 
     @property
     def preemption(self) -> str:
@@ -287,11 +292,11 @@ def demangle(mangled: str, where: str = "ELF") -> tuple[str, tuple[str, ...]]:
     return name, tuple(args)
 
 
+MAX_ELF_BYTES = 256 << 20       # control code is KBs to a few MB
+
+
 def read_elf(path: str | Path) -> Elf:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise ElfError(f"cannot read {path}: {err.strerror or err}") from None
+    data = read_regular(path, "ELF", limit=MAX_ELF_BYTES, error=ElfError)
     return parse_elf(data, str(path))
 
 

@@ -106,9 +106,20 @@ FORCE_CMDLIST = KernelChange(
     "as a one-slot command list (aie2_cmdlist_single_execbuf), the chain's slot rules with it",
     (7, 0), {(6, 19): 7},
     "Linux 7.0 as amd/xdna-driver 234824b1 imports it (aie2_ctx.c 'static bool "
-    "force_cmdlist = true'); the 6.19.7 backport as the round-4 audit of the stable mails "
-    "gives it (the mail is not mirrored here: assumed)")
-CHANGES = (FIRMWARE_TABLE, TIMEOUT_STATE, FILLED_PAYLOAD, FORCE_CMDLIST, APP_HEALTH_QUERY)
+    "force_cmdlist = true'); stable review mail 2026-03-10: '[PATCH 6.19 033/311] "
+    "accel/amdxdna: Switch to always use chained command' of the 6.19.7-rc1 review "
+    "(assumed to reach 6.19.7)")
+TEMPORAL_ONLY = KernelChange(
+    "7818618a09a0", "temporal sharing only: with AIE2_TEMPORAL_ONLY firmware (npu4/5/6 from "
+    "protocol 6.12) aie2_alloc_resource creates the context itself, without the resource "
+    "solver (so a refused context logs no aie2_xrs_load or aie2_alloc_resource line)",
+    (7, 0), {(6, 19): 4},
+    "Linux 7.0 as amd/xdna-driver 234824b1 imports it (aie2_ctx.c aie2_alloc_resource); "
+    "stable review mail 2026-02-24: '[PATCH 6.19 299/781] accel/amdxdna: Enable temporal "
+    "sharing only mode' of the 6.19.4-rc1 review, in the linux-6.19.y push of 2026-02-26 "
+    "(assumed to reach 6.19.4); before it the enum has no AIE2_TEMPORAL_ONLY")
+CHANGES = (FIRMWARE_TABLE, TIMEOUT_STATE, TEMPORAL_ONLY, FILLED_PAYLOAD, FORCE_CMDLIST,
+           APP_HEALTH_QUERY)
 
 
 class Detection(TextEnum):
@@ -253,6 +264,27 @@ _RUN_LIST_ID = "reports the firmware's run_list_id as error_index"
 FORCE_CMDLIST_VALUE = "{force_cmdlist}"
 
 
+# What kernel.org's amdxdna_pci_drv.c answers DRM_IOCTL_VERSION with, by the series whose
+# merge window took each AMDXDNA_DRIVER_MINOR bump (the defines themselves came with 0.1)
+MAINLINE_DRM_VERSIONS = (((7, 1), (0, 8)), ((6, 19), (0, 6)), ((6, 18), (0, 1)))
+MAINLINE_DRM_SOURCE = (
+    "no version before 'accel/amdxdna: Add ioctl DRM_IOCTL_AMDXDNA_GET_ARRAY' (dri-devel "
+    "2025-09-02, '0.0: Initial version', '0.1'; 6.18: ROCm/FastFlowLM#536 flm validate on "
+    "6.18.10 and amd/IRON#43 xrt-smi on 6.18.0 read 0.1); 0.6 from 3a0ff7b98af4 'Support "
+    "preemption requests' (in 6.19, whose 6.19.7 backport of c68a6af400ca fixes it; 7.0 "
+    "as xdna-driver 234824b1 imports it); 0.7 (81ad428e) and 0.8 (de954711, BO usage) "
+    "in the xdna-driver tree in March 2026, and noamsto/nix-amd-ai#79 reads 0.8 from 7.1.3")
+
+
+def mainline_drm_version(release: tuple[int, int, int]) -> tuple[int, int]:
+    """The in-tree driver's DRM version on a kernel.org release (a distribution kernel may
+    carry later bumps: the #712 machine's Ubuntu 7.0.0-31 reports 0.7)."""
+    for series, version in MAINLINE_DRM_VERSIONS:
+        if release[:2] >= series:
+            return version
+    return (0, 0)
+
+
 def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
     timeout = TIMEOUT_STATE.in_release(release)
     filled = FILLED_PAYLOAD.in_release(release)
@@ -275,15 +307,12 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
         "f13c7f41 aie2_set_cmd_timeout)",
         single_protocol=not FIRMWARE_TABLE.in_release(release),
         single_cmdlist=FORCE_CMDLIST.in_release(release),
-        # aie2_ctx.c aie2_alloc_resource in Linux 7.0 and 7.1 (xdna-driver 234824b1,
-        # f13c7f41); earlier kernels' code is not read here: the solver path is assumed
-        temporal_skips_solver=release[:2] >= (7, 0),
+        # aie2_ctx.c aie2_alloc_resource from 7818618a09a0 (7.0; 6.19.4); before it every
+        # context goes through the solver
+        temporal_skips_solver=TEMPORAL_ONLY.in_release(release),
         # before 89ff45359abb only a firmware error's response writes error_index
         writes_timeout_index=filled,
-        # amdxdna_pci_drv.c AMDXDNA_DRIVER_MINOR: 6 in Linux 7.0 (xdna-driver 234824b1), 7
-        # from 81ad428e (power estimate, in f13c7f41's tree: 7.1); earlier kernels' value
-        # is not read here, 7.0's assumed
-        drm_version=(0, 7) if release[:2] >= (7, 1) else (0, 6))
+        drm_version=mainline_drm_version(release))
 
 
 def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
@@ -402,7 +431,8 @@ FLAVOURS = {f.name: f for f in (
         "their first job; a stop disconnects; idle disconnection is not modelled) is dumped "
         "(Dumping ctx, the capture block when the firmware gives a report, a JOB[seq % 4] "
         "block per pending job with its per-context seq and its mailbox message id, "
-        "0x1D000000 | the channel's cyclic id), stopped and restarted; every chain in flight "
+        "0x1D000000 | the channel's cyclic id, whose first id goes to aie2_config_cu on a "
+        "context with CUs, an xclbin's), stopped and restarted; every chain in flight "
         "ends "
         "TIMEOUT with error_index the context's run_list_id; the first command to carry the "
         "context's health data gets it over that sub-command, later ones have it marked "
@@ -410,8 +440,10 @@ FLAVOURS = {f.name: f for f in (
         "version-0 report XRT prints as six zero lines), carried once",
         f"{_LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_rq_add "
         "(disconn_list), aie2_rq_dump_all and aie2_rq_stop_all (conn_list), aie2_ctx.c "
-        "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), aie2_dump_ctx "
-        "(pending[get_job_idx(seq)], j->msg_id), amdxdna_mailbox.c mailbox_acquire_msgid, "
+        "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), "
+        "aie2_ctx_connect and aie2_message.c aie2_config_cu (ctx->cus, set by XRT's "
+        "hwctx_kmq CU config), aie2_dump_ctx (pending by get_job_idx(seq), j->msg_id), "
+        "amdxdna_mailbox.c mailbox_acquire_msgid, "
         "aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data; amdxdna_ctx.c "
         "(kzalloc'd ctx)",
         module="amdxdna_legacy", dkms=True, log_tree=LEGACY, chain_cap=64,

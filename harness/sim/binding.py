@@ -240,7 +240,7 @@ class xclbin:
 
 _XCLBIN_NEW = Overloads("__init__", "xclbin", [
     Overload("()", (), nothing),
-    Overload("(arg0: str)", (("filename", text),), xclbin._load),
+    Overload("(arg0: str)", (("filename", text),), "_load"),
     Overload("(arg0: axlf)", (("axlf_data", never),), nothing),
 ], constructor=True)
 
@@ -333,22 +333,22 @@ class device:
 
 _DEVICE_NEW = Overloads("__init__", "device", [
     Overload("()", (), nothing),
-    Overload("(index: int)", (("index", UINT),), device._open_index, named=True),
-    Overload("(bdf: str)", (("bdf", text),), device._open_bdf, named=True),
+    Overload("(index: int)", (("index", UINT),), "_open_index", named=True),
+    Overload("(bdf: str)", (("bdf", text),), "_open_bdf", named=True),
 ], constructor=True)
 _REGISTER_XCLBIN = Overloads("register_xclbin", "device", [
     Overload("(self: pyxrt.device, xclbin: pyxrt.xclbin) -> pyxrt.uuid",
-             (("xclbin", instance_of(xclbin)),), device._register, named=True),
+             (("xclbin", instance_of(xclbin)),), "_register", named=True),
 ])
 _LOAD_XCLBIN = Overloads("load_xclbin", "device", [
     Overload("(self: pyxrt.device, xclbin_path: str) -> pyxrt.uuid",
-             (("xclbin_path", text),), device._refuse_load, named=True),
+             (("xclbin_path", text),), "_refuse_load", named=True),
     Overload("(self: pyxrt.device, xclbin: pyxrt.xclbin) -> pyxrt.uuid",
-             (("xclbin", instance_of(xclbin)),), device._refuse_load, named=True),
+             (("xclbin", instance_of(xclbin)),), "_refuse_load", named=True),
 ])
 _GET_INFO = Overloads("get_info", "device", [
     Overload("(self: pyxrt.device, arg0: pyxrt.xrt_info_device) -> str",
-             (("key", instance_of(xrt_info_device)),), device._info),
+             (("key", instance_of(xrt_info_device)),), "_info"),
 ])
 
 
@@ -390,7 +390,9 @@ class hw_context:
         part = meta.partition
         start = part.start_columns[0] if part and part.start_columns else 0
         width = part.column_width if part else stack.device.columns
-        self._attach(dev, x, stack.create_context(_stem(x._path), start, width))
+        ctx = stack.create_context(_stem(x._path), start, width)
+        ctx.cu_configured = True          # the shim configures an xclbin's CUs (hwctx_kmq)
+        self._attach(dev, x, ctx)
 
     def _from_xclbin(self, dev: device, x: xclbin, option: Any = None) -> None:
         self._from_uuid(dev, dev.register_xclbin(x), option)
@@ -629,18 +631,18 @@ def _bo_overloads() -> tuple[Overloads, Overloads, Overloads, Overloads]:
                  named=True),
         Overload("(arg0: pyxrt.bo, arg1: int, arg2: int)",
                  (("parent", instance_of(bo)), ("size", SIZE_T), ("offset", SIZE_T)),
-                 bo._sub_buffer),
+                 "_sub_buffer"),
     ], constructor=True), Overloads("write", "bo", [
         Overload("(self: pyxrt.bo, arg0: Buffer, arg1: int) -> None",
-                 (("data", buffer), ("seek", SIZE_T)), bo._write),
+                 (("data", buffer), ("seek", SIZE_T)), "_write"),
     ]), Overloads("read", "bo", [
         Overload("(self: pyxrt.bo, arg0: int, arg1: int) -> numpy.ndarray[numpy.int8]",
-                 (("size", SIZE_T), ("skip", SIZE_T)), bo._read),
+                 (("size", SIZE_T), ("skip", SIZE_T)), "_read"),
     ]), Overloads("sync", "bo", [
         Overload("(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection, arg1: int, arg2: int) "
-                 "-> None", (direction, ("size", SIZE_T), ("offset", SIZE_T)), bo._sync),
+                 "-> None", (direction, ("size", SIZE_T), ("offset", SIZE_T)), "_sync"),
         Overload("(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection) -> None", (direction,),
-                 bo._sync),
+                 "_sync"),
     ]))
 
 
@@ -718,9 +720,9 @@ class elf:
 
 
 _ELF_NEW = Overloads("__init__", "elf", [
-    Overload("(arg0: str)", (("filename", text),), elf._read),
+    Overload("(arg0: str)", (("filename", text),), "_read"),
     Overload("(arg0: capsule, arg1: int)", (("data", _void_pointer), ("size", SIZE_T)),
-             elf._from_pointer),
+             "_from_pointer"),
 ], constructor=True)
 
 
@@ -743,7 +745,7 @@ class program:
 
 
 _PROGRAM_NEW = Overloads("__init__", "program", [
-    Overload("(arg0: pyxrt.elf)", (("elf", instance_of(elf)),), program._from_elf),
+    Overload("(arg0: pyxrt.elf)", (("elf", instance_of(elf)),), "_from_elf"),
 ], constructor=True)
 
 
@@ -782,13 +784,13 @@ class module:
 
 
 _MODULE_NEW = Overloads("__init__", "module", [
-    Overload("(elf: pyxrt.elf)", (("elf", instance_of(elf)),), module._from_elf, named=True),
+    Overload("(elf: pyxrt.elf)", (("elf", instance_of(elf)),), "_from_elf", named=True),
     Overload("(arg0: capsule, arg1: int, arg2: pyxrt.uuid)",
              (("userptr", _void_pointer), ("size", SIZE_T), ("uuid", instance_of(uuid))),
-             module._from_pointer, until(BINDING_2_23)),
+             "_from_pointer", until(BINDING_2_23)),
     Overload("(arg0: pyxrt.module, arg1: pyxrt.hw_context)",
              (("parent", instance_of(module)), ("hwctx", instance_of(hw_context))),
-             module._with_context, until(BINDING_2_23)),
+             "_with_context", until(BINDING_2_23)),
 ], constructor=True)
 
 
@@ -804,31 +806,31 @@ def _hw_context_overloads() -> Overloads:
     return Overloads("__init__", "hw_context", [
         Overload("()", (), nothing, named=True),
         Overload("(device: pyxrt.device, uuid: pyxrt.uuid)", (_device_param(), the_uuid),
-                 hw_context._from_uuid, named=True),
+                 "_from_uuid", named=True),
         Overload("(device: pyxrt.device, uuid: pyxrt.uuid, mode: pyxrt.hw_context."
-                 "access_mode)", (_device_param(), the_uuid, mode), hw_context._from_uuid, new,
+                 "access_mode)", (_device_param(), the_uuid, mode), "_from_uuid", new,
                  named=True),
         Overload("(device: pyxrt.device, uuid: pyxrt.uuid, cfg_param: dict[str, int])",
-                 (_device_param(), the_uuid, cfg), hw_context._from_uuid, new, named=True),
+                 (_device_param(), the_uuid, cfg), "_from_uuid", new, named=True),
         Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin)",
-                 (_device_param(), the_xclbin), hw_context._from_xclbin, new, named=True),
+                 (_device_param(), the_xclbin), "_from_xclbin", new, named=True),
         Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin, mode: pyxrt.hw_context."
-                 "access_mode)", (_device_param(), the_xclbin, mode), hw_context._from_xclbin,
+                 "access_mode)", (_device_param(), the_xclbin, mode), "_from_xclbin",
                  new, named=True),
         Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin, cfg_param: dict[str, int])",
-                 (_device_param(), the_xclbin, cfg), hw_context._from_xclbin, new, named=True),
+                 (_device_param(), the_xclbin, cfg), "_from_xclbin", new, named=True),
         Overload("(device: pyxrt.device, xclbin_path: str)", (_device_param(), path),
-                 hw_context._from_path, new, named=True),
+                 "_from_path", new, named=True),
         Overload("(device: pyxrt.device, xclbin_path: str, mode: pyxrt.hw_context."
-                 "access_mode)", (_device_param(), path, mode), hw_context._from_path, new,
+                 "access_mode)", (_device_param(), path, mode), "_from_path", new,
                  named=True),
         Overload("(device: pyxrt.device, xclbin_path: str, cfg_param: dict[str, int])",
-                 (_device_param(), path, cfg), hw_context._from_path, new, named=True),
+                 (_device_param(), path, cfg), "_from_path", new, named=True),
         Overload("(device: pyxrt.device, cfg_param: dict[str, int], mode: pyxrt."
-                 "hw_context.access_mode)", (_device_param(), cfg, mode), hw_context._staged,
+                 "hw_context.access_mode)", (_device_param(), cfg, mode), "_staged",
                  new, named=True),
         Overload("(device: pyxrt.device, elf: pyxrt.elf)", (_device_param(), the_elf),
-                 hw_context._from_elf, since(HW_CONTEXT_ELF), named=True),
+                 "_from_elf", since(HW_CONTEXT_ELF), named=True),
         Overload("(device: pyxrt.device, elf: pyxrt.elf, cfg_param: dict[str, int], mode: "
                  "pyxrt.hw_context.access_mode)", (_device_param(), the_elf, cfg, mode),
                  lambda self, d, e, c, m: self._from_elf(d, e), new, named=True),
@@ -838,7 +840,7 @@ def _hw_context_overloads() -> Overloads:
 _HW_CONTEXT_NEW = _hw_context_overloads()
 _ADD_CONFIG = Overloads("add_config", "hw_context", [
     Overload("(self: pyxrt.hw_context, elf: pyxrt.elf) -> None",
-             (("elf", instance_of(elf)),), hw_context._add_config, named=True),
+             (("elf", instance_of(elf)),), "_add_config", named=True),
 ])
 
 
@@ -873,10 +875,10 @@ class graph:
 
 _GRAPH_NEW = Overloads("__init__", "graph", [
     Overload("(ctx: pyxrt.hw_context, name: str)",
-             (("ctx", instance_of(hw_context)), ("name", text)), graph._open, named=True),
+             (("ctx", instance_of(hw_context)), ("name", text)), "_open", named=True),
     Overload("(ctx: pyxrt.hw_context, name: str, mode: pyxrt.graph.access_mode)",
              (("ctx", instance_of(hw_context)), ("name", text),
-              ("mode", instance_of(graph_access_mode))), graph._open, named=True),
+              ("mode", instance_of(graph_access_mode))), "_open", named=True),
 ], constructor=True)
 
 
@@ -912,9 +914,9 @@ def _aie_bo_overloads() -> tuple[Overloads, Overloads]:
         Overload("(self: pyxrt.aie.bo, port: str, direction: pyxrt.xclBOSyncDirection, "
                  "size: int, offset: int) -> None",
                  (("port", text), sync_dir, ("size", SIZE_T), ("offset", SIZE_T)),
-                 aie_bo._no_port, named=True),
+                 "_no_port", named=True),
         Overload("(self: pyxrt.aie.bo, port: str, direction: pyxrt.xclBOSyncDirection) -> "
-                 "None", (("port", text), sync_dir), aie_bo._no_port, named=True),
+                 "None", (("port", text), sync_dir), "_no_port", named=True),
     ]))
 
 

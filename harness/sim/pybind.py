@@ -165,7 +165,9 @@ class Overload:
 
     signature: str                      # as pybind11 prints it, with py::arg names
     params: tuple[tuple[str, Caster], ...]
-    call: Callable[..., Any]
+    # what it calls with the object first: a function, or the name of the object's method
+    # (looked up at each call, so that what wraps the method later is called too)
+    call: Callable[..., Any] | str
     available: Callable[[XrtRelease], bool] = lambda release: True
     named: bool = False                 # the binding gives py::arg names (2.23 on)
 
@@ -216,7 +218,10 @@ class Overloads:
                 values = overload.bind(args, kwargs, names and overload.named)
             except NoMatch:
                 continue
-            return overload.call(obj, *values)
+            call = overload.call
+            if isinstance(call, str):
+                return getattr(obj, call)(*values)
+            return call(obj, *values)
         invoked = list(args) if self.constructor else [obj, *args]
         raise incompatible(self.name, [o.shown(release) for o in overloads],
                            f"pyxrt.{owner or self.owner}", invoked, kwargs,

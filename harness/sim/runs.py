@@ -22,7 +22,7 @@ lists:
   fails (an index beyond the kernel's arguments included), then start.
 - Kernels: `kernel(hwctx, name)` from an xclbin context; `ext.kernel(hwctx, module,
   name)` with a control-code ELF (ERT_START_NPU); `ext.kernel(hwctx, name)` from a
-  context made of full ELFs (ERT_START_NPU_PREEMPT_ELF when the kernel carries a PDI),
+  context made of full ELFs (ERT_START_NPU_PREEMPT_ELF when the ELF carries a PDI),
   refused on an xclbin context from 2.21.75 (`check_and_get_hw_context`).
 """
 
@@ -252,15 +252,15 @@ def _kernel_overloads() -> tuple[Overloads, Overloads]:
         Overload("(device: pyxrt.device, uuid: pyxrt.uuid, name: str, mode: pyxrt.kernel."
                  "cu_access_mode)", (the_device, the_uuid, name,
                                      ("mode", instance_of(cu_access_mode))),
-                 kernel._from_device, named=True),
+                 "_from_device", named=True),
         Overload("(device: pyxrt.device, uuid: pyxrt.uuid, name: str)",
-                 (the_device, the_uuid, name), kernel._from_device, named=True),
+                 (the_device, the_uuid, name), "_from_device", named=True),
         Overload("(hw_context: pyxrt.hw_context, name: str)",
-                 (("hw_context", instance_of(hw_context)), name), kernel._xclbin_kernel,
+                 (("hw_context", instance_of(hw_context)), name), "_xclbin_kernel",
                  named=True),
     ], constructor=True), Overloads("group_id", "kernel", [
         Overload("(self: pyxrt.kernel, arg0: int) -> int", (("index", INT),),
-                 kernel._group_id),
+                 "_group_id"),
     ]))
 
 
@@ -465,12 +465,12 @@ class run:
 _RUN_WAIT = Overloads("wait", "run", [
     Overload("(self: pyxrt.run) -> pyxrt.ert_cmd_state", (), lambda self: self._wait(0)),
     Overload("(self: pyxrt.run, arg0: int) -> pyxrt.ert_cmd_state", (("timeout_ms", UINT),),
-             run._wait),
+             "_wait"),
 ])
 _RUN_WAIT2 = Overloads("wait2", "run", [
-    Overload("(self: pyxrt.run) -> None", (), run._wait2),
+    Overload("(self: pyxrt.run) -> None", (), "_wait2"),
     Overload("(self: pyxrt.run, arg0: std::chrono::duration<long, std::ratio<1l, "
-             "1000l> >) -> std::cv_status", (("timeout", never),), run._wait2),
+             "1000l> >) -> std::cv_status", (("timeout", never),), "_wait2"),
 ])
 
 
@@ -756,17 +756,17 @@ class runlist:
 
 _RUNLIST_NEW = Overloads("__init__", "runlist", [
     Overload("()", (), nothing),
-    Overload("(hwctx: pyxrt.hw_context)", (("hwctx", instance_of(hw_context)),), runlist._bind,
+    Overload("(hwctx: pyxrt.hw_context)", (("hwctx", instance_of(hw_context)),), "_bind",
              named=True),
 ], constructor=True)
 _RUNLIST_ADD = Overloads("add", "runlist", [
     Overload("(self: pyxrt.runlist, run: pyxrt.run) -> None", (("run", instance_of(run)),),
-             runlist.add, named=True),
+             "add", named=True),
 ])
 _RUNLIST_WAIT = Overloads("wait", "runlist", [
-    Overload("(self: pyxrt.runlist) -> None", (), runlist._wait),
+    Overload("(self: pyxrt.runlist) -> None", (), "_wait"),
     Overload("(self: pyxrt.runlist, timeout: std::chrono::duration<long, std::ratio<1l,"
-             " 1000l> >) -> std::cv_status", (("timeout", never),), runlist._wait, named=True),
+             " 1000l> >) -> std::cv_status", (("timeout", never),), "_wait", named=True),
 ])
 
 
@@ -815,7 +815,7 @@ def _ext_bo_overloads() -> Overloads:
     ctx = ("hwctx", instance_of(hw_context))
     access = ("access", instance_of(ext_access_mode))
     size = ("size", SIZE_T)
-    host, user_pointer = ext_bo._host, ext_bo._user_pointer
+    host, user_pointer = "_host", "_user_pointer"
     return Overloads("__init__", "ext.bo", [
         Overload("(device: pyxrt.device, userptr: capsule, size: int, access: pyxrt.ext."
                  "access_mode)", (the_device, ("userptr", _pointer), size, access),
@@ -857,7 +857,7 @@ class ext_kernel(kernel):
         # get_ert_opcode (xrt_module.cpp module_elf_aie2p up to 2.21, xrt_elf.cpp
         # elf_aie_gen2 from 2.23): PDIs ERT_START_NPU_PREEMPT_ELF, preemption save and
         # restore sections ERT_START_NPU_PREEMPT, else ERT_START_NPU
-        self._opcode = _elf_opcode(mod._elf._parsed(), None)
+        self._opcode = _elf_opcode(mod._elf._parsed())
 
     def _from_full_elf(self, ctx: hw_context, name: str) -> None:
         """kernel_impl(device, hwctx, name): the kernel, its arguments and control code
@@ -879,15 +879,15 @@ class ext_kernel(kernel):
         parsed = e._parsed()
         self._elf = e
         self._code = parsed.kernel_code(kernel_def)
-        self._opcode = _elf_opcode(parsed, kernel_def)
+        self._opcode = _elf_opcode(parsed)
 
 
-def _elf_opcode(parsed: Any, kernel_def: Any) -> int:
+def _elf_opcode(parsed: Any) -> int:
     """get_ert_opcode (xrt_module.cpp module_elf_aie2p up to 2.21, xrt_elf.cpp elf_aie_gen2
-    from 2.23, every tag alike): a kernel carrying PDIs runs as ERT_START_NPU_PREEMPT_ELF;
-    an ELF with preemption save and restore sections as ERT_START_NPU_PREEMPT; else
-    ERT_START_NPU."""
-    if kernel_def is not None and parsed.kernel_has_pdi(kernel_def):
+    from 2.23, every tag alike), one answer for the whole ELF: any .pdi section makes every
+    kernel run as ERT_START_NPU_PREEMPT_ELF; preemption save and restore sections as
+    ERT_START_NPU_PREEMPT; else ERT_START_NPU."""
+    if parsed.has_pdi:
         return START_NPU_PREEMPT_ELF
     return START_NPU_PREEMPT if parsed.preemption == "paired" else START_NPU
 
@@ -895,9 +895,9 @@ def _elf_opcode(parsed: Any, kernel_def: Any) -> int:
 _EXT_KERNEL_NEW = Overloads("__init__", "ext.kernel", [
     Overload("(hwctx: pyxrt.hw_context, module: pyxrt.module, name: str)",
              (("hwctx", instance_of(hw_context)), ("module", instance_of(module)),
-              ("name", text)), ext_kernel._from_module, named=True),
+              ("name", text)), "_from_module", named=True),
     Overload("(hwctx: pyxrt.hw_context, name: str)",
-             (("hwctx", instance_of(hw_context)), ("name", text)), ext_kernel._from_full_elf,
+             (("hwctx", instance_of(hw_context)), ("name", text)), "_from_full_elf",
              named=True),
 ], constructor=True)
 

@@ -232,6 +232,10 @@ class Context:
     # a stop disconnects it. Messages sent on its channel since it was made.
     connected: bool = False
     messages: int = 0
+    # XRT configured its CUs (an xclbin's context: the shim's hwctx_kmq sends
+    # DRM_AMDXDNA_HWCTX_CONFIG_CU); the legacy tree's aie2_ctx_connect then sends
+    # aie2_config_cu on each new channel before any job
+    cu_configured: bool = False
 
     @property
     def mask(self) -> int:
@@ -438,8 +442,11 @@ class Stack:
             self._end(job, NEW)
             return
         # sent on the context's mailbox channel: xa_alloc_cyclic over 256 ids, MAGIC_VAL
-        # 0x1D000000 in the high byte (amdxdna_mailbox.c mailbox_acquire_msgid)
-        ctx.connected = True
+        # 0x1D000000 in the high byte (amdxdna_mailbox.c mailbox_acquire_msgid); a new
+        # channel's first message is aie2_config_cu where the context has CUs
+        if not ctx.connected:
+            ctx.connected = True
+            ctx.messages = 1 if ctx.cu_configured else 0
         job.msg_id = MAILBOX_MAGIC | (ctx.messages % MAILBOX_IDS)
         ctx.messages += 1
         ctx.last_signal = now                   # drm_sched re-arms its timer on a push
