@@ -114,3 +114,23 @@ def test_a_spec_sent_to_a_worker_is_what_a_deep_copy_would_send():
                      programs={"a": ["/e"]}, context_cfg={"a": {"q": 1}})
     assert json.dumps(spec.to_json()) == json.dumps(dataclasses.asdict(spec))
     assert TrialSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
+
+
+def test_an_overload_calls_the_method_as_the_class_has_it_now(monkeypatch, tmp_path):
+    # the tables are made once, but they name methods: what wraps one later (XRT's
+    # capture, harness.sim.capture_hooks) is what a call reaches
+    import harness.sim.pyxrt as pyxrt
+    from harness.formats.elf_writer import control_code_elf
+    from harness.formats.txn import nop_stream
+    from harness.sim import binding
+    path = tmp_path / "code.elf"
+    path.write_bytes(control_code_elf(nop_stream(4)))
+    read = binding.elf._read
+    seen = []
+
+    def wrapped(self, name):
+        seen.append(name)
+        return read(self, name)
+    monkeypatch.setattr(binding.elf, "_read", wrapped)
+    pyxrt.elf(str(path))
+    assert seen == [str(path)]
