@@ -306,3 +306,39 @@ def test_a_fork_server_runs_each_trial_once_and_nothing_ahead_of_it(tmp_path):
     assert sorted(int(trial) for _, trial in runs) == list(range(20))     # each once
     assert len({pid for pid, _ in runs}) == 20                            # each its own child
     assert (tmp_path / "pages").stat().st_size > 0      # a child said which pages it owned
+
+
+SERVE_MARKING = """
+import atexit, os, sys
+from pathlib import Path
+from harness.execution import session, worker
+real = session.run_trial
+def marked(spec, backend):
+    atexit.register(lambda: Path(os.environ["MARKS"], str(os.getpid())).write_text("exit"))
+    return real(spec, backend)
+session.run_trial = marked
+sys.exit(worker.serve("sim", "staging"))
+"""
+
+
+def test_a_simulated_child_that_records_no_capture_ends_without_the_interpreter_s_exit(
+        tmp_path):
+    # tearing the interpreter down touches every object the server made (each page copied
+    # once more): a child whose exit has nothing to do for a capture ends at once
+    from harness.execution.runner import RunOptions, trial_spec
+    from harness.sources.load import load_case
+    from harness.sources.packs import resolve_pack
+    case = load_case("minicpm5-2b-decode")
+    pack = resolve_pack(case, simulated=True)
+    orders = "".join(json.dumps({"request": {"spec": trial_spec(
+        case, pack, "42", [42], index, RunOptions(trials=1)).to_json(), "latencies": {}}})
+        + "\n" for index in range(3))
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XRT_")}
+    done = subprocess.run([sys.executable, "-c", SERVE_MARKING], input=orders, text=True,
+                          capture_output=True, timeout=120, env={**env, "MARKS": str(marks)})
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line).get("status") for line in done.stdout.splitlines()
+            if "status" in line] == [0, 0, 0]
+    assert list(marks.iterdir()) == []             # no child ran its exit hooks
