@@ -240,7 +240,7 @@ def main() -> None:
     print(f"  one more trial of real XRT under emulate --clock-rate 1000: {xrt[0]}")
     if len(xrt) > 1:
         print(f"  start-up of run --backend xrt under emulate: {xrt[1]}")
-        print(f"  reproduce under emulate, staging,hang-at:30, one trial a plan: {xrt[2]}")
+        print(f"  a hung reproduce under emulate (staging,hang-at:30, one trial a plan): {xrt[2]}")
     print(f"  ratio emulated / simulated:            "
           f"{spread(ratios(runlist_s, baseline_s))}x")
 
