@@ -198,7 +198,7 @@ def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path, worker
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_stops_cleanly_and_keeps_the_report(tmp_path, worker_start, signum, code):
-    """Mid-trial (mainline's 60 s timer in real time, spares rehearsing the same hang), a
+    """Mid-trial (mainline's 60 s timer in real time, spares forked ahead), a
     stop ends the run at once: the trial's worker and the fork server's spares are killed,
     not waited for (well under the 0.5 s target here: benchmarks/stop_latency.py)."""
     out = tmp_path / "interrupted.yaml"
@@ -245,8 +245,9 @@ def test_a_fork_server_that_died_between_trials_is_replaced(tmp_path, monkeypatc
 
 def test_each_trial_has_a_fresh_worker_whose_answer_is_the_in_process_one(tmp_path,
                                                                           worker_start):
-    """Workers forked ahead (and, on the simulated stack, rehearsing the trial before
-    theirs) still run one trial each, and answer what the trial answers in-process."""
+    """Workers forked ahead (and, on the simulated stack, copying the pages the trials
+    before theirs came to own) still run one trial each, and answer what the trial
+    answers in-process."""
     runs = {}
     for mode, extra in (("isolated", []), ("in-process", ["--no-isolate"])):
         out = tmp_path / f"{mode}.yaml"
