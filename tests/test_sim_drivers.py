@@ -18,7 +18,12 @@ from simkit import (
 import harness.sim.pyxrt as pyxrt
 from harness.formats.elf_writer import full_elf
 from harness.formats.txn import nop_stream
-from harness.model.drivers import KERNELS, driver_build
+from harness.model.drivers import (
+    DEVICE_TWO_CHECKS,
+    JOB_TIMER_DEVICE_STAMP,
+    KERNELS,
+    driver_build,
+)
 from harness.sim import control
 from harness.sim.driver_log import BDF
 from harness.sim.stack import FF, HWCTX_CREATE_FAILED
@@ -199,8 +204,9 @@ def test_staging_resets_per_context_from_6_17_and_every_context_before(tmp_path,
             rl.wait()
     ended = {job.ctx.id: job.end_us / 1000 for job in rig.stack.jobs}
     assert ended == pytest.approx(times_ms)
-    assert driver_build("staging", kernel).scope == ("context" if kernel == "7.0" else
-                                                     "device")
+    # the build's rule the simulator plays: a timer per context, or one check of the device
+    assert driver_build("staging", kernel).detection == (
+        JOB_TIMER_DEVICE_STAMP if kernel == "7.0" else DEVICE_TWO_CHECKS)
 
 
 # -- XRT never re-encodes a payload ---------------------------------------------------------
