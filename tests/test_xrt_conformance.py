@@ -180,3 +180,23 @@ def test_xrt_s_own_tools_run_on_the_emulated_npu(tmp_path):
                    str(out / "run_monolithic.sh"))
     assert hung.returncode != 0
     assert "runlist failed execution (ERT_CMD_STATE_TIMEOUT)" in hung.stderr
+
+
+@needs_xrt
+@pytest.mark.parametrize("isolation", [["--no-isolate"], []])
+def test_real_xrt_captures_the_harness(tmp_path, isolation):
+    """Issue 37 point 5 with XRT's own capture: `xrt-capture -- reproduce_ert_timeout
+    --backend xrt` writes replay.json, in process and in its workers. In one process XRT
+    2.26's capture, which keys its records by address, took a new trial's buffers for the
+    freed ones of the trial before and died of a segfault (status 139, no replay.json)."""
+    from harness.sources.capture import load_capture
+    pack = _pack(tmp_path / "pack")
+    done = emulate("--", str(XRT_ROOT / "bin" / "xrt-capture"), "--frames", "50",
+                   "--output-dir", str(tmp_path / "cap"), "--", "reproduce_ert_timeout",
+                   "--backend", "xrt", "--xclbins", str(pack), "--trials", "2",
+                   "--no-control", "--no-xrt-smi-validate", "--out",
+                   str(tmp_path / "r.yaml"), *isolation, cwd=tmp_path)
+    assert "Application exited with code 0" in done.stdout, done.stdout + done.stderr
+    depths = [frame.depth for frame in load_capture(tmp_path / "cap").frames]
+    # in process every runlist of the run, in order; isolated the last worker's
+    assert depths == ([42, 42, 21, 21, 21, 21] if isolation else [21, 21])
