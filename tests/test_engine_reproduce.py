@@ -189,6 +189,19 @@ def _three_way(captured: Path, tmp_path: Path) -> tuple[Path, str]:
     return out, invoke("report", "render", str(out)).stdout
 
 
+def test_the_control_is_compared_with_the_captured_runs_as_they_ran(captured, tmp_path):
+    """The render is public: the depth-only control is compared with the captured runs by
+    the name of their xclbin within the capture (it said the path it has on this machine)
+    and by the buffers the captured runs took (five 4 KiB buffers shared by all 42 runs:
+    it said "no buffers"), and the control's xclbin is the stand-in that ran."""
+    _, render = _three_way(captured, tmp_path)
+    assert re.search(r"another xclbin: a synthesized stand-in for XRT's validate\.xclbin "
+                     r"\(kernel DPU\) instead of capture_\d+\.bin \(MLIR_AIE\); five 20-byte "
+                     r"buffers shared by all 42 runs instead of five 4 KiB buffers shared by "
+                     r"all 42 runs\.", render), render
+    assert f"{captured}/" not in render
+
+
 def test_a_capture_run_s_scripts_are_named_as_export_writes_them(captured, tmp_path):
     """The run scripts are named as export writes them (`run_cut_21_21.sh` for plan `cut
     21+21`: the render said `sh run_cut 21+21.sh`), in the folder that holds them (in a
