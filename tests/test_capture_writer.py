@@ -202,3 +202,25 @@ def test_an_unhandled_ctrl_c_in_the_engine_leaves_no_replay(pack, tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert not (folder / "replay.json").exists()
+
+
+def test_a_ctrl_c_the_script_handles_lets_sim_exec_end_as_python_does(tmp_path,
+                                                                       synth_xclbin):
+    """A script that catches its KeyboardInterrupt ends normally under `python SCRIPT`:
+    status 0 and, with XRT 2.26's capture on, replay.json (seen over the emulated driver).
+    `sim exec` took the Ctrl-C for a stop of its own: status 130 through os._exit, and no
+    replay.json."""
+    xclbin = synth_xclbin()
+    script = tmp_path / "host.py"
+    script.write_text(
+        "import os, signal, time\nimport pyxrt\n"
+        f"x = pyxrt.xclbin({str(xclbin)!r})\nd = pyxrt.device(0)\nd.register_xclbin(x)\n"
+        "ctx = pyxrt.hw_context(d, x.get_uuid())\nk = pyxrt.kernel(ctx, 'MLIR_AIE')\n"
+        "b = pyxrt.bo(d, 4096, pyxrt.bo.host_only, k.group_id(3))\n"
+        "r = k(3, 0, 0, b, b, b, b, b)\nr.wait()\n"
+        "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(5)\n"
+        "except KeyboardInterrupt:\n    print('caught')\n")
+    folder = tmp_path / "cap"
+    done = sim_exec([str(script)], capture_env(folder, 10))
+    assert (done.returncode, done.stdout) == (0, "caught\n"), done.stderr
+    assert (folder / "replay.json").is_file()
