@@ -224,3 +224,31 @@ def test_a_ctrl_c_the_script_handles_lets_sim_exec_end_as_python_does(tmp_path,
     done = sim_exec([str(script)], capture_env(folder, 10))
     assert (done.returncode, done.stdout) == (0, "caught\n"), done.stderr
     assert (folder / "replay.json").is_file()
+
+
+@pytest.mark.parametrize("text, ini", [
+    ('[Runtime]\nverbosity = "5"\nruntime_log = console\n; a comment\n# a comment too\n'
+     "[Debug]\nfoo = a = b\n  spaced key   =   spaced value  \n",
+     {"Debug.foo": "a = b", "Debug.spaced key": "spaced value",
+      "Runtime.runtime_log": "console", "Runtime.verbosity": '"5"'}),
+    ("[Runtime] what follows the bracket\nverbosity = 5\n", {"Runtime.verbosity": "5"}),
+    ("[Runtime]\r\nverbosity = 5\r\nx=\fy\n", {"Runtime.verbosity": "5", "Runtime.x": "y"}),
+    ("top = 1\n[Runtime]\nverbosity = 5\n", {"Runtime.verbosity": "5"}),
+    ("Runtime = 1\n[Runtime]\nverbosity = 5\n", {}),      # duplicate section name
+    ("[A]\n[A]\nx = 1\n", {"A.x": "1"}),                     # an empty section is dropped
+    ("[A]\nx=1\n[B]\n[A]\ny=2\n", {}),                       # duplicate section name
+    ("[A]\n= 1\n", {}),                                      # key expected
+])
+def test_replay_json_s_ini_is_what_xrt_read_from_xrt_ini(tmp_path, text, ini):
+    """What XRT 2.26 (49612fa3, built with Boost 1.74's ini_parser `read_ini`) wrote as
+    replay.json's `ini` with each xrt.ini beside the executable, under `xrt-capture` over
+    the emulated driver: `#` is a comment as `;` is, a header ends at its first `]`, lines
+    end at a newline only and lose C white space, a key before any section is read but
+    gives nothing, and a file read_ini refuses gives no `ini` at all. The simulated writer
+    refused `#` comments, text after `]` and a form feed in a value, and kept a section
+    that a bare key of the same name had taken."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "xrt.ini").write_text(text)
+    config = xrt_config({}, euid=0, exe_dir=tmp_path / "bin", cwd=tmp_path)
+    from harness.sim.capture_writer import Recorder
+    assert Recorder(config).ini == ini
