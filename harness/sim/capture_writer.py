@@ -70,7 +70,9 @@ class _Bo:
         self.storage, self.offset, self.size = obj._s(), obj._offset, obj._size
         flags = getattr(obj, "_flags", None)
         self.flags = 0 if flags is None else int(getattr(flags, "value", flags))
-        self.memgrp = int(getattr(obj, "_group", 0) or 0)
+        # bo::get_memory_group: the bank of the group it was made in (xcl_bo_flags), not
+        # the context's slot above it
+        self.memgrp = int(getattr(obj, "_group", 0) or 0) & 0xFFFF
         self.valid: set[int] = set()          # runs (by record id) synced with this buffer
 
     def data(self) -> bytes:

@@ -196,9 +196,18 @@ class kernel:
         ], args, kwargs, this=self)
 
     def _group_id(self, index: int) -> int:
+        """xrt_kernel.cpp `kernel_impl::group_id`: the argument's memory bank in the low 16
+        bits (0xFFFF for one connected to none), the context's slot in the next 8
+        (`xcl_bo_flags`); the slot is the driver's context handle (amd/xdna-driver
+        `hwctx::get_slotidx`). XRT 2.26 over the emulated driver: 65537 for the first
+        context's argument 1 (bank 1), 131071 for an unconnected one, 131073 in the
+        second context."""
         self._k()
         x = self._hwctx._xclbin
-        return x._m().group_id(self._name, index) if x is not None else 0
+        if x is None:
+            return 0
+        bank = x._m().group_id(self._name, index) & 0xFFFF
+        return (self._hwctx._live().id & 0xFF) << 16 | bank
 
     def __call__(self, *args: Any) -> run:
         r = run(self)
