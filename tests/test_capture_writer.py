@@ -252,3 +252,37 @@ def test_replay_json_s_ini_is_what_xrt_read_from_xrt_ini(tmp_path, text, ini):
     config = xrt_config({}, euid=0, exe_dir=tmp_path / "bin", cwd=tmp_path)
     from harness.sim.capture_writer import Recorder
     assert Recorder(config).ini == ini
+
+
+def test_a_sub_buffer_is_recorded_after_its_parent_with_the_parent_s_group(tmp_path,
+                                                                          synth_xclbin):
+    """xrt_bo.cpp `buffer_sub`: a sub-buffer has its parent's flags and memory group, and
+    its sync goes through the parent's, which XRT's capture records first. What XRT 2.26
+    wrote over the emulated driver for the program below: the instruction sub-buffer
+    `bo_1` (the pool took `bo_0`) with the pool's cacheable flags and group 1, and the
+    data sub-buffers `bo_3`..`bo_7` (their pool took `bo_2`). The simulated writer named
+    them bo_0..bo_5 and gave the sub-buffer no memgrp or flags."""
+    xclbin = synth_xclbin()
+    script = tmp_path / "host.py"
+    script.write_text(
+        "import numpy as np\nimport pyxrt\nTO = pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE\n"
+        f"x = pyxrt.xclbin({str(xclbin)!r})\nd = pyxrt.device(0)\n"
+        "ctx = pyxrt.hw_context(d, d.register_xclbin(x))\nk = pyxrt.kernel(ctx, 'MLIR_AIE')\n"
+        "pool = pyxrt.bo(d, 4096, pyxrt.bo.cacheable, k.group_id(1))\n"
+        "instr = pyxrt.bo(pool, 32, 64)\n"
+        "instr.write(np.array([0x06040100, 0x108, 1, 0x14, 5, 0, 0, 0], np.uint32), 0)\n"
+        "instr.sync(TO)\ndpool = pyxrt.bo(d, 8192, pyxrt.bo.host_only, k.group_id(3))\n"
+        "data = [pyxrt.bo(dpool, 1024, 1024 * i) for i in range(5)]\n"
+        "for b in data:\n    b.sync(TO)\nr = pyxrt.run(k)\n"
+        "for i, v in enumerate([3, instr, 5, *data]):\n    r.set_arg(i, v)\n"
+        "r.start()\nr.wait()\n")
+    folder = tmp_path / "cap"
+    done = sim_exec([str(script)], capture_env(folder, 5))
+    assert done.returncode == 0, done.stderr
+    document = json.loads((folder / "replay.json").read_text())
+    buffers = {b["name"]: b for b in document["resources"]["buffers"]}
+    assert buffers["bo_1"] == {"flags": 1 << 24, "memgrp": 1, "name": "bo_1", "size": 32,
+                               "type": "inout"}
+    assert sorted(buffers) == ["bo_1", "bo_3", "bo_4", "bo_5", "bo_6", "bo_7"]
+    assert [(a["bo"], a["argidx"]) for a in document["resources"]["runs"][0]["arguments"]] \
+        == [("bo_1", 1), ("bo_3", 3), ("bo_4", 4), ("bo_5", 5), ("bo_6", 6), ("bo_7", 7)]

@@ -546,6 +546,10 @@ bo_flags = make_enum("flags", {"normal": 0, "cacheable": 1 << 24, "device_only":
 
 class bo:
     flags = bo_flags
+    # as allocated (a sub-buffer: its parent's), for inspection and XRT's capture
+    _flags: Any = None
+    _group = 0
+    _parent: bo | None = None            # a sub-buffer's
     # .export_values()
     normal, cacheable, device_only, host_only, p2p, svm = \
         (getattr(bo_flags, n) for n in bo_flags.__members__)
@@ -588,6 +592,10 @@ class bo:
             raise RuntimeError(f"Sub buffer of {size} bytes at offset {offset} exceeds the "
                                f"parent's {parent._size} bytes")
         self._storage, self._offset, self._size = storage, parent._offset + offset, size
+        # buffer_sub: the parent's flags and memory group, and its sync goes through the
+        # parent's (xrt_bo.cpp, which XRT's capture records parent first)
+        self._flags, self._group = parent._flags, parent._group
+        self._parent = parent
 
     def _s(self) -> _Storage:
         if self._storage is None:

@@ -230,6 +230,11 @@ class Recorder:
         runlist.runs.append(self.run(r))
 
     def sync(self, obj: Any) -> None:
+        """capture_sync; a sub-buffer syncs through its parent, which is recorded first
+        (xrt_bo.cpp `buffer_sub::sync`)."""
+        parent = getattr(obj, "_parent", None)
+        if parent is not None:
+            self.sync(parent)
         self.bo(obj).valid.clear()
 
     def start(self, target: _Run | _Runlist | None) -> None:
