@@ -542,6 +542,7 @@ class _Storage:
 
 bo_flags = make_enum("flags", {"normal": 0, "cacheable": 1 << 24, "device_only": 1 << 28,
                                "host_only": 1 << 29, "p2p": 1 << 30, "svm": 1 << 27})
+_CACHEABLE, _HOST_ONLY = 1 << 24, 1 << 29
 
 
 class bo:
@@ -565,18 +566,30 @@ class bo:
         overloaded("__init__", type(self).__name__, [
             Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
                      (_device_param(), ("size", SIZE_T), flags, group),
-                     lambda d, size, f, g: self._allocate(d._open(), size, f, g), named=True),
+                     lambda d, size, f, g: self._shim_bo(d._open(), size, f, g), named=True),
             Overload("(hwctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
                      (ctx, ("size", SIZE_T), flags, group),
-                     lambda c, size, f, g: self._allocate(_ctx_stack(c), size), new,
+                     lambda c, size, f, g: self._shim_bo(_ctx_stack(c), size, f, g), new,
                      named=True),
             Overload("(hwctx: pyxrt.hw_context, size: int, group: int)",
                      (ctx, ("size", SIZE_T), group),
-                     lambda c, size, g: self._allocate(_ctx_stack(c), size), new, named=True),
+                     lambda c, size, g: self._shim_bo(_ctx_stack(c), size, None, g), new,
+                     named=True),
             Overload("(arg0: pyxrt.bo, arg1: int, arg2: int)",
                      (("parent", instance_of(bo)), ("size", SIZE_T), ("offset", SIZE_T)),
                      self._sub_buffer),
         ], args, kwargs, constructor=True)
+
+    def _shim_bo(self, stack: Stack, size: int, flags: Any, group: int) -> None:
+        """A buffer of the XDNA shim: host-only or cacheable, nothing else
+        (amd/xdna-driver 856409ca src/shim device.cpp `alloc_bo`, buffer.cpp
+        `bo_flags_to_type`; XRT 2.26 over the emulated driver answered so)."""
+        if size != 0 and (flags is None or flags.value == 0):
+            raise RuntimeError("unsupported buffer type: none flag (err=95): Operation not "
+                               "supported")
+        if size != 0 and flags.value not in (_HOST_ONLY, _CACHEABLE):
+            raise RuntimeError("Bad BO type. (err=22): Invalid argument")
+        self._allocate(stack, size, flags, group)
 
     def _allocate(self, stack: Stack, size: int, flags: Any = None, group: int = 0) -> None:
         if size == 0:

@@ -28,6 +28,7 @@ lists:
 
 from __future__ import annotations
 
+import sys
 import types
 import warnings
 from typing import Any
@@ -183,6 +184,11 @@ class kernel:
         self._fault_cache: dict[tuple, str | None] = {}
         self._elf: Any = None                 # the binding elf its control code comes from
         self._code: bytes | None = None
+        # the memory banks each argument is connected to in the context's xclbin, which a
+        # buffer set on it must be in (None: a full ELF's kernel, with no connectivity)
+        x = ctx._xclbin
+        self._banks: tuple[frozenset[int], ...] | None = None if x is None else tuple(
+            x._m().arg_banks(name, i) for i in range(nargs))
 
     def _k(self) -> kernel:
         if self._hwctx is None:
@@ -267,6 +273,20 @@ class kernel:
         return fault
 
 
+def _unconnected(k: kernel, index: int, value: bo) -> RuntimeError:
+    """xrt_kernel.cpp `validate_bo_at_index`: a buffer in a bank the argument is not
+    connected to is copied into a clone in the connected one, which on the NPU has no
+    device copy and no host side (xrt_bo.cpp `copy_through_host`): set_arg fails after
+    XRT's two warnings (XRT 2.26 over the emulated driver)."""
+    print(f"[XRT] WARNING: Kernel {k._name} has no compute units with connectivity required "
+          f"for global argument at index {index}. The argument is allocated in bank "
+          f"{value._group & 0xFFFF}, the compute unit is connected to bank "
+          f"{k._group_id(index)}. Allocating local copy of argument buffer in connected "
+          "bank.\n[XRT] WARNING: Reverting to host copy of buffers (exec_buf: Operation not "
+          "supported)", file=sys.stderr)
+    return RuntimeError("No host side buffer in destination buffer: Invalid argument")
+
+
 def _as_bo(value: Any) -> bo:
     if not isinstance(value, bo):
         raise NoMatch
@@ -310,8 +330,10 @@ class run:
         # everything else by the slow path. Positional-only, as the binding names no
         # parameter (and a keyword dictionary would cost the hot path).
         try:
-            if index >= 0 and (value.__class__ is bo or value.__class__ is int
-                               and -0x80000000 <= value <= 0x7FFFFFFF):
+            if index >= 0 and (value.__class__ is bo and (
+                    self._kernel._banks is None or value._group & 0xFFFF
+                    in self._kernel._banks[index]) or value.__class__ is int
+                    and -0x80000000 <= value <= 0x7FFFFFFF):
                 self._args[index] = value      # a non-int index or one too large raises
                 return
         except Exception:  # noqa: BLE001 - the slow path names what is wrong
@@ -331,10 +353,13 @@ class run:
                 "(self: pyxrt.run, arg0: int, arg1: pyxrt.bo) -> None",
                 "(self: pyxrt.run, arg0: int, arg1: int) -> None"], "pyxrt.run",
                 [self, *given]) from None
-        self._k()
+        k = self._k()
         size = len(self._args)
         if not 0 <= index < size:
             raise IndexError(_int_range_message(index, size))
+        if isinstance(value, bo) and k._banks is not None and \
+                value._group & 0xFFFF not in k._banks[index]:
+            raise _unconnected(k, index, value)
         self._args[index] = value
 
     def start(self, *args: Any) -> None:
