@@ -550,6 +550,7 @@ class bo:
     # as allocated (a sub-buffer: its parent's), for inspection and XRT's capture
     _flags: Any = None
     _group = 0
+    _bank = 0                            # the memory bank of its group (xcl_bo_flags)
     _parent: bo | None = None            # a sub-buffer's
     # .export_values()
     normal, cacheable, device_only, host_only, p2p, svm = \
@@ -598,6 +599,7 @@ class bo:
         self._storage = _Storage(size)
         self._size = size
         self._flags, self._group = flags, group      # as allocated, for inspection
+        self._bank = group & 0xFFFF
 
     def _sub_buffer(self, parent: bo, size: int, offset: int) -> None:
         storage = parent._s()
@@ -607,7 +609,7 @@ class bo:
         self._storage, self._offset, self._size = storage, parent._offset + offset, size
         # buffer_sub: the parent's flags and memory group, and its sync goes through the
         # parent's (xrt_bo.cpp, which XRT's capture records parent first)
-        self._flags, self._group = parent._flags, parent._group
+        self._flags, self._group, self._bank = parent._flags, parent._group, parent._bank
         self._parent = parent
 
     def _s(self) -> _Storage:

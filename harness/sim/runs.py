@@ -280,7 +280,7 @@ def _unconnected(k: kernel, index: int, value: bo) -> RuntimeError:
     XRT's two warnings (XRT 2.26 over the emulated driver)."""
     print(f"[XRT] WARNING: Kernel {k._name} has no compute units with connectivity required "
           f"for global argument at index {index}. The argument is allocated in bank "
-          f"{value._group & 0xFFFF}, the compute unit is connected to bank "
+          f"{value._bank}, the compute unit is connected to bank "
           f"{k._group_id(index)}. Allocating local copy of argument buffer in connected "
           "bank.\n[XRT] WARNING: Reverting to host copy of buffers (exec_buf: Operation not "
           "supported)", file=sys.stderr)
@@ -296,7 +296,7 @@ def _as_bo(value: Any) -> bo:
 # -- runs --------------------------------------------------------------------------------
 
 class run:
-    __slots__ = ("_kernel", "_args", "_job", "_packet", "_in", "_over", "_stale",
+    __slots__ = ("_kernel", "_banks", "_args", "_job", "_packet", "_in", "_over", "_stale",
                  "__weakref__")
 
     def __init__(self, k: Any = _MISSING, /) -> None:
@@ -306,8 +306,10 @@ class run:
             if k._hwctx is None:
                 raise not_initialized("kernel")
             self._args: list[Any] = [0] * k._nargs
+            self._banks = k._banks
         elif k is _MISSING:
             self._args = []
+            self._banks = None
             k = None
         else:
             raise incompatible("__init__", ["pyxrt.run()", "pyxrt.run(arg0: pyxrt.kernel)"],
@@ -330,12 +332,15 @@ class run:
         # everything else by the slow path. Positional-only, as the binding names no
         # parameter (and a keyword dictionary would cost the hot path).
         try:
-            if index >= 0 and (value.__class__ is bo and (
-                    self._kernel._banks is None or value._group & 0xFFFF
-                    in self._kernel._banks[index]) or value.__class__ is int
-                    and -0x80000000 <= value <= 0x7FFFFFFF):
-                self._args[index] = value      # a non-int index or one too large raises
-                return
+            if index >= 0:
+                if value.__class__ is bo:
+                    banks = self._banks        # a buffer in a bank the argument takes
+                    if banks is None or value._bank in banks[index]:
+                        self._args[index] = value
+                        return
+                elif value.__class__ is int and -0x80000000 <= value <= 0x7FFFFFFF:
+                    self._args[index] = value  # a non-int index or one too large raises
+                    return
         except Exception:  # noqa: BLE001 - the slow path names what is wrong
             pass
         self._set_arg_slow(index, value)
@@ -358,7 +363,7 @@ class run:
         if not 0 <= index < size:
             raise IndexError(_int_range_message(index, size))
         if isinstance(value, bo) and k._banks is not None and \
-                value._group & 0xFFFF not in k._banks[index]:
+                value._bank not in k._banks[index]:
             raise _unconnected(k, index, value)
         self._args[index] = value
 
