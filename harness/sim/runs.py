@@ -194,11 +194,11 @@ class kernel:
         context's argument 1 (bank 1), 131071 for an unconnected one, 131073 in the
         second context."""
         self._k()
-        x = self._hwctx._xclbin
-        if x is None:
+        ctx = self._hwctx
+        if ctx is None or ctx._xclbin is None:
             return 0
-        bank = x._m().group_id(self._name, index) & 0xFFFF
-        return (self._hwctx._live().id & 0xFF) << 16 | bank
+        bank = ctx._xclbin._m().group_id(self._name, index) & 0xFFFF
+        return (ctx._live().id & 0xFF) << 16 | bank
 
     def __call__(self, *args: Any) -> run:
         r = run(self)
