@@ -36,6 +36,18 @@ def sim_exec(args: list[str], env: dict[str, str], stdin: str = "",
                           input=stdin, capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
+def host_script(folder: Path, xclbin: Path, body: str) -> Path:
+    """A pyxrt program: its xclbin's context and kernel `k` on device `d`, then `body`."""
+    script = folder / "host.py"
+    script.write_text(
+        "import os, signal, sys, time\nimport numpy as np\nimport pyxrt\n"
+        "TO = pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE\n"
+        f"x = pyxrt.xclbin({str(xclbin)!r})\nd = pyxrt.device(0)\n"
+        "ctx = pyxrt.hw_context(d, d.register_xclbin(x))\nk = pyxrt.kernel(ctx, 'MLIR_AIE')\n"
+        + body)
+    return script
+
+
 @pytest.fixture
 def pack(tmp_path) -> Path:
     return engine_pack(tmp_path / "pack", "capture-writer")
@@ -107,13 +119,9 @@ def test_replay_json_is_written_only_at_a_normal_exit(tmp_path, synth_xclbin, en
     # exit); os._exit, a kill or a crash skip it, and so does an unhandled Ctrl-C, after
     # which Python kills itself with SIGINT (STACK.md 9: what was seen with XRT 2.26)
     xclbin = synth_xclbin()
-    script = tmp_path / "host.py"
-    script.write_text(
-        "import os, signal, sys\nimport pyxrt\n"
-        f"x = pyxrt.xclbin({str(xclbin)!r})\nd = pyxrt.device(0)\nd.register_xclbin(x)\n"
-        "ctx = pyxrt.hw_context(d, x.get_uuid())\nk = pyxrt.kernel(ctx, 'MLIR_AIE')\n"
-        "b = pyxrt.bo(d, 4096, pyxrt.bo.host_only, k.group_id(3))\n"
-        "r = k(3, 0, 0, b, b, b, b, b)\nr.wait()\n" + ending + "\n")
+    script = host_script(tmp_path, xclbin,
+                         "b = pyxrt.bo(d, 4096, pyxrt.bo.host_only, k.group_id(3))\n"
+                         "r = k(3, 0, 0, b, b, b, b, b)\nr.wait()\n" + ending + "\n")
     folder = tmp_path / "cap"
     # as `python SCRIPT` with `import pyxrt` bound to the simulator (what capture record
     # gives a Python program on the simulated stack)
@@ -211,15 +219,11 @@ def test_a_ctrl_c_the_script_handles_lets_sim_exec_end_as_python_does(tmp_path,
     `sim exec` took the Ctrl-C for a stop of its own: status 130 through os._exit, and no
     replay.json."""
     xclbin = synth_xclbin()
-    script = tmp_path / "host.py"
-    script.write_text(
-        "import os, signal, time\nimport pyxrt\n"
-        f"x = pyxrt.xclbin({str(xclbin)!r})\nd = pyxrt.device(0)\nd.register_xclbin(x)\n"
-        "ctx = pyxrt.hw_context(d, x.get_uuid())\nk = pyxrt.kernel(ctx, 'MLIR_AIE')\n"
-        "b = pyxrt.bo(d, 4096, pyxrt.bo.host_only, k.group_id(3))\n"
-        "r = k(3, 0, 0, b, b, b, b, b)\nr.wait()\n"
-        "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(5)\n"
-        "except KeyboardInterrupt:\n    print('caught')\n")
+    script = host_script(tmp_path, xclbin,
+                         "b = pyxrt.bo(d, 4096, pyxrt.bo.host_only, k.group_id(3))\n"
+                         "r = k(3, 0, 0, b, b, b, b, b)\nr.wait()\n"
+                         "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(5)\n"
+                         "except KeyboardInterrupt:\n    print('caught')\n")
     folder = tmp_path / "cap"
     done = sim_exec([str(script)], capture_env(folder, 10))
     assert (done.returncode, done.stdout) == (0, "caught\n"), done.stderr
@@ -263,11 +267,8 @@ def test_a_sub_buffer_is_recorded_after_its_parent_with_the_parent_s_group(tmp_p
     data sub-buffers `bo_3`..`bo_7` (their pool took `bo_2`). The simulated writer named
     them bo_0..bo_5 and gave the sub-buffer no memgrp or flags."""
     xclbin = synth_xclbin()
-    script = tmp_path / "host.py"
-    script.write_text(
-        "import numpy as np\nimport pyxrt\nTO = pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE\n"
-        f"x = pyxrt.xclbin({str(xclbin)!r})\nd = pyxrt.device(0)\n"
-        "ctx = pyxrt.hw_context(d, d.register_xclbin(x))\nk = pyxrt.kernel(ctx, 'MLIR_AIE')\n"
+    script = host_script(
+        tmp_path, xclbin,
         "pool = pyxrt.bo(d, 4096, pyxrt.bo.cacheable, k.group_id(1))\n"
         "instr = pyxrt.bo(pool, 32, 64)\n"
         "instr.write(np.array([0x06040100, 0x108, 1, 0x14, 5, 0, 0, 0], np.uint32), 0)\n"
