@@ -172,3 +172,22 @@ def test_an_uncaught_exception_in_the_script_is_its_failure_as_in_python(tmp_pat
     assert lines[-1] == ("RuntimeError: Failed to open file '/nonexistent/missing.xclbin' "
                          "for reading")
     assert "harness fault" not in done.stderr
+
+
+def test_ninstr_is_read_as_the_32_bits_the_register_holds(tmp_path):
+    """pyxrt passes set_arg's int as a C int; the command's register holds its 32 bits, so
+    ninstr -1 is 0xFFFFFFFF words, which covers the stream: real XRT over the emulated
+    driver completed the run (the emulated firmware reads the register), the simulated one
+    read -1 as a short ninstr and ended it ERROR."""
+    script = tmp_path / "negative.py"
+    script.write_text(
+        "import sys\nimport numpy as np\nimport pyxrt\n"
+        "d = pyxrt.device(0)\nx = pyxrt.xclbin(sys.argv[1])\n"
+        "k = pyxrt.kernel(pyxrt.hw_context(d, d.register_xclbin(x)), 'MLIR_AIE')\n"
+        "i = pyxrt.bo(d, 20, pyxrt.bo.cacheable, k.group_id(1))\n"
+        "i.write(np.array([0x06040100, 0x108, 1, 0x14, 5], np.uint32), 0)\n"
+        "i.sync(pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)\n"
+        "b = pyxrt.bo(d, 64, pyxrt.bo.host_only, k.group_id(3))\n"
+        "print(k(3, i, -1, b, b, b, b, b).wait())\n")
+    done = exec_script(tmp_path, script=script, depth=None)
+    assert done.stdout == "ert_cmd_state.ERT_CMD_STATE_COMPLETED\n", done.stderr

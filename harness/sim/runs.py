@@ -248,7 +248,8 @@ class kernel:
                 check_stream(self._code, columns=self._width, dev_gen=self._dev_gen)
             else:
                 check_stream(instr._device_bytes(), columns=self._width, dev_gen=self._dev_gen,
-                             ninstr_words=ninstr if isinstance(ninstr, int) else 0)
+                             # the register holds the C int's 32 bits (-1 is 0xFFFFFFFF)
+                             ninstr_words=ninstr % 2**32 if isinstance(ninstr, int) else 0)
             fault = None
         except TxnError as err:
             fault = f"invalid instruction stream: {err}"
