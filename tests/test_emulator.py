@@ -485,3 +485,19 @@ def test_sim_profiles_lists_the_emulated_driver_s_rules_with_their_sources():
     assert "rules of the emulated driver" in flat
     for rule in RULES:
         assert f"{rule.text} [source: {rule.source}]" in flat
+
+
+def test_the_emulated_machine_runs_the_profile_s_kernel(preload):
+    """The kernel release a program reads (/proc/sys/kernel/osrelease, uname) is the one
+    whose driver the profile plays: the probe read this machine's own, so `--backend sim`
+    under emulate played it (mainline on the host's 6.18 refused the firmware that the
+    emulated 7.0 took), and xrt-smi printed it as the amdxdna version beside a 7.0 driver."""
+    done = cli(preload, "emulate", "--profile", "staging,kernel:6.17", "--", sys.executable,
+               "-c", "import os; print(open('/proc/sys/kernel/osrelease').read().strip(), "
+                     "os.uname().release)")
+    assert done.stdout == "6.17.0 6.17.0\n", done.stderr
+    played = cli(preload, "emulate", "--", sys.executable, "-m", "harness", "reproduce",
+                 "--backend", "sim", "--trials", "1", "--no-control", "--no-isolate")
+    assert "playing this machine's stack as probed: mainline,kernel:7.0.0," in played.stdout, \
+        played.stdout + played.stderr
+    assert played.returncode == 0, played.stdout + played.stderr

@@ -19,7 +19,7 @@ from harness import __version__, command_argv
 from harness.execution import stop, xrt_smi_control
 from harness.execution.backend import Backend, PlaysAProfile, trial_seed
 from harness.execution.environment import collect_environment
-from harness.execution.session import run_trial
+from harness.execution.session import run_trial, xrt_records
 from harness.formats.git_head import harness_commit
 from harness.formats.xclbin import read_xclbin_cached
 from harness.logs.driver_lines import trial_entry
@@ -345,6 +345,8 @@ class Runner:
             # the verdict and the render say it did not run, and why
             self.report.artifacts["control"] = {"not_run": str(err)}
             return f"the depth-only control was not run: {err}"
+        if pack.stand_ins:
+            what = control_for(self.case, stand_in=True)[2]
         self.control = (case, pack)
         self.backend.latencies.update(case_latencies(case))
         self.handle.declare_plan(PlanRecord(plan.name, plan.spec, list(plan.chunks),
@@ -528,16 +530,18 @@ class Runner:
         validate runs them); where this machine lacks them, one layer of the case."""
         control = replace(control_for(self.case)[0], layers=1)
         options = replace(self.options, flow=None)
+        context = ("on the context the run shares while XRT's capture records"
+                   if not self.options.isolate and xrt_records() else "on a fresh context")
         try:
             pack = resolve_pack(control, simulated=False)
             spec = trial_spec(control, pack, "recovery", [1], 0, options)
-            return spec, "one NOP run (nop.elf on XRT's validate.xclbin) on a fresh context"
+            return spec, f"one NOP run (nop.elf on XRT's validate.xclbin) {context}"
         except (EnvironmentNotReady, BadInput):
             programs = case_programs(self.case, self.pack, self.options, simulated=False)
             spec = trial_spec(self.case, self.pack, "recovery", [1], 0, self.options,
                               programs)
-            return spec, ("one layer of the case on a fresh context (XRT's validate.xclbin "
-                          "for a NOP run is not on this machine)")
+            return spec, (f"one layer of the case {context} (XRT's validate.xclbin for a "
+                          "NOP run is not on this machine)")
 
 
 def _timing(result: TrialResult) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from harness.formats.printable import escape_controls
 from harness.formats.yamlio import dump_yaml, dump_yaml_within
 from harness.logs.kernel_log import mark_simulated
-from harness.model.plan import plan_label
+from harness.model.plan import plan_file_stem, plan_label
 from harness.model.results import counts_text, flow_text
 from harness.report.digest import MAX_BODY, ReportView
 from harness.report.evidence import (
@@ -379,7 +379,7 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     lines += evidence_markdown(view, MAX_LOG_LINES)
     lines += trace_markdown(view)
     lines += export_markdown(data.get("exports"), any(
-        isinstance(p, dict) and p.get("control") for p in data.get("plans") or []))
+        isinstance(p, dict) and p.get("control") for p in data.get("plans") or []), bundle)
     lines += ["### This machine in full (the probe's fingerprint)", ""] + md_table(
         ["", ""], [list(r) for r in environment_rows(data.get("environment") or {})]) + [""]
     lines += xrt_smi_markdown(data.get("environment") or {}, data.get("xrt_smi_control"))
@@ -632,17 +632,24 @@ def _longest_backticks(text: str) -> int:
 
 # -- plain text -------------------------------------------------------------------------
 
-def export_markdown(exports: dict[str, Any] | None, control_ran: bool = True) -> list[str]:
-    """How to reproduce with XRT's own runner, from the recipes written beside the report;
-    XRT's own deep-runlist test named beside the depth-only control only when that ran."""
+def export_markdown(exports: dict[str, Any] | None, control_ran: bool = True,
+                    bundle: list[str] | None = None) -> list[str]:
+    """How to reproduce with XRT's own runner, from the recipes written beside the report
+    (or in the bundle that carries them: `recipes/`), by the names `export` gives their
+    scripts; XRT's own deep-runlist test named beside the depth-only control only when that
+    ran."""
     if not exports:
         return []
-    folder = Path(exports["folder"]).name
+    if bundle and any(name.rstrip("/") == "recipes" for name in bundle[1:]):
+        folder = "recipes"
+        where = f"in `{folder}/` of the attached `{bundle[0]}`"
+    else:
+        folder = Path(exports["folder"]).name
+        where = f"in `{folder}/` beside this report (attach it)"
     lines = ["### Reproduce with XRT's own tools", "",
-             f"The plans as XRT run recipes are in `{folder}/` beside this report (attach "
-             "it). With XRT installed, no Python needed:", "", "```sh",
-             "source /opt/xilinx/xrt/setup.sh", f"cd {folder}"]
-    lines += [f"sh run_{name}.sh" for name in exports.get("plans") or []]
+             f"The plans as XRT run recipes are {where}. With XRT installed, no Python "
+             "needed:", "", "```sh", "source /opt/xilinx/xrt/setup.sh", f"cd {folder}"]
+    lines += [f"sh run_{plan_file_stem(name)}.sh" for name in exports.get("plans") or []]
     lines += ["```", ""]
     if exports.get("missing"):
         lines += [f"Not included (copy in first): {', '.join(exports['missing'])}.", ""]

@@ -28,6 +28,7 @@ lists:
 
 from __future__ import annotations
 
+import sys
 import types
 import warnings
 from typing import Any
@@ -171,6 +172,11 @@ class kernel:
         self._fault_cache: dict[tuple, str | None] = {}
         self._elf: Any = None                 # the binding elf its control code comes from
         self._code: bytes | None = None
+        # the memory banks each argument is connected to in the context's xclbin, which a
+        # buffer set on it must be in (None: a full ELF's kernel, with no connectivity)
+        x = ctx._xclbin
+        self._banks: tuple[frozenset[int], ...] | None = None if x is None else tuple(
+            x._m().arg_banks(name, i) for i in range(nargs))
 
     def _k(self) -> kernel:
         if self._hwctx is None:
@@ -181,9 +187,18 @@ class kernel:
         return _GROUP_ID(self, release(), args, kwargs)
 
     def _group_id(self, index: int) -> int:
+        """xrt_kernel.cpp `kernel_impl::group_id`: the argument's memory bank in the low 16
+        bits (0xFFFF for one connected to none), the context's slot in the next 8
+        (`xcl_bo_flags`); the slot is the driver's context handle (amd/xdna-driver
+        `hwctx::get_slotidx`). XRT 2.26 over the emulated driver: 65537 for the first
+        context's argument 1 (bank 1), 131071 for an unconnected one, 131073 in the
+        second context."""
         self._k()
-        x = self._hwctx._xclbin
-        return x._m().group_id(self._name, index) if x is not None else 0
+        ctx = self._hwctx
+        if ctx is None or ctx._xclbin is None:
+            return 0
+        bank = ctx._xclbin._m().group_id(self._name, index) & 0xFFFF
+        return (ctx._live().id & 0xFF) << 16 | bank
 
     def __call__(self, *args: Any) -> run:
         r = run(self)
@@ -233,7 +248,8 @@ class kernel:
                 check_stream(self._code, columns=self._width, dev_gen=self._dev_gen)
             else:
                 check_stream(instr._device_bytes(), columns=self._width, dev_gen=self._dev_gen,
-                             ninstr_words=ninstr if isinstance(ninstr, int) else 0)
+                             # the register holds the C int's 32 bits (-1 is 0xFFFFFFFF)
+                             ninstr_words=ninstr % 2**32 if isinstance(ninstr, int) else 0)
             fault = None
         except TxnError as err:
             fault = f"invalid instruction stream: {err}"
@@ -241,6 +257,20 @@ class kernel:
             self._fault_cache.clear()
         self._fault_cache[key] = fault
         return fault
+
+
+def _unconnected(k: kernel, index: int, value: bo) -> RuntimeError:
+    """xrt_kernel.cpp `validate_bo_at_index`: a buffer in a bank the argument is not
+    connected to is copied into a clone in the connected one, which on the NPU has no
+    device copy and no host side (xrt_bo.cpp `copy_through_host`): set_arg fails after
+    XRT's two warnings (XRT 2.26 over the emulated driver)."""
+    print(f"[XRT] WARNING: Kernel {k._name} has no compute units with connectivity required "
+          f"for global argument at index {index}. The argument is allocated in bank "
+          f"{value._bank}, the compute unit is connected to bank "
+          f"{k._group_id(index)}. Allocating local copy of argument buffer in connected "
+          "bank.\n[XRT] WARNING: Reverting to host copy of buffers (exec_buf: Operation not "
+          "supported)", file=sys.stderr)
+    return RuntimeError("No host side buffer in destination buffer: Invalid argument")
 
 
 def _kernel_overloads() -> tuple[Overloads, Overloads]:
@@ -276,7 +306,7 @@ def _as_bo(value: Any) -> bo:
 # -- runs --------------------------------------------------------------------------------
 
 class run:
-    __slots__ = ("_kernel", "_args", "_job", "_packet", "_in", "_over", "_stale",
+    __slots__ = ("_kernel", "_banks", "_args", "_job", "_packet", "_in", "_over", "_stale",
                  "__weakref__")
 
     def __init__(self, k: Any = _MISSING, /) -> None:
@@ -286,8 +316,10 @@ class run:
             if k._hwctx is None:
                 raise not_initialized("kernel")
             self._args: list[Any] = [0] * k._nargs
+            self._banks = k._banks
         elif k is _MISSING:
             self._args = []
+            self._banks = None
             k = None
         else:
             raise incompatible("__init__", ["pyxrt.run()", "pyxrt.run(arg0: pyxrt.kernel)"],
@@ -311,10 +343,15 @@ class run:
         # everything else by the slow path. Positional-only, as the binding names no
         # parameter (and a keyword dictionary would cost the hot path).
         try:
-            if index >= 0 and (value.__class__ is bo or value.__class__ is int
-                               and -0x80000000 <= value <= 0x7FFFFFFF):
-                self._args[index] = value      # a non-int index or one too large raises
-                return
+            if index >= 0:
+                if value.__class__ is bo:
+                    banks = self._banks        # a buffer in a bank the argument takes
+                    if banks is None or value._bank in banks[index]:
+                        self._args[index] = value
+                        return
+                elif value.__class__ is int and -0x80000000 <= value <= 0x7FFFFFFF:
+                    self._args[index] = value  # a non-int index or one too large raises
+                    return
         except Exception:  # noqa: BLE001 - the slow path names what is wrong
             pass
         self._set_arg_slow(index, value)
@@ -332,10 +369,13 @@ class run:
                 "(self: pyxrt.run, arg0: int, arg1: pyxrt.bo) -> None",
                 "(self: pyxrt.run, arg0: int, arg1: int) -> None"], "pyxrt.run",
                 [self, *given]) from None
-        self._k()
+        k = self._k()
         size = len(self._args)
         if not 0 <= index < size:
             raise IndexError(_int_range_message(index, size))
+        if isinstance(value, bo) and k._banks is not None and \
+                value._bank not in k._banks[index]:
+            raise _unconnected(k, index, value)
         self._args[index] = value
 
     def start(self, *args: Any) -> None:

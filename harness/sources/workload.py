@@ -94,9 +94,11 @@ def describe(case: Case, flow: str | None) -> Workload:
 
 
 def shared_buffers(case: Case) -> str:
-    """The buffers a decode case's runs take: each command's are made once per trial and
-    set on every run of it (`harness.execution.session`), so ``five 4 KiB buffers shared
-    by all 42 runs``, never five per run."""
+    """The buffers a case's runs take: each command's are made once per trial and set on
+    every run of it (`harness.execution.session`), so ``five 4 KiB buffers shared by all 42
+    runs``, never five per run; a recipe's or capture's runs take its named buffers."""
+    if case.order is not None:
+        return _named_run_buffers(case)
     runs = case.layers
     if len(case.per_layer) == 1:
         sizes = case.per_layer[0].buffers
@@ -105,6 +107,21 @@ def shared_buffers(case: Case) -> str:
     return "; ".join(f"{c.kernel}: {buffers_text(c.buffers)}"
                      + (f" shared by its {runs} runs" if c.buffers and runs > 1 else "")
                      for c in case.per_layer)
+
+
+def _named_run_buffers(case: Case) -> str:
+    """A recipe's or capture's runs, by the named buffers they take."""
+    taken = [list(dict.fromkeys(value for _, kind, value in case.per_layer[i].args or ()
+                                if kind == "bo")) for i in case.order or ()]
+    names = {name for run in taken for name in run}
+    if not names:
+        return "no buffers"
+    runs = len(taken)
+    if all(set(run) == set(taken[0]) for run in taken):
+        return buffers_text([case.buffers[name].size for name in taken[0]]) + (
+            f" shared by all {runs} runs" if runs > 1 else "")
+    total = sum(case.buffers[name].size for name in names)
+    return f"{count(len(names))} buffers ({size_text(total)} in all) across its {runs} runs"
 
 
 def _elf_names(case: Case) -> list[str]:
