@@ -52,6 +52,7 @@ from harness.probe.trace_access import trace_reader
 from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import PlanRecord, Report, utc_now
+from harness.report.timing import duration_text, stack_timers, time_to_failure, ttf_text
 from harness.report.verdict import judge, with_xrt_smi
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
@@ -292,6 +293,9 @@ class Runner:
             from harness.execution.isolation import prepare
             prepare(backend.as_report())
         handle.resume_command = continue_command(handle.report, handle.path)
+        # a report from before time to failure was recorded gets its timers now
+        self.timers: dict[str, Any] = self.report.sections.setdefault(
+            "timers", stack_timers(self.report.header_dict()))
         # The hardware path reads the kernel log around each trial; the simulated stack
         # hands its own log back with each trial (Backend.simulated_kernel_log).
         self.kernel_log: KernelLogReader | Unreadable | None = \
@@ -394,6 +398,7 @@ class Runner:
                                      "xrt_libraries": own_libraries()}
             stop.raise_if_requested()      # a stop swallowed during the trial stops here
             result.started = placeholder.started
+            result.time_to_failure = time_to_failure(result, self.timers)
             for outcome in result.runlists:
                 outcome.health = self.backend.recorded_health(outcome.health)
             recovery = self._after_hardware_trial(result) if self.backend.hardware else None
@@ -415,7 +420,7 @@ class Runner:
                               f"continue with `{continue_command(self.report, self.handle.path)}`",
                               signal) from None
         self.progress(f"{counter} {plan.label}: trial {index + 1} {result.state}"
-                      + _timing(result), True)
+                      + _timing(result, self.timers), True)
         if recovery is not None and not recovery.recovered:
             self.handle.note(f"the NPU did not answer after {plan.label} trial {index + 1}; "
                              "the run stopped there")
@@ -526,10 +531,12 @@ class Runner:
                           "for a NOP run is not on this machine)")
 
 
-def _timing(result: TrialResult) -> str:
+def _timing(result: TrialResult, timers: dict[str, Any]) -> str:
+    if result.time_to_failure:
+        return " " + ttf_text(result.time_to_failure, timers)
     device = sum(r.device_ms or 0.0 for r in result.runlists)
     if any(r.device_ms is not None for r in result.runlists):
-        return f" ({device:.1f} ms simulated device time)"
+        return f" ({duration_text(device)} of simulated device time)"
     return f" ({(result.wall_ms or 0.0) / 1000:.1f} s)" if result.wall_ms else ""
 
 
@@ -538,7 +545,7 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
                programs: Programs | None = None) -> Report:
     backend_info = backend.as_report()
     backend_info["isolation"] = options.isolate
-    return Report(
+    report = Report(
         command=command,
         # platform.python_version() reads the same first word of sys.version, through
         # nine regular expressions compiled at its import
@@ -566,6 +573,8 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
                           case.expect[p.name].name if p.name in case.expect else None)
                for p in plans],
     )
+    report.sections["timers"] = stack_timers(report.header_dict())
+    return report
 
 
 def _worker_start() -> str:

@@ -35,6 +35,7 @@ from harness.report.evidence import (
 from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
 from harness.report.model import is_emulated, is_simulated, played_profile
 from harness.report.provenance import control_notes, nop_note, stack_tables, what_ran_rows
+from harness.report.timing import timers_lines, trials_ttf_text
 
 MAX_FAILING_ROWS = 20
 MAX_LOG_LINES = 80             # of the first failing trial's kernel log, in the render
@@ -206,10 +207,22 @@ def _counts(plan: dict[str, Any]) -> str:
 
 def plan_rows(view: ReportView) -> list[list[str]]:
     """plan | trials (those that got an answer: a stopped trial is not one) | outcome |
-    expected."""
+    expected | time to failure."""
+    timers = view.header.get("timers") if isinstance(view.header.get("timers"), dict) else None
+    ttfs = view.plan_ttfs or [[] for _ in view.plan_trials]
     return [[record_label(p), str((p.get("summary") or {}).get("trials", trials)), _counts(p),
-             "(control)" if p.get("control") else p.get("expect") or "-"]
-            for p, trials in zip(view.header.get("plans") or [], view.plan_trials, strict=False)]
+             "(control)" if p.get("control") else p.get("expect") or "-",
+             trials_ttf_text(failed, timers) or "-"]
+            for p, trials, failed in zip(view.header.get("plans") or [], view.plan_trials, ttfs,
+                                         strict=False)]
+
+
+def timers_markdown(data: dict[str, Any]) -> list[str]:
+    """The timers the trials met, each with its source (reports before 0.3 have none)."""
+    timers = data.get("timers")
+    if not isinstance(timers, dict):
+        return []
+    return ["**Timers:** " + "; ".join(_cell(line) for line in timers_lines(timers)) + ".", ""]
 
 
 def bisect_rows(section: dict[str, Any]) -> list[list[str]]:
@@ -342,8 +355,9 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         header, rows = sweep_table(data["sweep"])
         lines += ["### Sweep", ""] + md_table(header, rows) + [""]
     elif data.get("plans"):
-        lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected"],
-                                              plan_rows(view)) + [""]
+        lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected",
+                                               "time to failure"], plan_rows(view)) + [""]
+    lines += timers_markdown(data)
     stopped = stopped_text(view)
     if stopped:
         lines += [_cell(stopped) + ".", ""]
@@ -663,7 +677,10 @@ def render_text(view: ReportView) -> str:
     else:
         lines += ["", "plans:"] + [f"  {r[0]:<24} {r[2]}" + (f"   (expected {r[3]})"
                                                             if r[3] != "-" else "")
+                                   + (f"; {r[4]}" if r[4] != "-" else "")
                                    for r in plan_rows(view)]
+    if isinstance(data.get("timers"), dict):
+        lines += ["", "timers:"] + [f"  {line}" for line in timers_lines(data["timers"])]
     stopped = stopped_text(view)
     if stopped:
         lines += ["", stopped]

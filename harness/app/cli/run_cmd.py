@@ -30,6 +30,7 @@ from harness.model.plan import cut_text
 from harness.model.results import BriefTrial, flow_text
 from harness.report.failing import where_text
 from harness.report.model import PlanRecord, Report, model_word
+from harness.report.timing import trials_ttf_text
 from harness.sources.load import load_case
 from harness.sources.recipe_export import export_plans
 
@@ -49,9 +50,13 @@ def _execute(runner: Runner, as_json: bool, first_line: str) -> exits.TrialsEnde
 def summary_text(report: Report, path: str) -> str:
     lines = [f"verdict: {report.verdict['text']}"]
     width = max(len(p.label) for p in report.plans) if report.plans else 0
+    timers = report.sections.get("timers")
     for plan in report.plans:
+        timing = trials_ttf_text([t.time_to_failure for t in plan.trials
+                                  if t.time_to_failure], timers)
         lines.append(f"  {plan.label:<{width}}  {plan.counts_text():<24} "
-                     f"{_detail(plan, model_word(report.backend))}")
+                     f"{_detail(plan, model_word(report.backend))}"
+                     + (f"; {timing}" if timing else ""))
     pack = report.artifacts.get("pack", {})
     if pack.get("stand_ins") and report.case.get("kind", "case") != "case":
         names = ", ".join(Path(x.get("path", "")).name for x in report.artifacts["xclbins"])
