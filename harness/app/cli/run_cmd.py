@@ -13,6 +13,7 @@ from harness.app.cli import GuardedCommand
 from harness.app.cli.options import (
     RunRequest,
     allow_different_machine_option,
+    diagnose_pointer,
     echo_json,
     exit_codes_option,
     frame_option,
@@ -77,6 +78,7 @@ def summary_text(report: Report, path: str) -> str:
                      "engine's own commands, capture them (docs/captures.md)")
     lines.append(f"submitted as: {flow_text(report.settings.get('flow'))}")
     lines.append(f"report: {path}")
+    lines.append(diagnose_pointer(path))
     return "\n".join(lines)
 
 

@@ -1,0 +1,498 @@
+"""The causes a runlist failure can have, one row each: what it predicts for every kind of
+observation, what falsifies it, the experiment that separates it from its neighbours,
+and how it reads the observations (`judge`). Adding a cause is adding a row and its
+tests, as a driver flavour is a row of `harness.model.drivers`.
+
+The rows come from what maintainers asked of such reports in public threads
+(amd/xdna-driver#1605 and #1083, Xilinx/mlir-air#1984, IRON#43 and #103,
+ROCm/FastFlowLM#712 and #536): which timer fired, a threshold or a probability, does it
+follow depth or the work, does a cut avoid it, what the kernel and the firmware say, and
+is it the NPU path at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.model.drivers import JOBS_IN_FLIGHT
+from harness.report.diagnosis.evidence import (
+    AGAINST,
+    CONTRADICTS,
+    FOR,
+    MIN_TRIALS_FOR_A_RATE,
+    STRONG,
+    SUPPORT,
+    WEAK,
+    Evidence,
+    Findings,
+    rate_cite,
+    ttf_cite,
+)
+from harness.report.diagnosis.observed import NOOP, WORK, Arm, context_refused
+from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
+
+CAUGHT = (AT_TIMER, PAST_TIMER)           # a hang the driver's detection caught
+# slow work: the commands of the failing chain must take at least this share of the
+# timer to outlast it, and under the lower share they cannot
+OUTLASTS, CANNOT = 0.9, 0.5
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One row of the table."""
+
+    id: str
+    title: str
+    predicts: dict[str, str]         # observation -> what the cause predicts of it
+    falsifier: str
+    judge: Callable[[Evidence], Findings]
+    experiment: Callable[[Evidence], str]
+
+
+# observations, in the order rows predict them
+OBSERVATIONS = ("NOOPs vs the engine's commands", "time to failure", "rate",
+                "depth", "the cut", "kernel log and firmware")
+
+
+def _same_stack(a: Arm, b: Arm, ev: Evidence) -> bool:
+    one, other = ev.report_of(a), ev.report_of(b)
+    return (one.source, one.profile, (one.timers.get("driver") or {}).get("flavour")) == \
+        (other.source, other.profile, (other.timers.get("driver") or {}).get("flavour"))
+
+
+def _complete_at_or_past(failing: Arm, ev: Evidence, workload: str | None) -> list[Arm]:
+    """Arms of the same stack, of `workload` (any: None), whose runlists are as deep as
+    the failing one's or deeper and that completed in every trial, two at least."""
+    return [a for a in ev.arms if a is not failing and _same_stack(a, failing, ev)
+            and (workload is None or a.workload == workload) and a.never_fails
+            and a.completed >= 2 and a.deepest >= max(failing.failing_depths or [0])]
+
+
+def _shallower_complete(failing: Arm, ev: Evidence) -> list[Arm]:
+    return [a for a in ev.arms if _same_stack(a, failing, ev) and a.never_fails
+            and a.deepest < min(failing.failing_depths or [failing.deepest])]
+
+
+def _depth_text(arm: Arm) -> str:
+    depth = max(arm.failing_depths or [arm.deepest])
+    return f"runlists of {depth} runs"
+
+
+def _judge_depth_limit(ev: Evidence) -> Findings:
+    out = Findings()
+    noop = ev.noop()
+    if not noop:
+        out.untested = "no plan ran NOOP runs: depth alone was not tested"
+        return out
+    failing = sorted((a for a in ev.failing if a.workload == NOOP),
+                     key=lambda a: min(a.failing_depths or [a.deepest]))
+    for arm in failing:
+        if arm.always_fails:
+            shallower = _shallower_complete(arm, ev)
+            if shallower:
+                ok = max(shallower, key=lambda a: a.deepest)
+                out.add(FOR, STRONG, f"NOOP {_depth_text(arm)} fail in every trial, while "
+                        f"runlists of {ok.deepest} complete: a threshold in depth",
+                        rate_cite(arm), rate_cite(ok))
+            else:
+                out.add(FOR, SUPPORT, f"NOOP {_depth_text(arm)} fail in every trial",
+                        rate_cite(arm))
+            break
+    control = [a for a in failing if a.group.endswith("#control") and a.always_fails]
+    if control:
+        out.add(FOR, SUPPORT, "the depth-only control fails too: NOOPs on XRT's "
+                "validate.xclbin at the same depth, so no kernel of the case is needed",
+                rate_cite(control[0]))
+    for arm in ev.failing:
+        ok = _complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None)
+        if arm.always_fails and ok:
+            out.add(CONTRADICTS, STRONG, f"{arm.label} fails at {_depth_text(arm)}, yet "
+                    f"{ok[0].label} completes every trial at {ok[0].deepest}: depth alone "
+                    "does not fail there", rate_cite(arm), rate_cite(ok[0]))
+            break
+    mixed = [a for a in ev.failing if a.mixed]
+    if mixed:
+        out.add(AGAINST, SUPPORT, f"{mixed[0].label} fails in some trials and completes in "
+                "others at the same depth: a limit fails every time", rate_cite(mixed[0]))
+    named = [a for a in ev.failing if a.named_runs and at_once(a)]
+    if named:
+        out.add(AGAINST, STRONG, f"the device named run {named[0].named_runs[0]} of "
+                f"{named[0].label} and failed it at once: a refusal of that run, not a limit "
+                "on what was queued", named[0].cite("trials[*].runlists[*].failing_run",
+                                                    named[0].named_runs[0]), ttf_cite(named[0]))
+    caught = ev.timed(failing, *CAUGHT)
+    if caught:
+        out.add(FOR, WEAK, "the NOOP failures came at the driver's timer (a wedge its "
+                "detection caught)", ttf_cite(caught[0]))
+    return out
+
+
+def at_once(arm: Arm) -> bool:
+    return bool(arm.ttf) and all(kind == AT_ONCE for _, kind in arm.ttf)
+
+
+def _chain_ms(arm: Arm, ev: Evidence) -> tuple[float, int, Any] | None:
+    """How long the failing chain's commands take, from the completed runlists of the same
+    commands: (milliseconds, runs in the chain, where the time was read)."""
+    found = ev.run_time(arm)
+    if found is None:
+        return None
+    per_run, cite = found
+    chain = arm.longest_failing_chain or min(arm.submit_size, arm.deepest)
+    return per_run * chain, chain, cite
+
+
+def _judge_work_hang(ev: Evidence) -> Findings:
+    out = Findings()
+    work = ev.work()
+    if not work:
+        out.untested = ("no plan ran the engine's own commands (every run carried NOOPs): a "
+                        "hang in the work cannot show")
+        return out
+    failing = [a for a in ev.failing if a.workload == WORK]
+    if not failing:
+        noop_failing = [a for a in ev.failing if a.workload == NOOP]
+        for arm in noop_failing:
+            ok = _complete_at_or_past(arm, ev, WORK)
+            if ok:
+                out.add(CONTRADICTS, STRONG, f"the engine's commands complete at "
+                        f"{ok[0].deepest} runs ({ok[0].label}) where NOOPs fail: the work "
+                        "does not hang", rate_cite(ok[0]), rate_cite(arm))
+                break
+        return out
+    for arm in failing:
+        ok = _complete_at_or_past(arm, ev, NOOP)
+        if ok:
+            out.add(FOR, STRONG, f"the engine's commands fail at {_depth_text(arm)} "
+                    f"({arm.label}) while NOOPs complete at {ok[0].deepest} "
+                    f"({ok[0].label})", rate_cite(arm), rate_cite(ok[0]))
+            break
+    for arm in failing:
+        noop_fail = [a for a in ev.failing if a.workload == NOOP and _same_stack(a, arm, ev)
+                     and a.always_fails and a.deepest <= max(arm.failing_depths or [0])]
+        if noop_fail:
+            out.add(AGAINST, STRONG, f"NOOPs fail too, at {noop_fail[0].deepest} runs "
+                    f"({noop_fail[0].label}): depth alone explains it",
+                    rate_cite(noop_fail[0]))
+            break
+    caught = ev.timed(failing, *CAUGHT, AT_DEADLINE)
+    if caught:
+        out.add(FOR, WEAK, "the failures came at the driver's timer or found no answer: a "
+                "hang", ttf_cite(caught[0]))
+    quick = [a for a in failing if at_once(a)]
+    if quick:
+        out.add(CONTRADICTS, STRONG, f"{quick[0].label} failed at once: a hang is noticed "
+                "by a timer, never at once", ttf_cite(quick[0]))
+    for arm in failing:
+        timer = ev.timer_s(arm)
+        took = _chain_ms(arm, ev)
+        if timer is None or took is None:
+            continue
+        ms, chain, cite = took
+        if ms < CANNOT * timer[0] * 1000:
+            out.add(FOR, SUPPORT, f"a chain of {chain} of these commands takes {ms:.1f} ms "
+                    f"when they complete, far below the {timer[0]:g} s timer: they hung "
+                    "rather than ran long", cite)
+        elif ms >= OUTLASTS * timer[0] * 1000:
+            out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
+                    f"{ms / 1000:.1f} s: long enough to outlast the {timer[0]:g} s timer "
+                    "without hanging", cite)
+        break
+    return out
+
+
+def _judge_slow_work(ev: Evidence) -> Findings:
+    out = Findings()
+    failing = ev.failing
+    caught = ev.timed(failing, AT_TIMER)
+    if caught:
+        out.add(FOR, SUPPORT, "the failures came at the driver's timer", ttf_cite(caught[0]))
+    quick = [a for a in failing if a.ttf and any(k in (AT_ONCE, BEFORE_TIMER)
+                                                  for _, k in a.ttf)]
+    if quick:
+        out.add(CONTRADICTS, STRONG, f"{quick[0].label} failed before the driver's timer "
+                "could fire: work that outlasts the timer fails at the timer",
+                ttf_cite(quick[0]))
+    for arm in failing:
+        timer = ev.timer_s(arm)
+        took = _chain_ms(arm, ev)
+        if timer is None or took is None:
+            continue
+        ms, chain, cite = took
+        if ms >= OUTLASTS * timer[0] * 1000:
+            out.add(FOR, STRONG, f"a chain of {chain} of these commands takes "
+                    f"{ms / 1000:.1f} s (from the runlists of them that completed): past the "
+                    f"{timer[0]:g} s timer, while shorter runlists complete", cite)
+        elif ms < CANNOT * timer[0] * 1000:
+            out.add(CONTRADICTS, STRONG, f"a chain of {chain} of these commands takes "
+                    f"{ms:.1f} ms when they complete, far below the {timer[0]:g} s timer: "
+                    "they cannot outlast it", cite)
+        else:
+            out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
+                    f"{ms / 1000:.1f} s, short of the {timer[0]:g} s timer", cite)
+        break
+    return out
+
+
+def _judge_refused(ev: Evidence) -> Findings:
+    out = Findings()
+    failing = ev.failing
+    named = [a for a in failing if a.named_runs and not a.states.get("TIMEOUT")]
+    if named:
+        arm = named[0]
+        state = next(s for s in arm.states if s not in ("COMPLETED", "TIMEOUT"))
+        out.add(FOR, STRONG, f"the device named the failing run ({state} at run "
+                f"{arm.named_runs[0]} of {arm.label}, from the chain's error_index)",
+                arm.cite("trials[*].runlists[*].failing_run", arm.named_runs[0]),
+                rate_cite(arm))
+        positions = {run for a in named for run in a.named_runs}
+        if len(positions) == 1 and len({a.deepest for a in named}) > 1:
+            out.add(FOR, WEAK, f"runlists of different depths fail at the same run "
+                    f"({positions.pop()})", *[rate_cite(a) for a in named[:2]])
+    quick = [a for a in failing if at_once(a)]
+    if quick:
+        out.add(FOR, SUPPORT, f"{quick[0].label} failed at once, far below every timer",
+                ttf_cite(quick[0]))
+    caught = [a for a in failing if a.ttf and any(k in CAUGHT for _, k in a.ttf)]
+    if caught:
+        out.add(CONTRADICTS, STRONG, f"{caught[0].label} failed at the driver's timer: it "
+                "waited for a hang to be noticed; nothing refused it at once",
+                ttf_cite(caught[0]))
+    errors = [a for a in failing if a.events.get("aie_error")]
+    if errors:
+        out.add(FOR, WEAK, "the kernel log has the firmware's AIE error lines",
+                errors[0].cite("trials[*].kernel_log.events", "aie_error"))
+    return out
+
+
+def _judge_resources(ev: Evidence) -> Findings:
+    out = Findings()
+    refused = [(a, context_refused(a)) for a in ev.arms if context_refused(a)]
+    if refused:
+        arm, errors = refused[0]
+        out.add(FOR, STRONG, f"a hardware context was refused at set-up ({errors[0]})",
+                arm.cite("trials[*].error", errors[0]))
+    mailbox = [a for a in ev.arms if a.events.get("mailbox_failure")]
+    if mailbox:
+        out.add(FOR, SUPPORT, "the kernel log has a refused mailbox command (the firmware "
+                "refusing a context: MGMT_ERT_NOAVAIL)",
+                mailbox[0].cite("trials[*].kernel_log.events", "mailbox_failure"))
+    others = [a for a in ev.arms if a.setup_failed and not context_refused(a)]
+    if others:
+        out.add(FOR, WEAK, f"set-up failed ({others[0].setup_errors[0]})",
+                others[0].cite("trials[*].error", others[0].setup_errors[0]))
+    blocked = [a for a in ev.failing if a.chains_of(max(a.failing_depths or [0]))
+               > JOBS_IN_FLIGHT and a.ttf and all(k == PAST_TIMER for _, k in a.ttf)]
+    if blocked and not refused:
+        out.add(FOR, WEAK, f"{blocked[0].label} needs more than {JOBS_IN_FLIGHT} chains in "
+                "flight and failed past the timer: its 5th submit waited for a slot",
+                ttf_cite(blocked[0]))
+    answered = [a for a in ev.failing if a.failed]
+    if answered and not refused and not mailbox:
+        out.add(AGAINST, SUPPORT, "every context was made and the device answered each "
+                "runlist", rate_cite(answered[0]))
+    return out
+
+
+def _judge_nondeterministic(ev: Evidence) -> Findings:
+    out = Findings()
+    mixed = [a for a in ev.arms if a.mixed]
+    if mixed:
+        arm = mixed[0]
+        out.add(FOR, STRONG, f"{arm.label}: {arm.failed} of {arm.answered} trials failed and "
+                f"{arm.completed} completed, the same runlists each time",
+                *[rate_cite(a) for a in mixed[:3]])
+        return out
+    failing = ev.failing
+    steady = [a for a in failing if a.answered >= MIN_TRIALS_FOR_A_RATE]
+    if failing and len(steady) == len(failing):
+        out.add(AGAINST, SUPPORT, f"every failing plan failed in all of its trials "
+                f"({MIN_TRIALS_FOR_A_RATE} or more each)", rate_cite(steady[0]))
+    return out
+
+
+def _judge_not_npu_path(ev: Evidence) -> Findings:
+    out = Findings()
+    servers = [r for r in ev.reports if r.server_requests]
+    if not servers:
+        out.untested = "no serve-probe report: flm serve was not compared with pyxrt"
+        return out
+    failed = [(r, q) for r in servers for q in r.server_requests
+              if q.get("outcome") != "success"]
+    if not failed:
+        return out
+    report, request = failed[0]
+    cite = report.cite("server.requests[*].outcome", request.get("outcome"))
+    work_ok = [a for a in ev.arms if a.workload == WORK and a.never_fails]
+    noop_ok = [a for a in ev.arms if a.workload == NOOP and a.never_fails]
+    if work_ok:
+        out.add(FOR, STRONG, f"flm serve failed while the engine's own commands through "
+                f"pyxrt complete ({work_ok[0].label})", cite, rate_cite(work_ok[0]))
+    elif noop_ok:
+        out.add(FOR, WEAK, f"flm serve failed while NOOP runlists through pyxrt complete "
+                f"({noop_ok[0].label})", cite, rate_cite(noop_ok[0]))
+    stateless = [q for _, q in failed if not q.get("state")]
+    stated = [q for _, q in failed if q.get("state")]
+    if stateless:
+        out.add(FOR, SUPPORT, "the server's failures carry no XRT state: no NPU answered "
+                "them", report.cite("server.requests[*].state", "none"))
+    if stated:
+        out.add(AGAINST, SUPPORT, f"the server's failure carries XRT's state "
+                f"({stated[0].get('state')}): the NPU path answered it",
+                report.cite("server.requests[*].state", stated[0].get("state")))
+    work_failing = [a for a in ev.failing if a.workload == WORK]
+    if work_failing:
+        out.add(CONTRADICTS, STRONG, f"the engine's commands fail through pyxrt too "
+                f"({work_failing[0].label}): the NPU path fails", rate_cite(work_failing[0]))
+    return out
+
+
+# -- the experiments ---------------------------------------------------------------------
+
+def _case(ev: Evidence) -> str:
+    return next((r.case for r in ev.reports if r.command != "serve-probe"), "CASE")
+
+
+def _depth(ev: Evidence) -> int:
+    """The shallowest depth seen failing (else the deepest that ran): a search's --hi."""
+    failing = [d for a in ev.failing for d in a.failing_depths]
+    return min(failing) if failing else max([a.deepest for a in ev.arms] or [42])
+
+
+def _capture_how(ev: Evidence) -> str:
+    captured = next((r for r in ev.reports if r.case_kind == "capture"), None)
+    if captured is not None:
+        return f"runlist-harness bisect {captured.case} --lo 1 --hi {_depth(ev)}"
+    from harness.sources.workload import CAPTURE_HOW
+    return CAPTURE_HOW + "; then runlist-harness investigate NAME"
+
+
+def _slow_plan(ev: Evidence) -> str:
+    for arm in ev.failing:
+        timer, per_run = ev.timer_s(arm), ev.faster(arm)
+        if timer and per_run:
+            fits = max(1, min(arm.submit_size, int(CANNOT * timer[0] * 1000 / per_run)))
+            return f"runlist-harness run {_case(ev)} --plan max:{fits}"
+    return f"runlist-harness sweep {_case(ev)} --depths {_depth(ev)} --chunks 1,2,4,8,16,24"
+
+
+def _first_named(ev: Evidence) -> int | None:
+    return next((a.named_runs[0] for a in ev.failing if a.named_runs), None)
+
+
+def _refused_plans(ev: Evidence) -> str:
+    named = _first_named(ev)
+    if named is None:
+        return f"runlist-harness bisect {_case(ev)} --lo 1 --hi {_depth(ev)}"
+    return f"runlist-harness run {_case(ev)} --plan {named} --plan {named + 1}"
+
+
+def _rates_plan(ev: Evidence) -> str:
+    arm = next((a for a in ev.failing), None)
+    plan = arm.name if arm is not None else "monolithic"
+    return f"runlist-harness run {_case(ev)} --plan {plan} --trials 20"
+
+
+def _server_model(ev: Evidence) -> str:
+    return next((r.server_model for r in ev.reports if r.server_model), None) or "MODEL"
+
+
+CAUSES: tuple[Cause, ...] = (
+    Cause(
+        "depth-limit", "a depth limit in submission (XRT, driver or firmware)",
+        {"NOOPs vs the engine's commands": "NOOP runlists fail as the engine's do",
+         "time to failure": "at the driver's timer (a wedge it catches) or at once (a chain "
+                            "the driver refuses), no run named",
+         "rate": "every trial at a failing depth fails",
+         "depth": "fails from some depth on, completes below it",
+         "the cut": "runlists cut below the depth complete",
+         "kernel log and firmware": "the timer's lines, if the build prints any; nothing "
+                                    "that names a run"},
+        "NOOP runlists at or past the failing depth complete (the depth-only control, "
+        "nop-depth), or the same depth fails in some trials only",
+        _judge_depth_limit,
+        lambda ev: f"runlist-harness bisect nop-depth --lo 1 --hi {_depth(ev)} (NOOPs only: "
+                   f"where depth alone starts to fail), then runlist-harness run {_case(ev)} "
+                   "--plan max:N below it"),
+    Cause(
+        "work-hang", "a hang in the work (a kernel's lock or semaphore that overflows after N "
+        "runs, a deadlock)",
+        {"NOOPs vs the engine's commands": "NOOPs complete at the depth where the engine's "
+                                           "commands fail",
+         "time to failure": "at the driver's timer (a hang), never at once",
+         "rate": "every trial, or some (a deadlock may be a race)",
+         "depth": "from the Nth run of the work, or any depth",
+         "the cut": "runlists holding fewer than N runs of the work complete",
+         "kernel log and firmware": "the timer's lines; the firmware's report names no run "
+                                    "on a timeout"},
+        "the engine's commands complete at that depth, NOOPs fail there too, or the failure "
+        "comes at once",
+        _judge_work_hang,
+        lambda ev: _capture_how(ev) + " (where the engine's commands start to hang), beside "
+                   "NOOPs at the same depth"),
+    Cause(
+        "slow-work", "work that outlasts the driver's timer",
+        {"NOOPs vs the engine's commands": "fast commands (NOOPs) complete; slow ones fail",
+         "time to failure": "at the driver's timer",
+         "rate": "every trial",
+         "depth": "follows how long one chain's commands take, not a count",
+         "the cut": "chains short enough to finish within the timer complete",
+         "kernel log and firmware": "the timer's lines"},
+        "completed runlists of the same commands show a chain of them takes far less than the "
+        "timer, or failures come before the timer",
+        _judge_slow_work, _slow_plan),
+    Cause(
+        "refused", "refused at once (a command the firmware or driver rejects)",
+        {"NOOPs vs the engine's commands": "whichever carries the rejected command",
+         "time to failure": "far below every timer",
+         "rate": "every trial",
+         "depth": "from the runlist that holds the rejected run on",
+         "the cut": "runlists that do not hold it complete",
+         "kernel log and firmware": "an error that names its run (ERROR with error_index)"},
+        "the failure takes as long as the driver's timer, or no run is named",
+        _judge_refused, _refused_plans),
+    Cause(
+        "resources", "contexts or resources exhausted (the flavour's context limit, the "
+        "5th submit)",
+        {"NOOPs vs the engine's commands": "both, once contexts run out",
+         "time to failure": "at set-up (no runlist runs), or a 5th submit that waits",
+         "rate": "every trial while the device is full",
+         "depth": "none, or past 4 chains in flight",
+         "the cut": "does not help contexts; fewer chains avoid the 5th submit",
+         "kernel log and firmware": "a refused context (MGMT_ERT_NOAVAIL, 'Not allow more "
+                                    "than N context(s)')"},
+        "every context is made and every runlist answered",
+        _judge_resources,
+        lambda ev: f"runlist-harness probe (who else holds the NPU), then runlist-harness run "
+                   f"{_case(ev)} --plan 1 --trials 1"),
+    Cause(
+        "nondeterministic", "nondeterministic (a race, an intermittent firmware hang)",
+        {"NOOPs vs the engine's commands": "either",
+         "time to failure": "at the driver's timer, mostly",
+         "rate": "strictly between 0 and 1 at the same depth",
+         "depth": "more chains, more chances to fail",
+         "the cut": "fails less often, not never",
+         "kernel log and firmware": "the timer's lines, in some trials"},
+        "more trials of each plan fail all or none",
+        _judge_nondeterministic, _rates_plan),
+    Cause(
+        "not-npu-path", "not the NPU path (flm serve fails where pyxrt completes)",
+        {"NOOPs vs the engine's commands": "the engine's commands complete through pyxrt",
+         "time to failure": "whatever the server's own timeout is",
+         "rate": "the server fails; pyxrt does not",
+         "depth": "none through pyxrt",
+         "the cut": "not needed through pyxrt",
+         "kernel log and firmware": "nothing from the driver"},
+        "the engine's commands fail through pyxrt at the same depth",
+        _judge_not_npu_path,
+        lambda ev: f"reproduce_ert_timeout --capture CAPTURE (the engine's commands through "
+                   f"pyxrt), and runlist-harness serve-probe --model {_server_model(ev)} "
+                   "again"),
+)
+IDS = tuple(cause.id for cause in CAUSES)
+
+
+def predictions(cause: Cause) -> dict[str, Any]:
+    return {observation: cause.predicts[observation] for observation in OBSERVATIONS}
