@@ -347,8 +347,20 @@ def syncobjs(arg: dict) -> dict:
     return {"queried": queried, "imported_is_new_handle": imported != handle, **waits}
 
 
+def identity(arg: dict) -> dict:
+    """What DRM_IOCTL_VERSION answers (FastFlowLM gates on it), and the module's parameters
+    as sysfs shows them."""
+    dev = Device()
+    name_buf = ctypes.create_string_buffer(64)
+    ver = dev.ioctl(VERSION, "<iiixxxxQQQQQQ", 0, 0, 0, 64, ctypes.addressof(name_buf), 0,
+                    0, 0, 0)
+    os.close(dev.fd)
+    return {"name": name_buf.value.decode(), "version": list(ver[:3]),
+            "params": discovery()["params"]}
+
+
 SCENARIOS = {"chains": run_chains, "contexts": contexts, "no_heap": no_heap, "share": share,
-             "syncobjs": syncobjs, "discovery": lambda arg: discovery()}
+             "syncobjs": syncobjs, "discovery": lambda arg: discovery(), "identity": identity}
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ SCENARIOS = [
     ("staging-hang", "staging,hang-at:30", [42, 21], 10),
     ("staging-complete", "staging", [48, 24, 1], 1),
     ("mainline-hang", "mainline,hang-at:3", [30], 60),
-    ("mainline-6.16-hang", "mainline,kernel:6.16,hang-at:0", [2], 60),
+    # 6.16 refuses the devices' protocol-7 firmware at probe: protocol-6 firmware
+    ("mainline-6.16-hang", "mainline,kernel:6.16,firmware:1.0.0.63,hang-at:0", [2], 60),
     ("oot-hang", "oot,hang-at:30", [42], 10),
     ("staging-6.16-hang", "staging,kernel:6.16,hang-at:5", [8], 10),
 ]

@@ -131,3 +131,18 @@ def nop_elf(folder: Path, columns: int) -> str:
     path = folder / f"nop{columns}.elf"
     path.write_bytes(control_code_elf(nop_stream(columns)))
     return str(path)
+
+
+def full_elf_runlist(path: Path, runs: int):
+    """A runlist of `runs` runs of the full ELF at `path`'s kernel main:sequence, each with
+    three host-only buffers, on a context made of that ELF (hw_context(device, elf))."""
+    device = pyxrt.device(0)
+    ctx = pyxrt.hw_context(device, pyxrt.elf(str(path)))
+    kernel = pyxrt.ext.kernel(ctx, "main:sequence")
+    rl = pyxrt.runlist(ctx)
+    for _ in range(runs):
+        r = pyxrt.run(kernel)
+        for index in range(3):
+            r.set_arg(index, pyxrt.bo(device, 4096, pyxrt.bo.host_only, 0))
+        rl.add(r)
+    return rl

@@ -22,7 +22,7 @@ def test_the_protocol_is_abstract_and_both_stacks_implement_it():
 
 
 def test_the_simulated_stack_answers_from_its_profile():
-    sim = choose_backend("sim", "mainline,kernel:6.16,xrt:2.20")
+    sim = choose_backend("sim", "mainline,kernel:6.16,firmware:1.0.0.63,xrt:2.20")
     assert isinstance(sim, SimulatedBackend) and sim.kind == "sim"
     assert not sim.hardware and sim.simulated
     assert sim.driver_timeout_s() == 60.0

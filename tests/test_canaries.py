@@ -171,8 +171,15 @@ def test_a_report_full_of_private_values_leaves_none_in_any_output(failing, tmp_
     shipped = tmp_path / "shipped.yaml"
     shipped.write_text(outputs["r.bundle/r.yaml"])
     assert invoke("report", "check", str(shipped)).exit_code == 0
-    # the suite can fail: asked not to redact, every planted value is there
+    # the suite can fail: asked not to redact, every planted value is there (the render
+    # carries what a maintainer reads, the bundle's YAML the rest)
     plain = invoke("report", "render", "--no-redact", str(report)).stdout
+    loose = tmp_path / "plain.tar.gz"
+    assert invoke("report", "bundle", "--no-redact", "--out", str(loose),
+                  str(report)).exit_code == 0
+    with tarfile.open(loose) as tar:
+        plain += tar.extractfile(next(m for m in tar.getmembers()
+                                      if m.name.endswith("/r.yaml"))).read().decode()
     assert sorted(survivors(plain)) == sorted(CANARIES)
 
 

@@ -35,8 +35,11 @@ def test_the_three_way_verdict(tmp_path, profile, kind):
     result, out = reproduce(tmp_path, "--profile", profile)
     report = load_report(out)
     assert report.verdict["control"] == kind, result.output
-    [verdict] = [line for line in result.output.splitlines() if line.startswith("verdict:")]
-    assert f"-> {kind}" in verdict
+    # the answer first; the control's conclusion on a line of its own below it
+    lines = result.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("verdict:"))
+    assert [line for line in lines[at:] if line.startswith("  - control ")] == [
+        f"  - control depth-only 42: {report.plans[-1].counts_text()} -> {kind}"]
 
 
 def test_the_control_is_nop_elf_runs_on_validate_at_the_case_depth(tmp_path):
@@ -136,7 +139,8 @@ def test_judge_separates_the_three_and_says_when_it_cannot():
     for plans, kind in cases:
         verdict = judge(plans, sim)
         assert verdict.control == kind, (kind, verdict.text)
-        assert verdict.text.endswith(f"-> {kind} [SIMULATED, profile x]")
+        assert verdict.reasons[-1].endswith(f"-> {kind}")
+        assert verdict.reasons[-2].endswith("[SIMULATED, profile x]")
     assert judge([plan("m", ["COMPLETED"])], sim).control is None
 
 

@@ -146,3 +146,22 @@ def test_an_emulated_answer_says_so_wherever_it_is_copied():
                "source": "device"}
     assert where_text(outcome, model_word(backend)).startswith(
         "chain 1 (runs 24-41) TIMEOUT from the emulated device; the device does not say")
+
+
+def test_compare_and_a_sweeps_plot_keep_the_emulated_label(emulated_report, tmp_path):
+    # labels come from one place (`source_label`): two emulated reports that share a
+    # profile keep EMULATED in compare's columns, and an emulated sweep's plot is titled
+    # EMULATED (it once said SIMULATED for any model run)
+    from test_report_tools import assert_labelled, two_alike
+
+    from harness.report.model import source_label
+    from harness.search.sweep import plot_title
+    backend = load_report(emulated_report).backend
+    assert source_label(backend) == "EMULATED, profile staging,hang-at:30"
+    assert plot_title("c", backend) == ("c: share of trials completed (EMULATED, profile "
+                                        "staging,hang-at:30)")
+    assert plot_title("c", {"kind": "xrt", "simulated": False}) == \
+        "c: share of trials completed (hardware)"
+    folder = tmp_path / "two"
+    folder.mkdir()
+    assert_labelled(two_alike(emulated_report, folder), "EMULATED, profile staging,hang-at:30")

@@ -257,6 +257,32 @@ def test_the_fifth_submit_waits_and_a_hang_ends_as_the_simulated_binding_says(pr
     assert short["waits"] == [-ETIME]
 
 
+@pytest.mark.parametrize("profile, version, params", [
+    # amdxdna_pci_drv.c AMDXDNA_DRIVER_MINOR: staging 16 (856409ca); Linux 7.0 6 (xdna-driver
+    # 234824b1), 7.1 8 (de954711; flm validate on 7.1.3, noamsto/nix-amd-ai#79), 6.18 1
+    # (flm validate on 6.18.10, ROCm/FastFlowLM#536); the legacy tree's uapi header 1.0.
+    # force_cmdlist (0600, shown to root): true in staging and the legacy tree, and in
+    # mainline from c68a6af400ca (7.0, 6.19.7); the legacy tree writes the limits it
+    # settled on back into hwctx_limit and context_limit (0444, aie2_ctx_runqueue.c)
+    ("staging", [0, 16, 0], {"force_cmdlist": "Y", "tdr_timeout_ms": "2000"}),
+    ("mainline", [0, 6, 0], {"aie2_max_col": "128", "force_cmdlist": "Y"}),
+    ("mainline,kernel:7.1", [0, 8, 0], {"aie2_max_col": "128", "force_cmdlist": "Y"}),
+    ("mainline,kernel:6.18.13,firmware:1.0.0.63", [0, 1, 0], {"force_cmdlist": "N"}),
+    ("mainline,kernel:6.19.6,firmware:1.0.0.63", [0, 6, 0],
+     {"aie2_max_col": "128", "force_cmdlist": "N"}),
+    ("oot", [1, 0, 0], {"force_cmdlist": "Y", "hwctx_limit": "16", "context_limit": "32"}),
+    ("oot,device:npu1", [1, 0, 0], {"hwctx_limit": "6", "context_limit": "6"}),
+])
+def test_the_emulated_driver_identifies_as_its_flavour(preload, profile, version, params):
+    (seen,) = emulate(preload, profile, [("identity", {})])
+    assert seen["name"] == "amdxdna_accel_driver" and seen["version"] == version
+    readable = {k: v for k, v in seen["params"].items() if v != "unreadable"}
+    hidden = {k for k, v in seen["params"].items() if v == "unreadable"}
+    assert hidden <= {"aie2_max_col", "force_cmdlist", "force_iova", "tdr_timeout_ms"}
+    for name, value in params.items():
+        assert readable.get(name, value) == value and name in seen["params"], name
+
+
 def test_mainline_ends_a_hang_as_the_simulated_binding_says(preload, tmp_path):
     """Mainline 7.0 on an NPU6: after drm_sched's 60 s (here 0.5 s) the hung chain TIMEOUT
     with error_index 0 and sub-command 0 filled with 0xFF, no health data (89ff45359abb);
@@ -266,7 +292,8 @@ def test_mainline_ends_a_hang_as_the_simulated_binding_says(preload, tmp_path):
         ("discovery", {}), ("chains", {"runs": 72, "chain": 24})], rate=120)
     assert discovery["files"]["revision"] == "0x20"
     assert discovery["files"]["vbnv"] == "RyzenAI-npu6"
-    assert list(discovery["params"]) == ["aie2_max_col"] and not discovery["module_version"]
+    assert list(discovery["params"]) == ["aie2_max_col", "force_cmdlist"]
+    assert not discovery["module_version"]
     assert _chains_of(chains) == [[TIMEOUT, 0], [ABORT, 0], [ABORT, 0]]
     assert chains["chains"][0]["sub0_words"] == [FF] * 4
     assert _chains_of(chains) == _simulated_chains(tmp_path, profile, 72, 8)
@@ -422,6 +449,19 @@ def _cli(preload: Path, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120, env=dict(os.environ, XDG_CACHE_HOME=str(cache)))
 
 
+def test_a_driver_that_refuses_the_firmware_leaves_no_node_and_probe_names_the_fix(preload):
+    # kernel.org mainline before f1eac46fe5f7 (7.0) refuses firmware 1.1.2.65 (protocol
+    # 7.2) at probe: the device is never bound, the log says why (a Debian 6.19.6 log,
+    # dri-devel 2026-03), and the probe reads it there
+    done = _cli(preload, "emulate", "--profile", "mainline,kernel:6.18", "--",
+                sys.executable, "-m", "harness", "probe")
+    assert "the driver refused it at probe: no /dev/accel node" in done.stderr
+    assert "no NPU: this machine has no /dev/accel/accel* node" in done.stdout
+    assert ("FAIL device node: no /dev/accel/accel* node: the driver refused the NPU "
+            "firmware at probe (kernel log: Incompatible firmware protocol, protocol 7.2) -> "
+            "boot a kernel with f1eac46fe5f7") in done.stdout
+
+
 def test_emulate_exits_with_the_program_s_status_and_says_emulated(preload):
     done = _cli(preload, "emulate", "--", "sh", "-c", "exit 7; echo unreachable")
     assert done.returncode == 7
@@ -431,6 +471,35 @@ def test_emulate_exits_with_the_program_s_status_and_says_emulated(preload):
     assert exits.for_program(-15) == 128 + 15             # killed by SIGTERM, as a shell says
     missing = CliRunner().invoke(main, ["emulate", "--", "no-such-program-here"])
     assert missing.exit_code == 2 and "no-such-program-here: no such program" in missing.output
+
+
+def test_the_banner_names_the_xrt_a_program_would_load_or_that_there_is_none(preload,
+                                                                            tmp_path):
+    from harness.probe.xrt import xrt_install
+    # an install where XILINX_XRT points: the banner names it and its version
+    install = tmp_path / "xrt"
+    (install / "lib").mkdir(parents=True)
+    (install / "lib" / "libxrt_coreutil.so.2").write_bytes(b"")
+    (install / "version.json").write_text('{"BUILD_VERSION": "2.26.0"}')
+    cache = preload.parent.parent.parent
+    done = subprocess.run([sys.executable, "-m", "harness", "emulate", "--", "true"],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, XDG_CACHE_HOME=str(cache),
+                                   XILINX_XRT=str(install)))
+    assert done.returncode == 0, done.stderr
+    assert f"the driver and firmware are the harness's model and XRT is this machine's " \
+           f"({install}, 2.26.0); not hardware evidence" in done.stderr
+    # none: the banner once said "XRT is this machine's" all the same
+    assert xrt_install(None, root=tmp_path / "bare") is None
+    assert xrt_install(str(install)) == (str(install), "2.26.0")
+    if xrt_install(None) is None:                       # this machine has none installed
+        bare = subprocess.run([sys.executable, "-m", "harness", "emulate", "--", "true"],
+                              capture_output=True, text=True, timeout=120,
+                              env={k: v for k, v in dict(os.environ, XDG_CACHE_HOME=str(
+                                  cache)).items() if k != "XILINX_XRT"})
+        assert "but no XRT is installed here (XILINX_XRT is unset and /opt/xilinx/xrt " \
+               "holds none)" in bare.stderr
+        assert "XRT is this machine's" not in bare.stderr
 
 
 def test_a_process_under_emulate_knows_it_and_the_probe_says_so(preload):

@@ -17,6 +17,8 @@ from harness.execution.worker import SPARES
 from harness.model.results import CommandSpec, TrialSpec, TrialStatus
 from harness.report.fileformat import load_report
 
+CASES = Path(__file__).resolve().parent.parent / "cases"
+
 HARNESS = [sys.executable, "-m", "harness"]
 STARTS = ["fork-server", "spawn"]
 
@@ -118,17 +120,27 @@ def test_new_user_reproduce_prints_a_verdict():
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines()
     assert out[0].startswith("backend: SIMULATED stack")
-    assert out[1].startswith("verdict: not reproduced")
+    assert out[1] == ("verdict: 42 in one runlist: COMPLETED 3/3; cut 21+21: COMPLETED 3/3 "
+                      "-> not reproduced [SIMULATED]")
     report = load_report(out[-1].split("report: ", 1)[1])
     assert report.backend["isolation"] is True
     assert all(t.status is TrialStatus.COMPLETED for p in report.plans for t in p.trials)
 
 
+def with_deadline(folder: Path, name: str, deadline_s: float) -> Path:
+    """A shipped case with a deadline of its own, shorter than the simulated driver's timer:
+    the one way to cut a simulated hang off (--deadline refuses it, see below)."""
+    case = folder / f"{name}.yaml"
+    case.write_text((CASES / f"{name}.yaml").read_text() + f"deadline_s: {deadline_s}\n")
+    return case
+
+
 def test_deadline_kills_the_worker_and_the_next_trial_still_runs(tmp_path, worker_start):
     out = tmp_path / "deadline.yaml"
-    code, _, err, workers = run_watching("run", "minicpm5-2b-decode", "--plan", "monolithic",
+    case = with_deadline(tmp_path, "minicpm5-2b-decode", 1.5)
+    code, _, err, workers = run_watching("run", str(case), "--plan", "monolithic",
                                          "--trials", "2", "--profile", "mainline,hang-at:3",
-                                         "--realtime", "--deadline", "1.5", "--out", str(out))
+                                         "--realtime", "--out", str(out))
     assert code == 4, err
     trials = load_report(out).plans[0].trials
     assert [t.status for t in trials] == ["deadline", "deadline"]
@@ -168,13 +180,14 @@ def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path, worker
     assert not alive(workers)             # the worker died with its parent
     done = harness("run", "--resume", str(out))
     assert done.returncode == 1, done.stderr
-    banner, resuming, verdict = done.stdout.splitlines()[:3]
+    banner, resuming, verdict, made = done.stdout.splitlines()[:4]
     assert banner.startswith("backend: SIMULATED stack, profile staging,hang-at:3,realtime "
                              "(hypothesis hang-at:3;")        # as the run began
     assert resuming == f"resuming {out}"
-    assert verdict.startswith("verdict: SIMULATED: the outcome follows from the injected "
-                              "hypothesis by construction: hang-at:3 makes every runlist "
-                              "deeper than 3 fail")
+    assert verdict == "verdict: 42 in one runlist: TIMEOUT 1/1 -> no cut was run [SIMULATED]"
+    assert made.startswith("  - SIMULATED: the outcome follows from the injected "
+                           "hypothesis by construction: hang-at:3 makes every runlist "
+                           "deeper than 3 fail")
     report = load_report(out)
     # the trial the kill interrupted is run again in its place: no trial past --trials 1
     assert [t.status for t in report.plans[0].trials] == ["failed"]

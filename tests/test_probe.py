@@ -76,6 +76,19 @@ def test_dkms_staging_box(tree):
     assert "on the context for tdr_timeout_ms" in driver["timeout_rule"]
 
 
+def test_the_module_version_and_the_drm_version_are_each_named(tree):
+    # a DKMS build's MODULE_VERSION (0.1) and the DRM version its ioctl answers (0.16.0):
+    # two facts from two sources, each named where shown (the probe once printed
+    # `driver: amdxdna 0.1` above `PASS driver version: 0.16.0`)
+    tree.npu(revision="0x10")
+    tree.module({"tdr_timeout_ms": "2000"}, version="0.1", module_file="updates/dkms/amdxdna.ko")
+    facts = probe(tree.sources(ROOT, CannedDrm(version=(0, 16, 0))))
+    text = render(facts)
+    assert "driver: amdxdna (module version 0.1, DRM version 0.16.0); flavour staging" in text
+    assert "PASS driver version: DRM version 0.16.0 (>= 0.6)" in text
+    assert "amdxdna 0.1;" not in text
+
+
 def test_out_of_tree_legacy_box(tree):
     tree.npu(revision="0x20")
     tree.module({"timeout_in_sec": "2"}, version="1.5.0")

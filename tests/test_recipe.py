@@ -146,10 +146,16 @@ def broken(folder: Path, tmp_path: Path, change) -> Path:
     (lambda r: r.update(header={"program": "x.elf"}), "header.program: "),
     (lambda r: r["execution"]["runs"][0]["constants"][0].update(value="3", type="string"),
      "execution.runs[0].constants[0]: only int constants (a C int) are supported"),
-    # runner.cpp reads a constant with get<int>(): the run and the argument are named
+    # runner.cpp reads a constant with get<int>(), a static_cast in the nlohmann::json
+    # 3.11.3 XRT bundles (get_arithmetic_value): xrt-runner wraps it silently; the harness
+    # refuses it, naming the run, the argument and what the runner would run with
     (lambda r: r["execution"]["runs"][0]["constants"][0].update(value=2**31),
      "execution.runs[0].constants[0]: the run of kernel 'k1' sets argument 0 to 2147483648, "
-     "which does not fit the C int xrt-runner reads a constant as"),
+     "past a C int: xrt-runner would run it as -2147483648, without a word"),
+    (lambda r: r["execution"]["runs"][0]["constants"][0].update(value=2**32 + 7),
+     "sets argument 0 to 4294967303, past a C int: xrt-runner would run it as 7"),
+    (lambda r: r["execution"]["runs"][0]["constants"][0].update(value=2**70),
+     "xrt-runner would read it as a double and convert it with undefined behaviour"),
     (lambda r: r["resources"]["kernels"][0].update(hwctx="other"),
      "resources.kernels[0].hwctx: 'other' is not a context of the recipe (header)"),
     (lambda r: r["execution"]["runs"][0]["arguments"][0].update(size=4, offset=0),

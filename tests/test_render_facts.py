@@ -212,9 +212,30 @@ def test_the_render_names_a_bundle_only_once_one_exists(hang):
     assert sorted(scripts) == sorted(Path(name).name for name in names
                                      if re.match(r"r\.bundle/recipes/run_.*\.sh$", name))
     assert len(scripts) == 2                                  # one per plan
+    # the run had no pack: its layer.xclbin was a stand-in, whose hash no real file has;
+    # the README says so and where the real one comes from (it once asked for that hash)
     layer = next(x["sha256"] for x in read_document(hang)["artifacts"]["xclbins"]
                  if x["role"] == "layer")
-    assert f"`layer.xclbin` (sha256 {layer})" in runner       # which file to copy in
+    assert layer not in runner
+    assert "`layer.xclbin`: the run used a synthesized stand-in (the kernel's signature, not " \
+           "the real kernel), so there is no file to copy by its hash; take " \
+           "MiniCPM5-2B-NPU2's own `layer.xclbin` from FastFlowLM (its xclbins folder for " \
+           "the model: `$FLM_XCLBIN_PATH`, `xclbins/MiniCPM5-2B-NPU2/` beside the `flm` " \
+           "binary, or `share/flm/xclbins/MiniCPM5-2B-NPU2/`)" in runner
+
+
+def test_the_bundle_readme_names_a_real_packs_xclbin_by_its_hash(shared_xclbins, tmp_path):
+    out = tmp_path / "q.yaml"
+    ran = invoke("run", "qwen3-1.7b-decode", "--plan", "monolithic", "--trials", "1",
+                 "--no-isolate", "--xclbins", str(shared_xclbins), "--out", str(out))
+    assert ran.exit_code == 0, ran.output
+    assert invoke("report", "bundle", str(out)).exit_code == 0
+    with tarfile.open(tmp_path / "q.bundle.tar.gz") as tar:
+        readme = tar.extractfile("q.bundle/README.md").read().decode()
+    layer = next(x["sha256"] for x in read_document(out)["artifacts"]["xclbins"]
+                 if x["role"] == "layer")
+    assert f"`layer.xclbin` (sha256 {layer})" in readme       # which file to copy in
+    assert "stand-in" not in readme
 
 
 # -- the harness's own commit ----------------------------------------------------------------
@@ -277,3 +298,29 @@ def test_a_bundle_written_elsewhere_names_itself(hang, tmp_path):
     with tarfile.open(target) as tar:
         body = tar.extractfile("for-upstream/report.md").read().decode()
     assert "Attached: `for-upstream.tar.gz`" in body and "r.bundle.tar.gz" not in body
+
+
+def test_a_bundle_of_a_report_that_did_not_finish_says_it_is_partial(tmp_path):
+    # a run stopped after one of its two trials; bundling it once gave no word of that
+    out = tmp_path / "r.yaml"
+    assert invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1",
+                  "--no-isolate", "--out", str(out)).exit_code == 0
+    text = out.read_text().replace("trials: 1\n", "trials: 2\n", 1)
+    out.write_text(re.sub(r"\nfinished: .*\n", "\nfinished: null\n", text, count=1))
+    made = invoke("report", "bundle", str(out))
+    assert made.exit_code == 0, made.output
+    assert f"warning: {out} did not finish: the bundle is partial, and its README says so; " \
+           f"`runlist-harness run --resume {out}` finishes it; bundle it again then." \
+        in made.output
+    with tarfile.open(tmp_path / "r.bundle.tar.gz") as tar:
+        readme = tar.extractfile("r.bundle/README.md").read().decode()
+    assert readme.split("\n")[2] == (
+        "**Partial:** this run did not finish (it was stopped, or was still running when this "
+        "was made): the report holds only the trials it had, and no verdict. "
+        "`runlist-harness run --resume r.yaml` finishes it; bundle it again then.")
+    # a finished report's bundle says nothing of the kind
+    done = tmp_path / "done.yaml"
+    assert invoke("run", "nop-depth", "--plan", "42", "--trials", "1", "--no-isolate",
+                  "--out", str(done)).exit_code == 0
+    made = invoke("report", "bundle", str(done))
+    assert "warning" not in made.output and "partial" not in made.output

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.formats.yamlio import write_atomic
 from harness.model.errors import ReportError
@@ -99,16 +101,16 @@ HW = {"kind": "xrt", "simulated": False}
 @pytest.mark.parametrize("plans, backend, reproduced, words", [
     ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 3),
       plan("halves", [21, 21], "COMPLETED", ["COMPLETED"] * 3)], HW, True,
-     "reproduced: monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 -> chunking "
+     "reproduced: monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 -> the cut "
      "avoids the failure"),
     ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 3),
       plan("halves", [21, 21], "COMPLETED", ["TIMEOUT", "COMPLETED", "COMPLETED"])], HW,
-     True, "chunking does not avoid the failure"),
+     True, "the cut does not avoid the failure"),
     ([plan("monolithic", [42], "TIMEOUT", ["ABORT"] * 2)], HW, False,
      "a different failure (monolithic 42 expected TIMEOUT, saw ABORT): monolithic 42: "
      "ABORT 2/2"),
     ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT", "ABORT"])], HW, True,
-     "reproduced: monolithic 42: ABORT 1/2, TIMEOUT 1/2 -> no chunked plan was run "
+     "reproduced: monolithic 42: ABORT 1/2, TIMEOUT 1/2 -> no cut was run "
      "(monolithic 42 expected TIMEOUT, saw ABORT)"),
     ([plan("a", [36], None, ["deadline"] * 3), plan("b", [21, 15], None, ["deadline"] * 3)],
      HW, None, "inconclusive: no trial got an answer from the stack (each hit its deadline or "
@@ -131,11 +133,11 @@ def test_verdicts(plans, backend, reproduced, words):
 
 
 @pytest.mark.parametrize("plans, backend, reproduced, words", [
-    # every chunked plan must finish every trial: one of two with a deadline is not "avoids"
+    # every cut must finish every trial: one of two with a deadline is not "avoids"
     ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 2),
       plan("halves", [21, 21], "COMPLETED", ["COMPLETED"] * 2),
       plan("thirds", [14, 14, 14], "COMPLETED", ["COMPLETED", "deadline"])], HW, True,
-     "-> chunked plans did not finish every trial"),
+     "-> the cut did not finish every trial"),
     # one expected-fail plan saw its state, the other a different one: reproduced, noted
     ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 2),
       plan("deep", [42], "TIMEOUT", ["ABORT"] * 2)], HW, True,
@@ -152,3 +154,47 @@ def test_verdicts(plans, backend, reproduced, words):
 def test_verdicts_of_several_expected_failures(plans, backend, reproduced, words):
     verdict = judge(plans, backend)
     assert verdict.reproduced is reproduced and words in verdict.text, verdict.text
+
+
+# -- the answer first ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("plans, backend, answer", [
+    ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 3),
+      plan("halves", [21, 21], "COMPLETED", ["COMPLETED"] * 3)], SIM,
+     "42 in one runlist: TIMEOUT 3/3; cut 21+21: COMPLETED 3/3 -> the cut avoids it "
+     "[SIMULATED]"),
+    ([plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"] * 3),
+      plan("halves", [21, 21], "COMPLETED", ["TIMEOUT"] * 3)], HW,
+     "42 in one runlist: TIMEOUT 3/3; cut 21+21: TIMEOUT 3/3 -> the cut does not avoid it"),
+    ([plan("1000", [1000], None, ["TIMEOUT"] * 3), plan("500+500", [500, 500], None,
+                                                        ["COMPLETED"] * 3)], HW,
+     "1000 in one runlist: TIMEOUT 3/3; cut 500+500: COMPLETED 3/3 -> the cut avoids it"),
+    ([plan("monolithic", [42], "TIMEOUT", ["COMPLETED"] * 3)], HW,
+     "42 in one runlist: COMPLETED 3/3 -> not reproduced"),
+    # two plans of one shape are told apart by their names
+    ([plan("frame_1 42", [42], None, ["COMPLETED"]), plan("frame_2 42", [42], None,
+                                                           ["COMPLETED"])], HW,
+     "frame_1 42: COMPLETED 1/1; frame_2 42: COMPLETED 1/1 -> all completed"),
+])
+def test_the_answer_comes_first_in_one_word_for_the_cut(plans, backend, answer):
+    verdict = judge(plans, backend)
+    assert verdict.answer == answer
+    assert verdict.lines()[0] == answer and verdict.reasons
+    for word in ("chunking", "chunked", "splitting", "halves 21"):
+        assert word not in answer
+
+
+STATES = st.sampled_from(["COMPLETED", "TIMEOUT", "ABORT", "ERROR", "deadline", "crash"])
+CHUNKS = st.lists(st.integers(1, 100_000), min_size=1, max_size=40)
+
+
+@given(st.lists(st.tuples(CHUNKS, st.lists(STATES, min_size=1, max_size=50)), min_size=1,
+                max_size=8),
+       st.sampled_from([SIM, HW, {**SIM, "emulated": {"xrt_version": "2.26.0"}}]),
+       st.booleans())
+def test_the_answer_always_fits_under_100_characters_with_its_label(shapes, backend, expect):
+    plans = [plan(f"p{i}", chunks, ("TIMEOUT" if expect and i == 0 else None), states)
+             for i, (chunks, states) in enumerate(shapes)]
+    answer = judge(plans, backend).answer
+    assert len("verdict: " + answer) < 100, answer
+    assert answer.endswith(("[SIMULATED]", "[EMULATED]")) == bool(backend.get("simulated"))

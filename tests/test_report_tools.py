@@ -19,7 +19,10 @@ from harness.formats.yamlio import dump_yaml, load_yaml_text
 from harness.report.compare import build
 from harness.report.fileformat import read_document
 from harness.report.redact import redact
+from harness.report.render import MAX_BODY, REPORTER_ROOM
 from harness.report.schema import check, report_schema
+
+PROJECT = Path(__file__).resolve().parent.parent
 
 CANARIES = {
     "hostname": "canary-host-7731",
@@ -40,6 +43,13 @@ def written(result) -> Path:
     return Path([x for x in result.stdout.splitlines() if x.startswith("report: ")][0][8:])
 
 
+def with_deadline(folder: Path, name: str, deadline_s: float) -> Path:
+    case = folder / f"{name}.yaml"
+    case.write_text((PROJECT / "cases" / f"{name}.yaml").read_text()
+                    + f"deadline_s: {deadline_s}\n")
+    return case
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory) -> dict[str, Path]:
     """One report of each kind the harness writes, made on the simulated stack."""
@@ -58,9 +68,10 @@ def reports(tmp_path_factory) -> dict[str, Path]:
             "sweep": written(invoke("sweep", "minicpm5-2b-decode", "--depths", "36..40",
                                     "--chunks", "21,42", "--trials", "1", "--profile",
                                     "inflight-cap:37", "--no-isolate")),
-            "deadline": written(invoke("run", "nop-depth", "--plan", "monolithic", "--trials",
-                                       "1", "--profile", "mainline,hang-at:1", "--realtime",
-                                       "--deadline", "0.8")),
+            # a case's own deadline, shorter than the driver's timer (--deadline refuses it)
+            "deadline": written(invoke("run", str(with_deadline(folder, "nop-depth", 0.8)),
+                                       "--plan", "monolithic", "--trials", "1", "--profile",
+                                       "mainline,hang-at:1", "--realtime")),
         }
     return {name: folder / path for name, path in made.items()}
 
@@ -212,10 +223,13 @@ def test_markdown_renders_the_tables_and_the_yaml(reports):
     md = invoke("report", "render", str(reports["cap40"])).stdout
     html = html_of(md)
     assert re.search(r"<h2>[^<]*SIMULATED stack, profile staging,inflight-cap:40", html)
-    assert "<strong>Verdict:</strong> SIMULATED: the outcome follows from the injected " \
-           "hypothesis by construction: inflight-cap:40 makes every runlist of more than 40 " \
-           "commands fail (the firmware wedges with more than 40 queued on one context). " \
-           "Outcome: reproduced: monolithic 42: TIMEOUT 2/2" in html
+    # the answer first, the reasons in a list below it
+    assert "<p><strong>Verdict:</strong> 42 in one runlist: TIMEOUT 2/2; cut 21+21: " \
+           "COMPLETED 2/2 -&gt; the cut avoids it [SIMULATED]</p>\n<ul>\n<li>SIMULATED: " \
+           "the outcome follows from the injected hypothesis by construction: " \
+           "inflight-cap:40 makes every runlist of more than 40 commands fail (the firmware " \
+           "wedges with more than 40 queued on one context).</li>\n<li>reproduced: " \
+           "monolithic 42: TIMEOUT 2/2" in html
     plans = re.search(r"<h3>Plans</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
     headers = re.findall(r"<th>(.*?)</th>", plans)
     assert headers == ["plan", "trials", "outcome", "expected", "time to failure"]
@@ -227,6 +241,20 @@ def test_markdown_renders_the_tables_and_the_yaml(reports):
                     ["depth-only 42", "2", "TIMEOUT 2/2", "(control)", timer]]
     failing = re.search(r"<h3>Failing runs</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
     assert "<td>42 (24+18)</td>" in failing and "<td>TIMEOUT</td>" in failing
+    # a report this long is not padded into the body: the bundle carries it, and the body
+    # leaves its reporter room (its YAML once took three quarters of the body)
+    assert "Full report (YAML)" not in md
+    assert "*The full report (YAML, every trial) is in the report file and its bundle, not " \
+           "here: this body carries what a maintainer reads first, and leaves room for " \
+           "yours.*" in md
+    assert len(md) <= MAX_BODY - REPORTER_ROOM
+
+
+def test_a_short_reports_yaml_is_embedded_whole(tmp_path):
+    out = tmp_path / "short.yaml"
+    assert invoke("run", "nop-depth", "--plan", "42", "--trials", "1", "--no-isolate",
+                  "--out", str(out)).exit_code == 0
+    html = html_of(invoke("report", "render", str(out)).stdout)
     summaries = re.findall(r"<details>\s*<summary>(.*?)</summary>", html)
     assert summaries[-1] == "Full report (YAML)"
     details = re.findall(r"<details>(.*?)</details>", html, re.S)[-1]
@@ -337,10 +365,10 @@ def test_no_canary_survives_redaction(reports, tmp_path):
     for name, value in CANARIES.items():
         assert value not in md, name
         assert value.upper() not in md, name
-    assert "<hostname>" in md and "&lt;hostname>" in md      # YAML and table forms
-    assert "/home/<user-" in md and "1.1.2.65" in md             # versions are not IPs
-    md5 = data_of(path)["artifacts"]["xclbins"][0]["md5"]
-    assert md5 in md                                              # identities stay
+    assert "&lt;hostname>" in md                                  # a table's form
+    assert "1.1.2.65" in md                                       # versions are not IPs
+    sha256 = data_of(path)["artifacts"]["xclbins"][0]["sha256"]
+    assert sha256 in md                                           # identities stay
     plain = invoke("report", "render", "--no-redact", str(path)).stdout
     assert CANARIES["hostname"] in plain and CANARIES["ipv4"] in plain
 
@@ -370,7 +398,8 @@ def test_compare_labels_columns_by_what_differs(reports, tmp_path):
     row = [line for line in out.splitlines() if line.startswith("monolithic 42")][0]
     cells = re.split(r"\s{2,}", row.strip())
     assert cells[1:] == ["COMPLETED 2/2", "TIMEOUT 2/2 *", "TIMEOUT 2/2 *"]
-    assert "SIMULATED staging,inflight-cap:40" in out and "hardware, firmware 1.1.2.65" in out
+    assert "SIMULATED, profile staging,inflight-cap:40" in out
+    assert "hardware, firmware 1.1.2.65" in out
 
 
 def test_compare_markdown_as_html(reports):
@@ -378,8 +407,40 @@ def test_compare_markdown_as_html(reports):
                 str(reports["cap40"])).stdout
     html = html_of(md)
     headers = re.findall(r"<th>(.*?)</th>", html)
-    assert headers == ["plan", "SIMULATED mainline", "SIMULATED staging,inflight-cap:40"]
+    assert headers == ["plan", "SIMULATED, profile mainline",
+                       "SIMULATED, profile staging,inflight-cap:40"]
     assert "<td><strong>TIMEOUT 2/2</strong> ≠</td>" in html
+
+
+def two_alike(source: Path, folder: Path) -> list[Path]:
+    """Two copies of one report, told apart only by their run ids."""
+    paths = []
+    for name in ("a", "b"):
+        data = data_of(source)
+        data["run_id"] = f"{name}1b2c3d4e5"
+        paths.append(folder / f"{name}.yaml")
+        paths[-1].write_text(dump_yaml(data))
+    return paths
+
+
+def test_compare_never_drops_the_label_of_reports_that_share_a_profile(reports, tmp_path):
+    # two model runs alike in every recorded way: their columns still say where the
+    # results came from, in text and Markdown (they once read `run 66794d` alone)
+    assert_labelled(two_alike(reports["documented"], tmp_path), "SIMULATED, profile mainline")
+
+
+def assert_labelled(paths: list[Path], label: str) -> None:
+    text = invoke("report", "compare", *map(str, paths)).stdout
+    assert f"[A] {label}, run a1b2c3  (" in text and f"[B] {label}, run b1b2c3  (" in text
+    md = invoke("report", "compare", "--format", "md", *map(str, paths)).stdout
+    headers = re.findall(r"<th>(.*?)</th>", html_of(md))
+    assert headers == ["plan", f"{label}, run a1b2c3", f"{label}, run b1b2c3"]
+    # and when the two differ by something else, the label stays beside it
+    other = data_of(paths[1])
+    other["environment"].setdefault("system", {})["hostname"] = "elsewhere"
+    paths[1].write_text(dump_yaml(other))
+    text = invoke("report", "compare", *map(str, paths)).stdout
+    assert f"[B] {label}, elsewhere  (" in text
 
 
 def test_compare_sweeps_by_cell(reports):

@@ -32,10 +32,11 @@ def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
     # XRT 2.26.0)
     assert lines[0].startswith("backend: SIMULATED stack, profile mainline (documented "
                                "limits; mainline on Linux 7.0, XRT 2.26)")
-    assert lines[1].startswith("verdict: not reproduced: monolithic 42: COMPLETED 3/3; "
-                               "halves 21+21: COMPLETED 3/3")
-    assert "documented limits do not produce the failure; a hardware run is the test" \
-        in lines[1]
+    assert lines[1] == ("verdict: 42 in one runlist: COMPLETED 3/3; cut 21+21: COMPLETED 3/3 "
+                        "-> not reproduced [SIMULATED]")
+    assert lines[2] == ("  - not reproduced: monolithic 42: COMPLETED 3/3; halves 21+21: "
+                        "COMPLETED 3/3 -> the documented limits do not produce the failure; "
+                        "a hardware run is the test [SIMULATED, profile mainline]")
     assert "synthesized stand-ins" in result.output
     report = load_report(report_of(result))
     assert report.schema == SCHEMA and report.simulated
@@ -48,11 +49,19 @@ def test_reproduce_documented_profile_says_plainly_it_does_not_reproduce():
 def test_reproduce_inflight_cap_40_times_out_monolithic_and_completes_halves():
     result = invoke("reproduce", "--no-isolate", "--profile", "staging,inflight-cap:40")
     assert result.exit_code == 1
-    assert "verdict: SIMULATED: the outcome follows from the injected hypothesis by " \
-           "construction: inflight-cap:40 makes every runlist of more than 40 commands fail " \
-           "(the firmware wedges with more than 40 queued on one context). Outcome: reproduced: " \
-           "monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 -> chunking avoids the " \
-           "failure" in result.output
+    # the answer first, in under 100 characters; how it follows and its caveats below
+    lines = result.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("verdict: "))
+    assert lines[at] == ("verdict: 42 in one runlist: TIMEOUT 3/3; cut 21+21: COMPLETED 3/3 "
+                         "-> the cut avoids it [SIMULATED]")
+    assert len(lines[at]) < 100
+    assert lines[at + 1:at + 4] == [
+        "  - SIMULATED: the outcome follows from the injected hypothesis by construction: "
+        "inflight-cap:40 makes every runlist of more than 40 commands fail (the firmware "
+        "wedges with more than 40 queued on one context).",
+        "  - reproduced: monolithic 42: TIMEOUT 3/3; halves 21+21: COMPLETED 3/3 -> the cut "
+        "avoids the failure [SIMULATED, profile staging,inflight-cap:40]",
+        "  - control depth-only 42: TIMEOUT 3/3 -> depth alone fails"]
     report = load_report(report_of(result))
     monolithic, halves, control = report.plans
     assert control.control and report.verdict["control"] == "depth alone fails"
@@ -242,12 +251,29 @@ def test_real_pack_is_used_and_named(shared_xclbins):
     layer = [x for x in report.artifacts["xclbins"] if x["role"] == "layer"][0]
     assert layer["known_as"][0] == "Qwen3-1.7B-NPU2/layer.xclbin"
     assert layer["synthetic"] is False and not report.artifacts["pack"]["stand_ins"]
+    assert "warning:" not in result.output          # its own pack's files: nothing to say
+
+
+def test_another_packs_xclbins_are_named_as_that_packs(shared_xclbins, tmp_path):
+    # the MiniCPM5 case given Qwen3-1.7B's folder: it runs, and says whose the files are
+    out = tmp_path / "r.yaml"
+    result = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--no-isolate", "--trials",
+                    "1", "--xclbins", str(shared_xclbins / "Qwen3-1.7B-NPU2"), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    [warning] = [x for x in result.output.splitlines() if x.startswith("warning:")]
+    assert warning.startswith("warning: the xclbins found for MiniCPM5-2B-NPU2 (")
+    assert "are Qwen3-1.7B-NPU2's, by sha256: " in warning
+    assert "layer.xclbin is Qwen3-1.7B-NPU2/layer.xclbin;" in warning
+    assert "`runlist-harness xclbins import` puts MiniCPM5-2B-NPU2's own in " \
+           "xclbins/MiniCPM5-2B-NPU2/" in warning
+    assert warning[len("warning: "):] in out.read_text()        # the report keeps it too
 
 
 def test_too_many_buffers_for_the_kernel_is_refused_before_any_trial(tmp_path):
     from harness.sources.case import find_case
-    text = find_case("nop-depth").read_text().replace("buffers: [4096]",
+    text = find_case("nop-depth").read_text().replace("buffers: [20, 20, 20, 20, 20]",
                                                       "buffers: [1, 1, 1, 1, 1, 1]")
+    assert "[1, 1, 1, 1, 1, 1]" in text
     case = tmp_path / "wide.yaml"
     case.write_text(text)
     result = CliRunner().invoke(main, ["run", str(case), "--no-isolate"])
@@ -264,20 +290,24 @@ def test_reproduce_ert_timeout_entry_point(tmp_path):
                               capture_output=True, text=True, timeout=120)
     failed = script("--no-isolate", "--trials", "1", "--profile", "inflight-cap:40")
     assert failed.returncode == 1, failed.stderr
-    assert "verdict: SIMULATED: the outcome follows" in failed.stdout
-    assert "by construction: inflight-cap:40 makes" in failed.stdout
+    assert "verdict: 42 in one runlist: TIMEOUT 1/1; cut 21+21: COMPLETED 1/1 -> the cut " \
+        "avoids it [SIMULATED]\n  - SIMULATED: the outcome follows from the injected " \
+        "hypothesis by construction: inflight-cap:40 makes" in failed.stdout
     helped = script("--help")
     assert helped.returncode == 0
     assert helped.stdout.startswith("Usage: reproduce_ert_timeout [OPTIONS] [CASE]")
 
 
-@pytest.mark.parametrize("kernel, state", [("7.0", "TIMEOUT"), ("6.16", "ABORT")])
+@pytest.mark.parametrize("kernel, state", [("7.0", "TIMEOUT"),
+                                           ("6.16,firmware:1.0.0.63", "ABORT")])
 def test_reproduce_answers_as_the_mainline_kernel_does(tmp_path, kernel, state):
-    # mainline: 6fb7f2988832 (6.17.y, 7.0) ends the hung job TIMEOUT; 6.16 ABORTs it
+    # mainline: 6fb7f2988832 (6.17.y, 7.0) ends the hung job TIMEOUT; 6.16 ABORTs it (with
+    # protocol-6 firmware: it refuses the device's own 1.1.2.65 at probe)
     out = tmp_path / "r.yaml"
     result = CliRunner().invoke(main, ["reproduce", "--profile",
                                        f"mainline,kernel:{kernel},hang-at:30", "--no-isolate",
                                        "--out", str(out)])
+    kernel = kernel.split(",")[0]
     assert result.exit_code == 1, result.output
     report = load_report(out)
     monolithic = next(p for p in report.plans if p.name == "monolithic")
@@ -285,3 +315,50 @@ def test_reproduce_answers_as_the_mainline_kernel_does(tmp_path, kernel, state):
     assert report.backend["driver"] == {"flavour": "mainline", "kernel": kernel,
                                         "source": report.backend["driver"]["source"]}
     assert f"mainline on Linux {kernel}" in result.output.splitlines()[0]
+
+
+# -- a deadline the driver's timer cannot meet ------------------------------------------------
+
+def test_a_deadline_shorter_than_the_drivers_timer_is_bad_input_before_any_trial(tmp_path):
+    out = tmp_path / "r.yaml"
+    # the simulated driver's 60 s timer, played in real time: a 1.5 s deadline would cut
+    # every hang off before the driver answers (it once ran and exited 4, a harness fault)
+    refused = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--profile",
+                     "mainline,hang-at:3", "--realtime", "--deadline", "1.5", "--out", str(out))
+    assert refused.exit_code == 2
+    assert "error: --deadline 1.5: shorter than the 60 s the driver may take to notice a hang" \
+        in refused.output
+    assert not out.exists() and "[1/" not in refused.output       # before the first trial
+    # staging's 2 s timer: 20 s is enough
+    done = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1", "--profile",
+                  "staging", "--realtime", "--deadline", "20", "--out", str(tmp_path / "s.yaml"))
+    assert done.exit_code == 0, done.output
+    # on the virtual clock the timer costs no wall time: any deadline serves
+    virtual = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1", "--profile",
+                     "mainline,hang-at:3", "--deadline", "1.5", "--out", str(tmp_path / "v.yaml"))
+    assert virtual.exit_code == 1, virtual.output
+
+
+@pytest.mark.parametrize("name, form", [("rep.json", "JSON"), ("rep.md", "Markdown"),
+                                        ("rep.tar.gz", "a compressed file")])
+def test_a_report_named_for_another_format_is_refused_before_anything_runs(tmp_path, name,
+                                                                           form):
+    # a report is YAML whatever it is called: `--out rep.json` once held YAML
+    out = tmp_path / name
+    result = invoke("run", "nop-depth", "--plan", "42", "--out", str(out))
+    assert result.exit_code == 2
+    assert f"a report is written as YAML, not {form}; name it " \
+           f"{out.with_suffix('.yaml')}" in result.output
+    assert not out.exists() and "[1/" not in result.output
+    assert invoke("run", "nop-depth", "--plan", "42", "--trials", "1", "--no-isolate",
+                  "--out", str(tmp_path / "rep.yml")).exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["minicpm5-2b-decode", "qwen3-4b-decode", "qwen3-1.7b-decode",
+                                  "nop-depth"])
+def test_no_shipped_case_warns_about_itself(tmp_path, name):
+    # nop-depth once gave DPU one buffer of its five and said so on every run
+    result = invoke("run", name, "--plan", "monolithic", "--trials", "1", "--no-isolate",
+                    "--out", str(tmp_path / "r.yaml"))
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("warning:")] == []

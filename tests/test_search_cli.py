@@ -37,10 +37,13 @@ def test_bisect_finds_38_within_log2_plus_2_probes_of_k_trials():
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].startswith("backend: SIMULATED")
-    assert lines[1] == (f"SIMULATED: the outcome follows from the injected hypothesis by "
-                        f"construction: {CAP} makes every runlist of more than 37 commands "
-                        "fail (the firmware wedges with more than 37 queued on one context). "
-                        "Outcome: first failing depth 38 (37: COMPLETED 6/6; 38: TIMEOUT 6/6)")
+    # the answer first, labelled; the hypothesis that made it and the full label below
+    assert lines[1:4] == [
+        "first failing depth 38 (37: COMPLETED 6/6; 38: TIMEOUT 6/6) [SIMULATED]",
+        f"SIMULATED: the outcome follows from the injected hypothesis by construction: {CAP} "
+        "makes every runlist of more than 37 commands fail (the firmware wedges with more "
+        "than 37 queued on one context).",
+        f"[SIMULATED, profile mainline,{CAP}]"]
     report = load_report(report_path(result))
     assert trials_in(report) <= (math.ceil(math.log2(128)) + 2) * k
     section = report.sections["bisect"]

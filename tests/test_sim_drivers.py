@@ -4,10 +4,22 @@ one source fact per test, as `harness.sim.rules` lists them."""
 from __future__ import annotations
 
 import pytest
-from simkit import NOT_MODELLED_LINES, ZERO_LINES, Rig, failure, nop_elf, outcome, states
+from simkit import (
+    NOT_MODELLED_LINES,
+    ZERO_LINES,
+    Rig,
+    failure,
+    full_elf_runlist,
+    nop_elf,
+    outcome,
+    states,
+)
 
 import harness.sim.pyxrt as pyxrt
+from harness.formats.elf_writer import full_elf
+from harness.formats.txn import nop_stream
 from harness.model.drivers import KERNELS, driver_build
+from harness.sim import control
 from harness.sim.driver_log import BDF
 from harness.sim.stack import FF, HWCTX_CREATE_FAILED
 
@@ -18,24 +30,29 @@ ERROR_MSG = "runlist failed execution (ERT_CMD_STATE_ERROR)"
 
 # -- what each build leaves: states, error_index, payload, message --------------------------
 
+# Kernel.org mainline before 7.0 (f1eac46fe5f7) refuses the devices' protocol-7 firmware at
+# probe: its rules are reached with firmware that speaks protocol 6 (1.0.0.63)
+P6 = "firmware:1.0.0.63"
+
+
 @pytest.mark.parametrize("profile, message", [
     # Linux 6.16, before 6fb7f2988832: the cmdlist handler sees the cancelled chain
     # (data NULL) and sets ABORT; error_index stays XRT's 0
-    ("mainline,kernel:6.16", ABORT_MSG),
+    ("mainline,kernel:6.16," + P6, ABORT_MSG),
     # 6fb7f2988832 reached 6.17 and 6.18 as stable backports (6.17.13, 6.18.2): the series'
     # first releases still ABORT ("[PATCH 6.17 143/507]", "[PATCH 6.18 167/614]")
-    ("mainline,kernel:6.17", ABORT_MSG),
-    ("mainline,kernel:6.17.12", ABORT_MSG),
-    ("mainline,kernel:6.18", ABORT_MSG),
+    ("mainline,kernel:6.17," + P6, ABORT_MSG),
+    ("mainline,kernel:6.17.12," + P6, ABORT_MSG),
+    ("mainline,kernel:6.18," + P6, ABORT_MSG),
     # with it, job_timeout -> TIMEOUT; the payload untouched, its first word the CU mask
     # 1, which XRT reads as version-1 health of no known generation
-    ("mainline,kernel:6.17.13", TIMEOUT_MSG + "\n"),
-    ("mainline,kernel:6.18.2", TIMEOUT_MSG + "\n"),
-    ("mainline,kernel:6.19", TIMEOUT_MSG + "\n"),
+    ("mainline,kernel:6.17.13," + P6, TIMEOUT_MSG + "\n"),
+    ("mainline,kernel:6.18.2," + P6, TIMEOUT_MSG + "\n"),
+    ("mainline,kernel:6.19," + P6, TIMEOUT_MSG + "\n"),
     # 89ff45359abb (7.0; 6.19.7 by backport, "[PATCH 6.19 208/311]"):
     # amdxdna_cmd_set_error(cmd_abo, job, 0, TIMEOUT): 0xFF over sub-command 0 -> neither
     # version: the bare message
-    ("mainline,kernel:6.19.7", TIMEOUT_MSG),
+    ("mainline,kernel:6.19.7," + P6, TIMEOUT_MSG),
     ("mainline,kernel:7.0", TIMEOUT_MSG),
     # 25854131c04a (7.1): the app health report's version-1 data over sub-command 0, the
     # failing index its run_list_id (0 on a timeout); fields unknown to the model read
@@ -72,14 +89,64 @@ def test_staging_writes_health_into_sub_command_0_not_the_failing_run(tmp_path):
     assert runs[30]._word(0) == 1 and runs[30]._word(1) == 3        # CU mask, opcode 3
 
 
+UNEXPECTED = "qds_device::wait() unexpected command state"
+
+
 def test_mainline_before_the_fix_leaves_a_cancelled_single_run_new(tmp_path):
-    # aie2_sched_resp_handler on 6.16: data NULL -> goto out, the state never set
-    for kernel, expected in [("6.16", "NEW"), ("6.17", "NEW"), ("6.17.13", "TIMEOUT"),
+    # aie2_sched_resp_handler on 6.16: data NULL -> goto out, the state never set; XRT's
+    # hw_queue.cpp qds_device::wait (202520.2.20.197, 2.21.75, 202610.2.23.244, 963c58ee)
+    # then finds the packet below COMPLETED and throws, from run.wait() and wait2()
+    for kernel, expected in [("6.16", None), ("6.17", None), ("6.17.13", "TIMEOUT"),
                              ("7.0", "TIMEOUT")]:
-        rig = Rig(tmp_path, f"mainline,kernel:{kernel},slow:layer:61000000")
-        r = rig.run()
+        for release in ("2.20", "2.21", "2.23", "master"):
+            rig = Rig(tmp_path, f"mainline,kernel:{kernel},{P6},slow:layer:61000000,"
+                                f"xrt:{release}")
+            r = rig.run()
+            r.start()
+            if expected is None:
+                with pytest.raises(RuntimeError) as raised:
+                    r.wait()
+                assert str(raised.value) == UNEXPECTED, (kernel, release)
+                assert r.state().name == "ERT_CMD_STATE_NEW"      # never notified
+                with pytest.raises(RuntimeError, match=r"^qds_device::wait\(\) unexpected "):
+                    r.wait2()
+                with pytest.raises(RuntimeError, match=r"^qds_device::wait\(\) unexpected "):
+                    r.wait(70_000)        # the device answered before the host gave up
+            else:
+                assert r.wait().name == f"ERT_CMD_STATE_{expected}", kernel
+
+
+def test_a_single_command_run_job_refuses_throws_unexpected_command_state(tmp_path):
+    # staging (force_cmdlist true) and mainline from c68a6af400ca send a single command as
+    # a one-slot command list: aie2_cmdlist_fill_slot refuses ERT_START_NPU_PREEMPT_ELF
+    # (a full ELF's kernel with a .pdi) without AIE2_PREEMPT (npu1), run_job fails before
+    # the firmware sees it, the packet stays NEW, and qds_device::wait throws
+    path = tmp_path / "full.elf"
+    path.write_bytes(full_elf(nop_stream(4, 3), 4))
+    for profile in ("staging,device:npu1", "mainline,device:npu1"):
+        control.configure(profile)
+        device = pyxrt.device(0)
+        ctx = pyxrt.hw_context(device, pyxrt.elf(str(path)))
+        r = pyxrt.run(pyxrt.ext.kernel(ctx, "main:sequence"))
+        for index in range(3):
+            r.set_arg(index, pyxrt.bo(device, 4096, pyxrt.bo.host_only, 0))
         r.start()
-        assert r.wait().name == f"ERT_CMD_STATE_{expected}", kernel
+        with pytest.raises(RuntimeError) as raised:
+            r.wait()
+        assert str(raised.value) == UNEXPECTED
+        assert "rejected in run_job: ERT_START_NPU_PREEMPT_ELF needs" in \
+            control.current().log[-1]
+
+
+def test_a_runlist_chain_left_new_is_waited_without_the_check(tmp_path):
+    # runlist_impl::wait waits on the chain's buffer handle (hw_queue::wait(buffer_handle*),
+    # no state check), then walks the chains: XRT's own message with the chain's NEW
+    rig = Rig(tmp_path, "oot")
+    rl, runs = rig.runlist(65)            # the legacy tree caps a chain at 64: 24+24+17 fit
+    rig2 = Rig(tmp_path, "oot,xrt-chain:65")
+    rl2, _ = rig2.runlist(65)
+    assert outcome(rl) == "COMPLETED"
+    assert outcome(rl2) == "runlist failed execution (ERT_CMD_STATE_NEW)"
 
 
 def test_oot_ends_every_chain_in_flight_timeout_with_health_once(tmp_path):
@@ -143,7 +210,7 @@ def test_staging_resets_per_context_from_6_17_and_every_context_before(tmp_path,
     ("staging", TIMEOUT_MSG + "\n\n" + NOT_MODELLED_LINES, ERROR_MSG),
     ("mainline,kernel:7.0", TIMEOUT_MSG, ERROR_MSG),             # 0xFF over sub-command 0
     # untouched: the same failure again
-    ("mainline,kernel:6.17.13", TIMEOUT_MSG + "\n", TIMEOUT_MSG + "\n"),
+    ("mainline,kernel:6.17.13," + P6, TIMEOUT_MSG + "\n", TIMEOUT_MSG + "\n"),
 ])
 def test_re_executing_runs_after_a_failure_submits_the_corrupted_payload(tmp_path, profile,
                                                                         first, again):
@@ -255,3 +322,107 @@ def test_every_kernel_is_a_profile_token():
         assert parse_profile(f"mainline,kernel:{kernel}").kernel == kernel
     assert parse_profile("mainline,kernel:6.16").name == "mainline,kernel:6.16"
     assert parse_profile("mainline,kernel:7.0").name == "mainline"
+
+
+@pytest.mark.parametrize("kernel, firmware, state, message", [
+    # aie2_tdr.c aie2_tdr_stop_hwctx (staging before 6.17, 856409ca): the first pending job
+    # is marked timed out only when aie2_query_app_health answered; without a report the
+    # stop cancels it and aie2_sched_cmdlist_resp_handler ends it ABORT with 0xFF
+    ("6.16", "protocol:6.17", "ABORT", ABORT_MSG),
+    ("6.16", "1.1.2.65", "TIMEOUT", TIMEOUT_MSG + "\n\n" + NOT_MODELLED_LINES),
+    # from 6.17 aie2_sched_job_timedout sets job_timeout whatever the report: 0xFF alone
+    ("6.17", "protocol:6.17", "TIMEOUT", TIMEOUT_MSG),
+])
+def test_staging_before_6_17_times_out_only_with_a_report(tmp_path, kernel, firmware, state,
+                                                          message):
+    rig = Rig(tmp_path, f"staging,kernel:{kernel},firmware:{firmware},hang-at:5")
+    rl, runs = rig.runlist(8)
+    assert failure(rl) == message
+    assert states(runs) == [state] + ["ABORT"] * 7
+    assert runs[0]._word(8) == FF                           # sub-command 0 filled with 0xFF
+    captured = any("Firmware timeout state capture" in x for x in rig.kernel_lines())
+    assert captured == (firmware == "1.1.2.65")
+
+
+def test_the_legacy_driver_dumps_and_stops_only_connected_contexts(tmp_path):
+    # src/driver/amdxdna (856409ca): aie2_rq_add puts a new context on disconn_list; it
+    # connects when it has work; aie2_rq_dump_all and aie2_rq_stop_all walk the partitions'
+    # conn_list only. FastFlowLM's four contexts, one of which submitted: one dump.
+    rig = Rig(tmp_path, "oot,hang-at:3")
+    idle = [rig.context(stem) for stem in ("attn", "mm", "dequant")]
+    rl, _ = rig.runlist(24 * 6)           # six chains: four in flight, two waiting
+    rl.execute()
+    with pytest.raises(RuntimeError):
+        rl.wait()
+    lines = rig.kernel_lines()
+    dumps = [x for x in lines if "Dumping ctx" in x]
+    assert dumps == [f"amdxdna {BDF}: aie2_dump_ctx: Dumping ctx ctx.4242.1, hwctx 1, sub=4, "
+                     "comp=0"]
+    assert sum("Firmware timeout state capture:" in x for x in lines) == 1
+    # pending[get_job_idx(seq)]: JOB[i] is the job whose per-context seq is i mod 4; msg is
+    # the mailbox message id, MAGIC_VAL 0x1D000000 | the channel's cyclic id, whose first
+    # id (0) went to aie2_config_cu: aie2_ctx_connect sends it on the new channel of a
+    # context whose CUs XRT configured (an xclbin's; src/shim/kmq/hwctx.cpp hwctx_kmq)
+    jobs = [x.split("aie2_dump_ctx: ", 1)[1] for x in lines
+            if "JOB[" in x or "\tseq:" in x or "\tmsg:" in x]
+    assert jobs == [part for i in range(4) for part in
+                    (f"JOB[{i}]:", f"\tseq: {i}", f"\tmsg: 0x{0x1D000001 + i:x}")]
+    del idle
+
+
+def test_a_context_without_cus_gives_its_first_job_the_channels_first_message(tmp_path):
+    # aie2_config_cu returns at once without ctx->cus (src/driver/amdxdna aie2_message.c,
+    # 856409ca): a context made of a full ELF (hwctx_kmq(device, partition_size), no CU
+    # config) sends its first job as message 0 of the channel
+    control.configure("oot,hang-at:0")
+    path = tmp_path / "full.elf"
+    path.write_bytes(full_elf(nop_stream(4), 4))
+    rl = full_elf_runlist(path, 2)
+    rl.execute()
+    with pytest.raises(RuntimeError):
+        rl.wait()
+    msgs = [x.text.rsplit(": ", 1)[1] for x in control.current().kernel_log.records
+            if "\tmsg:" in x.text]
+    assert msgs == ["0x1d000000"]
+
+
+def test_after_a_reset_the_legacy_numbers_count_on_per_context(tmp_path):
+    # seq keeps counting per context (job->seq = ctx->submitted++); the stop disconnects the
+    # context and its next channel starts its message ids again; JOB[i] follows seq % 4
+    rig = Rig(tmp_path, "oot,hang-at:1")
+    for _ in range(2):
+        rl, _ = rig.runlist(5 * 24)
+        rl.execute()
+        with pytest.raises(RuntimeError):
+            rl.wait()
+    lines = [x.split(": ", 2)[2] for x in rig.kernel_lines()
+             if "JOB[" in x or "\tseq:" in x or "\tmsg:" in x]
+    second = lines[len(lines) // 2:]
+    # the first reset ended jobs 0-3 and the channel; on the next, aie2_config_cu took
+    # message 0 and job 4 message 1; 5-8 are the second runlist's four in flight, 8 its
+    # sixth message
+    assert second[:3] == ["JOB[0]:", "\tseq: 8", "\tmsg: 0x1d000005"]
+    assert [x for x in second if x.startswith("JOB[")] == [f"JOB[{i}]:" for i in range(4)]
+
+
+@pytest.mark.parametrize("kernel, blamed", [
+    # before 89ff45359abb the timeout writes no error_index: XRT reads the 5 the firmware's
+    # error left in the runlist's reused chain buffer (create_exec_buf zeroes it once;
+    # submit() resets only the state), and blames run 5 with the TIMEOUT
+    ("6.19", 5),
+    # from it amdxdna_cmd_set_error writes 0 (and 0xFF over sub-command 0, which the next
+    # execute of run 0 carries: the firmware refuses it)
+    ("6.19.7", 0)])
+def test_a_timeout_leaves_the_chain_s_old_error_index_before_89ff45359abb(tmp_path, kernel,
+                                                                          blamed):
+    rig = Rig(tmp_path, f"mainline,kernel:{kernel},{P6},hang-at:10")
+    rl, runs = rig.runlist(24, unsynced_at=5)
+    assert failure(rl) == ERROR_MSG                    # the firmware refuses run 5's zeros
+    assert states(runs)[5] == "ERROR"
+    runs[5]._args[1].sync(pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+    again = failure(rl)                                 # the same runlist, run 10 hangs
+    if blamed == 5:
+        assert again == TIMEOUT_MSG + "\n"
+        assert states(runs) == ["NEW"] * 5 + ["TIMEOUT"] + ["ABORT"] * 18
+    else:
+        assert again == ERROR_MSG and states(runs)[0] == "ERROR"

@@ -94,8 +94,17 @@ def test_firmware_tokens_name_a_release_or_its_protocol():
         "note": "this firmware does not report health (AIE2_APP_HEALTH, the firmware's app "
                 "health report, needs mailbox protocol 6.18 or later on npu4-class devices, "
                 "npu4/5/6; npu1 has none)"}
-    with pytest.raises(BadInput, match=r"1\.0\.0\.63 speaks protocol 6\.x.*protocol:6\.18"):
-        parse_profile("firmware:1.0.0.63")
+    # 1.0.0.63 speaks protocol 6.x: whether it reports health is not settled, which
+    # matters only to a driver that asks (staging, oot, mainline from 7.1)
+    for asks in ("staging", "oot", "mainline,kernel:7.1"):
+        with pytest.raises(BadInput, match=r"1\.0\.0\.63 \(protocol 6\.x\) does not "
+                                           r"settle.*protocol:6\.18"):
+            parse_profile(f"{asks},firmware:1.0.0.63")
+    assert parse_profile("mainline,kernel:6.18,firmware:1.0.0.63").firmware_facts() == {
+        "version": "1.0.0.63", "protocol": "6.x", "app_health": None,
+        "note": "whether this firmware reports health is not settled by its protocol; the "
+                "driver played never asks for it"}
+    assert parse_profile("mainline,firmware:protocol:6.x").protocol.text == "6.x"
     with pytest.raises(BadInput, match=r"firmware 9\.9\.9\.9 is not one"):
         parse_profile("firmware:9.9.9.9")
     with pytest.raises(BadInput, match=r"is no protocol"):
@@ -135,34 +144,56 @@ def test_a_kernel_release_is_a_profile_token():
 
 # -- the drivers' own context rules ----------------------------------------------------------
 
-@pytest.mark.parametrize("profile, first", [
-    # Linux aie2_message.c aie2_send_mgmt_msg_wait (xdna-driver f13c7f41's tree); staging
-    # moved it to aie.c aie_send_mgmt_msg_wait
-    ("mainline", "aie2_send_mgmt_msg_wait"), ("staging", "aie_send_mgmt_msg_wait")])
-def test_the_in_tree_drivers_log_a_refused_context_on_its_way_out(tmp_path, profile, first):
+SOLVER = [f"{DEV}[drm] *ERROR* aie2_xrs_load: create context failed, ret -22",
+          f"{DEV}[drm] *ERROR* aie2_alloc_resource: Allocate AIE resource failed, ret -22"]
+
+
+@pytest.mark.parametrize("profile, first, solver", [
+    # Linux 7.0/7.1 (xdna-driver 234824b1 and f13c7f41 drivers/accel/amdxdna): the mailbox
+    # line of aie2_message.c aie2_send_mgmt_msg_wait, and, with AIE2_TEMPORAL_ONLY firmware
+    # (npu4-class from protocol 6.12), aie2_alloc_resource calls aie2_create_context itself:
+    # no solver, so no aie2_xrs_load or aie2_alloc_resource line
+    ("mainline", "aie2_send_mgmt_msg_wait", []),
+    ("mainline,kernel:7.1", "aie2_send_mgmt_msg_wait", []),
+    # 7818618a09a0 reached 6.19.4 ('[PATCH 6.19 299/781] accel/amdxdna: Enable temporal
+    # sharing only mode', 6.19.4-rc1 review; pushed to linux-6.19.y 2026-02-26): with
+    # protocol-6 firmware (6.12 on) 6.19.4 skips the solver, 6.19.3 has no such mode yet
+    ("mainline,kernel:6.19.4,firmware:protocol:6.12", "aie2_send_mgmt_msg_wait", []),
+    ("mainline,kernel:6.19.3,firmware:protocol:6.12", "aie2_send_mgmt_msg_wait", SOLVER),
+    ("mainline,kernel:6.18.13,firmware:protocol:6.12", "aie2_send_mgmt_msg_wait", SOLVER),
+    # npu1 has no AIE2_TEMPORAL_ONLY (npu1_regs.c): the solver's lines
+    ("mainline,device:npu1", "aie2_send_mgmt_msg_wait", SOLVER),
+    # staging (856409ca) always goes through xrs_allocate_resource, its mailbox in aie.c
+    ("staging", "aie_send_mgmt_msg_wait", SOLVER)])
+def test_the_in_tree_drivers_log_a_refused_context_on_its_way_out(tmp_path, profile, first,
+                                                                  solver):
     rig = Rig(tmp_path, profile, columns=4)
-    keep = [rig.context(f"c{i}", columns=4) for i in range(15)]
+    limit = rig.stack.device.hwctx_limit
+    keep = [rig.context(f"c{i}", columns=4) for i in range(limit - 1)]
     with pytest.raises(RuntimeError) as info:
         rig.context("one-too-many", columns=4)
     assert str(info.value) == HWCTX_CREATE_FAILED
     assert rig.kernel_lines() == [
-        f"{DEV}[drm] *ERROR* {first}: command opcode 0x2 failed, status 0x2000003",
-        f"{DEV}[drm] *ERROR* aie2_xrs_load: create context failed, ret -22",
-        f"{DEV}[drm] *ERROR* aie2_alloc_resource: Allocate AIE resource failed, ret -22",
+        f"{DEV}[drm] *ERROR* {first}: command opcode 0x2 failed, status 0x2000003", *solver,
         f"{DEV}[drm] *ERROR* aie2_hwctx_init: Alloc hw resource failed, ret -22"]
     del keep
 
 
 @pytest.mark.parametrize("device, limit", [("npu5", 32), ("npu1", 6)])
 def test_the_out_of_tree_driver_refuses_its_33rd_virtual_context(tmp_path, device, limit):
-    # aie2_ctx_runqueue.c aie2_rq_add: ctx_limit (npu4_family.h 32, npu1_regs.c 6), -ENOENT
+    # aie2_ctx_runqueue.c aie2_rq_add: ctx_limit (npu4_family.h 32, npu1_regs.c 6), -ENOENT;
+    # then aie2_ctx.c aie2_ctx_init and amdxdna_ctx.c amdxdna_drm_create_hwctx_ioctl pass it
+    # on, naming the context ctx.<pid>.<id> it had been given (856409ca)
     rig = Rig(tmp_path, f"oot,device:{device}", columns=4)
     uuid = pyxrt.xclbin(str(tmp_path / "layer.xclbin")).get_uuid()
     keep = [pyxrt.hw_context(rig.dev, uuid) for _ in range(limit - 1)]
     with pytest.raises(RuntimeError) as info:
         pyxrt.hw_context(rig.dev, uuid)
     assert str(info.value) == CTX_LIMIT_FAILED
-    assert rig.kernel_lines() == [f"{DEV}aie2_rq_add: Not allow more than {limit} context(s)"]
+    assert rig.kernel_lines() == [
+        f"{DEV}aie2_rq_add: Not allow more than {limit} context(s)",
+        f"{DEV}aie2_ctx_init: Add ctx ctx.{rig.stack.pid}.{limit + 1} failed, ret -2",
+        f"{DEV}amdxdna_drm_create_hwctx_ioctl: Init ctx failed, ret -2"]
     del keep
 
 
@@ -259,3 +290,17 @@ def test_a_hardware_report_takes_the_note_from_the_probe():
     assert health_note(header) == "no health"
     header["environment"]["npu_firmware"]["app_health"] = None
     assert health_note(header) is None
+
+
+@pytest.mark.parametrize("kernel, version", [
+    # AMDXDNA_DRIVER_MAJOR/MINOR as kernel.org's releases answer DRM_IOCTL_VERSION: none
+    # (0.0) until 'accel/amdxdna: Add ioctl DRM_IOCTL_AMDXDNA_GET_ARRAY' (dri-devel
+    # 2025-09-02) made it 0.1 for 6.18 (flm validate on 6.18.10, ROCm/FastFlowLM#536;
+    # xrt-smi on 6.18.0, amd/IRON#43); 3a0ff7b98af4 (preemption, in 6.19) made it 0.6, as
+    # 7.0 keeps it (xdna-driver 234824b1); 7.1 reads 0.8 (flm validate on 7.1.3,
+    # noamsto/nix-amd-ai#79; de954711 in the xdna-driver tree)
+    ("6.16", (0, 0)), ("6.17.13", (0, 0)), ("6.18.13", (0, 1)), ("6.19", (0, 6)),
+    ("7.0", (0, 6)), ("7.1", (0, 8)),
+])
+def test_mainline_reports_the_drm_version_of_its_release(kernel, version):
+    assert driver_build("mainline", kernel).drm_version == version

@@ -54,6 +54,12 @@ def test_deviations_are_labelled():
     ("device:npu9", "unknown profile token"),
     ("turbo", "unknown profile token 'turbo'"),
     ("inflight-cap:40,inflight-cap:30", "inflight-cap twice"),
+    # at most 4 jobs (CTX_MAX_CMDS) of 24 commands (XRT's submit_size) are queued on a
+    # context: a cap of 96 or more never fires, whatever the runlist
+    ("inflight-cap:96", r"inflight-cap:96 can never fire: at most 4 jobs of 24 commands "
+                        r"\(96\)"),
+    ("inflight-cap:1000", "can never fire"),
+    ("inflight-cap:40,xrt-chain:10", "at most 4 jobs of 10 commands"),
 ])
 def test_bad_tokens_name_themselves(text, words):
     with pytest.raises(BadInput, match=words):
@@ -79,7 +85,10 @@ def test_name_round_trips(parts):
         profile = parse_profile(",".join(parts))
     except BadInput:
         heads = [p.split(":")[0] for p in parts if p not in FLAVOURS]
-        assert sum(p in FLAVOURS for p in parts) > 1 or any(
+        given = {p.split(":")[0]: int(p.split(":")[1]) for p in parts
+                 if p.startswith(("inflight-cap:", "xrt-chain:"))}
+        never = given.get("inflight-cap", 0) >= 4 * given.get("xrt-chain", 24)
+        assert never or sum(p in FLAVOURS for p in parts) > 1 or any(
             heads.count(h) > 1 for h in set(heads) if h not in ("hang-at", "slow"))
         return
     assert parse_profile(profile.name) == profile
@@ -91,3 +100,50 @@ def test_parser_only_raises_bad_input(text):
         parse_profile(text)
     except BadInput:
         pass
+
+
+def test_the_largest_cap_that_can_fire_fires_and_every_larger_one_is_refused(tmp_path):
+    # cap 95 fails at 96 commands in flight; 96, 97 and 1000 could never fail a runlist,
+    # yet claimed to "make every runlist of more than N commands fail"
+    rig = Rig(tmp_path, "staging,inflight-cap:95")
+    assert failure(rig.runlist(96)[0]).startswith("runlist failed execution")
+    assert "inflight-cap:95 makes every runlist of more than 95 commands fail" in \
+        parse_profile("inflight-cap:95").by_construction[0]
+    for cap in (96, 97, 200, 1000):
+        with pytest.raises(BadInput, match="can never fire"):
+            parse_profile(f"inflight-cap:{cap}")
+
+
+@pytest.mark.parametrize("rule, source", [
+    # round 4, each rule beside where it was read
+    ("refuses any other at probe: 'aie2_check_protocol: Incompatible firmware protocol "
+     "major 7 minor 2'", "dri-devel 2026-03 (Debian 6.19.6)"),
+    ("throw 'qds_device::wait() unexpected command state'",
+     "hw_queue.cpp qds_device::wait(const command*, size_t)"),
+    ("before 6.17 the hung job ends TIMEOUT only when the firmware gave a report",
+     "aie2_tdr.c aie2_legacy_tdr_detect, aie2_tdr_stop_hwctx"),
+    ("mainline from 7818618a09a0 (7.0; 6.19.4 by stable backport) with AIE2_TEMPORAL_ONLY "
+     "firmware (npu4/5/6) skips the solver",
+     "6.19 299/781 'accel/amdxdna: Enable temporal sharing only mode'"),
+    ("the flavour's version for its kernel: staging 0.16, mainline 0.0 before 6.18, 0.1 on "
+     "6.18, 0.6 on 6.19 and 7.0, 0.8 on 7.1", "noamsto/nix-amd-ai#79 reads 0.8 from 7.1.3"),
+    ("every connected context (new contexts start disconnected",
+     "aie2_rq_dump_all and aie2_rq_stop_all (conn_list)"),
+    ("whose first id goes to aie2_config_cu on a context with CUs",
+     "aie2_ctx_connect and aie2_message.c aie2_config_cu"),
+    ("ERT_START_NPU_PREEMPT when a group", "module_elf_aie2p::get_ert_opcode"),
+    ("ERT_START_NPU_PREEMPT_ELF when the ELF carries a .pdi section anywhere",
+     "elf_aie_gen2::get_ert_opcode"),
+    ("before 89ff45359abb a timeout or abort writes no error_index",
+     "amdxdna_cmd_set_error (89ff45359abb); Xilinx/XRT xrt_kernel.cpp "
+     "runlist_impl::create_exec_buf"),
+    ("xrt-runner silently runs a value past a C int as its low 32 bits",
+     "json.hpp get_arithmetic_value (3.11.3, at 963c58ee)"),
+    ("N below 96 (4 jobs in flight of 24 commands", "CTX_MAX_CMDS / HWCTX_MAX_CMDS"),
+])
+def test_sim_profiles_shows_each_round_4_rule_with_its_source(rule, source):
+    shown = " ".join(CliRunner().invoke(main, ["sim", "profiles"]).output.split())
+    at = shown.find(rule)
+    assert at >= 0, rule
+    cited = shown.find("[source:", at)
+    assert source in shown[cited:shown.find("]", cited) + 1], source

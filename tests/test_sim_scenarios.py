@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from simkit import NOT_MODELLED_LINES, Rig, nop_elf, outcome, states
+from simkit import NOT_MODELLED_LINES, Rig, full_elf_runlist, nop_elf, outcome, states
 
 import harness.sim.pyxrt as pyxrt
+from harness.formats.elf_writer import full_elf
+from harness.formats.txn import nop_stream
 from harness.sim import control
 from harness.sim.stack import MAINLINE_TIMEOUT_US, STAGING_TDR_US
 
@@ -514,3 +516,58 @@ def test_realtime_mode_really_blocks(tmp_path, monkeypatch):
     assert rig.stack.run_until(lambda: False, 300_000.0) is False   # 0.3 s of sleeping
     assert sum(fake.naps) == pytest.approx(0.3, abs=1e-6)
     assert max(fake.naps) <= 0.05                  # in slices, so Ctrl-C lands promptly
+
+
+def _preempt_elf(tmp_path, **sections) -> str:
+    path = tmp_path / "preempt.elf"
+    path.write_bytes(full_elf(nop_stream(8), 8, pdi=None, **sections))
+    return str(path)
+
+
+@pytest.mark.parametrize("profile, state", [("mainline", "COMPLETED"),
+                                            ("staging,device:npu1", "NEW")])
+def test_an_elf_with_save_and_restore_sections_is_sent_as_npu_preempt(tmp_path, profile,
+                                                                      state):
+    # get_ert_opcode (xrt_module.cpp module_elf_aie2p at 202520.2.20.197 and 2.21.75,
+    # xrt_elf.cpp elf_aie_gen2 at 202610.2.23.244 and 963c58ee): PDIs -> ERT_START_NPU_
+    # PREEMPT_ELF, a group with .preempt_save and .preempt_restore -> ERT_START_NPU_PREEMPT
+    # (21), else ERT_START_NPU; the driver's aie2_cmdlist_fill_slot needs AIE2_PREEMPT for
+    # it (npu1 has none: -EOPNOTSUPP in run_job, the chain left NEW)
+    columns = 4 if "npu1" in profile else 8
+    control.configure(profile)
+    path = tmp_path / "preempt.elf"
+    path.write_bytes(full_elf(nop_stream(columns, 3 if columns == 4 else 4), columns,
+                              pdi=None, save=b"SAVE", restore=b"REST"))
+    rl = full_elf_runlist(path, 3)
+    said = outcome(rl)
+    assert said == ("COMPLETED" if state == "COMPLETED"
+                    else "runlist failed execution (ERT_CMD_STATE_NEW)")
+    job = control.current().jobs[-1]
+    assert job.opcodes == [21, 21, 21]
+
+
+@pytest.mark.parametrize("in_group", [True, False])
+def test_a_pdi_anywhere_in_the_elf_makes_every_kernel_preempt_elf(tmp_path, in_group):
+    # elf_aie_gen2::initialize_pdi_buf_map (xrt_elf.cpp at 202610.2.23.244 and 963c58ee;
+    # module_elf_aie2p::initialize_pdi_buf in xrt_module.cpp up to 2.21.75) searches every
+    # section for ".pdi", and get_ert_opcode answers for the whole ELF: a PDI outside the
+    # kernel's group still makes XRT send ERT_START_NPU_PREEMPT_ELF (22)
+    control.configure("mainline")
+    path = tmp_path / "pdi.elf"
+    path.write_bytes(full_elf(nop_stream(8), 8, pdi_in_group=in_group))
+    rl = full_elf_runlist(path, 2)
+    assert outcome(rl) == "COMPLETED"
+    assert control.current().jobs[-1].opcodes == [22, 22]
+
+
+@pytest.mark.parametrize("release, where, text", [
+    ("2.21", "module", "Invalid elf because preempt save and restore is not paired"),
+    ("master", "elf", "Invalid ELF: preempt save and restore sections are not paired")])
+def test_a_save_section_without_its_restore_is_refused(tmp_path, release, where, text):
+    # initialize_save_restore_buf (xrt_module.cpp, 2.21.75) when the module is made;
+    # initialize_save_restore_buf_map (xrt_elf.cpp, 2.23 on) when the elf is read
+    control.configure(f"xrt:{release}")
+    path = _preempt_elf(tmp_path, save=b"SAVE")
+    with pytest.raises(RuntimeError) as raised:
+        pyxrt.module(pyxrt.elf(path)) if where == "module" else pyxrt.elf(path)
+    assert str(raised.value) == text

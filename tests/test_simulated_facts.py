@@ -74,13 +74,16 @@ def test_every_simulated_line_is_marked_in_the_yaml_the_render_and_the_bundle(si
     block = md.split("<summary>Kernel log of this trial")[1].split("```text\n")[1]
     shown = block.split("\n```")[0].splitlines()
     assert len(shown) == 15 and all(impossible(line) for line in shown)
-    yaml = md.split("<summary>Full report (YAML)</summary>")[1]
-    quoted = re.findall(r"^\s*- ['\"]?(.*amdxdna .*)$", yaml, re.M)
-    assert quoted and all(q.startswith(SIMULATED_MARK + " [") for q in quoted)
     made = invoke("report", "bundle", str(simulated))
     assert made.exit_code == 0, made.output
     with tarfile.open(simulated.with_name("r.bundle.tar.gz")) as tar:
         text = tar.extractfile("r.bundle/kernel-log.txt").read().decode()
+        yaml = tar.extractfile("r.bundle/r.yaml").read().decode()
+    shipped = simulated.with_name("shipped.yaml")
+    shipped.write_text(yaml)
+    quoted = [line for trial in load_report(shipped).plans[0].trials
+              for line in trial.kernel_log["lines"]]
+    assert quoted and all(q.startswith(SIMULATED_MARK + " [") for q in quoted)
     lines = text.splitlines()
     assert lines[0].startswith("# SIMULATED: every line below was printed by the harness's "
                                "simulated driver")
@@ -120,18 +123,21 @@ def test_each_hypothesis_says_what_it_makes_happen(profile, sentence):
     assert parse_profile(profile).by_construction == ([sentence] if sentence else [])
 
 
-def test_a_verdict_made_by_a_hypothesis_opens_with_simulated(simulated):
-    verdict = load_report(simulated).verdict["text"]
-    assert verdict.startswith("SIMULATED: the outcome follows from the injected hypothesis by "
-                              "construction: hang-at:30 makes every runlist deeper than 30 "
-                              "fail (its run 30, 0-based, never completes). Outcome: failures: 42: "
-                              "TIMEOUT 2/2")
+def test_a_verdict_made_by_a_hypothesis_says_so_first_below_its_answer(simulated):
+    verdict = load_report(simulated).verdict
+    assert verdict["answer"] == "42 in one runlist: TIMEOUT 2/2 -> no cut was run [SIMULATED]"
+    assert verdict["text"].startswith(
+        "SIMULATED: the outcome follows from the injected hypothesis by construction: "
+        "hang-at:30 makes every runlist deeper than 30 fail (its run 30, 0-based, never "
+        "completes).\nfailures: 42: TIMEOUT 2/2")
     md = invoke("report", "render", str(simulated)).stdout
-    assert "**Verdict:** SIMULATED: the outcome follows" in md
+    assert "**Verdict:** 42 in one runlist: TIMEOUT 2/2 -> no cut was run [SIMULATED]\n\n" \
+        "- SIMULATED: the outcome follows" in md
     assert "| TIMEOUT | simulated device |" in md            # a failing row copied alone
     documented = invoke("run", "nop-depth", "--plan", "42", "--trials", "1", "--no-isolate",
                         "--backend", "sim", "--out", str(simulated.with_name("d.yaml")))
-    assert "verdict: all plans completed" in documented.stdout       # nothing injected
+    assert "verdict: 42 in one runlist: COMPLETED 1/1 -> all completed [SIMULATED]\n" \
+        "  - all plans completed" in documented.stdout       # nothing injected
 
 
 def test_the_hardware_path_stand_in_names_what_it_played_and_marks_its_lines(tmp_path,
@@ -148,6 +154,7 @@ def test_the_hardware_path_stand_in_names_what_it_played_and_marks_its_lines(tmp
     assert report.backend["stand_in_profile"] == "staging,hang-at:30"
     assert "profile" not in report.backend           # what --resume would take as --profile
     assert report.verdict["text"].startswith("SIMULATED: the outcome follows")
+    assert report.verdict["answer"].endswith(" [SIMULATED]")
     log = report.plans[0].trials[0].kernel_log
     assert log["source"] == "/dev/kmsg" and log["simulated"] is True
     assert log["lines"] and all(impossible(line) for line in log["lines"])

@@ -22,6 +22,7 @@ ROOT = Identity(uid=0, gids=(0,), user="root", emulate=True)
 HEADER = ("# tracer: nop\n#\n# entries-in-buffer/entries-written: 2/2   #P:32\n#\n"
           "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n"
           "#              | |         |   |||||     |         |\n")
+# staging's xdna_job (its header has the opcode); the in-tree one ends at the text
 JOB = "  python3-77  [001] d..1.  100.000100: xdna_job: fence=(context:4, seqno:1), " \
       "hwctx.1 seq#:1 job run, op=19\n"
 
@@ -44,7 +45,7 @@ def test_the_buffer_is_read_as_ftrace_writes_it(tmp_path):
     reader.mark()                                     # what came before is not this trial's
     with buffer.open("a") as out:
         out.write("  python3-77  [001] .....  102.000000: xdna_job: fence=(context:4, "
-                  "seqno:2), hwctx.1 seq#:2 job timedout, op=19\n"
+                  "seqno:2), hwctx.1 seq#:2 job timedout\n"
                   "  kworker-9  [002] .....  102.100000: sched_switch: not the driver's\n")
     entry = trial_entry(reader.read(), "/sys/kernel/tracing/trace", simulated=True)
     assert entry["counts"] == {"xdna_job": 1} and entry["timed_out"] == 1
@@ -70,6 +71,18 @@ def test_where_they_cannot_be_recorded_the_report_says_how(tmp_path):
     assert "run the harness as root" in hidden["fix"]
     on = tracefs_facts(tree.sources(ROOT))
     assert on["recording"] is True and on["enabled"] == on["events"]
+
+
+def test_an_empty_tracing_folder_asks_for_a_mount_not_for_root(tmp_path):
+    # root, and /sys/kernel/tracing there but empty (tracefs not mounted on it): the fix is
+    # to mount it; running as root, which this already is, would change nothing
+    tree = Tree(tmp_path)
+    (tree.root / "sys/kernel/tracing").mkdir(parents=True)
+    empty = tracefs_facts(tree.sources(ROOT))
+    assert empty["recording"] is False
+    assert empty["why"] == "tracefs is not mounted on /sys/kernel/tracing (the folder is empty)"
+    assert empty["fix"] == "mount it: `sudo mount -t tracefs nodev /sys/kernel/tracing`"
+    assert "root" not in empty["fix"] + empty["why"]
 
 
 @pytest.fixture
@@ -99,7 +112,8 @@ def test_each_trial_keeps_the_driver_s_events_where_they_are_readable(machine, t
     assert report.environment["trace_events"]["recording"] is True
     trace = report.plans[0].trials[0].trace_events
     assert trace["source"] == "/sys/kernel/tracing/trace" and trace["simulated"] is True
-    # the runlist's "job run" and "job timedout", then the recovery check's "job run"
+    # the runlist's "sent to device" and "job timedout", then the recovery check's "sent to
+    # device"
     assert trace["counts"] == {"xdna_job": 3} and trace["timed_out"] == 1
     assert all(line.startswith("SIMULATED ") for line in trace["lines"])
     assert not any("sched_switch" in line for line in trace["lines"])    # not the driver's

@@ -1,7 +1,8 @@
 """The simulated pyxrt standing in on the hardware path, on a machine whose amdxdna trace
 events are on: each runlist wait appends the driver's events to the fabricated tracefs
-buffer as the in-tree driver logs them (xdna_job "job run", and "job timedout" from
-aie2_sched_job_timedout when the runlist fails)."""
+buffer as the in-tree driver of Linux 7.0 logs them (xdna_job "sent to device" from
+aie2_sched_job_run, and "job timedout" from aie2_sched_job_timedout when the runlist
+fails; xdna-driver 234824b1 aie2_ctx.c, the format of the header a2aef56c copied)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,10 @@ def _append(*events: str) -> None:
 
 class runlist(_sim.runlist):
     def wait(self, *args, **kwargs):
-        _append("xdna_job: fence=(context:9, seqno:1), hwctx.1 seq#:1 job run, op=19",
+        _append("xdna_job: fence=(context:9, seqno:1), hwctx.1 seq#:1 sent to device",
                 "sched_switch: prev_comm=python3 prev_pid=4321 ==> next_comm=swapper/3")
         try:
             return super().wait(*args, **kwargs)
         except RuntimeError:
-            _append("xdna_job: fence=(context:9, seqno:2), hwctx.1 seq#:2 job timedout, "
-                    "op=19")
+            _append("xdna_job: fence=(context:9, seqno:2), hwctx.1 seq#:2 job timedout")
             raise

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.emulator import uapi
-from harness.model.drivers import FLAVOURS
+from harness.model.drivers import FLAVOURS, DriverBuild, driver_build
 from harness.model.errors import BadInput
 from harness.sim.driver_log import BDF
 from harness.sim.profiles import DeviceModel, Profile
@@ -31,7 +31,6 @@ from harness.sim.profiles import DeviceModel, Profile
 BRIDGE = "pci0000:00/0000:00:08.2"        # where the NPU function sits on Ryzen AI parts
 AMD = 0x1022
 DRIVER_NAME, DRIVER_DESC = b"amdxdna_accel_driver", b"AMD XDNA DRM implementation"
-DRIVER_VERSION = (0, 16, 0)               # amdxdna_pci_drv.c AMDXDNA_DRIVER_MAJOR/MINOR
 CORE_ROWS, MEM_ROWS, SHIM_ROWS = 4, 1, 1
 COLUMN_SIZE = 1 << 25
 CLOCK_MHZ = 1800
@@ -86,41 +85,54 @@ class EmulatedDevice:
     def write_tree(self, root: Path, kmsg: Path) -> None:
         model = self.model
         device = root / self.device_dir.lstrip("/")
+        # a driver that refused the firmware at probe never bound the device: no driver
+        # link, no accel node, only the PCI function and the loaded module
+        bound = not self.profile.probe_refusal
         files = {
             "vendor": f"{AMD:#06x}", "device": f"{model.pci_device:#06x}",
             "revision": f"{model.revision:#04x}", "subsystem_vendor": f"{AMD:#06x}",
             "subsystem_device": f"{model.pci_device:#06x}", "class": "0x118000",
             "device_type": str(uapi.DEV_TYPE_KMQ), "vbnv": self.vbnv,
-            "fw_version": self.firmware_text, "numa_node": "-1", "enable": "1",
-            "uevent": (f"DRIVER=amdxdna\nPCI_CLASS=118000\nPCI_ID={AMD:04X}:"
+            "numa_node": "-1", "enable": "1",
+            "uevent": (("DRIVER=amdxdna\n" if bound else "")
+                       + f"PCI_CLASS=118000\nPCI_ID={AMD:04X}:"
                        f"{model.pci_device:04X}\nPCI_SUBSYS_ID={AMD:04X}:"
                        f"{model.pci_device:04X}\nPCI_SLOT_NAME={self.bdf}\n"
                        f"MODALIAS=pci:v0000{AMD:04X}d0000{model.pci_device:04X}\n"),
             "power/runtime_status": "active", "power/control": "auto",
-            f"accel/accel{self.minor}/dev": f"261:{self.minor}",
-            f"accel/accel{self.minor}/uevent":
-                f"MAJOR=261\nMINOR={self.minor}\nDEVNAME=accel/accel{self.minor}\n",
         }
+        if bound:
+            files |= {"fw_version": self.firmware_text,
+                      f"accel/accel{self.minor}/dev": f"261:{self.minor}",
+                      f"accel/accel{self.minor}/uevent":
+                          f"MAJOR=261\nMINOR={self.minor}\nDEVNAME=accel/accel{self.minor}\n"}
+        else:
+            del files["vbnv"], files["device_type"]       # the driver's own attributes
         for name, text in files.items():
             _write(device / name, text + ("" if text.endswith("\n") else "\n"))
-        _link(device / f"accel/accel{self.minor}/device", f"../../../{self.bdf}")
-        _link(device / "driver", "../../../../bus/pci/drivers/amdxdna")
         drivers = root / "sys/bus/pci/drivers/amdxdna"
-        _link(drivers / self.bdf, f"../../../../devices/{BRIDGE}/{self.bdf}")
+        if bound:
+            _link(device / f"accel/accel{self.minor}/device", f"../../../{self.bdf}")
+            _link(device / "driver", "../../../../bus/pci/drivers/amdxdna")
+            _link(drivers / self.bdf, f"../../../../devices/{BRIDGE}/{self.bdf}")
+            _link(root / f"sys/class/accel/accel{self.minor}",
+                  f"../../devices/{BRIDGE}/{self.bdf}/accel/accel{self.minor}")
         _link(drivers / "module", "../../../../module/amdxdna")
         for name in ("bind", "unbind", "new_id", "remove_id"):
             _write(drivers / name, "", 0o200)
         _link(root / f"sys/bus/pci/devices/{self.bdf}", f"../../../devices/{BRIDGE}/{self.bdf}")
-        _link(root / f"sys/class/accel/accel{self.minor}",
-              f"../../devices/{BRIDGE}/{self.bdf}/accel/accel{self.minor}")
         module = root / "sys/module/amdxdna"
         flavour = FLAVOURS[self.profile.flavour]
+        build = self.build
         for name, value, readable in flavour.parameters:
-            _write(module / "parameters" / name, value + "\n",
+            shown = value.format(force_cmdlist="Y" if build.single_cmdlist else "N",
+                                 hwctx_limit=model.hwctx_limit, ctx_limit=model.ctx_limit)
+            _write(module / "parameters" / name, shown + "\n",
                    READABLE if readable else UNREADABLE)
         if flavour.module_version is not None:
             _write(module / "version", flavour.module_version + "\n")
-        _write(root / self.node.lstrip("/"), "", NODE_MODE)
+        if bound:
+            _write(root / self.node.lstrip("/"), "", NODE_MODE)
         _link(root / "dev/kmsg", os.path.relpath(kmsg, root / "dev"))
 
     # -- the information ioctls -------------------------------------------------------------
@@ -145,8 +157,16 @@ class EmulatedDevice:
     def resources(self) -> bytes:
         return uapi.RESOURCE_INFO.pack(CLOCK_MHZ, 50, self.model.hwctx_limit, 0, 0)
 
+    @property
+    def build(self) -> DriverBuild:
+        return driver_build(self.profile.flavour, self.profile.kernel)
+
     def version(self) -> tuple[tuple[int, int, int], bytes, bytes, bytes]:
-        return DRIVER_VERSION, DRIVER_NAME, b"", DRIVER_DESC
+        """DRM_IOCTL_VERSION: the flavour's own version for its kernel (staging 0.16,
+        mainline by release as `mainline_drm_version` gives it, the legacy tree 1.0),
+        which FastFlowLM gates on; the name and description are the same in every tree."""
+        major, minor = self.build.drm_version
+        return (major, minor, 0), DRIVER_NAME, b"", DRIVER_DESC
 
 
 def _write(path: Path, text: str, mode: int = 0o644) -> None:

@@ -234,6 +234,7 @@ class EmulatedDriver:
             file.handles.get(bo)          # the PDI must be a buffer of this file
             cus.append((bo, func))
         ctx.cus = cus
+        ctx.sim.cu_configured = True
         return IoctlReply(0, args)
 
     # -- buffers ----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ tests/test_emulator.py pin each rule.
 
 from __future__ import annotations
 
+from harness.model.drivers import MAINLINE_DRM_SOURCE
 from harness.sim.rules import Rule
 
 SHIM = "amd/xdna-driver src/shim (856409ca, the commit the shim is built from)"
@@ -22,10 +23,22 @@ RULES = (
          "revision, subsystem ids, vbnv and fw_version",
          f"{XRT_PCI} scan_devices; {SHIM} host/pcidrv_amdxdna.cpp, pcidrv.cpp, device.cpp"),
     Rule("discovery", "module parameters by flavour, with their modes: staging "
-         "tdr_timeout_ms 0400, force_cmdlist, aie2_max_col, force_iova and "
-         "/sys/module/amdxdna/version; the legacy tree timeout_in_sec 0644, hwctx_limit; "
-         "mainline aie2_max_col",
-         f"{DRIVER} module_param, MODULE_VERSION; amd/xdna-driver src/driver/amdxdna"),
+         "tdr_timeout_ms 0400, force_cmdlist (Y), aie2_max_col, force_iova and "
+         "/sys/module/amdxdna/version; the legacy tree timeout_in_sec 0644, force_cmdlist "
+         "(Y), hwctx_limit and context_limit 0444 as it settled them (16 and 32, 6 and 6 on "
+         "npu1); mainline aie2_max_col and force_cmdlist (Y from c68a6af400ca: 7.0, 6.19.7; "
+         "N before)",
+         f"{DRIVER} module_param, MODULE_VERSION (856409ca); amd/xdna-driver "
+         "src/driver/amdxdna aie2_ctx.c, aie2_ctx_runqueue.c aie2_rq_init; Linux 7.0 as "
+         "xdna-driver 234824b1 imports it (aie2_ctx.c force_cmdlist = true)"),
+    Rule("discovery", "DRM_IOCTL_VERSION names amdxdna_accel_driver, 'AMD XDNA DRM "
+         "implementation', and the flavour's version for its kernel: staging 0.16, mainline "
+         "0.0 before 6.18, 0.1 on 6.18, 0.6 on 6.19 and 7.0, 0.8 on 7.1 (kernel.org's; a "
+         "distribution kernel may carry later bumps), the legacy tree 1.0 (FastFlowLM "
+         "gates on it: driver >= 0.6)",
+         f"{DRIVER} amdxdna_pci_drv.c AMDXDNA_DRIVER_MAJOR/MINOR at 856409ca and 234824b1; "
+         f"Linux: {MAINLINE_DRM_SOURCE}; amd/xdna-driver src/include/uapi/drm_local/"
+         "amdxdna_accel.h"),
     Rule("interface", "ioctl numbers and layouts: amdxdna's from DRM_COMMAND_BASE 0x40 "
          "(CREATE_HWCTX .. GET_ARRAY), WAIT_CMD answered as _IOW and as _IOWR (the driver's "
          "and the shim's copies differ), the DRM core's GEM_CLOSE, PRIME and SYNCOBJ ioctls",

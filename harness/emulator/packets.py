@@ -39,7 +39,7 @@ from harness.emulator import uapi
 from harness.emulator.memory import BufferObject, DriverError, Handles
 from harness.formats.txn import TxnError, carries_work, check_stream
 from harness.model.firmware import NOT_MODELLED_WORD
-from harness.sim.stack import COMPLETED, NEW, Job
+from harness.sim.stack import Job
 
 NPU_HEAD = uapi.NPU_DATA.size            # amdxdna_cmd_start_npu
 PREEMPT_HEAD = uapi.PREEMPT_DATA.size    # amdxdna_cmd_preempt_data
@@ -205,9 +205,11 @@ def read_submission(command: BufferObject, handles: Handles, columns: int, dev_g
 def write_back(submission: Submission) -> None:
     """What the driver leaves in the packets once the model has ended the job."""
     job = submission.job
+    if job is None:                      # never given to the model: nothing was written
+        return
     command = submission.command
     command.set_word(0, uapi.with_state(command.word(0), job.state))
-    if submission.chained and job.state not in (COMPLETED, NEW):
+    if submission.chained and job.index_written:
         # error_index: the chain payload's third word, after the packet header
         command.set_word(3, job.error_index)
     for index, over in job.overwrites.items():

@@ -388,8 +388,13 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
     else:
         reason = "" if kind == "sim" else "chosen because a profile was given"
     from harness.sim import pyxrt as sim_pyxrt
+    from harness.sim.control import refused_at_probe
     from harness.sim.profiles import parse_profile
     parsed = parse_profile(profile)
+    refused = refused_at_probe(parsed)
+    if refused:
+        # as on a machine without an NPU node: the environment is not ready
+        raise EnvironmentNotReady(refused)
     if realtime:
         parsed = parsed.with_realtime()
     return SimulatedBackend(sim_pyxrt, parsed, reason)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import __version__, command_argv
 from harness.execution import stop, xrt_smi_control
-from harness.execution.backend import Backend, trial_seed
+from harness.execution.backend import Backend, PlaysAProfile, trial_seed
 from harness.execution.environment import collect_environment
 from harness.execution.session import run_trial
 from harness.formats.git_head import harness_commit
@@ -51,12 +51,12 @@ from harness.probe.readers import Sources
 from harness.probe.trace_access import trace_reader
 from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
-from harness.report.model import PlanRecord, Report, utc_now
+from harness.report.model import PlanRecord, Report, continue_command, utc_now
 from harness.report.timing import duration_text, stack_timers, time_to_failure, ttf_text
 from harness.report.verdict import judge, with_xrt_smi
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
-from harness.sources.packs import ResolvedPack, resolve_pack
+from harness.sources.packs import ResolvedPack, other_packs_files, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
 from harness.sources.workload import describe as describe_workload
 
@@ -67,15 +67,6 @@ if TYPE_CHECKING:              # recovery checks run on the hardware path only
 Progress = Callable[[str, bool], None]
 STARTUP_S = 15.0          # a worker's own start-up (python, numpy, pyxrt) within a deadline
 HELD_RUNLISTS = 50_000    # runlist outcomes memory keeps whole (about 20 MB); then in brief
-
-
-def continue_command(report: Report, path: Path) -> str:
-    """How to go on with a stopped run, by the command that wrote its report."""
-    if report.command == "bisect":
-        return f"runlist-harness bisect --replay {path}"
-    if report.command == "sweep":
-        return f"runlist-harness sweep --replay {path}"
-    return f"runlist-harness run --resume {path}"
 
 
 @dataclass(frozen=True)
@@ -223,6 +214,24 @@ def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
     return round(STARTUP_S + sum(per_chunk), 1)
 
 
+def check_deadline(deadline_s: float | None, backend: Backend) -> None:
+    """Refuse, before the first trial, a --deadline shorter than the time the driver may
+    take to notice a hang, where that time passes for real (hardware, `emulate`, the
+    simulator with `realtime`): every hang would end at the deadline, unanswered, and read
+    as a harness fault instead of the driver's TIMEOUT. On the simulator's virtual clock the
+    driver's timer costs no wall time, so any deadline serves."""
+    if deadline_s is None:
+        return
+    real_time = backend.hardware or (isinstance(backend, PlaysAProfile)
+                                     and backend.played.realtime)
+    timer_s = backend.driver_timeout_s()
+    if real_time and deadline_s < timer_s:
+        raise BadInput(f"--deadline {deadline_s:g}: shorter than the {timer_s:g} s the driver "
+                       "may take to notice a hang, so a hung trial would be cut off before "
+                       f"the driver answers; give --deadline {timer_s:g} or more, or leave "
+                       "it out (the default covers the driver's timeout)")
+
+
 def flow_of(case: Case, options: RunOptions) -> str:
     """The flow a run submits in: --flow, else the case's; a runlist context made from full
     ELFs runs only in the full-elf flow."""
@@ -292,7 +301,7 @@ class Runner:
         if options.isolate:      # isolation (and psutil) load only when trials isolate
             from harness.execution.isolation import prepare
             prepare(backend.as_report())
-        handle.resume_command = continue_command(handle.report, handle.path)
+        handle.resume_command = continue_command(handle.report.command, handle.path)
         # a report from before time to failure was recorded gets its timers now
         self.timers: dict[str, Any] = self.report.sections.setdefault(
             "timers", stack_timers(self.report.header_dict()))
@@ -416,9 +425,9 @@ class Runner:
                 placeholder.error = f"interrupted by {how}"
                 self.handle.record_trial(plan.name, placeholder)
             self.handle.close()
+            again = continue_command(self.report.command, self.handle.path)
             raise Interrupted(f"stopped by {how}; everything so far is in {self.handle.path}; "
-                              f"continue with `{continue_command(self.report, self.handle.path)}`",
-                              signal) from None
+                              f"continue with `{again}`", signal) from None
         self.progress(f"{counter} {plan.label}: trial {index + 1} {result.state}"
                       + _timing(result, self.timers), True)
         if recovery is not None and not recovery.recovered:
@@ -430,7 +439,7 @@ class Runner:
                 f"({recovery.attempts} attempts over {recovery.waited_s:g} s: "
                 f"{recovery.last_error}); {recovery.fix}. Everything so far is in "
                 f"{self.handle.path}; continue with "
-                f"`{continue_command(self.report, self.handle.path)}`")
+                f"`{continue_command(self.report.command, self.handle.path)}`")
         return result
 
     def _held(self, result: TrialResult) -> TrialResult:
@@ -593,6 +602,7 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
                                   "there; the hardware path runs only real artefacts")
     environment = collect_environment(backend, xrt_smi_validate=xrt_smi_validate)
     backend.adopt_environment(environment)
+    check_deadline(options.deadline_s, backend)
     pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=not backend.hardware)
     programs = case_programs(case, pack, options, simulated=not backend.hardware)
     warnings = list(case.notes) + [f"{path} is absent: a stand-in takes its place"
@@ -601,6 +611,9 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
         warnings.append(f"no full ELF for context {case.runlist_context!r}: a stand-in built "
                         "from the case's commands takes its place (simulated stack only)")
     warnings += check_pack(case, pack, programs) + profile_warnings(case, backend)
+    whose = other_packs_files(pack)
+    if whose:
+        warnings.append(whose)
     report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
                         options, command, environment, programs)
     handle = ReportFile.create(report, out=out, name=case.name, force=force)

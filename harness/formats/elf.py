@@ -37,6 +37,8 @@ PROGRAM_TYPES = {0: "NULL", 1: "LOAD", 2: "DYNAMIC", 3: "INTERP", 4: "NOTE", 6: 
 CTRLTEXT = ".ctrltext"
 UID_NOTE = ".note.xrt.UID"
 CONFIG_NOTE = ".note.xrt.configuration"
+# xrt_core::elf_patcher section names of preemption's save and restore code (elf_patcher.h)
+PREEMPT_SAVE, PREEMPT_RESTORE, PDI = ".preempt_save", ".preempt_restore", ".pdi"
 OSABI_AIE2P = 0x45
 _DEMANGLED = {"v": "void", "c": "char", "i": "int"}
 MAX_SECTIONS = 0xFF00       # SHN_LORESERVE: larger counts need extended numbering
@@ -232,9 +234,36 @@ class Elf:
         return b"".join(self.sections[i].data for i in kernel.members
                         if i < len(self.sections) and CTRLTEXT in self.sections[i].name)
 
-    def kernel_has_pdi(self, kernel: ElfKernel) -> bool:
-        return any(i < len(self.sections) and self.sections[i].name.startswith(".pdi")
-                   for i in kernel.members)
+    @property
+    def has_pdi(self) -> bool:
+        """Whether any section's name holds ".pdi", wherever it sits: XRT's
+        `initialize_pdi_buf` (module_elf_aie2p, up to 2.21) and `initialize_pdi_buf_map`
+        (elf_aie_gen2, from 2.23) search every section, and one found makes XRT send
+        ERT_START_NPU_PREEMPT_ELF for every kernel of the ELF."""
+        return any(PDI in s.name for s in self.sections)
+
+    @property
+    def preemption(self) -> str:
+        """Whether the ELF carries preemption save and restore code, as XRT reads it
+        (`initialize_save_restore_buf`): per `.group` (an ELF without groups is one), a
+        section named with ".preempt_save" and one with ".preempt_restore". "paired" when
+        some group has both (XRT then sends ERT_START_NPU_PREEMPT), "unpaired" when a group
+        has one without the other (XRT refuses the ELF), else "none"."""
+        if self.grouped:
+            groups = [struct.unpack_from(f"<{len(g.data) // 4}I", g.data)[1:]
+                      for g in self.sections if g.type == SHT_GROUP]
+        else:
+            groups = [tuple(range(len(self.sections)))]
+        found = "none"
+        for members in groups:
+            names = [self.sections[i].name for i in members if i < len(self.sections)]
+            save = any(PREEMPT_SAVE in n for n in names)
+            restore = any(PREEMPT_RESTORE in n for n in names)
+            if save != restore:
+                return "unpaired"
+            if save:
+                found = "paired"
+        return found
 
 
 def demangle(mangled: str, where: str = "ELF") -> tuple[str, tuple[str, ...]]:

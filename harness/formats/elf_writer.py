@@ -87,13 +87,16 @@ def mangled(kernel: str, args: tuple[str, ...]) -> str:
 
 def full_elf(control_code: bytes, columns: int, *, kernel: str = "main",
              subkernel: str = "sequence", args: tuple[str, ...] = ("void*",) * 3,
-             pdi: bytes | None = b"PDI\0") -> bytes:
+             pdi: bytes | None = b"PDI\0", save: bytes | None = None,
+             restore: bytes | None = None, pdi_in_group: bool = True) -> bytes:
     """A full ELF as XRT's `elf_aie_gen2` parses one: ABI version 1.0 (grouped), a
     `.note.xrt.configuration` giving the partition size, `.symtab` with the kernel's
     mangled signature (STT_FUNC) and its sub-kernel (STT_OBJECT, st_shndx pointing at the
     kernel symbol), and a `.group` listing the kernel's `.ctrltext` (and `.pdi`, which
-    makes XRT send ERT_START_NPU_PREEMPT_ELF). The UID note holds 16 raw bytes, the
-    configuration uuid."""
+    makes XRT send ERT_START_NPU_PREEMPT_ELF; `.preempt_save` and `.preempt_restore`
+    without one, ERT_START_NPU_PREEMPT; XRT looks for `.pdi` in the whole ELF, so
+    `pdi_in_group=False` leaves it out of the group with the same effect). The UID note
+    holds 16 raw bytes, the configuration uuid."""
     strtab = b"\0" + mangled(kernel, args).encode() + b"\0" + subkernel.encode() + b"\0"
     symtab = bytes(16) + struct.pack("<IIIBBH", 1, 0, 0, (1 << 4) | STT_FUNC, 0, 0) \
         + struct.pack("<IIIBBH", strtab.index(subkernel.encode() + b"\0"), 0, 0,
@@ -108,9 +111,12 @@ def full_elf(control_code: bytes, columns: int, *, kernel: str = "main",
         (f"{CTRLTEXT}.{subkernel}", SHT_PROGBITS, 6, control_code, 0, 0, 16, 0),
     ]
     members = [5]
-    if pdi is not None:
-        sections.append((f".pdi.{subkernel}", SHT_PROGBITS, 2, pdi, 0, 0, 16, 0))
-        members.append(6)
+    for name, data in ((f".pdi.{subkernel}", pdi), (f".preempt_save.{subkernel}", save),
+                       (f".preempt_restore.{subkernel}", restore)):
+        if data is not None:
+            sections.append((name, SHT_PROGBITS, 2, data, 0, 0, 16, 0))
+            if pdi_in_group or data is not pdi:
+                members.append(len(sections) + 1)  # after the null and .shstrtab headers
     sections += [(CONFIG_NOTE, SHT_NOTE, 0, config, 0, 0, 4, 0),
                  (UID_NOTE, SHT_NOTE, 0, uid, 0, 0, 4, 0)]
     group = struct.pack(f"<{len(members) + 1}I", 0, *members)

@@ -1,19 +1,26 @@
 """The amdxdna driver's trace events around a trial, read from tracefs's buffer.
 
 An in-tree driver up to Linux 7.0 prints nothing to the kernel log when a job times out;
-its trace events still record it. The events, as the driver sources declare them:
+its trace events still record it. The events, as each tree calls them:
 
-- in-tree and staging (`TRACE_SYSTEM amdxdna`; amd/xdna-driver
-  include/trace/events/amdxdna.h, Linux include/trace/events/amdxdna.h):
-  `xdna_job` ("job run", "job free", and in-tree "job timedout" from
-  aie2_sched_job_timedout), `amdxdna_debug_point` ("job received", "job pushed",
-  "job release", "job returned to user", amdxdna_ctx.c), `xdna_job_queue` (staging:
-  "sent to device", "job complete", aie2_ctx.c), and the mailbox's `mbox_set_tail`,
-  `mbox_set_head`, `mbox_irq_handle`, `mbox_rx_worker` (amdxdna_mailbox.c);
+- in-tree (Linux 7.0, 7.1 as amd/xdna-driver 234824b1 and f13c7f41 import it; `TRACE_SYSTEM
+  amdxdna`, Linux include/trace/events/amdxdna.h): `xdna_job` "sent to device"
+  (aie2_sched_job_run), "signaled fence", "job free" and "job timedout"
+  (aie2_sched_job_timedout), printed ``fence=(context:C, seqno:S), NAME seq#:N TEXT``;
+  `amdxdna_debug_point` "job pushed", "job release" (amdxdna_ctx.c); the mailbox's
+  `mbox_set_tail`, `mbox_set_head`, `mbox_irq_handle`;
+- staging (amd/xdna-driver drivers/accel/amdxdna at 856409ca, its own
+  include/trace/events/amdxdna.h): `xdna_job` "job run" and "job free", with ``, op=N``;
+  `xdna_job_queue` "sent to device" and "job complete" (aie2_ctx.c); `amdxdna_debug_point`
+  "job received", "job pushed", "job release", "job returned to user"; the mailbox's
+  events and `uc_irq_handle`. No "job timedout": aie2_sched_job_timedout traces nothing;
 - the legacy out-of-tree driver (`TRACE_SYSTEM amdxdna_trace`; src/driver/amdxdna/
-  amdxdna_trace.h): the same, and `__amdxdna_trace_point`.
+  amdxdna_trace.h): `xdna_job` "job run", "signaling fence", "job free" (no "job
+  timedout" either), many `amdxdna_debug_point`s, `__amdxdna_trace_point`, and the
+  mailbox's events with `mbox_poll_handle`.
 
-tracefs lists them under `events/<system>/`; a buffer line reads
+So timed-out jobs are counted (from "job timedout") only under the in-tree driver.
+tracefs lists the events under `events/<system>/`; a buffer line reads
 ``TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: TEXT``. The reader marks the newest timestamp
 before a trial and keeps the driver's events after it.
 """

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.model.firmware import Protocol, single_protocol_refusal
 from harness.model.text_enum import TextEnum
 
 UNREADABLE = "unreadable"
@@ -93,7 +94,32 @@ FILLED_PAYLOAD = KernelChange(
 APP_HEALTH_QUERY = KernelChange(
     "25854131c04a", "asks the firmware for its app health report on a timeout", (7, 1), {},
     "no stable backport found in the stable-list mails; assumed 7.1 on")
-CHANGES = (TIMEOUT_STATE, FILLED_PAYLOAD, APP_HEALTH_QUERY)
+FIRMWARE_TABLE = KernelChange(
+    "f1eac46fe5f7", "firmware of several protocol majors accepted (protocol 7 on npu4/5/6; "
+    "before, the device's one protocol: 1.1.2.64/65, protocol 7.2, refused at probe)",
+    (7, 0), {},
+    "merged for 7.0; no stable backport found in the stable-list mails, and public logs "
+    "show 6.18.9, 6.18.13, 6.19.3 and 6.19.6 refusing protocol 7.2 (dri-devel 2026-03, "
+    "Debian 6.19.6; a CachyOS 6.19.6 report)")
+FORCE_CMDLIST = KernelChange(
+    "c68a6af400ca", "force_cmdlist defaults to true: a single command goes to the firmware "
+    "as a one-slot command list (aie2_cmdlist_single_execbuf), the chain's slot rules with it",
+    (7, 0), {(6, 19): 7},
+    "Linux 7.0 as amd/xdna-driver 234824b1 imports it (aie2_ctx.c 'static bool "
+    "force_cmdlist = true'); stable review mail 2026-03-10: '[PATCH 6.19 033/311] "
+    "accel/amdxdna: Switch to always use chained command' of the 6.19.7-rc1 review "
+    "(assumed to reach 6.19.7)")
+TEMPORAL_ONLY = KernelChange(
+    "7818618a09a0", "temporal sharing only: with AIE2_TEMPORAL_ONLY firmware (npu4/5/6 from "
+    "protocol 6.12) aie2_alloc_resource creates the context itself, without the resource "
+    "solver (so a refused context logs no aie2_xrs_load or aie2_alloc_resource line)",
+    (7, 0), {(6, 19): 4},
+    "Linux 7.0 as amd/xdna-driver 234824b1 imports it (aie2_ctx.c aie2_alloc_resource); "
+    "stable review mail 2026-02-24: '[PATCH 6.19 299/781] accel/amdxdna: Enable temporal "
+    "sharing only mode' of the 6.19.4-rc1 review, in the linux-6.19.y push of 2026-02-26 "
+    "(assumed to reach 6.19.4); before it the enum has no AIE2_TEMPORAL_ONLY")
+CHANGES = (FIRMWARE_TABLE, TIMEOUT_STATE, TEMPORAL_ONLY, FILLED_PAYLOAD, FORCE_CMDLIST,
+           APP_HEALTH_QUERY)
 
 
 class Detection(TextEnum):
@@ -122,7 +148,8 @@ DRM, LEGACY = "drm", "legacy"
 @dataclass(frozen=True)
 class Printed:
     """A line a driver prints: through XDNA_ERR ("err") or XDNA_WARN ("warn"), by
-    `function`, its text with {count} and {timeout} filled in where it has them."""
+    `function`, its text with {count} and {timeout} filled in where it has them; "dev" is
+    a line of the driver core's own (dev_err, no function name)."""
 
     level: str
     function: str
@@ -151,6 +178,35 @@ class DriverBuild:
     check_lines: tuple[Printed, ...] = ()     # printed when the device check finds it silent
     dumps_contexts: bool = False    # that check dumps, stops and restarts every context
     idle_check_passes: bool = False  # that check takes an idle device for one making progress
+    single_protocol: bool = False   # accepts only its device's one firmware protocol
+    single_cmdlist: bool = True     # a single command goes out as a one-slot command list
+    timeout_needs_report: bool = False  # the hung job ends hung_state only with a report
+    # with AIE2_TEMPORAL_ONLY firmware a context is created without the resource solver
+    # (so a refusal logs no solver lines)
+    temporal_skips_solver: bool = False
+    # what DRM_IOCTL_VERSION answers (amdxdna_drm_drv .major/.minor): FastFlowLM gates on it
+    drm_version: tuple[int, int] = (0, 0)
+    # writes a timed-out or aborted chain's error_index; else the chain buffer keeps what
+    # was there (XRT zeroes it once, when a runlist makes it, and reuses it)
+    writes_timeout_index: bool = True
+
+    def refuses_firmware(self, npu4_class: bool, protocol: Protocol | None
+                         ) -> tuple[Printed, ...]:
+        """What this build prints when it refuses the firmware at probe, leaving no
+        /dev/accel node (empty: it accepts it). Kernel.org mainline before f1eac46fe5f7:
+        `aie2_check_protocol`, then each caller on the way out, as a public log of Debian's
+        6.19.6 shows them (dri-devel 2026-03)."""
+        refusal = single_protocol_refusal(npu4_class, protocol) if self.single_protocol \
+            else None
+        if refusal is None:
+            return ()
+        return (Printed("err", "aie2_check_protocol", refusal),
+                Printed("err", "aie2_hw_start", "firmware is not alive"),
+                Printed("err", "aie2_smu_exec", "smu cmd 4 failed, 0xff"),
+                Printed("err", "aie2_smu_fini", "Power off failed, ret -22"),
+                Printed("err", "aie2_init", "start npu failed, ret -22"),
+                Printed("err", "amdxdna_probe", "Hardware init failed, ret -22"),
+                Printed("dev", "", "probe with driver amdxdna failed with error -22"))
 
     @property
     def name(self) -> str:
@@ -198,8 +254,11 @@ class Flavour:
     context_prefix: str = "hwctx"       # its contexts' names: <prefix>.<pid>.<id>
     virtual_contexts: bool = False      # refuses contexts itself, past the device's ctx_limit
     mailbox_function: str = "aie2_send_mgmt_msg_wait"   # logs a refused mailbox command
-    # its module parameters as it defines them (module_param): name, default, and whether
-    # a normal user may read it (mode 0444/0644; 0400/0600 is unreadable to one)
+    # its module parameters as it defines them (module_param): name, default as sysfs
+    # shows it, and whether a normal user may read it (mode 0444/0644; 0400/0600 is
+    # unreadable to one). A default may name {force_cmdlist} (Y or N, the build's),
+    # {hwctx_limit} or {ctx_limit} (the device's), which the legacy tree writes back into
+    # its parameters once it knows them (aie2_ctx_runqueue.c aie2_rq_init)
     parameters: tuple[tuple[str, str, bool], ...] = ()
     module_version: str | None = None   # MODULE_VERSION, where it sets one
 
@@ -210,6 +269,30 @@ class Flavour:
 
 
 _RUN_LIST_ID = "reports the firmware's run_list_id as error_index"
+# force_cmdlist as sysfs prints a bool: true in staging and the legacy tree (aie2_ctx.c at
+# 856409ca, mode 0600) and in mainline from c68a6af400ca (FORCE_CMDLIST)
+FORCE_CMDLIST_VALUE = "{force_cmdlist}"
+
+
+# What kernel.org's amdxdna_pci_drv.c answers DRM_IOCTL_VERSION with, by the series whose
+# merge window took each AMDXDNA_DRIVER_MINOR bump (the defines themselves came with 0.1)
+MAINLINE_DRM_VERSIONS = (((7, 1), (0, 8)), ((6, 19), (0, 6)), ((6, 18), (0, 1)))
+MAINLINE_DRM_SOURCE = (
+    "no version before 'accel/amdxdna: Add ioctl DRM_IOCTL_AMDXDNA_GET_ARRAY' (dri-devel "
+    "2025-09-02, '0.0: Initial version', '0.1'; 6.18: ROCm/FastFlowLM#536 flm validate on "
+    "6.18.10 and amd/IRON#43 xrt-smi on 6.18.0 read 0.1); 0.6 from 3a0ff7b98af4 'Support "
+    "preemption requests' (in 6.19, whose 6.19.7 backport of c68a6af400ca fixes it; 7.0 "
+    "as xdna-driver 234824b1 imports it); 0.7 (81ad428e) and 0.8 (de954711, BO usage) "
+    "in the xdna-driver tree in March 2026, and noamsto/nix-amd-ai#79 reads 0.8 from 7.1.3")
+
+
+def mainline_drm_version(release: tuple[int, int, int]) -> tuple[int, int]:
+    """The in-tree driver's DRM version on a kernel.org release (a distribution kernel may
+    carry later bumps: the #712 machine's Ubuntu 7.0.0-31 reports 0.7)."""
+    for series, version in MAINLINE_DRM_VERSIONS:
+        if release[:2] >= series:
+            return version
+    return (0, 0)
 
 
 def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
@@ -221,14 +304,25 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
         "context", TIMEOUT if timeout else ABORT, ABORT, ABORT if timeout else NEW,
         "run_list_id" if health else "0",
         _RUN_LIST_ID if health else
-        "ends a timed-out chain with error_index 0 (drm_sched's timeout; 89ff45359abb "
-        "writes it through amdxdna_cmd_set_error)" if timeout else
-        "ends the hung job ABORT with error_index 0 (before 6fb7f2988832)",
+        "ends a timed-out chain with error_index 0 (drm_sched's timeout, "
+        "amdxdna_cmd_set_error)" if filled else
+        "ends a timed-out chain without writing error_index (before 89ff45359abb): XRT "
+        "reads what the chain buffer held, 0 in a new runlist" if timeout else
+        "ends the hung job ABORT without writing error_index (before 6fb7f2988832): XRT "
+        "reads what the chain buffer held, 0 in a new runlist",
         PAYLOAD_HEALTH_FF if health else PAYLOAD_FF if filled else PAYLOAD_KEPT, health,
         "Linux drivers/accel/amdxdna aie2_ctx.c aie2_sched_job_timedout, "
         "aie2_sched_cmdlist_resp_handler; 6fb7f2988832 (TIMEOUT), 89ff45359abb "
         "(amdxdna_cmd_set_error), 25854131c04a (7.1: app health, as xdna-driver "
-        "f13c7f41 aie2_set_cmd_timeout)")
+        "f13c7f41 aie2_set_cmd_timeout)",
+        single_protocol=not FIRMWARE_TABLE.in_release(release),
+        single_cmdlist=FORCE_CMDLIST.in_release(release),
+        # aie2_ctx.c aie2_alloc_resource from 7818618a09a0 (7.0; 6.19.4); before it every
+        # context goes through the solver
+        temporal_skips_solver=TEMPORAL_ONLY.in_release(release),
+        # before 89ff45359abb only a firmware error's response writes error_index
+        writes_timeout_index=filled,
+        drm_version=mainline_drm_version(release))
 
 
 def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
@@ -239,14 +333,18 @@ def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> 
         TIMEOUT, ABORT, ABORT, "run_list_id", _RUN_LIST_ID, PAYLOAD_HEALTH_FF, True,
         "amd/xdna-driver drivers/accel/amdxdna aie2_ctx.c aie2_sched_job_timedout, "
         "aie2_tdr_detect, aie2_set_cmd_timeout; amdxdna_ctx.c amdxdna_cmd_set_error"
-        + ("" if new else "; aie2_tdr.c (kernels before 6.17)"),
+        + ("" if new else "; aie2_tdr.c aie2_tdr_stop_hwctx (kernels before 6.17)"),
         timeout_lines=(Printed("err", "aie2_tdr_detect", "TDR timeout detected"),)
         if new else (),
         check_lines=() if new else (
             Printed("err", "aie2_legacy_tdr_detect", "TDR timeout detected"),
             Printed("warn", "aie2_tdr_work_func", "Device isn't making progress")),
         # aie2_legacy_tdr_detect: no false positive when idle
-        idle_check_passes=not new)
+        idle_check_passes=not new,
+        # aie2_tdr.c aie2_tdr_stop_hwctx marks the first pending job timed out only when
+        # aie2_query_app_health answered; without a report the stop cancels it (ABORT)
+        timeout_needs_report=not new,
+        drm_version=(0, 16))             # amdxdna_pci_drv.c at 856409ca
 
 
 def _legacy_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
@@ -261,7 +359,8 @@ def _legacy_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> D
         check_lines=(Printed("warn", "aie2_tdr_work", "Device isn't making progress... "
                                                       "Count {count} timeout {timeout} "
                                                       "dump_only 0"),),
-        dumps_contexts=True)
+        dumps_contexts=True,
+        drm_version=(1, 0))              # src/include/uapi/drm_local/amdxdna_accel.h
 
 
 _STAGING = "amd/xdna-driver drivers/accel/amdxdna"
@@ -281,26 +380,32 @@ FLAVOURS = {f.name: f for f in (
         "mainline, as released: drm_sched's 60 s timer per context, re-armed at every job "
         "push and completion; the hung job ends ABORT before 6fb7f2988832 (a single "
         "non-chain run the reset cancels stays NEW) and TIMEOUT with it (6.19; 6.17.13 and "
-        "6.18.2 by stable backport, so 6.17.0 and 6.18.0 give ABORT), error_index 0; the "
-        "rest of the context ABORT; from 89ff45359abb (7.0; 6.19.7) every failed command "
-        "goes through amdxdna_cmd_set_error: sub-command 0's payload (a single run's own) "
-        "filled with 0xFF; 7.0 logs nothing on a timeout; 7.1 (25854131c04a) asks the "
+        "6.18.2 by stable backport, so 6.17.0 and 6.18.0 give ABORT), the rest of the "
+        "context ABORT; before 89ff45359abb a timeout or abort writes no error_index, so XRT "
+        "reads what the chain buffer held (0 in a new runlist, an earlier firmware error's "
+        "index in one executed again); from 89ff45359abb (7.0; 6.19.7) every failed command "
+        "goes through amdxdna_cmd_set_error: error_index 0, sub-command 0's payload (a single "
+        "run's own) filled with 0xFF; 7.0 logs nothing on a timeout; 7.1 (25854131c04a) asks the "
         "firmware's app health report and, given one, prints the capture block, takes "
         "error_index from its run_list_id and writes its version-1 health data over "
         "sub-command 0 before the 0xFF, so XRT's message carries the health lines",
         f"{_MAINLINE} aie2_ctx.c aie2_sched_job_timedout, aie2_sched_resp_handler, "
-        "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error; "
+        "aie2_sched_cmdlist_resp_handler; amdxdna_ctx.c amdxdna_cmd_set_error "
+        "(89ff45359abb); Xilinx/XRT xrt_kernel.cpp runlist_impl::create_exec_buf and submit "
+        "(the chain buffer zeroed once, then reused); "
         f"{_MAINLINE_TREE} aie2_ctx.c aie2_set_cmd_timeout; stable review mails "
         "'[PATCH 6.17 143/507]' (6.17.13-rc1), '[PATCH 6.18 167/614]' (6.18.2-rc1), "
         "'[PATCH 6.19 208/311]' (6.19.7-rc1), each assumed to reach its release; no "
         "backport of 25854131c04a found",
-        parameters=(("aie2_max_col", "128", False),)),
+        parameters=(("aie2_max_col", "128", False),
+                    ("force_cmdlist", FORCE_CMDLIST_VALUE, False))),
     Flavour(
         "staging", "DKMS amdxdna.ko", "staging",
         "no job pushed or completed on the context for tdr_timeout_ms (default 2000 ms) "
         "while nothing started or completed anywhere on the device either (kernels >= "
         "6.17; before, a device check every tdr_timeout_ms): the faulting job ends TIMEOUT "
-        "with health data (from a firmware that reports it), the rest of the context ABORT",
+        "with health data (from a firmware that reports it; before 6.17 ABORT without a "
+        "report), the rest of the context ABORT",
         "tdr_timeout_ms", 2000.0, 0.001, 1, _staging_build,
         "staging on kernels >= 6.17: a context's timer fires tdr_timeout_ms (2000) after its "
         "last job push or completion; aie2_tdr_detect then declares a hang only if no job "
@@ -311,38 +416,51 @@ FLAVOURS = {f.name: f for f in (
         "hung job ends TIMEOUT, error_index the firmware's run_list_id, the version-1 health "
         "data and then 0xFF written over sub-command 0 (not the failing run; 0xFF alone, "
         "error_index 0, when the firmware gives no report); the rest ABORT with "
-        "sub-command 0 filled with 0xFF",
+        "sub-command 0 filled with 0xFF; before 6.17 the hung job ends TIMEOUT only when "
+        "the firmware gave a report (aie2_tdr_stop_hwctx), ABORT with 0xFF without one",
         f"{_STAGING} aie2_ctx.c aie2_tdr_signal, aie2_tdr_detect, aie2_sched_job_timedout, "
-        "aie2_set_cmd_timeout; aie2_tdr.c aie2_legacy_tdr_detect; amdxdna_ctx.c "
-        "amdxdna_cmd_set_error",
+        "aie2_set_cmd_timeout; aie2_tdr.c aie2_legacy_tdr_detect, aie2_tdr_stop_hwctx; "
+        "amdxdna_ctx.c amdxdna_cmd_set_error (856409ca)",
         dkms=True, mailbox_function="aie_send_mgmt_msg_wait",
-        parameters=(("aie2_max_col", "128", False), ("force_cmdlist", "N", False),
+        parameters=(("aie2_max_col", "128", False), ("force_cmdlist", FORCE_CMDLIST_VALUE,
+                                                      False),
                     ("force_iova", "N", False), ("tdr_timeout_ms", "2000", False)),
         module_version="0.1"),
     Flavour(
         "oot", "out-of-tree amdxdna_legacy.ko", "out-of-tree",
         "device-wide check every timeout_in_sec (default 2 s) that fires when no job was "
         "submitted or completed during two whole periods (4-6 s after the last submit or "
-        "completion, a first job after an idle spell included): every context is dumped, "
-        "stopped and restarted, every chain in flight ends TIMEOUT",
+        "completion, a first job after an idle spell included): every connected context (one "
+        "with work since it was made or last stopped) is dumped, stopped and restarted, "
+        "every chain in flight ends TIMEOUT",
         "timeout_in_sec", 2.0, 1.0, 3, _legacy_build,
         "out-of-tree: a device check every timeout_in_sec (2 s from driver load) fires when "
         "no job was submitted or completed during the last two whole periods (a submit "
         "counts as progress: a first job after an idle spell times out 4-6 s later, not "
-        "0-2); every context is dumped (Dumping ctx, the capture block when the firmware "
-        "gives a report, JOB[] lines), stopped and restarted; every chain in flight ends "
+        "0-2); every connected context (new contexts start disconnected and connect with "
+        "their first job; a stop disconnects; idle disconnection is not modelled) is dumped "
+        "(Dumping ctx, the capture block when the firmware gives a report, a JOB[seq % 4] "
+        "block per pending job with its per-context seq and its mailbox message id, "
+        "0x1D000000 | the channel's cyclic id, whose first id goes to aie2_config_cu on a "
+        "context with CUs, an xclbin's), stopped and restarted; every chain in flight "
+        "ends "
         "TIMEOUT with error_index the context's run_list_id; the first command to carry the "
         "context's health data gets it over that sub-command, later ones have it marked "
         "ABORT; without a report the context's data is the zeros it was allocated with (a "
         "version-0 report XRT prints as six zero lines), carried once",
-        f"{_LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_ctx.c "
-        "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), aie2_dump_ctx, "
+        f"{_LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_rq_add "
+        "(disconn_list), aie2_rq_dump_all and aie2_rq_stop_all (conn_list), aie2_ctx.c "
+        "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), "
+        "aie2_ctx_connect and aie2_message.c aie2_config_cu (ctx->cus, set by XRT's "
+        "hwctx_kmq CU config), aie2_dump_ctx (pending by get_job_idx(seq), j->msg_id), "
+        "amdxdna_mailbox.c mailbox_acquire_msgid, "
         "aie2_sched_cmdlist_resp_handler, aie2_ctx_cmd_health_data; amdxdna_ctx.c "
         "(kzalloc'd ctx)",
         module="amdxdna_legacy", dkms=True, log_tree=LEGACY, chain_cap=64,
         context_prefix="ctx", virtual_contexts=True,
-        parameters=(("aie2_max_col", "128", False), ("context_limit", "32", True),
-                    ("force_cmdlist", "N", False), ("hwctx_limit", "32", True),
+        parameters=(("aie2_max_col", "128", False), ("context_limit", "{ctx_limit}", True),
+                    ("force_cmdlist", FORCE_CMDLIST_VALUE, False),
+                    ("hwctx_limit", "{hwctx_limit}", True),
                     ("tdr_dump_ctx", "N", True), ("timeout_in_sec", "2", True))),
 )}
 DEFAULT_FLAVOUR = "mainline"   # the #712 machine: in-tree amdxdna on Linux 7.0

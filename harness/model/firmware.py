@@ -82,8 +82,43 @@ RELEASES = {r.version: r for r in (
 DEVICE_FIRMWARE = {"npu1": "1.5.5.391", "npu4": "1.1.2.64", "npu5": "1.1.2.65",
                    "npu6": "1.1.2.64"}
 
+# The one protocol each device's driver spoke before f1eac46fe5f7 (Linux 7.0): its
+# protocol_major must equal the firmware's and its protocol_minor be no larger
+# (`aie2_check_protocol`, the legacy tree's copy of the check at ae559d3e^ with npu4/5
+# 6.12 and npu1 5.7 in npuN_regs.c; Linux 7.0, as xdna-driver 234824b1 imports it, keeps
+# the same pairs as the base entries of its feature tables and accepts major 7 beside 6
+# on npu4/5/6).
+SINGLE_PROTOCOL = {True: (6, 12), False: (5, 7)}          # by npu4_class
+SINGLE_PROTOCOL_SOURCE = (
+    "amd/xdna-driver src/driver/amdxdna/aie2_pci.c aie2_check_protocol and npu1_regs.c, "
+    "npu4_regs.c, npu5_regs.c protocol_major/minor at ae559d3e^ (the check kernel.org's "
+    "aie2_pci.c made before f1eac46fe5f7); drivers/accel/amdxdna npu1_regs.c, npu4_regs.c "
+    "feature tables at 234824b1 (Linux 7.0)")
+# What a machine whose driver refused its firmware can do (the probe's fix, and a
+# simulated profile's explanation): public reports on 6.18.9, 6.18.13, 6.19.3 and 6.19.6
+FIRMWARE_REFUSED_FIX = (
+    "boot a kernel with f1eac46fe5f7 (Linux 7.0 or later, or a distribution kernel that "
+    "carries it), or install the DKMS driver (amd/xdna-driver), or install NPU firmware "
+    "that speaks mailbox protocol 6 (firmware 1.0.0.63, for one)")
+
+
+def single_protocol_refusal(npu4_class: bool, protocol: Protocol | None) -> str | None:
+    """The line a driver that speaks one protocol per device (kernel.org mainline before
+    f1eac46fe5f7) prints when it refuses the firmware at probe; None when it accepts it
+    (or the protocol is not known: nothing public shows such firmware refused)."""
+    if protocol is None:
+        return None
+    major, minor = SINGLE_PROTOCOL[npu4_class]
+    if protocol.major != major:
+        return (f"Incompatible firmware protocol major {protocol.major} minor "
+                f"{'x' if protocol.minor is None else protocol.minor}")
+    if protocol.minor is not None and protocol.minor < minor:
+        return "Firmware minor version smaller than supported"
+    return None
+
+
 # compiled on first use, by re's own cache: a start-up does not pay for it
-_PROTOCOL = r"(\d+)\.(\d+)"
+_PROTOCOL = r"(\d+)\.(\d+|x)"
 
 
 def protocol_of(version: str | None) -> Protocol | None:
@@ -93,9 +128,12 @@ def protocol_of(version: str | None) -> Protocol | None:
 
 
 def parse_protocol(text: str) -> Protocol | None:
-    """``6.18`` -> Protocol(6, 18); anything else None."""
+    """``6.18`` -> Protocol(6, 18), ``6.x`` -> Protocol(6, None) (only the major known);
+    anything else None."""
     match = re.fullmatch(_PROTOCOL, text.strip())
-    return Protocol(int(match[1]), int(match[2])) if match else None
+    if not match or len(match[1]) > 9 or len(match[2]) > 9:
+        return None
+    return Protocol(int(match[1]), None if match[2] == "x" else int(match[2]))
 
 
 def has_app_health(npu4_class: bool, protocol: Protocol | None) -> bool | None:

@@ -6,6 +6,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.model.firmware import FIRMWARE_REFUSED_FIX
 from harness.probe.readers import UNREADABLE
 
 MIN_DRIVER = (0, 6)
@@ -40,7 +41,14 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
 def run_checks(facts: dict[str, Any]) -> list[Check]:
     npu, driver, xrt, memlock = facts["npu"], facts["driver"], facts["xrt"], facts["memlock"]
     checks: list[Check] = []
-    if not npu["present"]:
+    refused = (facts.get("npu_firmware") or {}).get("refused_protocol")
+    if not npu["present"] and refused:
+        # Linux before f1eac46fe5f7 (7.0) speaks one firmware protocol per device
+        # (aie2_check_protocol); firmware 1.1.2.64/65 speaks 7.2 and is refused at probe
+        checks.append(Check("FAIL", "device node", "no /dev/accel/accel* node: the driver "
+                            f"refused the NPU firmware at probe (kernel log: Incompatible "
+                            f"firmware protocol, protocol {refused})", FIRMWARE_REFUSED_FIX))
+    elif not npu["present"]:
         checks.append(Check("FAIL", "device node", "no /dev/accel/accel* node",
                             "load the driver (`sudo modprobe amdxdna`) on a machine with an "
                             "XDNA NPU; without one, use --backend sim"))
@@ -56,9 +64,10 @@ def run_checks(facts: dict[str, Any]) -> list[Check]:
                                 "add yourself to the node's group (usually `render`: "
                                 "`sudo usermod -aG render $USER`, then log in again)"))
         ioctl = npu.get("ioctl", {})
-        checks.append(_minimum("driver version", ioctl.get("driver_version") or
-                               driver.get("version"), MIN_DRIVER,
-                               "update amdxdna (FastFlowLM needs DRM version >= 0.6)"))
+        drm = ioctl.get("driver_version")
+        checks.append(_minimum("driver version", drm or driver.get("version"), MIN_DRIVER,
+                               "update amdxdna (FastFlowLM needs DRM version >= 0.6)",
+                               "DRM version" if drm else "module version"))
         firmware = ioctl.get("firmware") or npu.get("sysfs", {}).get("fw_version")
         checks.append(_minimum("firmware", firmware, MIN_FIRMWARE,
                                "install NPU firmware >= 1.1 (linux-firmware amdnpu)"))
@@ -77,14 +86,17 @@ def run_checks(facts: dict[str, Any]) -> list[Check]:
     return checks
 
 
-def _minimum(name: str, value: str | None, minimum: tuple[int, ...], fix: str) -> Check:
+def _minimum(name: str, value: str | None, minimum: tuple[int, ...], fix: str,
+             which: str = "") -> Check:
+    """`which` names the version compared, where there are two (the driver's)."""
     parsed = version_tuple(value)
     wanted = ".".join(map(str, minimum))
+    shown = f"{which} {value}" if which else str(value)
     if parsed is None:
         return Check("WARN", name, f"unknown (need >= {wanted})", fix)
     if parsed[:len(minimum)] >= minimum:
-        return Check("PASS", name, f"{value} (>= {wanted})")
-    return Check("FAIL", name, f"{value} is older than {wanted}", fix)
+        return Check("PASS", name, f"{shown} (>= {wanted})")
+    return Check("FAIL", name, f"{shown} is older than {wanted}", fix)
 
 
 def _memlock(memlock: dict[str, Any]) -> Check:

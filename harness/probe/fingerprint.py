@@ -128,9 +128,13 @@ def _driver_lines(driver: dict[str, Any], npu: dict[str, Any]) -> list[str]:
     """The driver: module, version, flavour and why, its timeout rule and parameters."""
     if not driver["loaded"]:
         return ["driver: no amdxdna module loaded"]
-    version = driver.get("version") or npu.get("ioctl", {}).get("driver_version") or \
-        driver.get("version_note")
-    lines = [f"driver: {driver['module']} {version}; flavour {driver['flavour']} "
+    # two versions with two sources: a DKMS build's MODULE_VERSION string and the DRM
+    # version the device's ioctl answers; each is named, so that they never seem to disagree
+    drm = npu.get("ioctl", {}).get("driver_version")
+    versions = ([f"module version {driver['version']}"] if driver.get("version") else []) + \
+        ([f"DRM version {drm}"] if drm else [])
+    version = ", ".join(versions) if versions else driver.get("version_note")
+    lines = [f"driver: {driver['module']} ({version}); flavour {driver['flavour']} "
              f"({'; '.join(driver['evidence'])})",
              f"  timeout rule: {driver['timeout_rule']}"
              + (f" [setting: {driver['timeout_setting']}]"

@@ -24,6 +24,11 @@ def tracefs_facts(src: Sources) -> dict[str, Any]:
         return {"recording": False, "why": "tracefs is not mounted here",
                 "fix": "mount it: `sudo mount -t tracefs nodev /sys/kernel/tracing`"}
     events_dir = src.path(f"{mount}/events")
+    if _absent(events_dir) and (src.identity.root or _listable(src, src.path(mount))):
+        # the folder is there but nothing is mounted on it: running as root changes nothing
+        return {"recording": False, "path": mount,
+                "why": f"tracefs is not mounted on {mount} (the folder is empty)",
+                "fix": f"mount it: `sudo mount -t tracefs nodev {mount}`"}
     if not _listable(src, events_dir):
         return {"recording": False, "path": mount,
                 "why": f"{mount} is not readable by this user (root only by default)",
@@ -51,6 +56,17 @@ def tracefs_facts(src: Sources) -> dict[str, Any]:
                 "why": f"{mount}/trace is not readable by this user",
                 "fix": "run the harness as root (`sudo -E`) to read the trace buffer"}
     return {**facts, "recording": True}
+
+
+def _absent(path: Any) -> bool:
+    """Known not to exist (a folder this user may not search is not known absent)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _listable(src: Sources, folder: Any) -> bool:

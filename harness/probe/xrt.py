@@ -90,6 +90,18 @@ def _installs(xilinx_xrt: str | None) -> list[str]:
     return list(dict.fromkeys(filter(None, (xilinx_xrt, "/opt/xilinx/xrt"))))
 
 
+def xrt_install(xilinx_xrt: str | None, root: Path = Path("/")) -> tuple[str, str | None] | None:
+    """The XRT installed here, as `setup.sh` would give it (`XILINX_XRT`, else
+    /opt/xilinx/xrt): its folder and BUILD_VERSION, or None when neither holds XRT's
+    core library."""
+    for install in _installs(xilinx_xrt):
+        folder = root / install.lstrip("/")
+        if any((folder / "lib").glob("libxrt_coreutil.so*")):
+            found, version = _install_version(str(folder / "lib" / "x"))
+            return install, version
+    return None
+
+
 def validate_places(xilinx_xrt: str | None) -> list[str]:
     """Where `validate_files` looks, as a user would type it."""
     return [f"{install.rstrip('/')}/{pattern}" for install in _installs(xilinx_xrt)

@@ -34,8 +34,9 @@ from harness.model.errors import BadInput, HarnessError
 from harness.report import render as rendering
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
-from harness.report.model import JOURNAL, is_simulated, source_tag
+from harness.report.model import JOURNAL, continue_command, is_simulated, source_tag
 from harness.report.reader import ReportReader, parse_entry
+from harness.report.verdict import verdict_lines
 
 README = "README.md"
 REPORT_MD = "report.md"
@@ -57,6 +58,7 @@ class Contents:
     files: dict[str, bytes | Path] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
     xclbins_to_copy: list[str] = field(default_factory=list)   # recipes name, nobody ships
+    unfinished_command: str | None = None   # a report that did not finish: what wrote it
 
     def names(self) -> list[str]:
         """Top-level names, a folder once (``recipes/``)."""
@@ -248,10 +250,16 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
 def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
             shown: Callable[[str], str]) -> str:
     data = view.header
-    verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
+    answer, *reasons = verdict_lines(data.get("verdict"))
     command = rendering.command_line(data)
-    lines = [f"# {rendering.title(data)}", "",
-             f"Verdict: {verdict}", "",
+    lines = [f"# {rendering.title(data)}", ""]
+    if not data.get("finished"):
+        contents.unfinished_command = str(data.get("command") or "run")
+        lines += [f"**Partial:** this run did not finish (it was stopped, or was still "
+                  "running when this was made): the report holds only the trials it had, and "
+                  f"no verdict. {finish_hint(contents.unfinished_command, report.name)}", ""]
+    lines += [f"Verdict: {answer}", "", *[f"- {reason}" for reason in reasons],
+             *([""] if reasons else []),
              f"Made by: {rendering.code_span(command)}", "",
              f"Harness: {rendering.harness_made_by(data)}.", "",
              f"{view.failed} failed trial(s). Start with `{REPORT_MD}` (what GitHub shows), "
@@ -319,17 +327,43 @@ def bundle_names(archive: Path) -> list[str] | None:
     return names or None
 
 
+def finish_hint(command: str, report_name: str) -> str:
+    """How to finish a report a bundle was made of too early."""
+    return (f"`{continue_command(command, report_name)}` finishes it; bundle it again "
+            "then.")
+
+
 def _xclbins_to_copy(data: dict[str, Any], contents: Contents) -> list[str]:
     """The xclbins the recipes name and the bundle does not ship, each with the sha256 the
     report recorded for a file of that name (so the right file is copied in)."""
-    hashes = {Path(str(x.get("path"))).name: x.get("sha256")
-              for x in (data.get("artifacts") or {}).get("xclbins") or []
-              if isinstance(x, dict) and x.get("path")}
+    artifacts = data.get("artifacts") or {}
+    recorded = {Path(str(x.get("path"))).name: x for x in artifacts.get("xclbins") or []
+                if isinstance(x, dict) and x.get("path")}
+    pack = str((artifacts.get("pack") or {}).get("name") or "the pack")
     names = list((data.get("exports") or {}).get("missing") or []) + contents.xclbins_to_copy
     names += [item.split(":", 1)[0].removeprefix(f"{RECIPES}/") for item in contents.left_out
               if item.startswith(f"{RECIPES}/") and item.split(":", 1)[0].endswith(".xclbin")]
-    return [f"`{name}`" + (f" (sha256 {hashes[name]})" if hashes.get(name) else "")
-            for name in dict.fromkeys(map(str, names))]
+    out = []
+    for name in dict.fromkeys(map(str, names)):
+        entry = recorded.get(name) or {}
+        if entry.get("synthetic"):
+            # its hash names a file no one else has: say where the real one comes from
+            out.append(f"`{name}`: the run used a synthesized stand-in (the kernel's "
+                       f"signature, not the real kernel), so there is no file to copy by its "
+                       f"hash; take {pack}'s own `{name}` from {real_source(pack)}")
+        else:
+            out.append(f"`{name}`" + (f" (sha256 {entry['sha256']})"
+                                      if entry.get("sha256") else ""))
+    return out
+
+
+def real_source(pack: str) -> str:
+    """Where a pack's real xclbins come from (STACK.md 5 for FastFlowLM's, STACK.md 7 for
+    XRT's validate suite)."""
+    if pack == "xrt-validate":
+        return "an XRT install (validate.xclbin in its xrt_smi_*.a archive)"
+    return (f"FastFlowLM (its xclbins folder for the model: `$FLM_XCLBIN_PATH`, "
+            f"`xclbins/{pack}/` beside the `flm` binary, or `share/flm/xclbins/{pack}/`)")
 
 
 def render_for_issue(report: Path, digest: Digest, do_redact: bool) -> str:

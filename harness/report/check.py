@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.formats.jsonread import gc_paused
 from harness.formats.yamlio import KeyPath
@@ -26,6 +26,7 @@ from harness.report.model import (
     JOURNAL,
     JOURNALED,
     KNOWN_SCHEMAS,
+    PlanRecord,
     Report,
     brief_from_dict,
     is_emulated,
@@ -33,6 +34,9 @@ from harness.report.model import (
 )
 from harness.report.reader import HeaderError, ReportReader, TrialEntry
 from harness.report.schema import check, report_schema, trial_schema
+
+if TYPE_CHECKING:
+    from harness.report.verdict import Verdict
 
 # The commands whose verdict is the judge's of their plans (searches write their own).
 JUDGED = ("run", "reproduce")
@@ -264,12 +268,24 @@ def _consistency(doc: dict[str, Any], briefs: dict[int, list[TrialResult]]) -> l
             plan.trials = briefs.get(position, [])
         control = report.sections.get("xrt_smi_control")
         told = with_xrt_smi(judge(report.plans, report.backend),
-                            control if isinstance(control, dict) else None).to_dict()
-        if told.get("text") != report.verdict.get("text"):
-            problems.append(f"the verdict ({report.verdict.get('text')!r}) is not what its "
-                            f"trials say ({told.get('text')!r}): the journal lost entries, or "
-                            "the header was changed")
+                            control if isinstance(control, dict) else None)
+        if not _verdict_agrees(report.verdict, told, report.plans):
+            said = report.verdict.get("answer") or report.verdict.get("text")
+            problems.append(f"the verdict ({said!r}) is not what its trials say "
+                            f"({told.answer!r}): the journal lost entries, or the header "
+                            "was changed")
     return problems
+
+
+def _verdict_agrees(stored: dict[str, Any], told: Verdict, plans: list[PlanRecord]) -> bool:
+    """A verdict with an answer must be the judge's word for word; one written before
+    verdicts had an answer (its wording since changed) must agree on whether the failure
+    reproduced and on each plan's counts."""
+    if "answer" in stored:
+        return bool(stored.get("answer") == told.answer and stored.get("text") == told.text)
+    text = str(stored.get("text") or "")
+    return stored.get("reproduced") == told.reproduced and \
+        all(f"{p.label}: {p.counts_text()}" in text for p in plans)
 
 
 def _line_of(path: KeyPath, entry_lines: dict[tuple, int], lines: dict[KeyPath, int]

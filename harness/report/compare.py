@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.model.results import counts_text
-from harness.report.model import is_simulated, source_tag
+from harness.report.model import is_simulated, source_label
 from harness.report.render import md_table, record_label
 
 
@@ -19,7 +19,7 @@ def attributes(data: dict[str, Any]) -> dict[str, str]:
     backend = data.get("backend") or {}
     ioctl = npu.get("ioctl") or {}
     if is_simulated(backend):
-        source = f"{source_tag(backend)} {backend.get('profile')}"
+        source = source_label(backend)
     elif backend.get("kind") == "flm-server":
         source = "flm serve"
     else:
@@ -49,6 +49,19 @@ def row_outcomes(data: dict[str, Any]) -> dict[str, dict[str, int]]:
     return rows
 
 
+def _column_label(attrs: dict[str, str], differing: list[str], data: dict[str, Any]) -> str:
+    """What tells this report's column apart, always opened by where its results came
+    from when that was no machine: a SIMULATED or EMULATED column is never unlabelled,
+    whatever it shares with the others."""
+    parts = [f"{k} {attrs.get(k, '-')}" if k not in ("profile", "machine")
+             else attrs.get(k, "-") for k in differing]
+    if "profile" not in differing and is_simulated(data.get("backend") or {}):
+        parts.insert(0, attrs["profile"])
+    if not differing:
+        parts.append(f"run {str(data.get('run_id', '?'))[:6]}")
+    return ", ".join(parts)
+
+
 @dataclass
 class Matrix:
     files: list[str]
@@ -63,11 +76,8 @@ def build(reports: list[tuple[str, dict[str, Any]]]) -> Matrix:
     for a in attrs:
         keys += [k for k in a if k not in keys]
     differing = [k for k in keys if len({a.get(k, "-") for a in attrs}) > 1]
-    if differing:
-        labels = [", ".join(f"{k} {a.get(k, '-')}" if k not in ("profile", "machine")
-                            else a.get(k, "-") for k in differing) for a in attrs]
-    else:
-        labels = [f"run {data.get('run_id', '?')[:6]}" for _, data in reports]
+    labels = [_column_label(a, differing, data) for a, (_, data) in zip(attrs, reports,
+                                                                       strict=True)]
     outcomes = [row_outcomes(data) for _, data in reports]
     row_keys: list[str] = []
     for table in outcomes:

@@ -61,6 +61,23 @@ def check_output_path(path: Path, *, force: bool, what: str = "--out") -> None:
             raise BadInput(f"{what} {path} exists; choose another or pass --force to replace it")
 
 
+# suffixes that promise another format than the YAML a report is written in
+OTHER_FORMATS = {".json": "JSON", ".md": "Markdown", ".markdown": "Markdown", ".txt": "text",
+                 ".html": "HTML", ".csv": "CSV", ".xml": "XML", ".toml": "TOML",
+                 ".gz": "a compressed file", ".tgz": "a compressed file", ".tar": "a tar file",
+                 ".zip": "a zip file", ".png": "an image"}
+
+
+def check_report_name(path: Path, what: str = "--out") -> None:
+    """Refuse, before anything runs, a report file named for another format: the report is
+    YAML whatever it is called, so `--out rep.json` would hold YAML."""
+    other = OTHER_FORMATS.get(path.suffix.lower())
+    if other:
+        raise BadInput(f"{what} {path}: a report is written as YAML, not {other}; name it "
+                       f"{path.with_suffix('.yaml')} (`report render` gives Markdown or text, "
+                       "--json prints the report as JSON)")
+
+
 def _clean_temps(path: Path) -> list[str]:
     """Remove complete temp files a kill between write and rename left behind: the report
     beside them holds everything they do (they only differ in the header)."""
@@ -174,6 +191,7 @@ class ReportFile:
     def create(cls, report: Report, *, out: str | None, folder: str = "reports",
                name: str = "run", force: bool = False) -> ReportFile:
         if out:
+            check_report_name(Path(out))
             path = _through_link(Path(out))
             check_output_path(path, force=force)
         else:

@@ -11,6 +11,7 @@ import datetime as dt
 import os
 from dataclasses import dataclass, field
 from operator import methodcaller
+from pathlib import Path
 from typing import Any
 
 from harness.model.errors import ReportError
@@ -61,6 +62,25 @@ def source_tag(backend: dict[str, Any]) -> str:
     """How titles and verdicts name a model's results: ``EMULATED`` (real XRT, emulated
     driver) or ``SIMULATED``."""
     return "EMULATED" if is_emulated(backend) else "SIMULATED"
+
+
+def continue_command(command: str | None, path: str | Path) -> str:
+    """How to go on with a stopped run, by the command that wrote its report."""
+    if command == "bisect":
+        return f"runlist-harness bisect --replay {path}"
+    if command == "sweep":
+        return f"runlist-harness sweep --replay {path}"
+    return f"runlist-harness run --resume {path}"
+
+
+def source_label(backend: dict[str, Any]) -> str:
+    """The label a model's results carry wherever they are shown (verdicts, compare's
+    columns, a sweep's plot): ``SIMULATED, profile P`` or ``EMULATED, profile P``; "" for
+    hardware. Every such label comes from here, so none can drop."""
+    if not is_simulated(backend):
+        return ""
+    profile = played_profile(backend)
+    return f"{source_tag(backend)}, profile {profile}" if profile else source_tag(backend)
 
 
 def model_word(backend: dict[str, Any]) -> str:

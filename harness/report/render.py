@@ -36,12 +36,15 @@ from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
 from harness.report.model import is_emulated, is_simulated, played_profile
 from harness.report.provenance import control_notes, nop_note, stack_tables, what_ran_rows
 from harness.report.timing import timers_lines, trials_ttf_text
+from harness.report.verdict import verdict_lines
 
 MAX_FAILING_ROWS = 20
 MAX_LOG_LINES = 80             # of the first failing trial's kernel log, in the render
 MAX_EVENTS = 20
 MAX_XRT_SMI = 3_000
-MIN_YAML_ROOM = 2_000          # below this, the YAML is left out rather than cut to nothing
+YAML_EMBED_MAX = 8_000         # a short run's report is embedded whole; a longer one is not
+REPORTER_ROOM = 8_000          # of an issue body's limit, left for what the reporter writes
+BODY_BUDGET = MAX_BODY - REPORTER_ROOM
 
 
 def title(data: dict[str, Any]) -> str:
@@ -277,31 +280,25 @@ def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _yaml_for_embedding(view: ReportView, room: int) -> tuple[str, str]:
-    """The report as YAML in at most `room` characters: whole; else without the per-trial
-    detail; else cut; else nothing. The note says which. Trials are measured one at a
-    time and the count stops once they cannot fit, and the rest is dumped only as far as
-    it can be shown, so a report of thousands of trials is never dumped whole."""
+def _yaml_for_embedding(view: ReportView, room: int) -> str:
+    """The report as YAML when it is whole within `room` characters, else "": the render
+    carries what a maintainer reads, and the report file and the bundle carry the rest (a
+    YAML cut or stripped to fill an issue is padding, and leaves its reporter no room).
+    Trials are measured one at a time and the count stops once they cannot fit, so a report
+    of thousands of trials is never dumped whole."""
     text, complete = dump_yaml_within(view.header, room)
-    if complete:
-        left = room - len(text)
-        for _, trial in view.kept or []:
-            left -= len(dump_yaml([trial]))
-            if left < 0:
-                break
-        else:
-            whole = view.whole_document()
-            if whole is not None:
-                return dump_yaml(whole), ""
-    attach = "the report file (or the bundle) holds it all"
-    if complete and len(text) <= room:
-        return text, (f"Shown without the per-trial detail of its {view.total} trials, to fit "
-                      f"an issue; {attach}.")
-    if room >= MIN_YAML_ROOM:
-        cut = text[:room - 60]
-        return cut[:cut.rfind("\n") + 1] + "# ... cut here to fit an issue\n", \
-            f"Cut to fit an issue, and without the per-trial detail; {attach}."
-    return "", f"Left out: no room in an issue; {attach}."
+    if not complete:
+        return ""
+    left = room - len(text)
+    for _, trial in view.kept or []:
+        left -= len(dump_yaml([trial]))
+        if left < 0:
+            return ""
+    whole = view.whole_document()
+    if whole is None:
+        return ""
+    text = dump_yaml(whole)
+    return text if len(text) <= room else ""
 
 
 # -- Markdown ---------------------------------------------------------------------------
@@ -321,7 +318,8 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def render_markdown(view: ReportView, bundle: list[str] | None = None,
                     report_name: str | None = None) -> str:
-    """The report as an issue body of at most MAX_BODY characters; `bundle` is the
+    """The report as an issue body of at most BODY_BUDGET characters (GitHub's limit less
+    room for the reporter's own words); `bundle` is the
     bundle's file name and the files in it, when one exists to attach; else, given the
     report's file name, the body says how to make one."""
     data = view.header
@@ -338,8 +336,10 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         else:
             lines += [f"> **SIMULATED.** These results come from the harness's model of "
                       f"{nature}, not from an NPU.", ""]
-    verdict = (data.get("verdict") or {}).get("text") or "no verdict (the run did not finish)"
-    lines += [f"**Verdict:** {_cell(verdict)}", ""]
+    first, *reasons = verdict_lines(data.get("verdict"))
+    lines += [f"**Verdict:** {_cell(first)}", ""]
+    if reasons:
+        lines += [f"- {_cell(reason)}" for reason in reasons] + [""]
     note = nop_note(data)
     if note:
         lines += [f"**What this tests:** {note}", ""]
@@ -396,19 +396,21 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         lines += md_table(["role", "uuid", "sha256", "known as"], xclbins) + [""]
     footer = bundle_markdown(bundle) if bundle else how_to_bundle(report_name)
     head = "\n".join(lines)
-    wrapper = ["<details>", "<summary>Full report (YAML)</summary>", ""]
-    # what the YAML may take: the body's limit less everything else, its wrapper and note
-    room = MAX_BODY - len(head) - len("\n".join(footer)) - 600
-    yaml_text, note = _yaml_for_embedding(view, room)
-    tail = wrapper + ([note, ""] if note else [])
+    # the YAML only when it is short and whole, and never into the reporter's room
+    room = min(YAML_EMBED_MAX, BODY_BUDGET - len(head) - len("\n".join(footer)) - 200)
+    yaml_text = _yaml_for_embedding(view, room)
     if yaml_text:
         fence = "`" * max(3, _longest_backticks(yaml_text) + 1)
-        tail += [f"{fence}yaml", yaml_text.rstrip("\n"), fence, ""]
-    tail += ["</details>", ""]
+        tail = ["<details>", "<summary>Full report (YAML)</summary>", "", f"{fence}yaml",
+                yaml_text.rstrip("\n"), fence, "", "</details>", ""]
+    else:
+        holder = "the attached bundle" if bundle else "the report file and its bundle"
+        tail = [f"*The full report (YAML, every trial) is in {holder}, not here: this body "
+                "carries what a maintainer reads first, and leaves room for yours.*", ""]
     # a kernel log or xrt-smi's output may carry ESC sequences: shown, never obeyed
     head = escape_controls(head)
     body = "\n".join([head, *tail, *footer])
-    return body if len(body) <= MAX_BODY else _cut_to_fit(head, footer, len(body))
+    return body if len(body) <= BODY_BUDGET else _cut_to_fit(head, footer, len(body))
 
 
 def _cut_to_fit(head: str, footer: list[str], size: int) -> str:
@@ -416,7 +418,7 @@ def _cut_to_fit(head: str, footer: list[str], size: int) -> str:
     close what the cut left open, and say so."""
     note = ["", f"*Cut here to fit an issue (the whole render is {size} characters); the "
                 "report and the bundle's report.md hold all of it.*", ""]
-    keep = head[:MAX_BODY - len("\n".join(note + footer)) - 40]
+    keep = head[:BODY_BUDGET - len("\n".join(note + footer)) - 40]
     keep = keep[:keep.rfind("\n")]
     if keep.count("```") % 2:
         keep += "\n```"
@@ -656,8 +658,8 @@ def _flow(data: dict[str, Any]) -> str | None:
 
 def render_text(view: ReportView) -> str:
     data = view.header
-    lines = [title(data), "verdict: " + ((data.get("verdict") or {}).get("text")
-                                        or "no verdict (the run did not finish)"),
+    answer, *reasons = verdict_lines(data.get("verdict"))
+    lines = [title(data), "verdict: " + answer, *[f"  - {reason}" for reason in reasons],
              "command: " + command_line(data),
              "harness: " + harness_made_by(data),
              "runs: " + flow_text(_flow(data))]

@@ -1,27 +1,65 @@
-"""The one-line verdict of a run: was the failure reproduced, and does chunking avoid it."""
+"""The verdict of a run: its answer first, in one short line (was the failure reproduced,
+and does the cut avoid it; `harness.report.answer`), then how that follows and its caveats,
+a line each: the hypothesis that made it, the plans' counts with the full source label, the
+depth-only control, XRT's own control."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.model.results import TrialStatus
-from harness.report.model import PlanRecord, is_simulated, played_profile, source_tag
+from harness.report.answer import (
+    CUT_AVOIDS,
+    CUT_DOES_NOT_AVOID,
+    CUT_UNFINISHED,
+    NO_CUT,
+    answer_line,
+    cut_outcome,
+    short_tag,
+)
+from harness.report.model import (
+    PlanRecord,
+    is_simulated,
+    played_profile,
+    source_label,
+    source_tag,
+)
 
 
 @dataclass
 class Verdict:
-    """Whether the failure reproduced, in words, and what a depth-only control says."""
+    """Whether the failure reproduced: the answer in one line, the reasons below it, and
+    what a depth-only control says."""
 
     reproduced: bool | None      # None: the case expects no failure, or nothing finished
-    text: str
+    answer: str                  # the first line, under 100 characters
+    reasons: list[str] = field(default_factory=list)   # the lines below it
     control: str | None = None   # with a depth-only control: which of the three it is
 
+    @property
+    def text(self) -> str:
+        """The reasons, a line each (the report's `verdict.text`)."""
+        return "\n".join(self.reasons)
+
+    def lines(self) -> list[str]:
+        return [self.answer, *self.reasons]
+
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        if self.control is None:
-            del out["control"]
+        out: dict[str, Any] = {"reproduced": self.reproduced, "answer": self.answer,
+                               "text": self.text}
+        if self.control is not None:
+            out["control"] = self.control
         return out
+
+
+def verdict_lines(verdict: dict[str, Any] | None) -> list[str]:
+    """A report's verdict as it is shown: the answer, then the reasons; a report written
+    before verdicts had an answer shows its one line."""
+    if not verdict:
+        return ["no verdict (the run did not finish)"]
+    lines = [str(verdict["answer"])] if verdict.get("answer") else []
+    return lines + [line for line in str(verdict.get("text") or "").split("\n") if line]
 
 
 DEPTH_ALONE = "depth alone fails"
@@ -58,83 +96,90 @@ def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     else:
         kind = NOTHING
     control = "; ".join(f"{p.label}: {p.counts_text()}" for p in controls)
-    body, tag = _untagged(verdict.text)
-    return Verdict(verdict.reproduced, f"{body}; control {control} -> {kind}{tag}", kind)
-
-
-def _untagged(text: str) -> tuple[str, str]:
-    """A verdict's text and its closing tag (`` [SIMULATED, ...]``, `` [EMULATED, ...]``),
-    apart, so that what is added to it goes before the tag."""
-    tag_at = max(text.rfind(" [SIMULATED"), text.rfind(" [EMULATED"))
-    return (text[:tag_at], text[tag_at:]) if tag_at >= 0 else (text, "")
+    verdict.reasons.append(f"control {control} -> {kind}")
+    verdict.control = kind
+    return verdict
 
 
 def by_construction(backend: dict[str, Any]) -> str:
-    """The opening of a verdict whose results follow from an injected hypothesis: "" for
-    hardware and for the documented simulated stack."""
+    """The sentence a verdict gives when its results follow from an injected hypothesis:
+    "" for hardware and for the documented simulated stack."""
     sentences = backend.get("by_construction") or []
     if not is_simulated(backend) or not sentences:
         return ""
     return (f"{source_tag(backend)}: the outcome follows from the injected hypothesis by "
-            "construction: "
-            + "; ".join(map(str, sentences)) + ". Outcome: ")
+            "construction: " + "; ".join(map(str, sentences)) + ".")
+
+
+def search_verdict(answer: str, backend: dict[str, Any], reasons: list[str]
+                   ) -> dict[str, Any]:
+    """A bisect's or sweep's verdict for its report: its answer first, labelled, then the
+    hypothesis that made it and the reasons."""
+    made = by_construction(backend)
+    label = source_label(backend)
+    below = ([made] if made else []) + reasons + ([f"[{label}]"] if label else [])
+    return {"reproduced": None, "answer": answer + short_tag(backend), "text": "\n".join(below)}
 
 
 def _judge_case(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
-    verdict = _judge_counts(plans, backend)
-    return Verdict(verdict.reproduced, by_construction(backend) + verdict.text)
+    reproduced, outcome, judgement = _judge_counts(plans, backend)
+    made = by_construction(backend)
+    return Verdict(reproduced, answer_line(plans, outcome, backend),
+                   ([made] if made else []) + [judgement])
 
 
-def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
+def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any]
+                  ) -> tuple[bool | None, str, str]:
+    """Whether it reproduced, the answer's outcome in a few words, and the line that says
+    how, with the full source label."""
     counts = "; ".join(f"{p.label}: {p.counts_text()}" for p in plans)
-    tag = ""
-    if is_simulated(backend):
-        tag = f" [{source_tag(backend)}, profile {played_profile(backend)}]"
+    label = source_label(backend)
+    tag = f" [{label}]" if label else ""
     expected_fail = [p for p in plans if p.expect and p.expect != "COMPLETED"]
     if not any(p.finished() for p in plans):
-        return Verdict(None, f"inconclusive: no trial finished ({counts}){tag}")
+        return None, "inconclusive", f"inconclusive: no trial finished ({counts}){tag}"
     if not any(_failures(p) or _completions(p) for p in plans):
-        return Verdict(None, f"inconclusive: no trial got an answer from the stack (each hit "
-                             f"its deadline or crashed): {counts}{tag}")
+        return (None, "inconclusive", "inconclusive: no trial got an answer from the stack "
+                f"(each hit its deadline or crashed): {counts}{tag}")
     if expected_fail:
         return _judge_expected_failure(plans, expected_fail, counts, tag, backend)
     failing = [p for p in plans if _failures(p)]
     if not failing:
-        return Verdict(None, f"all plans completed: {counts}{tag}")
+        return None, "all completed", f"all plans completed: {counts}{tag}"
     unexpected = [p.label for p in failing if p.expect == "COMPLETED"]
     note = f" (expected to complete: {', '.join(unexpected)})" if unexpected else ""
-    return Verdict(None, f"failures: {counts}{note}{tag}")
+    whole_fails = any(_failures(p) for p in plans if len(p.chunks) == 1)
+    outcome = cut_outcome(plans) if whole_fails else "failures"
+    return None, outcome, f"failures: {counts}{note}{tag}"
+
+
+CONCLUSIONS = {CUT_AVOIDS: "the cut avoids the failure",
+               CUT_DOES_NOT_AVOID: "the cut does not avoid the failure",
+               NO_CUT: "no cut was run", CUT_UNFINISHED: "the cut did not finish every trial"}
 
 
 def _judge_expected_failure(plans: list[PlanRecord], expected_fail: list[PlanRecord],
-                            counts: str, tag: str, backend: dict[str, Any]) -> Verdict:
+                            counts: str, tag: str, backend: dict[str, Any]
+                            ) -> tuple[bool | None, str, str]:
     if any(_failures(p) for p in expected_fail) and \
             not any(p.expect in _failures(p) for p in expected_fail):
         seen = "; ".join(f"{p.label} expected {p.expect}, saw "
                          + ", ".join(sorted(set(_failures(p)))) for p in expected_fail
                          if _failures(p))
-        return Verdict(False, f"a different failure ({seen}): {counts}{tag}")
+        return False, "a different failure", f"a different failure ({seen}): {counts}{tag}"
     if any(_failures(p) for p in expected_fail):
         notes = []
         for plan in expected_fail:
-            seen = sorted(set(_failures(plan)) - {plan.expect})
-            if seen:
-                notes.append(f"{plan.label} expected {plan.expect}, saw {', '.join(seen)}")
-        chunked = [p for p in plans if len(p.chunks) > 1 and p.finished()]
-        if not chunked:
-            conclusion = "no chunked plan was run"
-        elif any(_failures(p) for p in chunked):
-            conclusion = "chunking does not avoid the failure"
-        elif all(_completions(p) == len(p.finished()) for p in chunked):
-            conclusion = "chunking avoids the failure"
-        else:
-            conclusion = "chunked plans did not finish every trial"
+            others = sorted(set(_failures(plan)) - {plan.expect})
+            if others:
+                notes.append(f"{plan.label} expected {plan.expect}, saw {', '.join(others)}")
+        outcome = cut_outcome(plans)
         note = f" ({'; '.join(notes)})" if notes else ""
-        return Verdict(True, f"reproduced: {counts} -> {conclusion}{note}{tag}")
+        return True, outcome, f"reproduced: {counts} -> {CONCLUSIONS[outcome]}{note}{tag}"
     if not any(_completions(p) for p in expected_fail):
-        return Verdict(None, f"inconclusive: {counts} -> no trial of the plans expected to "
-                             "fail got an answer from the stack (each hit its deadline, "
-                             f"crashed or was interrupted){tag}")
+        return (None, "inconclusive", f"inconclusive: {counts} -> no trial of the plans "
+                "expected to fail got an answer from the stack (each hit its deadline, "
+                f"crashed or was interrupted){tag}")
     if is_simulated(backend):
         if backend.get("documented", True):
             reason = ("the documented limits do not produce the failure; a hardware run "
@@ -143,7 +188,7 @@ def _judge_expected_failure(plans: list[PlanRecord], expected_fail: list[PlanRec
             reason = f"profile {played_profile(backend)} does not produce it"
     else:
         reason = "this machine does not show the failure"
-    return Verdict(False, f"not reproduced: {counts} -> {reason}{tag}")
+    return False, "not reproduced", f"not reproduced: {counts} -> {reason}{tag}"
 
 
 XRT_SMI_MEANS = {"PASSED": "XRT's own deep runlist completes on this machine",
@@ -155,7 +200,7 @@ def with_xrt_smi(verdict: Verdict, control: dict[str, Any] | None) -> Verdict:
     if not control:
         return verdict
     result = str(control.get("result"))
-    said = f"; XRT's own control `{control.get('command')}` (one runlist of 1000 NOP runs): "
+    said = f"XRT's own control `{control.get('command')}` (one runlist of 1000 NOP runs): "
     if result in XRT_SMI_MEANS:
         said += f"{result} -> {XRT_SMI_MEANS[result]}"
     else:
@@ -163,5 +208,5 @@ def with_xrt_smi(verdict: Verdict, control: dict[str, Any] | None) -> Verdict:
         note = str(control.get("note") or "")
         said += (note if note.startswith(result) else f"{result}: {note}" if note
                  else result) + "; so it says nothing either way"
-    body, tag = _untagged(verdict.text)
-    return Verdict(verdict.reproduced, body + said + tag, verdict.control)
+    return Verdict(verdict.reproduced, verdict.answer, [*verdict.reasons, said],
+                   verdict.control)

@@ -15,7 +15,7 @@ from harness.model.errors import BadInput
 from harness.model.plan import Plan, parse_plan, plan_for_depth
 from harness.model.results import counts_text
 from harness.report.model import PlanRecord
-from harness.report.verdict import by_construction
+from harness.report.verdict import search_verdict
 from harness.search.boundary import GOOD, Answer, AnswerKind, Bisection, classify
 from harness.search.measure import BudgetReached, Measurer, Say, used_trials
 
@@ -26,7 +26,7 @@ class BisectSettings:
     lo: int
     hi: int
     trials: int
-    chunk: str | None = None   # depth mode: chunking applied at every depth (None: one runlist)
+    chunk: str | None = None   # depth mode: the cut applied at every depth (None: one runlist)
     depth: int | None = None   # chunk mode: the fixed depth
     flaky_as: str = GOOD
 
@@ -88,7 +88,7 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
     section["answer"] = {"kind": answer.kind, "low": answer.low, "high": answer.high,
                          "first": answer.first, "text": answer.text, "notes": answer.notes,
                          "trials": sum(len(p.trials) for p in report.plans)}
-    report.verdict = {"reproduced": None, "text": by_construction(report.backend) + answer.text}
+    report.verdict = search_verdict(answer.text, report.backend, [])
     if complete:
         runner.handle.finish()
     else:                                # stopped by the budget: `bisect --replay` goes on

@@ -17,11 +17,15 @@ from harness.execution.runner import Runner
 from harness.model.errors import BadInput, EnvironmentNotReady
 from harness.model.plan import MAX_LAYERS, Plan, plan_for_depth
 from harness.model.results import NO_ANSWER
-from harness.report.verdict import by_construction
+from harness.report.model import source_label
+from harness.report.verdict import search_verdict, verdict_lines
 from harness.search.measure import BudgetReached, Measurer, Say
 
 ABBREVIATIONS = {"COMPLETED": "ok", "TIMEOUT": "TO", "ABORT": "AB", "ERROR": "ER",
                  "NEW": "NEW", "deadline": "DL", "crashed": "CR", "interrupted": "INT"}
+
+
+DEPTH_FORMS = "A..B (e.g. 1..64), A..B:STEP (1..128:8), or numbers separated by commas (1,8,21)"
 
 
 def parse_depths(text: str) -> list[int]:
@@ -39,7 +43,7 @@ def parse_depths(text: str) -> list[int]:
             raise BadInput(f"--depths {text!r}: need 1 <= A <= B and STEP >= 1")
         _within(hi, text, "--depths")       # before the list exists: 1..10**9 is no list
         return list(range(lo, hi + 1, step))
-    return parse_list(text, "--depths")
+    return parse_list(text, "--depths", DEPTH_FORMS)
 
 
 def _within(value: int, text: str, option: str) -> None:
@@ -48,11 +52,17 @@ def _within(value: int, text: str, option: str) -> None:
                        "plan may have")
 
 
-def parse_list(text: str, option: str) -> list[int]:
+COMMA_FORMS = "numbers separated by commas, e.g. 1,8,21,24,42"
+
+
+def parse_list(text: str, option: str, forms: str = COMMA_FORMS) -> list[int]:
     parts = [part.strip() for part in text.split(",") if part.strip()]
     if not all(re.fullmatch(r"[0-9]{1,12}", part, re.ASCII) for part in parts):
-        raise BadInput(f"{option} {text[:60]!r}: use numbers separated by commas, e.g. "
-                       "1,8,21,24,42")
+        dashed = re.fullmatch(r"\s*([0-9]{1,12})\s*-\s*([0-9]{1,12})\s*", text, re.ASCII)
+        meant = ""
+        if dashed and forms is DEPTH_FORMS:      # 1-64 written for the range 1..64
+            meant = f"; for the depths from {dashed[1]} to {dashed[2]}: {dashed[1]}..{dashed[2]}"
+        raise BadInput(f"{option} {text[:60]!r}: use {forms}{meant}")
     values = [int(part) for part in parts]
     for value in values:
         _within(value, text, option)
@@ -198,34 +208,37 @@ def sweep_section(cells: list[Cell], rows: list[Row], chunks: list[int],
 
 def finish_sweep(runner: Runner, case_name: str, cells: list[Cell], rows: list[Row],
                  chunks: list[int], complete: bool) -> str:
-    """Keep the grid in the report, give it its one-line verdict, and save it finished."""
+    """Keep the grid in the report, give it its verdict (the answer first), and save it
+    finished; the verdict's lines as the console shows them."""
     report = runner.report
     report.sections["sweep"] = sweep_section(cells, rows, chunks, complete)
     failing = [c.row for c in cells if c.answered and c.counts.get("COMPLETED", 0) == 0]
     silent = sum(1 for c in cells if c.counts and not c.answered)
     noun = "frames" if any(r.frame for r in rows) else "depths"
+    names: list[str] = []
     if not failing:
-        where = "; no cell failed every answered trial"
+        answer = "no cell failed every answered trial"
     elif noun == "frames":
         names = sorted({r.label for r in failing}, key=[r.label for r in rows].index)
-        where = f"; every answered trial failed in some cell of {', '.join(names)}"
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        answer = f"every answered trial failed in some cell of {shown}"
     else:
-        where = (f"; every answered trial failed in some cell from depth "
-                 f"{min(r.depth for r in failing)}")
+        answer = (f"every answered trial failed in some cell from depth "
+                  f"{min(r.depth for r in failing)}")
     summary = (f"sweep of {case_name}: {len(rows)} {noun} x {len(chunks)} "
                f"chunk size{'s' if len(chunks) != 1 else ''}, "
                f"{sum(len(p.trials) for p in report.plans)} trials"
                + ("" if complete else " (stopped by the budget)")
-               + where
                + (f"; {silent} cell{'s' if silent != 1 else ''} got no answer from the stack "
                   "(deadline or crash)" if silent else ""))
-    summary = by_construction(report.backend) + summary
-    report.verdict = {"reproduced": None, "text": summary}
+    if len(names) > 3:
+        summary += f"; failing frames: {', '.join(names)}"
+    report.verdict = search_verdict(answer, report.backend, [summary])
     if complete:
         runner.handle.finish()
     else:                                 # stopped: `sweep --replay` goes on
         runner.handle.rewrite()
-    return summary
+    return "\n".join(verdict_lines(report.verdict))
 
 
 def require_matplotlib() -> None:
@@ -234,6 +247,11 @@ def require_matplotlib() -> None:
     except ImportError:
         raise EnvironmentNotReady("--plot needs matplotlib: pip install "
                                   "'xdna-runlist-harness[plot]'") from None
+
+
+def plot_title(case_name: str, backend: dict[str, Any]) -> str:
+    """The plot's title, with the label every model's results carry (`source_label`)."""
+    return f"{case_name}: share of trials completed ({source_label(backend) or 'hardware'})"
 
 
 def plot_grid(cells: list[Cell], rows: list[Row], chunks: list[int], path: str,

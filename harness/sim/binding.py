@@ -272,15 +272,23 @@ class device:
         ], args, kwargs, constructor=True)
 
     def _open_index(self, index: int) -> None:
+        stack = control.current()
+        if stack.refused:
+            # the driver refused the firmware at probe: XRT finds no device at all
+            # (system_linux.cpp get_pcidev, its leading space included, at every tag)
+            raise RuntimeError(f" No such device with index '{index}'")
         if index != 0:
             raise RuntimeError(f"No such device index '{index}' (the simulated stack has one "
                                f"NPU, index 0, {BDF})")
-        self._stack = control.current()
+        self._stack = stack
 
     def _open_bdf(self, bdf: str) -> None:
-        if bdf != BDF:
-            raise RuntimeError(f"No such device '{bdf}' (the simulated NPU is {BDF})")
-        self._stack = control.current()
+        stack = control.current()
+        if bdf != BDF or stack.refused:
+            raise RuntimeError(f"No such device '{bdf}' (the simulated NPU is {BDF}"
+                               + (", and its driver refused the firmware at probe)"
+                                  if stack.refused else ")"))
+        self._stack = stack
 
     def _open(self) -> Stack:
         if self._stack is None:
@@ -415,7 +423,9 @@ class hw_context:
         part = meta.partition
         start = part.start_columns[0] if part and part.start_columns else 0
         width = part.column_width if part else stack.device.columns
-        self._attach(dev, x, stack.create_context(_stem(x._path), start, width))
+        ctx = stack.create_context(_stem(x._path), start, width)
+        ctx.cu_configured = True          # the shim configures an xclbin's CUs (hwctx_kmq)
+        self._attach(dev, x, ctx)
 
     def _from_xclbin(self, dev: device, x: xclbin, option: Any = None) -> None:
         self._from_uuid(dev, dev.register_xclbin(x), option)
@@ -723,6 +733,9 @@ class elf:
         if release().has(BINDING_2_23) and parsed.osabi not in (0x40, 0x45, 0x46, 0x47, 0x48,
                                                                   0x49):
             raise RuntimeError(f"ELF contains unsupported platform OS/ABI: {parsed.osabi}")
+        if release().has(BINDING_2_23) and parsed.preemption == "unpaired":
+            # elf_aie_gen2::initialize_save_restore_buf_map (xrt_elf.cpp, 2.23 on)
+            raise RuntimeError("Invalid ELF: preempt save and restore sections are not paired")
         self._elf, self._path = parsed, path
         self._address = next(_next_address)          # where its control code would sit
         self._id = next(_elf_ids)
@@ -773,7 +786,10 @@ class module:
         ], args, kwargs, constructor=True)
 
     def _from_elf(self, e: elf) -> None:
-        e._parsed()
+        if e._parsed().preemption == "unpaired":
+            # module_elf_aie2p::initialize_save_restore_buf (xrt_module.cpp, up to 2.21;
+            # from 2.23 the elf itself refuses it)
+            raise RuntimeError("Invalid elf because preempt save and restore is not paired")
         self._elf = e
 
     def _from_pointer(self, userptr: Any, size: int, xuid: uuid) -> None:

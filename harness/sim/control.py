@@ -11,8 +11,11 @@ script written for pyxrt runs against the simulator unchanged.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
+from harness.model.drivers import FLAVOURS
+from harness.model.firmware import FIRMWARE_REFUSED_FIX
 from harness.probe.xrt_loader import ROOT_ENV
 from harness.sim.profiles import Profile, parse_profile
 from harness.sim.stack import Stack
@@ -45,3 +48,23 @@ def current() -> Stack:
             stack.kernel_log.sink = kmsg
         return stack
     return _current
+
+
+def refused_at_probe(profile: Profile) -> str | None:
+    """Why a run under `profile` cannot start, when its driver refuses the firmware at
+    probe (the simulated machine then has no /dev/accel node): what the driver logged,
+    the fix on a machine, and the profile that plays the same kernel with firmware it
+    takes. None when the driver takes the firmware."""
+    stack = Stack(profile)
+    if not stack.refused:
+        return None
+    first = stack.kernel_log.records[0].text
+    firmware = profile.firmware_version or profile.firmware
+    protocol = profile.protocol.text if profile.protocol else "unknown"
+    other = replace(profile, firmware="1.0.0.63").name
+    return (f"SIMULATED stack, profile {profile.name}: the {FLAVOURS[profile.flavour].called} "
+            f"driver of Linux {profile.kernel} refuses firmware {firmware} (mailbox protocol "
+            f"{protocol}) at probe, so the simulated machine has no /dev/accel node and no "
+            f"trial ran; its kernel log reads \"SIMULATED {first}\". On a machine: "
+            f"{FIRMWARE_REFUSED_FIX}. To play this kernel's other rules, give firmware it "
+            f"takes: --profile {other} (or firmware:protocol:6.x)")

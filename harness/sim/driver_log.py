@@ -59,15 +59,29 @@ class KernelLog:
         self.flavour = flavour
         self.legacy = flavour.log_tree == LEGACY
         self.now = now
-        self.sink = sink
         self.records: list[KernelRecord] = []
         self._sites: dict[str, tuple[float, int, int]] = {}   # begin, printed, missed
+        self._sink: Path | None = None
+        self.sink = sink
+
+    @property
+    def sink(self) -> Path | None:
+        return self._sink
+
+    @sink.setter
+    def sink(self, path: Path | None) -> None:
+        """Append to `path` from now on, beginning with what was printed before (a driver
+        that failed at probe printed its lines before anyone could read them)."""
+        self._sink = path
+        if path is not None and self.records:
+            with open(path, "a", encoding="utf-8") as kmsg:
+                kmsg.write(self.kmsg())
 
     def _emit(self, level: int, text: str) -> None:
         record = KernelRecord(level, len(self.records), int(BOOT_US + self.now()), text)
         self.records.append(record)
-        if self.sink is not None:
-            with open(self.sink, "a", encoding="utf-8") as kmsg:
+        if self._sink is not None:
+            with open(self._sink, "a", encoding="utf-8") as kmsg:
                 kmsg.write(record.kmsg() + "\n")
 
     def kmsg(self, start: int = 0) -> str:
@@ -93,18 +107,27 @@ class KernelLog:
             missed += 1
         self._sites[site] = (begin, printed, missed)
 
+    def device_err(self, text: str) -> None:
+        """A line of the driver core's own about the device (dev_err, no function), e.g.
+        drivers/base/dd.c's "probe with driver amdxdna failed with error -22"."""
+        self._emit(ERR, f"{DEVICE}{text}")
+
     def warn(self, func: str, text: str) -> None:
         self._emit(WARNING, f"{DEVICE}{'' if self.legacy else '[drm] '}{func}: {text}")
 
-    def mgmt_failure(self, opcode: int, status: int) -> None:
+    def mgmt_failure(self, opcode: int, status: int, *, solver: bool = True) -> None:
         """A context the firmware refused, as the in-tree and staging drivers log it on the
         way out: the mailbox's refusal (`aie_send_mgmt_msg_wait` in staging's aie.c,
-        `aie2_send_mgmt_msg_wait` in Linux's aie2_message.c), then `aie2_xrs_load`,
-        `aie2_alloc_resource` and `aie2_hwctx_init` each passing -EINVAL on."""
+        `aie2_send_mgmt_msg_wait` in Linux's aie2_message.c), then, through the resource
+        solver, `aie2_xrs_load` and `aie2_alloc_resource`, and `aie2_hwctx_init`, each
+        passing -EINVAL on. Without the solver (Linux 7.0/7.1 with AIE2_TEMPORAL_ONLY
+        firmware, `aie2_alloc_resource` calling `aie2_create_context` itself) only the
+        first and the last."""
         self.err(self.flavour.mailbox_function,
                  f"command opcode 0x{opcode:x} failed, status 0x{status:x}")
-        self.err("aie2_xrs_load", "create context failed, ret -22")
-        self.err("aie2_alloc_resource", "Allocate AIE resource failed, ret -22")
+        if solver:
+            self.err("aie2_xrs_load", "create context failed, ret -22")
+            self.err("aie2_alloc_resource", "Allocate AIE resource failed, ret -22")
         self.err("aie2_hwctx_init", "Alloc hw resource failed, ret -22")
 
     def capture_block(self, func: str, health) -> None:

@@ -20,7 +20,9 @@ from harness.model.drivers import (
     DEFAULT_FLAVOUR,
     DEFAULT_KERNEL,
     FLAVOURS,
+    JOBS_IN_FLIGHT,
     KERNELS,
+    Printed,
     driver_build,
     kernel_release,
 )
@@ -93,22 +95,28 @@ TOKENS = (
     TokenDoc("kernel:RELEASE", "kernel",
              f"which Linux release the driver runs on, a series of {', '.join(KERNELS)} "
              f"(its first release) or a point release such as 6.18.3 (default "
-             f"{DEFAULT_KERNEL}, the #712 machine's): mainline ends a hung job ABORT until "
+             f"{DEFAULT_KERNEL}, the #712 machine's): mainline before 7.0 (f1eac46fe5f7) "
+             "takes only its device's one firmware protocol (6.12 or later on npu4/5/6) and "
+             "refuses protocol-7 firmware such as 1.1.2.64/65 at probe, leaving no "
+             "/dev/accel node (give firmware:1.0.0.63 or firmware:protocol:6.x to play its "
+             "other rules); mainline ends a hung job ABORT until "
              "6fb7f2988832 (6.19; backported to 6.17.13 and 6.18.2: 6.17.0 and 6.18.0 give "
              "ABORT), fills failed payloads with 0xFF from 89ff45359abb (7.0; 6.19.7), and "
              "from 7.1 asks the firmware's app health (capture block, run_list_id, version-1 "
              "health in XRT's message); staging checks a device-wide stamp from 6.17 and "
              "runs its legacy device check before",
              "; ".join(f"Linux {c.commit}: {c.source}" for c in CHANGES)
-             + "; xdna-driver HAVE_6_17_drm_gpu_sched_stat_no_hang"),
+             + "; xdna-driver HAVE_6_17_drm_gpu_sched_stat_no_hang; the device's protocol "
+             "before f1eac46fe5f7: " + firmware.SINGLE_PROTOCOL_SOURCE),
     TokenDoc("device:npu1|npu4|npu5|npu6", "device",
              "which NPU (default npu5, Strix Halo, 8 columns); npu1 (Phoenix) has 4 columns, "
              "6 contexts and no app health at any firmware",
              "xdna-driver npu1_regs.c, npu4_regs.c"),
-    TokenDoc("firmware:VERSION|firmware:protocol:M.N", "firmware",
+    TokenDoc("firmware:VERSION|firmware:protocol:M.N|M.x", "firmware",
              "which NPU firmware runs (default the device's: 1.1.2.65 on npu5, 1.1.2.64 on "
              "npu4 and npu6, 1.5.5.391 on npu1), a release whose mailbox protocol public "
-             f"logs establish ({', '.join(firmware.RELEASES)}) or the protocol itself: "
+             f"logs establish ({', '.join(firmware.RELEASES)}) or the protocol itself (M.x: "
+             "only the major known, allowed where the driver never asks for app health): "
              + firmware.APP_HEALTH_RULE + "; without it the driver logs no capture block "
              "and writes no health data, and the report says " + repr(firmware.NO_HEALTH),
              "xdna-driver npu4_regs.c npu4_fw_feature_table, src/driver/amdxdna/npu4_regs.c; "
@@ -122,8 +130,10 @@ TOKENS = (
              "src/python/pybind11/src/pyxrt.cpp at each tag"),
     TokenDoc("inflight-cap:N", "deviation",
              "the firmware wedges when more than N sub-commands are queued on one context "
-             "(the hypothesis behind the 42-layer timeout)",
-             "hypothesis from ROCm/FastFlowLM#712, not a documented limit"),
+             "(the hypothesis behind the 42-layer timeout); N below 96 (4 jobs in flight of "
+             "24 commands, or 4 x xrt-chain), as no more are ever queued",
+             "hypothesis from ROCm/FastFlowLM#712, not a documented limit; the bound: "
+             "xdna-driver CTX_MAX_CMDS / HWCTX_MAX_CMDS, XRT runlist_impl::submit_size"),
     TokenDoc("xrt-chain:N", "deviation",
              "an XRT whose runlist submit size is N instead of the hard-wired 24",
              "hypothesis; XRT runlist_impl::submit_size = 24 since 2024"),
@@ -203,19 +213,31 @@ class Profile:
         return firmware.protocol_of(self.firmware_version)
 
     @property
-    def app_health(self) -> bool:
-        """Whether the firmware answers the driver's app health query (parse_profile
-        refuses a profile where this is not settled)."""
-        return bool(firmware.has_app_health(self.device_model.npu4_class, self.protocol))
+    def app_health(self) -> bool | None:
+        """Whether the firmware answers the driver's app health query; None when its
+        protocol does not settle it, which parse_profile allows only where the driver
+        never asks (kernel.org mainline before 25854131c04a)."""
+        return firmware.has_app_health(self.device_model.npu4_class, self.protocol)
+
+    @property
+    def probe_refusal(self) -> tuple[Printed, ...]:
+        """The lines the driver prints refusing this firmware at probe (no /dev/accel
+        node then); empty when it takes it."""
+        return driver_build(self.flavour, self.kernel).refuses_firmware(
+            self.device_model.npu4_class, self.protocol)
 
     def firmware_facts(self) -> dict[str, object]:
         """The simulated firmware as a report records it."""
         protocol = self.protocol
+        health = self.app_health
         out: dict[str, object] = {"version": self.firmware_version,
                                   "protocol": protocol.text if protocol else None,
-                                  "app_health": self.app_health}
-        if not self.app_health:
+                                  "app_health": health}
+        if health is False:
             out["note"] = f"{firmware.NO_HEALTH} ({firmware.APP_HEALTH_RULE})"
+        elif health is None:
+            out["note"] = ("whether this firmware reports health is not settled by its "
+                           "protocol; the driver played never asks for it")
         return out
 
     @property
@@ -377,7 +399,22 @@ def parse_profile(text: str | None) -> Profile:
     values["reject_at"] = tuple(sorted(set(values["reject_at"])))
     values["slow"] = tuple(values["slow"])
     profile = Profile(**values)
+    _cap_can_fire(profile, text)
     return _settled_firmware(profile, text)
+
+
+def _cap_can_fire(profile: Profile, text: str) -> None:
+    """Refuse an inflight-cap that can never be passed: a context holds at most
+    JOBS_IN_FLIGHT jobs, each a chain of at most XRT's submit size, so no more commands are
+    ever queued on it (96 with 24 a chain), and a bisect under a larger cap would claim a
+    failure by construction that never happens."""
+    cap = profile.inflight_cap
+    most = JOBS_IN_FLIGHT * profile.xrt_chain
+    if cap is not None and cap >= most:
+        raise BadInput(f"profile {text!r}: inflight-cap:{cap} can never fire: at most "
+                       f"{JOBS_IN_FLIGHT} jobs of {profile.xrt_chain} commands ({most}) are "
+                       f"queued on a context (CTX_MAX_CMDS x XRT's submit size); give a cap "
+                       f"below {most}")
 
 
 def _settled_firmware(profile: Profile, text: str) -> Profile:
@@ -394,15 +431,21 @@ def _settled_firmware(profile: Profile, text: str) -> Profile:
         protocol = firmware.parse_protocol(given[len(PROTOCOL_TOKEN):])
         if protocol is None:
             raise BadInput(f"profile {text!r}: firmware:{given} is no protocol; use "
-                           "firmware:protocol:MAJOR.MINOR, e.g. firmware:protocol:6.18")
-        return replace(profile, firmware=f"{PROTOCOL_TOKEN}{protocol.text}")
-    release = firmware.RELEASES.get(given)
-    if release is None:
-        raise BadInput(f"profile {text!r}: firmware {given} is not one whose protocol the "
-                       f"simulator knows ({', '.join(firmware.RELEASES)}); {fix}")
-    if firmware.has_app_health(profile.device_model.npu4_class, release.protocol) is None:
-        raise BadInput(f"profile {text!r}: firmware {given} speaks protocol "
-                       f"{release.protocol.text}, which does not settle app health; {fix}")
+                           "firmware:protocol:MAJOR.MINOR, e.g. firmware:protocol:6.18, or "
+                           "MAJOR.x when only the major is known")
+        profile = replace(profile, firmware=f"{PROTOCOL_TOKEN}{protocol.text}")
+        what = f"firmware:protocol:{protocol.text}"
+    else:
+        release = firmware.RELEASES.get(given)
+        if release is None:
+            raise BadInput(f"profile {text!r}: firmware {given} is not one whose protocol "
+                           f"the simulator knows ({', '.join(firmware.RELEASES)}); {fix}")
+        protocol, what = release.protocol, f"firmware {given} (protocol {release.protocol.text})"
+    asks = driver_build(profile.flavour, profile.kernel).asks_health
+    if asks and firmware.has_app_health(profile.device_model.npu4_class, protocol) is None:
+        raise BadInput(f"profile {text!r}: {what} does not settle whether the firmware "
+                       f"reports health, which the {FLAVOURS[profile.flavour].called} driver "
+                       f"on Linux {profile.kernel} asks for; {fix}")
     return profile
 
 

@@ -69,14 +69,32 @@ RULES = (
          "('Run object already associated with a runlist'), in several from 2.23; a member "
          "run cannot be started by itself",
          f"{XRT_KERNEL} runlist_impl::add, run_impl::set_runlist; PR #9750 (411b258d)"),
+    Rule("XRT", "run.wait(), run.wait(ms) and wait2() throw 'qds_device::wait() unexpected "
+         "command state' (std::runtime_error: a RuntimeError) when the driver signalled the "
+         "command but its packet is still below COMPLETED (NEW, QUEUED): a single run the "
+         "reset cancels on mainline before 6fb7f2988832, a single command run_job refuses "
+         "before the firmware sees it; the run is never notified and reads NEW. A runlist "
+         "waits on its chains' buffers without that check and reports a chain left NEW as "
+         "'runlist failed execution (ERT_CMD_STATE_NEW)'",
+         "Xilinx/XRT src/runtime_src/core/common/api/hw_queue.cpp qds_device::wait(const "
+         "command*, size_t), hw_queue::wait(buffer_handle*) at 202520.2.20.197, 2.21.75, "
+         f"202610.2.23.244, 963c58ee; {XRT_KERNEL} runlist_impl::wait_last_cmd"),
     Rule("XRT", "run.wait(ms) returns TIMEOUT when the host wait expires, whatever the device "
          "is doing",
          f"{XRT_KERNEL} run_impl::wait ('Return ERT_CMD_STATE_TIMEOUT on API timeout (bad!)')"),
-    Rule("XRT", "a dpu kernel made from a module (ext.kernel(hwctx, module, name)) submits "
-         "ERT_START_NPU; a plain kernel (instruction buffer in the arguments) ERT_START_CU; a "
-         "kernel of a full ELF (hw_context(device, elf), ext.kernel(hwctx, name)) "
-         "ERT_START_NPU_PREEMPT_ELF when its group carries a .pdi section, else ERT_START_NPU",
-         f"{XRT_KERNEL} kernel_impl set_cmd_opcode; {XRT_ELF} elf_aie_gen2::get_ert_opcode"),
+    Rule("XRT", "a plain kernel (instruction buffer in the arguments) submits ERT_START_CU; a "
+         "kernel made from a module (ext.kernel(hwctx, module, name)) or of a full ELF "
+         "(hw_context(device, elf), ext.kernel(hwctx, name)) ERT_START_NPU_PREEMPT_ELF when "
+         "the ELF carries a .pdi section anywhere (one answer for all its kernels, "
+         "m_pdi_buf_map), ERT_START_NPU_PREEMPT when a group (the whole "
+         "ELF, ungrouped) has .preempt_save and .preempt_restore sections, else ERT_START_NPU; "
+         "a save section without its restore is refused ('Invalid elf because preempt save "
+         "and restore is not paired' by the module up to 2.21, 'Invalid ELF: preempt save "
+         "and restore sections are not paired' by the elf from 2.23)",
+         f"{XRT_KERNEL} kernel_impl set_cmd_opcode; {XRT_ELF} elf_aie_gen2::get_ert_opcode, "
+         "initialize_save_restore_buf_map (202610.2.23.244, 963c58ee); xrt_module.cpp "
+         "module_elf_aie2p::get_ert_opcode, initialize_save_restore_buf (202520.2.20.197, "
+         "2.21.75); elf_patcher.h section names"),
     Rule("XRT", "an ELF is full when it has a .note.xrt.configuration section (its first word "
          "the partition size); only a full ELF makes a hardware context ('ELF is missing xrt "
          "configuration info'); its kernels come from .group sections whose sub-kernel symbol "
@@ -121,6 +139,18 @@ RULES = (
     Rule("pyxrt", "run.set_arg(int, bo) and run.set_arg(int, int): the value must fit a C int "
          "(numpy integer scalars convert); the index a C int",
          f"{PYXRT} run.set_arg"),
+    Rule("driver", "kernel.org mainline before f1eac46fe5f7 (7.0; no stable backport found) "
+         "takes one firmware protocol per device, major 6 from minor 12 on npu4/5/6 (5.7 on "
+         "npu1), and refuses any other at probe: 'aie2_check_protocol: Incompatible firmware "
+         "protocol major 7 minor 2' for 1.1.2.64/65, then aie2_hw_start, the SMU's power-off, "
+         "aie2_init and amdxdna_probe fail -22; no /dev/accel node, so XRT finds no device "
+         "(' No such device with index 0') and a run exits as on a machine without one (3), "
+         "naming the fix; with protocol-6 firmware (1.0.0.63, firmware:protocol:6.x) the "
+         "kernel's other rules play",
+         f"{MAINLINE_TREE} aie2_pci.c (234824b1: the feature tables of 7.0); {LEGACY} "
+         "aie2_pci.c aie2_check_protocol and npuN_regs.c at ae559d3e^ (the same check); "
+         "public logs: dri-devel 2026-03 (Debian 6.19.6), a CachyOS 6.19.6 report; Xilinx/XRT "
+         "src/runtime_src/core/pcie/linux/system_linux.cpp get_pcidev (all tags)"),
     Rule("driver", "4 jobs in flight per hardware context (the context's job semaphore); a "
          "5th submit blocks inside the submit ioctl until a job of that context ends, "
          "completed or failed by the driver's timeout, so runlist.execute() (its 5th chain) "
@@ -131,29 +161,44 @@ RULES = (
     Rule("driver", "staging and mainline: a device holds hwctx_limit contexts (6 on npu1, 16 "
          "on npu4/5/6): the firmware refuses the next (status 0x2000003, MGMT_ERT_NOAVAIL), "
          "logged 'command opcode 0x2 failed' by aie_send_mgmt_msg_wait (staging) or "
-         "aie2_send_mgmt_msg_wait (mainline), then 'create context failed', 'Allocate AIE "
-         "resource failed' and 'Alloc hw resource failed', ret -22; the ioctl fails -EINVAL "
-         "and XRT's shim raises 'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): "
-         "Invalid argument'",
+         "aie2_send_mgmt_msg_wait (mainline), then through the resource solver 'create "
+         "context failed' (aie2_xrs_load) and 'Allocate AIE resource failed' "
+         "(aie2_alloc_resource), and 'Alloc hw resource failed' (aie2_hwctx_init), ret -22; "
+         "mainline from 7818618a09a0 (7.0; 6.19.4 by stable backport) with "
+         "AIE2_TEMPORAL_ONLY firmware (npu4/5/6) skips the solver and prints only the first "
+         "line and the last (6.19.3 and earlier print all four); the ioctl fails -EINVAL and "
+         "XRT's shim raises "
+         "'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument'",
          f"{STAGING} npu1_regs.c, npu4_regs.c .hwctx_limit, aie.c aie_send_mgmt_msg_wait, "
          f"aie2_pci.c aie2_xrs_load, aie2_ctx.c aie2_alloc_resource, aie2_hwctx_init; "
-         f"{MAINLINE_TREE} aie2_message.c aie2_send_mgmt_msg_wait; amd/xdna-driver "
+         f"{MAINLINE_TREE} aie2_message.c aie2_send_mgmt_msg_wait, aie2_ctx.c "
+         "aie2_alloc_resource (AIE2_TEMPORAL_ONLY; also at 234824b1); stable review mail "
+         "6.19 299/781 'accel/amdxdna: Enable temporal sharing only mode' (6.19.4-rc1); "
+         "amd/xdna-driver "
          "src/shim/host/platform_host.cpp ioctl, shim_debug.h shim_err"),
     Rule("driver", "out-of-tree: up to 32 virtual contexts (6 on npu1) multiplexed on the "
          "hardware contexts; the next is refused by aie2_rq_add, 'Not allow more than 32 "
-         "context(s)', -ENOENT: 'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-2): No "
-         "such file or directory'",
-         f"{LEGACY} aie2_ctx_runqueue.c aie2_rq_add, npu4_family.h and npu1_regs.c "
+         "context(s)', then 'Add ctx ctx.PID.ID failed, ret -2' (aie2_ctx_init) and 'Init "
+         "ctx failed, ret -2' (amdxdna_drm_create_hwctx_ioctl), -ENOENT: "
+         "'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-2): No such file or directory'",
+         f"{LEGACY} aie2_ctx_runqueue.c aie2_rq_add, aie2_ctx.c aie2_ctx_init, amdxdna_ctx.c "
+         "amdxdna_drm_create_hwctx_ioctl (856409ca), npu4_family.h and npu1_regs.c "
          ".ctx_limit"),
     Rule("driver", "a chain's sub-commands share one 4 KiB buffer of cmd_chain_slot_npu "
          "slots (52-byte header plus the arguments) and one opcode: ERT_START_CU fills a "
          "NON_ELF slot with its whole payload, ERT_START_NPU a PARTIAL_ELF slot with at most "
-         "26 words (104 bytes) of arguments, ERT_START_NPU_PREEMPT_ELF an ELF slot of one "
+         "26 words (104 bytes) of arguments, ERT_START_NPU_PREEMPT a PREEMPT slot with the "
+         "same cap (and AIE2_PREEMPT), ERT_START_NPU_PREEMPT_ELF an ELF slot of one "
          "argument word (and needs AIE2_PREEMPT: -EOPNOTSUPP on npu1); the out-of-tree driver "
          "caps a chain at 64; a chain breaking this fails in run_job after the submit, "
-         "header NEW",
+         "header NEW. A single command goes out as a one-slot list under the same rules "
+         "where force_cmdlist is true (staging, legacy, mainline from c68a6af400ca: 7.0, "
+         "6.19.7); mainline before sends it through aie2_execbuf, whose refusals are not "
+         "modelled",
          f"{STAGING} aie2_message.c aie2_cmdlist_fill_slot, aie2_cmdlist_fill_npu_cf, "
-         "aie2_cmdlist_fill_npu_dpu, aie2_cmdlist_fill_npu_elf, MAX_CHAIN_CMDBUF_SIZE"),
+         "aie2_cmdlist_fill_npu_dpu, aie2_cmdlist_fill_npu_elf, MAX_CHAIN_CMDBUF_SIZE, "
+         "aie2_cmdlist_single_execbuf; aie2_ctx.c aie2_sched_job_run force_cmdlist (856409ca, "
+         "and 234824b1 for Linux 7.0)"),
     Rule("firmware", "on a timeout the firmware leaves the run list read index at 0, on "
          "every device, so its run_list_id (and the index taken from it) is 0",
          "amd/xdna-driver test/shim_test/io_test.cpp ('For a timeout firmware leaves the "
@@ -190,9 +235,9 @@ RULES = (
          "progress' (aie2_tdr_work_func); mainline 7.0 nothing, 7.1 the capture block (with "
          "a firmware that reports health); legacy "
          "'Device isn't making progress... Count N timeout T dump_only 0' (aie2_tdr_work), "
-         "then per context 'Dumping ctx', the capture block and 'JOB[i]:' with seq/op/msg/"
-         "fence lines (aie2_dump_ctx). The records are /dev/kmsg's, escaped as printk "
-         "escapes them; under HARNESS_ROOT they are also appended to its dev/kmsg. The "
+         "then per connected context 'Dumping ctx', the capture block and 'JOB[seq % 4]:' "
+         "with seq/op/msg/fence lines (aie2_dump_ctx). The records are /dev/kmsg's, escaped "
+         "as printk escapes them; under HARNESS_ROOT they are also appended to its dev/kmsg. The "
          "simulated NPU's address (0000:00:00.9) and clock (9e9 s of uptime) are ones no "
          "machine has: a PCI function number is three bits, printed %d",
          f"{STAGING} aie2_ctx.c, aie2_tdr.c; {LEGACY} aie2_tdr.c, aie2_ctx.c; Linux "
@@ -227,10 +272,13 @@ RULES = (
          f"{RUNNER}/capture.cpp replay_resource_hwctx, replay_ini; {RUNNER}/replay.cpp "
          "create_hwctx, init_ini; core/common/config_reader.cpp get_string_value"),
     Rule("format", "a recipe run names its kernel with 'kernel' ('name' is the deprecated "
-         "spelling, read only without it); a constant is read as a C int "
-         "(value.get<int>()), so one that does not fit is refused on reading a recipe and "
+         "spelling, read only without it); a constant is read with value.get<int>(), a "
+         "static_cast in nlohmann::json 3.11.3: xrt-runner silently runs a value past a C int "
+         "as its low 32 bits, so the harness refuses one (naming what the runner would run "
+         "with) on reading a recipe and "
          "on exporting one, naming the run and the argument",
-         f"{RUNNER}/runner.cpp create_kernel_run, create_constant_args"),
+         f"{RUNNER}/runner.cpp create_kernel_run, create_constant_args; "
+         "core/common/json/nlohmann/json.hpp get_arithmetic_value (3.11.3, at 963c58ee)"),
     Rule("format", "xrt-runner creates every recipe buffer host-only (xrt::ext::bo; the "
          "schema has name, type, size); XRT's capture writer records memgrp and flags for "
          "a buffer with a memory group that is not host-only and replay allocates it so: "

@@ -22,7 +22,7 @@ lists:
   fails (an index beyond the kernel's arguments included), then start.
 - Kernels: `kernel(hwctx, name)` from an xclbin context; `ext.kernel(hwctx, module,
   name)` with a control-code ELF (ERT_START_NPU); `ext.kernel(hwctx, name)` from a
-  context made of full ELFs (ERT_START_NPU_PREEMPT_ELF when the kernel carries a PDI),
+  context made of full ELFs (ERT_START_NPU_PREEMPT_ELF when the ELF carries a PDI),
   refused on an xclbin context from 2.21.75 (`check_and_get_hw_context`).
 """
 
@@ -76,12 +76,17 @@ from harness.sim.stack import (
     REJECTED,
     START_CU,
     START_NPU,
+    START_NPU_PREEMPT,
     START_NPU_PREEMPT_ELF,
     Job,
     Overwrite,
 )
 
 NEW, COMPLETED, ABORT, TIMEOUT = 1, 4, 6, TIMEOUT_VALUE
+# what XRT throws (std::runtime_error, a RuntimeError through pyxrt) when run.wait() or
+# wait2() finds the command's packet below COMPLETED after the shim's wait returned
+# (hw_queue.cpp qds_device::wait at 202520.2.20.197, 2.21.75, 202610.2.23.244, 963c58ee)
+UNEXPECTED_STATE = "qds_device::wait() unexpected command state"
 HEALTH_V0_FIELDS = ("txn_op_idx", "ctx_pc", "fatal_error_type",
                     "fatal_error_exception_type", "fatal_error_exception_pc",
                     "fatal_error_app_module")
@@ -386,6 +391,11 @@ class run:
         else:
             stack.run_until_done(job)
         _settle_overwrites(job, (self,))
+        if job.state < COMPLETED:
+            # the driver ended the job without writing a final state (a single run the
+            # reset cancels before 6fb7f2988832, a command run_job refused): hw_queue.cpp
+            # qds_device::wait checks the packet once the shim's wait returns
+            raise RuntimeError(UNEXPECTED_STATE)
         return self.state()
 
     def wait2(self, *args: Any, **kwargs: Any) -> Any:
@@ -669,6 +679,9 @@ class runlist:
         self._hwctx: hw_context | None = None
         self._runs: list[run] = []
         self._jobs: list[Job] = []
+        # the error_index word of each chain buffer: XRT zeroes a chain's data when it
+        # makes the buffer (create_exec_buf) and reuses it on every execute
+        self._chain_index: list[int] = []
         self._running = False
         self._member = _Membership()
         self._touches_seen = _touches     # members reset since (see _touched)
@@ -778,10 +791,15 @@ class runlist:
         for chain, job in enumerate(self._jobs):
             if job.overwrites:
                 _settle_overwrites(job, runs, chain * size)
+        held = self._chain_index
+        held.extend([0] * (len(self._jobs) - len(held)))
+        for chain, job in enumerate(self._jobs):
+            if job.index_written:
+                held[chain] = job.error_index
         for chain, job in enumerate(self._jobs):
             if job.state == COMPLETED:
                 continue
-            failing = chain * size + job.error_index
+            failing = chain * size + held[chain]
             _touched()
             for r in runs[failing + 1:]:
                 r._packet = ABORT
@@ -875,9 +893,10 @@ class ext_kernel(kernel):
         self._module = mod
         self._elf = mod._elf
         self._code = mod._elf._parsed().control_code or b""
-        # A module built from an AIE2P control-code ELF with no PDIs and no preemption
-        # save/restore runs as ERT_START_NPU (xrt_module.cpp module_elf_aie2p::get_ert_opcode).
-        self._opcode = START_NPU
+        # get_ert_opcode (xrt_module.cpp module_elf_aie2p up to 2.21, xrt_elf.cpp
+        # elf_aie_gen2 from 2.23): PDIs ERT_START_NPU_PREEMPT_ELF, preemption save and
+        # restore sections ERT_START_NPU_PREEMPT, else ERT_START_NPU
+        self._opcode = _elf_opcode(mod._elf._parsed())
 
     def _from_full_elf(self, ctx: hw_context, name: str) -> None:
         """kernel_impl(device, hwctx, name): the kernel, its arguments and control code
@@ -899,10 +918,17 @@ class ext_kernel(kernel):
         parsed = e._parsed()
         self._elf = e
         self._code = parsed.kernel_code(kernel_def)
-        # elf_aie_gen2::get_ert_opcode: a kernel carrying PDIs runs as
-        # ERT_START_NPU_PREEMPT_ELF, one without as ERT_START_NPU
-        self._opcode = START_NPU_PREEMPT_ELF if parsed.kernel_has_pdi(kernel_def) \
-            else START_NPU
+        self._opcode = _elf_opcode(parsed)
+
+
+def _elf_opcode(parsed: Any) -> int:
+    """get_ert_opcode (xrt_module.cpp module_elf_aie2p up to 2.21, xrt_elf.cpp elf_aie_gen2
+    from 2.23, every tag alike), one answer for the whole ELF: any .pdi section makes every
+    kernel run as ERT_START_NPU_PREEMPT_ELF; preemption save and restore sections as
+    ERT_START_NPU_PREEMPT; else ERT_START_NPU."""
+    if parsed.has_pdi:
+        return START_NPU_PREEMPT_ELF
+    return START_NPU_PREEMPT if parsed.preemption == "paired" else START_NPU
 
 
 ext_bo.__name__ = ext_bo.__qualname__ = "bo"

@@ -82,10 +82,14 @@ FAULT_US = 5.0
 # the firmware's note on a run `reject-at:N` fails (the simulator's log)
 REJECTED = "the firmware fails run {position} at once (hypothesis reject-at:{position})"
 
-START_CU, CMD_CHAIN, START_NPU, START_NPU_PREEMPT_ELF = 0, 19, 20, 22
+START_CU, CMD_CHAIN, START_NPU, START_NPU_PREEMPT, START_NPU_PREEMPT_ELF = 0, 19, 20, 21, 22
 FF = 0xFFFFFFFF
+# aie2_cmdlist_fill_slot: these need the firmware's AIE2_PREEMPT (npu4/5/6, never npu1)
+PREEMPT_OPCODES = {START_NPU_PREEMPT: "ERT_START_NPU_PREEMPT",
+                   START_NPU_PREEMPT_ELF: "ERT_START_NPU_PREEMPT_ELF"}
 HEALTH_V1, NPU_GEN_AIE2 = 1, 0
 MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003
+MAILBOX_MAGIC, MAILBOX_IDS = 0x1D000000, 256
 HWCTX_CREATE_FAILED = "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument"
 # the legacy tree's aie2_rq_add: -ENOENT, as XRT's shim reports it (shim_err, system_error)
 CTX_LIMIT_FAILED = ("DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-2): No such file or "
@@ -168,6 +172,7 @@ class Job:
     submitted_us: float
     state: int = NEW
     error_index: int = 0
+    index_written: bool = False   # the driver wrote error_index into the chain's payload
     health: Health | None = None
     note: str = ""
     done: bool = False
@@ -180,6 +185,8 @@ class Job:
     # what the driver wrote over its sub-commands' payloads (index -> overwrite)
     overwrites: dict[int, Overwrite] = field(default_factory=dict)
     blocked_us: float = 0.0       # how long its submit ioctl waited for a free job slot
+    ctx_seq: int = 0              # its number in its context (job->seq = ctx->submitted++)
+    msg_id: int = 0               # the mailbox message that carried it to the firmware
 
     @property
     def count(self) -> int:
@@ -222,6 +229,15 @@ class Context:
     health_words: tuple[int | None, ...] = ZERO_HEALTH
     timeout_run_list_id: int = 0
     health_reported: bool = False
+    # the legacy tree's run queue: a context is connected (has a partition and its own
+    # mailbox channel) once it has work; new contexts start disconnected (aie2_rq_add),
+    # a stop disconnects it. Messages sent on its channel since it was made.
+    connected: bool = False
+    messages: int = 0
+    # XRT configured its CUs (an xclbin's context: the shim's hwctx_kmq sends
+    # DRM_AMDXDNA_HWCTX_CONFIG_CU); the legacy tree's aie2_ctx_connect then sends
+    # aie2_config_cu on each new channel before any job
+    cu_configured: bool = False
 
     @property
     def mask(self) -> int:
@@ -265,6 +281,10 @@ class Stack:
         self._tick_armed = False
         self._ticks_done = 0              # periodic checks processed, counted from t=0
         self.pid = 4242
+        # a driver that refuses the firmware at probe leaves no device to open: what it
+        # printed is in the kernel log from the start
+        self.refused = profile.probe_refusal
+        self._print(self.refused)
 
     # -- time ---------------------------------------------------------------
 
@@ -334,15 +354,26 @@ class Stack:
         if self.flavour.virtual_contexts:
             if alive >= self.device.ctx_limit:
                 # aie2_rq_add: the legacy tree refuses the context itself, -ENOENT
+                # aie2_rq_add refuses, aie2_ctx_init and the ioctl pass -ENOENT on; the
+                # context had its name (and its id, given back) before
+                name = f"{self.flavour.context_prefix}.{self.pid}.{next(self._ids)}"
                 self.kernel_log.err("aie2_rq_add", f"Not allow more than "
                                                    f"{self.device.ctx_limit} context(s)")
+                self.kernel_log.err("aie2_ctx_init", f"Add ctx {name} failed, ret -2")
+                self.kernel_log.err("amdxdna_drm_create_hwctx_ioctl",
+                                    "Init ctx failed, ret -2")
                 self.note(f"context refused: {self.device.ctx_limit} virtual contexts is the "
                           f"{self.flavour.called} driver's limit on {self.device.name}")
                 raise ContextRefused(CTX_LIMIT_FAILED, errno.ENOENT)
         elif alive >= self.device.hwctx_limit:
             # The firmware refuses the context (MGMT_ERT_NOAVAIL); the driver logs it on
             # its way out and the ioctl fails with -EINVAL, which XRT's shim reports.
-            self.kernel_log.mgmt_failure(MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL)
+            # AIE2_TEMPORAL_ONLY: npu4-class firmware from protocol 6.12 (npu4_regs.c), so
+            # every protocol the driver takes there; never npu1 (npu1_regs.c)
+            temporal = self.device.npu4_class
+            self.kernel_log.mgmt_failure(
+                MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL,
+                solver=not (temporal and self.build.temporal_skips_solver))
             self.note(f"context refused: {self.device.hwctx_limit} hardware contexts is the "
                       f"limit of {self.device.name}")
             raise ContextRefused(HWCTX_CREATE_FAILED, errno.EINVAL)
@@ -379,6 +410,7 @@ class Stack:
                 raise RuntimeError("hardware context has been destroyed")
             job.blocked_us = self._now() - job.submitted_us
         self.jobs.append(job)
+        job.ctx_seq = ctx.submitted
         ctx.submitted += 1
         flaky = self.profile.flaky
         if flaky and self.rng.random() < flaky:
@@ -409,12 +441,24 @@ class Stack:
         ctx = job.ctx
         job.admitted_us = now = self._now()
         ctx.inflight.append(job)
-        problem = self._chain_problem(job) if job.chained else None
+        # run_job fills the chain's slots (aie2_cmdlist_fill_slot), a single command's too
+        # where the build sends it as a one-slot list (force_cmdlist)
+        problem = self._chain_problem(job) if job.chained or self.build.single_cmdlist \
+            else None
         if problem:
             job.note = problem
-            self.note(f"context {ctx.id}: chain {job.seq} rejected in run_job: {problem}")
+            what = "chain" if job.chained else "command"
+            self.note(f"context {ctx.id}: {what} {job.seq} rejected in run_job: {problem}")
             self._end(job, NEW)
             return
+        # sent on the context's mailbox channel: xa_alloc_cyclic over 256 ids, MAGIC_VAL
+        # 0x1D000000 in the high byte (amdxdna_mailbox.c mailbox_acquire_msgid); a new
+        # channel's first message is aie2_config_cu where the context has CUs
+        if not ctx.connected:
+            ctx.connected = True
+            ctx.messages = 1 if ctx.cu_configured else 0
+        job.msg_id = MAILBOX_MAGIC | (ctx.messages % MAILBOX_IDS)
+        ctx.messages += 1
         ctx.last_signal = now                   # drm_sched re-arms its timer on a push
         if self._device_checks:
             if not self._tick_armed:
@@ -439,11 +483,12 @@ class Stack:
         opcodes = job.opcodes
         if opcodes.count(opcodes[0]) != count:
             return "sub-commands with different opcodes in one chain"
-        if opcodes[0] == START_NPU_PREEMPT_ELF and not self.device.npu4_class:
-            return "ERT_START_NPU_PREEMPT_ELF needs the AIE2_PREEMPT feature (-EOPNOTSUPP)"
+        if opcodes[0] in PREEMPT_OPCODES and not self.device.npu4_class:
+            return f"{PREEMPT_OPCODES[opcodes[0]]} needs the AIE2_PREEMPT feature (-EOPNOTSUPP)"
         sizes = job.arg_bytes
         largest = sizes[0] if sizes.count(sizes[0]) == count else max(sizes)
-        npu = opcodes[0] in (START_NPU, START_NPU_PREEMPT_ELF)
+        # aie2_cmdlist_fill_npu_dpu, _npu_preempt and _npu_elf cap an NPU slot's arguments
+        npu = opcodes[0] in (START_NPU, START_NPU_PREEMPT, START_NPU_PREEMPT_ELF)
         capped = npu and largest > MAX_SLOT_ARG_BYTES
         # an ELF slot carries one argument word (the kernel op); the others their arguments
         elf_slot = opcodes[0] == START_NPU_PREEMPT_ELF
@@ -547,6 +592,10 @@ class Stack:
             del job.finish[job.completed(now):]
         job.state = state
         job.error_index = error_index
+        # the firmware's error response carries the failing index; a timeout or an abort
+        # writes it only where the build does (amdxdna_cmd_set_error, 89ff45359abb)
+        job.index_written = state == ERROR or (
+            state in (TIMEOUT, ABORT) and self.build.writes_timeout_index)
         job.health = health
         if note:
             job.note = note
@@ -687,6 +736,8 @@ class Stack:
         if health is not None:
             self.kernel_log.capture_block("aie2_set_cmd_timeout", health)
         state = STATES[build.hung_state]
+        if build.timeout_needs_report and health is None:
+            state = ABORT                # stopped without a report: cancelled, as the rest
         if state == ABORT and not job.chained:
             state = STATES[build.single_cancelled]
         index = health.run_list_id if health is not None and build.timeout_index \
@@ -703,7 +754,8 @@ class Stack:
                   f"context reset ({build.name})")
         self._print(build.check_lines)
         if build.dumps_contexts:
-            for ctx in list(self.contexts):
+            # aie2_rq_dump_all and aie2_rq_stop_all walk each partition's conn_list only
+            for ctx in [c for c in self.contexts if c.connected]:
                 self._dump_and_stop(ctx)
             return
         for ctx in list(self.contexts):
@@ -716,10 +768,13 @@ class Stack:
 
     def _print(self, lines: tuple[Printed, ...]) -> None:
         """The build's own lines for what just happened, as its tree prints them."""
+        log = self.kernel_log
         for line in lines:
             text = line.text.format(count=self.tdr_counter, timeout=int(self.build.period_s))
-            (self.kernel_log.err if line.level == "err" else self.kernel_log.warn)(
-                line.function, text)
+            if line.level == "dev":
+                log.device_err(text)
+            else:
+                (log.err if line.level == "err" else log.warn)(line.function, text)
 
     def _dump_and_stop(self, ctx: Context) -> None:
         """aie2_dump_ctx then the stop. The dump asks for the firmware's report: with one,
@@ -739,11 +794,12 @@ class Stack:
             ctx.health_words = health.v1_words
             ctx.timeout_run_list_id = health.run_list_id
             ctx.health_reported = False
-        for slot, job in enumerate(ctx.inflight):
-            log.err("aie2_dump_ctx", f"JOB[{slot}]:")
-            log.err("aie2_dump_ctx", f"\tseq: {job.seq}")
+        # pending[] is indexed by get_job_idx(seq), seq % CTX_MAX_CMDS, and walked 0..3
+        for job in sorted(ctx.inflight, key=lambda j: j.ctx_seq % CTX_MAX_CMDS):
+            log.err("aie2_dump_ctx", f"JOB[{job.ctx_seq % CTX_MAX_CMDS}]:")
+            log.err("aie2_dump_ctx", f"\tseq: {job.ctx_seq}")
             log.err("aie2_dump_ctx", f"\top: 0x{CMD_CHAIN if job.chained else job.opcodes[0]:x}")
-            log.err("aie2_dump_ctx", f"\tmsg: 0x{job.seq:x}")
+            log.err("aie2_dump_ctx", f"\tmsg: 0x{job.msg_id:x}")
             log.err("aie2_dump_ctx", "\tfence: unsignaled")
             log.err("aie2_dump_ctx", "\tout_fence: unsignaled")
         for job in list(ctx.inflight):
@@ -758,6 +814,8 @@ class Stack:
                 ctx.health_reported = True
             self._settle(job, TIMEOUT if job.chained or carries else ABORT,
                          error_index=index, health=health if carries else None)
+        # the stop disconnects it (its channel goes); work connects it again
+        ctx.connected, ctx.messages = False, 0
         self._restart(ctx)
 
     def _restart(self, ctx: Context) -> None:

@@ -113,6 +113,21 @@ class Case:
         """What a plan's chunk sizes count."""
         return "run" if self.order is not None else "layer"
 
+    def _other_depth(self, ref: str) -> str:
+        """How to run another depth than the case's, which a plan cannot: a sweep of it."""
+        if self.kind is not CaseKind.CASE or not re.fullmatch(r"[0-9]{1,9}(\+[0-9]{1,9})*",
+                                                               ref, re.ASCII):
+            return ""
+        chunks = [int(part) for part in ref.split("+")]
+        depth = sum(chunks)
+        if depth == self.layers or not 0 < depth <= 100_000:
+            return ""
+        how = ("in one runlist" if len(chunks) == 1
+               else f"in runlists of at most {max(chunks)}")
+        return (f". A plan cuts the case's {self.layers} layers; to run depth {depth} {how}, "
+                f"sweep it: runlist-harness sweep {self.name} --depths {depth} --chunks "
+                f"{max(chunks)}")
+
     def plans_for(self, refs: tuple[str, ...] | list[str]) -> list[Plan]:
         """`--plan` values: a plan name of the case, or a spec like 21+21 / even:3 / max:24;
         none means every plan of the case."""
@@ -128,7 +143,8 @@ class Case:
                 plan = make_plan(ref, ref, self.layers)
             except PlanError as err:
                 raise PlanError(f"--plan {ref!r} is neither a plan of {self.name} "
-                                f"({', '.join(names)}) nor a valid spec: {err}") from None
+                                f"({', '.join(names)}) nor a valid spec: {err}"
+                                + self._other_depth(ref)) from None
             named = ":" in plan.spec           # even:K / max:N keep their spec as the name
             plans.append(Plan(plan.spec if named else "+".join(map(str, plan.chunks)),
                               plan.spec, plan.chunks))

@@ -374,14 +374,31 @@ def _run(read: JsonReader, entry: dict[str, Any], where: str,
 
 
 def fits_c_int(value: int) -> bool:
-    """Whether xrt-runner can read the constant: runner.cpp reads `value` with
-    `node.at("value").get<int>()`, a C int."""
+    """Whether the constant is a C int, which xrt-runner passes as it is written: runner.cpp
+    reads `value` with `node.at("value").get<int>()`."""
     return -2**31 <= value < 2**31
 
 
+def runner_reads(value: int) -> int | None:
+    """What xrt-runner runs with for an int constant: `get<int>()` is a static_cast in the
+    nlohmann::json 3.11.3 XRT bundles (get_arithmetic_value), so a JSON integer (int64 or
+    uint64) is cut to its low 32 bits, two's complement; None past those, which nlohmann
+    reads as a double whose conversion to int is undefined."""
+    if not -2**63 <= value < 2**64:
+        return None
+    low = value & 0xFFFFFFFF
+    return low - 2**32 if low >= 2**31 else low
+
+
 def c_int_refusal(run: str, index: int, value: int) -> str:
-    return (f"{run} sets argument {index} to {value}, which does not fit the C int "
-            "xrt-runner reads a constant as (runner.cpp: value.get<int>())")
+    """Why the harness refuses a constant past a C int: xrt-runner would not refuse it, it
+    would run with another number."""
+    read = runner_reads(value)
+    runner = (f"xrt-runner would run it as {read}" if read is not None else
+              "xrt-runner would read it as a double and convert it with undefined behaviour")
+    return (f"{run} sets argument {index} to {value}, past a C int: {runner}, without a "
+            "word (runner.cpp value.get<int>(), a static_cast in nlohmann::json 3.11.3), so "
+            "the harness refuses it; give a value from -2147483648 to 2147483647")
 
 
 def _with(case: Case, notes: list[str], digest: str, profile: str | None, ref: str) -> Case:

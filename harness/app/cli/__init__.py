@@ -57,13 +57,13 @@ COMMANDS: dict[str, Entry] = {
     "cases": Entry("cases_cmd", "cases", "List, show and check experiment definitions "
                    "(cases/*.yaml)."),
     "run": Entry("run_cmd", "run", "Run a case's plans (runlists of the given depth and "
-                 "chunking) and write a report."),
-    "reproduce": Entry("run_cmd", "reproduce", "Run the monolithic and chunked plans side by "
+                 "cut) and write a report."),
+    "reproduce": Entry("run_cmd", "reproduce", "Run one runlist and its cut side by "
                        "side and say whether the failure reproduces (default case: "
                        "minicpm5-2b-decode, the 42-layer decode of ROCm/FastFlowLM#712). "
                        "`reproduce_ert_timeout` runs this command."),
     "bisect": Entry("search_cmd", "bisect", "Find the smallest depth at which one runlist "
-                    "(or the given chunking) fails."),
+                    "(or the given cut) fails."),
     "sweep": Entry("search_cmd", "sweep", "Run every depth x chunk-size cell, K trials each "
                    "(default 3), into one report."),
     "export": Entry("export_cmd", "export", "Write CASE's plans as XRT run recipes + profile "
@@ -109,6 +109,8 @@ class Guarded:
                     return self.invoke(ctx)
             except click.exceptions.Exit as done:      # --help, --version
                 return done.exit_code
+            except click.NoSuchOption as err:
+                raise name_where_else(err) from None
         code = exits.run(command, given)
         if standalone_mode:
             sys.exit(code)
@@ -162,3 +164,38 @@ def main() -> None:
     Runs on a real NPU through pyxrt, or on the simulated stack that ships
     with the harness when there is none.
     """
+
+
+def commands_taking(option: str) -> list[str]:
+    """The commands of runlist-harness that take `option` (`run`, `report render`), for an
+    error that names an option the command given does not take. Loads every command: it
+    runs only on that error."""
+    found: list[str] = []
+    pending: list[tuple[str, click.Command]] = [("", main)]
+    while pending:
+        path, command = pending.pop(0)
+        if path and any(isinstance(p, click.Option) and option in (*p.opts, *p.secondary_opts)
+                        for p in command.params):
+            found.append(path)
+        if isinstance(command, click.Group):
+            context = click.Context(command)
+            for name in command.list_commands(context):
+                sub = command.get_command(context, name)
+                if sub is not None:
+                    pending.append((f"{path} {name}".strip(), sub))
+    return found
+
+
+def name_where_else(err: click.NoSuchOption) -> click.NoSuchOption:
+    """An unknown option that another command takes: say which, instead of click's close
+    spelling (`reproduce_ert_timeout --resume` is `run --resume`, not `--realtime`)."""
+    where = getattr(err, "ctx", None)
+    here = where.command_path if where is not None else ""
+    elsewhere = [name for name in commands_taking(err.option_name)
+                 if not here.endswith(f" {name}") and here != name]
+    if not elsewhere:
+        return err
+    named = ", ".join(f"`runlist-harness {name}`" for name in elsewhere[:3])
+    return click.NoSuchOption(err.option_name, ctx=where,
+                              message=f"No such option '{err.option_name}' here; {named} "
+                                      f"{'takes' if len(elsewhere) == 1 else 'take'} it")

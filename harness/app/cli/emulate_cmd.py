@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -54,11 +55,13 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
                        "folder to PATH (for XRT's tools: `source /opt/xilinx/xrt/setup.sh`)")
     emulation = start(parsed, keep=keep, clock_rate=clock_rate)
     device = emulation.device
+    refused = "; the driver refused it at probe: no /dev/accel node" \
+        if parsed.probe_refusal else ""
     click.echo(f"emulate: one EMULATED {device.model.name} ({parsed.flavour} driver on Linux "
-               f"{parsed.kernel}, firmware {device.firmware_text}), profile {parsed.name}"
+               f"{parsed.kernel}, firmware {device.firmware_text}{refused}), profile "
+               f"{parsed.name}"
                + (f", clock {clock_rate:g}x the wall clock" if clock_rate != 1.0 else "")
-               + "; "
-               "XRT is this machine's, the driver and firmware the harness's model; not "
+               + f"; the driver and firmware are the harness's model{_whose_xrt()}; not "
                "hardware evidence", err=True)
     status = None
     try:
@@ -70,6 +73,19 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
         summary = emulation.stop()
         _report(summary, emulation.folder if keep else None)
     return exits.for_program(status)
+
+
+def _whose_xrt() -> str:
+    """The XRT a program run here would load, in the banner's words: it is the machine's,
+    or there is none to load (the banner once said it was the machine's regardless)."""
+    from harness.probe.xrt import xrt_install
+    found = xrt_install(os.environ.get("XILINX_XRT"))
+    if found is None:
+        return (", but no XRT is installed here (XILINX_XRT is unset and /opt/xilinx/xrt "
+                "holds none): a program that loads XRT will not find it, so install or build "
+                "XRT with the XDNA shim and `source` its setup.sh")
+    folder, version = found
+    return f" and XRT is this machine's ({folder}, {version or 'version not recorded'})"
 
 
 def _wait_forwarding(child: subprocess.Popen) -> int:

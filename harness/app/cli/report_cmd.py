@@ -30,9 +30,15 @@ def report() -> None:
     """Turn reports into Markdown for upstream issues, compare them, check them."""
 
 
-def _read(path: str, check: bool, *, kernel_log: bool = False) -> tuple[ReportReader, Digest]:
+def _read(path: str, check: bool, *, kernel_log: bool = False,
+          anyway: str | None = None) -> tuple[ReportReader, Digest]:
     """A report's reader and its digest, refused unless it checks: what checks renders.
-    The caller closes both."""
+    `anyway` says what --no-check does, for a command that has it. The caller closes
+    both."""
+    if not Path(path).is_file():
+        # nothing to check: the hints of an invalid report would mislead
+        what = "is a folder, not a report" if Path(path).is_dir() else "does not exist"
+        raise ReportError(f"{path} {what}; give a report file (reports/*.yaml)")
     if check:
         made: dict[str, Digest] = {}
 
@@ -46,8 +52,8 @@ def _read(path: str, check: bool, *, kernel_log: bool = False) -> tuple[ReportRe
             problems = result.problems
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:3])}{more}. "
-                              "`runlist-harness report check` lists every problem; "
-                              "--no-check renders it anyway")
+                              "`runlist-harness report check` lists every problem"
+                              + (f"; {anyway}" if anyway else ""))
         rewritten = REWRITTEN_NOTE in result.notes
         reader = ReportReader(path)             # for what a bundle copies from the file
         digest = made["digest"]
@@ -84,7 +90,7 @@ def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: 
         do_redact = fmt == "md"
     if not check:
         click.echo(f"warning: rendering {file} without checking it", err=True)
-    reader, digest = _read(file, check)
+    reader, digest = _read(file, check, anyway="--no-check renders it anyway")
     try:
         if fmt == "md":
             # once the bundle exists, the same text as its report.md, naming what it holds
@@ -110,7 +116,8 @@ def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, check: 
     """One .tar.gz to attach to an upstream issue: README for the maintainer, the rendered
     report, the report, every trial's kernel log, xrt-smi output and the XRT recipes.
     Nothing from outside the report's folder; xclbins are named, not shipped."""
-    reader, digest = _read(file, check, kernel_log=True)
+    reader, digest = _read(file, check, kernel_log=True,
+                           anyway="--no-check bundles it anyway")
     try:
         target, contents = bundling.write_bundle(Path(file), reader, digest,
                                                  Path(out) if out else None,
@@ -120,6 +127,9 @@ def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, check: 
         digest.close()
     click.echo(f"bundle: {target} ({target.stat().st_size} bytes): "
                + ", ".join(contents.names()))
+    if contents.unfinished_command:
+        click.echo(f"warning: {file} did not finish: the bundle is partial, and its README "
+                   f"says so; {bundling.finish_hint(contents.unfinished_command, file)}")
     for item in contents.left_out:
         click.echo(f"  not included: {item}")
 

@@ -32,6 +32,7 @@ from harness.model.results import BriefTrial, flow_text
 from harness.report.failing import where_text
 from harness.report.model import PlanRecord, Report, model_word
 from harness.report.timing import trials_ttf_text
+from harness.report.verdict import verdict_lines
 from harness.sources.load import load_case
 from harness.sources.recipe_export import export_plans
 
@@ -49,7 +50,8 @@ def _execute(runner: Runner, as_json: bool, first_line: str) -> exits.TrialsEnde
 
 
 def summary_text(report: Report, path: str) -> str:
-    lines = [f"verdict: {report.verdict['text']}"]
+    answer, *reasons = verdict_lines(report.verdict)
+    lines = [f"verdict: {answer}", *[f"  - {reason}" for reason in reasons]]
     width = max(len(p.label) for p in report.plans) if report.plans else 0
     timers = report.sections.get("timers")
     for plan in report.plans:
@@ -117,7 +119,7 @@ def _detail(plan: PlanRecord, model: str) -> str:
 @exit_codes_option
 def run(case_ref, plan_refs, resume_path, recipe_profile, frame, allow_different_machine,
         request: RunRequest) -> exits.TrialsEnded:
-    """Run a case's plans (runlists of the given depth and chunking) and write a report.
+    """Run a case's plans (runlists of the given depth and cut) and write a report.
 
     CASE is a shipped case name (see `cases list`), a case file, an XRT run
     recipe (RECIPE.json, with --recipe-profile PROFILE.json) or
@@ -166,7 +168,7 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 @run_request_options
 @exit_codes_option
 def reproduce(case_ref, no_control, request: RunRequest) -> exits.TrialsEnded:
-    """Run the monolithic and chunked plans side by side and say whether the failure
+    """Run one runlist and its cut side by side and say whether the failure
     reproduces (default case: minicpm5-2b-decode, the 42-layer decode of
     ROCm/FastFlowLM#712). `reproduce_ert_timeout` runs this command.
 

@@ -28,6 +28,7 @@ from harness.model.errors import BadInput, PlanError, ReportError
 from harness.model.plan import MAX_LAYERS
 from harness.report.fileformat import load_report
 from harness.report.journal import check_output_path
+from harness.report.verdict import verdict_lines
 from harness.search.bisect import BisectSettings, bisection_from_log, run_bisect
 from harness.search.boundary import FLAKY_CHOICES
 from harness.search.measure import Measurer
@@ -41,6 +42,7 @@ from harness.search.sweep import (
     parse_depths,
     parse_list,
     plot_grid,
+    plot_title,
     require_matplotlib,
     run_sweep,
     sweep_section,
@@ -96,7 +98,7 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
 @run_request_options(trials_default="5 per tested depth")
 def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay_path, rerun,
            frame, allow_different_machine, request: RunRequest) -> int:
-    """Find the smallest depth at which one runlist (or the given chunking) fails.
+    """Find the smallest depth at which one runlist (or the given cut) fails.
 
     Bisects over depth with K trials per tested depth (default 5), classifies
     each (good / bad / flaky / skip), re-tests both neighbours of the boundary,
@@ -209,8 +211,8 @@ def _bisect(runner: Runner, settings: BisectSettings, max_trials, as_json, bisec
         answer = run_bisect(runner, settings, max_trials, bar.say, bisection)
     finally:
         bar.close()
-    # the verdict: the answer, opened by SIMULATED when a hypothesis made it
-    lines = [(runner.report.verdict or {}).get("text") or answer.text]
+    # the verdict: the answer first, labelled, then the hypothesis that made it
+    lines = verdict_lines(runner.report.verdict) if runner.report.verdict else [answer.text]
     lines += [f"note: {n}" for n in answer.notes]
     return _finish(runner, as_json, lines, "bisect")
 
@@ -301,10 +303,7 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
     lines = [summary, grid_text(cells, rows, chunks)]
     if plot_path:
         report = runner.report
-        source = ("SIMULATED, profile " + str(report.backend.get("profile"))
-                  if report.simulated else "hardware")
-        plot_grid(cells, rows, chunks, plot_path,
-                  f"{case.name}: share of trials completed ({source})")
+        plot_grid(cells, rows, chunks, plot_path, plot_title(case.name, report.backend))
         lines.append(f"plot: {plot_path}")
     return _finish(runner, request.as_json, lines, "sweep")
 

@@ -13,7 +13,7 @@ from harness.probe.checks import Check
 from harness.probe.fingerprint import probe
 from harness.probe.npu import GENERATIONS
 from harness.probe.readers import Sources
-from harness.report.journal import ReportFile, check_output_path
+from harness.report.journal import ReportFile, check_output_path, check_report_name
 from harness.serve.modelpack import inspect_pack
 from harness.serve.reproduce import Probe, ServeOptions, request_failed
 
@@ -62,6 +62,7 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_m
                            not no_made_up_tag, model_bytes, model_list, model_dir,
                            GENERATION_NAMES.get(npu) if npu else None, ceiling, total_s)
     if out:
+        check_report_name(Path(out))
         check_output_path(Path(out), force=force)
     environment = probe(Sources.live())
     report = Probe(options, environment).run()

@@ -1,0 +1,81 @@
+"""The first line of a verdict: the answer, from the plans' outcomes, in under 100
+characters, e.g. ``42 in one runlist: TIMEOUT 3/3; cut 21+21: COMPLETED 3/3 -> the cut
+avoids it [SIMULATED]``. How it follows, and its caveats, go on the lines below it
+(`harness.report.verdict`), so a reader has the answer before the reasons."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from harness.model.plan import cut_text
+from harness.model.results import TrialStatus
+from harness.report.model import PlanRecord, is_simulated, source_tag
+
+# "verdict: " goes before it on the console: the whole line stays under 100 characters
+ANSWER_WIDTH = 90
+
+# what the cut did, in the one word the prose uses for it
+CUT_AVOIDS = "the cut avoids it"
+CUT_DOES_NOT_AVOID = "the cut does not avoid it"
+NO_CUT = "no cut was run"
+CUT_UNFINISHED = "the cut did not finish"
+
+
+def plan_phrase(plan: PlanRecord) -> str:
+    """``42 in one runlist`` or ``cut 21+21``."""
+    if len(plan.chunks) == 1:
+        return f"{plan.chunks[0]} in one runlist"
+    return f"cut {cut_text(plan.chunks)}"
+
+
+def short_tag(backend: dict[str, Any]) -> str:
+    """`` [SIMULATED]`` or `` [EMULATED]`` (the profile is on the lines below); nothing on
+    hardware."""
+    return f" [{source_tag(backend)}]" if is_simulated(backend) else ""
+
+
+def cut_outcome(plans: Sequence[PlanRecord]) -> str:
+    """What the cut plans did beside one runlist that failed."""
+    cuts = [p for p in plans if len(p.chunks) > 1 and p.finished()]
+    if not cuts:
+        return NO_CUT
+    if any(t.status is TrialStatus.FAILED for p in cuts for t in p.trials):
+        return CUT_DOES_NOT_AVOID
+    if all(t.status is TrialStatus.COMPLETED for p in cuts for t in p.finished()):
+        return CUT_AVOIDS
+    return CUT_UNFINISHED
+
+
+def answer_line(plans: Sequence[PlanRecord], outcome: str, backend: dict[str, Any]) -> str:
+    """Each plan's outcome and what follows, as many plans as fit; the rest are counted
+    (the lines below the answer name them all)."""
+    tail = f" -> {outcome}{short_tag(backend)}"
+    if not plans:
+        return "no plan" + tail
+    phrases = [plan_phrase(p) for p in plans]
+    if len(set(phrases)) < len(phrases):    # two plans of one shape: their names tell apart
+        phrases = [p.label for p in plans]
+    items = [f"{phrase}: {plan.counts_text()}"
+             for phrase, plan in zip(phrases, plans, strict=True)]
+    for shown in range(len(items), 0, -1):
+        left = len(items) - shown
+        line = "; ".join(items[:shown]) + (f"; +{left} more" if left else "") + tail
+        if len(line) <= ANSWER_WIDTH:
+            return line
+    # one plan's counts are too long a list of states, or its cut too long a list of
+    # runlists: say how many trials failed, and how deep in how many runlists
+    plan = plans[0]
+    failed = sum(t.status is TrialStatus.FAILED for t in plan.trials)
+    more = f"; +{len(plans) - 1} more" if len(plans) > 1 else ""
+    for phrase in (phrases[0], _depth_phrase(plan)):
+        line = f"{phrase}: failed {failed}/{len(plan.finished())}{more}{tail}"
+        if len(line) <= ANSWER_WIDTH:
+            break
+    return line
+
+
+def _depth_phrase(plan: PlanRecord) -> str:
+    depth = sum(plan.chunks)
+    return (f"{depth} in one runlist" if len(plan.chunks) == 1
+            else f"{depth} in {len(plan.chunks)} runlists")
