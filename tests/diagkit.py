@@ -21,6 +21,17 @@ from harness.report.verdict import judge
 FIXTURES = Path(__file__).with_name("fixtures") / "reports"
 
 
+def invoke(*args: str):
+    """The command line as a user types it, in this process."""
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def report_of(result) -> Path:
+    """The report a run's output names."""
+    line = [x for x in result.stdout.splitlines() if x.startswith("report: ")][-1]
+    return Path(line.split("report: ", 1)[1])
+
+
 def simulated(folder: Path, name: str, *args: str, command: str = "reproduce") -> Path:
     """A report the harness writes on the simulated stack, trials in this process."""
     out = folder / f"{name}.yaml"

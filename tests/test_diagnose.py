@@ -18,6 +18,7 @@ from diagkit import (
     completed_trial,
     failed_trial,
     hardware_report,
+    invoke,
     of,
     plan,
     serve_report,
@@ -29,10 +30,6 @@ from diagkit import (
 from harness.app.cli import main
 from harness.report.diagnosis import IDS
 from harness.report.diagnosis.ranking import CONTRADICTED, FIRST
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def first(diagnosis) -> str:
@@ -233,8 +230,8 @@ def test_hardware_noops_that_complete_say_the_engine_s_commands_are_left(tmp_pat
 def test_several_reports_are_read_together(tmp_path):
     """A bisect's threshold and a reproduce's control, from two reports."""
     bisect = simulated(tmp_path, "b", "minicpm5-2b-decode", "--lo", "1", "--hi", "64",
-                       "--profile", "inflight-cap:40", "--trials", "1", command="bisect")
-    reproduce = simulated(tmp_path, "r", "--profile", "inflight-cap:40", "--trials", "1")
+                       "--profile", "inflight-cap:40", "--trials", "2", command="bisect")
+    reproduce = simulated(tmp_path, "r", "--profile", "inflight-cap:40")
     diagnosis = of(bisect, reproduce)
     assert first(diagnosis) == "depth-limit"
     assert len(diagnosis.reports) == 2

@@ -11,12 +11,9 @@ periods (aie2_tdr.c aie2_tdr_work: 4-6 s).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from click.testing import CliRunner
+from diagkit import invoke, report_of
 
-from harness.app.cli import main
 from harness.model.drivers import driver_build
 from harness.report.check import check_report_file
 from harness.report.fileformat import load_report
@@ -30,15 +27,6 @@ from harness.report.timing import (
     stack_timers,
     time_to_failure,
 )
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def report_of(result) -> Path:
-    line = [x for x in result.stdout.splitlines() if x.startswith("report: ")][-1]
-    return Path(line.split("report: ", 1)[1])
 
 
 def simulated_header(flavour: str, kernel: str, **settings) -> dict:

@@ -51,14 +51,15 @@ from harness.probe.readers import Sources
 from harness.probe.trace_access import trace_reader
 from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
-from harness.report.model import PlanRecord, Report, continue_command, utc_now
+from harness.report.model import STAND_IN, PlanRecord, Report, continue_command, utc_now
 from harness.report.timing import duration_text, stack_timers, time_to_failure, ttf_text
-from harness.report.verdict import judge, with_xrt_smi
+from harness.report.verdict import Verdict, judge, with_xrt_smi
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
 from harness.sources.packs import ResolvedPack, other_packs_files, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
 from harness.sources.workload import describe as describe_workload
+from harness.sources.workload import with_stand_in_work
 
 if TYPE_CHECKING:              # recovery checks run on the hardware path only
     from harness.execution.recovery import Recovery
@@ -324,6 +325,11 @@ class Runner:
         return trial_spec(case, pack, plan.name, plan.chunks, index, options, programs)
 
     def _workload(self, plan: PlanRecord) -> tuple[Case, ResolvedPack, RunOptions]:
+        if plan.work == STAND_IN:
+            if self.backend.hardware:
+                raise BadInput(f"plan {plan.name} runs the simulator's stand-in work stream, "
+                               "which never runs on a device: run it with --backend sim")
+            return with_stand_in_work(self.case), self.pack, self.options
         if plan.control and self.control is not None:
             case, pack = self.control
             return case, pack, replace(self.options, flow=None)    # the control's own flow
@@ -359,14 +365,19 @@ class Runner:
             while len(plan.finished()) < self.options.trials:
                 done += 1
                 self.trial(plan, done, total)
+        return self.conclude(lambda: judge(self.report.plans, self.report.backend))
+
+    def conclude(self, verdict: Callable[[], Verdict]) -> Report:
+        """End the run: on hardware, XRT's own deep runlist once a plan of the case failed;
+        the verdict (`verdict`, asked once that ran) beside what it answered; the report
+        finished."""
         if xrt_smi_control.wanted(self.report, self.backend.hardware,
                                   self.options.xrt_smi_control):
             self.progress("xrt-smi validate --run runlist-latency: XRT's own deep runlist, "
                           "as a control", False)
             xrt_smi_control.run_control(self.report)
         self.report.verdict = with_xrt_smi(
-            judge(self.report.plans, self.report.backend),
-            self.report.sections.get(xrt_smi_control.SECTION)).to_dict()
+            verdict(), self.report.sections.get(xrt_smi_control.SECTION)).to_dict()
         self.handle.finish()
         return self.report
 

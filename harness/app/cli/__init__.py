@@ -66,6 +66,8 @@ COMMANDS: dict[str, Entry] = {
                     "(or the given cut) fails."),
     "sweep": Entry("search_cmd", "sweep", "Run every depth x chunk-size cell, K trials each "
                    "(default 3), into one report."),
+    "investigate": Entry("investigate_cmd", "investigate", "Investigate a failure within a "
+                         "budget, the way a careful engineer does by hand."),
     "export": Entry("export_cmd", "export", "Write CASE's plans as XRT run recipes + profile "
                     "+ artefacts into FOLDER (new), runnable with XRT's own `xrt-runner "
                     "--recipe R --profile P` and no Python."),

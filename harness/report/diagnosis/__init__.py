@@ -4,7 +4,7 @@ the experiments that write reports.
 `diagnose(paths)` reads one or more reports (`observed`: each plan as an arm of
 observations, every fact with its file and field), judges every cause of the table
 (`causes`: one row per cause, its predictions, falsifier and separating experiment)
-against them (`evidence`), and ranks them (`ranking`): never first a cause an
+against them (`findings`), and ranks them (`ranking`): never first a cause an
 observation contradicts, "undetermined" where the leaders are not separated, and
 "nothing-fails" where no trial failed. Pure functions of the reports: nothing runs.
 """
@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.report.diagnosis.causes import CAUSES, IDS
-from harness.report.diagnosis.evidence import Evidence
-from harness.report.diagnosis.observed import Observed, observe
+from harness.report.diagnosis.findings import Evidence
+from harness.report.diagnosis.observed import Observed, observe, observe_document
 from harness.report.diagnosis.ranking import (
     NOTHING_FAILS,
     UNDETERMINED,
@@ -26,7 +26,7 @@ from harness.report.diagnosis.ranking import (
 )
 
 __all__ = ["CAUSES", "IDS", "NOTHING_FAILS", "UNDETERMINED", "Diagnosis", "diagnose",
-           "diagnose_observed", "text_lines"]
+           "diagnose_observed", "observe_document", "text_lines"]
 
 
 def diagnose(paths: Iterable[str | Path]) -> Diagnosis:

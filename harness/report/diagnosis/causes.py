@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.model.drivers import JOBS_IN_FLIGHT
-from harness.report.diagnosis.evidence import (
+from harness.report.diagnosis.findings import (
     AGAINST,
     CONTRADICTS,
     FOR,
@@ -27,6 +27,10 @@ from harness.report.diagnosis.evidence import (
     WEAK,
     Evidence,
     Findings,
+    coin_toss,
+    completes_consistently,
+    fails_consistently,
+    rarely_fails,
     rate_cite,
     ttf_cite,
 )
@@ -62,60 +66,69 @@ def _same_stack(a: Arm, b: Arm, ev: Evidence) -> bool:
         (other.source, other.profile, (other.timers.get("driver") or {}).get("flavour"))
 
 
+def _failing_depth(arm: Arm) -> int:
+    return min(arm.failing_depths or [arm.deepest])
+
+
 def _complete_at_or_past(failing: Arm, ev: Evidence, workload: str | None) -> list[Arm]:
-    """Arms of the same stack, of `workload` (any: None), whose runlists are as deep as
-    the failing one's or deeper and that completed in every trial, two at least."""
+    """Arms of the same stack, of `workload` (any: None), whose runlists are as deep as the
+    failing one's or deeper and that complete consistently."""
     return [a for a in ev.arms if a is not failing and _same_stack(a, failing, ev)
-            and (workload is None or a.workload == workload) and a.never_fails
-            and a.completed >= 2 and a.deepest >= max(failing.failing_depths or [0])]
+            and (workload is None or a.workload == workload) and completes_consistently(a)
+            and a.deepest >= max(failing.failing_depths or [0])]
 
 
 def _shallower_complete(failing: Arm, ev: Evidence) -> list[Arm]:
-    return [a for a in ev.arms if _same_stack(a, failing, ev) and a.never_fails
-            and a.deepest < min(failing.failing_depths or [failing.deepest])]
+    return [a for a in ev.arms if _same_stack(a, failing, ev) and completes_consistently(a)
+            and a.deepest < _failing_depth(failing)]
 
 
 def _depth_text(arm: Arm) -> str:
-    depth = max(arm.failing_depths or [arm.deepest])
-    return f"runlists of {depth} runs"
+    return f"runlists of {_failing_depth(arm)} runs"
+
+
+def _coin_tosses(ev: Evidence, near: Arm | None = None) -> list[Arm]:
+    return [a for a in ev.arms if coin_toss(a) and (near is None or _same_stack(a, near, ev))]
+
+
+def _against_a_fixed_cause(out: Findings, ev: Evidence, what: str) -> None:
+    """A cause that fails the same way each time, against plans that fail at random."""
+    tosses = _coin_tosses(ev)
+    if tosses:
+        out.add(AGAINST, SUPPORT, f"{tosses[0].label} fails in some trials and completes in "
+                f"others, the same runlists each time: {what} fails the same way every time",
+                rate_cite(tosses[0]))
 
 
 def _judge_depth_limit(ev: Evidence) -> Findings:
     out = Findings()
-    noop = ev.noop()
-    if not noop:
+    if not ev.noop():
         out.untested = "no plan ran NOOP runs: depth alone was not tested"
         return out
-    failing = sorted((a for a in ev.failing if a.workload == NOOP),
-                     key=lambda a: min(a.failing_depths or [a.deepest]))
-    for arm in failing:
-        if arm.always_fails:
-            shallower = _shallower_complete(arm, ev)
-            if shallower:
-                ok = max(shallower, key=lambda a: a.deepest)
-                out.add(FOR, STRONG, f"NOOP {_depth_text(arm)} fail in every trial, while "
-                        f"runlists of {ok.deepest} complete: a threshold in depth",
-                        rate_cite(arm), rate_cite(ok))
-            else:
-                out.add(FOR, SUPPORT, f"NOOP {_depth_text(arm)} fail in every trial",
-                        rate_cite(arm))
-            break
-    control = [a for a in failing if a.group.endswith("#control") and a.always_fails]
+    failing = sorted((a for a in ev.failing if a.workload == NOOP), key=_failing_depth)
+    for arm in [a for a in failing if fails_consistently(a)][:1]:
+        shallower = _shallower_complete(arm, ev)
+        if shallower:
+            ok = max(shallower, key=lambda a: a.deepest)
+            out.add(FOR, STRONG, f"NOOP {_depth_text(arm)} fail in every trial, while "
+                    f"runlists of {ok.deepest} complete: a threshold in depth",
+                    rate_cite(arm), rate_cite(ok))
+        else:
+            out.add(FOR, SUPPORT, f"NOOP {_depth_text(arm)} fail in every trial",
+                    rate_cite(arm))
+    control = [a for a in failing if a.group.endswith("#control") and fails_consistently(a)]
     if control:
         out.add(FOR, SUPPORT, "the depth-only control fails too: NOOPs on XRT's "
                 "validate.xclbin at the same depth, so no kernel of the case is needed",
                 rate_cite(control[0]))
-    for arm in ev.failing:
+    for arm in [a for a in ev.failing if fails_consistently(a)]:
         ok = _complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None)
-        if arm.always_fails and ok:
+        if ok:
             out.add(CONTRADICTS, STRONG, f"{arm.label} fails at {_depth_text(arm)}, yet "
                     f"{ok[0].label} completes every trial at {ok[0].deepest}: depth alone "
                     "does not fail there", rate_cite(arm), rate_cite(ok[0]))
             break
-    mixed = [a for a in ev.failing if a.mixed]
-    if mixed:
-        out.add(AGAINST, SUPPORT, f"{mixed[0].label} fails in some trials and completes in "
-                "others at the same depth: a limit fails every time", rate_cite(mixed[0]))
+    _against_a_fixed_cause(out, ev, "a limit")
     named = [a for a in ev.failing if a.named_runs and at_once(a)]
     if named:
         out.add(AGAINST, STRONG, f"the device named run {named[0].named_runs[0]} of "
@@ -133,28 +146,31 @@ def at_once(arm: Arm) -> bool:
     return bool(arm.ttf) and all(kind == AT_ONCE for _, kind in arm.ttf)
 
 
-def _chain_ms(arm: Arm, ev: Evidence) -> tuple[float, int, Any] | None:
-    """How long the failing chain's commands take, from the completed runlists of the same
-    commands: (milliseconds, runs in the chain, where the time was read)."""
-    found = ev.run_time(arm)
-    if found is None:
-        return None
-    per_run, cite = found
-    chain = arm.longest_failing_chain or min(arm.submit_size, arm.deepest)
-    return per_run * chain, chain, cite
+def _chain_against_timer(failing: list[Arm], ev: Evidence
+                         ) -> tuple[float, int, Any, float] | None:
+    """How long the first failing chain's commands take whose time and timer are known,
+    from the completed runlists of the same commands: (milliseconds, runs in the chain,
+    where the time was read, the driver's soonest timer in seconds)."""
+    for arm in failing:
+        timer = ev.timer_s(arm)
+        found = ev.run_time(arm)
+        if timer is None or found is None:
+            continue
+        per_run, cite = found
+        chain = arm.longest_failing_chain or min(arm.submit_size, arm.deepest)
+        return per_run * chain, chain, cite, timer[0]
+    return None
 
 
 def _judge_work_hang(ev: Evidence) -> Findings:
     out = Findings()
-    work = ev.work()
-    if not work:
+    if not ev.work():
         out.untested = ("no plan ran the engine's own commands (every run carried NOOPs): a "
                         "hang in the work cannot show")
         return out
     failing = [a for a in ev.failing if a.workload == WORK]
     if not failing:
-        noop_failing = [a for a in ev.failing if a.workload == NOOP]
-        for arm in noop_failing:
+        for arm in [a for a in ev.failing if a.workload == NOOP and fails_consistently(a)]:
             ok = _complete_at_or_past(arm, ev, WORK)
             if ok:
                 out.add(CONTRADICTS, STRONG, f"the engine's commands complete at "
@@ -162,16 +178,22 @@ def _judge_work_hang(ev: Evidence) -> Findings:
                         "does not hang", rate_cite(ok[0]), rate_cite(arm))
                 break
         return out
-    for arm in failing:
+    for arm in [a for a in failing if fails_consistently(a)][:1]:
         ok = _complete_at_or_past(arm, ev, NOOP)
+        loose = [a for a in ev.arms if a.workload == NOOP and _same_stack(a, arm, ev)
+                 and a.never_fails and a.deepest >= _failing_depth(arm)]
         if ok:
             out.add(FOR, STRONG, f"the engine's commands fail at {_depth_text(arm)} "
                     f"({arm.label}) while NOOPs complete at {ok[0].deepest} "
                     f"({ok[0].label})", rate_cite(arm), rate_cite(ok[0]))
-            break
+        elif loose:
+            out.add(FOR, SUPPORT, f"the engine's commands fail at {_depth_text(arm)} "
+                    f"({arm.label}); NOOPs completed at {loose[0].deepest} in "
+                    f"{loose[0].completed} trial(s) ({loose[0].label})", rate_cite(arm),
+                    rate_cite(loose[0]))
     for arm in failing:
         noop_fail = [a for a in ev.failing if a.workload == NOOP and _same_stack(a, arm, ev)
-                     and a.always_fails and a.deepest <= max(arm.failing_depths or [0])]
+                     and fails_consistently(a) and a.deepest <= max(arm.failing_depths or [0])]
         if noop_fail:
             out.add(AGAINST, STRONG, f"NOOPs fail too, at {noop_fail[0].deepest} runs "
                     f"({noop_fail[0].label}): depth alone explains it",
@@ -185,21 +207,18 @@ def _judge_work_hang(ev: Evidence) -> Findings:
     if quick:
         out.add(CONTRADICTS, STRONG, f"{quick[0].label} failed at once: a hang is noticed "
                 "by a timer, never at once", ttf_cite(quick[0]))
-    for arm in failing:
-        timer = ev.timer_s(arm)
-        took = _chain_ms(arm, ev)
-        if timer is None or took is None:
-            continue
-        ms, chain, cite = took
-        if ms < CANNOT * timer[0] * 1000:
+    timed = _chain_against_timer(failing, ev)
+    if timed is not None:
+        ms, chain, cite, timer = timed
+        if ms < CANNOT * timer * 1000:
             out.add(FOR, SUPPORT, f"a chain of {chain} of these commands takes {ms:.1f} ms "
-                    f"when they complete, far below the {timer[0]:g} s timer: they hung "
+                    f"when they complete, far below the {timer:g} s timer: they hung "
                     "rather than ran long", cite)
-        elif ms >= OUTLASTS * timer[0] * 1000:
+        elif ms >= OUTLASTS * timer * 1000:
             out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
-                    f"{ms / 1000:.1f} s: long enough to outlast the {timer[0]:g} s timer "
+                    f"{ms / 1000:.1f} s: long enough to outlast the {timer:g} s timer "
                     "without hanging", cite)
-        break
+    _against_a_fixed_cause(out, ev, "a hang at the Nth run")
     return out
 
 
@@ -215,24 +234,21 @@ def _judge_slow_work(ev: Evidence) -> Findings:
         out.add(CONTRADICTS, STRONG, f"{quick[0].label} failed before the driver's timer "
                 "could fire: work that outlasts the timer fails at the timer",
                 ttf_cite(quick[0]))
-    for arm in failing:
-        timer = ev.timer_s(arm)
-        took = _chain_ms(arm, ev)
-        if timer is None or took is None:
-            continue
-        ms, chain, cite = took
-        if ms >= OUTLASTS * timer[0] * 1000:
+    timed = _chain_against_timer(failing, ev)
+    if timed is not None:
+        ms, chain, cite, timer = timed
+        if ms >= OUTLASTS * timer * 1000:
             out.add(FOR, STRONG, f"a chain of {chain} of these commands takes "
                     f"{ms / 1000:.1f} s (from the runlists of them that completed): past the "
-                    f"{timer[0]:g} s timer, while shorter runlists complete", cite)
-        elif ms < CANNOT * timer[0] * 1000:
+                    f"{timer:g} s timer, while shorter runlists complete", cite)
+        elif ms < CANNOT * timer * 1000:
             out.add(CONTRADICTS, STRONG, f"a chain of {chain} of these commands takes "
-                    f"{ms:.1f} ms when they complete, far below the {timer[0]:g} s timer: "
+                    f"{ms:.1f} ms when they complete, far below the {timer:g} s timer: "
                     "they cannot outlast it", cite)
         else:
             out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
-                    f"{ms / 1000:.1f} s, short of the {timer[0]:g} s timer", cite)
-        break
+                    f"{ms / 1000:.1f} s, short of the {timer:g} s timer", cite)
+    _against_a_fixed_cause(out, ev, "work that outlasts the timer")
     return out
 
 
@@ -264,6 +280,7 @@ def _judge_refused(ev: Evidence) -> Findings:
     if errors:
         out.add(FOR, WEAK, "the kernel log has the firmware's AIE error lines",
                 errors[0].cite("trials[*].kernel_log.events", "aie_error"))
+    _against_a_fixed_cause(out, ev, "a refusal")
     return out
 
 
@@ -298,16 +315,17 @@ def _judge_resources(ev: Evidence) -> Findings:
 
 def _judge_nondeterministic(ev: Evidence) -> Findings:
     out = Findings()
-    mixed = [a for a in ev.arms if a.mixed]
-    if mixed:
-        arm = mixed[0]
-        out.add(FOR, STRONG, f"{arm.label}: {arm.failed} of {arm.answered} trials failed and "
-                f"{arm.completed} completed, the same runlists each time",
-                *[rate_cite(a) for a in mixed[:3]])
-        return out
+    tosses = _coin_tosses(ev)
+    for weight, arm in zip((STRONG, SUPPORT, SUPPORT), tosses, strict=False):
+        out.add(FOR, weight, f"{arm.label}: {arm.failed} of {arm.answered} trials failed and "
+                f"{arm.completed} completed, the same runlists each time", rate_cite(arm))
+    rare = [a for a in ev.arms if rarely_fails(a)]
+    if rare:
+        out.add(FOR, WEAK, f"{rare[0].label} fails rarely ({rare[0].failed} of "
+                f"{rare[0].answered} trials)", rate_cite(rare[0]))
     failing = ev.failing
-    steady = [a for a in failing if a.answered >= MIN_TRIALS_FOR_A_RATE]
-    if failing and len(steady) == len(failing):
+    steady = [a for a in failing if a.answered >= MIN_TRIALS_FOR_A_RATE and not a.mixed]
+    if failing and not tosses and len(steady) == len(failing):
         out.add(AGAINST, SUPPORT, f"every failing plan failed in all of its trials "
                 f"({MIN_TRIALS_FOR_A_RATE} or more each)", rate_cite(steady[0]))
     return out

@@ -171,6 +171,18 @@ def observe(path: str | Path) -> Observed:
     return observed
 
 
+def observe_document(document: dict[str, Any], file: str) -> Observed:
+    """A report already in memory (`Report.to_dict()`: a run that is still going, as
+    investigate reads its own), observed as `observe` reads a file."""
+    observed = _header(file, document)
+    for position, plan in enumerate(document.get("plans") or []):
+        for trial in plan.get("trials") or []:
+            _trial(observed, TrialEntry(position, trial, None))
+    observed.arms = [arm for arm in observed.arms if arm.answered or arm.no_answer
+                     or arm.setup_failed]
+    return observed
+
+
 def _header(file: str, doc: dict[str, Any]) -> Observed:
     backend = doc.get("backend") or {}
     source = EMULATED if is_emulated(backend) else SIMULATED if is_simulated(backend) \

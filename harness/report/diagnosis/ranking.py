@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.report.diagnosis.causes import CAUSES, Cause, predictions
-from harness.report.diagnosis.evidence import AGAINST, CONTRADICTS, FOR, Evidence, Finding
+from harness.report.diagnosis.findings import AGAINST, CONTRADICTS, FOR, Evidence, Finding
 from harness.report.diagnosis.observed import (
     EMULATED,
     HARDWARE,
@@ -30,7 +30,7 @@ CONTRADICTED, NOT_TESTED = "contradicted", "not tested"
 
 
 @dataclass
-class Entry:
+class Ranked:
     """One line of the ranking: a cause and what the evidence made of it, or the answer
     that stands above them (nothing-fails, undetermined)."""
 
@@ -76,10 +76,10 @@ class Diagnosis:
     """The ranking of one or more reports' evidence."""
 
     reports: list[Observed]
-    entries: list[Entry]
+    entries: list[Ranked]
 
     @property
-    def top(self) -> Entry:
+    def top(self) -> Ranked:
         return self.entries[0]
 
     @property
@@ -87,7 +87,7 @@ class Diagnosis:
         """Whether the top entry names a cause (not undetermined, not nothing-fails)."""
         return self.top.id not in (NOTHING_FAILS, UNDETERMINED)
 
-    def entry(self, cause: str) -> Entry:
+    def entry(self, cause: str) -> Ranked:
         return next(e for e in self.entries if e.id == cause)
 
     def to_json(self) -> list[dict[str, Any]]:
@@ -111,7 +111,7 @@ def rank(ev: Evidence) -> Diagnosis:
         top = _nothing_fails(ev)
         return Diagnosis(ev.reports, [top, *ranked])
     if not leaders:
-        top = Entry(UNDETERMINED, "undetermined", FIRST,
+        top = Ranked(UNDETERMINED, "undetermined", FIRST,
                     why="something failed, but no cause in the table fits it without an "
                         "observation against it",
                     experiment="runlist-harness investigate on the case, for the experiments "
@@ -122,7 +122,7 @@ def rank(ev: Evidence) -> Diagnosis:
     if (best.score or 0) < MIN_SCORE or (second is not None and
                                          (best.score or 0) - (second.score or 0) < MARGIN):
         close = [best] + ([second] if second is not None else [])
-        top = Entry(UNDETERMINED, "undetermined", FIRST, leading=[e.id for e in close],
+        top = Ranked(UNDETERMINED, "undetermined", FIRST, leading=[e.id for e in close],
                     why=("the evidence does not separate "
                          + " from ".join(f"{e.id} (score {e.score})" for e in close)
                          if second is not None else
@@ -134,8 +134,8 @@ def rank(ev: Evidence) -> Diagnosis:
     return Diagnosis(ev.reports, ranked)
 
 
-def _entry(cause: Cause, findings: Any, experiment: str) -> Entry:
-    entry = Entry(cause.id, cause.title, NO_SUPPORT, score=findings.score,
+def _entry(cause: Cause, findings: Any, experiment: str) -> Ranked:
+    entry = Ranked(cause.id, cause.title, NO_SUPPORT, score=findings.score,
                   supports=findings.of(FOR), against=findings.of(AGAINST),
                   contradictions=findings.of(CONTRADICTS), untested=findings.untested,
                   falsifier=cause.falsifier, experiment=experiment,
@@ -149,7 +149,7 @@ def _entry(cause: Cause, findings: Any, experiment: str) -> Entry:
     return entry
 
 
-def _nothing_fails(ev: Evidence) -> Entry:
+def _nothing_fails(ev: Evidence) -> Ranked:
     trials = sum(a.answered for a in ev.arms)
     sources = {r.source for r in ev.reports}
     noop_only = bool(ev.arms) and all(a.workload == NOOP for a in ev.arms)
@@ -177,7 +177,7 @@ def _nothing_fails(ev: Evidence) -> Entry:
     else:
         decide = ("nothing failed in these trials; a failure rarer than that needs more "
                   "trials (--trials 20)")
-    return Entry(NOTHING_FAILS, "nothing fails", FIRST, why=why, experiment=decide)
+    return Ranked(NOTHING_FAILS, "nothing fails", FIRST, why=why, experiment=decide)
 
 
 def text_lines(diagnosis: Diagnosis) -> list[str]:
@@ -221,7 +221,7 @@ def diagnosis_experiment(diagnosis: Diagnosis) -> str:
     return diagnosis.top.experiment
 
 
-def _findings(entry: Entry) -> list[str]:
+def _findings(entry: Ranked) -> list[str]:
     out = []
     for word, findings in (("for", entry.supports), ("against", entry.against),
                            ("contradicted by", entry.contradictions)):
@@ -231,7 +231,7 @@ def _findings(entry: Entry) -> list[str]:
     return out
 
 
-def _summary(entry: Entry) -> str:
+def _summary(entry: Ranked) -> str:
     if entry.status == NOT_TESTED:
         return f"not tested: {entry.untested}"
     if entry.status == CONTRADICTED:

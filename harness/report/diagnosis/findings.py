@@ -17,6 +17,38 @@ from harness.report.diagnosis.observed import NOOP, WORK, Arm, Cite, Observed
 FOR, AGAINST, CONTRADICTS = "for", "against", "contradicts"
 STRONG, SUPPORT, WEAK = 3, 2, 1
 MIN_TRIALS_FOR_A_RATE = 5      # a plan all alike over fewer says little about a probability
+# "fails every time" rests on two failures at least (each may cost a driver's timer);
+# "completes every time" on three completions (cheap); a rate under RARE over
+# MIN_TRIALS_FOR_A_RATE trials or more is a rare failure (noise), not a coin toss
+CONSISTENT_FAILURES = 2
+CONSISTENT_COMPLETIONS = 3
+RARE = 0.2
+
+
+def fails_consistently(arm: Arm) -> bool:
+    return arm.failed >= CONSISTENT_FAILURES and arm.completed == 0
+
+
+def completes_consistently(arm: Arm) -> bool:
+    """Completed in three trials or more, and failed in none, or rarely over many."""
+    if arm.completed < CONSISTENT_COMPLETIONS or arm.setup_failed:
+        return False
+    failures = arm.failed + arm.no_answer
+    return failures == 0 or (arm.answered >= MIN_TRIALS_FOR_A_RATE
+                             and failures / (arm.answered + arm.no_answer) < RARE)
+
+
+def coin_toss(arm: Arm) -> bool:
+    """Failed in some trials and completed in others, at a rate not near 0 or 1 (fewer than
+    MIN_TRIALS_FOR_A_RATE trials cannot say it is near)."""
+    if not arm.mixed:
+        return False
+    rate = arm.rate or 0.0
+    return arm.answered < MIN_TRIALS_FOR_A_RATE or RARE <= rate <= 1 - RARE
+
+
+def rarely_fails(arm: Arm) -> bool:
+    return arm.mixed and not coin_toss(arm)
 
 
 @dataclass(frozen=True)
