@@ -18,6 +18,8 @@ LAST_FIGURE = {
     "bisect_noise.py": r"naive bisect \(1 trial per depth\) +right +\d+/2 ",
     "bundle_scale.py": r"report bundle +[\d.]+ s, [\d.]+x the render, peak +\d+ MiB",
     "capture_scale.py": r"time ratio [\d.]+x for 10x the frames",
+    "diagnose_accuracy.py": r"median device time per diagnosis: [\d.]+ min \(simulated clock; "
+                            r"target under 5 min\)",
     "emulator_roundtrip.py": r"ratio emulated / simulated: +[\d.]+x|emulator: not measured here",
     "harness_overhead.py": r"ratio +[\d.]+x +\(target <= 1\.05x\)",
     "report_scale.py": r"report render +[\d.]+ s, peak +\d+ MiB",

@@ -40,6 +40,7 @@ from harness.report.verdict import Verdict, by_construction
 SECTION = "investigate"
 Say = Callable[[str], None]
 CONFIRM_TRIALS = 2     # a determined answer rests on at least this many trials of each plan
+EXPENSIVE_S = 10.0     # a completing trial past this much device time is not repeated lightly
 
 
 @dataclass
@@ -48,8 +49,8 @@ class InvestigateSettings:
 
     budget_s: float                # device time the trials may take, in all
     first_trials: int = 1          # trials of each plan when an experiment adds it
-    rate_trials: int = 3           # each plan, once something failed and the cause is open
-    mixed_trials: int = 8          # a plan that failed in some trials and not others
+    rate_trials: int = 4           # each plan, once something failed and the cause is open
+    mixed_trials: int = 12         # a plan that failed in some trials and not others
     quiet_trials: int = 10         # each plan, while nothing has failed: a rare failure
     stand_in: bool = False         # the simulated stack: the stand-in work may run
 
@@ -157,21 +158,21 @@ class Investigation:
             return Step("three-way", "the case's one runlist, its cut and the depth-only "
                         "control of NOOPs at the same depth", [
                             (plan, self.settings.first_trials) for plan in plans])
+        work = self._stand_in_work(diagnosis)
+        if work is not None:
+            return work            # only NOOPs ran: the work is where a decode fails first
         if diagnosis.determined:
             return self._cheapest(self._top_ups(
-                "confirm", f"the answer ({diagnosis.top.id}) rests on at least "
-                f"{CONFIRM_TRIALS} trials of each plan", lambda plan: CONFIRM_TRIALS))
+                "confirm", f"the answer ({diagnosis.top.id}) rests on the trials each plan's "
+                "rate needs", lambda plan: self._wanted(plan, False)))
         nothing = diagnosis.top.id == NOTHING_FAILS
-        work = self._stand_in_work(diagnosis)
-        if nothing and work is not None:
-            return work[1]            # nothing failed in NOOPs: the work is where to look
         options = self._top_ups(
             "more trials", "nothing has failed: a failure rarer than that needs more trials"
             if nothing else "rates unclear: each plan's rate over more trials",
             lambda plan: self._wanted(plan, nothing))
-        for extra in (work, self._shallower()):
-            if extra is not None:
-                options.append(extra)
+        shallower = self._shallower()
+        if shallower is not None:
+            options.append(shallower)
         return self._cheapest(options)
 
     def _wanted(self, plan: PlanRecord, nothing: bool) -> int:
@@ -182,9 +183,13 @@ class Investigation:
             return self.settings.quiet_trials
         if _mixed(plan):
             return self.settings.mixed_trials
+        # three trials say "completes" or "fails"; where a trial costs a minute of device
+        # time (a 60 s timer, slow work), two, and the rates rest on the cheaper plans
+        if self._cost(plan) >= EXPENSIVE_S:
+            return CONFIRM_TRIALS
         if all(t.state == "COMPLETED" for t in plan.finished()):
             return max(self.settings.rate_trials, CONSISTENT_COMPLETIONS)
-        return max(CONFIRM_TRIALS, CONSISTENT_FAILURES)
+        return max(self.settings.rate_trials, CONSISTENT_FAILURES)
 
     def _top_ups(self, name: str, why: str, wanted: Callable[[PlanRecord], int]
                  ) -> list[tuple[float, Step]]:
@@ -201,10 +206,10 @@ class Investigation:
         done = plan.finished()
         return sum(trial_cost_s(t, self.clock) for t in done) / len(done) if done else 0.0
 
-    def _stand_in_work(self, diagnosis: Diagnosis) -> tuple[float, Step] | None:
+    def _stand_in_work(self, diagnosis: Diagnosis) -> Step | None:
         """Where only NOOPs ran and the work is untested: on the simulated stack, the case's
-        plans again with the stand-in work stream (never on hardware: a capture is the
-        engine's own, and `capture record` makes one); its cost, the case's plans'."""
+        plans again with the stand-in work stream, once (never on hardware: a capture is
+        the engine's own, and `capture record` makes one)."""
         if not self.settings.stand_in or any(p.work == STAND_IN for p in self.report.plans):
             return None
         if diagnosis.entry("work-hang").status != "not tested":
@@ -212,12 +217,11 @@ class Investigation:
         originals = [p for p in self.report.plans if not p.control and not p.work]
         if not originals:
             return None
-        step = Step("the work, stood in", "only NOOPs ran: the case's plans again with the "
+        return Step("the work, stood in", "only NOOPs ran: the case's plans again with the "
                     "simulator's stand-in work stream (not the engine's commands: a capture "
-                    "gives those), to tell a hang in the work from depth", [])
-        step.add = [PlanRecord(f"work {plan.name}", plan.spec, list(plan.chunks),
-                               work=STAND_IN) for plan in originals]
-        return sum(self._cost(p) for p in originals), step
+                    "gives those), to tell a hang in the work from depth", [],
+                    [PlanRecord(f"work {plan.name}", plan.spec, list(plan.chunks),
+                                work=STAND_IN) for plan in originals])
 
     def _shallower(self) -> tuple[float, Step] | None:
         """A failing plan none of whose commands' runlists completed: the same commands
@@ -276,3 +280,16 @@ class Investigation:
 def _mixed(plan: PlanRecord) -> bool:
     states = {t.state for t in plan.finished()}
     return "COMPLETED" in states and len(states) > 1
+
+
+def begin(runner: Runner, settings: InvestigateSettings) -> str | None:
+    """Ready a new investigation on a runner opened on the case's plans: the depth-only
+    control beside them and the settings in the report, written before any trial. Returns
+    why the control could not be added, if it could not."""
+    why_not = runner.add_control()
+    if why_not:
+        runner.warnings.append(why_not)
+        runner.handle.note(f"warning: {why_not}")
+    runner.report.sections[SECTION] = {"settings": settings.to_dict(), "steps": []}
+    runner.handle.rewrite()
+    return why_not

@@ -55,7 +55,7 @@ def investigate(case_ref, budget_min, resume_path, allow_different_machine,
     diagnosis with the evidence it rests on. Everything is in one report; Ctrl-C keeps
     what ran and --resume goes on.
     """
-    from harness.search.investigate import InvestigateSettings, Investigation
+    from harness.search.investigate import InvestigateSettings, Investigation, begin
     if resume_path:
         refuse_given(click.get_current_context(), {"case_ref": "CASE|CAPTURE"},
                      "--resume takes its case and plans from the report")
@@ -80,15 +80,10 @@ def investigate(case_ref, budget_min, resume_path, allow_different_machine,
             raise BadInput(f"{case.name} is a recipe: investigate takes a case or a capture")
         runner = start_run(request, case, None, "investigate", trials=request.trials or 1,
                            progress=progress_line)
-        why_not = runner.add_control()
-        if why_not:
-            runner.warnings.append(why_not)
-            runner.handle.note(f"warning: {why_not}")
         settings = InvestigateSettings(
             (budget_min or DEFAULT_BUDGET_MIN) * 60.0,
             first_trials=request.trials or 1, stand_in=not runner.backend.hardware)
-        runner.report.sections["investigate"] = {"settings": settings.to_dict(), "steps": []}
-        runner.handle.rewrite()
+        begin(runner, settings)
         announce(runner.backend.describe(), runner.warnings, request.as_json)
     say = (lambda text: None) if request.as_json else \
         (lambda text: click.echo(escape_controls(text), err=True))

@@ -38,6 +38,7 @@ from harness.report.diagnosis.observed import NOOP, WORK, Arm, context_refused
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
 
 CAUGHT = (AT_TIMER, PAST_TIMER)           # a hang the driver's detection caught
+MOSTLY = 0.5                              # a plan failing this share of its trials or more
 # slow work: the commands of the failing chain must take at least this share of the
 # timer to outlast it, and under the lower share they cannot
 OUTLASTS, CANNOT = 0.9, 0.5
@@ -92,12 +93,15 @@ def _coin_tosses(ev: Evidence, near: Arm | None = None) -> list[Arm]:
 
 
 def _against_a_fixed_cause(out: Findings, ev: Evidence, what: str) -> None:
-    """A cause that fails the same way each time, against plans that fail at random."""
-    tosses = _coin_tosses(ev)
+    """A cause that fails the same way each time, against plans that fail at random: more
+    against one that mostly fails yet completes at times (a fixed cause never lets a run
+    complete), less against one that mostly completes (noise beside a fixed cause)."""
+    tosses = sorted(_coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
     if tosses:
-        out.add(AGAINST, SUPPORT, f"{tosses[0].label} fails in some trials and completes in "
-                f"others, the same runlists each time: {what} fails the same way every time",
-                rate_cite(tosses[0]))
+        arm = tosses[0]
+        out.add(AGAINST, SUPPORT if (arm.rate or 0.0) >= MOSTLY else WEAK,
+                f"{arm.label} fails in some trials and completes in others, the same "
+                f"runlists each time: {what} fails the same way every time", rate_cite(arm))
 
 
 def _judge_depth_limit(ev: Evidence) -> Findings:
@@ -114,8 +118,8 @@ def _judge_depth_limit(ev: Evidence) -> Findings:
                     f"runlists of {ok.deepest} complete: a threshold in depth",
                     rate_cite(arm), rate_cite(ok))
         else:
-            out.add(FOR, SUPPORT, f"NOOP {_depth_text(arm)} fail in every trial",
-                    rate_cite(arm))
+            out.add(FOR, WEAK, f"NOOP {_depth_text(arm)} fail in every trial (no shallower "
+                    "runlist has completed yet: no threshold shows)", rate_cite(arm))
     control = [a for a in failing if a.group.endswith("#control") and fails_consistently(a)]
     if control:
         out.add(FOR, SUPPORT, "the depth-only control fails too: NOOPs on XRT's "
@@ -148,10 +152,11 @@ def at_once(arm: Arm) -> bool:
 
 def _chain_against_timer(failing: list[Arm], ev: Evidence
                          ) -> tuple[float, int, Any, float] | None:
-    """How long the first failing chain's commands take whose time and timer are known,
+    """How long the first consistently failing chain's commands take whose time and timer
+    are known (a plan that fails now and then may fail for another reason),
     from the completed runlists of the same commands: (milliseconds, runs in the chain,
     where the time was read, the driver's soonest timer in seconds)."""
-    for arm in failing:
+    for arm in [a for a in failing if fails_consistently(a)]:
         timer = ev.timer_s(arm)
         found = ev.run_time(arm)
         if timer is None or found is None:
@@ -187,7 +192,7 @@ def _judge_work_hang(ev: Evidence) -> Findings:
                     f"({arm.label}) while NOOPs complete at {ok[0].deepest} "
                     f"({ok[0].label})", rate_cite(arm), rate_cite(ok[0]))
         elif loose:
-            out.add(FOR, SUPPORT, f"the engine's commands fail at {_depth_text(arm)} "
+            out.add(FOR, WEAK, f"the engine's commands fail at {_depth_text(arm)} "
                     f"({arm.label}); NOOPs completed at {loose[0].deepest} in "
                     f"{loose[0].completed} trial(s) ({loose[0].label})", rate_cite(arm),
                     rate_cite(loose[0]))
@@ -203,10 +208,10 @@ def _judge_work_hang(ev: Evidence) -> Findings:
     if caught:
         out.add(FOR, WEAK, "the failures came at the driver's timer or found no answer: a "
                 "hang", ttf_cite(caught[0]))
-    quick = [a for a in failing if at_once(a)]
+    quick = [a for a in failing if at_once(a) and fails_consistently(a)]
     if quick:
-        out.add(CONTRADICTS, STRONG, f"{quick[0].label} failed at once: a hang is noticed "
-                "by a timer, never at once", ttf_cite(quick[0]))
+        out.add(CONTRADICTS, STRONG, f"{quick[0].label} failed at once in every trial: a "
+                "hang is noticed by a timer, never at once", ttf_cite(quick[0]))
     timed = _chain_against_timer(failing, ev)
     if timed is not None:
         ms, chain, cite, timer = timed
@@ -228,11 +233,10 @@ def _judge_slow_work(ev: Evidence) -> Findings:
     caught = ev.timed(failing, AT_TIMER)
     if caught:
         out.add(FOR, SUPPORT, "the failures came at the driver's timer", ttf_cite(caught[0]))
-    quick = [a for a in failing if a.ttf and any(k in (AT_ONCE, BEFORE_TIMER)
-                                                  for _, k in a.ttf)]
+    quick = [a for a in ev.timed(failing, AT_ONCE, BEFORE_TIMER) if fails_consistently(a)]
     if quick:
         out.add(CONTRADICTS, STRONG, f"{quick[0].label} failed before the driver's timer "
-                "could fire: work that outlasts the timer fails at the timer",
+                "could fire, every time: work that outlasts the timer fails at the timer",
                 ttf_cite(quick[0]))
     timed = _chain_against_timer(failing, ev)
     if timed is not None:
@@ -271,10 +275,10 @@ def _judge_refused(ev: Evidence) -> Findings:
     if quick:
         out.add(FOR, SUPPORT, f"{quick[0].label} failed at once, far below every timer",
                 ttf_cite(quick[0]))
-    caught = [a for a in failing if a.ttf and any(k in CAUGHT for _, k in a.ttf)]
+    caught = [a for a in ev.timed(failing, *CAUGHT) if fails_consistently(a)]
     if caught:
-        out.add(CONTRADICTS, STRONG, f"{caught[0].label} failed at the driver's timer: it "
-                "waited for a hang to be noticed; nothing refused it at once",
+        out.add(CONTRADICTS, STRONG, f"{caught[0].label} failed at the driver's timer, every "
+                "time: it waited for a hang to be noticed; nothing refused it at once",
                 ttf_cite(caught[0]))
     errors = [a for a in failing if a.events.get("aie_error")]
     if errors:
@@ -315,9 +319,12 @@ def _judge_resources(ev: Evidence) -> Findings:
 
 def _judge_nondeterministic(ev: Evidence) -> Findings:
     out = Findings()
-    tosses = _coin_tosses(ev)
-    for weight, arm in zip((STRONG, SUPPORT, SUPPORT), tosses, strict=False):
-        out.add(FOR, weight, f"{arm.label}: {arm.failed} of {arm.answered} trials failed and "
+    tosses = sorted(_coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
+    for arm in tosses[:3]:
+        # a plan that mostly fails yet completes at times: no fixed cause does that; one
+        # that mostly completes and fails at times may be noise beside one
+        out.add(FOR, STRONG if (arm.rate or 0.0) >= MOSTLY else SUPPORT,
+                f"{arm.label}: {arm.failed} of {arm.answered} trials failed and "
                 f"{arm.completed} completed, the same runlists each time", rate_cite(arm))
     rare = [a for a in ev.arms if rarely_fails(a)]
     if rare:
