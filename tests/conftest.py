@@ -49,6 +49,19 @@ def _bytecode_for_child_processes(tmp_path_factory: pytest.TempPathFactory):
         yield
 
 
+@pytest.fixture(scope="session")
+def preload(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The emulator's library, compiled once with -Werror where the command line looks for
+    it under its own XDG_CACHE_HOME (tests/emulation_kit.py); skipped without a compiler."""
+    import shutil
+
+    from emulation_kit import compile_preload
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler: the emulator's library cannot be built")
+    return compile_preload(tmp_path_factory.mktemp("xdg") / "xdna-runlist-harness" /
+                           "emulator")
+
+
 @pytest.fixture
 def synth_xclbin(tmp_path: Path):
     """Write a synthesized FastFlowLM-shaped xclbin and return its path."""
@@ -90,7 +103,8 @@ def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HARNESS_CASES", str(PROJECT / "cases"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
-    for name in ("FLM_XCLBIN_PATH", "XILINX_XRT", "HARNESS_SIM_PROFILE", "HARNESS_ROOT"):
+    for name in ("FLM_XCLBIN_PATH", "XILINX_XRT", "HARNESS_SIM_PROFILE", "HARNESS_ROOT",
+                 "Runtime.capture_frames", "Runtime.capture_output_dir", "XRT_INI_PATH"):
         monkeypatch.delenv(name, raising=False)
     if "npu" not in request.keywords:
         monkeypatch.setenv("HARNESS_PYXRT", "none")

@@ -359,8 +359,150 @@ def identity(arg: dict) -> dict:
             "params": discovery()["params"]}
 
 
+def errno_of(call) -> str | None:
+    try:
+        call()
+    except OSError as err:
+        return errno.errorcode.get(err.errno, str(err.errno))
+    return None
+
+
+def freed_while_running(arg: dict) -> dict:
+    """Submit a chain that hangs, then close its command BO and sub-command 0 while the job
+    runs (as a program that frees its buffers early): the job still ends, its state lands
+    in the command BO (the program's mapping still shows it), and the device answers on."""
+    dev = Device()
+    heap = dev.bo(BO_HEAP, HEAP)
+    ctx, syncobj = dev.context()
+    pdi = dev.bo(BO_DEV, 4096)
+    dev.config(ctx, pdi["handle"])
+    instr = dev.bo(BO_DEV, 4096)
+    heap["map"][instr["addr"] - heap["addr"]:instr["addr"] - heap["addr"] + len(NOP)] = NOP
+    data = dev.bo(BO_SHARE, 4096)
+    runs = []
+    for _ in range(4):
+        cmd = dev.bo(BO_CMD, 4096)
+        start_cu(cmd["map"], instr["addr"], len(NOP) // 4, [data["addr"]] * 5)
+        runs.append(cmd)
+    head = dev.bo(BO_CMD, 4096)
+    chain(head["map"], [r["handle"] for r in runs])
+    seq = dev.submit(ctx, head["handle"], [data["handle"], instr["handle"]])
+    closed = [errno_of(lambda h=h: dev.ioctl(GEM_CLOSE, "<II", h, 0))
+              for h in (head["handle"], runs[0]["handle"], data["handle"])]
+    waited = dev.wait(syncobj, seq, None)
+    after = dev.bo(BO_SHARE, 4096)                 # the device still answers
+    out = {"closed": closed, "wait": waited, "state": header(head["map"])["state"],
+           "sub0_untouched": struct.unpack_from("<I", runs[0]["map"], 4)[0] == 1,
+           "after": after["offset"] != (1 << 64) - 1}
+    os.close(dev.fd)
+    return out
+
+
+def huge_bo(arg: dict) -> dict:
+    """CREATE_BO with sizes no buffer can have, then ordinary buffers and their info."""
+    dev = Device()
+    dev.bo(BO_HEAP, HEAP)
+    sizes = {"share_max": (BO_SHARE, (1 << 64) - 1), "cmd_max": (BO_CMD, (1 << 64) - 1),
+             "dev_max": (BO_DEV, (1 << 64) - 1), "share_zero": (BO_SHARE, 0),
+             "share_2_63": (BO_SHARE, 1 << 63), "share_2_50": (BO_SHARE, 1 << 50),
+             "share_64g": (BO_SHARE, 1 << 36),
+             "flags": None}
+    out = {}
+    for name, shape in sizes.items():
+        if shape is None:
+            out[name] = errno_of(lambda: dev.ioctl(CREATE_BO, "<QQQII", 1, 0, 4096, BO_SHARE, 0))
+        else:
+            kind, size = shape
+            out[name] = errno_of(lambda k=kind, n=size: dev.ioctl(CREATE_BO, "<QQQII", 0, 0, n,
+                                                                  k, 0))
+    later = [dev.bo(BO_SHARE, 4096), dev.bo(BO_DEV, 4096)]
+    out["later"] = [(b["addr"] < (1 << 48), b["handle"] > 0) for b in later]
+    os.close(dev.fd)
+    return out
+
+
+def duplicated(arg: dict) -> dict:
+    """A device fd duplicated (dup, fcntl F_DUPFD_CLOEXEC as Python's os.dup, dup2) is the
+    same device file: ioctls and mmaps through the copy work after the original is closed,
+    and the file lives until the last copy is closed."""
+    dev = Device()
+    bo = dev.bo(BO_SHARE, 4096)
+    bo["map"][:4] = b"same"
+    copy = os.dup(dev.fd)
+    spare = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(copy, spare)
+    os.close(dev.fd)
+    dev.fd = copy
+    seen = dev.ioctl(GET_BO_INFO, "<QQIIQQQ", 0, 0, bo["handle"], 0, 0, 0, 0)[4]
+    with mmap.mmap(spare, PAGE, offset=seen) as view:
+        through_dup2 = bytes(view[:4])
+    os.close(copy)
+    dev.fd = spare
+    still = dev.bo(BO_SHARE, 4096)["handle"] > 0
+    os.close(spare)
+    return {"offset": seen == bo["offset"], "through_dup2": through_dup2.decode(),
+            "still": still}
+
+
+def forked(arg: dict) -> dict:
+    """fork while other threads use the device: the child's own ioctls work (it starts
+    with no connection of its parent's, and the library's lock free)."""
+    import threading
+    dev = Device()
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            firmware(dev)
+    workers = [threading.Thread(target=busy) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    statuses = []
+    for _ in range(20):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                child = Device()
+                child.bo(BO_SHARE, 4096)
+                os._exit(0)
+            except BaseException:
+                os._exit(1)
+        statuses.append(os.waitpid(pid, 0)[1])
+    stop.set()
+    for worker in workers:
+        worker.join()
+    os.close(dev.fd)
+    return {"children": statuses}
+
+
+def wait_forever(arg: dict) -> dict:
+    """Wait on a syncobj nothing signals, with no deadline: says "waiting" on stderr, then
+    reports how the wait ended (a signal, an errno)."""
+    dev = Device()
+    handle = dev.ioctl(iowr(0xBF, 8), "<II", 0, 0)[0]                      # SYNCOBJ_CREATE
+    sys.stderr.write("waiting\n")
+    sys.stderr.flush()
+    started = time.monotonic()
+    try:
+        result = {"wait": dev.wait(handle, 1, None)}
+    except KeyboardInterrupt:
+        result = {"interrupted": True}
+    result["seconds"] = round(time.monotonic() - started, 1)
+    result["later"] = errno_of(lambda: firmware(dev))
+    return result
+
+
+def firmware(dev: Device) -> list[int]:
+    fw = (ctypes.c_uint32 * 4)()
+    dev.ioctl(GET_INFO, "<IIQ", 8, 16, ctypes.addressof(fw))
+    return list(fw)
+
+
 SCENARIOS = {"chains": run_chains, "contexts": contexts, "no_heap": no_heap, "share": share,
-             "syncobjs": syncobjs, "discovery": lambda arg: discovery(), "identity": identity}
+             "syncobjs": syncobjs, "discovery": lambda arg: discovery(),
+             "freed_while_running": freed_while_running, "huge_bo": huge_bo,
+             "duplicated": duplicated, "forked": forked, "wait_forever": wait_forever,
+             "identity": identity}
 
 
 if __name__ == "__main__":

@@ -111,6 +111,17 @@ def stand_in_pack(folder: Path, label: str) -> Path:
     return folder
 
 
+def engine_pack(folder: Path, label: str) -> Path:
+    """A pack for tests/standin_engine.py: the four roles' xclbins and, for each, the
+    control-code ELF its kernel runs (the one-NOOP stream sized to the 8-column partition)."""
+    from harness.formats.elf_writer import control_code_elf
+    from harness.formats.txn import nop_stream
+    stand_in_pack(folder, label)
+    for role in ("attn", "mm", "layer", "dequant"):
+        (folder / f"{role}.elf").write_bytes(control_code_elf(nop_stream(8)))
+    return folder
+
+
 def strix_halo(base: Path, *, identity: bool = True) -> Tree:
     """A Strix Halo machine with the staging (DKMS) driver loaded, its deadline not the
     default 2000 ms (500), so a test sees that it came from the probe."""

@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import harness.sim.pyxrt as pyxrt
 from harness.formats.elf_writer import control_code_elf
@@ -146,3 +147,20 @@ def full_elf_runlist(path: Path, runs: int):
             r.set_arg(index, pyxrt.bo(device, 4096, pyxrt.bo.host_only, 0))
         rl.add(r)
     return rl
+
+
+def simulated_report(folder: Path, *options: str, exit_code: int = 0) -> Path:
+    """A report of a run on the simulated stack (minicpm5-2b-decode, one trial of the
+    42-layer plan unless `options` say otherwise) in `folder`, its cache there too."""
+    from click.testing import CliRunner
+
+    from harness.app.cli import main
+    out = folder / "r.yaml"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_PYXRT", "none")
+        patch.setenv("XDG_CACHE_HOME", str(folder / ".cache"))
+        done = CliRunner().invoke(main, ["run", "minicpm5-2b-decode", "--plan", "42",
+                                         "--trials", "1", "--no-isolate", *options,
+                                         "--out", str(out)])
+    assert done.exit_code == exit_code, done.output
+    return out

@@ -17,6 +17,8 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 LAST_FIGURE = {
     "bisect_noise.py": r"naive bisect \(1 trial per depth\) +right +\d+/2 ",
     "bundle_scale.py": r"report bundle +[\d.]+ s, [\d.]+x the render, peak +\d+ MiB",
+    "capture_flow.py": r"the whole flow [\d.]+ s \(target under 60 s\), [\d.]+x the "
+                       r"shipped case's reproduce",
     "capture_scale.py": r"time ratio [\d.]+x for 10x the frames",
     "diagnose_accuracy.py": r"median device time per diagnosis: [\d.]+ min \(simulated clock; "
                             r"target under 5 min\)",

@@ -1,9 +1,13 @@
 """The canary suite: a report and a machine full of private values (a kernel log, the
-environment, paths, the host name, the command line, a serve-probe URL), and every
-output meant to be attached or pasted (each file of the bundle, the render, the YAML,
-`probe`'s lines and Markdown) holding none of them, run as the user, under sudo
-(`SUDO_USER`), and rendered on another machine that knows none of the names. Control
-characters from other programs reach neither the render nor a terminal."""
+environment, paths, the host name, the command line, a serve-probe URL, prompt and server
+text), in every form they take (URL secrets and passwords holding @, e-mail addresses,
+access tokens, MACs in every notation, labelled serials and serials of every shape, bare
+UUIDs, IPv6 with an IPv4 tail, the user's name in any letter case, `cryptdevice=luks-`),
+and every output meant to be attached or pasted (each file of the bundle, the render, the
+YAML, `probe`'s lines, Markdown, JSON and YAML asked to be redacted) holding none of them,
+run as the user, under sudo (`SUDO_USER`), and rendered on another machine that knows none
+of the names. Control characters from other programs reach neither the render nor a
+terminal."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 from fakeflm import Behaviour, FakeFlm
 from machines import Tree
+from simkit import simulated_report
 
 from harness.app.cli import main
 from harness.formats.yamlio import dump_yaml, load_yaml_text
@@ -35,14 +40,46 @@ NEAR_WORDS = {"kernel": "10.20.30.40", "xrt": "192.168.50.7", "version": "172.16
 SECRET = "hunter2-PASSWORD"
 TOKEN = "tok-CANARY-8812"
 ESC = "\x1b]0;owned\x07\x1b[2J"
+# the forms of round 4: each in a line of the kernel log, xrt-smi's output and a message
+URL_SECRETS = {"api_token": "TOKSECRET1", "client_secret": "CLSECRET2",
+               "X-Amz-Signature": "SIGSECRET3", "private_token": "PRIVSECRET4",
+               "access_key": "ACCSECRET5", "session": "SESSSECRET6",
+               "my_refresh_token": "ANYSECRET8"}
+AT_PASSWORD = "p@ss-ATSECRET7"
+EMAIL = "jane.doe.canary@acme-mail.org"
+HF_TOKEN = "hf_CanaryHuggingFace0123456789ab"
+GH_TOKEN = "ghp_CanaryGitHub0123456789abcdefAB"
+PAT = "github_pat_11CANARY0123456789_abcdefgh"
+MAC_BARE = "3c7c3f1a2b5e"
+MAC_DOTTED = "3c7c.3f1a.2b6f"
+SN = "77XQ1234"
+SERVICE_TAG = "JXQ4Z53"
+BARE_UUID = "9a8b7c6d-1111-4222-8333-444455556666"
+MAPPED = "192.168.77.20"
+LUKS = "0d1e2f30-4152-4637-8899-aabbccddeeff"
+INT_SERIAL, WORDS_SERIAL, LIST_SERIALS = 987654321, "AB12 CD34 EF56", ["SNLISTA111",
+                                                                      "SNLISTB222"]
+ROUND4 = [*URL_SECRETS.values(), "ATSECRET7", "jane.doe.canary", HF_TOKEN[3:], GH_TOKEN[4:],
+          PAT[11:], MAC_BARE, MAC_DOTTED, SN, SERVICE_TAG, BARE_UUID, MAPPED, LUKS,
+          str(INT_SERIAL), WORDS_SERIAL, *LIST_SERIALS]
+FORMS = ("GET https://hub.example/v1?" + "&".join(f"{k}={v}" for k, v in URL_SECRETS.items())
+         + f" via http://bob:{AT_PASSWORD}@proxy.example:3128 for {EMAIL} with {HF_TOKEN} "
+         f"{GH_TOKEN} {PAT}; enx{MAC_BARE} port {MAC_DOTTED}; SN: {SN}, Service Tag: "
+         f"{SERVICE_TAG}, product {BARE_UUID}, peer ::ffff:{MAPPED}; also {INT_SERIAL}, "
+         f"{WORDS_SERIAL}, {LIST_SERIALS[1]}; ran by {USER.upper()} and {USER.title()} "
+         f"cryptdevice=luks-{LUKS}")
 
 CANARIES = [USER, HOST, "acme-widgets", MACHINE_ID, SERIAL, KEYED_SERIAL, DISK_UUID, MAC,
-            IPV6, *NEAR_WORDS.values(), SECRET, TOKEN]
+            IPV6, *NEAR_WORDS.values(), SECRET, TOKEN, *ROUND4]
 
 
-def survivors(text: str) -> list[str]:
+# what only a report's keys name: a machine the probe reads does not give these away
+KEYED_ONLY = [str(INT_SERIAL), WORDS_SERIAL, *LIST_SERIALS]
+
+
+def survivors(text: str, canaries: list[str] = CANARIES) -> list[str]:
     low = text.lower()
-    return [c for c in CANARIES if c.lower() in low]
+    return [c for c in canaries if c.lower() in low]
 
 
 def invoke(*args: str, **kwargs):
@@ -76,7 +113,8 @@ def kernel_lines() -> list[str]:
     return [f"[ 1002.000000] amdxdna 0000:c7:00.1: [drm] *ERROR* aie2_tdr_detect: TDR timeout "
             f"detected on {FQDN} (Serial Number: {SERIAL})",
             f"[ 1002.000010] kernel: eth0 {NEAR_WORDS['kernel']} {MAC} {IPV6} {ESC}",
-            f"[ 1002.000020] amdxdna 0000:c7:00.1: mounted root=UUID={DISK_UUID} for {USER}"]
+            f"[ 1002.000020] amdxdna 0000:c7:00.1: mounted root=UUID={DISK_UUID} for {USER}",
+            f"[ 1002.000030] kernel: {FORMS}"]
 
 
 def planted(source: Path, target: Path, mode: str) -> Path:
@@ -88,12 +126,14 @@ def planted(source: Path, target: Path, mode: str) -> Path:
                    "boot_flags": {"root": f"UUID={DISK_UUID}", "iommu": "pt"}})
     header["environment"]["npu"]["sysfs"] = {"serial_number": KEYED_SERIAL,
                                              "fw_version": "1.1.2.65"}
+    system["boot_flags"]["cryptdevice"] = f"luks-{LUKS}"
     header["environment"]["xrt"]["LD_LIBRARY_PATH"] = f"/var/home/{USER}/xrt/lib:/opt/x"
     header["environment"]["xrt"]["XILINX_XRT"] = f"/nfs/home/{USER}/xrt"
     header["environment"]["xrt_smi"] = {"examine": {
         "exit_status": 0, "output": f"{ESC}Host {FQDN}\nSerial Number : {SERIAL}\n"
                                     f"xrt server {NEAR_WORDS['xrt']}\n"
-                                    f"version check from {NEAR_WORDS['version']}\n"}}
+                                    f"version check from {NEAR_WORDS['version']}\n"
+                                    f"{FORMS}\n"}}
     header["harness"]["argv"] = ["runlist-harness", "run", "minicpm5-2b-decode", "--xclbins",
                                  f"/home/{USER}/packs", "--out", f"/nfs/home/{USER}/r.yaml",
                                  "--note", f"{USER}-jupyter",
@@ -106,10 +146,13 @@ def planted(source: Path, target: Path, mode: str) -> Path:
         trial = entry.get("trial")
         if trial and trial.get("status") == "failed":
             trial["kernel_log"]["lines"] = kernel_lines()
+            # serials under keys naming one: a number, several words, a list
+            trial["worker"] = {"board_serial": WORDS_SERIAL, "serials": LIST_SERIALS,
+                               "serial_number": INT_SERIAL}
             for outcome in trial["runlists"]:
                 if outcome.get("message"):
                     outcome["message"] += (f" ran by {USER} on {HOST}; release mirror "
-                                           f"{NEAR_WORDS['release']}")
+                                           f"{NEAR_WORDS['release']}; {FORMS}")
         lines.append("- " + json.dumps(entry, separators=(", ", ": ")))
     target.write_text("# xdna-runlist-harness report: SIMULATED stack, not hardware "
                       "evidence\n" + dump_yaml(header) + "journal:\n" + "\n".join(lines) + "\n")
@@ -184,17 +227,23 @@ def test_a_report_full_of_private_values_leaves_none_in_any_output(failing, tmp_
 
 
 def test_a_serve_probe_url_with_credentials_leaves_none_in_any_output(tmp_path, mode):
-    with FakeFlm(Behaviour(chat="error")) as server:
+    """Nor the prompt the user typed, nor the server's own error text (which may quote it):
+    both were recorded and bundled; they are withheld whole, their length said."""
+    prompt, said = "PROMPT-CANARY-551 about my files", "SERVER-CANARY-552 quoted the prompt"
+    with FakeFlm(Behaviour(chat="error", error=said)) as server:
         url = server.url.replace("http://", f"http://{USER}:{SECRET}@") + f"/?token={TOKEN}"
         done = invoke("serve-probe", "--url", url, "--model", "minicpm5:2b", "--requests",
-                      "1", "--out", str(tmp_path / "s.yaml"))
+                      "1", "--prompt", prompt, "--out", str(tmp_path / "s.yaml"))
     assert done.exit_code == 1, done.output
     raw = (tmp_path / "s.yaml").read_text()
-    assert SECRET in raw                      # the report keeps what the user typed
+    assert SECRET in raw and prompt in raw      # the report keeps what the user typed
     outputs = every_output(tmp_path / "s.yaml")
-    found = {name: survivors(text) for name, text in outputs.items() if survivors(text)}
-    assert found == {}
+    found = {name: survivors(text, CANARIES + ["PROMPT-CANARY", "SERVER-CANARY"])
+             for name, text in outputs.items()}
+    assert {name: hit for name, hit in found.items() if hit} == {}
     assert "<credentials>@127.0.0.1" in outputs["render"]
+    assert "<prompt withheld: 32 characters>" in outputs["s.bundle/s.yaml"]
+    assert "<server text withheld: 35 characters>" in outputs["s.bundle/s.yaml"]
 
 
 # -- probe --------------------------------------------------------------------------------
@@ -206,17 +255,20 @@ def private_machine(tmp_path: Path) -> Tree:
     tree.write("/proc/sys/kernel/hostname", FQDN)
     tree.write("/etc/machine-id", MACHINE_ID)
     tree.write("/proc/cmdline", f"BOOT_IMAGE=/vmlinuz root=UUID={DISK_UUID} iommu=pt "
-                                f"resume=/dev/disk/by-uuid/{DISK_UUID}")
+                                f"resume=/dev/disk/by-uuid/{DISK_UUID} "
+                                f"cryptdevice=luks-{LUKS}:cryptroot")
     tree.write("/usr/bin/xrt-smi",
                "#!/bin/sh\n"
                f"printf '{ESC}Device on {FQDN}\\nSerial Number : {SERIAL}\\n'\n"
                f"echo 'kernel: eth0 {NEAR_WORDS['kernel']} {MAC} {IPV6}'\n"
                f"echo 'xrt server {NEAR_WORDS['xrt']}; release mirror "
-               f"{NEAR_WORDS['release']}'\n", 0o755)
+               f"{NEAR_WORDS['release']}'\n"
+               f"cat <<'EOF'\n{FORMS}\nEOF\n", 0o755)
     return tree
 
 
-@pytest.mark.parametrize("form", [[], ["--markdown"], ["--yaml", "--redact"]])
+@pytest.mark.parametrize("form", [[], ["--markdown"], ["--yaml", "--redact"],
+                                  ["--json", "--redact"]])
 def test_probe_output_meant_to_be_pasted_leaves_nothing_private(tmp_path, mode, form,
                                                                 monkeypatch):
     tree = private_machine(tmp_path)
@@ -227,7 +279,7 @@ def test_probe_output_meant_to_be_pasted_leaves_nothing_private(tmp_path, mode, 
     done = invoke("probe", "--xrt-smi", *form)
     assert done.exit_code == 0, done.output
     assert "Serial Number : <serial-" in done.stdout           # xrt-smi's output is there
-    assert survivors(done.stdout) == []
+    assert survivors(done.stdout, [c for c in CANARIES if c not in KEYED_ONLY]) == []
     assert "\x1b" not in done.stdout
     if form == ["--markdown"]:
         assert done.stdout.startswith("### runlist-harness probe\n\n```text\n")
@@ -251,3 +303,63 @@ def test_a_number_of_thousands_of_digits_is_shown_cut(tmp_path):
     assert done.exit_code == 2
     line = done.output.strip()
     assert "\n" not in line and len(line) < 400 and "(5000 digits)" in line
+
+
+# -- a user whose name is a word the report uses -------------------------------------------
+
+@pytest.fixture(scope="module")
+def staging_report(tmp_path_factory) -> Path:
+    return simulated_report(tmp_path_factory.mktemp("staging"), "--profile",
+                            "staging,inflight-cap:40", exit_code=1)
+
+
+@pytest.mark.parametrize("user", ["staging", "xrt", "test"])
+def test_a_user_named_as_a_word_of_the_report_does_not_garble_it(staging_report, tmp_path,
+                                                                  monkeypatch, user):
+    """User `staging`: the profile became `<user-1>,inflight-cap:40` in the render and the
+    bundle, and the bundle still passed `report check`. The name goes where it is one (a
+    home folder); the report's words stay, and the bundled YAML checks."""
+    for name in ("SUDO_USER", "LOGNAME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("USER", user)
+    monkeypatch.setenv("HOME", f"/home/{user}")
+    report = tmp_path / "r.yaml"
+    words = "xrt-smi test on the staging driver"          # the report's own words
+    text = staging_report.read_text().replace(
+        "argv:\n", f"argv:\n  - /home/{user}/bin/x\n  - --note\n  - {words}\n", 1)
+    report.write_text(text)
+    assert invoke("report", "check", str(report)).exit_code == 0
+    outputs = every_output(report)
+    assert "staging,inflight-cap:40" in outputs["render"]
+    assert "staging,inflight-cap:40" in outputs["r.bundle/r.yaml"]
+    assert f"/home/{user}/" not in outputs["r.bundle/r.yaml"]
+    assert "/home/<user-1>/bin/x" in outputs["r.bundle/r.yaml"]
+    for name in ("render", "r.bundle/r.yaml", "r.bundle/README.md"):
+        assert words in outputs[name], name
+    for text in outputs.values():          # no word of the report became the user
+        assert "<user-1>," not in text and "<user-1>-smi" not in text and \
+            "<user-1> driver" not in text
+    shipped = tmp_path / "shipped.yaml"
+    shipped.write_text(outputs["r.bundle/r.yaml"])
+    assert invoke("report", "check", str(shipped)).exit_code == 0
+
+
+def test_report_check_and_the_bundle_notice_a_garbled_report(staging_report, tmp_path,
+                                                             monkeypatch):
+    garbled = tmp_path / "g.yaml"
+    garbled.write_text(staging_report.read_text().replace(
+        "profile: staging,inflight-cap:40", "profile: <user-1>,inflight-cap:40", 1))
+    done = invoke("report", "check", str(garbled))
+    assert done.exit_code == 2
+    assert "backend.profile: '<user-1>,inflight-cap:40' holds a redaction placeholder" in \
+        done.output
+    # and a redaction that would garble one (its guards taken away) writes no bundle
+    monkeypatch.setattr("harness.report.redact.VOCABULARY", frozenset())
+    monkeypatch.setattr("harness.report.redact.STRUCTURED_KEYS", frozenset())
+    monkeypatch.setenv("USER", "staging")
+    report = tmp_path / "r.yaml"
+    report.write_bytes(staging_report.read_bytes())
+    done = invoke("report", "bundle", str(report))
+    assert done.exit_code == 4, done.output
+    assert "the redacted report would be garbled (backend.profile" in done.output
+    assert not list(tmp_path.glob("*.tar.gz"))

@@ -121,16 +121,18 @@ def test_flm_version_is_capped(tmp_path, flood):
 
 def test_no_harness_module_runs_a_program_any_other_way():
     """Every place the harness runs a program and reads what it prints goes through
-    run_capped. Three run programs whose output is not the harness's to read: the workers
+    run_capped. Four run programs whose output is not the harness's to read: the workers
     (the harness itself, run and ended by harness.execution.isolation), the emulator's
-    model process (its own, ended with the emulation: harness.emulator.launch) and the
+    model process (its own, ended with the emulation: harness.emulator.launch), the
     user's own command under `emulate` (in the foreground, printing to the user's
-    terminal: harness.app.cli.emulate_cmd)."""
+    terminal: harness.app.cli.emulate_cmd) and the program `capture record` runs (its
+    output passed on a line at a time, a line cut at 64 KiB, the last lines kept; ended
+    with its process group: harness.execution.capture_record)."""
     package = Path(__file__).resolve().parents[1] / "harness"
     users = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                    if "subprocess" in p.read_text() and p.name != "capped_run.py")
     assert users == ["app/cli/emulate_cmd.py", "emulator/launch.py",
-                     "execution/isolation.py"], users
+                     "execution/capture_record.py", "execution/isolation.py"], users
     assert not any("os.system(" in p.read_text() or "os.popen(" in p.read_text()
                    for p in package.rglob("*.py"))
     assert os.path.basename(run_capped.__code__.co_filename) == "capped_run.py"

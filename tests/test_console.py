@@ -37,7 +37,8 @@ def test_reproduce_takes_version():
 
 
 @pytest.mark.parametrize("args, says", [
-    (["--json", "--plan", "42"], "No such option '--plan'"),
+    (["--json", "--plans", "42"], "No such option '--plans'"),
+    (["--json", "--plan", "42"], "--plan pick a captured frame and its cut; give --capture"),
     (["--json", "--profile", "wobbly"], "unknown profile token 'wobbly'"),
     (["--profile", "wobbly", "--json"], "unknown profile token 'wobbly'"),
 ])

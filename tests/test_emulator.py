@@ -27,13 +27,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from emulation_kit import cli, emulate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from simkit import Rig, outcome
 
 from harness.app import exits
 from harness.app.cli import main
-from harness.emulator import build, launch, uapi
+from harness.emulator import build, uapi
 from harness.emulator.memory import HEAP_CHUNK, DriverError, Heap, Memory
 from harness.emulator.packets import read_packet
 from harness.emulator.uapi import iowr
@@ -42,43 +43,12 @@ from harness.model.errors import EnvironmentNotReady
 from harness.model.firmware import NOT_MODELLED_WORD
 from harness.probe.emulation import emulation, preload_mapped
 from harness.sim.driver_log import BDF
-from harness.sim.profiles import parse_profile
 
-CLIENT = Path(__file__).with_name("emulator_client.py")
 COMPLETED, ERROR, ABORT, TIMEOUT = 4, 5, 6, 8
 FF = 0xFFFFFFFF
 ETIME = 62
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None,
                                 reason="no C compiler: the emulator's library cannot be built")
-
-
-@pytest.fixture(scope="session")
-def preload(tmp_path_factory) -> Path:
-    """The library, compiled once with -Werror (the C source carries no warning), where
-    the command line looks for it under its own XDG_CACHE_HOME."""
-    folder = tmp_path_factory.mktemp("xdg") / "xdna-runlist-harness" / "emulator"
-    folder.mkdir(parents=True)
-    source = folder / "preload.c"
-    source.write_bytes(build.source())
-    target = folder / build.library_name(build.source())
-    done = subprocess.run(["cc", *build.FLAGS, "-Werror", "-o", str(target), str(source),
-                           *build.LIBS], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stderr == "", done.stderr
-    return target
-
-
-def emulate(preload: Path, profile: str, steps: list[tuple[str, dict]], *,
-            rate: float = 1.0) -> list[dict[str, Any]]:
-    """Run the client's scenarios, in order, under one emulation of `profile`."""
-    emu = launch.start(parse_profile(profile), clock_rate=rate, preload=preload)
-    try:
-        done = subprocess.run([sys.executable, str(CLIENT), json.dumps(steps)],
-                              env=emu.environment(), capture_output=True, text=True,
-                              timeout=120)
-    finally:
-        emu.stop()
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 # -- the library -----------------------------------------------------------------------------
@@ -443,17 +413,11 @@ def test_the_heap_hands_out_32k_aligned_ranges_and_takes_them_back():
 
 # -- the command line and the labels --------------------------------------------------------
 
-def _cli(preload: Path, *args: str) -> subprocess.CompletedProcess:
-    cache = preload.parent.parent.parent            # the XDG root the library sits under
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, XDG_CACHE_HOME=str(cache)))
-
-
 def test_a_driver_that_refuses_the_firmware_leaves_no_node_and_probe_names_the_fix(preload):
     # kernel.org mainline before f1eac46fe5f7 (7.0) refuses firmware 1.1.2.65 (protocol
     # 7.2) at probe: the device is never bound, the log says why (a Debian 6.19.6 log,
     # dri-devel 2026-03), and the probe reads it there
-    done = _cli(preload, "emulate", "--profile", "mainline,kernel:6.18", "--",
+    done = cli(preload, "emulate", "--profile", "mainline,kernel:6.18", "--",
                 sys.executable, "-m", "harness", "probe")
     assert "the driver refused it at probe: no /dev/accel node" in done.stderr
     assert "no NPU: this machine has no /dev/accel/accel* node" in done.stdout
@@ -463,7 +427,7 @@ def test_a_driver_that_refuses_the_firmware_leaves_no_node_and_probe_names_the_f
 
 
 def test_emulate_exits_with_the_program_s_status_and_says_emulated(preload):
-    done = _cli(preload, "emulate", "--", "sh", "-c", "exit 7; echo unreachable")
+    done = cli(preload, "emulate", "--", "sh", "-c", "exit 7; echo unreachable")
     assert done.returncode == 7
     # the default: the #712 machine's stack (in-tree driver on Linux 7.0, firmware 1.1.2.65)
     assert done.stderr.startswith("emulate: one EMULATED NPU5 Strix Halo (mainline driver on "
@@ -503,11 +467,15 @@ def test_the_banner_names_the_xrt_a_program_would_load_or_that_there_is_none(pre
 
 
 def test_a_process_under_emulate_knows_it_and_the_probe_says_so(preload):
-    done = _cli(preload, "emulate", "--profile", "oot,hang-at:3", "--clock-rate", "5", "--",
+    done = cli(preload, "emulate", "--profile", "oot,hang-at:3", "--clock-rate", "5", "--",
                 sys.executable, "-m", "harness", "probe", "--json")
     facts = json.loads(done.stdout)
+    handshake = facts["emulator"].pop("handshake")
     assert facts["emulator"] == {"profile": "oot,hang-at:3", "preload": preload.name,
                                  "xrt_libraries": [], "clock_rate": 5.0}
+    # the model's answer to the library's handshake, read from the library in the probe
+    assert (handshake["model"], handshake["profile"], handshake["clock_rate"]) == \
+        ("harness.emulator.server", "oot,hang-at:3", 5.0)
     npu = facts["npu"]
     assert npu["generation"] == "NPU5 Strix Halo" and npu["bdf"] == BDF
     assert (npu["ioctl"]["driver_name"], npu["ioctl"]["firmware"]) == \
@@ -519,7 +487,7 @@ def test_the_emulated_firmware_is_the_profile_s(preload):
     """The device answers the profile's firmware release (sysfs and GET_INFO), which the
     probe reads back with its protocol; a profile naming only a protocol is refused, since a
     device answers a version."""
-    done = _cli(preload, "emulate", "--profile", "staging,firmware:1.1.2.64", "--",
+    done = cli(preload, "emulate", "--profile", "staging,firmware:1.1.2.64", "--",
                 sys.executable, "-m", "harness", "probe", "--json")
     facts = json.loads(done.stdout)
     assert facts["npu"]["ioctl"]["firmware"] == "1.1.2.64"
@@ -536,8 +504,10 @@ def test_the_variable_alone_is_not_an_emulation(monkeypatch):
     monkeypatch.delenv("HARNESS_EMULATOR_DIR", raising=False)
     assert emulation(line) is None
     monkeypatch.setenv("HARNESS_EMULATOR_DIR", "/nowhere")
-    assert emulation("7f00-7f01 r-xp 0 00:00 0 /usr/lib/libc.so.6\n") is None
-    assert emulation(line)["preload"] == "libxdna-emulator-0123456789abcdef.so"
+    answer = {"model": "harness.emulator.server", "profile": "mainline"}
+    assert emulation("7f00-7f01 r-xp 0 00:00 0 /usr/lib/libc.so.6\n", answer) is None
+    assert emulation(line, answer)["preload"] == "libxdna-emulator-0123456789abcdef.so"
+    assert emulation(line) is None           # mapped, but no handshake answered in here
 
 
 def test_sim_profiles_lists_the_emulated_driver_s_rules_with_their_sources():

@@ -4,9 +4,11 @@ schema accepts and that read back as the same runs."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jsonschema
 import pytest
+import xrt_replay
 import xrt_runner
 from click.testing import CliRunner
 from conftest import SHARED_REFERENCE
@@ -17,6 +19,7 @@ from harness.formats.txn import nop_stream
 from harness.report.fileformat import load_report
 from harness.sources.case import shipped_cases
 from harness.sources.recipe import load_recipe
+from harness.sources.replay_export import CACHEABLE
 
 
 @pytest.fixture(scope="module")
@@ -68,29 +71,69 @@ def test_a_cut_is_one_recipe_per_runlist_and_reads_back_as_the_same_runs(tmp_pat
     assert load_report(out).plans[0].trials[0].runlists[0].chains == [21]
 
 
-def test_the_instruction_buffer_flow_binds_the_stream_from_a_file(tmp_path, schema):
+def test_the_instruction_buffer_flow_runs_as_xrt_s_replay_never_as_a_recipe(tmp_path):
     folder = tmp_path / "ibo"
-    invoke("export", "minicpm5-2b-decode", "--plan", "42", "--flow", "instr-bo", str(folder))
-    recipe = json.loads((folder / "recipe_42_1of1.json").read_text())
-    jsonschema.validate(recipe, schema)
-    assert "ctrlcode" not in recipe["resources"]["kernels"][0]
-    run = recipe["execution"]["runs"][0]
-    assert {"value": 5, "type": "int", "argidx": 2} in run["constants"]   # ninstr in words
+    result = invoke("export", "minicpm5-2b-decode", "--plan", "42", "--flow", "instr-bo",
+                    str(folder))
+    assert result.exit_code == 0, result.output
+    assert not list(folder.glob("recipe_*.json"))
     assert (folder / "instr_0.bin").read_bytes() == nop_stream(8)    # the partition's width
-    # read as XRT's runner reads it: the instruction buffer carries the stream (a binding
-    # without its size would have been created the file's size and left all zero), the data
-    # buffers are created (internal), and 42 runs are one xrt::runlist
-    done = xrt_runner.read(folder / "recipe_42_1of1.json", folder / "profile.json")
-    assert done.as_runlist and len(done.runs) == 42 and done.iterations == 1
-    first = done.runs[0]
-    assert first.instance == "MLIR_AIE" and first.ctrlcode is None and first.hwctx == "header"
-    assert first.args[0] == 3 and first.args[1] == nop_stream(8) and first.args[2] == 5
-    assert [len(first.args[i]) for i in range(3, 8)] == [4096] * 5
-    profile = json.loads((folder / "profile.json").read_text())
-    del profile["bindings"][0]["size"]
-    (folder / "unsized.json").write_text(json.dumps(profile))
-    unsized = xrt_runner.read(folder / "recipe_42_1of1.json", folder / "unsized.json")
-    assert unsized.runs[0].args[1] == bytes(20)             # what the old export gave
+    # what XRT's runner did with the recipe this flow used to be exported as (the stream
+    # bound from a file on argument 1): every recipe buffer is host-only, argument 1 is
+    # connected to the instruction group, and the copy into it fails
+    recipe = {"version": "1.0", "header": {"xclbin": "layer.xclbin"},
+              "resources": {"buffers": [{"name": "instr", "type": "input", "size": 20}],
+                            "kernels": [{"name": "k0", "instance": "MLIR_AIE"}]},
+              "execution": {"runs": [{"kernel": "k0", "arguments": [{"name": "instr",
+                                                                      "argidx": 1}]}]}}
+    (folder / "old.json").write_text(json.dumps(recipe))
+    (folder / "old_profile.json").write_text(json.dumps({"bindings": [
+        {"name": "instr", "size": 20, "init": {"file": "instr_0.bin"}}]}))
+    with pytest.raises(xrt_runner.RunnerError, match="No host side buffer in destination"):
+        xrt_runner.read(folder / "old.json", folder / "old_profile.json")
+    # the run script replays the plan, as XRT's replay reads it: the instruction buffer
+    # allocated cacheable in argument 1's group (as XRT's capture writer records it) and
+    # filled with the stream before the runlist starts
+    script = (folder / "run_42.sh").read_text()
+    assert "exec xrt-runner --replay replay_42.json --dir . --report -" in script
+    assert "the instruction-buffer flow cannot run as recipes" in script
+    (folder / "layer.xclbin").write_bytes(b"")          # the pack's, copied in by the user
+    replay = xrt_replay.read(folder / "replay_42.json")
+    [step] = replay.steps
+    assert step.runlist and len(step.runs) == 42
+    assert replay.buffers["c0_instr"] == xrt_replay.Buffer(20, CACHEABLE, 1)
+    assert step.restored == {"c0_instr": nop_stream(8)}
+    first = replay.runs[step.runs[0]]
+    assert first["ctrlcode"] is None and first["args"][0] == 3 and first["args"][2] == 5
+    assert first["args"][1] == ("bo", "c0_instr")
+    assert "No host side buffer in destination buffer" in (folder / "README.md").read_text()
+
+
+def test_run_plan_sh_is_the_harness_s_trial_one_process_its_runlists_in_turn(tmp_path):
+    # replay.cpp runs a thread's frames in the order their names sort: eleven runlists must
+    # not run frame_10 before frame_2
+    folder = tmp_path / "out"
+    assert invoke("export", "minicpm5-2b-decode", "--plan", "max:4", "--plan", "halves",
+                  str(folder)).exit_code == 0
+    (folder / "layer.xclbin").write_bytes(b"")
+    replay = xrt_replay.read(folder / "replay_max_4.json")
+    assert [len(step.runs) for step in replay.steps] == [4] * 10 + [2]
+    assert [step.frame for step in replay.steps] == sorted(step.frame for step in replay.steps)
+    assert all(step.waits == [step.frame] for step in replay.steps)     # execute, wait, next
+    assert len({step.thread for step in replay.steps}) == 1 and len(replay.hwctxs) == 1
+    halves = xrt_replay.read(folder / "replay_halves.json")
+    assert [len(step.runs) for step in halves.steps] == [21, 21]
+    # the same buffers for every run of both runlists, as the harness's trial has them
+    buffers = {tuple(v for v in run["args"].values() if isinstance(v, tuple))
+               for run in halves.runs.values()}
+    assert len(buffers) == 1
+    script = (folder / "run_halves.sh").read_text()
+    assert "exec xrt-runner --replay replay_halves.json --dir . --report -" in script
+    # an XRT whose runner has no --replay gets the recipes, and is told how that differs
+    assert "each recipe runs in its own xrt-runner process" in script
+    assert script.index("--replay") < script.index("recipe_halves_1of2.json")
+    readme = (folder / "README.md").read_text()
+    assert "a frame of one run is started as a run, not as a runlist of one" in readme
 
 
 def test_short_runlists_stay_runlists_under_xrts_threshold(tmp_path):
@@ -227,10 +270,11 @@ def test_an_instr_bo_export_keeps_the_flags_and_memory_group_xrt_s_writer_record
     case = folder_case(folder)
     assert case.flow == "instr-bo" and case.layers == 21
     assert (case.buffers["c0_instr"].flags, case.buffers["c0_instr"].memgrp) == (CACHEABLE, 1)
-    # an ELF-flow export needs no replay: its control code is an ELF
+    # an ELF-flow export has its replay and, beside it, a recipe per runlist
     elf = tmp_path / "elf"
     assert invoke("export", "minicpm5-2b-decode", "--plan", "42", str(elf)).exit_code == 0
-    assert not list(elf.glob("replay_*.json"))
+    assert [p.name for p in elf.glob("replay_*.json")] == ["replay_42.json"]
+    assert [p.name for p in elf.glob("recipe_*.json")] == ["recipe_42_1of1.json"]
 
 
 def test_a_constant_that_does_not_fit_a_c_int_is_refused_on_export(tmp_path):
@@ -245,3 +289,27 @@ def test_a_constant_that_does_not_fit_a_c_int_is_refused_on_export(tmp_path):
     assert "a run of kernel k0 (DPU) sets argument 0 to 2147483648, past a C int: " \
         "xrt-runner would run it as -2147483648" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_captured_instruction_buffer_flow_exports_as_a_replay_xrt_runs(tmp_path,
+                                                                         synth_xclbin):
+    # an IRON-style program (instruction buffer in argument 1) captured by the simulated
+    # XRT, then cut: XRT's runner could not run it as recipes, its replay keeps the flags
+    import os
+    import subprocess
+    import sys
+    host = Path(__file__).resolve().parent / "scripts" / "iron_host.py"
+    env = {**os.environ, "Runtime.capture_frames": "2",
+           "Runtime.capture_output_dir": str(tmp_path / "cap")}
+    done = subprocess.run([sys.executable, "-m", "harness", "sim", "exec", str(host),
+                           str(synth_xclbin()), "42"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "out"
+    result = invoke("export", str(tmp_path / "cap"), "--plan", "21+21", str(folder))
+    assert result.exit_code == 0, result.output
+    assert not list(folder.glob("recipe_*.json"))
+    replay = xrt_replay.read(folder / "replay_21_21.json")   # the capture's xclbin copied
+    assert [len(step.runs) for step in replay.steps] == [21, 21]
+    instr = [b for b in replay.buffers.values() if b.flags == CACHEABLE]
+    assert len(instr) == 1 and instr[0].memgrp == 1 and instr[0].size == 20

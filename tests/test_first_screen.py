@@ -66,26 +66,32 @@ def test_the_first_screen_says_what_each_plan_ran(reproduced):
     assert ran[0][0] == "monolithic 42, halves 21+21"
     assert ran[0][1].startswith("the one-NOOP TXN stream")
     assert ran[0][1].endswith("wrapped in a control-code ELF per kernel")
-    assert ran[0][2] == "five 4 KiB buffers per run, never written (zero-filled as allocated)"
+    # the session makes the five once and sets them on every run: never "five per run"
+    assert ran[0][2] == ("five 4 KiB buffers shared by all 42 runs, never written "
+                         "(zero-filled as allocated)")
     assert ran[0][3].startswith("synthesized stand-ins for MiniCPM5-2B-NPU2 (4;")
     assert ran[1][0] == "depth-only 42"
-    assert ran[1][2].startswith("five 20-byte buffers per run")
+    assert ran[1][2].startswith("five 20-byte buffers shared by all 42 runs")
     assert ran[1][3].startswith("synthesized stand-ins for xrt-validate (1;")
     text = "\n".join(lines)
     # a NOOP case says what it tests, and how to run the engine's own commands
     assert ("**What this tests:** Every run of the case carried only the one-NOOP TXN "
             "stream: this tests how deep a runlist the stack takes (submission depth), not "
             "the decode's work.") in text
-    assert "`xrt-capture --frames 200 --output-dir DIR -- flm run MODEL`" in text
-    assert "`runlist-harness capture import DIR --name NAME`" in text
+    assert ("`runlist-harness capture record --frames 200 --out DIR -- flm run "
+            "minicpm5:2b`, then `reproduce_ert_timeout --capture DIR`") in text
+    # a cut plan says its runlists run in turn
+    assert ("Halves 21+21: a trial runs its runlists one after another, in one process on "
+            "one hardware context with the same buffers: execute, wait, then the next.") \
+        in text
     # the call shape, said as a shape and not as the engine's own commands
     assert "the call shape FastFlowLM's engine uses" in text
     assert "as FastFlowLM calls it" not in text
     # what the depth-only control changes against the case
     assert ("against the case: the same depth in one runlist; the same one-NOOP control "
             "code; but another xclbin: XRT's validate.xclbin (kernel DPU) instead of "
-            "layer.xclbin (MLIR_AIE); five 20-byte buffers per run instead of five 4 KiB "
-            "buffers") in text
+            "layer.xclbin (MLIR_AIE); five 20-byte buffers shared by all 42 runs instead "
+            "of five 4 KiB buffers shared by all 42 runs") in text
     report = load_report(reproduced)
     assert report.case["workload"]["nop_only"] is True
     assert report.artifacts["control"]["workload"]["buffers"].startswith("five 20-byte")
@@ -96,8 +102,8 @@ def test_the_console_says_what_each_run_carried(tmp_path):
                     "--no-isolate", "--out", str(tmp_path / "r.yaml"))
     lines = result.stdout.splitlines()
     carried = next(x for x in lines if x.startswith("each run carried: "))
-    assert carried.endswith("five 4 KiB buffers per run, never written (zero-filled as "
-                            "allocated)")
+    assert carried.endswith("five 4 KiB buffers shared by all 42 runs, never written "
+                            "(zero-filled as allocated)")
     assert any("NOOP runs test submission depth, not the decode's work" in x for x in lines)
     assert any(x.startswith("submitted as: elf: ") for x in lines)
 
@@ -113,8 +119,9 @@ def test_a_case_with_its_own_instructions_is_not_called_a_noop_case(tmp_path):
     assert not workload.nop_only
     assert workload.control_code == ("the case's own instruction streams (insts.bin) and the "
                                      "one-NOOP TXN stream, as an instruction buffer")
-    assert workload.buffers == ("MLIR_AIE: five 4 KiB buffers; MLIR_AIE: one 4 KiB and one "
-                                "20-byte buffers, never written (zero-filled as allocated)")
+    assert workload.buffers == ("MLIR_AIE: five 4 KiB buffers shared by its 42 runs; "
+                                "MLIR_AIE: one 4 KiB and one 20-byte buffers shared by its 42 "
+                                "runs, never written (zero-filled as allocated)")
 
 
 @pytest.mark.parametrize("sizes, text", [

@@ -15,7 +15,12 @@ PIECES = ["zelda9", "box", "/home/", "home", "/Users/", "/root", "root", "://", 
           ".", "@", "10", "1", "255", "256", "192.168.", "fe80", "de:ad", "be", "Serial", "s/N",
           "number", "UUID=", "by-uuid/", "luks-", "bearer ", "token=", "key=", "version ",
           "firmware ", "v", "\\", "\"", "é", "\u202e", " ", "\t", "a", "Z", "0", "9", "_", "?",
-          "&", "ab12cd34", "1b2c3d4e-aaaa-bbbb-cccc-1234567890ab"]
+          "&", "ab12cd34", "1b2c3d4e-aaaa-bbbb-cccc-1234567890ab",
+          # the forms of round 4: secrets, tokens, e-mail, MACs, labelled serials, IPv6
+          "=", ";", "#", "api_token", "X-Amz-Signature", "hf_", "ghp_", "xoxb-",
+          "abcdefghijklmnop1234", "jane@example.org", "mac ", "link/ether ", "enx",
+          "3c7c3f1a2b4d", "3c7c.3f1a.2b4d", "SN:", "Service Tag: ", "::ffff:", "cryptdevice=",
+          "ZELDA9", "Zelda9-Box"]
 KEYS = ["message", "hostname", "user", "machine_id", "serial_number", "fw_version", "kernel",
         "lines", "x"]
 text = st.lists(st.sampled_from(PIECES), max_size=12).map("".join)

@@ -118,7 +118,7 @@ HW = {"kind": "xrt", "simulated": False}
     ([plan("monolithic", [42], "TIMEOUT", ["COMPLETED"] * 3)], SIM, False,
      "the documented limits do not produce the failure; a hardware run is the test"),
     ([plan("monolithic", [42], "TIMEOUT", ["COMPLETED"] * 3)], HW, False,
-     "this machine does not show the failure"),
+     "the case's runlists complete on this machine with the commands it ran"),
     ([plan("monolithic", [42], "TIMEOUT", ["deadline"] * 2)], HW, None, "inconclusive"),
     ([plan("monolithic", [36], "COMPLETED", ["COMPLETED"] * 3)], HW, None,
      "all plans completed"),

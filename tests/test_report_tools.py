@@ -83,9 +83,8 @@ def data_of(path: Path) -> dict:
 def rejudged(data: dict) -> dict:
     """The verdict an edited report's trials and backend give (validate checks it)."""
     from harness.report.model import Report
-    from harness.report.verdict import judge
-    report = Report.from_dict(data)
-    return judge(report.plans, report.backend).to_dict()
+    from harness.report.verdict import report_verdict
+    return report_verdict(Report.from_dict(data)).to_dict()
 
 
 # -- schema ---------------------------------------------------------------------------

@@ -171,10 +171,12 @@ def test_xrt_s_own_tools_run_on_the_emulated_npu(tmp_path):
          "--plan", "monolithic", "--xclbins", str(pack), str(out)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
+    # run_PLAN.sh replays the plan in one process (replay.cpp); its report names the frames
     halves = emulate("--", "sh", str(out / "run_halves.sh"))
     assert halves.returncode == 0, halves.stderr
-    assert halves.stdout.count("Average Latency (us)") == 2
+    assert '"frames": 2' in halves.stdout
+    # a failed runlist ends the replay by its exception leaving the replay's thread
     hung = emulate("--profile", "staging,hang-at:30", "--clock-rate", "10", "--", "sh",
                    str(out / "run_monolithic.sh"))
-    assert hung.returncode == 1
-    assert "Error: runlist failed execution (ERT_CMD_STATE_TIMEOUT)" in hung.stderr
+    assert hung.returncode != 0
+    assert "runlist failed execution (ERT_CMD_STATE_TIMEOUT)" in hung.stderr

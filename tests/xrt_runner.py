@@ -17,6 +17,14 @@ Rules read from runner.cpp:
 - runs (`create_kernel_run`): "kernel" names the kernel, "name" only when "kernel" is
   absent; an argument of a buffer with no xrt::bo is not set (`create_and_set_args`);
   int constants are read as a C int.
+- connectivity (xrt_kernel.cpp `validate_bo_at_index`, xrt_bo.cpp `alloc_clone`,
+  `buffer_clone`, `copy_through_host`, at 49612fa3): a buffer set on an argument of an
+  xclbin kernel whose memory group is not the buffer's is cloned into that group, and the
+  clone (a `bo_impl` without a host side) cannot be copied into: "No host side buffer in
+  destination buffer". Every recipe buffer is host-only, and the instruction buffer of the
+  TXN flow (argument 1 of a kernel with no control-code ELF, on an xclbin context) is
+  connected to its own group in FastFlowLM's, mlir-aie's and the harness's xclbins: set
+  from a recipe, it fails so (what a real `xrt-runner` printed for such a recipe);
 - execution (`npu_runlist::add`): runs go in a vector until `runlist_threshold` (profile
   `execution.runlist_threshold`, default 6) are added, then the whole list becomes an
   xrt::runlist; the profile's `iterations` execute the whole recipe again.
@@ -106,6 +114,8 @@ def read(recipe_path: Path, profile_path: Path) -> Execution:
                 raise RunnerError(f"unknown buffer {arg['name']}")
             if bos[arg["name"]] is not None:
                 args[arg["argidx"]] = bos[arg["name"]]
+        if 1 in args and kernel["ctrlcode"] is None and "xclbin" in hwctxs[kernel["hwctx"]]:
+            raise RunnerError("No host side buffer in destination buffer: Invalid argument")
         for constant in node.get("constants", []):
             if constant["type"] != "int" or not -2**31 <= constant["value"] < 2**31:
                 raise RunnerError("constant is not a C int")

@@ -77,10 +77,11 @@ def _run(args: list[str], prog_name: str, command_name: str | None = None) -> in
 
 
 def _exit(code: int) -> None:
-    """Leave with `code` once everything is written (`harness.execution.stop.leave`). After
-    an interruption this is also what keeps the status: a KeyboardInterrupt that passed
-    through `exec` makes Python kill itself with SIGINT at exit, whatever status the
-    program chose (CPython's unhandled_keyboard_interrupt flag)."""
+    """Leave with `code` once everything is written (`harness.execution.stop.leave`): through
+    the interpreter's normal exit, so that an XRT capture of the run is written; after an
+    interruption at once, which is also what keeps the status: a KeyboardInterrupt that
+    passed through `exec` makes Python kill itself with SIGINT at exit, whatever status
+    the program chose (CPython's unhandled_keyboard_interrupt flag)."""
     from harness.execution.stop import leave
     leave(code)
 

@@ -112,6 +112,19 @@ def for_program(returncode: int | None) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def for_emulated_program(returncode: int | None, *, model_failed: bool,
+                         greeted: bool) -> int:
+    """`emulate`: the program's status (`for_program`), unless the run was not what
+    `emulate` said: 4 when the emulator's model died or failed requests while the program
+    ran, 3 when the program never loaded the emulator's library (it ran on this machine's
+    own devices)."""
+    if model_failed:
+        return int(ExitCode.HARNESS_FAULT)
+    if not greeted:
+        return int(ExitCode.ENV_NOT_READY)
+    return for_program(returncode)
+
+
 def translate(code: int, convention: str) -> int:
     """A harness exit status in the requested convention."""
     if convention != GIT_BISECT:
@@ -167,20 +180,31 @@ _NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQ
 
 
 def fault_log(error: BaseException) -> str:
-    """Keep a harness fault's traceback in a file; return where."""
+    """Keep a harness fault's traceback in a file of the user's private cache folder;
+    return where. The error line asks the user to send it, so it is redacted as a report
+    is; and it is created anew (never through a link, never over a file), mode 0600."""
     # imported here: only a fault needs it, and every start-up would pay for it
     import traceback
 
     from harness import __version__
     from harness.formats.cache import cache_dir
+    from harness.report.redact import Redactor
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    text = (f"xdna-runlist-harness {__version__}\nargv: {sys.argv}\n\n"
+            + "".join(traceback.format_exception(error)))
+    redactor = Redactor()
+    redactor.learn_machine()
+    redactor.learn_text(text)
     try:
         path = cache_dir("faults") / f"fault-{stamp}-{os.getpid()}.log"
-        path.write_text(f"xdna-runlist-harness {__version__}\nargv: {sys.argv}\n\n"
-                        + "".join(traceback.format_exception(error)))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(redactor.text(text))
         return str(path)
-    except OSError as err:
-        return f"nowhere (the log could not be written: {err.strerror})"
+    except (OSError, HarnessError) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        return f"nowhere (the log could not be written: {why})"
 
 
 def _fault(err: BaseException) -> Ending:

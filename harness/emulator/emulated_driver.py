@@ -147,7 +147,7 @@ class EmulatedDriver:
             return handler(file, args, extra)
         except DriverError as err:
             log.debug("%s: %s", uapi.NAMES.get(uapi.ioc_nr(cmd), hex(cmd)), err)
-            if err.code == errno.EOPNOTSUPP:
+            if err.code == errno.EOPNOTSUPP or err.unanswered:
                 self._unanswered(str(err))
             return IoctlReply(-err.code, args)
 
@@ -241,6 +241,8 @@ class EmulatedDriver:
 
     def _create_bo(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply:
         flags, vaddr, size, kind, _ = uapi.CREATE_BO_ARGS.unpack_from(args)
+        if flags:
+            raise DriverError(errno.EINVAL, "flags must be zero")
         if vaddr:
             # a user-pointer BO pins the program's own pages, which the model cannot see
             raise DriverError(errno.EOPNOTSUPP, "CREATE_BO of user memory")
@@ -297,8 +299,8 @@ class EmulatedDriver:
         ctx = self._context(file, hwctx)
         try:
             buffer = file.handles.get(command & 0xFFFFFFFF)
-            for index in range(min(arg_count, len(extra) // 4)):
-                file.handles.get(int.from_bytes(extra[index * 4:index * 4 + 4], "little"))
+            arguments = [file.handles.get(int.from_bytes(extra[i * 4:i * 4 + 4], "little"))
+                         for i in range(min(arg_count, len(extra) // 4))]
         except DriverError:
             raise DriverError(errno.EINVAL, "command or argument BO lookup failed") from None
         sub = read_submission(buffer, file.handles, ctx.width, self.profile.device_model.dev_gen)
@@ -319,6 +321,17 @@ class EmulatedDriver:
                                             sub.opcodes, sub.faults, hangs, sub.chained)
             except RuntimeError as err:
                 raise DriverError(errno.EINVAL, str(err)) from None
+            # the job holds its command BO and argument BOs until it ends (amdxdna_ctx.c
+            # amdxdna_cmd_submit: amdxdna_gem_get_obj, amdxdna_arg_bos_lookup; put in
+            # amdxdna_sched_job_cleanup): a GEM_CLOSE meanwhile drops the handle only
+            held = [buffer, *arguments]
+            for each in held:
+                each.refs += 1
+
+            def release() -> None:
+                for each in held:
+                    self.memory.drop(each, file.handles.heap)
+            sub.release = release
             ctx.unsequenced.append(sub)
             ctx.unwritten.append(sub)
             ctx.settle()

@@ -85,6 +85,39 @@ RULES = (
          "command's by its instruction head; an address that is no buffer of the client's is "
          "refused, as is a payload still holding what the driver wrote after a failure",
          "harness.sim.runs (the simulated binding's firmware checks), over device memory"),
+    Rule("interface", "a job holds its command BO and its argument BOs until it ends: a "
+         "GEM_CLOSE meanwhile succeeds and drops the handle only, and the job's state still "
+         "lands in the object (the program's mapping shows it); a chain's sub-command 0 is "
+         "looked up by its handle when the error is written, so one closed meanwhile is "
+         "left as it is",
+         f"{DRIVER} amdxdna_ctx.c amdxdna_cmd_submit (amdxdna_gem_get_obj, "
+         "amdxdna_arg_bos_lookup), amdxdna_sched_job_cleanup, amdxdna_cmd_set_error; Linux "
+         "drivers/gpu/drm/drm_gem.c drm_gem_handle_delete"),
+    Rule("interface", "CREATE_BO: nonzero flags EINVAL; a DEV BO whose size PAGE_ALIGN wraps "
+         "to 0 (within a page of 2^64) or past the 512 MiB heap EINVAL; a SHARE or CMD BO of "
+         "0 pages ENOSPC (no mmap offset), of a size negative as a file size EINVAL, of more "
+         "pages than the device's mmap offset space (about 1 TiB) ENOSPC; a failed create "
+         "changes nothing. The emulator maps one buffer within 4 GiB and answers a larger "
+         "one ENOMEM, counted as unanswered (the real driver's shmem would take it)",
+         f"{DRIVER} amdxdna_gem.c amdxdna_drm_create_bo_ioctl, amdxdna_drm_create_dev_bo, "
+         "amdxdna_gem_heap_alloc; Linux drm_gem_shmem_helper.c __drm_gem_shmem_create, "
+         "drm_mm.c drm_mm_insert_node_in_range, mm/shmem.c shmem_file_setup, "
+         "include/drm/drm_vma_manager.h DRM_FILE_PAGE_OFFSET_SIZE"),
+    Rule("interface", "waits are interruptible: a signal whose handler lacks SA_RESTART ends "
+         "a waiting ioctl with EINTR (the library cannot tell which signal came: one such "
+         "handler is enough); a model that does not answer for HARNESS_EMULATOR_SILENCE_MS "
+         "(10 s; asked every second while a request waits) fails the request ETIME, as a "
+         "wait that timed out; a model that is gone fails it EIO at once, and `emulate` "
+         "says so and exits 4",
+         f"Linux drivers/gpu/drm/drm_syncobj.c drm_syncobj_array_wait_timeout "
+         f"(TASK_INTERRUPTIBLE, -ERESTARTSYS); {DRIVER} aie2_ctx.c aie2_cmd_submit "
+         "(down_interruptible); the silence bound is the emulator's"),
+    Rule("discovery", "a process greets the model before its own code runs (the library's "
+         "constructor) and keeps the answer, which a report records; a process whose "
+         "library cannot reach the model ends (status 69) instead of running on whatever "
+         "device is there, and `emulate` says NOT EMULATED (exit 3) for a program that never "
+         "loaded the library",
+         "harness.emulator preload.c (the emulator's own handshake, no driver's)"),
     Rule("runlist", "which run of its runlist a chain starts at (for hang-at): a chain buffer "
          "keeps the start it was first seen at; a new one continues the previous chain of "
          "its context when that one was full and this one already existed when it was "

@@ -4,8 +4,17 @@ program on them.
 
 The run folder is created on /dev/shm where it can be (buffers are files both processes
 map, best kept in memory), else in the system's temporary folder, with a short name:
-the model's socket path must fit a unix socket address. It is removed at the end unless
-kept (`--keep`, for looking at the model's log and the kernel log it printed).
+the model's socket path must fit a unix socket address, and the library takes a folder
+of at most 64 characters, which is checked here before anything runs. It is removed at the
+end unless kept (`--keep`, for looking at the model's log and the kernel log it printed);
+one a killed `emulate` left is removed by the next once its processes are gone
+(`harness.formats.scratch`).
+
+The library is copied into the run folder and preloaded from there: LD_PRELOAD splits
+its list at spaces and colons and has no quoting, so a cache folder whose path holds one
+(`~/My Cache`) would leave the library unloaded and the program on whatever device is
+really there. The program's processes greet the model before their own code runs (the
+library's handshake); `greeted` says whether a process did.
 """
 
 from __future__ import annotations
@@ -16,14 +25,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.emulator.build import library
 from harness.emulator.device import EmulatedDevice
 from harness.emulator.server import SOCKET_NAME, SUMMARY_NAME
+from harness.formats.scratch import make_owned, set_owners
 from harness.model.errors import EnvironmentNotReady
 from harness.probe.emulation import ENV_CLOCK_RATE, ENV_DIR, ENV_LIBRARY, ENV_PROFILE
 from harness.sim.profiles import Profile
@@ -31,6 +41,9 @@ from harness.sim.profiles import Profile
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 SHM = Path("/dev/shm")
+RUN_PREFIX = "xdna-emu-"
+RUN_FOLDER_MAX = 64             # preload.c RUN_DIR_MAX: the socket path must fit sockaddr_un
+UNSPLITTABLE = (" ", "\t", "\n", ":")     # what LD_PRELOAD splits its list at
 
 
 @dataclass
@@ -48,10 +61,10 @@ class Emulation:
         """`base` (the current environment) with the preload and the emulator's place."""
         env = dict(os.environ if base is None else base)
         preload = env.get("LD_PRELOAD", "")
-        env["LD_PRELOAD"] = f"{self.library} {preload}".strip()
+        env["LD_PRELOAD"] = f"{self.preloaded} {preload}".strip()
         env[ENV_DIR] = str(self.folder)
         env[ENV_PROFILE] = self.profile.name
-        env[ENV_LIBRARY] = str(self.library)
+        env[ENV_LIBRARY] = str(self.preloaded)
         if self.clock_rate != 1.0:
             env[ENV_CLOCK_RATE] = repr(self.clock_rate)
         else:
@@ -59,8 +72,23 @@ class Emulation:
         return env
 
     @property
+    def preloaded(self) -> Path:
+        """The library's copy in the run folder, the one LD_PRELOAD names."""
+        return self.folder / self.library.name
+
+    @property
     def kernel_log(self) -> Path:
         return self.folder / "kmsg"
+
+    def claim(self, pid: int) -> None:
+        """`pid` (the program) uses the run folder too: a killed `emulate` leaves it to
+        the next run only once that program has ended as well."""
+        set_owners(self.folder, os.getpid(), self.model.pid, pid)
+
+    def greeted(self, pid: int) -> bool:
+        """Whether process `pid` greeted the model (the library loaded in it and answered
+        from inside it), by what the model says it answered."""
+        return pid in (self.summary.get("greeted") or [])
 
     def stop(self) -> dict:
         """Stop the model, keep what it said it answered, and clean up."""
@@ -82,17 +110,31 @@ class Emulation:
 
 def _run_folder() -> Path:
     parent = SHM if SHM.is_dir() and os.access(SHM, os.W_OK | os.X_OK) else None
-    return Path(tempfile.mkdtemp(prefix="xdna-emu-", dir=parent))
+    folder = make_owned(RUN_PREFIX, parent)
+    text = str(folder)
+    why = (f"is {len(text)} characters long, past the {RUN_FOLDER_MAX} the emulator's "
+           "library takes" if len(text) > RUN_FOLDER_MAX else
+           "holds a space or a colon, which LD_PRELOAD cannot carry"
+           if any(c in text for c in UNSPLITTABLE) else None)
+    if why is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise EnvironmentNotReady(f"the emulator's run folder {text} {why}; set TMPDIR to "
+                                  "a short plain folder (such as /tmp)")
+    return folder
 
 
 def start(profile: Profile, *, keep: bool = False, clock_rate: float = 1.0,
-          preload: Path | None = None) -> Emulation:
+          preload: Path | None = None,
+          say: Callable[[str], None] | None = None) -> Emulation:
     """Build (or find) the preload library (unless given), write the device's tree and
-    start the model (its clock `clock_rate` times faster than the wall clock)."""
-    preload = preload or library()
+    start the model (its clock `clock_rate` times faster than the wall clock); `say`
+    hears what the build did."""
+    preload = preload or library(say=say)
     device = EmulatedDevice(profile)
     folder = _run_folder()
     try:
+        shutil.copyfile(preload, folder / preload.name)
+        os.chmod(folder / preload.name, 0o500)
         kmsg = folder / "kmsg"
         kmsg.touch()
         device.write_tree(folder / "root", kmsg)
@@ -104,6 +146,7 @@ def start(profile: Profile, *, keep: bool = False, clock_rate: float = 1.0,
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+    set_owners(folder, os.getpid(), model.pid)
     emulation = Emulation(profile, device, folder, preload, model, keep, clock_rate)
     deadline = time.monotonic() + START_TIMEOUT_S
     while not (folder / SOCKET_NAME).exists():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import errno
 import itertools
+import logging
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -25,20 +26,31 @@ from pathlib import Path
 
 from harness.emulator import uapi
 
+log = logging.getLogger("harness.emulator")
+
 PAGE = 4096
 HEAP_BASE = 0x4000000
 HEAP_CHUNK = 64 << 20
 HEAP_MAX = 512 << 20
 DEV_ALIGN = 1 << 15
 HOST_BASE = 0x1_0000_0000      # where shared and command buffers appear to the device
+U64 = 1 << 64
+# include/drm/drm_vma_manager.h DRM_FILE_PAGE_OFFSET_SIZE (64-bit): the mmap offsets every
+# object of a device shares; an object needing more pages fails its create (ENOSPC)
+OFFSET_PAGES = (0xFFFFFFFF >> 12) * 256
+# the emulator's own limit: a buffer's mmap offset carries its id above bit 32, so one
+# buffer maps within 4 GiB (a larger one is answered ENOMEM and counted as unanswered)
+WINDOW = 1 << 32
 
 
 class DriverError(Exception):
-    """An ioctl's failure: the errno the program sees."""
+    """An ioctl's failure: the errno the program sees; `unanswered` when the emulator
+    fails it for want of a model the driver has (counted, and said by `emulate`)."""
 
-    def __init__(self, code: int, why: str = "") -> None:
+    def __init__(self, code: int, why: str = "", *, unanswered: bool = False) -> None:
         super().__init__(why or os.strerror(code))
         self.code = code
+        self.unanswered = unanswered
 
 
 def _round(size: int, to: int) -> int:
@@ -159,37 +171,65 @@ class Memory:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             os.ftruncate(fd, _round(size, PAGE))
+        except OSError:
+            path.unlink(missing_ok=True)
+            raise
         finally:
             os.close(fd)
         return path
 
     def create(self, kind: int, size: int, heap: Heap) -> BufferObject:
-        """A new buffer (CREATE_BO), its heap ranges taken from `heap` for DEV."""
+        """A new buffer (CREATE_BO), its heap ranges taken from `heap` for DEV.
+
+        Sizes are judged as amd/xdna-driver drivers/accel/amdxdna/amdxdna_gem.c and the DRM
+        core judge them (a u64 from the program, whatever it holds): PAGE_ALIGN wraps a
+        size within a page of 2^64 to 0, which a DEV BO refuses (EINVAL, "Invalid BO
+        size"), while a SHARE or CMD BO (drm_gem_shmem_create) gets no mmap offset for 0
+        pages (drm_mm_insert_node_in_range: ENOSPC); shmem_file_setup refuses a size that
+        is negative as a file size (EINVAL), and the offset space, more pages than it has
+        (ENOSPC). Nothing of the device changes when a create fails."""
         if kind not in uapi.BO_TYPES:
             raise DriverError(errno.EINVAL, f"unknown BO type {kind}")
-        if size <= 0:
-            raise DriverError(errno.EINVAL, "BO size 0")
-        buffer_id = self.newest = next(self._ids)
+        aligned = _round(size, PAGE) % U64
         if kind == uapi.BO_DEV:
+            if aligned == 0 or aligned > HEAP_MAX:     # amdxdna_gem_heap_alloc: past the
+                raise DriverError(errno.EINVAL, f"Invalid BO size {size:#x}")  # max heap
             if not heap.chunks:
                 raise DriverError(errno.EINVAL, "device BO before the client's heap")
-            start = heap.take(size)
+            start = heap.take(aligned)
             if start is None:
                 raise DriverError(errno.EAGAIN if heap.size < HEAP_MAX else errno.ENOMEM,
                                   "device heap full")
+            buffer_id = self.newest = next(self._ids)
             chunk = heap.chunks[start // HEAP_CHUNK]
             buffer = BufferObject(buffer_id, kind, size, HEAP_BASE + start, heap=chunk,
-                            heap_offset=start % HEAP_CHUNK)
+                                  heap_offset=start % HEAP_CHUNK)
         elif kind == uapi.BO_DEV_HEAP:
             if heap.size + HEAP_CHUNK > HEAP_MAX or size != HEAP_CHUNK:
                 raise DriverError(errno.EINVAL, f"heap object of {size} bytes")
+            buffer_id = self.newest = next(self._ids)
             buffer = BufferObject(buffer_id, kind, size, HEAP_BASE + heap.size,
-                            path=self._file(buffer_id, size))
+                                  path=self._file(buffer_id, size))
             heap.grow(buffer)
         else:
+            if aligned >= 1 << 63:
+                raise DriverError(errno.EINVAL, f"BO size {size:#x} (shmem_file_setup)")
+            if aligned == 0 or aligned // PAGE > OFFSET_PAGES:
+                raise DriverError(errno.ENOSPC, f"no mmap offset for {aligned // PAGE} pages")
+            if aligned > WINDOW:
+                raise DriverError(errno.ENOMEM, "CREATE_BO of more than 4 GiB (the "
+                                  "emulator's buffer window)", unanswered=True)
+            buffer_id = next(self._ids)
+            try:
+                path = self._file(buffer_id, size)
+            except OSError as err:
+                log.warning("CREATE_BO of %d bytes: %s", size, err.strerror)
+                raise DriverError(errno.ENOMEM, "CREATE_BO the run folder could not back",
+                                  unanswered=True) from None
+            self.newest = buffer_id
             address = self._host_next
-            self._host_next += _round(size, PAGE)
-            buffer = BufferObject(buffer_id, kind, size, address, path=self._file(buffer_id, size))
+            self._host_next += aligned
+            buffer = BufferObject(buffer_id, kind, size, address, path=path)
         self.buffers[buffer_id] = buffer
         return buffer
 

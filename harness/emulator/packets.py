@@ -33,6 +33,7 @@ the driver wrote there (and XRT had written something else), the command is garb
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.emulator import uapi
@@ -180,10 +181,13 @@ class Submission:
     opcodes: list[int]
     arg_bytes: list[int]
     faults: dict[int, str]
+    handles: Handles | None = field(default=None, repr=False)
     works: list[bool] = field(default_factory=list)   # per command: its code is not NOOPs
     seq: int | None = None
     job: Job | None = field(default=None, repr=False)
     written: bool = False
+    # drops the references the job holds on its buffers, once it has ended
+    release: Callable[[], None] | None = field(default=None, repr=False)
 
 
 def read_submission(command: BufferObject, handles: Handles, columns: int, dev_gen: int
@@ -198,7 +202,7 @@ def read_submission(command: BufferObject, handles: Handles, columns: int, dev_g
         if fault is not None:
             faults[index] = fault
     return Submission(command, members, chained, [p.opcode for p in packets],
-                      [argument_bytes(p) for p in packets], faults,
+                      [argument_bytes(p) for p in packets], faults, handles,
                       [instruction_work(p, handles) for p in packets])
 
 
@@ -214,7 +218,10 @@ def write_back(submission: Submission) -> None:
         command.set_word(3, job.error_index)
     for index, over in job.overwrites.items():
         target = submission.members[index] if index < len(submission.members) else None
-        if target is None:
+        if target is None or (submission.chained and not _has_handle(submission, target)):
+            # amdxdna_cmd_set_error looks a chain's sub-command up by its handle when the
+            # job ends: one the program closed meanwhile is not found (-EINVAL there), and
+            # nothing is written into it
             continue
         words = (target.size - 4) // 4
         before = [target.word(1 + i) for i in range(words)]
@@ -225,3 +232,11 @@ def write_back(submission: Submission) -> None:
         target.driver_wrote = {i: (before[i], target.word(1 + i)) for i in range(words)
                                if before[i] != target.word(1 + i)}
     submission.written = True
+    if submission.release is not None:
+        submission.release()
+        submission.release = None
+
+
+def _has_handle(submission: Submission, buffer: BufferObject) -> bool:
+    handles = submission.handles
+    return handles is not None and any(held is buffer for held in handles.table.values())

@@ -23,6 +23,16 @@
  * Nothing here decides what a command does; the model process does, with the same
  * driver and firmware model the simulated stack plays. Without $HARNESS_EMULATOR_DIR
  * every call passes straight through.
+ *
+ * With it, the program is emulated or does not run: before the program's own code runs
+ * (this library's constructor) the library greets the model and keeps its answer
+ * (`xdna_emulator_answer`, which the harness records in a report); a library that cannot
+ * reach its model ends the process, so a program labelled EMULATED never drives a real
+ * device instead. The device never hangs a program for good: a signal whose handler does
+ * not ask for restarts interrupts an ioctl waiting for the model (EINTR, as the driver's
+ * interruptible waits give), and a model that stops answering (stopped, hung) fails the
+ * ioctl with ETIME once it has been silent for $HARNESS_EMULATOR_SILENCE_MS; a model
+ * that is gone fails it at once.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -30,7 +40,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,9 +58,17 @@
 #include <unistd.h>
 
 #define ENV_DIR "HARNESS_EMULATOR_DIR"
+#define ENV_SILENCE "HARNESS_EMULATOR_SILENCE_MS"
 #define WIRE_MAGIC 0x58444e41u          /* "ANDX": every frame starts with it */
 #define OP_OPEN 1u
 #define OP_IOCTL 2u
+#define OP_HELLO 3u                     /* the handshake: the library answers from here */
+#define OP_PING 4u                      /* is the model still answering? */
+#define RUN_DIR_MAX 64                  /* the socket path must fit sockaddr_un */
+#define ANSWER_MAX 1024
+#define SILENCE_MS 10000                /* a model silent this long is not answering */
+#define TICK_MS 1000                    /* how often a long wait asks whether it is */
+#define EXIT_NOT_EMULATED 69            /* EX_UNAVAILABLE: the emulated device is not there */
 #define ACCEL_MAJOR 261                 /* the accel subsystem's character major */
 #define DEVNODE_PREFIX "/dev/accel/accel"
 #define MAX_PREFIXES 32
@@ -78,6 +98,9 @@ struct segment {
 };
 
 static int active;
+static const char *inactive = "the emulator's environment is not set";
+static char answer[ANSWER_MAX];         /* the model's answer to the handshake */
+static int silence_ms = SILENCE_MS;
 static char run_dir[PATH_MAX];
 static char root_dir[PATH_MAX];
 static size_t root_len;
@@ -90,6 +113,7 @@ static int pool[POOL_SIZE];             /* idle connections to the model */
 static int pool_count;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_once_t reals_found = PTHREAD_ONCE_INIT;
 
 /* Declared by old glibc headers only; newer binaries may still call them. */
 int __xstat(int, const char *, struct stat *);
@@ -102,11 +126,12 @@ int __openat_2(int, const char *, int);
 int __openat64_2(int, const char *, int);
 char *__realpath_chk(const char *, char *, size_t);
 
-#define NEXT(fn) ({ \
-    if (!real_##fn) \
-        real_##fn = (__typeof__(real_##fn))dlsym(RTLD_NEXT, #fn); \
-    real_##fn; })
+/* The real functions, found once when the library loads (its constructor), never lazily
+ * from whichever thread calls first; a call that comes before the constructor (another
+ * library's constructor) finds them through the same once. */
 #define REAL(fn) static __typeof__(fn) *real_##fn
+#define NEXT(fn) (real_##fn ? real_##fn : (pthread_once(&reals_found, resolve), real_##fn))
+#define RESOLVE(fn) real_##fn = (__typeof__(real_##fn))dlsym(RTLD_NEXT, #fn)
 
 REAL(open); REAL(open64); REAL(openat); REAL(openat64); REAL(fopen); REAL(fopen64);
 REAL(opendir);
@@ -114,17 +139,34 @@ REAL(stat); REAL(stat64); REAL(lstat); REAL(lstat64); REAL(fstatat); REAL(fstata
 REAL(__xstat); REAL(__xstat64); REAL(__lxstat); REAL(__lxstat64); REAL(statx);
 REAL(access); REAL(faccessat); REAL(readlink); REAL(readlinkat); REAL(realpath);
 REAL(ioctl); REAL(mmap); REAL(mmap64); REAL(close);
+REAL(dup); REAL(dup2); REAL(dup3); REAL(fcntl);
+static int (*real_fcntl64)(int, int, ...);
+
+static void resolve(void)
+{
+    RESOLVE(open); RESOLVE(open64); RESOLVE(openat); RESOLVE(openat64); RESOLVE(fopen);
+    RESOLVE(fopen64); RESOLVE(opendir);
+    RESOLVE(stat); RESOLVE(stat64); RESOLVE(lstat); RESOLVE(lstat64); RESOLVE(fstatat);
+    RESOLVE(fstatat64); RESOLVE(__xstat); RESOLVE(__xstat64); RESOLVE(__lxstat);
+    RESOLVE(__lxstat64); RESOLVE(statx);
+    RESOLVE(access); RESOLVE(faccessat); RESOLVE(readlink); RESOLVE(readlinkat);
+    RESOLVE(realpath);
+    RESOLVE(ioctl); RESOLVE(mmap); RESOLVE(mmap64); RESOLVE(close);
+    RESOLVE(dup); RESOLVE(dup2); RESOLVE(dup3); RESOLVE(fcntl);
+    real_fcntl64 = (int (*)(int, int, ...))dlsym(RTLD_NEXT, "fcntl64");
+}
 
 /* ---- configuration ------------------------------------------------------------------- */
 
 static void forget_pool(void)
 {
     /* A forked child shares its parent's idle connections: using one would interleave
-     * two processes' frames, so the child starts with none of its own. */
+     * two processes' frames, so the child starts with none of its own. The pool's mutex
+     * was taken before the fork (fork_prepare), so it is whole: the child unlocks it. */
     for (int i = 0; i < pool_count; i++)
         NEXT(close)(pool[i]);
     pool_count = 0;
-    pthread_mutex_init(&lock, NULL);
+    pthread_mutex_unlock(&lock);
 }
 
 static void fork_prepare(void) { pthread_mutex_lock(&lock); }
@@ -155,8 +197,15 @@ static void read_redirects(void)
 static void setup(void)
 {
     const char *dir = getenv(ENV_DIR);
-    if (!dir || dir[0] != '/' || strlen(dir) > 64)
-        return;                       /* the socket path must fit sockaddr_un */
+    if (!dir)
+        return;
+    if (dir[0] != '/' || strlen(dir) > RUN_DIR_MAX) {
+        inactive = "its run folder's path is not absolute or longer than 64 characters";
+        return;
+    }
+    const char *silence = getenv(ENV_SILENCE);
+    if (silence && atoi(silence) > 0)
+        silence_ms = atoi(silence);
     snprintf(run_dir, sizeof run_dir, "%s", dir);
     snprintf(root_dir, sizeof root_dir, "%s/root", dir);
     root_len = strlen(root_dir);
@@ -165,9 +214,19 @@ static void setup(void)
     read_redirects();
     pthread_atfork(fork_prepare, fork_parent, forget_pool);
     active = prefix_count > 0;
+    if (!active)
+        inactive = "its run folder lists no device paths";
 }
 
-__attribute__((constructor)) static void load(void) { pthread_once(&once, setup); }
+static void handshake(void);
+
+__attribute__((constructor)) static void load(void)
+{
+    pthread_once(&reals_found, resolve);
+    pthread_once(&once, setup);
+    if (getenv(ENV_DIR))
+        handshake();
+}
 
 static int on(void)
 {
@@ -223,30 +282,84 @@ static const char *unroot(const char *resolved)
 
 /* ---- the connection to the model --------------------------------------------------- */
 
-static int send_all(int fd, const void *data, size_t len)
+/* After EINTR: whether the call goes on, as the kernel restarts an interrupted
+ * interruptible wait only for a handler installed with SA_RESTART. Which signal came is not
+ * known here, so one handler without it is enough to return EINTR (callers such as
+ * libdrm's drmIoctl retry; Python runs its handler, and Ctrl-C raises). */
+static int restart_after_signal(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sigaction(sig, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL ||
+            sa.sa_handler == SIG_IGN)
+            continue;
+        if (!(sa.sa_flags & SA_RESTART))
+            return 0;
+    }
+    return 1;
+}
+
+static int model_answers(void);
+
+/* Wait until `fd` can be read (POLLIN) or written (POLLOUT): 0, or -EINTR (a signal, as
+ * above), -ETIME (the model did not answer), -EIO (it is gone). A request may wait long
+ * (a job that runs, a wait for ever): every TICK_MS the model is asked whether it still
+ * answers (`ask`), and the wait goes on while it does; the question itself waits
+ * silence_ms at most. */
+static int wait_io(int fd, short events, int ask)
+{
+    for (;;) {
+        struct pollfd p = {fd, events, 0};
+        int n = poll(&p, 1, ask ? TICK_MS : silence_ms);
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno == EINTR) {
+            /* an answer already here is taken: what the model did stays done */
+            if (!restart_after_signal() && poll(&p, 1, 0) <= 0)
+                return -EINTR;
+            continue;
+        }
+        if (n < 0)
+            return -EIO;
+        if (!ask)
+            return -ETIME;
+        int alive = model_answers();
+        if (alive)
+            return alive;
+    }
+}
+
+static int send_all(int fd, const void *data, size_t len, int ask)
 {
     const char *p = data;
     while (len) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            int ret = wait_io(fd, POLLOUT, ask);
+            if (ret)
+                return ret;
             continue;
+        }
         if (n <= 0)
-            return -1;
+            return -EIO;
         p += n;
         len -= (size_t)n;
     }
     return 0;
 }
 
-static int recv_all(int fd, void *data, size_t len)
+static int recv_all(int fd, void *data, size_t len, int ask)
 {
     char *p = data;
     while (len) {
-        ssize_t n = recv(fd, p, len, 0);
-        if (n < 0 && errno == EINTR)
-            continue;      /* the driver's waits restart: so does the wait for its answer */
+        int ret = wait_io(fd, POLLIN, ask);
+        if (ret)
+            return ret;
+        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            continue;
         if (n <= 0)
-            return -1;
+            return -EIO;           /* the model is gone: at once, never a hang */
         p += n;
         len -= (size_t)n;
     }
@@ -263,6 +376,25 @@ static int connect_model(void)
         return -1;
     }
     return fd;
+}
+
+static int exchange(int conn, uint32_t op, uint32_t file, uint64_t cmd, void *arg,
+                    size_t size, int read_back, const struct segment *in, int nin,
+                    char **extra, size_t *extra_len, int ask);
+
+/* 0 when the model answers a ping on a connection of its own, else -ETIME (silent for
+ * silence_ms), -EINTR or -EIO (gone). */
+static int model_answers(void)
+{
+    int fd = connect_model();
+    if (fd < 0)
+        return -EIO;
+    char *extra = NULL;
+    size_t extra_len = 0;
+    int ret = exchange(fd, OP_PING, 0, 0, NULL, 0, 0, NULL, 0, &extra, &extra_len, 0);
+    free(extra);
+    NEXT(close)(fd);
+    return ret < 0 ? ret : 0;
 }
 
 static int take_connection(void)
@@ -289,40 +421,90 @@ static void give_back(int fd)
 
 /* One request and its answer. The answer's struct goes back over `arg` (when the ioctl
  * reads), its extra bytes into a buffer the caller frees. Returns the model's result
- * (0 or -errno), or -EIO when the model is gone. */
+ * (0 or -errno), -EIO when the model is gone, -ETIME when it stopped answering, -EINTR
+ * when a signal interrupted the wait; after any of those three the connection is out of
+ * step (`*extra` stays NULL). */
 static int exchange(int conn, uint32_t op, uint32_t file, uint64_t cmd, void *arg,
                     size_t size, int read_back, const struct segment *in, int nin,
-                    char **extra, size_t *extra_len)
+                    char **extra, size_t *extra_len, int ask)
 {
     struct wire_request rq = {WIRE_MAGIC, op, file, (uint32_t)getpid(), cmd, (uint32_t)size, 0};
+    int ret;
+    *extra = NULL;
+    *extra_len = 0;
     for (int i = 0; i < nin; i++)
         rq.extra_len += (uint32_t)in[i].len;
-    if (send_all(conn, &rq, sizeof rq) || (size && send_all(conn, arg, size)))
-        return -EIO;
+    if ((ret = send_all(conn, &rq, sizeof rq, ask)) ||
+        (size && (ret = send_all(conn, arg, size, ask))))
+        return ret;
     for (int i = 0; i < nin; i++)
-        if (in[i].len && send_all(conn, in[i].ptr, in[i].len))
-            return -EIO;
+        if (in[i].len && (ret = send_all(conn, in[i].ptr, in[i].len, ask)))
+            return ret;
     struct wire_reply rp;
-    if (recv_all(conn, &rp, sizeof rp) || rp.magic != WIRE_MAGIC || rp.struct_len != size ||
-        rp.extra_len > MAX_EXTRA)
+    if ((ret = recv_all(conn, &rp, sizeof rp, ask)))
+        return ret;
+    if (rp.magic != WIRE_MAGIC || rp.struct_len != size || rp.extra_len > MAX_EXTRA)
         return -EIO;
     char scratch[256];
     void *target = (read_back && size) ? arg : scratch;
     if (size > sizeof scratch && target == scratch)
         return -EIO;
-    if (size && recv_all(conn, target, size))
-        return -EIO;
-    *extra = NULL;
-    *extra_len = rp.extra_len;
+    if (size && (ret = recv_all(conn, target, size, ask)))
+        return ret;
     if (rp.extra_len) {
-        *extra = malloc(rp.extra_len);
-        if (!*extra || recv_all(conn, *extra, rp.extra_len)) {
-            free(*extra);
-            *extra = NULL;
+        char *got = malloc(rp.extra_len);
+        if (!got)
             return -EIO;
+        if ((ret = recv_all(conn, got, rp.extra_len, ask))) {
+            free(got);
+            return ret;
         }
+        *extra = got;
+        *extra_len = rp.extra_len;
     }
     return rp.ret;
+}
+
+/* The handshake, before the program's own code runs: the model answers this process (it
+ * records which processes it answered, and `emulate` checks the program is one), and the
+ * answer is kept for the program to read (`xdna_emulator_answer`). A process that cannot
+ * have it does not run: it would otherwise find whatever device is really there. */
+static void handshake(void)
+{
+    const char *why = inactive;
+    if (active) {
+        int fd = connect_model();
+        char *extra = NULL;
+        size_t extra_len = 0;
+        int ret = fd < 0 ? -ECONNREFUSED :
+            exchange(fd, OP_HELLO, 0, 0, NULL, 0, 0, NULL, 0, &extra, &extra_len, 0);
+        if (fd >= 0)
+            NEXT(close)(fd);
+        if (ret == 0 && extra) {
+            size_t n = extra_len < sizeof answer - 1 ? extra_len : sizeof answer - 1;
+            memcpy(answer, extra, n);
+            answer[n] = '\0';
+            free(extra);
+            return;
+        }
+        free(extra);
+        why = ret == -ECONNREFUSED || ret == -EIO ? "its model process is not there" :
+            ret == -ETIME ? "its model process does not answer" : "the handshake failed";
+    }
+    char line[512];
+    int n = snprintf(line, sizeof line, "xdna-runlist-harness emulator: process %d cannot "
+                     "reach the emulated NPU (%s); it does not run, so that it never drives "
+                     "a real device in the emulator's place\n", (int)getpid(), why);
+    if (n > 0)
+        (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    _exit(EXIT_NOT_EMULATED);
+}
+
+/* What the model answered this process's handshake (JSON), or NULL when the library is
+ * not emulating here. The harness reads it with ctypes and records it in reports. */
+__attribute__((visibility("default"))) const char *xdna_emulator_answer(void)
+{
+    return answer[0] ? answer : NULL;
 }
 
 /* ---- device files ------------------------------------------------------------------ */
@@ -348,7 +530,7 @@ static int open_device(const char *path, int flags)
     char *extra = NULL;
     size_t extra_len = 0;
     int ret = exchange(fd, OP_OPEN, 0, (uint64_t)devnode_minor(path), NULL, 0, 0, NULL, 0,
-                       &extra, &extra_len);
+                       &extra, &extra_len, 1);
     free(extra);
     if (ret <= 0 || fd >= MAX_FDS) {
         NEXT(close)(fd);
@@ -509,9 +691,10 @@ static int emulated_ioctl(uint32_t file, unsigned long cmd, void *arg)
     char *extra = NULL;
     size_t extra_len = 0;
     ret = exchange(conn, OP_IOCTL, file, cmd, arg, size, (_IOC_DIR(cmd) & _IOC_READ) != 0,
-                   in, nin, &extra, &extra_len);
-    if (ret == -EIO && !extra)
-        NEXT(close)(conn);           /* the stream is out of step: never reuse it */
+                   in, nin, &extra, &extra_len, 1);
+    if ((ret == -EIO || ret == -ETIME || ret == -EINTR) && !extra)
+        NEXT(close)(conn);           /* the stream is out of step: never reuse it; the
+                                      * model drops what it parked for it */
     else
         give_back(conn);
     if (ret >= 0 && nr == 0x00 && size >= 64) {
@@ -756,9 +939,68 @@ void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t offset
     return NEXT(mmap64)(addr, len, prot, flags, fd, offset);
 }
 
-int close(int fd)
+static void forget_fd(int fd)
 {
     if (fd >= 0 && fd < MAX_FDS && device_file(fd))
         __atomic_store_n(&fd_file[fd], 0, __ATOMIC_RELEASE);
+}
+
+int close(int fd)
+{
+    forget_fd(fd);
     return NEXT(close)(fd);
+}
+
+/* A duplicate of a device file's fd is the same open file, as a DRM file's is: its
+ * ioctls and mmaps reach the same device file, which is released once every fd naming it
+ * is closed (the connection is shared by them). */
+static int duplicated(int fd, int copy)
+{
+    uint32_t file = device_file(fd);
+    if (copy >= 0 && copy != fd) {
+        if (copy < MAX_FDS)
+            __atomic_store_n(&fd_file[copy], file, __ATOMIC_RELEASE);
+        else if (file) {
+            NEXT(close)(copy);           /* past the table: it could not be followed */
+            errno = EMFILE;
+            return -1;
+        }
+    }
+    return copy;
+}
+
+int dup(int fd)
+{
+    return duplicated(fd, NEXT(dup)(fd));
+}
+
+int dup2(int fd, int copy)
+{
+    return duplicated(fd, NEXT(dup2)(fd, copy));
+}
+
+int dup3(int fd, int copy, int flags)
+{
+    return duplicated(fd, NEXT(dup3)(fd, copy, flags));
+}
+
+#define FCNTL_BODY(real) do { \
+    va_list ap; \
+    va_start(ap, cmd); \
+    void *arg = va_arg(ap, void *); \
+    va_end(ap); \
+    int ret_ = (real)(fd, cmd, arg); \
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) \
+        return duplicated(fd, ret_); \
+    return ret_; \
+} while (0)
+
+int fcntl(int fd, int cmd, ...)
+{
+    FCNTL_BODY(NEXT(fcntl));
+}
+
+int fcntl64(int fd, int cmd, ...)
+{
+    FCNTL_BODY(NEXT(fcntl64) ? real_fcntl64 : NEXT(fcntl));
 }

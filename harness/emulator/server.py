@@ -2,8 +2,12 @@
 socket, run in a process of its own because pyxrt holds the GIL while it waits, so the
 model cannot live in the interpreter of the program it answers.
 
-The preload library connects once per open device file (that connection is the file:
-its end releases what the file held) and once per concurrent ioctl. A frame is a
+The preload library greets the model once per process before the program's own code
+runs (OP_HELLO: the model answers with what it is, and records the process, so that
+`emulate` can tell the program really ran emulated), connects once per open device file
+(that connection is the file: its end releases what the file held) and once per
+concurrent ioctl, and asks whether the model still answers while a request waits long
+(OP_PING). A frame is a
 32-byte request {magic, op, file, pid, cmd, struct length, extra length} followed by the
 ioctl's argument struct and the user memory it points to; the answer is a 16-byte head
 {magic, result, struct length, extra length}, the struct as the driver leaves it and the
@@ -16,11 +20,14 @@ this socket included, is not the device's.
 Run as ``python -m harness.emulator.server FOLDER PROFILE PARENT_PID [CLOCK_RATE]``
 (the device's clock runs CLOCK_RATE times faster than the wall clock); it stops on
 SIGTERM, or when the process that started it is gone, and leaves ``model.json`` (what
-it answered, and what it could not) in FOLDER.
+it answered, what it could not, the processes it greeted, the requests its own faults
+left unanswered) in FOLDER. A fault of the model is logged and answered EIO; it never
+takes the device down.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -38,13 +45,14 @@ from harness.emulator.emulated_driver import EmulatedDriver, IoctlReply, Pending
 from harness.sim.profiles import parse_profile
 
 MAGIC = 0x58444E41
-OP_OPEN, OP_IOCTL = 1, 2
+OP_OPEN, OP_IOCTL, OP_HELLO, OP_PING = 1, 2, 3, 4
 REQUEST = struct.Struct("<IIIIQII")
 REPLY = struct.Struct("<IiII")
 SOCKET_NAME = "model.sock"
 SUMMARY_NAME = "model.json"
 PARENT_CHECK_S = 0.5
 MAX_FRAME = 80 << 20
+MAX_GREETED = 4096            # processes remembered (a program that forks and execs many)
 
 log = logging.getLogger("harness.emulator")
 
@@ -62,10 +70,14 @@ def encode_reply(reply: IoctlReply) -> bytes:
 
 
 class Server:
-    def __init__(self, folder: Path, driver: EmulatedDriver, parent: int | None) -> None:
+    def __init__(self, folder: Path, driver: EmulatedDriver, parent: int | None,
+                 clock_rate: float = 1.0) -> None:
         self.folder = folder
         self.driver = driver
         self.parent = parent
+        self.clock_rate = clock_rate
+        self.greeted: list[int] = []
+        self.faults = 0
         self.selector = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         path = folder / SOCKET_NAME
@@ -85,7 +97,10 @@ class Server:
                     self._accept()
                 else:
                     self._read(key.data)
-            self.driver.tick()
+            try:
+                self.driver.tick()
+            except Exception:              # the device's time went wrong: said, not fatal
+                self._fault("the device's clock")
             self._answer_parked()
             self.driver.waiting(bool(self.parked))
             if time.monotonic() >= next_check:
@@ -102,8 +117,15 @@ class Server:
         waits += [p.deadline - now for _, p in self.parked if p.deadline is not None]
         return max(0.0, min(waits))
 
+    def _fault(self, what: str) -> None:
+        self.faults += 1
+        log.exception("the model failed at %s", what)
+
     def _accept(self) -> None:
-        sock, _ = self.listener.accept()
+        try:
+            sock, _ = self.listener.accept()
+        except OSError:
+            return
         connection = ClientConnection(sock)
         self.selector.register(sock, selectors.EVENT_READ, connection)
 
@@ -137,16 +159,28 @@ class Server:
             connection.file_id = self.driver.open(pid)
             self._send(connection, IoctlReply(connection.file_id, args))
             return
+        if op in (OP_HELLO, OP_PING):
+            if op == OP_HELLO and len(self.greeted) < MAX_GREETED:
+                self.greeted.append(pid)
+            self._send(connection, IoctlReply(0, args, self._greeting() if op == OP_HELLO
+                                              else b""))
+            return
         try:
             result = self.driver.ioctl(file_id, cmd, args, extra) if op == OP_IOCTL \
-                else IoctlReply(-22, args)
+                else IoctlReply(-errno.EINVAL, args)
         except Exception:                  # a bug of the model must not take the device down
-            log.exception("ioctl %#x failed in the model", cmd)
-            result = IoctlReply(-5, args)
+            self._fault(f"ioctl {cmd:#x}")
+            result = IoctlReply(-errno.EIO, args)
         if isinstance(result, Pending):
             self.parked.append((connection, result))
         else:
             self._send(connection, result)
+
+    def _greeting(self) -> bytes:
+        """What the model says to a process's handshake: who answers it."""
+        return json.dumps({"model": "harness.emulator.server", "pid": os.getpid(),
+                           "profile": self.driver.device.profile.name,
+                           "clock_rate": self.clock_rate}).encode()
 
     def _answer_parked(self) -> None:
         if not self.parked:
@@ -154,9 +188,13 @@ class Server:
         now = time.monotonic()
         still = []
         for connection, pending in self.parked:
-            reply = pending.ready()
-            if reply is None and pending.deadline is not None and now >= pending.deadline:
-                reply = pending.expire()
+            try:
+                reply = pending.ready()
+                if reply is None and pending.deadline is not None and now >= pending.deadline:
+                    reply = pending.expire()
+            except Exception:
+                self._fault("a waiting request")
+                reply = IoctlReply(-errno.EIO, b"")
             if reply is None:
                 still.append((connection, pending))
             else:
@@ -183,7 +221,8 @@ class Server:
         stack = self.driver.stack
         return {"profile": self.driver.profile.name, "requests": self.requests,
                 "jobs": len(stack.jobs), "commands_completed": stack.completed_commands,
-                "unanswered": dict(sorted(self.driver.unanswered.items()))}
+                "unanswered": dict(sorted(self.driver.unanswered.items())),
+                "greeted": self.greeted, "faults": self.faults}
 
 
 def main(argv: list[str]) -> None:
@@ -200,7 +239,7 @@ def main(argv: list[str]) -> None:
             server.stopping = True
     signal.signal(signal.SIGTERM, stop)
     driver = EmulatedDriver(EmulatedDevice(parse_profile(profile_text)), folder, rate)
-    server = Server(folder, driver, parent)
+    server = Server(folder, driver, parent, rate)
     try:
         server.serve()
     finally:

@@ -375,11 +375,14 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
                 return EmulatedBackend(module, parse_profile(emulated["profile"]), reason,
                                        emulated=emulated)
             return HardwareBackend(module, reason=reason, stand_in=is_stand_in(module))
-        if kind == "xrt":
+        if kind == "xrt" or module is None and nodes:
+            # an NPU without pyxrt is a missing `source`, not a wish for the simulator
             if module is None:
                 raise EnvironmentNotReady(
-                    f"pyxrt does not import ({why}); run `source /opt/xilinx/xrt/setup.sh` "
-                    "or use --backend sim")
+                    (f"this machine has an NPU ({nodes[0]}) but " if nodes else "")
+                    + f"pyxrt does not import ({why}); run `source /opt/xilinx/xrt/setup.sh` "
+                    "first" + (", or ask for the simulator with --backend sim" if nodes
+                               else " or use --backend sim"))
             raise EnvironmentNotReady("no NPU device node under /dev/accel; check that the "
                                       "amdxdna driver is loaded (`runlist-harness probe`) "
                                       "or use --backend sim")
@@ -390,6 +393,7 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
     from harness.sim import pyxrt as sim_pyxrt
     from harness.sim.control import refused_at_probe
     from harness.sim.profiles import parse_profile
+    profile, played_here = _with_this_machine(profile)
     parsed = parse_profile(profile)
     refused = refused_at_probe(parsed)
     if refused:
@@ -397,7 +401,40 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
         raise EnvironmentNotReady(refused)
     if realtime:
         parsed = parsed.with_realtime()
+    reason = "; ".join(filter(None, (reason, played_here)))
     return SimulatedBackend(sim_pyxrt, parsed, reason)
+
+
+def _with_this_machine(profile: str | None) -> tuple[str | None, str]:
+    """On a machine with an NPU, the simulator plays its probed driver flavour, kernel and
+    NPU, unless the profile names them: a simulated run there is compared with that
+    machine, not with the simulator's default stack. The profile, and what was added."""
+    from harness.probe.machine_stack import probed_stack
+    from harness.probe.readers import Sources
+    probed = probed_stack(Sources.live())
+    if probed is None:
+        return profile, ""
+    from harness.model.drivers import FLAVOURS
+    from harness.sim.profiles import parse_profile
+    given = [token.strip() for token in (profile or "").split(",") if token.strip()]
+    named = {"flavour" if token in FLAVOURS else token.partition(":")[0] for token in given}
+    added, unknown = [], list(probed.unknown)
+    for token in probed.tokens:
+        if ("flavour" if token in FLAVOURS else token.partition(":")[0]) in named:
+            continue
+        try:                                 # a firmware release the simulator does not know
+            parse_profile(token)
+        except BadInput:
+            unknown.append(f"{token} (not a release the simulator knows)")
+            continue
+        added.append(token)
+    if not added and not unknown:
+        return profile, ""
+    said = (f"playing this machine's stack as probed: {','.join(added)}" if added
+            else "this machine's stack as probed is named by the profile")
+    if unknown:
+        said += f" (not played: {'; '.join(unknown)})"
+    return ",".join(added + given) or None, said
 
 
 def trial_seed(base: int, plan: str, trial: int) -> int:

@@ -23,7 +23,6 @@ import os
 import select
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -35,10 +34,10 @@ from typing import Any
 import psutil
 
 from harness.execution.worker import FORK_SERVER, SPAWN
+from harness.formats.scratch import set_owners, sweep_abandoned
 from harness.model.cleanups import at_exit
 from harness.model.errors import BadInput
 from harness.model.results import TrialResult, TrialSpec, TrialStatus
-from harness.probe.holders import process_exists
 
 STDERR_TAIL = 2000
 KILL_WAIT_S = 10.0
@@ -155,31 +154,12 @@ def _outcome(spec: TrialSpec, started: float, code: int | None, raw: bytes,
 
 
 WORKERS_PREFIX = "harness-workers-"
-OWNERS = "owners"
 
 
 def sweep_abandoned_folders(root: Path | None = None) -> list[Path]:
-    """Remove the worker folders of killed runs: ours (same user), real folders (not
-    links), whose harness and fork server are both gone. A folder without its owners file
-    is left alone unless it is an hour old (a run may be between mkdtemp and writing it)."""
-    removed = []
-    for folder in Path(root or tempfile.gettempdir()).glob(WORKERS_PREFIX + "*"):
-        try:
-            st = folder.lstat()
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-                continue
-            owners = folder / OWNERS
-            if owners.is_file():
-                pids = [int(p) for p in owners.read_text().split()]
-                if any(process_exists(pid) for pid in pids):
-                    continue
-            elif time.time() - st.st_mtime < 3600:
-                continue
-        except (OSError, ValueError):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder)
-    return removed
+    """Remove the worker folders of killed runs whose harness and fork server are both
+    gone (`harness.formats.scratch`)."""
+    return sweep_abandoned(WORKERS_PREFIX, root)
 
 
 class ServerGone(Exception):
@@ -198,7 +178,7 @@ class ForkServer:
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=log, start_new_session=True)
         # who uses this folder: the next run removes it once both are gone
-        (self.folder / OWNERS).write_text(f"{os.getpid()} {self.proc.pid}\n")
+        set_owners(self.folder, os.getpid(), self.proc.pid)
         self.buffer = b""
         self.count = 0
         self.broken = False

@@ -53,7 +53,8 @@ from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import STAND_IN, PlanRecord, Report, continue_command, utc_now
 from harness.report.timing import duration_text, stack_timers, time_to_failure, ttf_text
-from harness.report.verdict import Verdict, judge, with_xrt_smi
+from harness.report.verdict import Verdict, report_verdict
+from harness.sources.capture_case import captured_commands
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
 from harness.sources.packs import ResolvedPack, other_packs_files, resolve_pack
@@ -347,6 +348,8 @@ class Runner:
         try:
             pack = resolve_pack(case, simulated=not self.backend.hardware)
         except EnvironmentNotReady as err:
+            # the verdict and the render say it did not run, and why
+            self.report.artifacts["control"] = {"not_run": str(err)}
             return f"the depth-only control was not run: {err}"
         self.control = (case, pack)
         self.backend.latencies.update(case_latencies(case))
@@ -365,19 +368,18 @@ class Runner:
             while len(plan.finished()) < self.options.trials:
                 done += 1
                 self.trial(plan, done, total)
-        return self.conclude(lambda: judge(self.report.plans, self.report.backend))
+        return self.conclude(lambda: report_verdict(self.report))
 
     def conclude(self, verdict: Callable[[], Verdict]) -> Report:
         """End the run: on hardware, XRT's own deep runlist once a plan of the case failed;
-        the verdict (`verdict`, asked once that ran) beside what it answered; the report
-        finished."""
+        the verdict (`verdict`, asked once that ran, so it can say what XRT answered); the
+        report finished."""
         if xrt_smi_control.wanted(self.report, self.backend.hardware,
                                   self.options.xrt_smi_control):
             self.progress("xrt-smi validate --run runlist-latency: XRT's own deep runlist, "
                           "as a control", False)
             xrt_smi_control.run_control(self.report)
-        self.report.verdict = with_xrt_smi(
-            verdict(), self.report.sections.get(xrt_smi_control.SECTION)).to_dict()
+        self.report.verdict = verdict().to_dict()
         self.handle.finish()
         return self.report
 
@@ -579,8 +581,8 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
               "workload": describe_workload(case, flow_of(case, options)).to_json(),
               **({"reference": case.reference, "recipe_profile": case.recipe_profile}
                  if case.kind is CaseKind.RECIPE else {}),
-              **({"capture": case.capture, "frame": case.frame} if case.kind is CaseKind.CAPTURE
-                 else {})},
+              **({"engine": case.engine} if case.engine else {}),
+              **(captured_commands(case) if case.kind is CaseKind.CAPTURE else {})},
         settings=options.to_settings(flow_of(case, options),
                                      _worker_start() if options.isolate else None),
         environment=environment,

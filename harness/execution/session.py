@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.execution.backend import Backend
 from harness.formats.elf_writer import control_code_file
+from harness.formats.regular import read_regular
 from harness.formats.txn import (
     DEV_GEN_AIE2P,
     DEV_GEN_NPU1,
@@ -162,7 +163,8 @@ class _Loaded:
         first takes it, as XRT's runner does."""
         if name not in self.named:
             buffer = self.spec.buffers[name]
-            content = Path(buffer.data).read_bytes() if buffer.data else None
+            content = read_regular(buffer.data, f"buffer {name}", limit=buffer.size) \
+                if buffer.data else None
             xrt = self.xrt
             if buffer.memgrp and buffer.flags is not None \
                     and buffer.flags != int(xrt.bo.host_only):

@@ -6,8 +6,10 @@ ignored in ..."). So the handlers installed here also remember the request, and
 the runner asks at every trial boundary: a stop that was swallowed still stops
 the run there, with its trial recorded.
 
-How a finished process leaves (`leave`) lives here too: after a stop it must keep
-the status chosen, which an ordinary interpreter exit would not.
+How a process leaves (`leave`) lives here too: one that finished its work ends through
+the interpreter's normal exit, so that what native libraries do at exit happens (XRT
+writes a capture's replay.json there); after a stop it ends at once and keeps the status
+chosen, which an ordinary interpreter exit would not.
 """
 
 from __future__ import annotations
@@ -61,11 +63,29 @@ def raise_if_requested() -> None:
         raise Terminated
 
 
+# What a stopped process exits with (harness.app.exits maps the signals to these; its
+# test holds them equal): such an exit is at once, whatever the interpreter would do.
+STOPPED = (130, 143)
+
+
 def leave(code: int) -> None:
-    """End this process with `code` without tearing the interpreter down module by module
-    (a tenth of a short run's wall time): the exit hooks run (locks let go of, fork servers
-    ended), the streams are flushed, then it ends. For a process that has written
-    everything it writes: the console scripts and the trial worker."""
+    """End this process with `code`, for a process that has written everything it writes
+    (the console scripts, the trial worker).
+
+    Work that finished ends through the interpreter's normal exit (`SystemExit`): Python's
+    exit hooks run (locks let go of, fork servers ended), then the C library's `exit`,
+    whose handlers are what native libraries do at exit. XRT writes a capture's
+    replay.json there, in the destructor of its capture singleton (capture.cpp `~frames`);
+    an `os._exit`, a kill or a crash skips it, so a harness that always left through
+    `os._exit` could never be captured (`xrt-capture -- reproduce_ert_timeout`).
+
+    After a stop (Ctrl-C, SIGTERM) it ends at once: the exit hooks run, the streams are
+    flushed, and the process ends with the status chosen without tearing the interpreter
+    down. An ordinary exit would not keep that status: a KeyboardInterrupt that passed
+    through `exec` (a dataclass being made, say) makes CPython kill itself with SIGINT at
+    exit whatever status was chosen (its unhandled_keyboard_interrupt flag)."""
+    if code not in STOPPED and _requested is None:
+        raise SystemExit(code)
     try:
         getattr(atexit, "_run_exitfuncs", lambda: None)()
     except BaseException:  # noqa: BLE001 - a second Ctrl-C in a hook: still leave, as said

@@ -13,12 +13,15 @@ Two ways to start one (`harness.execution.isolation` chooses):
 Either way the worker imports only what a trial needs (no click, no yaml, no
 command modules), asks the kernel to kill it when its parent dies, and returns with
 each result its pid, how it was started and the XRT libraries it really mapped: the
-parent's fingerprint does not say which `libxrt_core` the worker loaded.
+parent's fingerprint does not say which `libxrt_core` the worker loaded. A worker that
+ran its trial ends through the interpreter's normal exit, so that XRT, which it loaded,
+does at exit what it does there (write a capture's replay.json: capture.cpp `~frames`).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import ctypes
 import gc
 import json
@@ -29,6 +32,7 @@ import traceback
 from typing import Any
 
 from harness.model.results import TrialSpec
+from harness.probe.xrt_config import capturing
 
 PR_SET_PDEATHSIG = 1
 SPARES = 2             # children a fork server keeps forked ahead of their trials
@@ -84,9 +88,20 @@ def serve(backend_kind: str, profile: str | None) -> int:
     backend = None
     if backend_kind == "sim":       # the hardware path's pyxrt is imported by each child
         backend = harness.execution.backend.choose_backend(backend_kind, profile)
-    warmed = backend is None
-    replies = sys.stdout
+    # A rehearsal submits work to a throw-away simulated NPU: under an XRT capture it would
+    # be recorded as frames of the trial that follows (a child records what it submits).
+    rehearse = backend is not None and not capturing()
     children = _Children(backend_kind, profile, backend)
+    try:
+        return _serve(children, backend, rehearse)
+    except _ChildEnds as ended:          # in a child, after its trial
+        return ended.code
+
+
+def _serve(children: _Children, backend: Any, rehearse: bool) -> int:
+    """The server's loop (`serve`)."""
+    warmed = not rehearse
+    replies = sys.stdout
     try:
         for line in sys.stdin:
             order = json.loads(line)
@@ -98,7 +113,7 @@ def serve(backend_kind: str, profile: str | None) -> int:
             replies.write(json.dumps({"pid": child.pid}) + "\n")
             replies.flush()
             # the next trial's child, forked (and rehearsing) while this one runs
-            children.prepare(order if backend is not None else None)
+            children.prepare(order if rehearse else None)
             status = children.wait(child)
             replies.write(json.dumps({"pid": child.pid, "status": status}) + "\n")
             replies.flush()
@@ -132,7 +147,8 @@ class _Children:
     def __init__(self, backend_kind: str, profile: str | None, backend: Any) -> None:
         self.kind, self.profile, self.backend = backend_kind, profile, backend
         self.spares: list[_Child] = []
-        self.ended: list[int] = []        # pids that said done: reaped before the next fork
+        self.ended: list[int] = []        # pids that said done: reaped once they have ended
+        self.owner = os.getpid()          # a child inherits this object; it is not its own
 
     def take(self) -> _Child:
         return self.spares.pop(0) if self.spares else self._fork(None)
@@ -170,13 +186,21 @@ class _Children:
         _, status = os.waitpid(child.pid, 0)
         return os.waitstatus_to_exitcode(status)
 
-    def _reap(self) -> None:
-        while self.ended:
-            os.waitpid(self.ended.pop(), 0)
+    def _reap(self, *, block: bool = False) -> None:
+        """Reap the children that said done and have ended since (all of them, waiting,
+        with `block`): a child ends through the interpreter's exit after its result, and
+        no trial waits for that."""
+        for pid in list(self.ended):
+            ended, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+            if ended:
+                self.ended.remove(pid)
 
     def close(self) -> None:
         """Spares are ended without a trial (a spare may be rehearsing a long trial, and
-        the run must not wait for it: it never opened the device); every child is reaped."""
+        the run must not wait for it: it never opened the device); every child is reaped.
+        Nothing in a child, which holds a copy of this object and none of its children."""
+        if os.getpid() != self.owner:
+            return
         for spare in self.spares:
             for fd in spare.fds():
                 os.close(fd)
@@ -187,7 +211,7 @@ class _Children:
         for spare in self.spares:
             os.waitpid(spare.pid, 0)
         self.spares = []
-        self._reap()
+        self._reap(block=True)
 
 
 def _warm(order: dict[str, Any], backend: Any) -> None:
@@ -205,14 +229,26 @@ def _warm(order: dict[str, Any], backend: Any) -> None:
     gc.freeze()
 
 
+class _ChildEnds(BaseException):
+    """A forked child's trial is over: unwind to `serve`, which returns its status, so that
+    the child ends through the interpreter's normal exit (see the module's note)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 def _child(orders: int, done: int, rehearsal: dict[str, Any] | None, backend_kind: str,
            profile: str | None, server: int, backend: Any = None) -> None:
     """A forked trial: its own session (no terminal signals), killed with the server, its
     order read from `orders` when it comes, its output in the file the parent reads, its
-    result in another, then "done" on `done`; never returns. A spare whose order never
-    comes (the run ended) leaves quietly."""
+    result in another, then "done" on `done`; never returns: it raises `_ChildEnds` with
+    its status. A spare whose order never comes (the run ended) leaves quietly. What the
+    server registered to do at exit is not the child's to do (`atexit` is cleared); what
+    the child's own trial registered (a simulated XRT's capture) is."""
     code = 1
     gc.disable()        # one trial, then exit: its garbage goes with the process
+    getattr(atexit, "_clear", lambda: None)()
     try:
         os.setsid()
         die_with_parent(server)
@@ -226,7 +262,7 @@ def _child(orders: int, done: int, rehearsal: dict[str, Any] | None, backend_kin
         with os.fdopen(orders, "rb") as pipe:
             line = pipe.readline()
         if not line:
-            os._exit(0)
+            os._exit(0)                  # nothing ran: nothing to do at exit
         order = json.loads(line)
         output = os.open(order["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(output, 1)
@@ -243,7 +279,7 @@ def _child(orders: int, done: int, rehearsal: dict[str, Any] | None, backend_kin
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(code)
+    raise _ChildEnds(code)
 
 
 def _rehearse(order: dict[str, Any], backend: Any) -> None:

@@ -25,6 +25,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.formats.regular import read_regular
 from harness.model.errors import BadInput
 
 MAGIC = b"\x7fELF"
@@ -291,11 +292,11 @@ def demangle(mangled: str, where: str = "ELF") -> tuple[str, tuple[str, ...]]:
     return name, tuple(args)
 
 
+MAX_ELF_BYTES = 256 << 20       # control code is KBs to a few MB
+
+
 def read_elf(path: str | Path) -> Elf:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise ElfError(f"cannot read {path}: {err.strerror or err}") from None
+    data = read_regular(path, "ELF", limit=MAX_ELF_BYTES, error=ElfError)
     return parse_elf(data, str(path))
 
 

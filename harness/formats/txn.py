@@ -15,6 +15,9 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.formats.regular import read_regular
+from harness.model.errors import BadInput
+
 HEADER_SIZE = 16
 DEV_GEN_NPU1 = 3     # AIE2 (Phoenix)
 DEV_GEN_AIE2P = 4    # AIE2P (Strix, Strix Halo, Krackan)
@@ -34,6 +37,8 @@ OP_NAMES = {OP_WRITE: "WRITE", OP_BLOCKWRITE: "BLOCKWRITE", OP_MASKWRITE: "MASKW
 _SIZE_FIELD = {OP_WRITE: (20, 24), OP_MASKWRITE: (24, 32), OP_MASKPOLL: (24, 32),
                OP_MASKPOLL_BUSY: (24, 32), OP_BLOCKWRITE: (12, 16)}
 _FIXED_SIZE = {OP_NOOP: 4, OP_PREEMPT: 4, OP_LOADPDI: 16}
+
+MAX_TXN_BYTES = 256 << 20       # an instruction stream is KBs
 
 
 @dataclass(frozen=True)
@@ -107,9 +112,9 @@ def file_problem(path: str | Path) -> str | None:
     has is checked (header, version 0.1, declared size within the file); the partition's
     own checks come when the stream is submitted. The file's bytes are never quoted."""
     try:
-        stream = Path(path).read_bytes()
-    except OSError as err:
-        return f"cannot read it: {err.strerror or err}"
+        stream = read_regular(path, "instruction stream", limit=MAX_TXN_BYTES)
+    except BadInput as err:
+        return str(err)
     try:
         header = parse_header(stream)
     except TxnError as err:

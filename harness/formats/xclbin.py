@@ -24,6 +24,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.formats.regular import read_regular
 from harness.model.errors import XclbinError
 
 MAGIC = b"xclbin2\0"
@@ -221,11 +222,11 @@ class Xclbin:
         return self.path or f"xclbin {self.uuid}"
 
 
+MAX_XCLBIN_BYTES = 1 << 30      # FastFlowLM's are a few MB; a GiB is no xclbin
+
+
 def read_xclbin(path: str | Path) -> Xclbin:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise XclbinError(f"cannot read {path}: {err.strerror or err}") from None
+    data = read_regular(path, "xclbin", limit=MAX_XCLBIN_BYTES, error=XclbinError)
     return parse_xclbin(data, str(path))
 
 

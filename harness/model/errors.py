@@ -58,6 +58,13 @@ class DiskFault(HarnessError):
     exit_code = ExitCode.HARNESS_FAULT
 
 
+class RedactionFault(HarnessError):
+    """Redaction would garble a report (replace a word of the harness's own): a bug of the
+    harness, so nothing is written."""
+
+    exit_code = ExitCode.HARNESS_FAULT
+
+
 class Interrupted(HarnessError):
     """The user (Ctrl-C, SIGINT) or a signal (SIGTERM) stopped a run; the message says
     where everything so far is kept and how to continue."""

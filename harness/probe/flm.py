@@ -33,8 +33,10 @@ def flm_facts(src: Sources) -> dict[str, Any]:
     facts: dict[str, Any] = {"binary": shown}
     if src.run is not None:
         facts["version"] = src.run([str(binary), "version"])
-    bindir = binary.resolve().parent
-    model_list = bindir / "model_list.json"
+    # in a fake tree the binary was found inside it, links and all (`Sources.path`)
+    bindir = binary.parent if src.fake else binary.resolve().parent
+    model_list = src.path(f"{shown.rsplit('/', 1)[0]}/model_list.json") if src.fake \
+        else bindir / "model_list.json"
     if model_list.is_file():
         try:
             data = json.loads(model_list.read_text())

@@ -84,13 +84,4 @@ def own_family() -> set[int]:
     return family
 
 
-def process_exists(pid: int) -> bool:
-    """Whether any process has this pid now (signal 0 only asks; someone else's process
-    answers EPERM, and exists all the same)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True

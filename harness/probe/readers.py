@@ -18,6 +18,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from harness.formats.regular import read_regular
+from harness.formats.rooted import within_root
 from harness.logs.kernel_log import Execute, execute
 from harness.probe import drm
 from harness.probe.xrt_loader import load_pyxrt, system_root
@@ -26,6 +28,7 @@ if TYPE_CHECKING:         # programs run only on the hardware path (flm, xrt-smi
     from harness.formats.capped_run import Completed
 
 UNREADABLE = "unreadable"
+MAX_READ = 1 << 20            # sysfs and /proc files are a page; /etc files a few KB
 
 
 @dataclass
@@ -107,21 +110,27 @@ class Sources:
         return self.root != Path("/")
 
     def path(self, absolute: str | Path) -> Path:
-        return self.root / str(absolute).lstrip("/")
+        """Where `absolute` is read: itself on this machine; under a fake root, looked up
+        as if the root were / (`within_root`), so no link of the tree leads out of it."""
+        if not self.fake:
+            return Path("/") / str(absolute).lstrip("/")
+        return within_root(self.root, str(absolute))
 
     def read(self, absolute: str | Path) -> str | None:
-        """A file's text (stripped); None when absent; UNREADABLE when permission is denied."""
+        """A file's text (stripped); None when absent; UNREADABLE when permission is
+        denied. What is no file (a FIFO, a device) or past MAX_READ is bad input: reading
+        it would wait for ever or fill memory."""
         path = self.path(absolute)
         if not path.exists():
             return None
-        if self.identity.emulate and not self.allowed(path, 4):
+        if (self.identity.emulate and not self.allowed(path, 4)) or \
+                not os.access(path, os.R_OK):
             return UNREADABLE
         try:
-            return path.read_text(errors="replace").strip()
+            data = read_regular(path, f"file {absolute} the probe reads", limit=MAX_READ)
         except PermissionError:
             return UNREADABLE
-        except OSError:
-            return None
+        return data.decode("utf-8", "replace").strip()
 
     def allowed(self, path: Path, want: int) -> bool:
         """Emulated permission check: want is 4 (read), 2 (write) or 6 (both)."""
@@ -146,7 +155,7 @@ class Sources:
             return Path(found) if found else None
         for folder in (self.env.get("PATH") or "").split(os.pathsep):
             if folder:
-                candidate = self.path(folder) / program
+                candidate = self.path(f"{folder}/{program}")
                 if candidate.is_file():
                     return candidate
         return None

@@ -17,11 +17,12 @@ archive is written beside its target and renamed into place once whole.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import os
+import shutil
 import tarfile
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.formats.printable import escape_controls
+from harness.formats.scratch import make_owned
 from harness.formats.yamlio import atomic_file, dump_yaml
-from harness.model.errors import BadInput, HarnessError
+from harness.model.errors import BadInput, EnvironmentNotReady, HarnessError, RedactionFault
 from harness.report import render as rendering
+from harness.report.check import garbled
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
 from harness.report.model import JOURNAL, continue_command, is_simulated, source_tag
@@ -190,12 +193,15 @@ def _redacted_copy(reader: ReportReader, digest: Digest, target: Path) -> None:
     header = reader.read_header()
     with target.open("wb") as out:
         if reader.whole or not reader.journaled:
-            out.write(dump_yaml(digest.redactor.data(reader.document())).encode("utf-8"))
+            whole = digest.redactor.data(reader.document())
+            _not_garbled(whole)
+            out.write(dump_yaml(whole).encode("utf-8"))
             return
         comment = "# xdna-runlist-harness report"
         if isinstance(header, dict) and is_simulated(header.get("backend") or {}):
             comment += f": {source_tag(header['backend'])} stack, not hardware evidence"
         shown = digest.redactor.data({k: v for k, v in header.items() if k != JOURNAL[:-1]})
+        _not_garbled(shown)
         out.write((comment + "\n" + dump_yaml(shown) + JOURNAL + "\n").encode("utf-8"))
         redactor = digest.redactor
         for _, raw in reader.journal_entries():
@@ -206,6 +212,16 @@ def _redacted_copy(reader: ReportReader, digest: Digest, target: Path) -> None:
             entry = redactor.data(parse_entry("- " + raw.decode("utf-8")))
             kind = next(iter(entry))
             out.write(entry_line(kind, entry[kind]))
+
+
+def _not_garbled(shown: Any) -> None:
+    """The redacted report is still the report: its own fields hold no placeholder
+    (`report check` refuses one that does)."""
+    problems = garbled(shown) if isinstance(shown, dict) else []
+    if problems:
+        raise RedactionFault(f"the redacted report would be garbled ({problems[0]}); nothing "
+                            "was written. This is a bug of the harness's redaction: please "
+                            "report it")
 
 
 def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
@@ -376,17 +392,29 @@ def render_for_issue(report: Path, digest: Digest, do_redact: bool) -> str:
                                      report_name=report.name)
 
 
+SCRATCH_PREFIX = "harness-bundle-"
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
 def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path | None = None,
                  *, do_redact: bool = True, force: bool = False) -> tuple[Path, Contents]:
-    """Write the bundle atomically; an existing file is replaced only with `force`."""
+    """Write the bundle atomically; an existing file is replaced only with `force`, and
+    never the report itself. Its parts are made in a scratch folder of the temporary
+    folder, which a killed bundle leaves to the next to remove (`harness.formats.scratch`)."""
     target = out or bundle_path(report)
+    if _same_file(target, report):
+        raise BadInput(f"--out {target} is the report itself: the bundle would replace it; "
+                       "choose another name (default: REPORT.bundle.tar.gz)")
     if target.exists() and not force:
         raise BadInput(f"{target} exists; pass --force to replace it, or --out another name")
     top = top_folder(target, report)
     now = int(time.time())
-    with tempfile.TemporaryDirectory(prefix="harness-bundle-") as scratch:
-        contents = collect(report, reader, digest, do_redact, Path(scratch),
-                           archive=target.name)
+    scratch = make_owned(SCRATCH_PREFIX)
+    contents = Contents()
+    writing = scratch
+    try:
+        contents = collect(report, reader, digest, do_redact, scratch, archive=target.name)
+        writing = target
         try:
             with atomic_file(target, overwrite=force) as handle, \
                     tarfile.open(fileobj=handle, mode="w:gz", compresslevel=6) as tar:
@@ -405,7 +433,45 @@ def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path |
         except FileExistsError:
             raise BadInput(f"{target} was created by someone else meanwhile; not replacing "
                            "it (pass --force to)") from None
+    except OSError as err:
+        if err.errno not in NO_SPACE:
+            raise
+        raise _no_space(err, writing, target, contents) from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return target, contents
+
+
+def _same_file(target: Path, report: Path) -> bool:
+    try:
+        return os.path.samefile(target, report)
+    except OSError:
+        return os.path.realpath(target) == os.path.realpath(report)
+
+
+def _no_space(err: OSError, writing: Path, target: Path, contents: Contents) -> HarnessError:
+    """A full disk (or quota, or file-size limit) said with the file being written, what
+    the bundle's parts come to and what is free there."""
+    parts = sum(held.stat().st_size if isinstance(held, Path) and held.exists()
+                else len(held) if isinstance(held, bytes) else 0
+                for held in contents.files.values())
+    folder = writing if writing.is_dir() else writing.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        free = 0
+    what = ("its scratch copy in " + str(writing) + " (TMPDIR)" if writing != target
+            else str(target))
+    need = (f"its parts come to {_mib(parts)} before compression, " if parts else "") + \
+        f"{_mib(free)} free there"
+    return EnvironmentNotReady(
+        f"no space to write the bundle {target}: writing {what} failed "
+        f"({os.strerror(err.errno or errno.ENOSPC)}); {need}. Free space there, or choose "
+        "--out (or TMPDIR, for the scratch copy) on a disk with room")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
 
 
 def top_folder(target: Path, report: Path) -> str:

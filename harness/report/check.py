@@ -33,6 +33,7 @@ from harness.report.model import (
     is_simulated,
 )
 from harness.report.reader import HeaderError, ReportReader, TrialEntry
+from harness.report.redact import placeholders_in
 from harness.report.schema import check, report_schema, trial_schema
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ Start = Callable[[ReportReader], TrialVisitor]
 class ReportCheck:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # what the file is when it is no report at all (rendering it unchecked cannot help)
+    not_a_report: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -76,10 +79,64 @@ def check_report_file(file: str, start: Start | None = None) -> ReportCheck:
     return result
 
 
+def _own_fields(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The harness's own words in a report: what it ran and how (a profile, a flavour, a
+    plan's name), never a machine's or a user's."""
+    backend = _mapping(doc.get("backend"))
+    driver = _mapping(backend.get("driver"))
+    case = _mapping(doc.get("case"))
+    settings = _mapping(doc.get("settings"))
+    fields = [("command", doc.get("command")), ("backend.kind", backend.get("kind")),
+              ("backend.profile", backend.get("profile")),
+              ("backend.driver.flavour", driver.get("flavour")), ("case.name", case.get("name")),
+              ("settings.flow", settings.get("flow"))]
+    deviations = backend.get("deviations")
+    if isinstance(deviations, list):
+        fields += [(f"backend.deviations[{i}]", d) for i, d in enumerate(deviations)]
+    plans = doc.get("plans")
+    if isinstance(plans, list):
+        fields += [(f"plans[{i}].name", p.get("name")) for i, p in enumerate(plans)
+                   if isinstance(p, dict)]
+    return fields
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def garbled(doc: dict[str, Any]) -> list[str]:
+    """Redaction placeholders in the harness's own fields: a name replaced where it was the
+    report's own word (a user named `staging` and the profile `staging,...`)."""
+    return [f"{where}: {value!r} holds a redaction placeholder where the harness wrote its "
+            "own word: the redaction garbled this report"
+            for where, value in _own_fields(doc)
+            if isinstance(value, str) and placeholders_in(value)]
+
+
+def what_it_is(header: Any) -> str | None:
+    """What a document is when it is no report of any version the harness knows (said in
+    the error), or None for one that claims to be a report."""
+    if header is None:
+        return "an empty file (no YAML document)"
+    if isinstance(header, list):
+        return f"a YAML list of {len(header)} item(s), not a mapping"
+    if not isinstance(header, dict):
+        return f"a single YAML {type(header).__name__}, not a mapping"
+    if header.get("schema") in KNOWN_SCHEMAS:
+        return None
+    if "case" in header and ("decode" in header or "xclbins" in header):
+        return "a case file (it has `case:`): run it with `runlist-harness run`"
+    if "resources" in header and "execution" in header:
+        return "an XRT run recipe (it has `resources:` and `execution:`)"
+    return None          # a mapping: perhaps a report whose header was damaged (--no-check)
+
+
 def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> None:
     header = reader.read_header(with_lines=True)
-    if not isinstance(header, dict):
-        result.problems.append("not a report: the top level must be a mapping")
+    kind = what_it_is(header)
+    if kind is not None:
+        result.not_a_report = kind
+        result.problems.append(f"not a report: it is {kind}")
         return
     if header.get("schema") not in KNOWN_SCHEMAS:
         result.problems.append(f"unknown report schema {header.get('schema')!r}; this harness "
@@ -113,6 +170,7 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
     entry_lines = _journal_lines(reader)
     found = [_located(p.where(), p.message, _line_of(p.path, entry_lines, reader.lines))
              for p in check(doc)]
+    found += garbled(doc)
     root = report_schema()
     rule = trial_schema(root)
     counted: dict[int, int] = {}
@@ -263,12 +321,10 @@ def _consistency(doc: dict[str, Any], briefs: dict[int, list[TrialResult]]) -> l
     if report.finished and report.command in JUDGED:
         if report.verdict is None:
             return problems + ["finished, but without a verdict: the header was cut short"]
-        from harness.report.verdict import judge, with_xrt_smi
+        from harness.report.verdict import report_verdict
         for position, plan in enumerate(report.plans):
             plan.trials = briefs.get(position, [])
-        control = report.sections.get("xrt_smi_control")
-        told = with_xrt_smi(judge(report.plans, report.backend),
-                            control if isinstance(control, dict) else None)
+        told = report_verdict(report)
         if not _verdict_agrees(report.verdict, told, report.plans):
             said = report.verdict.get("answer") or report.verdict.get("text")
             problems.append(f"the verdict ({said!r}) is not what its trials say "

@@ -17,9 +17,9 @@ import os
 import stat
 from pathlib import Path
 
+from harness.formats.scratch import process_exists
 from harness.model.cleanups import at_exit
 from harness.model.errors import BadInput
-from harness.probe.holders import process_exists
 
 
 class ReportBusy(BadInput):

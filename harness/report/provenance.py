@@ -104,14 +104,59 @@ def what_ran_rows(data: dict[str, Any], labels: dict[str, str]) -> list[list[str
 def nop_note(data: dict[str, Any]) -> str | None:
     """For a case whose every run carried only a NOOP: what it tests, and how to run the
     engine's own commands instead."""
-    if not _map(_map(data.get("case")).get("workload")).get("nop_only"):
+    case = _map(data.get("case"))
+    if not _map(case.get("workload")).get("nop_only"):
         return None
+    engine = case.get("engine") or "flm run MODEL"
     return ("Every run of the case carried only the one-NOOP TXN stream: this tests how deep "
             "a runlist the stack takes (submission depth), not the decode's work. To run the "
-            "engine's own commands, capture them with XRT (master since 2026-06): "
-            "`xrt-capture --frames 200 --output-dir DIR -- flm run MODEL`, then "
-            "`runlist-harness capture import DIR --name NAME` and "
-            "`runlist-harness run NAME --plan 42 --plan 21+21`.")
+            "engine's own commands, capture them with XRT (master since 2026-06, 2.26): "
+            f"`runlist-harness capture record --frames 200 --out DIR -- {engine}`, then "
+            "`reproduce_ert_timeout --capture DIR` (the frame as captured, its cut, and "
+            "NOOPs at that depth).")
+
+
+def sequence_note(data: dict[str, Any], labels: dict[str, str]) -> str | None:
+    """For plans cut into several runlists: that a trial runs them one after another
+    (`harness.execution.session`), never side by side."""
+    cut = [labels.get(str(p.get("name")), str(p.get("name")))
+           for p in data.get("plans") or [] if isinstance(p, dict)
+           and len(p.get("chunks") or []) > 1]
+    if not cut:
+        return None
+    return (f"{', '.join(cut)}: a trial runs its runlists one after another, in one process "
+            "on one hardware context with the same buffers: execute, wait, then the next")
+
+
+def captured_note(data: dict[str, Any]) -> str | None:
+    """For a captured frame: that these are the engine's own commands, from which capture
+    and frame, how many runs, the runlist context's xclbin, and the buffers restored from
+    the capture."""
+    case = _map(data.get("case"))
+    captured = _map(case.get("captured"))
+    if not captured:
+        return None
+    artifacts = _map(data.get("artifacts"))
+    folder = str(captured.get("folder") or "").rstrip("/").rsplit("/", 1)[-1]
+    restored = [r for r in captured.get("restored") or [] if isinstance(r, dict)]
+    shown = ", ".join(f"{r.get('buffer')} ({r.get('size')} bytes, {r.get('file')})"
+                      for r in restored[:6]) + (f", and {len(restored) - 6} more"
+                                               if len(restored) > 6 else "")
+    context = case.get("runlist_context")
+    xclbin = next((x for x in artifacts.get("xclbins") or [] if isinstance(x, dict)
+                   and x.get("role") == context), {})
+    known = xclbin.get("known_as") or []
+    identity = (f"known as {known[0]}" if known else "a synthesized file"
+                if xclbin.get("synthetic") else "known as no FastFlowLM pack")
+    return (f"the engine's own commands, as XRT captured them: {captured.get('frame')} of "
+            f"the {captured.get('frames')} frames of capture {folder} (replay.json sha256 "
+            f"{captured.get('replay_sha256')}), {captured.get('runs')} runs in one runlist in "
+            f"context {context}, whose xclbin "
+            f"{str(xclbin.get('path') or '?').rsplit('/', 1)[-1]} has sha256 "
+            f"{xclbin.get('sha256')} ({identity})"
+            + f"; {captured.get('buffers')} buffers, {len(restored)} restored from the "
+              "capture as they held when the frame started"
+            + (f": {shown}" if restored else ""))
 
 
 def control_notes(data: dict[str, Any]) -> list[str]:

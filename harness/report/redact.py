@@ -1,15 +1,26 @@
 """Redaction for reports that leave the machine: stable placeholders for what identifies it.
 
 Replaced everywhere in the report (every string of the data, so the tables and the
-embedded YAML alike): the host name and its domain, the user name (also where it is part
-of a longer name, `zelda9-jupyter`), home folders wherever they are mounted (`/home/u`,
-`/var/home/u`, `/nfs/home/u`, `/Users/u`) and the name in them wherever else it appears,
-the machine id, serial numbers (under keys naming a serial, and in free text such as
-`Serial Number: ...`), disk UUIDs (`root=UUID=...`, `by-uuid/...`), MAC addresses, IP
-addresses (loopback excepted; a dotted quad right after "firmware" or "version" is a
-version), and credentials in URLs (`http://user:secret@host`, `?token=...`). The same
-value always gets the same placeholder, so a reader can still tell that two paths share
-a home folder or two lines the same host.
+embedded YAML alike), by the rules of `harness.report.redact_rules`: credentials in URLs
+(a password holding @ included) and URL parameters named like a secret, Authorization
+headers, access tokens (hf_, ghp_, github_pat_, ...), e-mail addresses, the host name and
+its domain, the user name, home folders wherever they are mounted (`/home/u`,
+`/var/home/u`, `/Users/u`), the machine id, serial numbers (under keys naming a serial,
+whatever their value: a number, several words, a list; and in text labelled `Serial
+Number`, `S/N`, `SN:`, `Service Tag`), disk UUIDs (`root=UUID=`, `by-uuid/`,
+`cryptdevice=luks-`) and every other UUID but the artefacts' identities (xclbin and ELF
+UUIDs) a maintainer needs, MAC addresses in every notation, IPv4 and IPv6 addresses
+(loopback excepted; a dotted quad right after "firmware" or "version" is a version).
+The `serve-probe` prompt and a server's own error text are withheld whole. The same value
+always gets the same placeholder, so a reader can still tell that two paths share a home
+folder or two lines the same host.
+
+Names are matched in any letter case, with Unicode case folding (`Jörg`, `JÖRG`; `ß` and
+`ss`). A user or host whose name is a word the report itself uses (`staging`, `xrt`,
+`test`: `VOCABULARY`) is replaced only where it stands as a name (a home folder, `~name`,
+`name@host`, `@host`, `user=name`, `host: name`), never as that word elsewhere, and no
+name is replaced inside the harness's own fields (a profile, a flavour, a state:
+`STRUCTURED_KEYS`), which `report check` and the bundle hold free of placeholders.
 
 Values come from the report itself (`environment.system`, keys naming a serial, home
 folders and serial numbers in its text) and from the machine doing the rendering (host
@@ -18,8 +29,8 @@ written may carry them in free text (argv, messages). What is learned is learned
 anything is written: `Digest` learns from every trial in its pass (`learn_raw`).
 
 A report of any size is redacted in flat memory and about the time it takes to read:
-a string (or a journal line, `untouched`) that nothing here could change is passed by
-with one scan, and the strings worked out are remembered only up to a bound.
+a string (or a journal line, `untouched`) in which no rule's trigger is found is passed
+by with one scan, and the strings worked out are remembered only up to a bound.
 """
 
 from __future__ import annotations
@@ -32,76 +43,158 @@ import socket
 from pathlib import Path
 from typing import Any
 
-MAC = re.compile(r"\b(?:[0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}\b")
-IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}"
-                  r"(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w.])")
-IPV6 = re.compile(r"(?<![\w:])(?:(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|"
-                  r"(?:[0-9A-Fa-f]{1,4}:){1,7}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4})*)?|"
-                  r"::(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4})*))(?![\w:])")
-# a home folder wherever it is mounted: /home/u, /var/home/u (Fedora Atomic), /nfs/home/u
-HOME = re.compile(r"/(home|Users)/([^/\s'\"<>:;,`|)\]}]+)")
+from harness.report.redact_rules import (
+    HOME,
+    NAMES,
+    RULES,
+    SERIAL_TEXT,
+    VERSION_VALUE,
+    RedactionRule,
+)
+
+__all__ = ["HOME", "VERSION_VALUE", "Redactor", "redact"]
+
 # a user name as a home folder's last part can be: what `learn_text` takes for one
-USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{2,31}\Z")
+USER_NAME = re.compile(r"[^\W\d][\w.-]{2,31}\Z")
 # a home folder that starts a path (not one inside a URL, "example.com/home/docs"): only
 # these teach a user name to redact everywhere else
 PATH_HOME = re.compile(r"(?:^|(?<=[\s'\"=:,;(\[{<>]))(?:/[\w.+-]+)*?/(?:home|Users)/"
                        r"([^/\s'\"<>:;,`|)\]}]+)")
-ROOT_HOME = re.compile(r"(?<![\w])/root(?=/|\b)")
-URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s@'\"<>]+)@")
-SECRET_PARAM = re.compile(r"(?i)([?&;](?:access_token|token|api[_-]?key|key|password|passwd|"
-                          r"pwd|secret|auth|sig|signature)=)([^&\s#'\"<>]+)")
-AUTHORIZATION = re.compile(r"(?i)\b((?:authorization:\s*)?(?:bearer|basic)\s+)"
-                           r"([A-Za-z0-9._~+/=-]{8,})")
-SERIAL_TEXT = re.compile(r"(?i)\b(serial(?:[ _-]?(?:number|num|no\.?))?|s/n)"
-                         r"(\s*[\"']?\s*[:=#]\s*[\"']?\s*|(?<=number)\s+|(?<=no)\s+)"
-                         r"((?=[\w.:-]*\d)[A-Za-z0-9][\w.:-]*[A-Za-z0-9])")
-DISK_UUID = re.compile(r"(?i)(\b(?:part)?uuid=|by-(?:part)?uuid/|\bluks-|rd\.luks\.uuid=)"
-                       r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|"
-                       r"[0-9a-f]{4}-[0-9a-f]{4}\b|[0-9a-f]{16}\b)")
-# A dotted quad right after one of these words is a version ("firmware 1.1.2.65").
-VERSION_BEFORE = re.compile(r"(?i)(?<![a-z])(?:version|firmware|fw|ver|release|v)"
-                            r"[\s:=_\"'-]{0,3}\Z")
-VERSION_VALUE = re.compile(r"\s*v?\d+(?:\.\d+)+(?:[-+~ ].*)?\Z", re.DOTALL)
 # Keys whose values are versions: a firmware 1.1.2.65 under one looks like an IPv4 address.
 VERSION_KEY = re.compile(r"version|firmware|fw_|release|kernel|xrt", re.IGNORECASE)
-SERIAL_KEY = re.compile(r"serial", re.IGNORECASE)
+SERIAL_KEY = re.compile(r"serial|service_tag|asset_tag", re.IGNORECASE)
 IDENTITY_KEYS = {"hostname": "hostname", "machine_id": "machine-id", "user": "user"}
-KEEP_IPS = {"127.0.0.1", "0.0.0.0", "::1", "::"}
+# the harness's own fields: its words, never a name to replace (a profile `staging,...`)
+STRUCTURED_KEYS = frozenset({"profile", "flavour", "command", "kind", "status", "state",
+                             "schema", "deviations", "flow", "message_form", "role", "opcode",
+                             "outcome", "name"})
+# what is withheld whole: a prompt the user typed (`serve-probe --prompt`)
+WITHHELD_KEYS = {"prompt": "prompt"}
+# a serve-probe request's error is the server's own text when its outcome says so
+SERVER_OUTCOMES = frozenset({"error-body", "http-error", "bad-json", "unexpected", "redirect"})
 NOT_NAMES = {"root", "unknown", "localhost", "nobody", "user", "users", "home"}
+# Words the report itself uses (its profiles, XRT's and the driver's names, the words of
+# its verdicts and tables): a user or host of that name is replaced only where it stands
+# as a name. Profile words are held here by tests/test_redaction_rules.py.
+_VOCABULARY_WORDS = """
+    amd amdxdna accel aie aie2 aie2p admin arch at bin boot build cap case cases chain chains
+    check checks ci client command commands config context core cpu cuda debian default dev
+    device devices docker driver drivers elf emulated emulator ert error event events
+    fastflowlm fedora firmware flaky flm flow guest hang hardware harness host inflight
+    jenkins job jobs kernel kernels layer layers legacy lib linux local mainline main master
+    model models npu npu1 npu4 npu5 npu6 oot opt plan plans profile protocol pyxrt
+    realtime release report reports rocm run runlist runlists runner runs seed server share
+    simulated slow smi staging stable state status sudo system test tests testing timeout
+    trace trial trials ubuntu us usr vagrant validate version worker xclbin xclbins xdna
+    xilinx xrt
+"""
+VOCABULARY = frozenset(_VOCABULARY_WORDS.split())
+MAX_REMEMBERED = 1 << 16          # strings worked out and kept (the rest worked out again)
 _PLAIN = {int, float, bool, type(None)}
 _SCALARS = _PLAIN | {str}
 _CONTAINERS = {dict, list}        # values no redaction changes (unless identity)
-MAX_REMEMBERED = 1 << 16          # strings worked out and kept (the rest worked out again)
+# in a journal line as written (lowercased): identity and withheld keys, and escapes a
+# trigger could hide behind
+_LINE_EXTRA = ('"hostname": ', '"machine_id": ', '"user": ', '"prompt": ', "\\u", "\\/")
+# what a journal line (lowercased) must hold for `learn_text` to learn anything from it:
+# what PATH_HOME and SERIAL_TEXT start with
+_TEACHES = ("/home/", "/users/", "serial", "s/n", "sn:", "sn=", "sn#", "service", "asset")
+PLACEHOLDER = re.compile(r"<(?:hostname|domain|user|machine-id|serial|uuid|mac|ip|email|"
+                         r"token)(?:-\d+)?>|<credentials>|<secret>")
 
-# What any rule below could act on, each found by a scan that starts at a fixed character
-# (the fast kind): a string with none of them is left as it is, with no rule run on it.
-_FIXED = ("/home/", "/Users/", "/root", "://", "::")
-_WORDS = ("serial", "s/n", "uuid", "luks-", "bearer", "basic", "token=", "key=",
-          "password=", "passwd=", "pwd=", "secret=", "auth=", "sig=", "signature=")
-_SHAPES = (r"\.\d{1,3}\.\d{1,3}\.",                                    # IPv4
-           r":[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:",      # MAC, IPv6
-           r"-[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}-")             # MAC with dashes
-_WORDS_FOUND = re.compile("|".join(map(re.escape, _WORDS)))
-_LINE_SHAPES = tuple(re.compile(shape.encode()) for shape in _SHAPES)
-# and in a journal line as written: identity keys, and escapes a literal could hide behind
-_LINE_FIXED = tuple(n.encode() for n in _FIXED) + (b'"hostname": ', b'"machine_id": ',
-                                                   b'"user": ', b"\\u", b"\\/")
-_LINE_WORDS = tuple(w.encode() for w in _WORDS)
+
+_META = frozenset("\\.^$*+?{}[]|()")
+# Stems of plain triggers, looked for in their place by the fast paths: fewer strings to
+# look for (each look is a pass over the text) where the harness's own text holds none of
+# them. A stem is used only for the triggers that contain it, so the fast path stays a
+# necessary condition of every rule.
+STEMS = ("mac", "gh", "service", "asset", "sn", "uuid")
+
+
+def literal(trigger: str) -> bool:
+    """A trigger that is a plain string, not a pattern."""
+    return not any(c in _META for c in trigger)
+
+
+def fast_strings(rules: tuple[RedactionRule, ...]) -> list[str]:
+    """The plain strings the fast paths look for: each plain trigger, or a stem it holds,
+    and none that holds another (which it would find first)."""
+    found: list[str] = []
+    for trigger in (t for rule in rules for t in rule.triggers if literal(t)):
+        stem = next((s for s in STEMS if s in trigger), trigger)
+        if stem not in found:
+            found.append(stem)
+    return [s for s in found if not any(o != s and o in s for o in found)]
+
+
+def fast_shapes(rules: tuple[RedactionRule, ...]) -> list[str]:
+    return [t for rule in rules for t in rule.triggers if not literal(t)]
+
+
+LONG = 256          # characters past which a text is searched a part at a time
+
+
+class Finder:
+    """Whether a text holds any of some plain strings and patterns, in one search for a
+    short text, and for a long one in one search per first character: a pattern whose
+    every branch starts with one fixed character is found by scanning for that character,
+    many times faster than trying a pattern of many branches at every position. Searches
+    bytes (a journal line as written) when `as_bytes`."""
+
+    def __init__(self, strings: list[str], patterns: list[str], as_bytes: bool = False) -> None:
+        groups: dict[str, list[str]] = {}
+        for text in strings:
+            groups.setdefault(text[:1], []).append(re.escape(text[1:]))
+        sources = [re.escape(first) + "(?:" + "|".join(rests) + ")"
+                   for first, rests in groups.items()] + patterns
+
+        def compiled(source: str) -> re.Pattern[Any]:
+            return re.compile(source.encode("utf-8") if as_bytes else source)
+        self.whole = compiled("|".join(sources) or "(?!)")
+        self.parts = [compiled(source) for source in sources]
+
+    def search(self, text: Any) -> bool:
+        if len(text) < LONG:
+            return self.whole.search(text) is not None
+        return any(part.search(text) for part in self.parts)
+
+
+def fold(name: str) -> str:
+    return name.casefold()
+
+
+def _name_pattern(name: str) -> str:
+    """A name as a lowercase pattern (matched in lowercased text, or ignoring case), Unicode
+    case folding included (`ß`/`ss`, which a case-blind match alone does not join)."""
+    folded, out, at = fold(name), [], 0
+    while at < len(folded):
+        if folded.startswith("ss", at):
+            out.append("(?:ss|ß|ẞ)")
+            at += 2
+        else:
+            out.append(re.escape(folded[at]))
+            at += 1
+    return "".join(out)
 
 
 class Redactor:
-    def __init__(self) -> None:
-        self.literals: dict[str, str] = {}
-        self.hosts: set[str] = set()
+    def __init__(self, rules: tuple[RedactionRule, ...] = RULES) -> None:
+        self.rules = rules
+        self.literals: dict[str, str] = {}       # folded name -> placeholder
+        self.hosts: set[str] = set()             # folded: a host takes its domain with it
+        self.positional: set[str] = set()        # folded names that are VOCABULARY words
+        self.kept_uuids: set[str] = set()        # the artefacts' identities
         self.counters: dict[str, int] = {}
         self.seen: dict[tuple[str, str], str] = {}
         # A report repeats its strings thousands of times (states, kernels, paths): each
         # is worked out once while few; placeholders are stable once given either way.
-        self._done: dict[tuple[str, bool], str] = {}
-        self._versioned: dict[str, bool] = {}
+        self._done: dict[tuple[str, int], str] = {}
+        self._flags: dict[str, int] = {}
         self._identities: dict[str, bool] = {}
-        self._patterns: tuple[re.Pattern[str], re.Pattern[str], tuple[bytes, ...]] | None \
-            = None
+        self._patterns: tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]] | None = None
+        self._line: Finder | None = None
+        self._teaches: Finder | None = None
+        self._fast: Finder
 
     # -- what is learned -----------------------------------------------------------------
 
@@ -116,28 +209,35 @@ class Redactor:
 
     def add_literal(self, kind: str, value: Any) -> None:
         text = str(value).strip() if value is not None else ""
-        # Very short values (a user "a", uid "0") would shred unrelated text.
-        if len(text) < 3 or text.lower() in NOT_NAMES or text in self.literals or \
-                text.startswith("<") or any(c.isspace() for c in text):
+        folded = fold(text)
+        # Very short values (a user "a", uid "0") would shred unrelated text; a serial may
+        # be several words, a name is one
+        if len(text) < 3 or folded in NOT_NAMES or folded in self.literals or \
+                text.startswith("<") or (kind != "serial" and any(c.isspace() for c in text)):
             return
-        shown = text
+        shown = folded
         if kind == "hostname":
             # a host is one name however it is written: "box" and "box.lab.example.com"
-            host, _, domain = text.partition(".")
+            host, _, domain = folded.partition(".")
             if "." in domain:               # a registered domain ("lab.example.com")
                 self.add_literal("domain", domain)
-            if len(host) >= 3 and host.lower() not in NOT_NAMES:
+            if len(host) >= 3 and host not in NOT_NAMES:
                 shown = host
                 self.literals.setdefault(host, self.placeholder(kind, host))
                 self.hosts.add(host)
-            self.hosts.add(text)
-        self.literals[text] = self.placeholder(kind, shown)
+                if host in VOCABULARY:
+                    self.positional.add(host)
+            self.hosts.add(folded)
+        if kind in ("user", "hostname") and folded in VOCABULARY:
+            self.positional.add(folded)
+        self.literals[folded] = self.placeholder(kind, shown)
         self._patterns = None
+        self._line = None
         self._done.clear()
 
     def learn(self, data: Any) -> None:
         """Collect identifying values from the report (or a fingerprint's `system`) and
-        from this machine."""
+        from this machine, and the artefacts' UUIDs that stay."""
         environment = data.get("environment") if isinstance(data, dict) else None
         system = environment.get("system") if isinstance(environment, dict) else None
         if system is None and isinstance(data, dict) and isinstance(data.get("system"), dict):
@@ -147,7 +247,25 @@ class Redactor:
             self.add_literal(kind, system.get(key))
         self.learn_machine()
         self._serials(data)
+        if isinstance(data, dict):
+            self._identities_kept({k: v for k, v in data.items() if k != "environment"})
         self.learn_strings(data)
+
+    def _identities_kept(self, data: Any) -> None:
+        """UUIDs under keys naming one, outside the machine's facts: an xclbin's or ELF's
+        identity, which XRT's own messages quote."""
+        stack = [data]
+        while stack:
+            item = stack.pop()
+            if item.__class__ is dict:
+                for key, value in item.items():
+                    if isinstance(key, str) and "uuid" in key.lower() and \
+                            isinstance(value, str):
+                        self.kept_uuids.add(value.lower())
+                    elif value.__class__ in _CONTAINERS:
+                        stack.append(value)
+            elif item.__class__ is list:
+                stack += [v for v in item if v.__class__ in _CONTAINERS]
 
     def learn_machine(self) -> None:
         """This machine's names: its host name, the user (and, under sudo, the user who
@@ -178,8 +296,9 @@ class Redactor:
 
     def learn_raw(self, raw: bytes) -> None:
         """`learn_text` on a journal line, when it could hold anything to learn."""
-        if b"/home/" in raw or b"/Users/" in raw or b"erial" in raw or b"ERIAL" in raw \
-                or b"/n" in raw:
+        if self._teaches is None:
+            self._teaches = Finder(list(_TEACHES), [], as_bytes=True)
+        if self._teaches.search(raw.lower()):
             self.learn_text(raw.decode("utf-8", "replace"))
 
     def learn_serials(self, data: Any) -> None:
@@ -198,98 +317,117 @@ class Redactor:
             elif isinstance(item, list):
                 stack += [v for v in item if v.__class__ not in _PLAIN]
 
-    def _serials(self, data: Any) -> None:
+    def _serials(self, data: Any, keyed: bool = False) -> None:
         # past plain numbers at once: a sweep's report holds millions of them
         if data.__class__ is dict:
             for key, value in data.items():
-                if isinstance(key, str) and SERIAL_KEY.search(key) and \
-                        isinstance(value, (str, int)):
+                serial = isinstance(key, str) and bool(SERIAL_KEY.search(key))
+                if serial and isinstance(value, (str, int)) and not isinstance(value, bool):
                     self.add_literal("serial", value)
                 elif value.__class__ in _CONTAINERS:
-                    self._serials(value)
+                    self._serials(value, serial)
         elif data.__class__ is list:
             for item in data:
-                if item.__class__ in _CONTAINERS:
+                if keyed and isinstance(item, (str, int)) and not isinstance(item, bool):
+                    self.add_literal("serial", item)        # a list of serials
+                elif item.__class__ in _CONTAINERS:
                     self._serials(item)
 
     # -- what is replaced ----------------------------------------------------------------
 
-    def _compiled(self) -> tuple[re.Pattern[str], re.Pattern[str], tuple[bytes, ...]]:
+    def _compiled(self) -> tuple[re.Pattern[str], ...]:
+        """The names as patterns (anywhere as a word; where they stand as names), and the
+        fast path's one scan: every rule's trigger and every name."""
         if self._patterns is None:
             names = sorted(self.literals, key=len, reverse=True)
-            alternation = "|".join(map(re.escape, names)) or r"(?!)"
+            anywhere = [_name_pattern(n) for n in names if n not in self.positional]
+            every = [_name_pattern(n) for n in names]
+            nothing = r"(?!)"
             # whole names only ("halo" must not eat "Strix Halo"'s neighbours), but a hyphen
             # or a dot ends a name: "zelda9-jupyter" holds the user "zelda9"
-            literal = re.compile(rf"(?<![A-Za-z0-9_])({alternation})"
-                                 r"((?:\.[A-Za-z0-9-]+)*)(?![A-Za-z0-9_])")
-            # one search per string (most are short: a state, a kernel's name)
-            trigger = re.compile("|".join([*map(re.escape, [*names, *_FIXED]), *_SHAPES]))
-            escaped = tuple(json.dumps(n)[1:-1].encode() for n in names)
-            self._patterns = (literal, trigger, escaped + _LINE_FIXED)
+            word = re.compile(rf"(?<!\w)({'|'.join(anywhere) or nothing})"
+                              r"((?:\.[A-Za-z0-9-]+)*)(?!\w)", re.IGNORECASE)
+            alternation = "|".join(_name_pattern(n) for n in names if n in self.positional)
+            placed = re.compile(
+                r"(~|@|//|\b(?:user(?:name)?|login|owner|logname|sudo_user|host(?:name)?)"
+                rf"\s*[=:]\s*[\"']?)({alternation or nothing})(?![\w-])|"
+                rf"(?<![\w.-])({alternation or nothing})(?=@[\w-])", re.IGNORECASE)
+            # both searched in the lowercased text (a name's pattern is lowercase)
+            names_seen = re.compile("|".join(every) or nothing)
+            self._fast = Finder(fast_strings(self.rules), [*fast_shapes(self.rules), *every])
+            self._patterns = (word, placed, names_seen)
         return self._patterns
 
     def _may_change(self, value: str) -> bool:
-        return self._compiled()[1].search(value) is not None or \
-            _WORDS_FOUND.search(value.lower()) is not None
+        if self._patterns is None:
+            self._compiled()
+        return self._fast.search(value.lower())
 
     def untouched(self, raw: bytes) -> bool:
         """Whether a journal line as written (one JSON object) holds nothing this redactor
         would change, so it may be copied as it is."""
-        needles = self._compiled()[2]
-        if any(needle in raw for needle in needles):
-            return False
-        low = raw.lower()
-        return not (any(word in low for word in _LINE_WORDS)
-                    or any(shape.search(raw) for shape in _LINE_SHAPES))
+        if self._line is None:
+            # plain strings are looked for with `in` (far faster than a pattern of many
+            # branches), the shapes with one pattern
+            plain = fast_strings(self.rules) + [json.dumps(n)[1:-1] for n in self.literals]
+            self._line = Finder([*plain, *_LINE_EXTRA], fast_shapes(self.rules),
+                                as_bytes=True)
+        return not self._line.search(raw.lower())
 
     def text(self, value: str, key: str = "") -> str:
-        versioned = self._versioned.get(key)
-        if versioned is None:
-            versioned = self._versioned[key] = bool(VERSION_KEY.search(key))
-        done = self._done.get((value, versioned))
+        flags = self._flags.get(key)
+        if flags is None:
+            flags = self._flags[key] = (1 if VERSION_KEY.search(key) else 0) | \
+                (2 if key in STRUCTURED_KEYS else 0)
+        done = self._done.get((value, flags))
         if done is None:
-            done = self._text(value, versioned) if self._may_change(value) else value
+            done = self._text(value, flags) if self._may_change(value) else value
             if len(self._done) >= MAX_REMEMBERED:
                 self._done.clear()
-            self._done[(value, versioned)] = done
+            self._done[(value, flags)] = done
         return done
 
-    def _text(self, value: str, versioned: bool) -> str:
-        literal = self._compiled()[0]
-        value = URL_USERINFO.sub(lambda m: m.group(1) + "<credentials>@", value)
-        value = SECRET_PARAM.sub(lambda m: m.group(1) + "<secret>", value)
-        value = AUTHORIZATION.sub(lambda m: m.group(1) + "<secret>", value)
-        if self.literals:
-            value = literal.sub(self._literal, value)
-        value = HOME.sub(lambda m: f"/{m.group(1)}/{self._home(m.group(2))}", value)
-        value = ROOT_HOME.sub("~", value)
-        value = DISK_UUID.sub(lambda m: m.group(1) + self.placeholder("uuid", m.group(2).lower()),
-                              value)
-        value = SERIAL_TEXT.sub(lambda m: m.group(1) + m.group(2)
-                                + self.placeholder("serial", m.group(3)), value)
-        value = MAC.sub(lambda m: self.placeholder("mac", m.group(0).lower()), value)
-        value = IPV6.sub(lambda m: m.group(0) if m.group(0) in KEEP_IPS
-                         else self.placeholder("ip", m.group(0).lower()), value)
-        if not (versioned and VERSION_VALUE.match(value)):
-            value = IPV4.sub(lambda m: self._ipv4(m, value), value)
+    def _text(self, value: str, flags: int) -> str:
+        versioned, structured = bool(flags & 1), bool(flags & 2)
+        names_seen = self._compiled()[2]
+        low = value.lower()
+        for rule in self.rules:
+            if rule.name == NAMES:
+                fired = bool(self.literals) and names_seen.search(low) is not None
+            else:
+                fired = rule.trigger().search(low) is not None
+            if fired:
+                changed = rule.apply(self, value, structured if rule.name == NAMES
+                                     else versioned)
+                if changed != value:
+                    value, low = changed, changed.lower()
+        return value
+
+    def replace_names(self, value: str, structured: bool) -> str:
+        """The learned names: anywhere as a word (but in the harness's own fields), and
+        those that are words of the report's where they stand as names."""
+        word, placed, _ = self._compiled()
+        if not structured:
+            value = word.sub(self._literal, value)
+        if self.positional:
+            value = placed.sub(self._placed, value)
         return value
 
     def _literal(self, match: re.Match[str]) -> str:
-        name, domain = match.group(1), match.group(2)
+        name, domain = fold(match.group(1)), match.group(2)
         # a host name takes its domain with it ("box.lab.example.com" is one name)
         return self.literals[name] + ("" if name in self.hosts else domain)
 
-    def _ipv4(self, match: re.Match[str], whole: str) -> str:
-        address = match.group(0)
-        before = whole[max(0, match.start() - 16):match.start()]
-        if address in KEEP_IPS or address.startswith("127.") or VERSION_BEFORE.search(before):
-            return address              # loopback, or a version number ("firmware 1.1.2.65")
-        return self.placeholder("ip", address)
+    def _placed(self, match: re.Match[str]) -> str:
+        if match.group(2) is not None:
+            return match.group(1) + self.literals[fold(match.group(2))]
+        return self.literals[fold(match.group(3))]
 
-    def _home(self, name: str) -> str:
+    def home(self, name: str) -> str:
+        """The placeholder of the user whose home folder is `name`."""
         if name.startswith("<") and name.endswith(">"):
             return name                  # already a placeholder
-        return self.literals.get(name) or self.placeholder("user", name)
+        return self.literals.get(fold(name)) or self.placeholder("user", fold(name))
 
     def _identity(self, key: str) -> bool:
         """Whether a value under `key` *is* an identity (replaced whole)."""
@@ -304,8 +442,12 @@ class Redactor:
         if kind is dict:
             # the bulk of a report: mappings of numbers and short strings, walked inline
             identities, text, out = self._identities, self.text, {}
+            server = value.get("outcome") in SERVER_OUTCOMES and "wall_ms" in value
             for k, v in value.items():
                 inner = v.__class__
+                if inner is str and (k in WITHHELD_KEYS or (server and k == "error")):
+                    out[k] = withheld(WITHHELD_KEYS.get(k, "server text"), v)
+                    continue
                 identity = identities.get(k) if k.__class__ is str else False
                 if identity is None:
                     identity = self._identity(k)
@@ -319,6 +461,8 @@ class Redactor:
         if kind is list:
             if self._identity(key):
                 return [self.data(v, key) for v in value]
+            if key == "argv":
+                value = _argv_withheld(value)
             # lists of numbers (chains, indices) are kept as they are
             return [v if v.__class__ in _PLAIN else self.data(v, key) for v in value]
         if isinstance(value, (dict, list)):        # a subclass: as its plain kind
@@ -327,10 +471,34 @@ class Redactor:
                 self._identity(key):
             # A field that *is* an identity is replaced whole, however short its value.
             kind_name = IDENTITY_KEYS.get(key, "serial")
-            return self.literals.get(str(value)) or self.placeholder(kind_name, str(value))
+            return self.literals.get(fold(str(value))) or \
+                self.placeholder(kind_name, fold(str(value)))
         if isinstance(value, str):
             return self.text(value, key)
         return value
+
+
+# the options whose value is withheld from a command line, as the field it fills is
+WITHHELD_OPTIONS = {"--prompt": "prompt"}
+
+
+def _argv_withheld(argv: list[Any]) -> list[Any]:
+    """A command line with the values of `WITHHELD_OPTIONS` withheld (`--prompt X` and
+    `--prompt=X`)."""
+    out: list[Any] = []
+    for item in argv:
+        if out and isinstance(item, str) and out[-1] in WITHHELD_OPTIONS:
+            out.append(withheld(WITHHELD_OPTIONS[out[-1]], item))
+            continue
+        option, eq, given = item.partition("=") if isinstance(item, str) else ("", "", "")
+        out.append(f"{option}={withheld(WITHHELD_OPTIONS[option], given)}"
+                   if eq and option in WITHHELD_OPTIONS else item)
+    return out
+
+
+def withheld(what: str, value: str) -> str:
+    """What stands for a text withheld whole: what it was and its length."""
+    return f"<{what} withheld: {len(value)} characters>"
 
 
 def redact(data: Any) -> Any:
@@ -338,3 +506,8 @@ def redact(data: Any) -> Any:
     redactor = Redactor()
     redactor.learn(data)
     return redactor.data(data)
+
+
+def placeholders_in(value: str) -> list[str]:
+    """The redaction placeholders a text holds (a garbled field of the harness's own)."""
+    return PLACEHOLDER.findall(value)

@@ -34,7 +34,14 @@ from harness.report.evidence import (
 )
 from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
 from harness.report.model import is_emulated, is_simulated, played_profile
-from harness.report.provenance import control_notes, nop_note, stack_tables, what_ran_rows
+from harness.report.provenance import (
+    captured_note,
+    control_notes,
+    nop_note,
+    sequence_note,
+    stack_tables,
+    what_ran_rows,
+)
 from harness.report.timing import timers_lines, trials_ttf_text
 from harness.report.verdict import verdict_lines
 
@@ -343,6 +350,9 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     note = nop_note(data)
     if note:
         lines += [f"**What this tests:** {note}", ""]
+    captured = captured_note(data)
+    if captured:
+        lines += [f"**What ran:** {_cell(captured)}.", ""]
     lines += [*command_markdown(command_line(data), harness_made_by(data))]
     lines += first_screen_markdown(view)
     if data.get("bisect"):
@@ -382,7 +392,8 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         lines.append("")
     lines += evidence_markdown(view, MAX_LOG_LINES)
     lines += trace_markdown(view)
-    lines += export_markdown(data.get("exports"))
+    lines += export_markdown(data.get("exports"), any(
+        isinstance(p, dict) and p.get("control") for p in data.get("plans") or []))
     lines += ["### This machine in full (the probe's fingerprint)", ""] + md_table(
         ["", ""], [list(r) for r in environment_rows(data.get("environment") or {})]) + [""]
     lines += xrt_smi_markdown(data.get("environment") or {}, data.get("xrt_smi_control"))
@@ -454,7 +465,9 @@ def first_screen_markdown(view: ReportView) -> list[str]:
     if rows:
         lines += ["### What ran", *md_table(["plans", "control code", "buffers", "xclbins"],
                                             rows), ""]
+    sequence = sequence_note(data, _labels(view))
     lines += [f"Submitted as {_cell(flow_text(_flow(data)))}."
+              + (f" {_cell(sequence[0].upper() + sequence[1:])}." if sequence else "")
               + "".join(f" The {_cell(n)}." for n in control_notes(data)), ""]
     for table in stack_tables(data, worker_libraries(view)):
         lines += [f"### {_cell(table.title)}", *md_table(["", "", "from"],
@@ -633,8 +646,9 @@ def _longest_backticks(text: str) -> int:
 
 # -- plain text -------------------------------------------------------------------------
 
-def export_markdown(exports: dict[str, Any] | None) -> list[str]:
-    """How to reproduce with XRT's own runner, from the recipes written beside the report."""
+def export_markdown(exports: dict[str, Any] | None, control_ran: bool = True) -> list[str]:
+    """How to reproduce with XRT's own runner, from the recipes written beside the report;
+    XRT's own deep-runlist test named beside the depth-only control only when that ran."""
     if not exports:
         return []
     folder = Path(exports["folder"]).name
@@ -648,6 +662,9 @@ def export_markdown(exports: dict[str, Any] | None) -> list[str]:
         lines += [f"Not included (copy in first): {', '.join(exports['missing'])}.", ""]
     lines += ["XRT's own test of a deep runlist, beside the depth-only control (the same "
               "NOP runs on the same validate.xclbin, 1000 deep): `xrt-smi validate --run "
+              "runlist-latency`." if control_ran else
+              "XRT's own test of a deep runlist (1000 NOP runs on XRT's validate.xclbin; the "
+              "depth-only control did not run here): `xrt-smi validate --run "
               "runlist-latency`.", ""]
     return lines
 
@@ -665,9 +682,15 @@ def render_text(view: ReportView) -> str:
              "runs: " + flow_text(_flow(data))]
     lines += [f"ran ({r[0]}): {r[1]}; {r[2]}; xclbins: {r[3]}"
               for r in what_ran_rows(data, _labels(view))]
+    sequence = sequence_note(data, _labels(view))
+    if sequence:
+        lines.append(f"in turn: {sequence}")
     note = nop_note(data)
     if note:
         lines.append(f"what this tests: {note}")
+    captured = captured_note(data)
+    if captured:
+        lines.append(f"what ran: {captured}")
     if data.get("bisect"):
         answer = (data["bisect"].get("answer") or {}).get("text", "unfinished")
         lines += ["", f"bisect: {answer}"]

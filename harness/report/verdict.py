@@ -1,7 +1,13 @@
 """The verdict of a run: its answer first, in one short line (was the failure reproduced,
 and does the cut avoid it; `harness.report.answer`), then how that follows and its caveats,
 a line each: the hypothesis that made it, the plans' counts with the full source label, the
-depth-only control, XRT's own control."""
+depth-only control, XRT's own control.
+
+What a verdict may claim depends on what ran (the report's `case`): a case whose runs carry
+only the one-NOOP stream tests submission depth, so NOOP runlists that complete on hardware
+say that depth alone does not fail there, never that the machine does not fail (the engine
+may still fail in its own commands: capture them); a capture's frame is the engine's own
+commands; and a depth-only control that could not run is said as such."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from harness.report.answer import (
 )
 from harness.report.model import (
     PlanRecord,
+    Report,
     is_simulated,
     played_profile,
     source_label,
@@ -66,6 +73,25 @@ DEPTH_ALONE = "depth alone fails"
 CASE_ONLY = "depth fails only with the case's commands"
 NOTHING = "nothing fails"
 INCONCLUSIVE = "inconclusive"
+# CASE_ONLY as said when both arms ran NOOPs, or the case is a captured engine
+CASE_ONLY_NOOPS = "depth fails only with the case's xclbin and buffers (both ran NOOPs)"
+CASE_ONLY_ENGINE = "depth fails only with the engine's own commands"
+ENGINE_DEFAULT = "flm run MODEL"
+
+
+def _case_facts(case: dict[str, Any] | None) -> tuple[bool, bool, str]:
+    """(every run carried only NOOPs, it is a captured engine, the engine's command line)."""
+    case = case or {}
+    found = case.get("workload")
+    workload: dict[str, Any] = found if isinstance(found, dict) else {}
+    return (bool(workload.get("nop_only")), case.get("kind") == "capture",
+            str(case.get("engine") or ENGINE_DEFAULT))
+
+
+def capture_how(engine: str) -> str:
+    """The commands that put an engine's own commands in a runlist."""
+    return (f"runlist-harness capture record --frames 200 --out DIR -- {engine}, then "
+            "reproduce_ert_timeout --capture DIR")
 
 
 def _failures(plan: PlanRecord) -> list[str]:
@@ -76,14 +102,18 @@ def _completions(plan: PlanRecord) -> int:
     return sum(t.status is TrialStatus.COMPLETED for t in plan.trials)
 
 
-def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
-    """The case's verdict; with a depth-only control plan beside it, also which of
-    "depth alone fails", "depth fails only with the case's commands" and "nothing
-    fails" the two together show."""
+def judge(plans: list[PlanRecord], backend: dict[str, Any],
+          case: dict[str, Any] | None = None, control_missing: str | None = None) -> Verdict:
+    """The case's verdict (`case`: the report's, which says what ran); with a depth-only
+    control plan beside it, also which of "depth alone fails", "depth fails only with the
+    case's commands" and "nothing fails" the two together show; without the control that
+    was asked for (`control_missing`: why), that nothing separates the two."""
     controls = [p for p in plans if p.control]
     case_plans = [p for p in plans if not p.control]
-    verdict = _judge_case(case_plans, backend)
+    verdict = _judge_case(case_plans, backend, case)
     if not controls:
+        if control_missing is not None:
+            verdict.reasons.append(_no_control(control_missing))
         return verdict
     whole = [p for p in case_plans if len(p.chunks) == 1] or case_plans   # full depth
     answered = [p for p in whole + controls if _failures(p) or _completions(p)]
@@ -96,9 +126,25 @@ def judge(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
     else:
         kind = NOTHING
     control = "; ".join(f"{p.label}: {p.counts_text()}" for p in controls)
-    verdict.reasons.append(f"control {control} -> {kind}")
+    verdict.reasons.append(f"control {control} -> {_said(kind, case)}")
     verdict.control = kind
     return verdict
+
+
+def _said(kind: str, case: dict[str, Any] | None) -> str:
+    """The three-way's answer in the words what ran allows."""
+    nop_only, captured, _ = _case_facts(case)
+    if kind == CASE_ONLY and captured:
+        return CASE_ONLY_ENGINE
+    if kind == CASE_ONLY and nop_only:
+        return CASE_ONLY_NOOPS
+    return kind
+
+
+def _no_control(why: str) -> str:
+    reason = why.removeprefix("the depth-only control was not run: ").split(";")[0]
+    return (f"the depth-only control did not run ({reason}), so nothing here separates "
+            "depth alone from the case's commands")
 
 
 def by_construction(backend: dict[str, Any]) -> str:
@@ -121,15 +167,16 @@ def search_verdict(answer: str, backend: dict[str, Any], reasons: list[str]
     return {"reproduced": None, "answer": answer + short_tag(backend), "text": "\n".join(below)}
 
 
-def _judge_case(plans: list[PlanRecord], backend: dict[str, Any]) -> Verdict:
-    reproduced, outcome, judgement = _judge_counts(plans, backend)
+def _judge_case(plans: list[PlanRecord], backend: dict[str, Any],
+                case: dict[str, Any] | None) -> Verdict:
+    reproduced, outcome, judgement = _judge_counts(plans, backend, case)
     made = by_construction(backend)
     return Verdict(reproduced, answer_line(plans, outcome, backend),
                    ([made] if made else []) + [judgement])
 
 
-def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any]
-                  ) -> tuple[bool | None, str, str]:
+def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any],
+                  case: dict[str, Any] | None) -> tuple[bool | None, str, str]:
     """Whether it reproduced, the answer's outcome in a few words, and the line that says
     how, with the full source label."""
     counts = "; ".join(f"{p.label}: {p.counts_text()}" for p in plans)
@@ -141,8 +188,10 @@ def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any]
     if not any(_failures(p) or _completions(p) for p in plans):
         return (None, "inconclusive", "inconclusive: no trial got an answer from the stack "
                 f"(each hit its deadline or crashed): {counts}{tag}")
+    if _case_facts(case)[1]:
+        return _judge_capture(plans, counts, tag, backend, case or {})
     if expected_fail:
-        return _judge_expected_failure(plans, expected_fail, counts, tag, backend)
+        return _judge_expected_failure(plans, expected_fail, counts, tag, backend, case)
     failing = [p for p in plans if _failures(p)]
     if not failing:
         return None, "all completed", f"all plans completed: {counts}{tag}"
@@ -158,9 +207,35 @@ CONCLUSIONS = {CUT_AVOIDS: "the cut avoids the failure",
                NO_CUT: "no cut was run", CUT_UNFINISHED: "the cut did not finish every trial"}
 
 
+def _not_produced(backend: dict[str, Any]) -> str | None:
+    """Why a simulated run that completes says nothing of a machine; None on hardware."""
+    if not is_simulated(backend):
+        return None
+    if backend.get("documented", True):
+        return "the documented limits do not produce the failure; a hardware run is the test"
+    return f"profile {played_profile(backend)} does not produce it"
+
+
+def _judge_capture(plans: list[PlanRecord], counts: str, tag: str, backend: dict[str, Any],
+                   case: dict[str, Any]) -> tuple[bool | None, str, str]:
+    """A captured frame replayed, and its cuts: the engine's own commands."""
+    what = (f"the engine's own commands ({case.get('frame')} of the capture, "
+            f"{case.get('layers')} runs)")
+    if any(_failures(p) for p in plans if len(p.chunks) == 1):
+        outcome = cut_outcome(plans)
+        return True, outcome, (f"reproduced with {what}: {counts} -> {CONCLUSIONS[outcome]}"
+                               f"{tag}")
+    reason = _not_produced(backend) or (
+        "replayed alone with the data it started with, the captured frame does not fail on "
+        "this machine: what failed in the engine needs more than this frame (the frames "
+        "before it, its timing, another thread); replay the whole capture with `xrt-runner "
+        "--replay replay.json`, or capture again up to the failure")
+    return False, "not reproduced", f"not reproduced with {what}: {counts} -> {reason}{tag}"
+
+
 def _judge_expected_failure(plans: list[PlanRecord], expected_fail: list[PlanRecord],
-                            counts: str, tag: str, backend: dict[str, Any]
-                            ) -> tuple[bool | None, str, str]:
+                            counts: str, tag: str, backend: dict[str, Any],
+                            case: dict[str, Any] | None) -> tuple[bool | None, str, str]:
     if any(_failures(p) for p in expected_fail) and \
             not any(p.expect in _failures(p) for p in expected_fail):
         seen = "; ".join(f"{p.label} expected {p.expect}, saw "
@@ -180,15 +255,20 @@ def _judge_expected_failure(plans: list[PlanRecord], expected_fail: list[PlanRec
         return (None, "inconclusive", f"inconclusive: {counts} -> no trial of the plans "
                 "expected to fail got an answer from the stack (each hit its deadline, "
                 f"crashed or was interrupted){tag}")
-    if is_simulated(backend):
-        if backend.get("documented", True):
-            reason = ("the documented limits do not produce the failure; a hardware run "
-                      "is the test")
-        else:
-            reason = f"profile {played_profile(backend)} does not produce it"
-    else:
-        reason = "this machine does not show the failure"
+    reason = _not_produced(backend) or _on_this_machine(case)
     return False, "not reproduced", f"not reproduced: {counts} -> {reason}{tag}"
+
+
+def _on_this_machine(case: dict[str, Any] | None) -> str:
+    """What runlists that complete on hardware show: for NOOPs, that submission depth alone
+    does not fail here, so what fails must be in the engine's own commands."""
+    nop_only, _, engine = _case_facts(case)
+    if nop_only:
+        return ("the NOOP runlists complete: submission depth alone does not fail on this "
+                "machine, so what fails in the engine must be in its own commands (the work "
+                f"its runs carry, not their number); run those: {capture_how(engine)}")
+    return ("the case's runlists complete on this machine with the commands it ran; the "
+            f"engine's own may still fail: {capture_how(engine)}")
 
 
 XRT_SMI_MEANS = {"PASSED": "XRT's own deep runlist completes on this machine",
@@ -210,3 +290,13 @@ def with_xrt_smi(verdict: Verdict, control: dict[str, Any] | None) -> Verdict:
                  else result) + "; so it says nothing either way"
     return Verdict(verdict.reproduced, verdict.answer, [*verdict.reasons, said],
                    verdict.control)
+
+
+def report_verdict(report: Report) -> Verdict:
+    """A report's verdict from its plans, what ran, the control that could not run, and
+    XRT's own control: what a run writes and what `report check` recomputes."""
+    control = report.artifacts.get("control")
+    missing = control.get("not_run") if isinstance(control, dict) else None
+    xrt_smi = report.sections.get("xrt_smi_control")
+    return with_xrt_smi(judge(report.plans, report.backend, report.case, missing),
+                        xrt_smi if isinstance(xrt_smi, dict) else None)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.execution.runner import Runner
+from harness.execution.xrt_smi_control import SECTION as XRT_SMI_SECTION
 from harness.model.plan import plan_for_depth
 from harness.model.results import BriefTrial, TrialResult
 from harness.report.diagnosis import (
@@ -35,7 +36,7 @@ from harness.report.diagnosis.findings import CONSISTENT_COMPLETIONS, CONSISTENT
 from harness.report.diagnosis.observed import observe
 from harness.report.model import STAND_IN, PlanRecord
 from harness.report.timing import DEVICE
-from harness.report.verdict import Verdict, by_construction
+from harness.report.verdict import Verdict, by_construction, with_xrt_smi
 
 SECTION = "investigate"
 Say = Callable[[str], None]
@@ -145,7 +146,9 @@ class Investigation:
         if stopped:
             reasons.append(f"stopped early: {stopped}")
         reasons.append(f"next: {top.experiment}")
-        return Verdict(None, f"{top.id}: {said}"[:99], reasons)
+        control = self.report.sections.get(XRT_SMI_SECTION)
+        return with_xrt_smi(Verdict(None, f"{top.id}: {said}"[:99], reasons),
+                            control if isinstance(control, dict) else None)
 
     # -- choosing the next experiment ------------------------------------------------------
 

@@ -5,10 +5,15 @@ script's folder comes first on `sys.path` (so it imports its neighbours), `sys.a
 the script and its arguments, `sys.exit(N)` exits N, and an exception the script does
 not catch prints Python's traceback of the script's own frames and exits 1 (it is the
 script's failure, not the harness's).
+
+A program the harness starts (`capture record -- python SCRIPT`) gets the simulator the
+same way through its environment (`simulated_pyxrt_environment`): a folder first on
+`PYTHONPATH` whose `pyxrt` module is `harness.sim.pyxrt`, and the profile to play.
 """
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 import traceback
@@ -78,3 +83,24 @@ def _exit_status(code: object) -> int:
         return code
     print(code, file=sys.stderr)
     return 1
+
+
+STAND_IN = ('"""`import pyxrt` bound to the simulated stack (written by xdna-runlist-harness for '
+            'a program it runs; not XRT\'s pyxrt)."""\n'
+            "import sys\n\nimport harness.sim.pyxrt\n\n"
+            "sys.modules[__name__] = harness.sim.pyxrt\n")
+
+
+def simulated_pyxrt_environment(environ: dict[str, str], profile: Profile,
+                                folder: Path) -> dict[str, str]:
+    """`environ` for a Python program that is to find the simulated pyxrt, playing
+    `profile`, under `import pyxrt`: `folder` (made here, holding the module that stands
+    in) and the harness's own place first on PYTHONPATH."""
+    from harness.sim.control import PROFILE_ENV
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pyxrt.py").write_text(STAND_IN)
+    harness_root = str(Path(__file__).resolve().parents[2])
+    paths = [str(folder), harness_root, *filter(None, environ.get("PYTHONPATH", "")
+                                                .split(os.pathsep))]
+    return {**environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
+            PROFILE_ENV: profile.name}

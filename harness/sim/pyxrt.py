@@ -5,11 +5,13 @@ unchanged (`import harness.sim.pyxrt as pyxrt`, or `runlist-harness sim exec
 SCRIPT`). It answers as the XRT release the profile names (`xrt:2.20` ...
 `xrt:master`, default 2.26, the #712 machine's): names a release's binding lacks are missing here
 too. The objects live in `harness.sim.binding`, XRT's run and runlist rules in
-`harness.sim.runs`, the driver and firmware in `harness.sim.stack`.
+`harness.sim.runs`, the driver and firmware in `harness.sim.stack`; with
+`Runtime.capture_frames` set it writes XRT's capture (`harness.sim.capture_writer`).
 """
 
 from typing import Any
 
+from harness.probe.xrt_config import capturing
 from harness.sim import binding
 from harness.sim.binding import (
     XCL_BO_FLAGS_NONE,
@@ -40,6 +42,11 @@ from harness.sim.binding import (
     xrt_msg_level,
 )
 from harness.sim.runs import ext, kernel, run, runlist
+
+if capturing():        # XRT's capture, as XRT turns it on (harness.sim.capture_writer)
+    from harness.sim.capture_hooks import install
+
+    install()
 
 _GATED = {"graph": binding.graph, "aie": binding.aie}
 

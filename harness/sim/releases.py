@@ -20,6 +20,10 @@ FastFlowLM's bundled 2.21.75 loaded), and what a harness reads differs by releas
   the binding (access modes, xclbin and path contexts, context buffers, keyword
   argument names, deprecation shims) without it; 2.25 has it again; master (963c58ee)
   adds ``graph`` and ``aie.bo``;
+- capture (`Runtime.capture_frames`, `xrt-capture`): merged into master by PR #9828
+  (b89baa09b8, 2026-06-04, while master built as 2.25) and #9851; no tagged release up to
+  202610.2.23.244 has it; 2.26 (49612fa3) and master (963c58ee) are played with it: the
+  simulated capture writer (`harness.sim.capture_writer`) answers there only;
 - errors of the full-ELF flow: ``ext.kernel(hwctx, name)`` on a context without the
   kernel's ELF says ``no module found ...`` up to the 2.21 branch and ``no ELF found
   ...`` from 2.23; from 2.21.75 an xclbin context is refused as not created from a
@@ -42,6 +46,7 @@ V1_HEALTH = "version-1 health layout"
 ELF_IDENTITY = "kernel instance and ELF named in the health message"
 FULL_ELF_CHECK = "ext.kernel checks the context was made from a full ELF"
 ELF_NOT_MODULE = "'no ELF found' for a kernel missing from an ELF context"
+CAPTURE = "XRT capture (Runtime.capture_frames: replay.json at exit)"
 
 
 @dataclass(frozen=True)
@@ -89,12 +94,15 @@ RELEASES = {r.name: r for r in (
     _release("2.25", "2.25.0", 5, True, _2_23 | {SCRATCHPAD, ELF_IDENTITY},
              "2.23's binding plus run.get_ctrl_scratchpad_bo; the health message names the "
              "kernel instance and ELF"),
-    _release("2.26", "49612fa3 (2.26.0)", 6, True, _2_23 | {SCRATCHPAD, ELF_IDENTITY, GRAPH_AIE},
+    _release("2.26", "49612fa3 (2.26.0)", 6, True,
+             _2_23 | {SCRATCHPAD, ELF_IDENTITY, GRAPH_AIE, CAPTURE},
              "2.26.0 (no tag: settings.cmake XRT_VERSION_MINOR 26 at 49612fa3, the commit "
              "amd/xdna-driver 856409ca pins), as the #712 machine has it installed: master's "
-             "binding and runlist code (963c58ee is four commits later and changes neither)"),
-    _release("master", "963c58ee", 7, True, _2_23 | {SCRATCHPAD, ELF_IDENTITY, GRAPH_AIE},
-             "2.25's binding plus graph and aie.bo"),
+             "binding and runlist code (963c58ee is four commits later and changes neither); "
+             "XRT's capture (PR #9828, #9851)"),
+    _release("master", "963c58ee", 7, True,
+             _2_23 | {SCRATCHPAD, ELF_IDENTITY, GRAPH_AIE, CAPTURE},
+             "2.25's binding plus graph and aie.bo; XRT's capture (PR #9828, #9851)"),
 )}
 # What the simulator plays unless a profile names a release: the XRT the
 # ROCm/FastFlowLM#712 machine has installed (2.26.0; FastFlowLM loads its bundled 2.21.75)

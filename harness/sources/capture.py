@@ -58,6 +58,7 @@ from harness.formats.jsonread import (
     gc_paused,
     parse_json,
 )
+from harness.formats.regular import check_regular
 from harness.model.errors import CaseError
 from harness.sources.case import REPLAY
 from harness.sources.confine import OutsideFolder, inside
@@ -455,6 +456,19 @@ class _Builder:
         for bo, where in self._frame_buffers:
             if bo not in self.buffers:
                 raise read.fail(where, f"{bo!r} is not a buffer of resources.buffers")
+        sizes: dict[str, int] = {}
+        for i, frame in enumerate(self.frames):
+            for bo, path in frame.data:
+                if path not in sizes:
+                    try:
+                        sizes[path] = check_regular(path, f"buffer {bo}", error=CaptureError)
+                    except CaptureError as err:
+                        raise read.fail(f"execution.frames[{i}]", str(err)) from None
+                if sizes[path] > self.buffers[bo].size:
+                    # restored whole into a buffer it does not fit (6 GB for 4 KiB)
+                    raise read.fail(f"execution.frames[{i}]", f"{path} is {sizes[path]} "
+                                    f"bytes, more than the {self.buffers[bo].size} bytes of "
+                                    f"buffer {bo} it fills: give a file that fits it")
 
 
 def _strings(read: JsonReader, value: Any, where: str) -> dict[str, str]:

@@ -101,6 +101,19 @@ def _as_c_ints(capture: Capture, run: Run) -> tuple[tuple[int, str, Any], ...]:
     return tuple(out)
 
 
+def captured_commands(case: Case) -> dict[str, Any]:
+    """What a report records of a captured frame beside the case: the capture, the frame,
+    its runs, replay.json's digest, and each buffer restored from the capture (the data it
+    held when the frame started)."""
+    capture = load_capture(case.capture or "")
+    restored = [{"buffer": name, "size": spec.size, "file": Path(spec.data).name}
+                for name, spec in case.buffers.items() if spec.data]
+    return {"capture": case.capture, "frame": case.frame,
+            "captured": {"folder": case.capture, "frame": case.frame, "runs": case.layers,
+                         "frames": len(case.frames), "replay_sha256": capture.sha256,
+                         "buffers": len(case.buffers), "restored": restored}}
+
+
 def frame_case(case: Case, frame: str) -> Case:
     """The same capture case on another frame (a sweep over frames, a plan's own frame)."""
     if case.frame == frame:

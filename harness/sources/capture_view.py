@@ -121,6 +121,20 @@ def render_text(capture: Capture) -> str:
     return "\n".join(lines)
 
 
+def runlist_lines(capture: Capture) -> list[str]:
+    """The runlists a capture holds, one line per run of alike frames: depth, chains,
+    context (what `capture record` prints)."""
+    info = summary(capture)
+    lines = []
+    for group in _groups([f for f in info["frames"] if f["depth"] > 1]):
+        first = group[0]
+        names = first["name"] if len(group) == 1 else \
+            f"{first['name']}..{group[-1]['name']} ({len(group)} frames)"
+        lines.append(f"{names}: {first['depth']} runs in {first['hwctx']}, chains "
+                     f"{cut_text(first['chains'])}")
+    return lines
+
+
 def _groups(frames: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Consecutive frames alike (thread, depth, context, kernels, only waiting on
     themselves) in one line: an engine's thousands of single runs stay readable."""

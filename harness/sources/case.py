@@ -100,6 +100,9 @@ class Case:
     # xrt::hw_context) and the XRT settings the application ran with (its `ini`)
     context_cfg: dict[str, dict[str, str]] = field(default_factory=dict)
     ini: dict[str, str] = field(default_factory=dict)
+    # the command line that runs the case's engine (`flm run minicpm5:2b`): what a verdict
+    # names to capture the engine's own commands
+    engine: str | None = None
 
     def plan(self, name: str) -> Plan:
         for plan in self.plans:
@@ -305,7 +308,7 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
     """A decode case (a pack's xclbins and a per-layer program) from its document."""
     top = check.mapping(data, (), {"case", "description", "source", "pack", "xclbins",
                                    "decode", "plans", "expect", "trials", "deadline_s",
-                                   "flow", "programs"},
+                                   "flow", "programs", "engine"},
                         {"case", "description", "pack", "xclbins", "decode", "plans"})
     name = check.string(top["case"], ("case",), NAME)
     description = check.string(top["description"], ("description",))
@@ -331,9 +334,10 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
                 if "deadline_s" in top else None)
     flow = _flow(check, top.get("flow", FULL_ELF if context in programs else INSTR_BO),
                  context in programs, context)
+    engine = check.string(top["engine"], ("engine",)) if "engine" in top else None
     return Case(name, description, source, pack, xclbins, layers, context, per_layer,
                 tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest(),
-                flow, programs=programs)
+                flow, programs=programs, engine=engine)
 
 
 def _xclbins(check: FieldChecker, raw: Any) -> dict[str, str]:

@@ -11,7 +11,7 @@ from harness.model.plan import Plan, make_plan
 from harness.model.results import ELF_FLOW
 from harness.sources.case import Case, CaseKind
 from harness.sources.load import load_case
-from harness.sources.workload import buffers_text, describe
+from harness.sources.workload import describe, shared_buffers
 
 CONTROL_CASE = "nop-depth"
 PLAN_NAME = "depth-only"
@@ -51,9 +51,10 @@ def _differences(case: Case, control: Case) -> str:
         other.append(f"another xclbin: XRT's validate.xclbin (kernel "
                      f"{control.per_layer[0].kernel}) instead of {context} "
                      f"({', '.join(kernels)})")
-    if buffers_text(VALIDATE_BUFFERS) not in mine.buffers or len(case.per_layer) > 1:
-        other.append(f"{buffers_text(VALIDATE_BUFFERS)} per run instead of "
-                     f"{mine.buffers.split(' per run')[0]}")
+    ours = shared_buffers(case)
+    theirs = shared_buffers(control)
+    if ours.split(" shared")[0] != theirs.split(" shared")[0] or len(case.per_layer) > 1:
+        other.append(f"{theirs} instead of {ours}")
     if case.kind is CaseKind.CASE and case.flow != ELF_FLOW:
         other.append(f"the ELF flow instead of the case's {case.flow}")
     return "; ".join(same) + "; but " + "; ".join(other)

@@ -33,6 +33,7 @@ import yaml
 from harness.formats.cache import cache_dir
 from harness.formats.elf import ElfError, read_elf
 from harness.formats.jsonread import JsonReader, describe, parse_json
+from harness.formats.regular import check_regular
 from harness.formats.yamlio import write_atomic
 from harness.model.errors import BadInput, CaseError
 from harness.model.plan import make_plan
@@ -116,11 +117,15 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> RecipeProfile
     for where, entry in read.objects(data.get("bindings", []), "bindings"):
         name = read.text(entry.get("name"), where + ".name")
         init = read.mapping(entry.get("init", {}), where + ".init")
-        source = None
+        source, held = None, 0
         if "file" in init:
             source = _inside(read, Path(file).parent, init["file"], where + ".init.file")
-            if not source.is_file():
+            if not source.exists():
                 raise read.fail(where + ".init.file", f"{source} does not exist")
+            try:
+                held = check_regular(source, f"buffer {name}", error=RecipeError)
+            except RecipeError as err:
+                raise read.fail(where + ".init.file", str(err)) from None
         elif init:
             raise read.fail(where + ".init", "only file initialisation is supported (not "
                                              "stride or random)")
@@ -128,8 +133,13 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> RecipeProfile
         if size is None and source is None:
             raise read.fail(where, "a binding without a file needs a size")
         if size is not None:
-            bindings[name] = BufferSpec(read.size(size, where + ".size"),
-                                        str(source) if source else None)
+            declared = read.size(size, where + ".size")
+            if source is not None and held > declared:
+                # it would be read whole into a buffer it does not fit (6 GB for 4 KiB)
+                raise read.fail(where + ".init.file", f"{source} is {held} bytes, more than "
+                                f"the {declared} bytes of buffer {name} it fills: give a "
+                                "file that fits it, or the buffer's size")
+            bindings[name] = BufferSpec(declared, str(source) if source else None)
         elif init.get("mmap") is True:
             bindings[name] = BufferSpec(read.size(source.stat().st_size, where + ".init.file"),
                                         str(source))

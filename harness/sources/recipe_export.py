@@ -1,10 +1,12 @@
 """Any case's plans written as XRT run recipes, for XRT's own `xrt-runner` and no Python.
 
 The format is XRT's (`src/runtime_src/core/common/runner/recipe.md`, `profile.md`,
-`schema/recipe.schema.json`; STACK.md 8), as `harness.sources.recipe` reads it. XRT's
-runner makes one `xrt::runlist` of each contiguous sequence of NPU runs, so each runlist
-of a plan is a recipe of its own, run in order by `run_PLAN.sh`; the instruction-buffer
-flow is also written as XRT replay scripts (`harness.sources.replay_export`).
+`schema/recipe.schema.json`; STACK.md 8), as `harness.sources.recipe` reads it, and as
+XRT replay scripts (`harness.sources.replay_export`). A plan's `run_PLAN.sh` replays it as
+the harness runs a trial (one process, its runlists in turn); XRT's runner makes one
+`xrt::runlist` of each contiguous sequence of NPU runs, so each runlist of a plan is also a
+recipe of its own, for a runner without `--replay` (not for the instruction-buffer flow,
+which XRT's runner cannot run: see `_readme`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.formats.regular import read_regular
 from harness.model.errors import BadInput
 from harness.model.results import ELF_FLOW, FULL_ELF
 from harness.sources.case import Case, Command
@@ -69,8 +72,9 @@ def export_plans(case: Case, plans: list[tuple[str, list[int]]], xclbin: Path | 
     for plan_name, chunks in plans:
         written.plan(plan_name, chunks, recipes, replays)
     written.profile(plans)
+    txn = written.programs is None and any("ctrlcode" not in k for k in written.kernels)
     written.files["README.md"] = _readme(case, plans, flow, written.files, written.missing,
-                                         bool(replays)).encode()
+                                         txn).encode()
     _write_folder(folder, written.files)
     return Export(recipes, written.missing, replays,
                   [name for name in written.files if name.startswith("run_")])
@@ -178,7 +182,7 @@ class _Recipes:
         from harness.sources.replay_export import ReplayBuffer
         for name, spec in self.case.buffers.items():
             if spec.data:
-                self._bound(name, Path(spec.data).read_bytes()[:spec.size],
+                self._bound(name, read_regular(spec.data, f"buffer {name}", limit=spec.size),
                             f"data_{name}.bin", spec.flags, spec.memgrp)
             else:
                 self.buffers.append({"name": name, "type": "internal", "size": spec.size})
@@ -186,38 +190,39 @@ class _Recipes:
 
     def plan(self, plan_name: str, chunks: list[int], recipes: list[str],
              replays: list[str]) -> None:
-        """One plan: a recipe per runlist, a replay script for the TXN flow, and the
-        script that runs them in order."""
+        """One plan: its replay script (every flow), a recipe per runlist (not for the TXN
+        flow, which XRT's runner cannot run), and the script that runs it."""
         from harness.sources.replay_export import replay_script
         case = self.case
         sequence = (list(case.order) if case.order is not None
                     else [c for _ in range(case.layers) for c in range(len(case.per_layer))])
         per_unit = case.runs_per_layer
+        txn = self.programs is None and any("ctrlcode" not in k for k in self.kernels)
         start, these, frames = 0, [], []
         for k, units in enumerate(chunks):
             positions = sequence[start * per_unit:(start + units) * per_unit]
-            runs = [self.templates[t] for t in positions]
             frames.append([(f"k{t}", self.run_args[t]) for t in positions])
             start += units
+            if txn:
+                continue
             name = f"recipe_{_safe(plan_name)}_{k + 1}of{len(chunks)}.json"
             recipe = {"version": "1.0", "header": self.header,
                       "resources": {**({"hwctxs": self.hwctxs} if self.hwctxs else {}),
                                     "buffers": self.buffers, "kernels": self.kernels},
-                      "execution": {"runs": runs}}
+                      "execution": {"runs": [self.templates[t] for t in positions]}}
             self.files[name] = (json.dumps(recipe, indent=2) + "\n").encode()
-            these.append(f"xrt-runner --recipe {name} --profile profile.json --dir .")
+            these.append(name)
             recipes.append(name)
-        if self.programs is None and any("ctrlcode" not in k for k in self.kernels):
-            replay = f"replay_{_safe(plan_name)}.json"
-            self.files[replay] = replay_script(
-                {"xclbin": self.header["xclbin"]},
-                [{key: kernel[key] for key in ("name", "instance", "ctrlcode") if key in kernel}
-                 for kernel in self.kernels], self.replay_buffers, frames).encode()
-            replays.append(replay)
-            these.append(f"# the same runlists with the instruction buffers XRT's replay "
-                         f"allocates: xrt-runner --replay {replay} --dir .")
-        self.files[f"run_{_safe(plan_name)}.sh"] = _run_script(case, plan_name, chunks,
-                                                                these).encode()
+        context = {"programs": self.hwctxs[0]["programs"]} if self.programs is not None \
+            else {"xclbin": self.header["xclbin"]}
+        replay = f"replay_{_safe(plan_name)}.json"
+        self.files[replay] = replay_script(
+            context, [{key: kernel[key] for key in ("name", "instance", "ctrlcode")
+                       if key in kernel} for kernel in self.kernels],
+            self.replay_buffers, frames).encode()
+        replays.append(replay)
+        self.files[f"run_{_safe(plan_name)}.sh"] = _run_script(
+            case, plan_name, chunks, replay, these).encode()
 
     def profile(self, plans: list[tuple[str, list[int]]]) -> None:
         """profile.json: the bindings, one iteration, and a runlist threshold low enough."""
@@ -255,37 +260,79 @@ def _safe(name: str) -> str:
     return f"{safe[:32]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
 
 
-def _run_script(case: Case, plan_name: str, chunks: list[int], commands: list[str]) -> str:
+def _run_script(case: Case, plan_name: str, chunks: list[int], replay: str,
+                recipes: list[str]) -> str:
+    """run_PLAN.sh: the plan as the harness runs a trial of it, with XRT's replay (one
+    process, one hardware context, its runlists executed and waited on in turn); where
+    this XRT's runner has no --replay, each runlist's recipe in its own process, which is
+    not the same experiment (it says how it differs), or nothing for the TXN flow."""
+    where_it_differs = ("each recipe runs in its own xrt-runner process, so each runlist gets a "
+                        "new hardware context and new buffers (the harness runs a plan's "
+                        "runlists in one process, in turn)")
     lines = ["#!/bin/sh",
-             f"# {case.name}, plan {plan_name}: {len(chunks)} runlist(s), run in order.",
-             "# Needs XRT (source /opt/xilinx/xrt/setup.sh); no Python.",
-             "set -e", 'cd "$(dirname "$0")"']
-    return "\n".join(lines + commands) + "\n"
+             f"# {case.name}, plan {plan_name}: {len(chunks)} runlist(s) of "
+             f"{'+'.join(map(str, chunks))} {case.unit}(s),",
+             "# run in turn as a trial of the harness runs them: one process, one hardware",
+             "# context, execute, wait, then the next (XRT's replay, replay.cpp).",
+             "# Needs XRT (source /opt/xilinx/xrt/setup.sh); no Python. README.md says where",
+             "# this differs from the harness's trial.",
+             "set -e", 'cd "$(dirname "$0")"',
+             "if xrt-runner --help 2>/dev/null | grep -q -- --replay; then",
+             f"  exec xrt-runner --replay {replay} --dir . --report -",
+             "fi"]
+    if recipes:
+        lines += [f'echo "this xrt-runner has no --replay (XRT master since 2026-06, 2.26): '
+                  f'running the recipes instead; {where_it_differs}" >&2']
+        lines += [f"xrt-runner --recipe {name} --profile profile.json --dir ." for name in recipes]
+    else:
+        lines += ['echo "this xrt-runner has no --replay (XRT master since 2026-06, 2.26), and '
+                  "the instruction-buffer flow cannot run as recipes: XRT's runner makes every "
+                  "buffer host-only, and XRT copies the instruction buffer into argument 1's "
+                  'memory group, which fails (No host side buffer in destination buffer)" >&2',
+                  "exit 2"]
+    return "\n".join(lines) + "\n"
 
 
 def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
-            files: dict[str, bytes], missing: list[str], replays: bool = False) -> str:
+            files: dict[str, bytes], missing: list[str], txn: bool) -> str:
     unit = case.unit
-    lines = [f"# {case.name} as XRT run recipes", "",
+    lines = [f"# {case.name} for XRT's own runner", "",
              f"Written by xdna-runlist-harness from {case.source or case.file}: "
              f"{case.layers} {unit}s, {case.runs_per_layer} run(s) per {unit}. Runs: "
              f"{flow}, with the arguments the harness sets.", "",
-             "XRT's runner (`xrt-runner`) makes one `xrt::runlist` of every contiguous "
-             "sequence of `runlist_threshold` (6) or more NPU runs in a recipe, so each "
-             "runlist of a plan is a recipe of its own, and `run_PLAN.sh` runs them in order "
-             "(each in its own process, so each opens its own hardware context). When a plan "
-             "has a runlist of fewer than 6 runs, profile.json lowers `runlist_threshold` so "
-             "that it is one `xrt::runlist` too. Every buffer is one the runner creates: "
-             "`internal` with its size, or bound in profile.json with its `size` and the "
-             "file it is filled from.", ""]
-    if replays:
-        lines += ["XRT's runner creates every recipe buffer host-only, but this flow's "
-                  "instruction buffers are allocated cacheable in the memory group of the "
-                  "kernel's argument 1. Each plan is also written as an XRT replay script, "
-                  "`replay_PLAN.json` (the format `xrt-capture` writes, one frame per "
-                  "runlist), whose buffers keep those `flags` and `memgrp`: run it with "
-                  "`xrt-runner --replay replay_PLAN.json --dir .` (the run script names it).",
+             "`run_PLAN.sh` runs a plan as a trial of the harness does: one process, one "
+             "hardware context, the plan's runlists executed and waited on in turn, with the "
+             "same buffers. It replays `replay_PLAN.json` (the format `xrt-capture` writes: "
+             "one frame per runlist, each waiting on itself, on one thread) with "
+             "`xrt-runner --replay replay_PLAN.json --dir . --report -`, which XRT has from master of "
+             "2026-06 (2.26). Where it differs from the harness's trial (replay.cpp): a "
+             "frame of one run is started as a run, not as a runlist of one; only the "
+             "runlist's hardware context is made (the harness also opens the pack's other "
+             "contexts, as FastFlowLM does); a failed runlist ends the replay (the exception "
+             "leaves the replay's thread, so the C++ runtime ends xrt-runner: `terminate "
+             "called after throwing ...`, `what(): runlist failed execution (...)`, status "
+             "134), where the harness records the later runlists as skipped; and it is one "
+             "trial (run it again for more). `--report -` prints what the replay ran "
+             "(frames, iterations, time) when it completes.", ""]
+    if txn:
+        lines += ["This is the instruction-buffer flow, which has no recipes: XRT's runner "
+                  "creates every recipe buffer host-only (runner.cpp `create_bo`), and XRT "
+                  "copies a buffer into the memory group its kernel argument is connected to "
+                  "(xrt_kernel.cpp `validate_bo_at_index`); the copy of the instruction "
+                  "buffer (argument 1) has no host side and fails with `No host side buffer "
+                  "in destination buffer` (xrt_bo.cpp `copy_through_host`). The replay "
+                  "allocates it cacheable in that memory group, with the `flags` and "
+                  "`memgrp` XRT's own capture writer records (replay.cpp `create_buffer`).",
                   ""]
+    else:
+        lines += ["Each runlist is also an XRT run recipe, `recipe_PLAN_KofN.json` with "
+                  "`profile.json`, for an `xrt-runner` without `--replay` (the run script "
+                  "falls back to them): each runs in its own process, so each runlist gets a "
+                  "new hardware context. XRT's runner makes one `xrt::runlist` of every "
+                  "contiguous sequence of `runlist_threshold` (6) or more NPU runs; when a "
+                  "plan has a runlist of fewer, profile.json lowers `runlist_threshold`. "
+                  "Every buffer is one the runner creates: `internal` with its size, or bound "
+                  "in profile.json with its `size` and the file it is filled from.", ""]
     lines += ["```sh", "source /opt/xilinx/xrt/setup.sh"]
     lines += [f"sh run_{_safe(name)}.sh      # {name}: {'+'.join(map(str, chunks))}"
               for name, chunks in plans]

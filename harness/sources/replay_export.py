@@ -1,16 +1,17 @@
-"""A plan written as XRT's replay script, for the instruction-buffer (TXN) flow.
+"""A plan written as XRT's replay script: what `run_PLAN.sh` runs, for every flow.
 
-XRT's recipe runner creates every buffer it makes as `xrt::ext::bo` (host-only), and its
-schema gives a buffer a name, a type and a size only (runner.cpp `create_bo`,
-`schema/recipe.schema.json`); the TXN flow's instruction buffer is allocated cacheable in
-the memory group of the kernel's argument 1, as mlir-aie and IRON do. XRT's own writer
-for that flow, `capture.cpp` (`replay_resource_buffer`), records `memgrp` and `flags` for
-every buffer that has a memory group and is not host-only, and `xrt-runner --replay`
-allocates it so (`replay.cpp` `create_buffer`). So `export` writes each plan of an
-instruction-buffer case also as `replay_PLAN.json` in that format (STACK.md 9): one
-hardware context, each runlist of the plan a frame of its own runs, in order on one
-thread, each buffer's content restored in the first frame that uses it; keys sorted and
-two-space indented, as nlohmann::json writes them.
+Replaying it is the harness's trial of the plan (`xrt-runner --replay`, replay.cpp): one
+process, one hardware context, each runlist of the plan a frame of its own runs, executed
+and waited on in turn on one thread, with the same buffers, each buffer's content restored
+in the first frame that uses it. XRT's recipe runner cannot do that: it runs a recipe's
+runlists in one process only as one list, and creates every buffer as `xrt::ext::bo`
+(host-only; runner.cpp `create_bo`), while the TXN flow's instruction buffer must be
+allocated cacheable in the memory group of the kernel's argument 1, as mlir-aie and IRON
+do. XRT's own writer, `capture.cpp` (`replay_resource_buffer`), records `memgrp` and
+`flags` for every buffer that has a memory group and is not host-only, and the replay
+allocates it so (`replay.cpp` `create_buffer`). The format is the one XRT's capture writes
+(STACK.md 9): keys sorted and two-space indented, as nlohmann::json writes them; frames
+named so that their names sort in the order they run, as replay.cpp orders them.
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def replay_script(hwctx: dict[str, Any], kernels: list[dict[str, Any]],
                     data.append({"argidx": i, "bo": v, "fnm": buffers[v].file})
                     restored.add(v)
             entries.append({"run": name, "arguments": data})
-        frame = f"frame_{number}"
+        # replay.cpp runs a thread's frames in the order of their names (a std::map of
+        # strings): frame_10 would run before frame_2, so the numbers are padded
+        frame = f"frame_{number:0{len(str(len(frames) - 1))}d}"
         frame_list.append({"name": frame, "tid": TID, "runs": entries, "waits": [frame]})
     document = {
         "version": "1.0",

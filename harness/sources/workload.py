@@ -21,12 +21,6 @@ from harness.sources.case import NOP, STAND_IN_WORK, Case, CaseKind
 
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
            "ten", "eleven", "twelve")
-# how to put an engine's own commands in a runlist: capture them (docs/captures.md)
-CAPTURE_HOW = ("xrt-capture --frames 200 --output-dir DIR -- flm run MODEL, then "
-               "runlist-harness capture import DIR --name NAME and runlist-harness run NAME "
-               "--plan ...")
-
-
 @dataclass(frozen=True)
 class Workload:
     """What each run of a case carried, in words, for the report and the summary."""
@@ -49,6 +43,14 @@ def size_text(size: int) -> str:
         if size >= scale and size % scale == 0:
             return f"{size // scale} {unit}"
     return f"{size}-byte"
+
+
+def approx_size(size: int) -> str:
+    """12345678 -> ``11.8 MiB``: a size to a tenth of its unit (free space, bytes written)."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
 
 
 def buffers_text(sizes: tuple[int, ...] | list[int]) -> str:
@@ -87,14 +89,22 @@ def describe(case: Case, flow: str | None) -> Workload:
         nop_only = nop_only and not case.programs
     else:
         code = f"{stream}, as an instruction buffer"
-    per_run = [buffers_text(c.buffers) for c in case.per_layer]
-    if len(set(per_run)) == 1:
-        buffers = f"{per_run[0]} per run, never written (zero-filled as allocated)"
-    else:
-        buffers = "; ".join(f"{c.kernel}: {text}" for c, text in zip(case.per_layer, per_run,
-                                                                    strict=True)) \
-            + ", never written (zero-filled as allocated)"
-    return Workload(code, buffers, nop_only)
+    return Workload(code, shared_buffers(case) + ", never written (zero-filled as allocated)",
+                    nop_only)
+
+
+def shared_buffers(case: Case) -> str:
+    """The buffers a decode case's runs take: each command's are made once per trial and
+    set on every run of it (`harness.execution.session`), so ``five 4 KiB buffers shared
+    by all 42 runs``, never five per run."""
+    runs = case.layers
+    if len(case.per_layer) == 1:
+        sizes = case.per_layer[0].buffers
+        return buffers_text(sizes) + (f" shared by all {runs} runs" if sizes and runs > 1
+                                      else "")
+    return "; ".join(f"{c.kernel}: {buffers_text(c.buffers)}"
+                     + (f" shared by its {runs} runs" if c.buffers and runs > 1 else "")
+                     for c in case.per_layer)
 
 
 def _elf_names(case: Case) -> list[str]:

@@ -52,8 +52,8 @@ COMMANDS: dict[str, Entry] = {
                  "FastFlowLM's, the harness's own)."),
     "xclbins": Entry("xclbins_cmd", "xclbins", "Model packs: import them into "
                      "xclbins/<pack>/, and see where a case's come from."),
-    "capture": Entry("capture_cmd", "capture", "XRT captures (xrt-capture): import one as a "
-                     "case, see what it holds."),
+    "capture": Entry("capture_cmd", "capture", "XRT captures (xrt-capture): record what a "
+                     "program submits, import one as a case, see what it holds."),
     "cases": Entry("cases_cmd", "cases", "List, show and check experiment definitions "
                    "(cases/*.yaml)."),
     "run": Entry("run_cmd", "run", "Run a case's plans (runlists of the given depth and "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from harness.formats.printable import escape_controls
 from harness.formats.yamlio import dump_yaml, write_atomic
 from harness.model.errors import BadInput
 from harness.sources.capture import Capture, load_capture, replay_file
@@ -18,7 +19,8 @@ from harness.sources.load import load_case, parse_case
 
 @click.group()
 def capture() -> None:
-    """XRT captures (xrt-capture): import one as a case, see what it holds."""
+    """XRT captures (xrt-capture): record what a program submits, import one as a case, see
+    what it holds."""
 
 
 @capture.command("import")
@@ -54,7 +56,8 @@ def import_(folder: str, name: str | None, cases_dir: str, force: bool) -> None:
         write_atomic(target, text, overwrite=force)
     except FileExistsError:
         raise BadInput(f"{target} exists; choose another --name or pass --force") from None
-    click.echo(f"wrote {target}: {deepest.name}, {deepest.depth} runs in {context}")
+    click.echo(escape_controls(f"wrote {target}: {deepest.name}, {deepest.depth} runs in "
+                               f"{context}"))
     click.echo(f"see it:  runlist-harness capture show {name}")
     click.echo(f"run it:  runlist-harness run {name} --plan {deepest.depth} --plan even:2")
 
@@ -62,15 +65,29 @@ def import_(folder: str, name: str | None, cases_dir: str, force: bool) -> None:
 @capture.command()
 @click.argument("ref", metavar="FOLDER|CASE")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def show(ref: str, as_json: bool) -> None:
+@click.option("--redact/--no-redact", "do_redact", default=True, show_default=True,
+              help="Replace host name, user, home folders and the other private values a "
+                   "capture's paths, names, cfg and ini may hold with placeholders (what is "
+                   "shown gets pasted).")
+def show(ref: str, as_json: bool, do_redact: bool) -> None:
     """Contexts (and the FastFlowLM xclbins they match), kernels and their control code,
     frames in order with thread, depth, kernels and waits, the depth histogram, and the
-    chains XRT makes of each runlist."""
+    chains XRT makes of each runlist. A capture's names, cfg and ini are another program's
+    text: control characters in them are shown escaped."""
+    from harness.report.redact import Redactor
     loaded = _capture_of(ref)
+    info = summary(loaded)
+    redactor = Redactor()
+    if do_redact:
+        redactor.learn_machine()
+        redactor.learn_strings(info)
     if as_json:
-        click.echo(json.dumps(summary(loaded), indent=2))
-    else:
-        click.echo(render_text(loaded))
+        click.echo(json.dumps(redactor.data(info) if do_redact else info, indent=2))
+        return
+    text = render_text(loaded)
+    if do_redact:
+        text = "\n".join(redactor.text(line) for line in text.splitlines())
+    click.echo(escape_controls(text))
 
 
 def _capture_of(ref: str) -> Capture:
@@ -81,3 +98,11 @@ def _capture_of(ref: str) -> Capture:
         raise BadInput(f"{ref} is a {case.kind}, not a capture (give a capture folder or a "
                        "case `capture import` wrote)")
     return load_capture(case.capture)
+
+
+def _record() -> click.Command:
+    from harness.app.cli.capture_record_cmd import record_command
+    return record_command
+
+
+capture.add_command(_record())

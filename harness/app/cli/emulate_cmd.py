@@ -6,11 +6,15 @@ import os
 import shutil
 import signal
 import subprocess
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.app import exits
 from harness.model.errors import BadInput
+
+if TYPE_CHECKING:
+    from harness.emulator.launch import Emulation
 
 
 @click.command(context_settings={"ignore_unknown_options": True,
@@ -40,10 +44,12 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
       runlist-harness emulate --profile staging,hang-at:30 -- reproduce_ert_timeout --backend xrt
       runlist-harness emulate -- xrt-runner --recipe out/R.json --profile out/profile.json
 
-    A preload library (compiled on first use with the system C compiler, cached by the
-    hash of its source) presents the device where XRT's shim looks for one and sends
-    its ioctls to the model process; no root and no NPU are needed. Exits with
-    COMMAND's status. Results are EMULATED, never hardware evidence: the harness's
+    A preload library (compiled on first use with the system C compiler, $CC, cached by
+    the hash of its source in the user's own cache folder) presents the device where
+    XRT's shim looks for one and sends its ioctls to the model process; no root and no NPU
+    are needed. Exits with COMMAND's status; 3 when COMMAND never loaded the library (a
+    static or setuid program: it did not run emulated), 4 when the model failed or died
+    while COMMAND ran. Results are EMULATED, never hardware evidence: the harness's
     reports say so, and `report check` refuses one that claims otherwise.
     """
     from harness.emulator.launch import start
@@ -53,7 +59,8 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
     if program is None:
         raise BadInput(f"{command[0]}: no such program on PATH; give its path, or add its "
                        "folder to PATH (for XRT's tools: `source /opt/xilinx/xrt/setup.sh`)")
-    emulation = start(parsed, keep=keep, clock_rate=clock_rate)
+    emulation = start(parsed, keep=keep, clock_rate=clock_rate,
+                      say=lambda text: click.echo(f"emulate: {text}", err=True))
     device = emulation.device
     refused = "; the driver refused it at probe: no /dev/accel node" \
         if parsed.probe_refusal else ""
@@ -64,15 +71,50 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
                + f"; the driver and firmware are the harness's model{_whose_xrt()}; not "
                "hardware evidence", err=True)
     status = None
+    child = None
+    died = None
     try:
         child = subprocess.Popen(list(command), env=emulation.environment())
+        emulation.claim(child.pid)
         status = _wait_forwarding(child)
     except OSError as err:
         raise BadInput(f"{command[0]}: cannot run it ({err.strerror})") from None
     finally:
+        died = emulation.model.poll()        # before stop: did it end on its own?
         summary = emulation.stop()
         _report(summary, emulation.folder if keep else None)
-    return exits.for_program(status)
+    return _verdict(emulation, child, status, died, summary, command[0])
+
+
+def _verdict(emulation: Emulation, child: subprocess.Popen | None, status: int | None,
+             died: int | None, summary: dict, name: str) -> int:
+    """The exit status, and a line when the run was not what `emulate` said it was (the
+    model gone, a fault of the model, a program that never loaded the library)."""
+    faults = summary.get("faults") or 0
+    greeted = child is None or emulation.greeted(child.pid)
+    if died is not None:
+        click.echo(f"emulate: the emulated NPU's model process ended while {name} ran "
+                   f"({_ended(died)}): every request after that failed; rerun with --keep "
+                   "and see model.log", err=True)
+    elif faults:
+        click.echo(f"emulate: the emulated driver failed on {faults} request(s) (answered "
+                   "EIO, which the real driver would not): rerun with --keep and see "
+                   "model.log", err=True)
+    elif not greeted:
+        click.echo(f"emulate: NOT EMULATED: {name} never loaded the emulator's library (a "
+                   "statically linked or setuid program, or one started without "
+                   "LD_PRELOAD): whatever it did ran on this machine's own devices", err=True)
+    return exits.for_emulated_program(status, model_failed=died is not None or faults > 0,
+                                      greeted=greeted)
+
+
+def _ended(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
 
 
 def _whose_xrt() -> str:

@@ -31,10 +31,12 @@ def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir,
     """Write CASE's plans as XRT run recipes + profile + artefacts into FOLDER (new),
     runnable with XRT's own `xrt-runner --recipe R --profile P` and no Python.
 
-    Each runlist of a plan is one recipe (XRT's runner makes one runlist of every
-    contiguous sequence of NPU runs); run_PLAN.sh runs a plan's recipes in order.
-    The runlist context's xclbin is copied when found; the README in FOLDER names
-    what is missing.
+    run_PLAN.sh runs a plan as a trial of the harness does (one process, its runlists in
+    turn) by replaying replay_PLAN.json with `xrt-runner --replay` (XRT 2.26, master since
+    2026-06); each runlist of a plan is also one recipe, for an xrt-runner without
+    --replay (not in the instruction-buffer flow, which XRT's runner cannot run). The
+    runlist context's xclbin is copied when found; the README in FOLDER names what is
+    missing and where the scripts differ from the harness's trial.
     """
     case = load_case(case_ref, recipe_profile, allow_outside_paths=allow_outside_paths)
     plans = [(p.name, list(p.chunks)) for p in case.plans_for(plan_refs)]
@@ -43,8 +45,9 @@ def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir,
     pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=True)
     done = export_plans(case, plans, pack.files.get(case.runlist_context),
                         not pack.stand_ins, flow or case.flow, Path(folder))
-    click.echo(f"wrote {len(done.recipes)} recipe(s) for {len(plans)} plan(s) to {folder}:")
-    for name in done.recipes:
+    click.echo(f"wrote {len(done.replays)} replay script(s) and {len(done.recipes)} "
+               f"recipe(s) for {len(plans)} plan(s) to {folder}:")
+    for name in [*done.replays, *done.recipes]:
         click.echo(f"  {name}")
     if done.missing:
         click.echo(f"warning: not found here, copy into {folder} before running: "

@@ -18,6 +18,7 @@ from harness.execution.runner import Progress, Runner, RunOptions, open_run
 from harness.model.errors import BadInput
 from harness.model.plan import Plan
 from harness.model.results import FLOWS
+from harness.probe.xrt_config import capturing
 from harness.sources.case import Case, CaseKind
 
 if TYPE_CHECKING:
@@ -188,10 +189,17 @@ def start_run(request: RunRequest, case: Case, plans: list[Plan] | None, command
     version written. `plans` None: the case's own; an empty list: added as a search goes."""
     backend = backend or make_backend(request.backend_kind, request.profile, request.realtime,
                                       no_isolate=request.no_isolate)
-    return open_run(case, plans, run_options(case, request, trials=trials), backend=backend,
-                    xclbins_dir=request.xclbins_dir, out=request.out, force=request.force,
-                    command=command, progress=progress,
-                    xrt_smi_validate=bool(request.xrt_smi_validate))
+    runner = open_run(case, plans, run_options(case, request, trials=trials), backend=backend,
+                      xclbins_dir=request.xclbins_dir, out=request.out, force=request.force,
+                      command=command, progress=progress,
+                      xrt_smi_validate=bool(request.xrt_smi_validate))
+    if not request.no_isolate and capturing():
+        runner.warnings.append(
+            "XRT's capture is on (Runtime.capture_frames): each isolated trial runs in a "
+            "worker process whose XRT writes its own replay.json into the capture folder when "
+            "it exits, so the folder ends with the last worker's; --no-isolate records the "
+            "whole run in one")
+    return runner
 
 
 EXIT_CONVENTION = "exit_convention"

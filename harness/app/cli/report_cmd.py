@@ -20,7 +20,7 @@ from harness.model.errors import ReportError
 from harness.report import bundle as bundling
 from harness.report import compare as comparing
 from harness.report import render as rendering
-from harness.report.check import check_report_file
+from harness.report.check import check_report_file, what_it_is
 from harness.report.digest import Digest
 from harness.report.reader import REWRITTEN_NOTE, ReportReader, TrialEntry
 
@@ -49,6 +49,8 @@ def _read(path: str, check: bool, *, kernel_log: bool = False,
         if result.problems:
             if "digest" in made:
                 made["digest"].close()
+            if result.not_a_report is not None:
+                raise ReportError(f"{path} is not a report: it is {result.not_a_report}")
             problems = result.problems
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:3])}{more}. "
@@ -60,6 +62,9 @@ def _read(path: str, check: bool, *, kernel_log: bool = False,
     else:
         reader = ReportReader(path)             # refuses unknown layouts and broken files
         try:
+            kind = what_it_is(reader.read_header())
+            if kind is not None:
+                raise ReportError(f"{path} is not a report: it is {kind}")
             digest = Digest.of_reader(reader, kernel_log=kernel_log, learn_everywhere=True)
         except BaseException:
             reader.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -27,12 +28,14 @@ from harness.app.cli.progress import announce, progress_line
 from harness.execution.runner import Runner, flow_of
 from harness.formats.printable import escape_controls
 from harness.model.errors import BadInput
-from harness.model.plan import cut_text
+from harness.model.plan import cut_text, make_plan
 from harness.model.results import BriefTrial, flow_text
 from harness.report.failing import where_text
 from harness.report.model import PlanRecord, Report, model_word
+from harness.report.provenance import captured_note
 from harness.report.timing import trials_ttf_text
 from harness.report.verdict import verdict_lines
+from harness.sources.case import Case, CaseKind
 from harness.sources.load import load_case
 from harness.sources.recipe_export import export_plans
 
@@ -76,8 +79,14 @@ def summary_text(report: Report, path: str) -> str:
         lines.append(f"each run carried: {workload.get('control_code')}; "
                      f"{workload.get('buffers')}")
     if workload.get("nop_only"):
+        engine = report.case.get("engine") or "flm run MODEL"
         lines.append("  NOOP runs test submission depth, not the decode's work; to run the "
-                     "engine's own commands, capture them (docs/captures.md)")
+                     "engine's own commands, capture them: runlist-harness capture record "
+                     f"-- {engine}, then reproduce_ert_timeout --capture DIR "
+                     "(docs/captures.md)")
+    captured = captured_note({"case": report.case, "artifacts": report.artifacts})
+    if captured:                            # right below the verdict and its reasons
+        lines.insert(1 + len(reasons), f"what ran: {captured}")
     lines.append(f"submitted as: {flow_text(report.settings.get('flow'))}")
     lines.append(f"report: {path}")
     lines.append(diagnose_pointer(path))
@@ -100,6 +109,8 @@ def _detail(plan: PlanRecord, model: str) -> str:
     if isinstance(first, BriefTrial):       # a run past what memory holds whole
         return f"{first.runlists_in_file} runlists"
     chains = " | ".join(cut_text(r.chains) for r in first.runlists)
+    if len(first.runlists) > 1:       # a trial runs them in turn, never side by side
+        return f"{len(first.runlists)} runlists in turn (execute, wait, execute): chains {chains}"
     return f"chains {chains}" if chains else ""
 
 
@@ -165,9 +176,19 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 @click.option("--no-control", is_flag=True,
               help="Skip the depth-only control (the case's depth as NOP ELF runs on XRT's "
                    "validate.xclbin).")
+@click.option("--capture", "capture_ref", metavar="DIR|NAME", default=None,
+              help="The engine's own commands instead of a case: an XRT capture's folder "
+                   "(`capture record` writes one) or the case `capture import` wrote. Runs "
+                   "its deepest runlist (or --frame) as captured, its cut, and the NOOP "
+                   "control at that depth.")
+@frame_option
+@click.option("--plan", "plan_refs", multiple=True,
+              help="With --capture: the cut beside the frame as captured (a spec: 21+21, "
+                   "even:3, max:24; repeatable). Default: even:2 (21+21 for 42 runs).")
 @run_request_options
 @exit_codes_option
-def reproduce(case_ref, no_control, request: RunRequest) -> exits.TrialsEnded:
+def reproduce(case_ref, no_control, capture_ref, frame, plan_refs,
+              request: RunRequest) -> exits.TrialsEnded:
     """Run one runlist and its cut side by side and say whether the failure
     reproduces (default case: minicpm5-2b-decode, the 42-layer decode of
     ROCm/FastFlowLM#712). `reproduce_ert_timeout` runs this command.
@@ -182,7 +203,15 @@ def reproduce(case_ref, no_control, request: RunRequest) -> exits.TrialsEnded:
     the verdict says so plainly, and --profile inflight-cap:40 plays the
     hypothesis that the firmware wedges on deep runlists.
     """
-    case = load_case(case_ref, allow_outside_paths=request.allow_outside_paths)
+    ctx = click.get_current_context()
+    if capture_ref is None:
+        refuse_given(ctx, {"frame": "--frame", "plan_refs": "--plan"},
+                     "--frame and --plan pick a captured frame and its cut; give --capture")
+        case = load_case(case_ref, allow_outside_paths=request.allow_outside_paths)
+    else:
+        refuse_given(ctx, {"case_ref": "CASE"},
+                     "--capture runs the engine's own commands instead of a case")
+        case = engine_case(capture_ref, frame, plan_refs)
     runner = start_run(request, case, None, "reproduce", progress=progress_line)
     if not no_control:
         why_not = runner.add_control()
@@ -191,6 +220,26 @@ def reproduce(case_ref, no_control, request: RunRequest) -> exits.TrialsEnded:
             runner.handle.note(f"warning: {why_not}")
     _export_beside(runner, request.force)   # its rewrite also writes the control plan down
     return _execute(runner, request.as_json, runner.backend.describe())
+
+
+def engine_case(capture_ref: str, frame: str | None, plan_refs: tuple[str, ...]) -> Case:
+    """A capture's frame (the deepest runlist unless `frame`) as reproduce runs it: the frame
+    as captured (plan `captured`), and its cut (`cut`, even:2 unless `plan_refs`)."""
+    case = with_frame(load_case(capture_ref), frame)
+    if case.kind is not CaseKind.CAPTURE:
+        raise BadInput(f"--capture {capture_ref}: {case.name} is a {case.kind}, not an XRT "
+                       "capture (give a capture folder or a case `capture import` wrote)")
+    depth = case.layers
+    plans = [make_plan("captured", str(depth), depth)]
+    for spec in plan_refs or ("even:2",):
+        cut = make_plan(spec, spec, depth)
+        plans.append(replace(cut, name=f"cut {'+'.join(map(str, cut.chunks))}"))
+    if depth < 2 and not plan_refs:
+        plans = plans[:1]                 # one run: nothing to cut
+    names = [p.name for p in plans]
+    if len(set(names)) != len(names):
+        raise BadInput(f"--plan: {', '.join(plan_refs)} give the same cut twice")
+    return replace(case, plans=tuple(plans))
 
 
 def _export_beside(runner: Runner, force: bool) -> None:

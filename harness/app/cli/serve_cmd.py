@@ -9,6 +9,7 @@ import click
 
 from harness.app import exits
 from harness.app.cli.options import Seconds
+from harness.formats.printable import escape_controls
 from harness.probe.checks import Check
 from harness.probe.fingerprint import probe
 from harness.probe.npu import GENERATIONS
@@ -71,19 +72,18 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_m
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
+        # the server's words (its version, its models, its errors) are another program's
+        # text: shown with control characters escaped, as the rest of the harness does
         server = report.sections["server"]
         resident = ", ".join(server["resident_after"]) or "nothing reported"
-        click.echo(f"server: {server['url']} (version {server['version'] or '?'}); "
-                   f"resident: {resident}")
-        click.echo(f"verdict: {report.verdict['text']}")
-        for request in server["requests"]:
-            click.echo(_request_line(request))
+        lines = [f"server: {server['url']} (version {server['version'] or '?'}); "
+                 f"resident: {resident}", f"verdict: {report.verdict['text']}"]
+        lines += [_request_line(request) for request in server["requests"]]
         if server["made_up_tag"]:
-            click.echo(_request_line(server["made_up_tag"]))
-        click.echo("checks:")
-        for check in server["checks"]:
-            click.echo(f"  {Check(**check).line()}")
-        click.echo(f"report: {handle.path}")
+            lines.append(_request_line(server["made_up_tag"]))
+        lines += ["checks:", *(f"  {Check(**check).line()}" for check in server["checks"]),
+                  f"report: {handle.path}"]
+        click.echo(escape_controls("\n".join(lines)))
     return exits.for_requests(request_failed(report))
 
 

@@ -1,0 +1,277 @@
+"""`capture record`: another program run with XRT's capture on, until it exits and XRT has
+written what it submitted (STACK.md 9).
+
+XRT writes `replay.json` only when the program it records exits normally (its capture
+singleton's destructor, at the C library's `exit`): an `os._exit`, a kill or a crash
+leaves the artefacts and no replay.json. So the program is ended as its own command line
+expects: it is given its input (a one-word prompt, then `/bye`, FastFlowLM's documented
+way out of `flm run`) and the end of input. If it is still running at the deadline, or
+the disk holding the capture runs low, it is stopped the gentlest way first: SIGINT to its
+process group (a program that handles it can still exit normally), then SIGTERM, then
+SIGKILL, each after a grace period; what ended it is said, and what was written is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.probe.xrt_loader import mapped_libraries
+
+REPLAY = "replay.json"
+TAIL_LINES = 40
+LINE_CAP = 64 << 10
+# what xrt-capture prints once the program it ran has ended (xrt-capture.cpp)
+_APPLICATION_EXITED = re.compile(r"^Application exited with code (-?\d+)$")
+# FastFlowLM answers a failure as {"error": "..."} (STACK.md 1, 5)
+_ERROR_LINE = re.compile(r'^\s*\{\s*"error"\s*:')
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What to run and how: the command (behind `wrapper`, xrt-capture and its options,
+    when that starts it), the capture folder, the input lines, the environment, the
+    deadline, and the free space below which it is stopped."""
+
+    command: tuple[str, ...]
+    folder: Path
+    lines: tuple[str, ...]
+    environment: dict[str, str]
+    deadline_s: float
+    floor_bytes: int
+    wrapper: tuple[str, ...] = ()
+    grace_s: float = 5.0
+    poll_s: float = 0.5
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """How far it is: seconds, artefact files and bytes written, free space."""
+
+    seconds: float
+    files: int
+    written: int
+    free: int
+
+
+@dataclass
+class Recorded:
+    """How the program ended and what it left."""
+
+    exit_code: int | None                 # None: ended by a signal
+    signal: str | None                    # the signal that ended it
+    ended_by: str                         # in words
+    replay_written: bool
+    files: int
+    written: int
+    free: int
+    at_deadline: bool = False
+    disk_low: bool = False
+    output_tail: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)      # FastFlowLM's error lines seen
+    xrt_libraries: list[dict[str, Any]] = field(default_factory=list)   # what it mapped
+
+
+def free_bytes(folder: Path) -> int:
+    """Free space on the file system that holds `folder` (or would: its nearest parent)."""
+    for place in (folder, *folder.parents):
+        if place.exists():
+            return shutil.disk_usage(place).free
+    return shutil.disk_usage(Path.cwd()).free
+
+
+def written(folder: Path) -> tuple[int, int]:
+    """(files, bytes) in the capture folder now."""
+    files = size = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False):
+                files += 1
+                size += entry.stat(follow_symlinks=False).st_size
+    return files, size
+
+
+def record(job: Recording, progress: Callable[[Snapshot], None],
+           echo: Callable[[str], None]) -> Recorded:
+    """Run the program until it exits (or is stopped), passing each line it prints to
+    `echo` and a snapshot to `progress` every `poll_s`. Whatever it leaves running when it
+    exits is ended with it."""
+    started = time.monotonic()
+    proc = subprocess.Popen([*job.wrapper, *job.command], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=job.environment, start_new_session=True)
+    _feed(proc, job.lines)
+    watch = _Watch(proc, echo)
+    stopping: _Stop | None = None
+    assert proc.stdout is not None
+    output = proc.stdout.fileno()
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(output, selectors.EVENT_READ)
+            polled = -job.poll_s
+            while selector.get_map():
+                exited = proc.poll() is not None
+                # once it has exited, what it left running may hold its output open: take
+                # what is there and stop
+                ready = selector.select(timeout=0.2 if exited else job.poll_s)
+                chunk = os.read(output, 1 << 16) if ready else b""
+                if chunk:
+                    watch.take(chunk)
+                elif ready or exited:
+                    break
+                now = time.monotonic()
+                if now - polled >= job.poll_s:
+                    polled = now
+                    stopping = stopping or _check(job, proc, watch, progress, now - started)
+                if stopping is not None:
+                    stopping.step()
+    finally:
+        if proc.poll() is None:
+            _Stop(proc, "the harness stopping", 0).kill()
+        proc.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)     # what it left running
+    watch.flush()
+    return _ended(job, proc, watch, stopping, started)
+
+
+def _check(job: Recording, proc: subprocess.Popen[bytes], watch: _Watch,
+           progress: Callable[[Snapshot], None], seconds: float) -> _Stop | None:
+    """A snapshot for the progress line; a stop when the deadline passed or the disk runs
+    low."""
+    watch.libraries()
+    files, size = written(job.folder)
+    free = free_bytes(job.folder)
+    progress(Snapshot(seconds, files, size, free))
+    if proc.poll() is not None:
+        return None
+    if seconds >= job.deadline_s:
+        return _Stop(proc, f"the deadline ({job.deadline_s:g} s)", job.grace_s)
+    if free < job.floor_bytes:
+        return _Stop(proc, f"the disk running low ({free >> 20} MiB free, below "
+                           f"{job.floor_bytes >> 20} MiB)", job.grace_s, disk=True)
+    return None
+
+
+def _feed(proc: subprocess.Popen[bytes], lines: tuple[str, ...]) -> None:
+    """Its whole input, then the end of input."""
+    assert proc.stdin is not None
+    with contextlib.suppress(OSError):
+        proc.stdin.write("".join(f"{line}\n" for line in lines).encode())
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
+
+
+class _Stop:
+    """The ladder of signals to the program's process group: SIGINT, SIGTERM, SIGKILL,
+    each after `grace_s` of the one before."""
+
+    LADDER = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+
+    def __init__(self, proc: subprocess.Popen[bytes], why: str, grace_s: float, *,
+                 disk: bool = False) -> None:
+        self.proc, self.why, self.grace_s, self.disk = proc, why, grace_s, disk
+        self.sent: list[str] = []
+        self.next_at = 0.0
+
+    def step(self) -> None:
+        if self.proc.poll() is not None or len(self.sent) == len(self.LADDER) or \
+                time.monotonic() < self.next_at:
+            return
+        signum = self.LADDER[len(self.sent)]
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signum)
+        self.sent.append(signal.Signals(signum).name)
+        self.next_at = time.monotonic() + self.grace_s
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+class _Watch:
+    """The program's output as it comes (passed on a line at a time, the last lines and
+    FastFlowLM's error lines kept), and the XRT libraries its processes map."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], echo: Callable[[str], None]) -> None:
+        self.proc, self.echo = proc, echo
+        self.pending = b""
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.errors: list[str] = []
+        self.application_code: int | None = None
+        self.mapped: dict[str, dict[str, Any]] = {}
+
+    def take(self, chunk: bytes) -> None:
+        self.pending += chunk
+        *lines, self.pending = self.pending.split(b"\n")
+        if len(self.pending) > LINE_CAP:       # output with no line end: cut into lines
+            lines.append(self.pending)
+            self.pending = b""
+        for raw in lines:
+            self._line(raw.decode(errors="replace").rstrip("\r"))
+
+    def flush(self) -> None:
+        if self.pending:
+            self._line(self.pending.decode(errors="replace"))
+            self.pending = b""
+
+    def _line(self, line: str) -> None:
+        self.echo(line)
+        self.tail.append(line)
+        if _ERROR_LINE.match(line) and len(self.errors) < 20:
+            self.errors.append(line.strip())
+        exited = _APPLICATION_EXITED.match(line.strip())
+        if exited:
+            self.application_code = int(exited.group(1))
+
+    def libraries(self) -> None:
+        """The XRT libraries mapped by the program and what it started (its own XRT may
+        not be the one the harness sees: FastFlowLM can bring its own)."""
+        import psutil  # type: ignore[import-untyped]
+        try:
+            processes = [psutil.Process(self.proc.pid)]
+            processes += processes[0].children(recursive=True)
+        except psutil.Error:
+            return
+        for process in processes:
+            try:
+                with open(f"/proc/{process.pid}/maps") as maps:
+                    for lib in mapped_libraries(maps.read()):
+                        self.mapped.setdefault(lib["path"], lib)
+            except OSError:
+                continue
+
+
+def _ended(job: Recording, proc: subprocess.Popen[bytes], watch: _Watch,
+           stopping: _Stop | None, started: float) -> Recorded:
+    code = proc.returncode
+    killed = signal.Signals(-code).name if code is not None and code < 0 else None
+    if job.wrapper and killed is None:
+        code = watch.application_code     # xrt-capture exits 0 whatever the program did
+    how = (f"exited with status {code}" if killed is None and code is not None
+           else "exited (its status unknown)" if killed is None else f"ended by {killed}")
+    if stopping is not None and stopping.sent:
+        ended = f"stopped at {stopping.why}: sent {', then '.join(stopping.sent)}; it {how}"
+    else:
+        ended = f"it {how}"
+    files, size = written(job.folder)
+    replay = job.folder / REPLAY
+    since = time.time() - (time.monotonic() - started) - 1.0
+    fresh = replay.is_file() and replay.stat().st_mtime >= since
+    return Recorded(None if killed else code, killed, ended, fresh, files, size,
+                    free_bytes(job.folder),
+                    at_deadline=stopping is not None and not stopping.disk,
+                    disk_low=stopping is not None and stopping.disk,
+                    output_tail=list(watch.tail), errors=watch.errors,
+                    xrt_libraries=list(watch.mapped.values()))

@@ -1,0 +1,237 @@
+"""What redaction replaces, one rule per form private data takes, each with its trigger.
+
+A rule's trigger is what any text the rule could change holds, once lowercased: a string in
+which no rule's trigger is found is passed by with one scan (`Redactor`'s fast path, a
+case-sensitive search of the lowercased text: a search that ignores case is many times
+slower), and a rule runs only where its own trigger is found. Each trigger starts with a
+fixed character where it can, which lets the search skip ahead. Trigger and rule live side
+by side, so the fast path is made of the rules and cannot drift from them;
+tests/test_redaction_rules.py holds, for every rule, that each of its examples is changed
+and that wherever its pattern matches, its trigger is found.
+
+The names learned from a report and the machine (host, domain, user, machine id, keyed
+serials) are the one rule whose trigger is not fixed: the names themselves
+(`Redactor.replace_names`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class RuleHost(Protocol):
+    """What a rule asks of the redactor that runs it (`harness.report.redact.Redactor`)."""
+
+    kept_uuids: set[str]
+
+    def placeholder(self, kind: str, value: str) -> str: ...
+
+    def home(self, name: str) -> str: ...
+
+    def replace_names(self, value: str, structured: bool) -> str: ...
+
+HEX = "[0-9A-Fa-f]"
+LOW_HEX = "[0-9a-f]"                # in a trigger: the text is lowercased
+UUID_TEXT = rf"{HEX}{{8}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{12}}"
+
+# scheme://userinfo@host: the userinfo runs to the last @ before the host, so a password
+# holding @ goes whole ("http://bob:p@ss@host")
+URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s'\"<>]+)@(?=[^/?#\s'\"<>@]*)")
+# a URL parameter named like a secret: api_token, client_secret, X-Amz-Signature,
+# private_token, access_key, session, password, sig, auth, cookie, credential...
+SECRET_WORDS = ("token", "secret", "passw", "pwd", "key", "sig", "auth", "session",
+                "credential", "cookie")
+SECRET_PARAM = re.compile(r"(?i)([?&;#][\w.\-\[\]]*(?:" + "|".join(SECRET_WORDS) +
+                          r")[\w.\-\[\]]*=)([^&\s#'\"<>]+)")
+AUTHORIZATION = re.compile(r"(?i)\b((?:authorization:\s*)?(?:bearer|basic)\s+)"
+                           r"([A-Za-z0-9._~+/=-]{8,})")
+# access tokens by their documented prefixes: Hugging Face, GitHub (classic and
+# fine-grained), GitLab, Slack, OpenAI-style; each is a prefix ending in _ or - and a long
+# run of letters and digits, which is what their trigger looks for
+TOKEN = re.compile(r"(?<![\w-])(?:hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{16,}|"
+                   r"github_pat_[A-Za-z0-9_]{16,}|glpat-[A-Za-z0-9_-]{16,}|"
+                   r"xox[abposr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{16,})(?![\w-])")
+EMAIL = re.compile(r"(?<![\w.+-])[\w.+%-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+# a home folder wherever it is mounted: /home/u, /var/home/u (Fedora Atomic), /nfs/home/u
+HOME = re.compile(r"/(home|Users)/([^/\s'\"<>:;,`|)\]}]+)")
+ROOT_HOME = re.compile(r"(?<![\w])/root(?=/|\b)")
+DISK_UUID = re.compile(r"(?i)(\b(?:part)?uuid=|by-(?:part)?uuid/|\bluks-|rd\.luks\.uuid=|"
+                       r"\bcryptdevice=(?:uuid=)?)"
+                       rf"({UUID_TEXT}|{HEX}{{4}}-{HEX}{{4}}\b|{HEX}{{16}}\b)")
+UUID = re.compile(rf"(?<![\w-]){UUID_TEXT}(?![\w-])")
+# a serial where text labels one: "Serial Number: X", "S/N X", "SN: X", "Service Tag: X";
+# its value holds a digit or is a run of capitals (a service tag), one word
+SERIAL_TEXT = re.compile(r"(?i)\b(serial(?:[ _-]?(?:number|num|no\.?))?|s/n|"
+                         r"service[ _-]?tag|asset[ _-]?tag|sn(?=[:=#]))"
+                         r"(\s*[\"']?\s*[:=#]\s*[\"']?\s*|(?<=number)\s+|(?<=no)\s+|"
+                         r"(?<=s/n)\s+|(?<=tag)\s+)"
+                         r"((?=[\w.:-]*\d|(?-i:[A-Z0-9]{5,}\b))[A-Za-z0-9][\w.:-]*[A-Za-z0-9])")
+MAC = re.compile(rf"(?<![\w:.-])(?:{HEX}{{2}}([:-]){HEX}{{2}}(?:\1{HEX}{{2}}){{4}}|"
+                 rf"{HEX}{{4}}\.{HEX}{{4}}\.{HEX}{{4}})(?![\w:.-])")
+# twelve hex digits are a MAC only where named one (`link/ether`, `HWaddr`, `MAC: `) or in
+# an interface name made of one (enx..., wlx...): bare, they are as often a commit
+MAC_BARE = re.compile(rf"(?i)(\b(?:mac(?:[ _-]?addr(?:ess)?)?|ether|hwaddr|lladdr)"
+                      rf"[ \t:=]+|\b(?:enx|wlx))({HEX}{{12}})\b")
+IPV4_TEXT = r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)"
+IPV4 = re.compile(rf"(?<![\w.]){IPV4_TEXT}(?![\w.])")
+# IPv6, with an IPv4 tail (::ffff:192.168.1.20) and a zone (fe80::1%eth0) taken whole
+_H = f"{HEX}{{1,4}}"
+IPV6 = re.compile(rf"(?<![\w:.])(?:(?:{HEX}|:)*::(?:{_H}:)*{IPV4_TEXT}|"
+                  rf"(?:{_H}:){{6}}{IPV4_TEXT}|(?:{_H}:){{7}}{_H}|"
+                  rf"(?:{_H}:){{1,7}}:(?:{_H}(?::{_H})*)?|::(?:{_H}(?::{_H})*)?)"
+                  r"(?:%[\w.-]+)?(?![\w:]|\.\d)")
+VERSION_VALUE = re.compile(r"\s*v?\d+(?:\.\d+)+(?:[-+~ ].*)?\Z", re.DOTALL)
+# A dotted quad right after one of these words is a version ("firmware 1.1.2.65").
+VERSION_BEFORE = re.compile(r"(?i)(?<![a-z])(?:version|firmware|fw|ver|release|v)"
+                            r"[\s:=_\"'-]{0,3}\Z")
+KEEP_IPS = {"127.0.0.1", "0.0.0.0", "::1", "::"}
+
+
+@dataclass(frozen=True)
+class RedactionRule:
+    """One form of private data: where to look (`triggers`, regular expressions matched on
+    the lowercased text: text holding none of them is never changed by this rule), what
+    to replace (`apply`), and text it must change (`examples`)."""
+
+    name: str
+    triggers: tuple[str, ...]
+    apply: Callable[[RuleHost, str, bool], str] = field(repr=False)
+    examples: tuple[str, ...] = ()
+
+    def trigger(self) -> re.Pattern[str]:
+        """Its triggers as one pattern, to search the lowercased text with."""
+        return _compiled("|".join(self.triggers) or r"(?!)")
+
+    def fires(self, text: str) -> bool:
+        return self.trigger().search(text.lower()) is not None
+
+
+_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(source: str) -> re.Pattern[str]:
+    found = _CACHE.get(source)
+    if found is None:
+        found = _CACHE[source] = re.compile(source)
+    return found
+
+
+def _userinfo(r: RuleHost, text: str, _: bool) -> str:
+    return URL_USERINFO.sub(lambda m: m.group(1) + "<credentials>@", text)
+
+
+def _secret_param(r: RuleHost, text: str, _: bool) -> str:
+    return SECRET_PARAM.sub(lambda m: m.group(1) + "<secret>", text)
+
+
+def _authorization(r: RuleHost, text: str, _: bool) -> str:
+    return AUTHORIZATION.sub(lambda m: m.group(1) + "<secret>", text)
+
+
+def _token(r: RuleHost, text: str, _: bool) -> str:
+    return TOKEN.sub(lambda m: r.placeholder("token", m.group(0)), text)
+
+
+def _email(r: RuleHost, text: str, _: bool) -> str:
+    return EMAIL.sub(lambda m: r.placeholder("email", m.group(0).lower()), text)
+
+
+def _home(r: RuleHost, text: str, _: bool) -> str:
+    text = HOME.sub(lambda m: f"/{m.group(1)}/{r.home(m.group(2))}", text)
+    return ROOT_HOME.sub("~", text)
+
+
+def _disk_uuid(r: RuleHost, text: str, _: bool) -> str:
+    return DISK_UUID.sub(lambda m: m.group(1) + r.placeholder("uuid", m.group(2).lower()), text)
+
+
+def _uuid(r: RuleHost, text: str, _: bool) -> str:
+    return UUID.sub(lambda m: m.group(0) if m.group(0).lower() in r.kept_uuids
+                    else r.placeholder("uuid", m.group(0).lower()), text)
+
+
+def _serial(r: RuleHost, text: str, _: bool) -> str:
+    return SERIAL_TEXT.sub(lambda m: m.group(1) + m.group(2) + r.placeholder("serial",
+                                                                           m.group(3)), text)
+
+
+def _mac(r: RuleHost, text: str, _: bool) -> str:
+    text = MAC_BARE.sub(lambda m: m.group(1) + r.placeholder("mac", _mac_key(m.group(2))),
+                        text)
+    return MAC.sub(lambda m: r.placeholder("mac", _mac_key(m.group(0))), text)
+
+
+def _mac_key(text: str) -> str:
+    """One MAC however it is written (3c:7c:..., 3c-7c-..., 3c7c.3f1a..., 3c7c3f...)."""
+    return re.sub("[^0-9a-f]", "", text.lower())
+
+
+def _ipv6(r: RuleHost, text: str, _: bool) -> str:
+    return IPV6.sub(lambda m: m.group(0) if m.group(0) in KEEP_IPS
+                    else r.placeholder("ip", m.group(0).lower()), text)
+
+
+def _ipv4(r: RuleHost, text: str, versioned: bool) -> str:
+    if versioned and VERSION_VALUE.match(text):
+        return text
+
+    def one(match: re.Match[str]) -> str:
+        address = match.group(0)
+        before = text[max(0, match.start() - 16):match.start()]
+        if address in KEEP_IPS or address.startswith("127.") or VERSION_BEFORE.search(before):
+            return address          # loopback, or a version number ("firmware 1.1.2.65")
+        return r.placeholder("ip", address)
+    return IPV4.sub(one, text)
+
+
+def _names(r: RuleHost, text: str, structured: bool) -> str:
+    return r.replace_names(text, structured)
+
+
+NAMES = "names"
+RULES: tuple[RedactionRule, ...] = (
+    RedactionRule("url-credentials", ("://",), _userinfo,
+         ("http://bob:p@ss-SECRET7@example.org/v1", "ftp://alice:hunter2@files")),
+    RedactionRule("secret-parameter", tuple(rf"\{c}[\w.\-\[\]]*=" for c in "?&;#"), _secret_param,
+         ("GET /v1?api_token=abc123", "q?client_secret=s3cr3t", "x&X-Amz-Signature=9f8e7d",
+          "a;private_token=p1", "b?access_key=AK1", "page#session=42f", "/?passwd=pw1",
+          "c?pwd=pw2", "d?sig=zz1", "e?auth=zz2", "f?credential=c1", "g?cookie=c2")),
+    RedactionRule("authorization", ("bearer", "basic"), _authorization,
+         ("Authorization: Bearer abcdefgh12345678", "basic dXNlcjpwYXNzd29yZA==")),
+    RedactionRule("token", (r"_[a-z0-9_]{16}", r"-[a-z0-9_-]{10}"), _token,
+         ("HF_TOKEN hf_AbCdEfGhIjKlMnOpQrStUvWx", "ghp_0123456789abcdefABCDEF",
+          "gho_0123456789abcdefABCDEF", "ghu_0123456789abcdefABCDEF",
+          "ghs_0123456789abcdefABCDEF", "ghr_0123456789abcdefABCDEF",
+          "github_pat_11ABCDEFG0123456789_abcdef",
+          "glpat-0123456789abcdefABCD", "xoxb-1234567890-abcdef", "sk-abcdefghijklmnop1234")),
+    RedactionRule("email", ("@",), _email, ("mail jane.doe+npu@example.org",)),
+    RedactionRule(NAMES, (), _names),
+    RedactionRule("home", ("/home/", "/users/", "/root"), _home,
+         ("/home/zelda9/x", "/Users/zelda9/x", "/root/.cache")),
+    RedactionRule("disk-uuid", ("uuid=", "uuid/", "luks-", "cryptdevice="), _disk_uuid,
+         ("root=UUID=1234-ABCD", "by-uuid/0123456789abcdef", "luks-1234-abcd",
+          "cryptdevice=0123456789ABCDEF:root")),
+    RedactionRule("uuid", (rf"-{LOW_HEX}{{4}}-{LOW_HEX}{{4}}-",), _uuid,
+         ("product 3f1c2b9a-7e4d-4a21-9c0b-5d6e7f801234",)),
+    RedactionRule("serial", ("serial", "s/n", "sn:", "sn=", "sn#", "service tag", "service_tag",
+                    "service-tag", "servicetag", "asset tag", "asset_tag", "asset-tag",
+                    "assettag"), _serial,
+         ("Serial Number: PF4X7K2Q", "S/N PF4X7K2Q", "SN: 8812345", "sn=8812345",
+          "SN#8812345", "Service Tag: JXQ4Z53", "service_tag JXQ4Z53", "Service-Tag JXQ4Z53",
+          "ServiceTag: JXQ4Z53", "asset tag=A12345", "asset_tag A12345", "Asset-Tag A12345",
+          "AssetTag: A12345")),
+    RedactionRule("mac", (rf":{LOW_HEX}{{2}}:{LOW_HEX}{{2}}:", rf"-{LOW_HEX}{{2}}-{LOW_HEX}{{2}}-",
+                 rf"\.{LOW_HEX}{{4}}\.{LOW_HEX}{{4}}", "mac ", "mac:", "mac=", "mac\t",
+                 "macaddr", "mac_addr", "mac-addr", "ether", "hwaddr", "lladdr", "enx", "wlx"),
+         _mac, ("eth0 3c:7c:3f:1a:2b:4d", "nic 3c-7c-3f-1a-2b-4d", "cisco 3c7c.3f1a.2b4d",
+                "MAC 3c7c3f1a2b4d", "MAC:3c7c3f1a2b4d", "mac=3c7c3f1a2b4d", "mac\t3c7c3f1a2b4d",
+                "macaddr 3c7c3f1a2b4d", "MAC_ADDR 3c7c3f1a2b4d", "mac-address: 3c7c3f1a2b4d",
+                "link/ether 3c7c3f1a2b4d", "HWaddr 3c7c3f1a2b4d",
+                "lladdr 3c7c3f1a2b4d", "enx3c7c3f1a2b4d up", "wlx3c7c3f1a2b4d up")),
+    RedactionRule("ipv6", ("::", rf":{LOW_HEX}{{1,4}}:{LOW_HEX}{{1,4}}:"), _ipv6,
+         ("from ::ffff:192.168.1.20", "2001:db8:85a3:0:0:8a2e:370:7334", "fe80::1%eth0")),
+    RedactionRule("ipv4", (r"\.\d{1,3}\.\d{1,3}\.",), _ipv4, ("peer 192.168.50.7",)),
+)

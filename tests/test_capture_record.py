@@ -1,0 +1,148 @@
+"""`capture record -- CMD`: a program run with XRT's capture on, given a prompt and the line
+that ends it, until XRT has written replay.json; on the simulated stack the stand-in engine
+(tests/standin_engine.py) plays FastFlowLM's `flm run`."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from machines import engine_pack
+
+from harness.app.cli import main
+from harness.execution.capture_record import Recording, record
+from harness.sources.capture import load_capture
+
+ENGINE = str(Path(__file__).resolve().parent / "standin_engine.py")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture
+def pack(tmp_path) -> Path:
+    return engine_pack(tmp_path / "pack", "record")
+
+
+def test_record_gives_the_prompt_and_bye_and_prints_the_engine_s_runlists(pack, tmp_path):
+    result = invoke("capture", "record", "--frames", "8", "--out", "cap", "--profile",
+                    "staging,hang-at:30", "--", sys.executable, ENGINE, str(pack))
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "input: 'Hi', then '/bye', then the end of input" in out
+    assert "a Python program's `import pyxrt` is bound to the simulator" in out
+    assert "ended: it exited with status 0" in out
+    assert 'the program reported: {"error":"runlist failed execution (ERT_CMD_STATE_TIMEOUT)"}' \
+        in out
+    assert "frame_1: 42 runs in hwctx_1, chains 24+18" in out
+    assert "next: reproduce_ert_timeout --capture cap" in out
+    # the hang ended the answer after the first decode runlist: prefill and that runlist
+    assert [f.depth for f in load_capture(tmp_path / "cap").frames] == [1, 42]
+
+
+def test_frames_reach_every_token_on_the_documented_stack(pack, tmp_path):
+    result = invoke("capture", "record", "--frames", "8", "--out", "cap", "--",
+                    sys.executable, ENGINE, str(pack))
+    assert result.exit_code == 0, result.output
+    assert "XRT wrote cap/replay.json: 8 frames, 3 of them runlists" in result.output
+    assert "frame_1..frame_7 (3 frames): 42 runs in hwctx_1, chains 24+18" in result.output
+
+
+def test_an_existing_folder_is_refused_without_force(pack, tmp_path):
+    (tmp_path / "cap").mkdir()
+    (tmp_path / "cap" / "kept").write_text("mine")
+    command = ["capture", "record", "--frames", "2", "--out", "cap", "--", sys.executable,
+               ENGINE, str(pack)]
+    refused = invoke(*command)
+    assert refused.exit_code == 2
+    assert "cap exists; choose another --out or pass --force" in refused.output
+    assert (tmp_path / "cap" / "kept").read_text() == "mine"
+    replaced = invoke(*command[:2], "--force", *command[2:])
+    assert replaced.exit_code == 0, replaced.output
+    assert not (tmp_path / "cap" / "kept").exists()
+
+
+def test_a_program_that_is_not_there_is_one_line(tmp_path):
+    result = invoke("capture", "record", "--", "no-such-engine", "run", "x")
+    assert result.exit_code == 3
+    assert result.output == ("error: no-such-engine: no such program (not on PATH); capture "
+                             "record runs it as given\n")
+
+
+def test_a_disk_without_room_for_the_pack_is_refused_before_it_starts(tmp_path):
+    huge = tmp_path / "weights.bin"
+    with huge.open("wb") as file:              # sparse: as large as the disk's free space
+        file.truncate(shutil.disk_usage(tmp_path).free)
+    result = invoke("capture", "record", "--out", "cap", "--pack", str(huge), "--",
+                    sys.executable, "-c", "pass")
+    assert result.exit_code == 3
+    assert "its disk has" in result.output and "free some space or choose another --out" \
+        in result.output
+    assert not (tmp_path / "cap").exists()
+
+
+def test_a_release_without_capture_is_named_with_the_one_that_has_it(pack):
+    result = invoke("capture", "record", "--profile", "xrt:2.23", "--", sys.executable,
+                    ENGINE, str(pack))
+    assert result.exit_code == 3
+    assert "the simulated XRT 2.23 has no capture" in result.output
+    assert "Xilinx/XRT master since 2026-06-04 (PR #9828" in result.output
+
+
+def test_a_program_that_never_exits_is_stopped_gently_and_its_files_are_kept(tmp_path):
+    # it ignores its input and SIGINT: stopped at the deadline by SIGINT, then SIGTERM
+    script = tmp_path / "stubborn.py"
+    script.write_text("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                      "open('cap/capture_0.bin', 'wb').write(b'x')\n"
+                      "print('started', flush=True)\ntime.sleep(60)\n")
+    (tmp_path / "cap").mkdir()
+    job = Recording((sys.executable, str(script)), tmp_path / "cap", ("Hi", "/bye"),
+                    {}, deadline_s=2.0, floor_bytes=0, grace_s=0.3, poll_s=0.05)
+    lines: list[str] = []
+    ended = record(job, lambda snap: None, lines.append)
+    assert lines == ["started"]
+    assert ended.at_deadline and ended.signal == "SIGTERM" and not ended.replay_written
+    assert ended.ended_by == ("stopped at the deadline (2 s): sent SIGINT, then SIGTERM; it "
+                              "ended by SIGTERM")
+    assert (tmp_path / "cap" / "capture_0.bin").read_bytes() == b"x"
+
+
+def test_a_disk_running_low_stops_the_program_and_keeps_what_it_wrote(tmp_path):
+    # what the program wrote before the disk ran low (here, before it started) is kept
+    (tmp_path / "cap").mkdir()
+    (tmp_path / "cap" / "capture_0.bin").write_bytes(b"data")
+    job = Recording(("sleep", "60"), tmp_path / "cap", (), {}, deadline_s=60,
+                    floor_bytes=1 << 62, grace_s=0.3, poll_s=0.05)
+    ended = record(job, lambda snap: None, lambda line: None)
+    assert ended.disk_low and ended.signal == "SIGINT", ended
+    assert ended.ended_by.startswith("stopped at the disk running low (")
+    assert ended.files == 1 and ended.written == 4
+    assert (tmp_path / "cap" / "capture_0.bin").read_bytes() == b"data"
+
+
+def test_no_replay_after_a_stop_says_why_and_what_is_kept(tmp_path):
+    result = invoke("capture", "record", "--out", "cap", "--deadline", "1", "--", "sleep",
+                    "60")
+    assert result.exit_code == 3
+    assert "no replay.json: the program did not exit normally (stopped at the deadline " \
+        "(1 s): sent SIGINT; it ended by SIGINT)" in result.output
+    assert "XRT writes replay.json only at a normal exit" in result.output
+
+
+def test_behind_xrt_capture_the_program_s_own_status_is_read_from_what_it_prints(tmp_path):
+    # xrt-capture.cpp exits 0 whatever the program did, after "Application exited with
+    # code N": a stand-in for it, starting the program as it does
+    tool = tmp_path / "xrt-capture"
+    tool.write_text('#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift\n'
+                    '"$@"\necho "\nApplication exited with code $?"\nexit 0\n')
+    tool.chmod(0o755)
+    (tmp_path / "cap").mkdir()
+    job = Recording(("sh", "-c", "exit 3"), tmp_path / "cap", (), {}, deadline_s=30,
+                    floor_bytes=0, wrapper=(str(tool), "--frames", "8", "--output-dir",
+                                            str(tmp_path / "cap"), "--"), poll_s=0.05)
+    ended = record(job, lambda snap: None, lambda line: None)
+    assert ended.exit_code == 3 and ended.ended_by == "it exited with status 3"
