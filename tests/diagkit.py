@@ -15,8 +15,8 @@ from harness.formats.txn import work_stream
 from harness.formats.yamlio import dump_yaml, load_yaml_text
 from harness.report.check import check_report_file
 from harness.report.diagnosis import Diagnosis, diagnose
-from harness.report.model import PlanRecord
-from harness.report.verdict import judge
+from harness.report.model import Report
+from harness.report.verdict import report_verdict
 
 FIXTURES = Path(__file__).with_name("fixtures") / "reports"
 
@@ -144,9 +144,10 @@ def hardware_report(folder: Path, name: str, plans: list[dict[str, Any]], *,
                                "the captured application's own commands",
                                "buffers": "five 4 KiB buffers", "nop_only": nop_only}
     doc["plans"] = plans
-    doc["verdict"] = judge([PlanRecord.from_dict(p) for p in plans], doc["backend"]).to_dict()
     doc.pop("timers", None)
     doc.update(sections or {})
+    doc["verdict"] = None
+    doc["verdict"] = report_verdict(Report.from_dict(doc)).to_dict()
     path = folder / f"{name}.yaml"
     path.write_text("# xdna-runlist-harness report\n" + dump_yaml(doc), encoding="utf-8")
     problems = check_report_file(str(path)).problems

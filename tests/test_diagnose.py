@@ -224,7 +224,7 @@ def test_hardware_noops_that_complete_say_the_engine_s_commands_are_left(tmp_pat
     diagnosis = of(report)
     assert diagnosis.top.id == "nothing-fails"
     assert "what fails must be in the engine's own commands" in diagnosis.top.experiment
-    assert "xrt-capture" in diagnosis.top.experiment
+    assert "capture record" in diagnosis.top.experiment
 
 
 def test_several_reports_are_read_together(tmp_path):

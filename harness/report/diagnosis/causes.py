@@ -36,6 +36,7 @@ from harness.report.diagnosis.findings import (
 )
 from harness.report.diagnosis.observed import NOOP, WORK, Arm, context_refused
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
+from harness.report.verdict import ENGINE_DEFAULT, capture_how
 
 CAUGHT = (AT_TIMER, PAST_TIMER)           # a hang the driver's detection caught
 MOSTLY = 0.5                              # a plan failing this share of its trials or more
@@ -386,12 +387,16 @@ def _depth(ev: Evidence) -> int:
     return min(failing) if failing else max([a.deepest for a in ev.arms] or [42])
 
 
+def engine_of(ev: Evidence) -> str:
+    """The command line that runs the reports' engine, as their case names it."""
+    return next((r.engine for r in ev.reports if r.engine), None) or ENGINE_DEFAULT
+
+
 def _capture_how(ev: Evidence) -> str:
     captured = next((r for r in ev.reports if r.case_kind == "capture"), None)
     if captured is not None:
         return f"runlist-harness bisect {captured.case} --lo 1 --hi {_depth(ev)}"
-    from harness.sources.workload import CAPTURE_HOW
-    return CAPTURE_HOW + "; then runlist-harness investigate NAME"
+    return capture_how(engine_of(ev)) + "; then runlist-harness investigate DIR"
 
 
 def _slow_plan(ev: Evidence) -> str:

@@ -135,6 +135,7 @@ class Observed:
     case: str
     case_kind: str
     layers: int | None
+    engine: str | None = None      # the command line that runs the case's engine
     arms: list[Arm] = field(default_factory=list)
     server_requests: list[dict[str, Any]] = field(default_factory=list)
     server_model: str | None = None
@@ -203,6 +204,7 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
         documented=bool(backend.get("documented", True)), timers=timers,
         case=str(case.get("name") or "?"), case_kind=str(case.get("kind") or "case"),
         layers=case.get("layers") if isinstance(case.get("layers"), int) else None,
+        engine=str(case["engine"]) if case.get("engine") else None,
         bisect=doc.get("bisect"), xrt_smi=doc.get("xrt_smi_control"))
     server = doc.get("server")
     if isinstance(server, dict):

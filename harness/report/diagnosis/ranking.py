@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.report.diagnosis.causes import CAUSES, Cause, predictions
+from harness.report.diagnosis.causes import CAUSES, Cause, engine_of, predictions
 from harness.report.diagnosis.findings import AGAINST, CONTRADICTS, FOR, Evidence, Finding
 from harness.report.diagnosis.observed import (
     EMULATED,
@@ -21,6 +21,7 @@ from harness.report.diagnosis.observed import (
     SIMULATED,
     Observed,
 )
+from harness.report.verdict import capture_how
 
 MIN_SCORE = 3
 MARGIN = 2
@@ -170,10 +171,9 @@ def _nothing_fails(ev: Evidence) -> Ranked:
                   + "; ".join(injected) + ")" + ("; every run carried NOOPs" if noop_only
                                                  else ""))
     elif noop_only:
-        from harness.sources.workload import CAPTURE_HOW
         decide = ("NOOP runlists complete on this machine: submission depth alone does not "
                   "fail here, so what fails must be in the engine's own commands; run them: "
-                  + CAPTURE_HOW)
+                  + capture_how(engine_of(ev)))
     else:
         decide = ("nothing failed in these trials; a failure rarer than that needs more "
                   "trials (--trials 20)")
