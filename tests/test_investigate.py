@@ -144,3 +144,32 @@ def test_the_stand_in_work_never_runs_on_a_device(tmp_path):
     runner.case = runner.pack = runner.options = None    # type: ignore[assignment]
     with pytest.raises(BadInput, match="never runs on a device"):
         runner._workload(PlanRecord("work monolithic", "42", [42], work="stand-in"))
+
+
+def test_a_capture_of_the_engine_s_own_commands_shows_a_hang_in_the_work(tmp_path):
+    """The engine's own commands (a capture of tests/standin_engine.py, whose layer kernel's
+    control code carries work) hang at their 30th run under work-hang:30, while the NOOP
+    control at the same depth completes: named first, from the capture's frame, its cut and
+    the control, with no stand-in."""
+    import sys
+    from pathlib import Path
+
+    from machines import engine_pack
+
+    from harness.formats.elf_writer import control_code_elf
+    from harness.formats.txn import work_stream
+    pack = engine_pack(tmp_path / "pack", "engine-investigate")
+    (pack / "layer.elf").write_bytes(control_code_elf(work_stream(8)))
+    engine = str(Path(__file__).resolve().parent / "standin_engine.py")
+    recorded = CliRunner().invoke(main, ["capture", "record", "--frames", "8", "--out",
+                                         str(tmp_path / "cap"), "--", sys.executable, engine,
+                                         str(pack)])
+    assert recorded.exit_code == 0, recorded.output
+    out = tmp_path / "inv.yaml"
+    result = invoke("investigate", str(tmp_path / "cap"), "--no-isolate", "--profile",
+                    "staging,work-hang:30", "--out", str(out))
+    assert result.stdout.splitlines()[2].startswith("diagnosis: work-hang: "), result.output
+    report = load_report(out)
+    assert [p.name for p in report.plans][:3] == ["captured", "cut 21+21", "depth-only"]
+    assert not any(p.work for p in report.plans)
+    assert report.case["kind"] == "capture"

@@ -254,7 +254,9 @@ class Investigation:
         for record in step.add:
             self.runner.handle.add_plan(record)
             step.plans.append((record, self.settings.first_trials))
-        self.say(f"{step.name}: {step.why}")
+        steps = self.section["steps"]
+        if not steps or steps[-1]["experiment"] != step.name or step.add:
+            self.say(f"{step.name}: {step.why}")
         for plan, wanted in step.plans:
             while len(plan.finished()) < wanted:
                 if self.spent_s >= self.settings.budget_s:

@@ -12,13 +12,14 @@ from harness.app.cli.options import (
     allow_different_machine_option,
     diagnose_pointer,
     exit_codes_option,
+    frame_option,
     refuse_given,
     refuse_settings_on_resume,
     run_request_options,
     start_run,
 )
 from harness.app.cli.progress import announce, progress_line
-from harness.app.cli.run_cmd import DEFAULT_CASE
+from harness.app.cli.run_cmd import DEFAULT_CASE, engine_case
 from harness.formats.printable import escape_controls
 from harness.model.errors import BadInput, ReportError
 from harness.report.diagnosis import text_lines
@@ -38,15 +39,18 @@ DEFAULT_BUDGET_MIN = 30.0
 @click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False),
               help="Go on with a stopped investigation (Ctrl-C, or its budget: --budget "
                    "raises it).")
+@frame_option
 @allow_different_machine_option
 @run_request_options(trials_default="1 per plan at first; more where rates are unclear")
 @exit_codes_option
-def investigate(case_ref, budget_min, resume_path, allow_different_machine,
+def investigate(case_ref, budget_min, resume_path, frame, allow_different_machine,
                 request: RunRequest) -> exits.TrialsEnded:
     """Investigate a failure within a budget, the way a careful engineer does by hand.
 
     Runs the three-way (the case's one runlist, its cut, the depth-only control of NOOPs
-    on XRT's validate.xclbin), reads it with `diagnose`, and runs the experiment the
+    on XRT's validate.xclbin; for a CAPTURE, a folder `capture record` wrote or the case
+    `capture import` made, its deepest runlist as captured, or --frame), reads it with
+    `diagnose`, and runs the experiment the
     diagnosis asks for next: the engine's work where only NOOPs ran (on the simulated
     stack, the simulator's stand-in work stream; on hardware, capture the engine's
     commands and investigate the capture), a shallower depth where no runlist of the
@@ -57,7 +61,8 @@ def investigate(case_ref, budget_min, resume_path, allow_different_machine,
     """
     from harness.search.investigate import InvestigateSettings, Investigation, begin
     if resume_path:
-        refuse_given(click.get_current_context(), {"case_ref": "CASE|CAPTURE"},
+        refuse_given(click.get_current_context(), {"case_ref": "CASE|CAPTURE",
+                                                   "frame": "--frame"},
                      "--resume takes its case and plans from the report")
         refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
         from harness.execution.resume import reopen
@@ -78,6 +83,11 @@ def investigate(case_ref, budget_min, resume_path, allow_different_machine,
                          allow_outside_paths=request.allow_outside_paths)
         if case.kind is CaseKind.RECIPE:
             raise BadInput(f"{case.name} is a recipe: investigate takes a case or a capture")
+        if case.kind is CaseKind.CAPTURE:       # its frame as captured, and its cut
+            case = engine_case(case_ref, frame, ())
+        elif frame:
+            raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a "
+                           f"{case.kind}")
         runner = start_run(request, case, None, "investigate", trials=request.trials or 1,
                            progress=progress_line)
         settings = InvestigateSettings(
