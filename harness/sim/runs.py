@@ -178,8 +178,10 @@ class kernel:
         self._opcode = START_CU
         self._stack = stack
         self._latency_us = stack.latency_for(ctx._label, name)
-        self._hang_at = frozenset(stack.profile.hang_at)
-        self._reject_at = frozenset(stack.profile.reject_at)
+        profile = stack.profile
+        self._hang_at = frozenset(profile.hang_at)
+        self._reject_at = frozenset(profile.reject_at)
+        self._work_hang = profile.work_hang
         self._width = ctx._ctx.width
         self._dev_gen = stack.device.dev_gen
         self._fault_cache: dict[tuple, str | None] = {}
@@ -759,7 +761,7 @@ class runlist:
             self._reset_needed = False
         self._touches_seen = _touches
         jobs = []
-        work_hang = stack.profile.work_hang
+        work_hang = runs[0]._kernel._work_hang
         hang_at = _work_hang_position(runs, work_hang) if work_hang else None
         for start in range(0, len(runs), size):
             latencies, arg_bytes, opcodes, faults, hangs = _chain(runs[start:start + size],

@@ -127,11 +127,11 @@ def _judge_depth_limit(ev: Evidence) -> Findings:
                 "validate.xclbin at the same depth, so no kernel of the case is needed",
                 rate_cite(control[0]))
     for arm in [a for a in ev.failing if fails_consistently(a)]:
-        ok = _complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None)
-        if ok:
+        past = _complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None)
+        if past:
             out.add(CONTRADICTS, STRONG, f"{arm.label} fails at {_depth_text(arm)}, yet "
-                    f"{ok[0].label} completes every trial at {ok[0].deepest}: depth alone "
-                    "does not fail there", rate_cite(arm), rate_cite(ok[0]))
+                    f"{past[0].label} completes every trial at {past[0].deepest}: depth "
+                    "alone does not fail there", rate_cite(arm), rate_cite(past[0]))
             break
     _against_a_fixed_cause(out, ev, "a limit")
     named = [a for a in ev.failing if a.named_runs and at_once(a)]

@@ -189,7 +189,8 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
     source = EMULATED if is_emulated(backend) else SIMULATED if is_simulated(backend) \
         else HARDWARE
     case = doc.get("case") or {}
-    timers = doc.get("timers") if isinstance(doc.get("timers"), dict) else stack_timers(doc)
+    recorded = doc.get("timers")
+    timers: dict[str, Any] = recorded if isinstance(recorded, dict) else stack_timers(doc)
     profile = played_profile(backend)
     submit = SUBMIT_SIZE
     if profile:
