@@ -104,7 +104,7 @@ def investigate(scenario: Scenario, folder: Path, budget_min: float) -> tuple[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-cause", type=int, default=12)
+    parser.add_argument("--per-cause", type=int, default=30)
     parser.add_argument("--seed", type=int, default=38)
     parser.add_argument("--budget", type=float, default=30.0, help="minutes of device time")
     parser.add_argument("--quick", action="store_true", help="one scenario per cause")
