@@ -173,12 +173,18 @@ def test_hardware_noops_at_the_timer_with_the_driver_s_lines_read_as_a_depth_lim
         plan("depth-only", "42", [42], [failed_trial(i, 42, [24, 18], "TIMEOUT",
                                                      wall_ms=2003.0) for i in range(3)],
              control=True)], flavour="staging", kernel="6.17.0-1003-oem",
-        timeout_setting="2000")
+        timeout_setting="2000", sections={"xrt_smi_control": {
+            "command": "xrt-smi validate --run runlist-latency", "result": "FAILED"}})
     diagnosis = of(report)
     assert first(diagnosis) == "depth-limit"
     assert diagnosis.reports[0].source == "hardware"
     cites = " ".join(str(c) for f in diagnosis.top.supports for c in f.cites)
     assert "driver-timer x3 (2004.0 ms)" in cites
+    # the driver's own lines, read from the kernel log into events
+    assert "trials[*].kernel_log.events = tdr_timeout x3" in cites
+    # XRT's own deep runlist failing too, from the report's xrt-smi control
+    assert any("XRT's own deep runlist" in f.text and "xrt_smi_control.result = FAILED"
+               in str(f.cites[0]) for f in diagnosis.top.supports)
 
 
 def test_a_firmware_error_that_names_its_run_at_once_reads_as_refused(tmp_path):

@@ -34,7 +34,14 @@ from harness.report.diagnosis.findings import (
     rate_cite,
     ttf_cite,
 )
-from harness.report.diagnosis.observed import NOOP, WORK, Arm, context_refused
+from harness.report.diagnosis.observed import (
+    CONTEXT_EVENTS,
+    NOOP,
+    TIMER_EVENTS,
+    WORK,
+    Arm,
+    context_refused,
+)
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
 from harness.report.verdict import ENGINE_DEFAULT, capture_how
 
@@ -133,6 +140,15 @@ def _judge_depth_limit(ev: Evidence) -> Findings:
                     f"{past[0].label} completes every trial at {past[0].deepest}: depth "
                     "alone does not fail there", rate_cite(arm), rate_cite(past[0]))
             break
+    for report in ev.reports:
+        result = str((report.xrt_smi or {}).get("result"))
+        cite = report.cite("xrt_smi_control.result", result)
+        if result == "FAILED":
+            out.add(FOR, SUPPORT, "XRT's own deep runlist (xrt-smi validate's runlist-latency, "
+                    "1000 NOOP runs in one runlist) fails here too", cite)
+        elif result == "PASSED":
+            out.add(AGAINST, SUPPORT, "XRT's own deep runlist (xrt-smi validate's "
+                    "runlist-latency, 1000 NOOP runs in one runlist) completes here", cite)
     _against_a_fixed_cause(out, ev, "a limit")
     named = [a for a in ev.failing if a.named_runs and at_once(a)]
     if named:
@@ -144,7 +160,28 @@ def _judge_depth_limit(ev: Evidence) -> Findings:
     if caught:
         out.add(FOR, WEAK, "the NOOP failures came at the driver's timer (a wedge its "
                 "detection caught)", ttf_cite(caught[0]))
+    logged = _timer_lines(failing)
+    if logged:
+        out.add(FOR, WEAK, "the driver logged its timeout, or the firmware reported one",
+                _timer_lines_cite(logged[0]))
     return out
+
+
+def _timer_lines(arms: list[Arm]) -> list[Arm]:
+    """Failing arms whose kernel log has the driver's timeout lines (harness.logs
+    .driver_lines: TDR timeout detected, Device isn't making progress, the timeout capture,
+    a context dump), or whose failures carried the firmware's timeout report (the health
+    fields XRT's message prints)."""
+    return [a for a in arms if a.health or any(a.events.get(kind) for kind in TIMER_EVENTS)]
+
+
+def _timer_lines_cite(arm: Arm) -> Any:
+    kinds = ", ".join(f"{kind} x{arm.events[kind]}" for kind in TIMER_EVENTS
+                      if arm.events.get(kind))
+    if kinds:
+        return arm.cite("trials[*].kernel_log.events", kinds)
+    return arm.cite("trials[*].runlists[*].health", f"the firmware's report, {arm.health} "
+                    "failing runlists")
 
 
 def at_once(arm: Arm) -> bool:
@@ -281,6 +318,11 @@ def _judge_refused(ev: Evidence) -> Findings:
         out.add(CONTRADICTS, STRONG, f"{caught[0].label} failed at the driver's timer, every "
                 "time: it waited for a hang to be noticed; nothing refused it at once",
                 ttf_cite(caught[0]))
+    logged = [a for a in _timer_lines(failing) if fails_consistently(a)]
+    if logged:
+        out.add(AGAINST, SUPPORT, "the driver logged a timeout for these failures, or the "
+                "firmware reported one: it waited for a hang to be noticed",
+                _timer_lines_cite(logged[0]))
     errors = [a for a in failing if a.events.get("aie_error")]
     if errors:
         out.add(FOR, WEAK, "the kernel log has the firmware's AIE error lines",
@@ -296,7 +338,7 @@ def _judge_resources(ev: Evidence) -> Findings:
         arm, errors = refused[0]
         out.add(FOR, STRONG, f"a hardware context was refused at set-up ({errors[0]})",
                 arm.cite("trials[*].error", errors[0]))
-    mailbox = [a for a in ev.arms if a.events.get("mailbox_failure")]
+    mailbox = [a for a in ev.arms if any(a.events.get(kind) for kind in CONTEXT_EVENTS)]
     if mailbox:
         out.add(FOR, SUPPORT, "the kernel log has a refused mailbox command (the firmware "
                 "refusing a context: MGMT_ERT_NOAVAIL)",

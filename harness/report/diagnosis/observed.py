@@ -139,8 +139,7 @@ class Observed:
     arms: list[Arm] = field(default_factory=list)
     server_requests: list[dict[str, Any]] = field(default_factory=list)
     server_model: str | None = None
-    bisect: dict[str, Any] | None = None
-    xrt_smi: dict[str, Any] | None = None
+    xrt_smi: dict[str, Any] | None = None   # XRT's own deep-runlist control, where it ran
 
     @property
     def failures(self) -> int:
@@ -206,7 +205,8 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
         case=str(case.get("name") or "?"), case_kind=str(case.get("kind") or "case"),
         layers=case.get("layers") if isinstance(case.get("layers"), int) else None,
         engine=str(case["engine"]) if case.get("engine") else None,
-        bisect=doc.get("bisect"), xrt_smi=doc.get("xrt_smi_control"))
+        xrt_smi=doc.get("xrt_smi_control") if isinstance(doc.get("xrt_smi_control"), dict)
+        else None)
     server = doc.get("server")
     if isinstance(server, dict):
         observed.server_requests = [r for r in server.get("requests") or []
