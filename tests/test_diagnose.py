@@ -47,6 +47,9 @@ def first(diagnosis) -> str:
     ("staging,slow:layer:90000", "slow-work"),
     ("reject-at:30", "refused"),
     ("oot,reject-at:24", "refused"),
+    # a firmware whose protocol does not settle app health (the driver never asks): its
+    # report records app_health null and still checks
+    ("mainline,kernel:6.18,firmware:1.0.0.63,inflight-cap:40", "depth-limit"),
 ])
 def test_each_hypothesis_is_named_first_from_the_harness_s_own_report(tmp_path, profile,
                                                                       cause):
