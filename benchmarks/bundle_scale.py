@@ -6,17 +6,18 @@ capture in its kernel log, one completing as 42 runlists of one run each (a swee
 shape: long lists of runlist outcomes), then its trials repeated with their own index,
 seed, start time and kernel-log time stamps, so that no two trials hold the same strings
 (what a redactor that remembers every string it saw pays for). Then, each in a
-child process with its own peak memory (`benchmarks/peak.py`):
+child process with its own peak memory (`benchmarks/peak.py`), in alternation, round
+after round (min / median / max over the rounds, ratios taken round by round):
 - `report render` of it (the baseline),
 - `report bundle` of it, redacted as by default,
 - `report bundle --no-redact`.
 
-Target (1 GB): the redacted bundle in under 3x the render's time and under 200 MiB.
+Target: the redacted bundle in under 3x the render's time and under 200 MiB.
 With `--private`, every trial also names a machine's address (a worker's host), so that
 no line can be copied as it is and each is redacted field by field (the worst case).
 
-Usage: python benchmarks/bundle_scale.py [--size-mb N] [--private] [--folder DIR] [--quick]
-(--quick: a 1 MB report, to check that it runs)
+Usage: python benchmarks/bundle_scale.py [--size-mb N] [--rounds R] [--private] [--folder DIR]
+[--quick]   (--quick: a 1 MB report, to check that it runs)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import MIN_ROUNDS, alternate, ratios, spread
 from peak import bare_peak, harness_run
 
 from harness.formats.yamlio import dump_yaml, load_yaml_text
@@ -96,8 +98,9 @@ def big_report(seed: Path, target: Path, size: int, private: bool = False) -> in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size-mb", type=int, default=1000,
-                        help="the report's size in MB (default 1000)")
+    parser.add_argument("--size-mb", type=int, default=250,
+                        help="the report's size in MB (default 250)")
+    parser.add_argument("--rounds", type=int, default=MIN_ROUNDS, help="alternating rounds")
     parser.add_argument("--private", action="store_true",
                         help="every trial names an address: every line is redacted")
     parser.add_argument("--folder", default=None,
@@ -115,28 +118,39 @@ def main() -> None:
                             args.private)
         built = time.perf_counter() - started
         size = report.stat().st_size
-        figures = {}
-        for name, command in (
-                ("report render", ["report", "render", str(report), "--out",
-                                   str(folder / "big.md")]),
-                ("report bundle", ["report", "bundle", str(report), "--out",
-                                   str(folder / "big.tar.gz")]),
-                ("report bundle --no-redact", ["report", "bundle", "--no-redact", str(report),
-                                               "--out", str(folder / "plain.tar.gz")])):
-            seconds, peak, done = harness_run(command)
+        commands = {
+            "report render": ["report", "render", str(report), "--out", str(folder / "big.md")],
+            "report bundle": ["report", "bundle", str(report), "--out",
+                              str(folder / "big.tar.gz")],
+            "report bundle --no-redact": ["report", "bundle", "--no-redact", str(report),
+                                          "--out", str(folder / "plain.tar.gz")]}
+        peaks: dict[str, list[float]] = {}
+
+        def timed(name: str) -> float:
+            Path(commands[name][-1]).unlink(missing_ok=True)   # each round writes it anew
+            seconds, peak, done = harness_run(commands[name])
             if done.returncode != 0:
                 raise SystemExit(f"{name} failed: {done.stderr[-2000:]}")
-            figures[name] = (seconds, peak / 2**20)
-        bundle_bytes = (folder / "big.tar.gz").stat().st_size
+            peaks.setdefault(name, []).append(peak / 2**20)
+            return seconds
+        times = dict(zip(commands, alternate([lambda name=name: timed(name)
+                                               for name in commands], args.rounds),
+                         strict=True))
+        bundle_bytes = (folder / "big.tar.gz").stat().st_size if \
+            (folder / "big.tar.gz").exists() else 0
     base = bare_peak() / 2**20
-    render_s = figures["report render"][0]
     print(f"a report of {size / 1e6:,.0f} MB, {trials:,} trials (written in {built:.0f} s)"
-          + (", an address in every trial" if args.private else ""))
+          + (", an address in every trial" if args.private else "")
+          + f"; {len(times['report render'])} alternating rounds, this run (min / median / "
+            "max):")
     print(f"  a bare interpreter peaks at {base:.0f} MiB")
-    for name, (seconds, peak) in figures.items():
-        ratio = "" if name == "report render" else f", {seconds / render_s:.2f}x the render"
+    render = times["report render"]
+    for name, seconds in times.items():
+        ratio = "" if name == "report render" else \
+            f", {spread(ratios(seconds, render))}x the render"
         target = " (target under 3x the render and 200 MiB)" if name == "report bundle" else ""
-        print(f"  {name:<26} {seconds:7.1f} s{ratio}, peak {peak:4.0f} MiB{target}")
+        print(f"  {name:<26} {spread(seconds, '.1f')} s{ratio}, peak "
+              f"{spread(peaks[name], '.0f')} MiB{target}")
     print(f"  the redacted bundle: {bundle_bytes / 1e6:,.1f} MB")
 
 

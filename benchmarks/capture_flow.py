@@ -3,10 +3,11 @@
 the tests play it: prefill, then a 42-run runlist per token) and of
 `reproduce_ert_timeout --capture` on what it wrote, against `reproduce_ert_timeout` of the
 shipped case in the same run (the baseline), each under `hang-at:30` (the 42-run runlist
-fails, the cut completes). Target: the whole flow under 60 s.
+fails, the cut completes); the three in alternation, round after round, min / median /
+max over the rounds, the ratio taken round by round. Target: the whole flow under 60 s.
 
 Usage: python benchmarks/capture_flow.py [--repeat N] [--quick]
-(--quick: each figure once: to check that it runs)
+(--quick: three rounds: to check that it runs)
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from figures import MIN_ROUNDS, ratios, spread
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 HARNESS = [sys.executable, "-m", "harness"]
@@ -51,22 +54,23 @@ def one_round(base: Path, number: int) -> tuple[float, float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeat", type=int, default=MIN_ROUNDS, help="rounds (>= 3)")
+    parser.add_argument("--quick", action="store_true", help="three rounds: check that it runs")
     args = parser.parse_args()
-    rounds = 1 if args.quick else args.repeat
+    rounds = MIN_ROUNDS if args.quick else max(MIN_ROUNDS, args.repeat)
     os.environ.pop("HARNESS_SIM_PROFILE", None)
     with tempfile.TemporaryDirectory() as scratch:
         figures = [one_round(Path(scratch), n) for n in range(rounds)]
-    record = min(f[0] for f in figures)
-    replayed = min(f[1] for f in figures)
-    baseline = min(f[2] for f in figures)
-    print(f"best of {rounds} round(s), profile {PROFILE}")
-    print(f"capture record --frames 8 (stand-in engine)   {record:6.2f} s")
-    print(f"reproduce_ert_timeout --capture               {replayed:6.2f} s")
-    print(f"reproduce_ert_timeout (shipped case, baseline) {baseline:6.2f} s")
-    print(f"the whole flow {record + replayed:.2f} s (target under 60 s), "
-          f"{(record + replayed) / baseline:.2f}x the shipped case's reproduce")
+    record = [f[0] for f in figures]
+    replayed = [f[1] for f in figures]
+    baseline = [f[2] for f in figures]
+    flow = [r + p for r, p in zip(record, replayed, strict=True)]
+    print(f"profile {PROFILE}, {rounds} alternating rounds, this run (min / median / max):")
+    print(f"capture record --frames 8 (stand-in engine)    {spread(record)} s")
+    print(f"reproduce_ert_timeout --capture                {spread(replayed)} s")
+    print(f"reproduce_ert_timeout (shipped case, baseline) {spread(baseline)} s")
+    print(f"the whole flow {spread(flow)} s (target under 60 s), "
+          f"{spread(ratios(flow, baseline))}x the shipped case's reproduce")
 
 
 if __name__ == "__main__":

@@ -10,11 +10,12 @@ would take the 1M-run file past the 256 MiB the harness reads). It is read the w
 `frame(None)`, the deepest runlist). Figures: wall time and peak memory for 1,000 x 100
 runs (the 100k-run baseline) and 10,000 x 100 runs (1M runs), and the 1M-run capture
 again in the order the harness's tests used to write (version, resources, execution) for
-comparison. Targets: the larger within 3x of 10x the baseline (linear), and its peak
-memory within 2x the size of its replay.json.
+comparison; the three read in alternation, round after round, min / median / max over
+the rounds, the time ratio taken round by round. Targets: the larger within 3x of 10x
+the baseline (linear), and its peak memory within 2x the size of its replay.json.
 
-Usage: python benchmarks/capture_scale.py [--quick]   (--quick: 10 and 100 frames, to
-check that it runs)
+Usage: python benchmarks/capture_scale.py [--rounds N] [--quick]   (--quick: 10 and 100
+frames, to check that it runs)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from figures import MIN_ROUNDS, alternate, ratios, spread
 from peak import REPORT_PEAK, bare_peak
 
 READ = REPORT_PEAK + """
@@ -91,30 +93,44 @@ def measure(folder: Path) -> tuple[float, int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=MIN_ROUNDS, help="alternating rounds")
     parser.add_argument("--quick", action="store_true",
                         help="10 and 100 frames: check that it runs")
     args = parser.parse_args()
     small, large = (10, 100) if args.quick else (1_000, 10_000)
     runs = 100
+    kinds = ((small, True), (large, True), (large, False))
     with tempfile.TemporaryDirectory() as tmp:
         base = bare_peak()
-        figures = {}
-        for frames, xrt_order in ((small, True), (large, True), (large, False)):
-            folder = Path(tmp) / f"c{frames}{'' if xrt_order else '-old'}"
-            size = write_capture(folder, frames, runs, xrt_order)
-            seconds, peak, depth = measure(folder)
-            figures[frames, xrt_order] = (seconds, peak - base, size)
-            order = "XRT's key order" if xrt_order else "the old test order"
-            print(f"{frames:>6,} frames x {runs} runs ({frames * runs:,} runs, replay.json "
-                  f"{size / 1e6:.1f} MB, {order}): {seconds:.2f} s, peak memory above a "
-                  f"bare interpreter {(peak - base) / 2**20:.0f} MiB, "
-                  f"{(peak - base) / size:.2f}x the JSON (deepest frame {depth} runs)")
-        ratio = figures[large, True][0] / figures[small, True][0]
-        memory = figures[large, True][1] / figures[large, True][2]
-        print(f"time ratio {ratio:.1f}x for 10x the frames (target <= 30x: linear within 3x)"
-              f" -> {'met' if ratio <= 30 else 'NOT met'}")
-        print(f"memory of the {large * runs:,}-run capture in XRT's order {memory:.2f}x its "
-              f"JSON (target <= 2x) -> {'met' if memory <= 2 else 'NOT met'}")
+        folders, sizes, depths, peaks = {}, {}, {}, {}
+        for frames, xrt_order in kinds:
+            folder = folders[frames, xrt_order] = \
+                Path(tmp) / f"c{frames}{'' if xrt_order else '-old'}"
+            sizes[frames, xrt_order] = write_capture(folder, frames, runs, xrt_order)
+
+        def read(kind: tuple[int, bool]) -> float:
+            seconds, peak, depth = measure(folders[kind])
+            peaks.setdefault(kind, []).append(peak - base)
+            depths[kind] = depth
+            return seconds
+        times = dict(zip(kinds, alternate([lambda kind=kind: read(kind) for kind in kinds],
+                                          args.rounds), strict=True))
+    print(f"reading a capture, {len(times[kinds[0]])} alternating rounds, this run "
+          "(min / median / max):")
+    for kind in kinds:
+        frames, xrt_order = kind
+        order = "XRT's key order" if xrt_order else "the old test order"
+        print(f"  {frames:>6,} frames x {runs} runs ({frames * runs:,} runs, replay.json "
+              f"{sizes[kind] / 1e6:.1f} MB, {order}): {spread(times[kind])} s, peak memory "
+              f"above a bare interpreter {spread([p / 2**20 for p in peaks[kind]], '.0f')} "
+              f"MiB, {spread([p / sizes[kind] for p in peaks[kind]])}x the JSON (deepest "
+              f"frame {depths[kind]} runs)")
+    ratio = ratios(times[large, True], times[small, True])
+    memory = [p / sizes[large, True] for p in peaks[large, True]]
+    print(f"  time ratio {spread(ratio, '.1f')}x for 10x the frames (target <= 30x: linear "
+          "within 3x)")
+    print(f"  memory of the {large * runs:,}-run capture in XRT's order {spread(memory)}x its "
+          "JSON (target <= 2x)")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Where `reproduce_ert_timeout --no-isolate` spends its time, against a bare interpreter.
 
-Each figure is the best of N fresh processes in this run, alternating with a bare
-interpreter (`python -c pass`, the baseline) so that both see the same load:
+Each figure is min / median / max over N fresh processes in this run, alternating with
+a bare interpreter (`python -c pass`, the baseline) so that both see the same load, and
+each ratio is taken against the bare interpreter of the same round:
 - the imports of the command's own modules (what `import harness.app.cli.run_cmd` loads);
 - the run: the trials, the report and the recipes beside it, with what the run imports
   as it goes (the simulator, on the simulated stack);
@@ -9,10 +10,10 @@ interpreter (`python -c pass`, the baseline) so that both see the same load:
   method a dataclass generates) and compiling regular expressions, counted by wrapping
   the standard library's own functions for them, and in cyclic garbage collections
   (`gc.callbacks`).
-The total is the command as `reproduce_wall.py` times it, whose target is under 5x the
-bare interpreter.
+The imports and the run together are the command as `reproduce_wall.py` times it (less
+the interpreter's own start), whose target is under 5x the bare interpreter.
 
-Usage: python benchmarks/start_up.py [--repeat N] [--quick]   (--quick: 2 processes, to
+Usage: python benchmarks/start_up.py [--repeat N] [--quick]   (--quick: 3 processes, to
 check that it runs)
 """
 
@@ -24,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from figures import MIN_ROUNDS, alternate, ratios, spread
 
 # The child: wraps dataclasses' class processing and re's compile (private functions of
 # the standard library, read here only to count where time goes), then times the
@@ -94,32 +97,37 @@ def bare(folder: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=15, help="processes per figure")
-    parser.add_argument("--quick", action="store_true", help="2 processes: check that it runs")
+    parser.add_argument("--repeat", type=int, default=15, help="processes per figure (>= 3)")
+    parser.add_argument("--quick", action="store_true", help="3 processes: check that it runs")
     args = parser.parse_args()
-    repeat = 2 if args.quick else args.repeat
+    repeat = MIN_ROUNDS if args.quick else args.repeat
     extra = ["--trials", "1", "--no-control"] if args.quick else []
-    best: dict[str, float] = {}
-    counts: dict[str, int] = {}
+    children: list[dict] = []
+
+    def one_child() -> float:
+        children.append(child(folder, extra))
+        return 0.0
     with tempfile.TemporaryDirectory() as folder:
-        for _ in range(repeat):
-            best["bare"] = min(best.get("bare", float("inf")), bare(folder))
-            figures = child(folder, extra)
-            for name in ("imports", "run", "dataclasses", "regex", "gc"):
-                best[name] = min(best.get(name, float("inf")), figures[name])
-            counts = {name: figures[name] for name in ("made", "compiled", "collections")}
-    base = best["bare"]
-    print(f"reproduce_ert_timeout --no-isolate on the simulated stack, best of {repeat} "
-          "processes each, this run" + (" (quick: one trial per plan, no control)"
-                                        if args.quick else "") + ":")
-    print(f"  bare interpreter (python -c pass)   {base:6.3f} s")
-    print(f"  imports of the command's modules   {best['imports']:6.3f} s   "
-          f"({best['imports'] / base:.1f}x the interpreter)")
-    print(f"  the run (and what it imports)      {best['run']:6.3f} s   "
-          f"({best['run'] / base:.1f}x the interpreter)")
-    print(f"  of both: making {counts['made']} dataclasses {best['dataclasses']:6.3f} s, "
-          f"compiling {counts['compiled']} regular expressions {best['regex']:6.3f} s, "
-          f"{counts['collections']} garbage collections {best['gc']:6.3f} s")
+        bares, _ = alternate([lambda: bare(folder), one_child], repeat)
+    figure = {name: [c[name] for c in children]
+              for name in ("imports", "run", "dataclasses", "regex", "gc")}
+    total = [c["imports"] + c["run"] for c in children]
+    counts = {name: children[-1][name] for name in ("made", "compiled", "collections")}
+    print(f"reproduce_ert_timeout --no-isolate on the simulated stack, {len(bares)} "
+          "alternating processes each, this run (min / median / max)"
+          + (" (quick: one trial per plan, no control)" if args.quick else "") + ":")
+    print(f"  bare interpreter (python -c pass)  {spread(bares, '.3f')} s")
+    print(f"  imports of the command's modules   {spread(figure['imports'], '.3f')} s   "
+          f"({spread(ratios(figure['imports'], bares), '.1f')}x the interpreter)")
+    print(f"  the run (and what it imports)      {spread(figure['run'], '.3f')} s   "
+          f"({spread(ratios(figure['run'], bares), '.1f')}x the interpreter)")
+    print(f"  both, past the interpreter's start {spread(total, '.3f')} s   "
+          f"({spread(ratios([t + b for t, b in zip(total, bares, strict=True)], bares), '.1f')}"
+          "x the interpreter with it; target under 5x)")
+    print(f"  of both: making {counts['made']} dataclasses {spread(figure['dataclasses'], '.3f')}"
+          f" s, compiling {counts['compiled']} regular expressions "
+          f"{spread(figure['regex'], '.3f')} s, {counts['collections']} garbage collections "
+          f"{spread(figure['gc'], '.3f')} s")
 
 
 if __name__ == "__main__":

@@ -7,10 +7,12 @@ delay that varies per try (so the signal lands at different points of the trial)
 the signal to the command's process group as a terminal's Ctrl-C does (SIGTERM: to the
 command alone, as `kill` does), and times how long the command takes to exit. Measured
 for each worker start (`fork-server`, `spawn`) and in-process (`--no-isolate`, the
-baseline). Target: every stop within 0.5 s.
+baseline), in alternation: each round stops each of them once, at the same delay, so the
+ratio to the baseline is taken round by round. Figures are min / median / max over the
+rounds. Target: every stop within 0.5 s.
 
 Usage: python benchmarks/stop_latency.py [--tries N] [--quick]
-(--quick: one stop per figure, to check that it runs)
+(--quick: three stops per figure, to check that it runs)
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import MIN_ROUNDS, ratios, spread
+
 HARNESS = [sys.executable, "-m", "harness", "reproduce", "--realtime", "--profile",
            "staging,hang-at:30", "--trials", "3", "--no-control"]
+TARGET_S = 0.5
 
 
 def one_stop(folder: str, extra: list[str], start: str | None, signum: int,
@@ -63,37 +68,37 @@ def _read(path: Path) -> bytes:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tries", type=int, default=9, help="stops per figure")
+    parser.add_argument("--tries", type=int, default=9, help="stops per figure (>= 3)")
     parser.add_argument("--quick", action="store_true",
-                        help="one stop per figure: check that it runs")
+                        help="three stops per figure: check that it runs")
     args = parser.parse_args()
-    if args.quick:
-        args.tries = 1
-    modes = [("fork-server", [], "fork-server"), ("spawn", [], "spawn"),
-             ("in-process (baseline)", ["--no-isolate"], None)]
-    print(f"time from the signal to the exit of reproduce_ert_timeout, {args.tries} tries "
-          "each, this run:")
+    tries = MIN_ROUNDS if args.quick else max(MIN_ROUNDS, args.tries)
+    modes = [("in-process (baseline)", ["--no-isolate"], None),
+             ("fork-server", [], "fork-server"), ("spawn", [], "spawn")]
+    signals = (signal.SIGINT, signal.SIGTERM)
+    took: dict[tuple[str, int], list[float]] = {}
+    codes: dict[tuple[str, int], set[int]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        base = None
-        for label, extra, start in modes:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                times, codes = [], set()
-                for n in range(args.tries):
-                    delay = 0.05 + 1.5 * n / max(1, args.tries - 1)
-                    took, code = one_stop(folder, extra, start, signum, delay)
-                    times.append(took)
-                    codes.add(code)
-                times.sort()
-                name = signal.Signals(signum).name
-                worst = times[-1]
-                if start is None and signum == signal.SIGINT:
-                    base = times[len(times) // 2]
-                ratio = f"  median {times[len(times) // 2] / base:4.1f}x in-process" \
-                    if base else ""
-                over = sum(t > 0.5 for t in times)
-                print(f"  {label:<22} {name:<8} median {times[len(times) // 2]:5.2f} s, "
-                      f"worst {worst:5.2f} s, over 0.5 s: {over}/{len(times)}, "
-                      f"exit {sorted(codes)}{ratio}")
+        for n in range(tries):                 # a round: every mode and signal, one delay
+            # the signal lands early, mid-way, late in the trial (quick: early only)
+            delay = 0.05 + (0.2 if args.quick else 1.5) * n / max(1, tries - 1)
+            for label, extra, start in modes:
+                for signum in signals:
+                    seconds, code = one_stop(folder, extra, start, signum, delay)
+                    took.setdefault((label, signum), []).append(seconds)
+                    codes.setdefault((label, signum), set()).add(code)
+    print(f"time from the signal to the exit of reproduce_ert_timeout, {tries} alternating "
+          "rounds, this run (min / median / max):")
+    for label, _, _ in modes:
+        for signum in signals:
+            times = took[(label, signum)]
+            base = took[(modes[0][0], signum)]
+            ratio = "" if label == modes[0][0] else \
+                f", {spread(ratios(times, base), '.1f')}x in-process"
+            over = sum(t > TARGET_S for t in times)
+            print(f"  {label:<22} {signal.Signals(signum).name:<8} {spread(times)} s{ratio}; "
+                  f"over {TARGET_S:g} s: {over}/{len(times)} (target 0), exit "
+                  f"{sorted(codes[(label, signum)])}")
 
 
 if __name__ == "__main__":

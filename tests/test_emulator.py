@@ -432,6 +432,11 @@ def test_emulate_exits_with_the_program_s_status_and_says_emulated(preload):
     # the default: the #712 machine's stack (in-tree driver on Linux 7.0, firmware 1.1.2.65)
     assert done.stderr.startswith("emulate: one EMULATED NPU5 Strix Halo (mainline driver on "
                                   "Linux 7.0, firmware 1.1.2.65), profile mainline")
+    # where a user meets it: a hang waits out the real timer (mainline's 60 s)
+    assert "a hung job waits out the driver's 60 s timeout on the wall clock, as on " \
+           "hardware (--clock-rate 100: 0.6 s)" in done.stderr
+    helped = CliRunner().invoke(main, ["emulate", "--help"]).output
+    assert "every hung job waits out the driver's real timeout" in " ".join(helped.split())
     assert exits.for_program(-15) == 128 + 15             # killed by SIGTERM, as a shell says
     missing = CliRunner().invoke(main, ["emulate", "--", "no-such-program-here"])
     assert missing.exit_code == 2 and "no-such-program-here: no such program" in missing.output
@@ -470,6 +475,8 @@ def test_a_process_under_emulate_knows_it_and_the_probe_says_so(preload):
     done = cli(preload, "emulate", "--profile", "oot,hang-at:3", "--clock-rate", "5", "--",
                 sys.executable, "-m", "harness", "probe", "--json")
     facts = json.loads(done.stdout)
+    assert "a hung job fails after the driver's 6 s timeout, 1.2 s on the wall clock" \
+        in done.stderr
     handshake = facts["emulator"].pop("handshake")
     assert facts["emulator"] == {"profile": "oot,hang-at:3", "preload": preload.name,
                                  "xrt_libraries": [], "clock_rate": 5.0}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import signal
 import subprocess
@@ -197,7 +199,7 @@ def test_kill_9_leaves_a_loadable_report_and_resume_finishes_it(tmp_path, worker
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_stops_cleanly_and_keeps_the_report(tmp_path, worker_start, signum, code):
-    """Mid-trial (mainline's 60 s timer in real time, spares rehearsing the same hang), a
+    """Mid-trial (mainline's 60 s timer in real time, spares forked ahead), a
     stop ends the run at once: the trial's worker and the fork server's spares are killed,
     not waited for (well under the 0.5 s target here: benchmarks/stop_latency.py)."""
     out = tmp_path / "interrupted.yaml"
@@ -244,8 +246,9 @@ def test_a_fork_server_that_died_between_trials_is_replaced(tmp_path, monkeypatc
 
 def test_each_trial_has_a_fresh_worker_whose_answer_is_the_in_process_one(tmp_path,
                                                                           worker_start):
-    """Workers forked ahead (and, on the simulated stack, rehearsing the trial before
-    theirs) still run one trial each, and answer what the trial answers in-process."""
+    """Workers forked ahead (and, on the simulated stack, copying the pages the trials
+    before theirs came to own) still run one trial each, and answer what the trial
+    answers in-process."""
     runs = {}
     for mode, extra in (("isolated", []), ("in-process", ["--no-isolate"])):
         out = tmp_path / f"{mode}.yaml"
@@ -263,3 +266,81 @@ def test_each_trial_has_a_fresh_worker_whose_answer_is_the_in_process_one(tmp_pa
                                                         theirs.seed)
         assert [(r.state, r.chains, r.failing_run) for r in mine.runlists] == \
             [(r.state, r.chains, r.failing_run) for r in theirs.runlists]
+
+
+# -- a fork server's trials: each run once, none ahead of its order ---------------------------
+
+SERVE_COUNTING = """
+import json, os, sys
+from harness.execution import session, worker
+real = session.run_trial
+def counted(spec, backend):
+    with open(os.environ["RUNS_LOG"], "a") as log:
+        log.write(f"{os.getpid()} {spec.trial}\\n")
+    return real(spec, backend)
+session.run_trial = counted
+sys.exit(worker.serve("sim", "staging", os.environ["PAGES_FILE"]))
+"""
+
+
+def test_a_fork_server_runs_each_trial_once_and_nothing_ahead_of_it(tmp_path):
+    # Spares are forked ahead and copy the pages their predecessors owned; none runs a
+    # trial (or a rehearsal of one) before its order, and each order runs exactly once.
+    from harness.execution.runner import RunOptions, trial_spec
+    from harness.sources.load import load_case
+    from harness.sources.packs import resolve_pack
+    case = load_case("minicpm5-2b-decode")
+    pack = resolve_pack(case, simulated=True)
+    orders = "".join(json.dumps({"request": {"spec": trial_spec(
+        case, pack, "42", [42], index, RunOptions(trials=1)).to_json(), "latencies": {}}})
+        + "\n" for index in range(20))
+    log = tmp_path / "runs.log"
+    done = subprocess.run([sys.executable, "-c", SERVE_COUNTING], input=orders, text=True,
+                          capture_output=True, timeout=120,
+                          env={**os.environ, "RUNS_LOG": str(log),
+                               "PAGES_FILE": str(tmp_path / "pages")})
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    answers = [r for r in replies if "status" in r]
+    assert [r["status"] for r in answers] == [0] * 20
+    assert [r["result"]["index"] for r in answers] == list(range(20))
+    runs = [line.split() for line in log.read_text().splitlines()]
+    assert sorted(int(trial) for _, trial in runs) == list(range(20))     # each once
+    assert len({pid for pid, _ in runs}) == 20                            # each its own child
+    assert (tmp_path / "pages").stat().st_size > 0      # a child said which pages it owned
+
+
+SERVE_MARKING = """
+import atexit, os, sys
+from pathlib import Path
+from harness.execution import session, worker
+real = session.run_trial
+def marked(spec, backend):
+    atexit.register(lambda: Path(os.environ["MARKS"], str(os.getpid())).write_text("exit"))
+    return real(spec, backend)
+session.run_trial = marked
+sys.exit(worker.serve("sim", "staging"))
+"""
+
+
+def test_a_simulated_child_that_records_no_capture_ends_without_the_interpreter_s_exit(
+        tmp_path):
+    # tearing the interpreter down touches every object the server made (each page copied
+    # once more): a child whose exit has nothing to do for a capture ends at once
+    from harness.execution.runner import RunOptions, trial_spec
+    from harness.sources.load import load_case
+    from harness.sources.packs import resolve_pack
+    case = load_case("minicpm5-2b-decode")
+    pack = resolve_pack(case, simulated=True)
+    orders = "".join(json.dumps({"request": {"spec": trial_spec(
+        case, pack, "42", [42], index, RunOptions(trials=1)).to_json(), "latencies": {}}})
+        + "\n" for index in range(3))
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XRT_")}
+    done = subprocess.run([sys.executable, "-c", SERVE_MARKING], input=orders, text=True,
+                          capture_output=True, timeout=120, env={**env, "MARKS": str(marks)})
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line).get("status") for line in done.stdout.splitlines()
+            if "status" in line] == [0, 0, 0]
+    assert list(marks.iterdir()) == []             # no child ran its exit hooks

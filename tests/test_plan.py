@@ -132,3 +132,20 @@ def test_a_plan_past_the_layer_limit_is_refused_before_it_is_built():
     assert parse_plan("max:1", MAX_LAYERS) == (1,) * MAX_LAYERS
     with pytest.raises(PlanError, match="past the 100,000"):
         parse_plan("max:1", MAX_LAYERS + 1)
+
+
+def test_a_max_plan_s_chunks_are_held_as_three_numbers_and_equal_their_tuple():
+    # a sweep of depths 1..1024 holds thousands of these; as tuples they took most of its
+    # memory (benchmarks/report_scale.py)
+    from harness.model.plan import Cut
+    plan = plan_for_depth(1024, 1)
+    assert isinstance(plan.chunks, Cut) and plan.chunks == (1,) * 1024
+    assert plan_for_depth(10, 4).chunks == (4, 4, 2) and plan_for_depth(10, 4).chunks == [4, 4, 2]
+    assert hash(plan_for_depth(10, 4).chunks) == hash((4, 4, 2))
+    cut = plan_for_depth(10, 4).chunks
+    assert (len(cut), cut[0], cut[-1], cut[2], cut[:-1], list(cut)) == \
+        (3, 4, 2, 2, (4, 4), [4, 4, 2])
+    assert plan_for_depth(8, 4).chunks == (4, 4) and plan_for_depth(3, 4).chunks == (3,)
+    assert plan_for_depth(1024, 1).label == "1024 x 1" and plan_for_depth(10, 4).depth == 10
+    with pytest.raises(IndexError):
+        cut[3]

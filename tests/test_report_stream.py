@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from test_report_fixtures import _damage
 
 from harness.app.cli import main
-from harness.formats.yamlio import dump_yaml, dump_yaml_within
+from harness.formats.yamlio import dump_yaml, dump_yaml_within, load_yaml_text
 from harness.model.results import BriefTrial
 from harness.report.check import check_report_file
 from harness.report.digest import Digest
@@ -434,3 +434,98 @@ def test_a_damaged_journal_either_fails_its_check_or_renders(tmp_path, failing_r
     for args in (["render"], ["render", "--format", "text"], ["bundle", "--force"]):
         done = CliRunner().invoke(main, ["report", *args, str(damaged)])
         assert done.exit_code == want, (args, done.output)
+
+
+# -- a trial's journal line, each runlist from a template where it says nothing else --------
+
+def _outcomes():
+    from harness.model.results import RunlistOutcome
+    maybe_int = st.one_of(st.none(), st.integers(-3, 10**12), st.booleans())
+    time_ms = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True),
+                        st.floats(0, 1e6).map(lambda x: round(x, 3)), st.integers(0, 9))
+    # what the template takes, and outcomes just beside it
+    quiet = st.builds(RunlistOutcome, index=st.integers(0, 10**9), runs=st.integers(0, 99),
+                      chains=st.lists(st.integers(0, 24), min_size=1, max_size=2),
+                      state=st.sampled_from(["COMPLETED", "TIMEOUT"]),
+                      state_code=st.sampled_from([4, 8]), device_ms=time_ms, wall_ms=time_ms,
+                      skipped=st.booleans(), failing_run_named=st.none() | st.just(False))
+    return quiet | st.builds(
+        RunlistOutcome,
+        index=st.one_of(st.integers(0, 10**9), st.booleans()),
+        runs=st.integers(0, 10**6),
+        chains=st.one_of(st.lists(st.integers(0, 24), max_size=3),
+                         st.lists(st.booleans(), max_size=1)),
+        state=st.one_of(st.just("COMPLETED"), st.none(), st.sampled_from(["TIMEOUT", "ok"]),
+                        st.text(max_size=5)),
+        state_code=st.one_of(st.just(4), maybe_int),
+        failing_run=st.one_of(st.none(), maybe_int), failing_chain=st.none() | maybe_int,
+        source=st.none() | st.just("device"), device_ms=time_ms, wall_ms=time_ms,
+        message=st.none() | st.text(max_size=8), health=st.none() | st.just({"a": 1}),
+        skipped=st.booleans(), message_form=st.none() | st.just("state in message"),
+        located_by=st.none() | st.text(max_size=4),
+        failing_run_named=st.none() | st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(outcomes=st.lists(_outcomes(), max_size=6), plan=st.text(max_size=6))
+def test_a_trial_s_journal_line_is_what_json_writes_byte_for_byte(outcomes, plan):
+    # trial_line writes a completed runlist from a template (a sweep saves one per
+    # runlist): whatever an outcome holds, the line is json.dumps's
+    from harness.model.results import TrialResult, TrialStatus
+    from harness.report.fileformat import trial_line
+    trial = TrialResult(3, TrialStatus.COMPLETED, 1.5, 7, outcomes, started="2026-12-01T00Z")
+    assert trial_line(plan, trial) == entry_line("trial", {"plan": plan, **trial_dict(trial)})
+
+
+def test_a_completed_simulated_runlist_takes_the_template():
+    from harness.model.results import RunlistOutcome
+    from harness.report.fileformat import outcome_json
+    outcome = RunlistOutcome(5, 1, [1], "COMPLETED", 4, device_ms=0.05, wall_ms=0.012)
+    assert outcome_json(outcome) == ('{"index": 5, "runs": 1, "chains": [1], "state": '
+                                     '"COMPLETED", "state_code": 4, "device_ms": 0.05, '
+                                     '"wall_ms": 0.012}')
+
+
+# -- a header with a sweep's grid, dumped a part at a time -------------------------------------
+
+_SCALARS = st.one_of(st.integers(-10**6, 10**6), st.booleans(), st.none(),
+                     st.text(alphabet="abc+_x 0123\n'\":#-", max_size=12))
+_CELL = st.dictionaries(st.sampled_from(["depth", "chunk", "plan", "counts"]),
+                        st.one_of(_SCALARS, st.dictionaries(
+                            st.sampled_from(["COMPLETED", "TIMEOUT"]), st.integers(0, 9))))
+_SECTION = st.dictionaries(st.text(alphabet="abcdefgh", min_size=1, max_size=6),
+                           st.one_of(_SCALARS, st.lists(st.one_of(_SCALARS, _CELL),
+                                                        max_size=9)), max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(header=st.dictionaries(st.text(alphabet="abcdefgh_", min_size=1, max_size=8),
+                              st.one_of(_SCALARS, _SECTION), max_size=4))
+def test_a_header_dumped_in_parts_is_the_header_dumped_whole(header):
+    from harness.formats import yamlio
+    part = yamlio.LIST_PART
+    yamlio.LIST_PART = 2                               # every list of 3 or more in parts
+    try:
+        assert "".join(yamlio.dump_yaml_parts(header)) == dump_yaml(header)
+    finally:
+        yamlio.LIST_PART = part
+
+
+def test_a_sweep_s_grid_is_saved_without_its_whole_node_graph(monkeypatch):
+    # the header of a 5,120-cell sweep is written a part of the grid at a time
+    from harness.formats import yamlio
+    from harness.report import fileformat
+    report = Report("sweep", {}, {"kind": "sim", "simulated": True}, {}, {})
+    report.sections["sweep"] = {"depths": list(range(1, 1025)), "chunks": [1, 4, 8, 16, 32],
+                                "complete": True,
+                                "cells": [{"depth": d, "chunk": c, "plan": f"{d}x{c}",
+                                           "counts": {"COMPLETED": 3}}
+                                          for d in range(1, 1025) for c in (1, 4, 8, 16, 32)]}
+    largest = []
+    real = yamlio.dump_yaml
+    monkeypatch.setattr(yamlio, "dump_yaml", lambda data: largest.append(len(
+        data if isinstance(data, list) else data.get("cells", ()) if isinstance(data, dict)
+        else ())) or real(data))
+    text = fileformat.header_text(report)
+    assert max(largest) <= yamlio.LIST_PART
+    assert load_yaml_text(text.split("\n" + "journal:")[0])["sweep"] == report.sections["sweep"]

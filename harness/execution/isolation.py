@@ -33,7 +33,7 @@ from typing import Any
 
 import psutil
 
-from harness.execution.worker import FORK_SERVER, SPAWN
+from harness.execution.worker import FORK_SERVER, PAGES, SPAWN
 from harness.formats.scratch import set_owners, sweep_abandoned
 from harness.model.cleanups import at_exit
 from harness.model.errors import BadInput
@@ -125,7 +125,12 @@ def _spawned(spec: TrialSpec, backend: dict[str, Any], deadline_s: float,
         proc.wait()
         raise
     reader.join(timeout=5)
-    return _outcome(spec, started, proc.returncode, b"".join(chunks), stderr)
+    raw = b"".join(chunks)
+    try:
+        result = json.loads(raw) if raw else None
+    except ValueError as err:
+        return _unreadable(spec, started, err)
+    return _outcome(spec, started, proc.returncode, result, _tail(stderr))
 
 
 # A process blocked inside the driver cannot die until the driver lets go.
@@ -140,17 +145,22 @@ def _deadline(spec: TrialSpec, started: float, deadline_s: float, how: str,
                              f"{output}".strip())
 
 
-def _outcome(spec: TrialSpec, started: float, code: int | None, raw: bytes,
-             output: bytes) -> TrialResult:
-    if code == 0 and raw:
+def _outcome(spec: TrialSpec, started: float, code: int | None, result: Any,
+             output: str) -> TrialResult:
+    """The trial a worker answered (`result`, its JSON) or, when it sent none, what its
+    exit status and the tail of its `output` say."""
+    if code == 0 and result is not None:
         try:
-            return TrialResult.from_json(json.loads(raw))
+            return TrialResult.from_json(result)
         except (ValueError, TypeError, KeyError) as err:
-            return TrialResult(spec.trial, TrialStatus.CRASHED, _ms(started), spec.seed,
-                               error=f"worker sent an unreadable result ({err})")
+            return _unreadable(spec, started, err)
     return TrialResult(spec.trial, TrialStatus.CRASHED, _ms(started), spec.seed,
-                       error=f"worker {_exit_text(code)}; stderr: "
-                             f"{_tail(output) or '(empty)'}")
+                       error=f"worker {_exit_text(code)}; stderr: {output or '(empty)'}")
+
+
+def _unreadable(spec: TrialSpec, started: float, err: Exception) -> TrialResult:
+    return TrialResult(spec.trial, TrialStatus.CRASHED, _ms(started), spec.seed,
+                       error=f"worker sent an unreadable result ({err})")
 
 
 WORKERS_PREFIX = "harness-workers-"
@@ -174,13 +184,13 @@ class ForkServer:
         self.folder = Path(tempfile.mkdtemp(prefix=WORKERS_PREFIX))
         self.log = self.folder / "server.out"
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(worker_command(backend, "--serve"),
+            self.proc = subprocess.Popen(worker_command(backend, "--serve", "--pages",
+                                                        str(self.folder / PAGES)),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=log, start_new_session=True)
         # who uses this folder: the next run removes it once both are gone
         set_owners(self.folder, os.getpid(), self.proc.pid)
-        self.buffer = b""
-        self.count = 0
+        self.buffer = bytearray()
         self.broken = False
 
     def run(self, spec: TrialSpec, deadline_s: float, latencies: dict[str, float]
@@ -196,11 +206,7 @@ class ForkServer:
     def _run(self, spec: TrialSpec, deadline_s: float, latencies: dict[str, float]
              ) -> TrialResult:
         started = time.perf_counter()
-        self.count += 1
-        result = self.folder / f"{self.count}.json"
-        output = self.folder / f"{self.count}.out"
-        order = {"request": {"spec": spec.to_json(), "latencies": latencies},
-                 "result": str(result), "stderr": str(output)}
+        order = {"request": {"spec": spec.to_json(), "latencies": latencies}}
         try:
             self.proc.stdin.write((json.dumps(order) + "\n").encode())
             self.proc.stdin.flush()
@@ -219,7 +225,8 @@ class ForkServer:
                 if ended is None:      # the server waits on the stuck worker: leave both
                     self.broken = True
                 how = "the worker's process tree was killed" if ended else _STUCK
-                return _deadline(spec, started, deadline_s, how, _tail(_read(output)))
+                return _deadline(spec, started, deadline_s, how,
+                                 _tail((ended or {}).get("output")))
         except ServerGone as gone:     # its children die with it (PDEATHSIG)
             self.broken = True
             return TrialResult(spec.trial, TrialStatus.CRASHED, _ms(started), spec.seed,
@@ -228,20 +235,24 @@ class ForkServer:
             kill_tree(pid)
             self.broken = True         # its reply for this worker is never read
             raise
-        return _outcome(spec, started, int(ended["status"]), _read(result), _read(output))
+        return _outcome(spec, started, int(ended["status"]), ended.get("result"),
+                        _tail(ended.get("output")))
 
     def _reply(self, until: float) -> dict[str, Any] | None:
         """The server's next line; None when `until` passes first."""
         stream = self.proc.stdout.fileno()
-        while b"\n" not in self.buffer:
+        searched = 0                # a long result comes in many blocks: each looked at once
+        while (end := self.buffer.find(b"\n", searched)) < 0:
+            searched = len(self.buffer)
             left = until - time.monotonic()
             if left <= 0 or not select.select([stream], [], [], left)[0]:
                 return None
-            block = os.read(stream, 65536)
+            block = os.read(stream, 1 << 20)
             if not block:
                 raise ServerGone(f"the fork server ended: {self._log_tail()}")
             self.buffer += block
-        line, self.buffer = self.buffer.split(b"\n", 1)
+        line = bytes(self.buffer[:end])
+        del self.buffer[:end + 1]
         return json.loads(line)
 
     def _log_tail(self) -> str:
@@ -342,9 +353,9 @@ def _exit_text(code: int | None) -> str:
     return f"exited with status {code} without a result"
 
 
-def _tail(stderr: bytes | None) -> str:
-    text = (stderr or b"").decode("utf-8", "replace").strip()
-    return text[-STDERR_TAIL:]
+def _tail(output: bytes | str | None) -> str:
+    text = output.decode("utf-8", "replace") if isinstance(output, bytes) else output or ""
+    return text.strip()[-STDERR_TAIL:]
 
 
 def _ms(started: float) -> float:

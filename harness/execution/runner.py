@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,7 +68,7 @@ if TYPE_CHECKING:              # recovery checks run on the hardware path only
 # progress(text, done): a trial starting (done=False) or finished (done=True)
 Progress = Callable[[str, bool], None]
 STARTUP_S = 15.0          # a worker's own start-up (python, numpy, pyxrt) within a deadline
-HELD_RUNLISTS = 50_000    # runlist outcomes memory keeps whole (about 20 MB); then in brief
+HELD_RUNLISTS = 5_000     # runlist outcomes memory keeps whole (about 2 MB); then in brief
 
 
 @dataclass(frozen=True)
@@ -207,13 +207,17 @@ def derive_deadline(case: Case, plan: Plan, backend: Backend) -> float:
     submit blocks in the ioctl, inside `execute()`, until the driver's timeout ends the
     4 ahead of it), plus the time its commands take, with margin."""
     latency_s = max((c.latency_us or 50.0) for c in case.per_layer) / 1e6
-    per_chunk = []
+    # asked once, not per runlist: a sweep's plans of a thousand one-layer runlists
+    # spent more on asking than on anything else here
+    timeout_s = backend.driver_timeout_s()
+    per_layer, submit_size = case.runs_per_layer, backend.submit_size
+    total = 0.0
     for n in plan.chunks:
-        runs = n * case.runs_per_layer
-        chains = -(-runs // backend.submit_size)
+        runs = n * per_layer
+        chains = -(-runs // submit_size)
         hangs = max(1, -(-chains // JOBS_IN_FLIGHT))
-        per_chunk.append(backend.driver_timeout_s() * 1.5 * hangs + 2.0 + runs * latency_s)
-    return round(STARTUP_S + sum(per_chunk), 1)
+        total += timeout_s * 1.5 * hangs + 2.0 + runs * latency_s
+    return round(STARTUP_S + total, 1)
 
 
 def check_deadline(deadline_s: float | None, backend: Backend) -> None:
@@ -255,8 +259,8 @@ def case_programs(case: Case, pack: ResolvedPack, options: RunOptions, *,
     return programs_for(case, flow_of(case, options), columns, simulated=simulated)
 
 
-def trial_spec(case: Case, pack: ResolvedPack, plan_name: str, chunks: list[int], index: int,
-               options: RunOptions, programs: Programs | None = None) -> TrialSpec:
+def trial_spec(case: Case, pack: ResolvedPack, plan_name: str, chunks: Sequence[int],
+               index: int, options: RunOptions, programs: Programs | None = None) -> TrialSpec:
     flow = flow_of(case, options)
     programs = programs or case_programs(case, pack, options)
     full = case.runlist_context in programs.files

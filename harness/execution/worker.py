@@ -23,31 +23,45 @@ from __future__ import annotations
 import argparse
 import atexit
 import ctypes
+import functools
 import gc
 import json
 import os
 import signal
 import sys
+import tempfile
 import traceback
+from array import array
+from pathlib import Path
 from typing import Any
 
+from harness.execution import prefault
 from harness.model.results import TrialSpec
 from harness.probe.xrt_config import capturing
 
 PR_SET_PDEATHSIG = 1
 SPARES = 2             # children a fork server keeps forked ahead of their trials
+PAGES = "pages"        # in the workers' folder: the pages children last owned (prefault)
 SPAWN = "spawn"
 FORK_SERVER = "fork-server"
+
+
+@functools.cache
+def _prctl() -> Any:
+    """libc's prctl, looked up once (a fork server's children inherit it); None where
+    there is none."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
 
 
 def die_with_parent(parent: int) -> None:
     """Ask Linux to kill this worker if its parent dies (e.g. kill -9), so no orphan keeps
     the NPU busy; elsewhere, or if the parent is already gone, do what can be done."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if parent and os.getppid() != parent:
         os._exit(3)
 
@@ -70,135 +84,167 @@ def run_request(request: dict[str, Any], backend_kind: str, profile: str | None,
     return result.to_json()
 
 
-def serve(backend_kind: str, profile: str | None) -> int:
-    """The fork server: one request per line on stdin ({"request", "result", "stderr"}:
-    the trial, and the files its child writes its result and its output to); for each,
-    the child's pid and then its exit status, one JSON line each, on stdout. Ends at
+def serve(backend_kind: str, profile: str | None, pages: str | None = None) -> int:
+    """The fork server: one request per line on stdin ({"request": the trial}); for each,
+    one JSON line on stdout with the pid of the child that runs it, and then one with
+    its answer: {"pid", "status": 0, "result": the result as the child wrote it}, or
+    {"pid", "status": its exit status, "output": the tail of what it printed}. Ends at
     the end of stdin.
 
     A child is forked ahead of its request (a spare, waiting for it on a pipe of its
-    own), so that a trial never waits for a fork; a child that wrote its result says so
-    on another pipe and is reaped later, so no trial waits for its predecessor's exit.
-    On the simulated stack a spare first rehearses the trial before it on a throw-away
-    simulated NPU: what a forked child touches first is copied page by page (copy on
-    write), and a rehearsed one runs its own trial as fast as the server would."""
+    own), so that a trial never waits for a fork; a child sends its result on another
+    pipe and is reaped later, so no trial waits for its predecessor's exit. What a child
+    prints goes to a memory file the server holds (no file is made per trial). On the
+    simulated stack a spare first copies the pages the trials before it came to own
+    (reported in `pages`; `harness.execution.prefault`): what a forked child writes is
+    copied page by page (copy on write), and a spare that copied them ahead runs its
+    trial without those copies. Nothing is submitted ahead of a trial, so an XRT
+    capture records only the trials'."""
     import harness.execution.backend
     import harness.execution.session  # noqa: F401 - what every child needs, imported once here
 
     backend = None
     if backend_kind == "sim":       # the hardware path's pyxrt is imported by each child
         backend = harness.execution.backend.choose_backend(backend_kind, profile)
-    # A rehearsal submits work to a throw-away simulated NPU: under an XRT capture it would
-    # be recorded as frames of the trial that follows (a child records what it submits).
-    rehearse = backend is not None and not capturing()
-    children = _Children(backend_kind, profile, backend)
+    _prctl()                        # looked up here, not in every child
+    prefault.libc_madvise()
+    # Warming makes contexts and buffers on a throw-away simulated NPU: under an XRT
+    # capture they would be recorded with the trial that follows.
+    warm = backend is not None and not capturing()
+    children = _Children(backend_kind, profile, backend,
+                         Path(pages) if pages and backend is not None else None)
     try:
-        return _serve(children, backend, rehearse)
+        return _serve(children, backend if warm else None)
     except _ChildEnds as ended:          # in a child, after its trial
         return ended.code
 
 
-def _serve(children: _Children, backend: Any, rehearse: bool) -> int:
-    """The server's loop (`serve`)."""
-    warmed = not rehearse
-    replies = sys.stdout
+def _serve(children: _Children, backend: Any) -> int:
+    """The server's loop (`serve`); `backend` warmed before the first fork, if given."""
+    warmed = backend is None
+    replies = sys.stdout.buffer
     try:
-        for line in sys.stdin:
-            order = json.loads(line)
+        for line in sys.stdin.buffer:
             if not warmed:
-                _warm(order, backend)
+                _warm(json.loads(line), backend)
                 warmed = True
             child = children.take()
-            child.give(order)
-            replies.write(json.dumps({"pid": child.pid}) + "\n")
+            child.give(line)              # as the parent wrote it: not encoded again
+            replies.write(b'{"pid": %d}\n' % child.pid)
             replies.flush()
-            # the next trial's child, forked (and rehearsing) while this one runs
-            children.prepare(order if rehearse else None)
-            status = children.wait(child)
-            replies.write(json.dumps({"pid": child.pid, "status": status}) + "\n")
+            # the next trial's child, forked (and copying its pages) while this one runs
+            children.prepare()
+            replies.write(children.answer(child))
             replies.flush()
     finally:
         children.close()
     return 0
 
 
+OUTPUT_TAIL = 8000     # bytes of a failed child's output sent back with its exit status
+REPORT_EVERY = 16      # children between two reports of the pages a trial owned
+
+
 class _Child:
-    """A forked child as the server holds it: its pid, the pipe its order goes down and
-    the pipe it says "done" on once its result is written."""
+    """A forked child as the server holds it: its pid, the pipe its order goes down, the
+    pipe its result comes back on, and the memory file its output goes to."""
 
-    def __init__(self, pid: int, orders: int, done: int) -> None:
-        self.pid, self.orders, self.done = pid, orders, done
+    def __init__(self, pid: int, orders: int, done: int, output: int) -> None:
+        self.pid, self.orders, self.done, self.output = pid, orders, done, output
 
-    def give(self, order: dict[str, Any]) -> None:
-        data = (json.dumps(order) + "\n").encode()
+    def give(self, line: bytes) -> None:
+        data = line if line.endswith(b"\n") else line + b"\n"
         while data:                       # a request larger than the pipe: in parts
             data = data[os.write(self.orders, data):]
         os.close(self.orders)
         self.orders = -1
 
     def fds(self) -> list[int]:
-        return [fd for fd in (self.orders, self.done) if fd >= 0]
+        return [fd for fd in (self.orders, self.done, self.output) if fd >= 0]
+
+    def output_tail(self) -> str:
+        size = os.fstat(self.output).st_size
+        tail = os.pread(self.output, min(size, OUTPUT_TAIL), max(0, size - OUTPUT_TAIL))
+        return tail.decode("utf-8", "replace")
 
 
 class _Children:
     """The children of a fork server: spares forked ahead (`SPARES` of them, each
-    rehearsing while the trials before it run), and the pids that ended to reap."""
+    copying the pages the trials before it owned while those run), and the pids that
+    ended to reap."""
 
-    def __init__(self, backend_kind: str, profile: str | None, backend: Any) -> None:
+    def __init__(self, backend_kind: str, profile: str | None, backend: Any,
+                 pages: Path | None) -> None:
         self.kind, self.profile, self.backend = backend_kind, profile, backend
         self.spares: list[_Child] = []
-        self.ended: list[int] = []        # pids that said done: reaped once they have ended
+        self.ended: list[int] = []        # pids that sent their result: reaped once ended
         self.owner = os.getpid()          # a child inherits this object; it is not its own
+        self.pages = pages                # where the children report the pages they own
+        self.forked = 0
 
     def take(self) -> _Child:
         return self.spares.pop(0) if self.spares else self._fork(None)
 
-    def prepare(self, rehearsal: dict[str, Any] | None) -> None:
+    def prepare(self) -> None:
+        """Fork spares up to `SPARES`; each copies the pages of the last report a child
+        wrote in `pages` (none on the hardware path) and reports its own after its trial."""
         self._reap()
+        ahead = prefault.read_report(self.pages) if self.pages is not None else None
         while len(self.spares) < SPARES:
-            self.spares.append(self._fork(rehearsal))
+            self.spares.append(self._fork(ahead))
 
-    def _fork(self, rehearsal: dict[str, Any] | None) -> _Child:
+    def _fork(self, ahead: array | None) -> _Child:
         orders_read, orders_write = os.pipe()
         done_read, done_write = os.pipe()
+        output = _memory_file()
         sys.stdout.flush()
         sys.stderr.flush()
         held = [fd for spare in self.spares for fd in spare.fds()]
+        # the first child reports the pages it owned, and one in REPORT_EVERY after it (a
+        # report costs a child about as much as its trial, after it)
+        reports = self.pages if self.forked % REPORT_EVERY == 0 else None
+        self.forked += 1
         pid = os.fork()
         if pid == 0:
             for fd in (orders_write, done_read, *held):
                 os.close(fd)             # another child's pipes are not this one's
-            _child(orders_read, done_write, rehearsal, self.kind, self.profile,
+            _child(orders_read, done_write, output, ahead, reports, self.kind, self.profile,
                    os.getppid(), self.backend)
         os.close(orders_read)
         os.close(done_write)
-        return _Child(pid, orders_write, done_read)
+        return _Child(pid, orders_write, done_read, output)
 
-    def wait(self, child: _Child) -> int:
-        """The child's exit status: 0 once it says its result is written (it is reaped
-        later), else the status it ended with."""
+    def answer(self, child: _Child) -> bytes:
+        """The child's answer line: its result once it has sent it whole (the child is
+        reaped later: it may still be reporting its pages, and it ends through the
+        interpreter's exit), else its exit status and the tail of its output."""
         with os.fdopen(child.done, "rb") as done:
             said = done.read()
         child.done = -1
-        if said == b"done":
+        if said.endswith(b"\n"):
             self.ended.append(child.pid)
-            return 0
-        _, status = os.waitpid(child.pid, 0)
-        return os.waitstatus_to_exitcode(status)
+            line = b'{"pid": %d, "status": 0, "result": %s}\n' % (child.pid, said[:-1])
+        else:
+            _, status = os.waitpid(child.pid, 0)
+            line = (json.dumps({"pid": child.pid, "status": os.waitstatus_to_exitcode(status),
+                                "output": child.output_tail()}) + "\n").encode()
+        os.close(child.output)
+        child.output = -1
+        return line
 
     def _reap(self, *, block: bool = False) -> None:
-        """Reap the children that said done and have ended since (all of them, waiting,
-        with `block`): a child ends through the interpreter's exit after its result, and
-        no trial waits for that."""
+        """Reap the children that sent their result and have ended since (all of them,
+        waiting, with `block`): a child ends through the interpreter's exit after its
+        result, and no trial waits for that."""
         for pid in list(self.ended):
             ended, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
             if ended:
                 self.ended.remove(pid)
 
     def close(self) -> None:
-        """Spares are ended without a trial (a spare may be rehearsing a long trial, and
-        the run must not wait for it: it never opened the device); every child is reaped.
-        Nothing in a child, which holds a copy of this object and none of its children."""
+        """Spares are ended without a trial (the run must not wait for one still copying
+        its pages: none ever opened the device); every child is reaped. Nothing in a
+        child, which holds a copy of this object and none of its children."""
         if os.getpid() != self.owner:
             return
         for spare in self.spares:
@@ -212,6 +258,14 @@ class _Children:
             os.waitpid(spare.pid, 0)
         self.spares = []
         self._reap(block=True)
+
+
+def _memory_file() -> int:
+    """A file in memory for a child's output, gone with the last descriptor to it."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("trial-output", os.MFD_CLOEXEC)
+    with tempfile.TemporaryFile() as handle:        # already unlinked: gone with its fds
+        return os.dup(handle.fileno())
 
 
 def _warm(order: dict[str, Any], backend: Any) -> None:
@@ -238,12 +292,14 @@ class _ChildEnds(BaseException):
         self.code = code
 
 
-def _child(orders: int, done: int, rehearsal: dict[str, Any] | None, backend_kind: str,
-           profile: str | None, server: int, backend: Any = None) -> None:
-    """A forked trial: its own session (no terminal signals), killed with the server, its
-    order read from `orders` when it comes, its output in the file the parent reads, its
-    result in another, then "done" on `done`; never returns: it raises `_ChildEnds` with
-    its status. A spare whose order never comes (the run ended) leaves quietly. What the
+def _child(orders: int, done: int, output: int, ahead: array | None, pages: Path | None,
+           backend_kind: str, profile: str | None, server: int, backend: Any = None) -> None:
+    """A forked trial: its own session (no terminal signals), killed with the server, the
+    pages `ahead` copied while its order has not come, its order read from `orders`, its
+    output in `output`, its result (one JSON line) sent on `done`, and last the pages it
+    came to own reported in `pages`; never returns: it raises `_ChildEnds` with its
+    status (a simulated trial that records no capture ends at once, with nothing to do
+    at exit). A spare whose order never comes (the run ended) leaves quietly. What the
     server registered to do at exit is not the child's to do (`atexit` is cleared); what
     the child's own trial registered (a simulated XRT's capture) is."""
     code = 1
@@ -257,41 +313,38 @@ def _child(orders: int, done: int, rehearsal: dict[str, Any] | None, backend_kin
         quiet = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(quiet, fd)           # the server's pipes are not the child's
-        if rehearsal is not None:
-            _rehearse(rehearsal, backend)
+        if ahead is not None:
+            prefault.copy_ahead(ahead)
+        before = prefault.snapshot() if pages is not None else None
         with os.fdopen(orders, "rb") as pipe:
             line = pipe.readline()
         if not line:
             os._exit(0)                  # nothing ran: nothing to do at exit
-        order = json.loads(line)
-        output = os.open(order["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(output, 1)
         os.dup2(output, 2)
+        order = json.loads(line)
         result = run_request(order["request"], backend_kind, profile, FORK_SERVER, backend)
-        with open(order["result"], "w") as out:
-            json.dump(result, out)
+        data = (json.dumps(result) + "\n").encode()
         sys.stdout.flush()
         sys.stderr.flush()
-        os.write(done, b"done")
+        while data:
+            data = data[os.write(done, data):]
+        os.close(done)                    # the server goes on; what follows is for the next
         code = 0
+        if before is not None and pages is not None:
+            prefault.report(pages, prefault.merged(ahead, prefault.written_since(before)))
     except BaseException:
         traceback.print_exc()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+    if backend is not None and not capturing():
+        # A simulated trial that records no capture leaves nothing to do at exit, and
+        # tearing the interpreter down touches every object the server made: each page
+        # copied once more, twice the CPU of the whole isolated trial
+        # (benchmarks/reproduce_wall.py).
+        os._exit(code)
     raise _ChildEnds(code)
-
-
-def _rehearse(order: dict[str, Any], backend: Any) -> None:
-    """Run the trial before this one on a throw-away simulated NPU (its result dropped),
-    so this child's own trial finds its pages copied; what fails here is the real
-    trial's to meet and record."""
-    from harness.execution.session import run_trial
-    try:
-        backend.latencies = order["request"].get("latencies", {})
-        run_trial(TrialSpec.from_json(order["request"]["spec"]), backend)
-    except Exception:  # noqa: BLE001 - see above
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -300,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
                                                  "harness).")
     parser.add_argument("--serve", action="store_true",
                         help="be a fork server: a child per trial read on stdin")
+    parser.add_argument("--pages", default=None,
+                        help="with --serve: where children report the pages they own")
     parser.add_argument("--result-fd", type=int)
     parser.add_argument("--parent", type=int, default=0)
     parser.add_argument("--backend", required=True)
@@ -307,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     die_with_parent(args.parent)
     if args.serve:
-        return serve(args.backend, args.profile)
+        return serve(args.backend, args.profile, args.pages)
     if args.result_fd is None:
         parser.error("--result-fd is needed without --serve")
     result = run_request(json.loads(sys.stdin.read()), args.backend, args.profile, SPAWN)

@@ -235,6 +235,39 @@ def dump_yaml_within(data: dict[str, Any], limit: int) -> tuple[str, bool]:
     return "".join(parts), True
 
 
+LIST_PART = 256         # items of a long list dumped at once by `dump_yaml_parts`
+
+
+def dump_yaml_parts(data: dict[str, Any]) -> Iterator[str]:
+    """`dump_yaml(data)` in parts, joined the same text: a key at a time and, in a mapping
+    under a key, a long list `LIST_PART` items at a time. PyYAML builds a node for every
+    value before it writes one, and a sweep's grid of thousands of cells took five to
+    eight times the text's size that way; in parts, it takes one part's."""
+    if not data:
+        yield dump_yaml(data)
+    for key, value in data.items():
+        long = isinstance(value, dict) and any(isinstance(v, list) and len(v) > LIST_PART
+                                               for v in value.values())
+        if not long:
+            yield dump_yaml({key: value})
+            continue
+        yield dump_yaml({key: {}}).replace(" {}\n", "\n", 1)
+        for inner, item in value.items():
+            if not (isinstance(item, list) and len(item) > LIST_PART):
+                yield _indented(dump_yaml({inner: item}))
+                continue
+            yield _indented(dump_yaml({inner: []}).replace(" []\n", "\n", 1))
+            for start in range(0, len(item), LIST_PART):
+                # a block list under a key is not indented further ("key:\n- item")
+                yield _indented(dump_yaml(item[start:start + LIST_PART]))
+
+
+def _indented(text: str) -> str:
+    # as YAML indents what it writes under a key: every line but an empty one
+    return "".join(line if line == "\n" else "  " + line
+                   for line in text.splitlines(keepends=True))
+
+
 def write_atomic(path: str | Path, text: str | bytes, *, overwrite: bool = True) -> None:
     """Write `text` to `path` via temp file + fsync + rename (see `atomic_file`)."""
     with atomic_file(path, overwrite=overwrite) as handle:

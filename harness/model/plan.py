@@ -13,8 +13,10 @@ Sizes must be positive and add up to the layer count.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from typing import overload
 
 from harness.model.errors import PlanError
 
@@ -27,13 +29,61 @@ _DIGITS = re.compile(r"[0-9]+", re.ASCII)
 MAX_LAYERS = 100_000
 
 
+class Cut(Sequence[int]):
+    """`full` runlists of `size` layers, then one of `rest` when it is not 0: the chunks of
+    a ``max:N`` plan, held as those three numbers. It equals (and hashes as) the tuple of
+    its sizes. A sweep of depths 1..1024 holds thousands of plans, each with as many
+    chunks as layers: as tuples they took most of the sweep's memory
+    (benchmarks/report_scale.py)."""
+
+    __slots__ = ("size", "full", "rest")
+
+    def __init__(self, size: int, full: int, rest: int = 0) -> None:
+        self.size, self.full, self.rest = size, full, rest
+
+    def __len__(self) -> int:
+        return self.full + (1 if self.rest else 0)
+
+    def __iter__(self) -> Iterator[int]:
+        yield from repeat(self.size, self.full)
+        if self.rest:
+            yield self.rest
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[int, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> int | tuple[int, ...]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        length = len(self)
+        if not -length <= index < length:
+            raise IndexError("cut index out of range")
+        return self.rest if index % length == self.full else self.size
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Cut):
+            return (self.size, self.full, self.rest) == (other.size, other.full, other.rest)
+        if isinstance(other, (tuple, list)):
+            return len(other) == len(self) and tuple(other) == tuple(self)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
 @dataclass(frozen=True)
 class Plan:
     """A named way to cut the case's layers into runlists: its spec and the chunk sizes."""
 
     name: str
     spec: str
-    chunks: tuple[int, ...]
+    chunks: tuple[int, ...] | Cut
     frame: str | None = None      # a capture's frame whose runs it cuts (None: the case's)
 
     @property
@@ -126,5 +176,9 @@ def plan_for_depth(depth: int, chunk: str | int | None = None) -> Plan:
     if chunk is None:
         return make_plan(str(depth), str(depth), depth)
     spec = chunk if isinstance(chunk, str) and ":" in chunk else f"max:{chunk}"
-    chunks = parse_plan(spec, depth)
-    return Plan("+".join(map(str, chunks)), spec, chunks)
+    chunks: tuple[int, ...] | Cut = parse_plan(spec, depth)
+    name = "+".join(map(str, chunks))
+    if spec.startswith("max:") and len(chunks) > 1:
+        size = chunks[0]
+        chunks = Cut(size, depth // size, depth % size)
+    return Plan(name, spec, chunks)

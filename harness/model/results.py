@@ -10,7 +10,7 @@ the simulator or numpy.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -137,7 +137,14 @@ class TrialSpec:
         return 1 if self.order is not None else len(self.per_layer)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The spec as JSON takes it. It shares its lists and dicts with the spec (it is
+        serialised at once, a trial at a time: a deep copy was a tenth of what sending an
+        isolated trial cost its parent): read it, do not change it."""
+        return {**{name: getattr(self, name) for name in _SPEC_FIELDS},
+                "per_layer": [{name: getattr(c, name) for name in _COMMAND_FIELDS}
+                              for c in self.per_layer],
+                "buffers": {name: {key: getattr(b, key) for key in _BUFFER_FIELDS}
+                            for name, b in self.buffers.items()}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrialSpec:
@@ -212,7 +219,7 @@ class TrialResult:
         # By hand, not dataclasses.asdict: its deep copy made a long report's save and
         # render spend most of their time copying (benchmarks/report_scale.py). The
         # result shares its lists and dicts with this object: read it, do not change it.
-        out = {name: getattr(self, name) for name in _TRIAL_FIELDS}
+        out = {name: getattr(self, name) for name in TRIAL_FIELDS}
         out["status"] = self.status.value
         out["runlists"] = [r.to_json() for r in self.runlists]
         return out
@@ -250,14 +257,17 @@ class BriefTrial(TrialResult):
         return self
 
 
+_SPEC_FIELDS = tuple(f.name for f in fields(TrialSpec))
+_COMMAND_FIELDS = tuple(f.name for f in fields(CommandSpec))
+_BUFFER_FIELDS = tuple(f.name for f in fields(BufferSpec))
 # what a report writes beside a trial's fields: its state in one word, and (v2) its plan
 DERIVED_KEYS = frozenset({"state", "plan"})
 _OUTCOME_FIELDS = tuple(f.name for f in fields(RunlistOutcome))
-_TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
+TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
 # what a brief trial keeps: the short fields (not the kernel log, worker, recovery, users)
 BRIEF_FIELDS = ("index", "status", "wall_ms", "seed", "error", "started", "deadline_s",
                 "time_to_failure")
-HEAVY_FIELDS = tuple(name for name in _TRIAL_FIELDS if name not in BRIEF_FIELDS)
+HEAVY_FIELDS = tuple(name for name in TRIAL_FIELDS if name not in BRIEF_FIELDS)
 
 
 def chain_split(runs: int, submit_size: int) -> list[int]:

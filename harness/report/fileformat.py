@@ -33,19 +33,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import fields
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.formats.yamlio import dump_yaml
+from harness.formats.yamlio import dump_yaml_parts
 from harness.model.errors import ReportError
-from harness.model.results import TrialResult
+from harness.model.ert import CmdState
+from harness.model.results import COMPLETED_STATE, RunlistOutcome, TrialResult
 from harness.report.model import (
     JOURNAL,
     JOURNALED,
     Report,
     Summary,
     brief_from_dict,
+    outcome_dict,
     source_tag,
+    trial_dict,
 )
 
 if TYPE_CHECKING:            # the reader loads when a report is read, not when one is written
@@ -58,12 +63,53 @@ def header_text(report: Report) -> str:
     comment = "# xdna-runlist-harness report"
     if report.simulated:
         comment += f": {source_tag(report.backend)} stack, not hardware evidence"
-    return comment + "\n" + dump_yaml(report.header_dict()) + JOURNAL + "\n"
+    return comment + "\n" + "".join(dump_yaml_parts(report.header_dict())) + JOURNAL + "\n"
+
+
+SEPARATORS = (", ", ": ")
 
 
 def entry_line(kind: str, body: dict[str, Any]) -> bytes:
-    return ("- " + json.dumps({kind: body}, ensure_ascii=True, separators=(", ", ": "))
+    return ("- " + json.dumps({kind: body}, ensure_ascii=True, separators=SEPARATORS)
             + "\n").encode("ascii")
+
+
+def trial_line(plan: str, trial: TrialResult) -> bytes:
+    """`entry_line("trial", {"plan": plan, **trial_dict(trial)})`, byte for byte, with each
+    runlist outcome written by `outcome_json`: the trial's own fields, then its runlists
+    last, as `trial_dict` orders them."""
+    head = json.dumps({"trial": {"plan": plan, **trial_dict(trial, runlists=False)}},
+                      ensure_ascii=True, separators=SEPARATORS)
+    return ("- " + head[:-2] + ', "runlists": [' + ", ".join(map(outcome_json, trial.runlists))
+            + "]}}\n").encode("ascii")
+
+
+# A runlist that completed, with a device clock (the simulated stack's), is written from
+# a template: a sweep saves one per runlist, and json took most of a sweep's saving. Only
+# an outcome whose every other field says nothing takes it, and only plain ints and finite
+# floats, whose repr is json's (tests/test_report_stream.py compares the two).
+_TEMPLATED = ("index", "runs", "chains", "state", "state_code", "device_ms", "wall_ms",
+              "skipped")
+_UNSAID = tuple(f.name for f in fields(RunlistOutcome) if f.name not in _TEMPLATED)
+_unsaid = attrgetter(*_UNSAID)
+_NOTHING = (None,) * len(_UNSAID)
+_COMPLETED_CODE = int(CmdState.COMPLETED)
+
+
+def outcome_json(outcome: RunlistOutcome) -> str:
+    """One runlist outcome as `json.dumps(outcome_dict(outcome))` writes it in a journal."""
+    index, runs, chains = outcome.index, outcome.runs, outcome.chains
+    device_ms, wall_ms, code = outcome.device_ms, outcome.wall_ms, outcome.state_code
+    if (type(device_ms) is float and type(wall_ms) is float and type(index) is int
+            and type(runs) is int and type(code) is int and code == _COMPLETED_CODE
+            and outcome.state == COMPLETED_STATE and type(chains) is list
+            and len(chains) == 1 and type(chains[0]) is int
+            and -1e308 < device_ms < 1e308 and -1e308 < wall_ms < 1e308
+            and outcome.skipped is False and _unsaid(outcome) == _NOTHING):
+        return (f'{{"index": {index}, "runs": {runs}, "chains": [{chains[0]}], '
+                f'"state": "COMPLETED", "state_code": {code}, "device_ms": {device_ms!r}, '
+                f'"wall_ms": {wall_ms!r}}}')
+    return json.dumps(outcome_dict(outcome), ensure_ascii=True, separators=SEPARATORS)
 
 
 def document_json(reader: ReportReader) -> Iterator[str]:

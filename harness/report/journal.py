@@ -32,9 +32,9 @@ from typing import Any
 from harness.formats.yamlio import fsync_dir, mode_for
 from harness.model.errors import BadInput, DiskFault, EnvironmentNotReady, ReportError
 from harness.model.results import TrialResult
-from harness.report.fileformat import entry_line, header_text, load_report
+from harness.report.fileformat import entry_line, header_text, load_report, trial_line
 from harness.report.lock import ReportLock
-from harness.report.model import JOURNAL, JOURNALED, PlanRecord, Report, trial_dict, utc_now
+from harness.report.model import JOURNAL, JOURNALED, PlanRecord, Report, utc_now
 
 SIMULATED_SYNC_S = 0.5
 
@@ -92,8 +92,7 @@ def _clean_temps(path: Path) -> list[str]:
 def generated_journal(report: Report) -> bytes:
     """Journal entries for what a report already holds (its trials, searched plans, steps)."""
     lines = [entry_line("plan", p.declaration()) for p in report.plans[report.declared or 0:]]
-    lines += [entry_line("trial", {"plan": p.name, **trial_dict(t)})
-              for p in report.plans for t in p.trials]
+    lines += [trial_line(p.name, t) for p in report.plans for t in p.trials]
     lines += [entry_line("step", step)
               for step in (report.sections.get("bisect") or {}).get("log") or []]
     lines += [entry_line("note", note) for note in report.notes]
@@ -331,7 +330,11 @@ class ReportFile:
             else len(self.report.plans)
 
     def append(self, kind: str, body: dict[str, Any]) -> None:
-        line = entry_line(kind, body)
+        self.append_line(entry_line(kind, body))
+
+    def append_line(self, line: bytes) -> None:
+        """One journal entry as `entry_line` (or `trial_line`) made it, whole or not at
+        all, synced as the run's policy says."""
         try:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
@@ -371,7 +374,7 @@ class ReportFile:
         report.declared = len(report.plans)
 
     def record_trial(self, plan_name: str, trial: TrialResult) -> None:
-        self.append("trial", {"plan": plan_name, **trial_dict(trial)})
+        self.append_line(trial_line(plan_name, trial))
 
     def close_journal(self) -> None:
         if self._fd is not None:

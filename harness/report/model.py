@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import methodcaller
 from pathlib import Path
@@ -21,6 +22,7 @@ from harness.model.results import (
     COMPLETED_STATE,
     FINISHED,
     HEAVY_FIELDS,
+    TRIAL_FIELDS,
     BriefTrial,
     RunlistOutcome,
     TrialResult,
@@ -111,7 +113,7 @@ class PlanRecord:
 
     name: str
     spec: str
-    chunks: list[int]
+    chunks: Sequence[int]              # a list, or a searched plan's own (harness.model.plan)
     expect: str | None = None
     trials: list[TrialResult] = field(default_factory=list)
     control: str | None = None       # a control plan: what it runs instead of the case
@@ -161,18 +163,28 @@ class PlanRecord:
                    trials, data.get("control"), data.get("frame"), data.get("work"))
 
 
-def trial_dict(trial: TrialResult) -> dict[str, Any]:
+def trial_dict(trial: TrialResult, *, runlists: bool = True) -> dict[str, Any]:
     """A trial as reports keep it. Fields that say nothing (None, a runlist not skipped) are
-    left out: sweeps write thousands of runlist outcomes, and a reader loses nothing."""
+    left out: sweeps write thousands of runlist outcomes, and a reader loses nothing.
+    `runlists` False: all but its runlists (written last, by the caller)."""
     if isinstance(trial, BriefTrial):
         raise ValueError(f"trial {trial.index} is held in brief ({trial.runlists_in_file} "
                          "runlists are in the report file only): read it from the file")
-    out = {k: v for k, v in trial.to_json().items() if v is not None and k != "runlists"}
+    out = {name: value for name in TRIAL_FIELDS if (value := getattr(trial, name)) is not None}
+    out["status"] = trial.status.value
     out["state"] = trial.state
-    out["runlists"] = [{k: v for k, v in r.items() if v is not None
-                        and not (k == "skipped" and v is False)}
-                       for r in trial.to_json()["runlists"]]
+    if runlists:
+        out["runlists"] = [outcome_dict(r) for r in trial.runlists]
     return out
+
+
+def outcome_dict(outcome: RunlistOutcome) -> dict[str, Any]:
+    """A runlist outcome as reports keep it: its fields in their order, those that say
+    nothing left out (`skipped` is written only when true; `failing_run_named` is said
+    when false too). One pass over the object's own attributes: a sweep writes one of
+    these per runlist."""
+    return {k: v for k, v in vars(outcome).items()
+            if v is not None and (v is not False or k != "skipped")}
 
 
 _STATE = methodcaller("get", "state")

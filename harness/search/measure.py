@@ -32,13 +32,20 @@ class Measurer:
         self.budget = budget
         self.spent = 0
         self.used = used if used is not None else {}
+        self._by_name: dict[str, PlanRecord] = {}
 
     def record_for(self, plan: Plan) -> PlanRecord:
-        for record in self.runner.report.plans:
-            if record.name == plan.name:
-                return record
-        record = PlanRecord(plan.name, plan.spec, list(plan.chunks), frame=plan.frame)
+        plans = self.runner.report.plans
+        if len(self._by_name) != len(plans):
+            # by name, not by a walk of the list per plan: a sweep has thousands
+            self._by_name = {record.name: record for record in reversed(plans)}
+        record = self._by_name.get(plan.name)
+        if record is not None:
+            return record
+        # the plan's own chunks, not a copy: a sweep's plans hold as many as their depth
+        record = PlanRecord(plan.name, plan.spec, plan.chunks, frame=plan.frame)
         self.runner.handle.add_plan(record)
+        self._by_name[record.name] = record
         return record
 
     def measure(self, plan: Plan) -> tuple[dict[str, int], list[int]]:

@@ -162,13 +162,14 @@ def estimate(rows: list[Row], chunks: list[int], trials: int, runs_per_layer: in
 def run_sweep(measurer: Measurer, rows: list[Row], chunks: list[int], say: Say
               ) -> tuple[list[Cell], bool]:
     """Measure every cell (sharing identical plans); False when the budget ran out."""
-    measured: dict[tuple, dict[str, int]] = {}
+    measured: dict[tuple[str | None, int, int], dict[str, int]] = {}
     cells: list[Cell] = []
     complete = True
     for row in rows:
         for chunk in chunks:
             plan = cell_plan(row, chunk)
-            key = (plan.frame, plan.chunks)
+            # (the cut is the depth and the chunk: keyed so, no plan's chunks are hashed)
+            key = (plan.frame, row.depth, min(chunk, row.depth))
             if key not in measured and complete:
                 try:
                     measured[key] = measurer.measure(plan)[0]

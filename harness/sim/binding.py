@@ -27,15 +27,16 @@ from harness.sim.pybind import (
     Gated,
     NoMatch,
     Overload,
+    Overloads,
     PybindEnum,
     buffer,
     cfg_params,
-    dispatch,
     incompatible,
     instance_of,
     make_enum,
     method,
     never,
+    nothing,
     text,
 )
 from harness.sim.releases import (
@@ -66,12 +67,6 @@ def until(feature: str):
 
 def gated(value: Any, present) -> Gated:
     return Gated(value, present, release)
-
-
-def overloaded(name: str, owner: str, overloads: list[Overload], args, kwargs, *,
-               constructor: bool = False, this: Any = None) -> Any:
-    return dispatch(name, overloads, release(), f"pyxrt.{owner}", args, kwargs,
-                    constructor=constructor, this=this)
 
 
 def not_initialized(what: str) -> RuntimeError:
@@ -195,11 +190,7 @@ class xclbin:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._meta = None
         self._path = ""
-        overloaded("__init__", "xclbin", [
-            Overload("()", (), lambda: None),
-            Overload("(arg0: str)", (("filename", text),), self._load),
-            Overload("(arg0: axlf)", (("axlf_data", never),), lambda _: None),
-        ], args, kwargs, constructor=True)
+        _XCLBIN_NEW(self, release(), args, kwargs)
 
     def _load(self, path: str) -> None:
         # xrt_xclbin.cpp read_file and init_axlf say these; the harness's reader checks
@@ -247,6 +238,13 @@ class xclbin:
                         "signature was\n\t(self: pyxrt.xclbin) -> axlf")
 
 
+_XCLBIN_NEW = Overloads("__init__", "xclbin", [
+    Overload("()", (), nothing),
+    Overload("(arg0: str)", (("filename", text),), "_load"),
+    Overload("(arg0: axlf)", (("axlf_data", never),), nothing),
+], constructor=True)
+
+
 class xclbinip_vector(list):
     pass
 
@@ -265,11 +263,7 @@ class device:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._stack: Stack | None = None
         self._registered: dict[str, xclbin] = {}
-        overloaded("__init__", "device", [
-            Overload("()", (), lambda: None),
-            Overload("(index: int)", (("index", UINT),), self._open_index, named=True),
-            Overload("(bdf: str)", (("bdf", text),), self._open_bdf, named=True),
-        ], args, kwargs, constructor=True)
+        _DEVICE_NEW(self, release(), args, kwargs)
 
     def _open_index(self, index: int) -> None:
         stack = control.current()
@@ -296,10 +290,7 @@ class device:
         return self._stack
 
     def register_xclbin(self, *args: Any, **kwargs: Any) -> uuid:
-        return overloaded("register_xclbin", "device", [
-            Overload("(self: pyxrt.device, xclbin: pyxrt.xclbin) -> pyxrt.uuid",
-                     (("xclbin", instance_of(xclbin)),), self._register, named=True),
-        ], args, kwargs, this=self)
+        return _REGISTER_XCLBIN(self, release(), args, kwargs)
 
     def _register(self, x: xclbin) -> uuid:
         self._open()
@@ -308,22 +299,18 @@ class device:
         return uuid(meta.uuid)
 
     def load_xclbin(self, *args: Any, **kwargs: Any) -> uuid:
-        def refuse(_: Any) -> uuid:
-            if release().has(BINDING_2_23):
-                import warnings
-                warnings.warn("pyxrt.device.load_xclbin() is deprecated; use "
-                              "pyxrt.hw_context(device, xclbin) or pyxrt.hw_context(device, "
-                              "xclbin_path) instead", DeprecationWarning, stacklevel=3)
-            self._open()
-            # Not XRT's text: the NPU shim has no legacy xclbin download.
-            raise RuntimeError("load_xclbin: this NPU loads no xclbin through the legacy path; "
-                               "use register_xclbin() and hw_context()")
-        return overloaded("load_xclbin", "device", [
-            Overload("(self: pyxrt.device, xclbin_path: str) -> pyxrt.uuid",
-                     (("xclbin_path", text),), refuse, named=True),
-            Overload("(self: pyxrt.device, xclbin: pyxrt.xclbin) -> pyxrt.uuid",
-                     (("xclbin", instance_of(xclbin)),), refuse, named=True),
-        ], args, kwargs, this=self)
+        return _LOAD_XCLBIN(self, release(), args, kwargs)
+
+    def _refuse_load(self, _: Any) -> uuid:
+        if release().has(BINDING_2_23):
+            import warnings
+            warnings.warn("pyxrt.device.load_xclbin() is deprecated; use "
+                          "pyxrt.hw_context(device, xclbin) or pyxrt.hw_context(device, "
+                          "xclbin_path) instead", DeprecationWarning, stacklevel=4)
+        self._open()
+        # Not XRT's text: the NPU shim has no legacy xclbin download.
+        raise RuntimeError("load_xclbin: this NPU loads no xclbin through the legacy path; "
+                           "use register_xclbin() and hw_context()")
 
     @method("(self: pyxrt.device) -> pyxrt.uuid")
     def get_xclbin_uuid(self) -> uuid:
@@ -331,10 +318,7 @@ class device:
         return uuid("00000000-0000-0000-0000-000000000000")
 
     def get_info(self, *args: Any, **kwargs: Any) -> str:
-        return overloaded("get_info", "device", [
-            Overload("(self: pyxrt.device, arg0: pyxrt.xrt_info_device) -> str",
-                     (("key", instance_of(xrt_info_device)),), self._info),
-        ], args, kwargs, this=self)
+        return _GET_INFO(self, release(), args, kwargs)
 
     def _info(self, key: PybindEnum) -> str:
         stack = self._open()
@@ -345,6 +329,27 @@ class device:
                    "max_clock_frequency_mhz": "0",
                    "interface_uuid": "00000000-0000-0000-0000-000000000000"}
         return answers.get(key.name, "{}")
+
+
+_DEVICE_NEW = Overloads("__init__", "device", [
+    Overload("()", (), nothing),
+    Overload("(index: int)", (("index", UINT),), "_open_index", named=True),
+    Overload("(bdf: str)", (("bdf", text),), "_open_bdf", named=True),
+], constructor=True)
+_REGISTER_XCLBIN = Overloads("register_xclbin", "device", [
+    Overload("(self: pyxrt.device, xclbin: pyxrt.xclbin) -> pyxrt.uuid",
+             (("xclbin", instance_of(xclbin)),), "_register", named=True),
+])
+_LOAD_XCLBIN = Overloads("load_xclbin", "device", [
+    Overload("(self: pyxrt.device, xclbin_path: str) -> pyxrt.uuid",
+             (("xclbin_path", text),), "_refuse_load", named=True),
+    Overload("(self: pyxrt.device, xclbin: pyxrt.xclbin) -> pyxrt.uuid",
+             (("xclbin", instance_of(xclbin)),), "_refuse_load", named=True),
+])
+_GET_INFO = Overloads("get_info", "device", [
+    Overload("(self: pyxrt.device, arg0: pyxrt.xrt_info_device) -> str",
+             (("key", instance_of(xrt_info_device)),), "_info"),
+])
 
 
 # -- hardware contexts ------------------------------------------------------------------
@@ -369,45 +374,7 @@ class hw_context:
         self._partition = 0
         self._mode = hw_access_mode.shared
         self._cfg: dict[str, int] = {}
-        mode = ("mode", instance_of(hw_access_mode))
-        cfg = ("cfg_param", cfg_params)
-        the_uuid = ("uuid", instance_of(uuid))
-        the_xclbin = ("xclbin", instance_of(xclbin))
-        path = ("xclbin_path", text)
-        the_elf = ("elf", instance_of(elf))
-        new = since(BINDING_2_23)
-        overloaded("__init__", "hw_context", [
-            Overload("()", (), lambda: None, named=True),
-            Overload("(device: pyxrt.device, uuid: pyxrt.uuid)", (_device_param(), the_uuid),
-                     self._from_uuid, named=True),
-            Overload("(device: pyxrt.device, uuid: pyxrt.uuid, mode: pyxrt.hw_context."
-                     "access_mode)", (_device_param(), the_uuid, mode), self._from_uuid, new,
-                     named=True),
-            Overload("(device: pyxrt.device, uuid: pyxrt.uuid, cfg_param: dict[str, int])",
-                     (_device_param(), the_uuid, cfg), self._from_uuid, new, named=True),
-            Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin)",
-                     (_device_param(), the_xclbin), self._from_xclbin, new, named=True),
-            Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin, mode: pyxrt.hw_context."
-                     "access_mode)", (_device_param(), the_xclbin, mode), self._from_xclbin,
-                     new, named=True),
-            Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin, cfg_param: dict[str, int])",
-                     (_device_param(), the_xclbin, cfg), self._from_xclbin, new, named=True),
-            Overload("(device: pyxrt.device, xclbin_path: str)", (_device_param(), path),
-                     self._from_path, new, named=True),
-            Overload("(device: pyxrt.device, xclbin_path: str, mode: pyxrt.hw_context."
-                     "access_mode)", (_device_param(), path, mode), self._from_path, new,
-                     named=True),
-            Overload("(device: pyxrt.device, xclbin_path: str, cfg_param: dict[str, int])",
-                     (_device_param(), path, cfg), self._from_path, new, named=True),
-            Overload("(device: pyxrt.device, cfg_param: dict[str, int], mode: pyxrt."
-                     "hw_context.access_mode)", (_device_param(), cfg, mode), self._staged,
-                     new, named=True),
-            Overload("(device: pyxrt.device, elf: pyxrt.elf)", (_device_param(), the_elf),
-                     self._from_elf, since(HW_CONTEXT_ELF), named=True),
-            Overload("(device: pyxrt.device, elf: pyxrt.elf, cfg_param: dict[str, int], mode: "
-                     "pyxrt.hw_context.access_mode)", (_device_param(), the_elf, cfg, mode),
-                     lambda d, e, c, m: self._from_elf(d, e), new, named=True),
-        ], args, kwargs, constructor=True)
+        _HW_CONTEXT_NEW(self, release(), args, kwargs)
 
     def _from_uuid(self, dev: device, xuid: uuid, option: Any = None) -> None:
         stack = dev._open()
@@ -472,10 +439,7 @@ class hw_context:
         self._elfs.update(kernels)
 
     def _add_config_call(self, *args: Any, **kwargs: Any) -> None:
-        overloaded("add_config", "hw_context", [
-            Overload("(self: pyxrt.hw_context, elf: pyxrt.elf) -> None",
-                     (("elf", instance_of(elf)),), self._add_config, named=True),
-        ], args, kwargs, this=self)
+        _ADD_CONFIG(self, release(), args, kwargs)
 
     @method("(self: pyxrt.hw_context) -> pyxrt.device")
     def _get_device(self) -> device:
@@ -554,25 +518,7 @@ class bo:
         self._storage: _Storage | None = None
         self._offset = 0
         self._size = 0
-        group = ("group", UINT)
-        flags = ("flags", instance_of(bo_flags))
-        new = since(BINDING_2_23)
-        ctx = ("hwctx", instance_of(hw_context))
-        overloaded("__init__", type(self).__name__, [
-            Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
-                     (_device_param(), ("size", SIZE_T), flags, group),
-                     lambda d, size, f, g: self._allocate(d._open(), size, f, g), named=True),
-            Overload("(hwctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
-                     (ctx, ("size", SIZE_T), flags, group),
-                     lambda c, size, f, g: self._allocate(_ctx_stack(c), size), new,
-                     named=True),
-            Overload("(hwctx: pyxrt.hw_context, size: int, group: int)",
-                     (ctx, ("size", SIZE_T), group),
-                     lambda c, size, g: self._allocate(_ctx_stack(c), size), new, named=True),
-            Overload("(arg0: pyxrt.bo, arg1: int, arg2: int)",
-                     (("parent", instance_of(bo)), ("size", SIZE_T), ("offset", SIZE_T)),
-                     self._sub_buffer),
-        ], args, kwargs, constructor=True)
+        _BO_NEW(self, release(), args, kwargs, type(self).__name__)
 
     def _allocate(self, stack: Stack, size: int, flags: Any = None, group: int = 0) -> None:
         if size == 0:
@@ -595,10 +541,7 @@ class bo:
         return self._storage
 
     def write(self, *args: Any, **kwargs: Any) -> None:
-        overloaded("write", "bo", [
-            Overload("(self: pyxrt.bo, arg0: Buffer, arg1: int) -> None",
-                     (("data", buffer), ("seek", SIZE_T)), self._write),
-        ], args, kwargs, this=self)
+        _BO_WRITE(self, release(), args, kwargs)
 
     def _write(self, raw: memoryview, seek: int) -> None:
         storage = self._s()
@@ -609,10 +552,7 @@ class bo:
         storage.host[start:start + len(raw)] = raw
 
     def read(self, *args: Any, **kwargs: Any) -> Any:
-        return overloaded("read", "bo", [
-            Overload("(self: pyxrt.bo, arg0: int, arg1: int) -> numpy.ndarray[numpy.int8]",
-                     (("size", SIZE_T), ("skip", SIZE_T)), self._read),
-        ], args, kwargs, this=self)
+        return _BO_READ(self, release(), args, kwargs)
 
     def _read(self, size: int, skip: int) -> Any:
         import numpy as np  # the binding returns a numpy array; only read needs numpy
@@ -626,13 +566,7 @@ class bo:
     def sync(self, *args: Any, **kwargs: Any) -> None:
         if len(args) == 1 and not kwargs and args[0].__class__ is xclBOSyncDirection:
             return self._sync(args[0])         # the common call, without the dispatch
-        direction = ("direction", instance_of(xclBOSyncDirection))
-        return overloaded("sync", "bo", [
-            Overload("(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection, arg1: int, arg2: int) "
-                     "-> None", (direction, ("size", SIZE_T), ("offset", SIZE_T)), self._sync),
-            Overload("(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection) -> None", (direction,),
-                     self._sync),
-        ], args, kwargs, this=self)
+        return _BO_SYNC(self, release(), args, kwargs)
 
     def _sync(self, direction: PybindEnum, size: int | None = None, offset: int = 0) -> None:
         size = self._size if size is None else size
@@ -675,6 +609,46 @@ def _ctx_stack(ctx: hw_context) -> Stack:
     return ctx._stack
 
 
+def _bo_overloads() -> tuple[Overloads, Overloads, Overloads, Overloads]:
+    """bo's constructors, write, read and sync."""
+    group = ("group", UINT)
+    flags = ("flags", instance_of(bo_flags))
+    new = since(BINDING_2_23)
+    ctx = ("hwctx", instance_of(hw_context))
+    direction = ("direction", instance_of(xclBOSyncDirection))
+    return (Overloads("__init__", "bo", [
+        Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
+                 (_device_param(), ("size", SIZE_T), flags, group),
+                 lambda self, d, size, f, g: self._allocate(d._open(), size, f, g),
+                 named=True),
+        Overload("(hwctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
+                 (ctx, ("size", SIZE_T), flags, group),
+                 lambda self, c, size, f, g: self._allocate(_ctx_stack(c), size), new,
+                 named=True),
+        Overload("(hwctx: pyxrt.hw_context, size: int, group: int)",
+                 (ctx, ("size", SIZE_T), group),
+                 lambda self, c, size, g: self._allocate(_ctx_stack(c), size), new,
+                 named=True),
+        Overload("(arg0: pyxrt.bo, arg1: int, arg2: int)",
+                 (("parent", instance_of(bo)), ("size", SIZE_T), ("offset", SIZE_T)),
+                 "_sub_buffer"),
+    ], constructor=True), Overloads("write", "bo", [
+        Overload("(self: pyxrt.bo, arg0: Buffer, arg1: int) -> None",
+                 (("data", buffer), ("seek", SIZE_T)), "_write"),
+    ]), Overloads("read", "bo", [
+        Overload("(self: pyxrt.bo, arg0: int, arg1: int) -> numpy.ndarray[numpy.int8]",
+                 (("size", SIZE_T), ("skip", SIZE_T)), "_read"),
+    ]), Overloads("sync", "bo", [
+        Overload("(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection, arg1: int, arg2: int) "
+                 "-> None", (direction, ("size", SIZE_T), ("offset", SIZE_T)), "_sync"),
+        Overload("(self: pyxrt.bo, arg0: pyxrt.xclBOSyncDirection) -> None", (direction,),
+                 "_sync"),
+    ]))
+
+
+_BO_NEW, _BO_WRITE, _BO_READ, _BO_SYNC = _bo_overloads()
+
+
 # -- ELF, program, module (FastFlowLM's (3, 0, 0, bo...) path; full ELFs) -------------------
 
 def _capsule_bytes(capsule: Any, size: int) -> bytes:
@@ -706,11 +680,7 @@ class elf:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._elf = None
         self._path = ""
-        overloaded("__init__", "elf", [
-            Overload("(arg0: str)", (("filename", text),), self._read),
-            Overload("(arg0: capsule, arg1: int)", (("data", _void_pointer),
-                                                    ("size", SIZE_T)), self._from_pointer),
-        ], args, kwargs, constructor=True)
+        _ELF_NEW(self, release(), args, kwargs)
 
     def _read(self, path: str) -> None:
         # elf_impl / load_elfio: a missing file and a malformed one say the same
@@ -749,12 +719,17 @@ class elf:
         return _stem(self._path).removesuffix(".elf") if self._path else f"elf{self._id}"
 
 
+_ELF_NEW = Overloads("__init__", "elf", [
+    Overload("(arg0: str)", (("filename", text),), "_read"),
+    Overload("(arg0: capsule, arg1: int)", (("data", _void_pointer), ("size", SIZE_T)),
+             "_from_pointer"),
+], constructor=True)
+
+
 class program:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._e: elf | None = None
-        overloaded("__init__", "program", [
-            Overload("(arg0: pyxrt.elf)", (("elf", instance_of(elf)),), self._from_elf),
-        ], args, kwargs, constructor=True)
+        _PROGRAM_NEW(self, release(), args, kwargs)
 
     def _from_elf(self, e: elf) -> None:
         self._e = e
@@ -769,21 +744,16 @@ class program:
         return columns
 
 
+_PROGRAM_NEW = Overloads("__init__", "program", [
+    Overload("(arg0: pyxrt.elf)", (("elf", instance_of(elf)),), "_from_elf"),
+], constructor=True)
+
+
 class module:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._elf: elf | None = None
         self._hwctx: hw_context | None = None
-        old = until(BINDING_2_23)
-        overloaded("__init__", "module", [
-            Overload("(elf: pyxrt.elf)", (("elf", instance_of(elf)),), self._from_elf,
-                     named=True),
-            Overload("(arg0: capsule, arg1: int, arg2: pyxrt.uuid)",
-                     (("userptr", _void_pointer), ("size", SIZE_T), ("uuid", instance_of(uuid))),
-                     self._from_pointer, old),
-            Overload("(arg0: pyxrt.module, arg1: pyxrt.hw_context)",
-                     (("parent", instance_of(module)), ("hwctx", instance_of(hw_context))),
-                     self._with_context, old),
-        ], args, kwargs, constructor=True)
+        _MODULE_NEW(self, release(), args, kwargs)
 
     def _from_elf(self, e: elf) -> None:
         if e._parsed().preemption == "unpaired":
@@ -813,6 +783,67 @@ class module:
     get_cfg_uuid = gated(_get_cfg_uuid, until(BINDING_2_23))
 
 
+_MODULE_NEW = Overloads("__init__", "module", [
+    Overload("(elf: pyxrt.elf)", (("elf", instance_of(elf)),), "_from_elf", named=True),
+    Overload("(arg0: capsule, arg1: int, arg2: pyxrt.uuid)",
+             (("userptr", _void_pointer), ("size", SIZE_T), ("uuid", instance_of(uuid))),
+             "_from_pointer", until(BINDING_2_23)),
+    Overload("(arg0: pyxrt.module, arg1: pyxrt.hw_context)",
+             (("parent", instance_of(module)), ("hwctx", instance_of(hw_context))),
+             "_with_context", until(BINDING_2_23)),
+], constructor=True)
+
+
+def _hw_context_overloads() -> Overloads:
+    """hw_context's constructors (made once the ELF class exists)."""
+    mode = ("mode", instance_of(hw_access_mode))
+    cfg = ("cfg_param", cfg_params)
+    the_uuid = ("uuid", instance_of(uuid))
+    the_xclbin = ("xclbin", instance_of(xclbin))
+    path = ("xclbin_path", text)
+    the_elf = ("elf", instance_of(elf))
+    new = since(BINDING_2_23)
+    return Overloads("__init__", "hw_context", [
+        Overload("()", (), nothing, named=True),
+        Overload("(device: pyxrt.device, uuid: pyxrt.uuid)", (_device_param(), the_uuid),
+                 "_from_uuid", named=True),
+        Overload("(device: pyxrt.device, uuid: pyxrt.uuid, mode: pyxrt.hw_context."
+                 "access_mode)", (_device_param(), the_uuid, mode), "_from_uuid", new,
+                 named=True),
+        Overload("(device: pyxrt.device, uuid: pyxrt.uuid, cfg_param: dict[str, int])",
+                 (_device_param(), the_uuid, cfg), "_from_uuid", new, named=True),
+        Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin)",
+                 (_device_param(), the_xclbin), "_from_xclbin", new, named=True),
+        Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin, mode: pyxrt.hw_context."
+                 "access_mode)", (_device_param(), the_xclbin, mode), "_from_xclbin",
+                 new, named=True),
+        Overload("(device: pyxrt.device, xclbin: pyxrt.xclbin, cfg_param: dict[str, int])",
+                 (_device_param(), the_xclbin, cfg), "_from_xclbin", new, named=True),
+        Overload("(device: pyxrt.device, xclbin_path: str)", (_device_param(), path),
+                 "_from_path", new, named=True),
+        Overload("(device: pyxrt.device, xclbin_path: str, mode: pyxrt.hw_context."
+                 "access_mode)", (_device_param(), path, mode), "_from_path", new,
+                 named=True),
+        Overload("(device: pyxrt.device, xclbin_path: str, cfg_param: dict[str, int])",
+                 (_device_param(), path, cfg), "_from_path", new, named=True),
+        Overload("(device: pyxrt.device, cfg_param: dict[str, int], mode: pyxrt."
+                 "hw_context.access_mode)", (_device_param(), cfg, mode), "_staged",
+                 new, named=True),
+        Overload("(device: pyxrt.device, elf: pyxrt.elf)", (_device_param(), the_elf),
+                 "_from_elf", since(HW_CONTEXT_ELF), named=True),
+        Overload("(device: pyxrt.device, elf: pyxrt.elf, cfg_param: dict[str, int], mode: "
+                 "pyxrt.hw_context.access_mode)", (_device_param(), the_elf, cfg, mode),
+                 lambda self, d, e, c, m: self._from_elf(d, e), new, named=True),
+    ], constructor=True)
+
+
+_HW_CONTEXT_NEW = _hw_context_overloads()
+_ADD_CONFIG = Overloads("add_config", "hw_context", [
+    Overload("(self: pyxrt.hw_context, elf: pyxrt.elf) -> None",
+             (("elf", instance_of(elf)),), "_add_config", named=True),
+])
+
+
 # -- graph and aie (master) ------------------------------------------------------------
 
 graph_access_mode = make_enum("access_mode", {"exclusive": 0, "primary": 1, "shared": 2})
@@ -827,14 +858,7 @@ class graph:
                                   graph_access_mode.shared)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        overloaded("__init__", "graph", [
-            Overload("(ctx: pyxrt.hw_context, name: str)",
-                     (("ctx", instance_of(hw_context)), ("name", text)), self._open,
-                     named=True),
-            Overload("(ctx: pyxrt.hw_context, name: str, mode: pyxrt.graph.access_mode)",
-                     (("ctx", instance_of(hw_context)), ("name", text),
-                      ("mode", instance_of(graph_access_mode))), self._open, named=True),
-        ], args, kwargs, constructor=True)
+        _GRAPH_NEW(self, release(), args, kwargs)
 
     def _open(self, ctx: hw_context, name: str, mode: Any = None) -> None:
         ctx._live()
@@ -849,36 +873,54 @@ class graph:
         read = _g
 
 
+_GRAPH_NEW = Overloads("__init__", "graph", [
+    Overload("(ctx: pyxrt.hw_context, name: str)",
+             (("ctx", instance_of(hw_context)), ("name", text)), "_open", named=True),
+    Overload("(ctx: pyxrt.hw_context, name: str, mode: pyxrt.graph.access_mode)",
+             (("ctx", instance_of(hw_context)), ("name", text),
+              ("mode", instance_of(graph_access_mode))), "_open", named=True),
+], constructor=True)
+
+
 class aie_bo(bo):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._storage = None
         self._offset = self._size = 0
-        flags, group, size = ("flags", instance_of(bo_flags)), ("group", UINT), ("size", SIZE_T)
-        ctx = ("ctx", instance_of(hw_context))
-        overloaded("__init__", "aie.bo", [
-            Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
-                     (_device_param(), size, flags, group),
-                     lambda d, n, f, g: self._allocate(d._open(), n), named=True),
-            Overload("(ctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
-                     (ctx, size, flags, group),
-                     lambda c, n, f, g: self._allocate(_ctx_stack(c), n), named=True),
-            Overload("(ctx: pyxrt.hw_context, size: int, group: int)", (ctx, size, group),
-                     lambda c, n, g: self._allocate(_ctx_stack(c), n), named=True),
-        ], args, kwargs, constructor=True)
+        _AIE_BO_NEW(self, release(), args, kwargs)
 
     def sync(self, *args: Any, **kwargs: Any) -> None:   # type: ignore[override]
-        def no_port(port: str, *rest: Any) -> None:
-            self._s()
-            raise RuntimeError(f"No GMIO port named '{port}' in the xclbin")
-        sync_dir = ("direction", instance_of(xclBOSyncDirection))
-        overloaded("sync", "aie.bo", [
-            Overload("(self: pyxrt.aie.bo, port: str, direction: pyxrt.xclBOSyncDirection, "
-                     "size: int, offset: int) -> None",
-                     (("port", text), sync_dir, ("size", SIZE_T), ("offset", SIZE_T)), no_port,
-                     named=True),
-            Overload("(self: pyxrt.aie.bo, port: str, direction: pyxrt.xclBOSyncDirection) -> "
-                     "None", (("port", text), sync_dir), no_port, named=True),
-        ], args, kwargs, this=self)
+        _AIE_BO_SYNC(self, release(), args, kwargs)
+
+    def _no_port(self, port: str, *rest: Any) -> None:
+        self._s()
+        raise RuntimeError(f"No GMIO port named '{port}' in the xclbin")
+
+
+def _aie_bo_overloads() -> tuple[Overloads, Overloads]:
+    """aie.bo's constructors and sync."""
+    flags, group, size = ("flags", instance_of(bo_flags)), ("group", UINT), ("size", SIZE_T)
+    ctx = ("ctx", instance_of(hw_context))
+    sync_dir = ("direction", instance_of(xclBOSyncDirection))
+    return (Overloads("__init__", "aie.bo", [
+        Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
+                 (_device_param(), size, flags, group),
+                 lambda self, d, n, f, g: self._allocate(d._open(), n), named=True),
+        Overload("(ctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
+                 (ctx, size, flags, group),
+                 lambda self, c, n, f, g: self._allocate(_ctx_stack(c), n), named=True),
+        Overload("(ctx: pyxrt.hw_context, size: int, group: int)", (ctx, size, group),
+                 lambda self, c, n, g: self._allocate(_ctx_stack(c), n), named=True),
+    ], constructor=True), Overloads("sync", "aie.bo", [
+        Overload("(self: pyxrt.aie.bo, port: str, direction: pyxrt.xclBOSyncDirection, "
+                 "size: int, offset: int) -> None",
+                 (("port", text), sync_dir, ("size", SIZE_T), ("offset", SIZE_T)),
+                 "_no_port", named=True),
+        Overload("(self: pyxrt.aie.bo, port: str, direction: pyxrt.xclBOSyncDirection) -> "
+                 "None", (("port", text), sync_dir), "_no_port", named=True),
+    ]))
+
+
+_AIE_BO_NEW, _AIE_BO_SYNC = _aie_bo_overloads()
 
 
 aie_bo.__name__ = aie_bo.__qualname__ = "bo"

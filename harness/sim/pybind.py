@@ -165,7 +165,9 @@ class Overload:
 
     signature: str                      # as pybind11 prints it, with py::arg names
     params: tuple[tuple[str, Caster], ...]
-    call: Callable[..., Any]
+    # what it calls with the object first: a function, or the name of the object's method
+    # (looked up at each call, so that what wraps the method later is called too)
+    call: Callable[..., Any] | str
     available: Callable[[XrtRelease], bool] = lambda release: True
     named: bool = False                 # the binding gives py::arg names (2.23 on)
 
@@ -184,21 +186,46 @@ class Overload:
             unnamed(self.signature)
 
 
-def dispatch(name: str, overloads: Sequence[Overload], release: XrtRelease, owner: str,
-             args: Sequence[Any], kwargs: dict[str, Any], *, constructor: bool = False,
-             this: Any = None) -> Any:
-    """Call the first overload of this release that accepts the arguments, as pybind11."""
-    offered = [o for o in overloads if o.available(release)]
-    names = release.has(KEYWORDS)
-    for overload in offered:
-        try:
-            values = overload.bind(args, kwargs, names and overload.named)
-        except NoMatch:
-            continue
-        return overload.call(*values)
-    invoked = list(args) if constructor or this is None else [this, *args]
-    raise incompatible(name, [o.shown(release) for o in offered], owner, invoked, kwargs,
-                       constructor=constructor)
+def nothing(obj: Any, *values: Any) -> None:
+    """An overload that does nothing with what it was given (an empty handle's)."""
+
+
+class Overloads:
+    """One function's overloads as the binding registers them: made once, beside the class,
+    and called with the object they act on (`obj`). Building them at every call cost the
+    simulated binding more than what most of its calls then do."""
+
+    def __init__(self, name: str, owner: str, overloads: Sequence[Overload], *,
+                 constructor: bool = False) -> None:
+        self.name, self.owner, self.constructor = name, owner, constructor
+        self.overloads = tuple(overloads)
+        # per release (by name): the overloads it has, and whether it names parameters
+        self._offered: dict[str, tuple[tuple[Overload, ...], bool]] = {}
+
+    def __call__(self, obj: Any, release: XrtRelease, args: Sequence[Any],
+                 kwargs: dict[str, Any], owner: str | None = None) -> Any:
+        """Call the first overload of `release` that accepts the arguments, on `obj`, as
+        pybind11 does; its TypeError when none does (`owner`: the class as the error
+        names it, where it is not this one's)."""
+        offered = self._offered.get(release.name)
+        if offered is None:
+            offered = self._offered[release.name] = (
+                tuple(o for o in self.overloads if o.available(release)),
+                release.has(KEYWORDS))
+        overloads, names = offered
+        for overload in overloads:
+            try:
+                values = overload.bind(args, kwargs, names and overload.named)
+            except NoMatch:
+                continue
+            call = overload.call
+            if isinstance(call, str):
+                return getattr(obj, call)(*values)
+            return call(obj, *values)
+        invoked = list(args) if self.constructor else [obj, *args]
+        raise incompatible(self.name, [o.shown(release) for o in overloads],
+                           f"pyxrt.{owner or self.owner}", invoked, kwargs,
+                           constructor=self.constructor)
 
 
 def _split_params(inner: str) -> list[str]:

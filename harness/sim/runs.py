@@ -43,7 +43,6 @@ from harness.sim.binding import (
     hw_context,
     module,
     not_initialized,
-    overloaded,
     release,
     uuid,
 )
@@ -54,12 +53,14 @@ from harness.sim.pybind import (
     Gated,
     NoMatch,
     Overload,
+    Overloads,
     PybindEnum,
     incompatible,
     instance_of,
     make_enum,
     method,
     never,
+    nothing,
     text,
 )
 from harness.sim.releases import (
@@ -128,20 +129,7 @@ class kernel:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._module: module | None = None
         self._hwctx: hw_context | None = None
-        name = ("name", text)
-        the_uuid = ("uuid", instance_of(uuid))
-        the_device = ("device", instance_of(device))
-        overloaded("__init__", "kernel", [
-            Overload("(device: pyxrt.device, uuid: pyxrt.uuid, name: str, mode: pyxrt.kernel."
-                     "cu_access_mode)", (the_device, the_uuid, name,
-                                         ("mode", instance_of(cu_access_mode))),
-                     self._from_device, named=True),
-            Overload("(device: pyxrt.device, uuid: pyxrt.uuid, name: str)",
-                     (the_device, the_uuid, name), self._from_device, named=True),
-            Overload("(hw_context: pyxrt.hw_context, name: str)",
-                     (("hw_context", instance_of(hw_context)), name), self._xclbin_kernel,
-                     named=True),
-        ], args, kwargs, constructor=True)
+        _KERNEL_NEW(self, release(), args, kwargs)
 
     def _from_device(self, dev: device, xuid: uuid, name: str, mode: Any = None) -> None:
         # Every release builds a hardware context for the registered xclbin here; from 2.23
@@ -195,10 +183,7 @@ class kernel:
         return self
 
     def group_id(self, *args: Any, **kwargs: Any) -> int:
-        return overloaded("group_id", "kernel", [
-            Overload("(self: pyxrt.kernel, arg0: int) -> int", (("index", INT),),
-                     self._group_id),
-        ], args, kwargs, this=self)
+        return _GROUP_ID(self, release(), args, kwargs)
 
     def _group_id(self, index: int) -> int:
         self._k()
@@ -288,6 +273,30 @@ class kernel:
         return fault
 
 
+def _kernel_overloads() -> tuple[Overloads, Overloads]:
+    """kernel's constructors and group_id."""
+    name = ("name", text)
+    the_uuid = ("uuid", instance_of(uuid))
+    the_device = ("device", instance_of(device))
+    return (Overloads("__init__", "kernel", [
+        Overload("(device: pyxrt.device, uuid: pyxrt.uuid, name: str, mode: pyxrt.kernel."
+                 "cu_access_mode)", (the_device, the_uuid, name,
+                                     ("mode", instance_of(cu_access_mode))),
+                 "_from_device", named=True),
+        Overload("(device: pyxrt.device, uuid: pyxrt.uuid, name: str)",
+                 (the_device, the_uuid, name), "_from_device", named=True),
+        Overload("(hw_context: pyxrt.hw_context, name: str)",
+                 (("hw_context", instance_of(hw_context)), name), "_xclbin_kernel",
+                 named=True),
+    ], constructor=True), Overloads("group_id", "kernel", [
+        Overload("(self: pyxrt.kernel, arg0: int) -> int", (("index", INT),),
+                 "_group_id"),
+    ]))
+
+
+_KERNEL_NEW, _GROUP_ID = _kernel_overloads()
+
+
 def _as_bo(value: Any) -> bo:
     if not isinstance(value, bo):
         raise NoMatch
@@ -303,7 +312,7 @@ class run:
     def __init__(self, k: Any = _MISSING, /) -> None:
         # Positional-only: the hot path binds without a keyword dictionary (a keyword is
         # Python's TypeError here, not pybind11's: see tests/test_sim_surface.py).
-        if k.__class__ is kernel or isinstance(k, kernel):
+        if k.__class__ is ext_kernel or k.__class__ is kernel or isinstance(k, kernel):
             if k._hwctx is None:
                 raise not_initialized("kernel")
             self._args: list[Any] = [0] * k._nargs
@@ -318,7 +327,8 @@ class run:
         self._packet = NEW                # its command packet's state, as XRT left it
         self._in: _Membership | tuple[_Membership, ...] | None = None   # its runlists
         self._over: Overwrite | None = None   # what the driver wrote over its payload
-        self._stale: set[int] | None = None   # arguments whose words it overwrote
+        # (and `_stale`, the arguments whose words it overwrote, is set with `_over`: no
+        # run reads it before, and a slot left unset costs a fresh run nothing)
 
     def _k(self) -> kernel:
         if self._kernel is None:
@@ -376,11 +386,7 @@ class run:
     def wait(self, *args: Any, **kwargs: Any) -> PybindEnum:
         if not args and not kwargs:
             return self._wait(0)         # the first overload, without the dispatch
-        return overloaded("wait", "run", [
-            Overload("(self: pyxrt.run) -> pyxrt.ert_cmd_state", (), lambda: self._wait(0)),
-            Overload("(self: pyxrt.run, arg0: int) -> pyxrt.ert_cmd_state",
-                     (("timeout_ms", UINT),), self._wait),
-        ], args, kwargs, this=self)
+        return _RUN_WAIT(self, release(), args, kwargs)
 
     def _wait(self, timeout_ms: int) -> PybindEnum:
         job = self._job
@@ -401,11 +407,7 @@ class run:
         return self.state()
 
     def wait2(self, *args: Any, **kwargs: Any) -> Any:
-        return overloaded("wait2", "run", [
-            Overload("(self: pyxrt.run) -> None", (), self._wait2),
-            Overload("(self: pyxrt.run, arg0: std::chrono::duration<long, std::ratio<1l, "
-                     "1000l> >) -> std::cv_status", (("timeout", never),), self._wait2),
-        ], args, kwargs, this=self)
+        return _RUN_WAIT2(self, release(), args, kwargs)
 
     def _wait2(self) -> None:
         state = self._wait(0).value
@@ -488,6 +490,18 @@ class run:
         return (f"the payload still holds what the driver wrote after an earlier failure "
                 f"(word 1 = 0x{self._word(1):08X}; XRT never re-encodes a payload): the "
                 "simulator's firmware refuses the garbage instruction address")
+
+
+_RUN_WAIT = Overloads("wait", "run", [
+    Overload("(self: pyxrt.run) -> pyxrt.ert_cmd_state", (), lambda self: self._wait(0)),
+    Overload("(self: pyxrt.run, arg0: int) -> pyxrt.ert_cmd_state", (("timeout_ms", UINT),),
+             "_wait"),
+])
+_RUN_WAIT2 = Overloads("wait2", "run", [
+    Overload("(self: pyxrt.run) -> None", (), "_wait2"),
+    Overload("(self: pyxrt.run, arg0: std::chrono::duration<long, std::ratio<1l, "
+             "1000l> >) -> std::cv_status", (("timeout", never),), "_wait2"),
+])
 
 
 class _ArgsAfterOverwrite(list):
@@ -691,11 +705,7 @@ class runlist:
         if len(args) == 1 and not kwargs and args[0].__class__ is hw_context:
             self._bind(args[0])          # what the dispatch below would choose, sooner
             return
-        overloaded("__init__", "runlist", [
-            Overload("()", (), lambda: None),
-            Overload("(hwctx: pyxrt.hw_context)", (("hwctx", instance_of(hw_context)),),
-                     self._bind, named=True),
-        ], args, kwargs, constructor=True)
+        _RUNLIST_NEW(self, release(), args, kwargs)
 
     def _bind(self, ctx: hw_context) -> None:
         ctx._live()
@@ -704,11 +714,8 @@ class runlist:
     def add(self, r: Any = _MISSING, /) -> None:
         # One body for every run, in the frame the binding calls (positional-only, as
         # the binding names no parameter): runlists of thousands of runs are built here.
-        if not isinstance(r, run):
-            overloaded("add", "runlist", [
-                Overload("(self: pyxrt.runlist, run: pyxrt.run) -> None",
-                         (("run", instance_of(run)),), self.add, named=True),
-            ], [] if r is _MISSING else [r], {}, this=self)
+        if r.__class__ is not run and not isinstance(r, run):
+            _RUNLIST_ADD(self, release(), [] if r is _MISSING else [r], {})
             return
         if self._hwctx is None:
             raise RuntimeError("cannot add run object to uninitialized runlist")
@@ -774,12 +781,7 @@ class runlist:
     def wait(self, *args: Any, **kwargs: Any) -> Any:
         if not args and not kwargs:
             return self._wait()          # the first overload, without the dispatch
-        return overloaded("wait", "runlist", [
-            Overload("(self: pyxrt.runlist) -> None", (), self._wait),
-            Overload("(self: pyxrt.runlist, timeout: std::chrono::duration<long, std::ratio<1l,"
-                     " 1000l> >) -> std::cv_status", (("timeout", never),), self._wait,
-                     named=True),
-        ], args, kwargs, this=self)
+        return _RUNLIST_WAIT(self, release(), args, kwargs)
 
     def _wait(self) -> None:
         if not self._running:
@@ -812,6 +814,22 @@ class runlist:
             raise RuntimeError(_amend(rel, head, job.state, runs[failing]))
 
 
+_RUNLIST_NEW = Overloads("__init__", "runlist", [
+    Overload("()", (), nothing),
+    Overload("(hwctx: pyxrt.hw_context)", (("hwctx", instance_of(hw_context)),), "_bind",
+             named=True),
+], constructor=True)
+_RUNLIST_ADD = Overloads("add", "runlist", [
+    Overload("(self: pyxrt.runlist, run: pyxrt.run) -> None", (("run", instance_of(run)),),
+             "add", named=True),
+])
+_RUNLIST_WAIT = Overloads("wait", "runlist", [
+    Overload("(self: pyxrt.runlist) -> None", (), "_wait"),
+    Overload("(self: pyxrt.runlist, timeout: std::chrono::duration<long, std::ratio<1l,"
+             " 1000l> >) -> std::cv_status", (("timeout", never),), "_wait", named=True),
+])
+
+
 # -- pyxrt.ext: buffers with access modes, kernels from ELF modules ----------------------
 
 def _ext_or(a: PybindEnum, b: PybindEnum) -> PybindEnum:
@@ -832,38 +850,17 @@ class ext_bo(bo):
     def __init__(self, *args: Any, **kwargs: Any) -> None:    # noqa: D401
         self._storage = None
         self._offset = self._size = 0
-        the_device = ("device", instance_of(device))
-        ctx = ("hwctx", instance_of(hw_context))
-        access = ("access", instance_of(ext_access_mode))
-        size = ("size", SIZE_T)
+        _EXT_BO_NEW(self, release(), args, kwargs)
 
-        def host(owner: Any, nbytes: int, *rest: Any) -> None:
-            stack = owner._open() if isinstance(owner, device) else owner._stack
-            if isinstance(owner, hw_context):
-                owner._live()
-            self._allocate(stack, nbytes)
+    def _host(self, owner: Any, nbytes: int, *rest: Any) -> None:
+        stack = owner._open() if isinstance(owner, device) else owner._stack
+        if isinstance(owner, hw_context):
+            owner._live()
+        self._allocate(stack, nbytes)
 
-        def user_pointer(owner: device, pointer: Any, nbytes: int, *rest: Any) -> None:
-            owner._open()
-            raise RuntimeError("ext.bo: cannot map user memory from this pointer")
-        overloaded("__init__", "ext.bo", [
-            Overload("(device: pyxrt.device, userptr: capsule, size: int, access: pyxrt.ext."
-                     "access_mode)", (the_device, ("userptr", _pointer), size, access),
-                     user_pointer, named=True),
-            Overload("(device: pyxrt.device, userptr: capsule, size: int)",
-                     (the_device, ("userptr", _pointer), size), user_pointer, named=True),
-            Overload("(device: pyxrt.device, size: int, access: pyxrt.ext.access_mode)",
-                     (the_device, size, access), host, named=True),
-            Overload("(device: pyxrt.device, size: int)", (the_device, size), host,
-                     named=True),
-            Overload("(device: pyxrt.device, pid: xrt::pid_type, export_handle: int)",
-                     (the_device, ("pid", never), ("export_handle", INT)), host, named=True),
-            Overload("(hwctx: pyxrt.hw_context, size: int, access: pyxrt.ext.access_mode)",
-                     (ctx, size, access), host, named=True),
-            Overload("(hwctx: pyxrt.hw_context, size: int)", (ctx, size), host, named=True),
-            Overload("(hwctx: pyxrt.hw_context, pid: xrt::pid_type, export_handle: int)",
-                     (ctx, ("pid", never), ("export_handle", INT)), host, named=True),
-        ], args, kwargs, constructor=True)
+    def _user_pointer(self, owner: device, pointer: Any, nbytes: int, *rest: Any) -> None:
+        owner._open()
+        raise RuntimeError("ext.bo: cannot map user memory from this pointer")
 
 
 def _pointer(value: Any) -> Any:
@@ -872,18 +869,40 @@ def _pointer(value: Any) -> Any:
     raise NoMatch
 
 
+def _ext_bo_overloads() -> Overloads:
+    """ext.bo's constructors."""
+    the_device = ("device", instance_of(device))
+    ctx = ("hwctx", instance_of(hw_context))
+    access = ("access", instance_of(ext_access_mode))
+    size = ("size", SIZE_T)
+    host, user_pointer = "_host", "_user_pointer"
+    return Overloads("__init__", "ext.bo", [
+        Overload("(device: pyxrt.device, userptr: capsule, size: int, access: pyxrt.ext."
+                 "access_mode)", (the_device, ("userptr", _pointer), size, access),
+                 user_pointer, named=True),
+        Overload("(device: pyxrt.device, userptr: capsule, size: int)",
+                 (the_device, ("userptr", _pointer), size), user_pointer, named=True),
+        Overload("(device: pyxrt.device, size: int, access: pyxrt.ext.access_mode)",
+                 (the_device, size, access), host, named=True),
+        Overload("(device: pyxrt.device, size: int)", (the_device, size), host, named=True),
+        Overload("(device: pyxrt.device, pid: xrt::pid_type, export_handle: int)",
+                 (the_device, ("pid", never), ("export_handle", INT)), host, named=True),
+        Overload("(hwctx: pyxrt.hw_context, size: int, access: pyxrt.ext.access_mode)",
+                 (ctx, size, access), host, named=True),
+        Overload("(hwctx: pyxrt.hw_context, size: int)", (ctx, size), host, named=True),
+        Overload("(hwctx: pyxrt.hw_context, pid: xrt::pid_type, export_handle: int)",
+                 (ctx, ("pid", never), ("export_handle", INT)), host, named=True),
+    ], constructor=True)
+
+
+_EXT_BO_NEW = _ext_bo_overloads()
+
+
 class ext_kernel(kernel):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._module = None
         self._hwctx = None
-        ctx = ("hwctx", instance_of(hw_context))
-        overloaded("__init__", "ext.kernel", [
-            Overload("(hwctx: pyxrt.hw_context, module: pyxrt.module, name: str)",
-                     (ctx, ("module", instance_of(module)), ("name", text)),
-                     self._from_module, named=True),
-            Overload("(hwctx: pyxrt.hw_context, name: str)", (ctx, ("name", text)),
-                     self._from_full_elf, named=True),
-        ], args, kwargs, constructor=True)
+        _EXT_KERNEL_NEW(self, release(), args, kwargs)
 
     def _from_module(self, ctx: hw_context, mod: module, name: str) -> None:
         if mod._elf is None:
@@ -932,6 +951,15 @@ def _elf_opcode(parsed: Any) -> int:
         return START_NPU_PREEMPT_ELF
     return START_NPU_PREEMPT if parsed.preemption == "paired" else START_NPU
 
+
+_EXT_KERNEL_NEW = Overloads("__init__", "ext.kernel", [
+    Overload("(hwctx: pyxrt.hw_context, module: pyxrt.module, name: str)",
+             (("hwctx", instance_of(hw_context)), ("module", instance_of(module)),
+              ("name", text)), "_from_module", named=True),
+    Overload("(hwctx: pyxrt.hw_context, name: str)",
+             (("hwctx", instance_of(hw_context)), ("name", text)), "_from_full_elf",
+             named=True),
+], constructor=True)
 
 ext_bo.__name__ = ext_bo.__qualname__ = "bo"
 ext_kernel.__name__ = ext_kernel.__qualname__ = "kernel"

@@ -51,7 +51,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from harness.model import drivers
 from harness.model.drivers import (
@@ -292,7 +292,10 @@ class Stack:
     def now(self) -> float:
         return self.clock.now()
 
-    def _at(self, t_us: float, action: Callable, arg: object) -> None:
+    def _at(self, t_us: float, action: Callable[[Stack, Any], None], arg: object) -> None:
+        # `action` is the class's function, called with this stack: a bound method here
+        # would make the stack and its pending timer a cycle, and every finished trial's
+        # stack (with its last 4,096 jobs) would wait for the cyclic collector
         heapq.heappush(self._events, (t_us, next(self._seq), action, arg))
 
     def next_event_us(self) -> float | None:
@@ -324,7 +327,7 @@ class Stack:
                                      "forever")
             t_us, _, action, arg = heapq.heappop(events)
             self.clock.advance_to(t_us)
-            action(arg)
+            action(self, arg)
         return True
 
     def run_until_done(self, job: Job) -> None:
@@ -338,7 +341,7 @@ class Stack:
                     return
                 t_us, _, action, arg = heapq.heappop(events)
                 clock.advance_to(t_us)
-                action(arg)
+                action(self, arg)
 
     def note(self, text: str) -> None:
         self.log.append(f"{self._now() / 1000:12.3f} ms  {text}")
@@ -525,18 +528,22 @@ class Stack:
             if ctx.running is None and ctx.inflight:
                 self._start(ctx.inflight[0])
             return
-        busy = 0
-        for ctx in self.contexts:
-            if ctx.running is not None:
-                busy |= ctx.mask
-        waiting = [c for c in self.contexts if c.running is None and c.inflight]
+        # who waits is asked first: after most completions nobody does, and then the
+        # columns in use need not be counted
+        waiting = [c for c in contexts if c.running is None and c.inflight]
         if not waiting:
             return
-        waiting.sort(key=lambda c: c.inflight[0].seq)
+        busy = 0
+        for ctx in contexts:
+            if ctx.running is not None:
+                busy |= ctx.mask
+        if len(waiting) > 1:
+            waiting.sort(key=lambda c: c.inflight[0].seq)
         for ctx in waiting:
-            if ctx.mask & busy:
+            mask = ctx.mask
+            if mask & busy:
                 continue
-            busy |= ctx.mask
+            busy |= mask
             self._start(ctx.inflight[0])
 
     def _start(self, job: Job) -> None:
@@ -550,7 +557,7 @@ class Stack:
         if not job.faults and not job.hangs:
             finish.extend(itertools.accumulate(job.latencies, initial=t))
             del finish[0]
-            self._at(finish[-1] if finish else t, self._complete, (job, job.gen))
+            self._at(finish[-1] if finish else t, Stack._complete, (job, job.gen))
             return
         faults, hangs = job.faults, job.hangs
         for index, latency in enumerate(job.latencies):
@@ -559,11 +566,11 @@ class Stack:
                 return
             if index in faults:
                 job.note = faults[index]
-                self._at(t + FAULT_US, self._fault, (job, job.gen, index))
+                self._at(t + FAULT_US, Stack._fault, (job, job.gen, index))
                 return
             t += latency
             finish.append(t)
-        self._at(t, self._complete, (job, job.gen))
+        self._at(t, Stack._complete, (job, job.gen))
 
     def _complete(self, arg: tuple[Job, int]) -> None:
         job, gen = arg
@@ -641,12 +648,12 @@ class Stack:
         """The periodic device check, armed with the first job after an idle spell."""
         self._tick_armed = True
         self._catch_up_idle_ticks()
-        self._at((self._ticks_done + 1) * self.period_us, self._device_tick, None)
+        self._at((self._ticks_done + 1) * self.period_us, Stack._device_tick, None)
 
     def _arm_context_timer(self, ctx: Context) -> None:
         """drm_sched's per-context job timer, armed when a job is pushed to an idle one."""
         ctx.timer_pending = True
-        self._at(max(ctx.last_signal, ctx.rearmed_at) + self.period_us, self._ctx_timer, ctx)
+        self._at(max(ctx.last_signal, ctx.rearmed_at) + self.period_us, Stack._ctx_timer, ctx)
 
     def _ctx_timer(self, ctx: Context) -> None:
         """drm_sched's timeout work for one context."""
@@ -657,7 +664,7 @@ class Stack:
         deadline = max(ctx.last_signal, ctx.rearmed_at) + self.period_us
         if now < deadline:
             ctx.timer_pending = True
-            self._at(deadline, self._ctx_timer, ctx)
+            self._at(deadline, Stack._ctx_timer, ctx)
             return
         if self.build.detection == JOB_TIMER_DEVICE_STAMP and \
                 now < self.device_signal + self.period_us:
@@ -665,7 +672,7 @@ class Stack:
             # DRM_GPU_SCHED_STAT_NO_HANG, and drm_sched restarts the timer
             ctx.rearmed_at = now
             ctx.timer_pending = True
-            self._at(now + self.period_us, self._ctx_timer, ctx)
+            self._at(now + self.period_us, Stack._ctx_timer, ctx)
             return
         self._reset_context(ctx)
 
@@ -699,7 +706,7 @@ class Stack:
         else:
             self._idle_tick()
         if any(c.inflight for c in self.contexts):
-            self._at((self._ticks_done + 1) * self.period_us, self._device_tick, None)
+            self._at((self._ticks_done + 1) * self.period_us, Stack._device_tick, None)
         else:
             self._tick_armed = False
 

@@ -15,6 +15,7 @@ from harness.model.errors import BadInput
 
 if TYPE_CHECKING:
     from harness.emulator.launch import Emulation
+    from harness.sim.profiles import Profile
 
 
 @click.command(context_settings={"ignore_unknown_options": True,
@@ -31,7 +32,10 @@ if TYPE_CHECKING:
               show_default=True,
               help="Run the emulated device's clock this many times faster than the wall "
                    "clock: the driver's timeouts fire that much sooner (2 s becomes 2/RATE "
-                   "s), outcomes are the same. Reports record it.")
+                   "s), outcomes are the same. Reports record it. At 1 every hung job waits "
+                   "out the driver's real timeout (2 s staging, 6 s the legacy tree, 60 s "
+                   "mainline) on the wall clock, as on hardware: most of an emulated run "
+                   "that hangs is that wait.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[str, ...]) -> int:
     """Run COMMAND against the XRT installed on this machine with one emulated NPU of the
@@ -51,6 +55,10 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
     static or setuid program: it did not run emulated), 4 when the model failed or died
     while COMMAND ran. Results are EMULATED, never hardware evidence: the harness's
     reports say so, and `report check` refuses one that claims otherwise.
+
+    The emulated device keeps real time: a hung job fails when the driver's timeout
+    has passed on the wall clock, as on hardware, so each hung trial takes that long
+    (--clock-rate makes it shorter).
     """
     from harness.emulator.launch import start
     from harness.sim.profiles import parse_profile
@@ -69,7 +77,7 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
                f"{parsed.name}"
                + (f", clock {clock_rate:g}x the wall clock" if clock_rate != 1.0 else "")
                + f"; the driver and firmware are the harness's model{_whose_xrt()}; not "
-               "hardware evidence", err=True)
+               f"hardware evidence; {_timers(parsed, clock_rate)}", err=True)
     status = None
     child = None
     died = None
@@ -115,6 +123,17 @@ def _ended(code: int) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit status {code}"
+
+
+def _timers(profile: Profile, clock_rate: float) -> str:
+    """What a hang costs in wall time under this emulation, in the banner's words."""
+    from harness.model.drivers import driver_build
+    timeout = driver_build(profile.flavour, profile.kernel).worst_seconds
+    if clock_rate == 1.0:
+        return (f"a hung job waits out the driver's {timeout:g} s timeout on the wall clock, "
+                f"as on hardware (--clock-rate 100: {timeout / 100:g} s)")
+    return (f"a hung job fails after the driver's {timeout:g} s timeout, "
+            f"{timeout / clock_rate:g} s on the wall clock")
 
 
 def _whose_xrt() -> str:
