@@ -327,7 +327,7 @@ def _judge_refused(ev: Evidence) -> Findings:
         out.add(CONTRADICTS, STRONG, f"{caught[0].label} failed at the driver's timer, every "
                 "time: it waited for a hang to be noticed; nothing refused it at once",
                 ttf_cite(caught[0]))
-    logged = [a for a in _timer_lines(failing) if fails_consistently(a)]
+    logged = [a for a in _timer_lines(ev.timed(failing, *CAUGHT)) if fails_consistently(a)]
     if logged:
         out.add(AGAINST, SUPPORT, "the driver logged a timeout for these failures, or the "
                 "firmware reported one: it waited for a hang to be noticed",
