@@ -164,8 +164,8 @@ def main() -> None:
           f"{stacks}; noise {NOISE} beside half the fixed causes; budget {args.budget:g} min), "
           f"against diagnose of the three-way alone on the same scenarios; {elapsed:.1f} s of "
           "wall time in this run")
-    print(f"{'cause':<18} {'top-1':>9} {'undetermined':>13} {'wrong':>6}   "
-          "the three-way alone: top-1, wrong")
+    print(f"{'cause':<18} {'top-1':>9} {'undetermined':>13} {'wrong':>6} "
+          f"{'median device time':>19}   the three-way alone: top-1, wrong")
     every = [pair for one in measured for pair in one]
     alone = [pair for one in baseline for pair in one]
     for cause in CAUSES:
@@ -173,8 +173,9 @@ def main() -> None:
         theirs = [a for s, a in alone if s.cause == cause]
         right = sum(1 for a in ours if a.top == cause)
         undetermined = sum(1 for a in ours if a.top == UNDETERMINED)
+        spent = statistics.median(a.device_s for a in ours) / 60
         print(f"{cause:<18} {right:>4}/{len(ours):<4} {undetermined:>13} "
-              f"{len(ours) - right - undetermined:>6}   "
+              f"{len(ours) - right - undetermined:>6} {spent:>15.2f} min   "
               f"{sum(1 for a in theirs if a.top == cause)}/{len(theirs)}, "
               f"{sum(1 for a in theirs if a.top not in (cause, UNDETERMINED))}")
     ours_rounds = [summary(one) for one in measured]
