@@ -313,3 +313,22 @@ def test_no_cause_an_observation_contradicts_is_ever_first_and_a_lead_is_clear()
             others = [e.score for e in diagnosis.entries[1:] if e.status == "candidate"]
             assert all(top.score - score >= MARGIN for score in others)
     check()
+
+
+def test_the_firmware_s_timeout_report_argues_against_a_refusal(tmp_path):
+    """Mainline 7.1 asks the firmware for its app health report on a timeout and XRT's
+    message prints it (harness.model.drivers APP_HEALTH_QUERY, 25854131c04a): failures that
+    carry it waited for a timer, which a refusal does not."""
+    health = {"txn_op_idx": 0, "ctx_pc": 0, "fatal_error_type": 0,
+              "fatal_error_exception_type": 0, "fatal_error_exception_pc": 0,
+              "fatal_error_app_module": 0}
+    timeouts = [failed_trial(i, 42, [24, 18], "TIMEOUT", wall_ms=60_010.0, health=health)
+                for i in range(3)]
+    report = hardware_report(tmp_path, "hw", [
+        plan("monolithic", "42", [42], timeouts),
+        plan("halves", "21+21", [21, 21], [completed_trial(i, [21, 21], ms_per_run=0.05)
+                                           for i in range(3)])], kernel="7.1.0-1-generic")
+    refused = of(report).entry("refused")
+    assert any("the firmware reported one" in f.text
+               and "trials[*].runlists[*].health = the firmware's report, 3 failing runlists"
+               in str(f.cites[0]) for f in refused.against)
