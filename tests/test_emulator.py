@@ -38,7 +38,7 @@ from harness.emulator import build, uapi
 from harness.emulator.memory import HEAP_CHUNK, DriverError, Heap, Memory
 from harness.emulator.packets import read_packet
 from harness.emulator.uapi import iowr
-from harness.formats.txn import nop_stream
+from harness.formats.txn import nop_stream, work_stream
 from harness.model.errors import EnvironmentNotReady
 from harness.model.firmware import NOT_MODELLED_WORD
 from harness.probe.emulation import emulation, preload_mapped
@@ -289,6 +289,44 @@ def test_the_legacy_driver_ends_a_hang_as_the_simulated_binding_says(preload, tm
     assert _chains_of(chains) == _simulated_chains(tmp_path, profile, 72, 4)
     assert "aie2_dump_ctx: Dumping ctx" in chains["kmsg"]
     assert contexts == {"made": 6, "errno": "ENOENT"}
+
+
+# -- the hypotheses as the simulated binding plays them ------------------------------------
+
+def _simulated_work_chains(folder: Path, profile: str, kinds: str) -> list:
+    rig = Rig(folder, profile)
+    outcome(rig.mixed_runlist(kinds)[0])
+    return [[job.state, job.error_index] for job in rig.stack.jobs]
+
+
+def test_what_is_queued_is_counted_in_device_time_whatever_the_host_takes(preload,
+                                                                          tmp_path):
+    """inflight-cap:40 on 42 runs (chains 24 + 18) from a host that takes 50 ms between
+    its two submits (the first chain's 24 x 50 us take 1.2 ms of device time): the
+    device's clock runs only while the program waits on it, so both chains are queued at
+    once as on the simulated clock, and the runlist ends as the simulated binding says
+    (TIMEOUT), not COMPLETED as it did when the queue drained in real time."""
+    profile = "staging,inflight-cap:40"
+    (seen,) = emulate(preload, profile, [("chains", {"runs": 42, "chain": 24,
+                                                      "pause_s": 0.05})], rate=10)
+    assert _chains_of(seen)[0] == [TIMEOUT, 0]
+    assert _chains_of(seen) == _simulated_chains(tmp_path, profile, 42, 8)
+
+
+def test_work_hang_and_reject_at_play_as_the_simulated_binding_says(preload, tmp_path):
+    """work-hang:30 hangs the 30th run carrying work (chain 1) and never a NOOP run;
+    reject-at:30 fails run 30 at once, ERROR at error_index 6 of chain 1, NOOPs alike."""
+    work = work_stream(8).hex()
+    hung, noops = emulate(preload, "staging,work-hang:30", [
+        ("chains", {"runs": 42, "chain": 24, "stream": work}),
+        ("chains", {"runs": 42, "chain": 24})], rate=10)
+    assert _chains_of(hung) == [[COMPLETED, 0], [TIMEOUT, 0]] == \
+        _simulated_work_chains(tmp_path, "staging,work-hang:30", "w" * 42)
+    assert _chains_of(noops) == [[COMPLETED, 0], [COMPLETED, 0]]
+    (refused,) = emulate(preload, "staging,reject-at:30",
+                         [("chains", {"runs": 42, "chain": 24})])
+    assert _chains_of(refused) == [[COMPLETED, 0], [ERROR, 6]] == \
+        _simulated_chains(tmp_path, "staging,reject-at:30", 42, 8)
 
 
 # -- which run of its runlist a chain starts at ------------------------------------------

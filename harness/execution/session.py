@@ -28,7 +28,13 @@ from typing import Any
 from harness.execution.backend import Backend
 from harness.formats.elf_writer import control_code_file
 from harness.formats.regular import read_regular
-from harness.formats.txn import DEV_GEN_AIE2P, DEV_GEN_NPU1, nop_stream, word_count
+from harness.formats.txn import (
+    DEV_GEN_AIE2P,
+    DEV_GEN_NPU1,
+    nop_stream,
+    word_count,
+    work_stream,
+)
 from harness.formats.xclbin import read_xclbin_cached
 from harness.model.ert import (
     NO_STATE_IN_MESSAGE,
@@ -54,6 +60,7 @@ from harness.model.results import (
 from harness.probe.xrt_config import xrt_config
 
 NOP = "nop"
+STAND_IN_WORK = "stand-in-work"    # harness.sources.case.STAND_IN_WORK
 COMPLETED_CODE = int(CmdState.COMPLETED)
 
 # XRT's capture (capture.cpp `frames`, 2.26) keys its records of buffers, contexts,
@@ -161,6 +168,8 @@ class _Loaded:
         return k, list(enumerate([cmd.opcode, instr, word_count(stream), *data]))
 
     def _stream(self, instructions: str) -> bytes:
+        if instructions == STAND_IN_WORK:
+            return work_stream(self.columns, self.dev_gen)
         return (nop_stream(self.columns, self.dev_gen) if instructions == NOP
                 else Path(instructions).read_bytes())
 

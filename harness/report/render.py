@@ -42,6 +42,7 @@ from harness.report.provenance import (
     stack_tables,
     what_ran_rows,
 )
+from harness.report.timing import timers_lines, trials_ttf_text
 from harness.report.verdict import verdict_lines
 
 MAX_FAILING_ROWS = 20
@@ -216,10 +217,22 @@ def _counts(plan: dict[str, Any]) -> str:
 
 def plan_rows(view: ReportView) -> list[list[str]]:
     """plan | trials (those that got an answer: a stopped trial is not one) | outcome |
-    expected."""
+    expected | time to failure."""
+    timers = view.header.get("timers") if isinstance(view.header.get("timers"), dict) else None
+    ttfs = view.plan_ttfs or [[] for _ in view.plan_trials]
     return [[record_label(p), str((p.get("summary") or {}).get("trials", trials)), _counts(p),
-             "(control)" if p.get("control") else p.get("expect") or "-"]
-            for p, trials in zip(view.header.get("plans") or [], view.plan_trials, strict=False)]
+             "(control)" if p.get("control") else p.get("expect") or "-",
+             trials_ttf_text(failed, timers) or "-"]
+            for p, trials, failed in zip(view.header.get("plans") or [], view.plan_trials, ttfs,
+                                         strict=False)]
+
+
+def timers_markdown(data: dict[str, Any]) -> list[str]:
+    """The timers the trials met, each with its source (reports before 0.3 have none)."""
+    timers = data.get("timers")
+    if not isinstance(timers, dict):
+        return []
+    return ["**Timers:** " + "; ".join(_cell(line) for line in timers_lines(timers)) + ".", ""]
 
 
 def bisect_rows(section: dict[str, Any]) -> list[list[str]]:
@@ -352,8 +365,9 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         header, rows = sweep_table(data["sweep"])
         lines += ["### Sweep", ""] + md_table(header, rows) + [""]
     elif data.get("plans"):
-        lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected"],
-                                              plan_rows(view)) + [""]
+        lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected",
+                                               "time to failure"], plan_rows(view)) + [""]
+    lines += timers_markdown(data)
     stopped = stopped_text(view)
     if stopped:
         lines += [_cell(stopped) + ".", ""]
@@ -695,7 +709,10 @@ def render_text(view: ReportView) -> str:
     else:
         lines += ["", "plans:"] + [f"  {r[0]:<24} {r[2]}" + (f"   (expected {r[3]})"
                                                             if r[3] != "-" else "")
+                                   + (f"; {r[4]}" if r[4] != "-" else "")
                                    for r in plan_rows(view)]
+    if isinstance(data.get("timers"), dict):
+        lines += ["", "timers:"] + [f"  {line}" for line in timers_lines(data["timers"])]
     stopped = stopped_text(view)
     if stopped:
         lines += ["", stopped]

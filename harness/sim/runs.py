@@ -33,7 +33,7 @@ import types
 import warnings
 from typing import Any
 
-from harness.formats.txn import TxnError, check_stream
+from harness.formats.txn import TxnError, carries_work, check_stream
 from harness.model.firmware import NOT_MODELLED
 from harness.sim.binding import (
     TIMEOUT_VALUE,
@@ -75,6 +75,7 @@ from harness.sim.releases import (
 )
 from harness.sim.stack import (
     FF,
+    REJECTED,
     START_CU,
     START_NPU,
     START_NPU_PREEMPT,
@@ -166,10 +167,14 @@ class kernel:
         self._opcode = START_CU
         self._stack = stack
         self._latency_us = stack.latency_for(ctx._label, name)
-        self._hang_at = frozenset(stack.profile.hang_at)
+        profile = stack.profile
+        self._hang_at = frozenset(profile.hang_at)
+        self._reject_at = frozenset(profile.reject_at)
+        self._work_hang = profile.work_hang
         self._width = ctx._ctx.width
         self._dev_gen = stack.device.dev_gen
         self._fault_cache: dict[tuple, str | None] = {}
+        self._work_cache: dict[tuple, bool] = {}
         self._elf: Any = None                 # the binding elf its control code comes from
         self._code: bytes | None = None
         # the memory banks each argument is connected to in the context's xclbin, which a
@@ -228,17 +233,41 @@ class kernel:
         value = r._args[0] if r._args else 0
         return (value.address() if isinstance(value, bo) else int(value)) & FF
 
+    def _instructions_key(self, r: run) -> tuple | str | None:
+        """What identifies this run's instructions as the device reads them (its control
+        code, or its instruction buffer's synced state): a key, None for no instructions
+        at all, or why argument 1 is no instruction buffer."""
+        if self._code is not None:
+            return ("elf", id(self._code))
+        instr, ninstr = r._args[1], r._args[2]
+        if instr == 0 and ninstr == 0 and not isinstance(instr, bo):
+            return None       # no instruction buffer: the firmware has nothing to run
+        if not isinstance(instr, bo):
+            return "argument 1 is not an instruction buffer"
+        return (instr._device_version(), ninstr)
+
+    def _works(self, r: run) -> bool:
+        """Whether this run's instructions carry work (anything but NOOPs), as the
+        firmware reads them: what `work-hang:N` counts (cached per buffer state)."""
+        key = self._instructions_key(r)
+        if not isinstance(key, tuple):
+            return False
+        try:
+            return self._work_cache[key]
+        except KeyError:
+            pass
+        stream = self._code if self._code is not None else r._args[1]._device_bytes()
+        works = carries_work(stream)
+        if len(self._work_cache) > 1000:
+            self._work_cache.clear()
+        self._work_cache[key] = works
+        return works
+
     def _fault(self, r: run) -> str | None:
         """What the firmware rejects in this run's instructions (cached per buffer state)."""
-        if self._code is not None:
-            key: tuple = ("elf", id(self._code))
-        else:
-            instr, ninstr = r._args[1], r._args[2]
-            if instr == 0 and ninstr == 0 and not isinstance(instr, bo):
-                return None   # no instruction buffer: the firmware has nothing to run
-            if not isinstance(instr, bo):
-                return "argument 1 is not an instruction buffer"
-            key = (instr._device_version(), ninstr)
+        key = self._instructions_key(r)
+        if not isinstance(key, tuple):
+            return key
         try:
             return self._fault_cache[key]
         except KeyError:
@@ -247,6 +276,7 @@ class kernel:
             if self._code is not None:
                 check_stream(self._code, columns=self._width, dev_gen=self._dev_gen)
             else:
+                instr, ninstr = r._args[1], r._args[2]
                 check_stream(instr._device_bytes(), columns=self._width, dev_gen=self._dev_gen,
                              # the register holds the C int's 32 bits (-1 is 0xFFFFFFFF)
                              ninstr_words=ninstr % 2**32 if isinstance(ninstr, int) else 0)
@@ -563,11 +593,12 @@ def _touched() -> None:
     _touches += 1
 
 
-def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[int],
-                                                dict[int, str], set[int]]:
+def _chain(runs: list[run], start: int, work_hang: int | None = None
+           ) -> tuple[list[float], list[int], list[int], dict[int, str], set[int]]:
     """The driver's view of one chain of runs (from `start` in the runlist): per-command
     latencies, argument bytes and opcodes, the commands the firmware rejects and those
-    that hang. A chain of one kernel and one instruction stream is described at once."""
+    that hang (`work_hang`: the runlist position `work-hang:N` hangs, if any). A chain of
+    one kernel and one instruction stream is described at once."""
     n = len(runs)
     first = runs[0]
     k = first._kernel
@@ -578,23 +609,50 @@ def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[in
                       or [r._args[1] for r in runs].count(first._args[1]) == n
                       and [r._args[2] for r in runs].count(first._args[2]) == n):
         fault = k._fault(first)
+        latencies, arg_bytes, opcodes = [k._latency_us] * n, [k._arg_bytes] * n, \
+            [k._opcode] * n
+        faults = dict.fromkeys(range(n), fault) if fault is not None else {}
         hangs = {i - start for i in k._hang_at if start <= i < start + n} if k._hang_at \
             else set()
-        return ([k._latency_us] * n, [k._arg_bytes] * n, [k._opcode] * n,
-                dict.fromkeys(range(n), fault) if fault is not None else {}, hangs)
-    latencies, arg_bytes, opcodes = [], [], []
-    faults: dict[int, str] = {}
-    hangs = set()
-    for offset, r in enumerate(runs):
-        latency, nbytes, opcode, fault, hang = _command(r, start + offset)
-        latencies.append(latency)
-        arg_bytes.append(nbytes)
-        opcodes.append(opcode)
-        if fault is not None:
-            faults[offset] = fault
-        if hang:
-            hangs.add(offset)
+    else:
+        latencies, arg_bytes, opcodes = [], [], []
+        faults, hangs = {}, set()
+        for offset, r in enumerate(runs):
+            latency, nbytes, opcode, fault, hang = _command(r, start + offset)
+            latencies.append(latency)
+            arg_bytes.append(nbytes)
+            opcodes.append(opcode)
+            if fault is not None:
+                faults[offset] = fault
+            if hang:
+                hangs.add(offset)
+    if work_hang is not None and start <= work_hang < start + n:
+        hangs.add(work_hang - start)
+    for position in k._reject_at:
+        if start <= position < start + n:
+            faults.setdefault(position - start, REJECTED.format(position=position))
     return latencies, arg_bytes, opcodes, faults, hangs
+
+
+def _work_hang_position(runs: list[run], n: int) -> int | None:
+    """Where `work-hang:N` hangs a runlist: the position of its Nth run that carries
+    work, or None when it holds fewer. Runs of one kernel and one instruction stream are
+    told at once."""
+    if len(runs) < n:
+        return None
+    first = runs[0]
+    k = first._kernel
+    if [r._kernel for r in runs].count(k) == len(runs) and (
+            k._code is not None or [r._args[1] for r in runs].count(first._args[1])
+            == len(runs)):
+        return n - 1 if k._works(first) else None
+    seen = 0
+    for position, r in enumerate(runs):
+        if r._kernel._works(r):
+            seen += 1
+            if seen == n:
+                return position
+    return None
 
 
 def _command(r: run, position: int | None) -> tuple[float, int, int, str | None, bool]:
@@ -750,9 +808,11 @@ class runlist:
             self._reset_needed = False
         self._touches_seen = _touches
         jobs = []
+        work_hang = runs[0]._kernel._work_hang
+        hang_at = _work_hang_position(runs, work_hang) if work_hang else None
         for start in range(0, len(runs), size):
             latencies, arg_bytes, opcodes, faults, hangs = _chain(runs[start:start + size],
-                                                                  start)
+                                                                  start, hang_at)
             jobs.append(stack.submit(ctx._ctx, latencies, arg_bytes, opcodes, faults, hangs,
                                      True))
         self._jobs = jobs

@@ -12,12 +12,12 @@ what they carry.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness.model.results import ELF_FLOW, FULL_ELF
-from harness.sources.case import NOP, Case, CaseKind
+from harness.sources.case import NOP, STAND_IN_WORK, Case, CaseKind
 
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
            "ten", "eleven", "twelve")
@@ -153,3 +153,15 @@ def _captured(case: Case) -> Workload:
             else "the captured application's own commands, as it submitted them")
     return Workload(code, _named_buffers(case)
                     + " (restored to what they held when the frame started)", False)
+
+
+STAND_IN_TEXT = ("the simulator's stand-in work stream (a register write, a mask poll and a "
+                 "NOOP: not NOOPs alone, not the engine's commands), simulated stack only")
+
+
+def with_stand_in_work(case: Case) -> Case:
+    """`case` with every run carrying the simulator's stand-in work stream instead of its
+    control code: what investigate runs as "the work" where no capture gives the engine's
+    own, to tell a hang in the work from a depth limit on the simulated stack."""
+    return replace(case, per_layer=tuple(replace(command, instructions=STAND_IN_WORK)
+                                         for command in case.per_layer))

@@ -268,6 +268,12 @@ def kept_on_resume() -> dict[str, tuple[str, Callable[[Report], Any]]]:
             **_KEPT_BESIDES_SETTINGS}
 
 
+def diagnose_pointer(path: Path | str) -> str:
+    """The line a run ends with: where its evidence is read into causes."""
+    return (f"diagnose: runlist-harness diagnose {path} (the causes this evidence supports, "
+            "ranked, each with its observations)")
+
+
 def echo_json(path: Path) -> None:
     """`--json`: the report as one JSON document, read back from its file a plan at a time
     (the file is what a run keeps; memory holds trials only in brief)."""
