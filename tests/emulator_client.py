@@ -220,6 +220,8 @@ def run_chains(arg: dict) -> dict:
         return {"submit_error": None}
     seqs = []
     for index, head in enumerate(chains):
+        if index and arg.get("pause_s"):       # a slow host between its submits
+            time.sleep(arg["pause_s"])
         seqs.append(dev.submit(ctx, head["handle"], [data["handle"], instr["handle"]]))
         if index == 4:
             out["first_after_fifth_submit"] = header(chains[0]["map"])["state"]

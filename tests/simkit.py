@@ -10,7 +10,7 @@ import pytest
 
 import harness.sim.pyxrt as pyxrt
 from harness.formats.elf_writer import control_code_elf
-from harness.formats.txn import nop_stream, word_count
+from harness.formats.txn import nop_stream, word_count, work_stream
 from harness.formats.xclbin_writer import flm_spec, synthesize
 from harness.sim import control
 
@@ -63,6 +63,25 @@ class Rig:
         unsynced = None if unsynced_at is None else self.instructions(8, sync=False)
         runs = [self.run(kernel, instr=unsynced if i == unsynced_at else None)
                 for i in range(depth)]
+        for r in runs:
+            rl.add(r)
+        return rl, runs
+
+    def work_instructions(self, columns: int = 8):
+        """An instruction buffer holding the stand-in work stream (not NOOPs), synced; and
+        its length in words."""
+        stream = work_stream(columns, self.stack.device.dev_gen)
+        bo = pyxrt.bo(self.dev, len(stream), pyxrt.bo.cacheable, self.kernel.group_id(1))
+        bo.write(np.frombuffer(stream, dtype=np.uint8), 0)
+        bo.sync(pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+        return bo, word_count(stream)
+
+    def mixed_runlist(self, kinds: str):
+        """A runlist whose runs carry work (`w`) or the one-NOOP stream (`n`), in order."""
+        work, words = self.work_instructions()
+        rl = pyxrt.runlist(self.ctx)
+        runs = [self.run(instr=work, ninstr=words) if kind == "w" else self.run()
+                for kind in kinds]
         for r in runs:
             rl.add(r)
         return rl, runs

@@ -24,6 +24,8 @@ LAST_FIGURE = {
     "capture_flow.py": r"the whole flow " + _FIGURES + r" s \(target under 60 s\), "
                        + _FIGURES + r"x the shipped case's reproduce",
     "capture_scale.py": r"time ratio " + _FIGURES + r"x for 10x the frames \(target <= 30x",
+    "diagnose_accuracy.py": r"median device time per diagnosis +" + _FIGURES
+                            + r" min per round \(simulated clock; target under 5 min\)",
     "emulator_roundtrip.py": r"ratio emulated / simulated: +" + _FIGURES
                              + r"x|emulator: not measured here",
     "harness_overhead.py": r"ratio +" + _FIGURES + r"x +\(target <= 1\.02x\)",

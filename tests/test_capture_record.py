@@ -4,6 +4,7 @@ that ends it, until XRT has written replay.json; on the simulated stack the stan
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -146,3 +147,45 @@ def test_behind_xrt_capture_the_program_s_own_status_is_read_from_what_it_prints
                                             str(tmp_path / "cap"), "--"), poll_s=0.05)
     ended = record(job, lambda snap: None, lambda line: None)
     assert ended.exit_code == 3 and ended.ended_by == "it exited with status 3"
+
+
+def test_behind_xrt_capture_the_deadline_s_ctrl_c_reaches_the_program_not_xrt_capture(
+        tmp_path):
+    """xrt-capture has no handler for SIGINT (xrt-capture.cpp, process_linux.h: fork,
+    execvp, waitpid; XRT 2.26), so a SIGINT to the whole process group ended it at once,
+    and the harness then killed what it had started: a program that handles Ctrl-C and
+    takes a moment to exit normally (as XRT needs, to write replay.json) was killed first.
+    The stand-in below is started by a script, as an install's bin/xrt-capture is, starts
+    the program as xrt-capture does and dies of SIGINT as it does; the program writes its
+    replay.json a second after its Ctrl-C."""
+    (tmp_path / "bin" / "unwrapped").mkdir(parents=True)
+    tool = tmp_path / "bin" / "xrt-capture"        # an install's: a script starting the tool
+    tool.write_text('#!/bin/sh\n"$(dirname "$0")/unwrapped/xrt-capture" "$@"\nexit $?\n')
+    tool.chmod(0o755)
+    tool = tmp_path / "bin" / "unwrapped" / "xrt-capture"
+    tool.write_text(
+        f"#!{sys.executable}\nimport os, sys\nargs = sys.argv[sys.argv.index('--') + 1:]\n"
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+        "pid = os.fork()\nif pid == 0:\n    os.execvp(args[0], args)\n"
+        "code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])\n"
+        "print(f'\\nApplication exited with code {128 - code if code < 0 else code}',"
+        " flush=True)\n")
+    tool.chmod(0o755)
+    program = tmp_path / "graceful.py"
+    program.write_text(
+        "import signal, sys, time\nasked = []\n"
+        "signal.signal(signal.SIGINT, lambda *a: asked.append(1))\n"
+        "print('started', flush=True)\nwhile not asked:\n    time.sleep(0.05)\n"
+        "time.sleep(1)\nopen(sys.argv[1], 'w').write('{}')\n")
+    (tmp_path / "cap").mkdir()
+    job = Recording((sys.executable, str(program), str(tmp_path / "cap" / "replay.json")),
+                    tmp_path / "cap", (), {**os.environ}, deadline_s=1.0, floor_bytes=0,
+                    wrapper=(str(tmp_path / "bin" / "xrt-capture"), "--frames", "8",
+                             "--output-dir",
+                             str(tmp_path / "cap"), "--"), grace_s=5.0, poll_s=0.05)
+    lines: list[str] = []
+    ended = record(job, lambda snap: None, lines.append)
+    assert ended.replay_written, (ended, lines)
+    assert ended.exit_code == 0
+    assert ended.ended_by == ("stopped at the deadline (1 s): sent SIGINT; it exited with "
+                              "status 0")

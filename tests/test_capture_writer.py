@@ -36,6 +36,18 @@ def sim_exec(args: list[str], env: dict[str, str], stdin: str = "",
                           input=stdin, capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
+def host_script(folder: Path, xclbin: Path, body: str) -> Path:
+    """A pyxrt program: its xclbin's context and kernel `k` on device `d`, then `body`."""
+    script = folder / "host.py"
+    script.write_text(
+        "import os, signal, sys, time\nimport numpy as np\nimport pyxrt\n"
+        "TO = pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE\n"
+        f"x = pyxrt.xclbin({str(xclbin)!r})\nd = pyxrt.device(0)\n"
+        "ctx = pyxrt.hw_context(d, d.register_xclbin(x))\nk = pyxrt.kernel(ctx, 'MLIR_AIE')\n"
+        + body)
+    return script
+
+
 @pytest.fixture
 def pack(tmp_path) -> Path:
     return engine_pack(tmp_path / "pack", "capture-writer")
@@ -107,13 +119,9 @@ def test_replay_json_is_written_only_at_a_normal_exit(tmp_path, synth_xclbin, en
     # exit); os._exit, a kill or a crash skip it, and so does an unhandled Ctrl-C, after
     # which Python kills itself with SIGINT (STACK.md 9: what was seen with XRT 2.26)
     xclbin = synth_xclbin()
-    script = tmp_path / "host.py"
-    script.write_text(
-        "import os, signal, sys\nimport pyxrt\n"
-        f"x = pyxrt.xclbin({str(xclbin)!r})\nd = pyxrt.device(0)\nd.register_xclbin(x)\n"
-        "ctx = pyxrt.hw_context(d, x.get_uuid())\nk = pyxrt.kernel(ctx, 'MLIR_AIE')\n"
-        "b = pyxrt.bo(d, 4096, pyxrt.bo.host_only, k.group_id(3))\n"
-        "r = k(3, 0, 0, b, b, b, b, b)\nr.wait()\n" + ending + "\n")
+    script = host_script(tmp_path, xclbin,
+                         "b = pyxrt.bo(d, 4096, pyxrt.bo.host_only, k.group_id(3))\n"
+                         "r = k(3, 0, 0, b, b, b, b, b)\nr.wait()\n" + ending + "\n")
     folder = tmp_path / "cap"
     # as `python SCRIPT` with `import pyxrt` bound to the simulator (what capture record
     # gives a Python program on the simulated stack)
@@ -202,3 +210,80 @@ def test_an_unhandled_ctrl_c_in_the_engine_leaves_no_replay(pack, tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert not (folder / "replay.json").exists()
+
+
+def test_a_ctrl_c_the_script_handles_lets_sim_exec_end_as_python_does(tmp_path,
+                                                                       synth_xclbin):
+    """A script that catches its KeyboardInterrupt ends normally under `python SCRIPT`:
+    status 0 and, with XRT 2.26's capture on, replay.json (seen over the emulated driver).
+    `sim exec` took the Ctrl-C for a stop of its own: status 130 through os._exit, and no
+    replay.json."""
+    xclbin = synth_xclbin()
+    script = host_script(tmp_path, xclbin,
+                         "b = pyxrt.bo(d, 4096, pyxrt.bo.host_only, k.group_id(3))\n"
+                         "r = k(3, 0, 0, b, b, b, b, b)\nr.wait()\n"
+                         "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(5)\n"
+                         "except KeyboardInterrupt:\n    print('caught')\n")
+    folder = tmp_path / "cap"
+    done = sim_exec([str(script)], capture_env(folder, 10))
+    assert (done.returncode, done.stdout) == (0, "caught\n"), done.stderr
+    assert (folder / "replay.json").is_file()
+
+
+@pytest.mark.parametrize("text, ini", [
+    ('[Runtime]\nverbosity = "5"\nruntime_log = console\n; a comment\n# a comment too\n'
+     "[Debug]\nfoo = a = b\n  spaced key   =   spaced value  \n",
+     {"Debug.foo": "a = b", "Debug.spaced key": "spaced value",
+      "Runtime.runtime_log": "console", "Runtime.verbosity": '"5"'}),
+    ("[Runtime] what follows the bracket\nverbosity = 5\n", {"Runtime.verbosity": "5"}),
+    ("[Runtime]\r\nverbosity = 5\r\nx=\fy\n", {"Runtime.verbosity": "5", "Runtime.x": "y"}),
+    ("top = 1\n[Runtime]\nverbosity = 5\n", {"Runtime.verbosity": "5"}),
+    ("Runtime = 1\n[Runtime]\nverbosity = 5\n", {}),      # duplicate section name
+    ("[A]\n[A]\nx = 1\n", {"A.x": "1"}),                     # an empty section is dropped
+    ("[A]\nx=1\n[B]\n[A]\ny=2\n", {}),                       # duplicate section name
+    ("[A]\n= 1\n", {}),                                      # key expected
+])
+def test_replay_json_s_ini_is_what_xrt_read_from_xrt_ini(tmp_path, text, ini):
+    """What XRT 2.26 (49612fa3, built with Boost 1.74's ini_parser `read_ini`) wrote as
+    replay.json's `ini` with each xrt.ini beside the executable, under `xrt-capture` over
+    the emulated driver: `#` is a comment as `;` is, a header ends at its first `]`, lines
+    end at a newline only and lose C white space, a key before any section is read but
+    gives nothing, and a file read_ini refuses gives no `ini` at all. The simulated writer
+    refused `#` comments, text after `]` and a form feed in a value, and kept a section
+    that a bare key of the same name had taken."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "xrt.ini").write_text(text)
+    config = xrt_config({}, euid=0, exe_dir=tmp_path / "bin", cwd=tmp_path)
+    from harness.sim.capture_writer import Recorder
+    assert Recorder(config).ini == ini
+
+
+def test_a_sub_buffer_is_recorded_after_its_parent_with_the_parent_s_group(tmp_path,
+                                                                          synth_xclbin):
+    """xrt_bo.cpp `buffer_sub`: a sub-buffer has its parent's flags and memory group, and
+    its sync goes through the parent's, which XRT's capture records first. What XRT 2.26
+    wrote over the emulated driver for the program below: the instruction sub-buffer
+    `bo_1` (the pool took `bo_0`) with the pool's cacheable flags and group 1, and the
+    data sub-buffers `bo_3`..`bo_7` (their pool took `bo_2`). The simulated writer named
+    them bo_0..bo_5 and gave the sub-buffer no memgrp or flags."""
+    xclbin = synth_xclbin()
+    script = host_script(
+        tmp_path, xclbin,
+        "pool = pyxrt.bo(d, 4096, pyxrt.bo.cacheable, k.group_id(1))\n"
+        "instr = pyxrt.bo(pool, 32, 64)\n"
+        "instr.write(np.array([0x06040100, 0x108, 1, 0x14, 5, 0, 0, 0], np.uint32), 0)\n"
+        "instr.sync(TO)\ndpool = pyxrt.bo(d, 8192, pyxrt.bo.host_only, k.group_id(3))\n"
+        "data = [pyxrt.bo(dpool, 1024, 1024 * i) for i in range(5)]\n"
+        "for b in data:\n    b.sync(TO)\nr = pyxrt.run(k)\n"
+        "for i, v in enumerate([3, instr, 5, *data]):\n    r.set_arg(i, v)\n"
+        "r.start()\nr.wait()\n")
+    folder = tmp_path / "cap"
+    done = sim_exec([str(script)], capture_env(folder, 5))
+    assert done.returncode == 0, done.stderr
+    document = json.loads((folder / "replay.json").read_text())
+    buffers = {b["name"]: b for b in document["resources"]["buffers"]}
+    assert buffers["bo_1"] == {"flags": 1 << 24, "memgrp": 1, "name": "bo_1", "size": 32,
+                               "type": "inout"}
+    assert sorted(buffers) == ["bo_1", "bo_3", "bo_4", "bo_5", "bo_6", "bo_7"]
+    assert [(a["bo"], a["argidx"]) for a in document["resources"]["runs"][0]["arguments"]] \
+        == [("bo_1", 1), ("bo_3", 3), ("bo_4", 4), ("bo_5", 5), ("bo_6", 6), ("bo_7", 7)]

@@ -38,7 +38,7 @@ from harness.emulator import build, uapi
 from harness.emulator.memory import HEAP_CHUNK, DriverError, Heap, Memory
 from harness.emulator.packets import read_packet
 from harness.emulator.uapi import iowr
-from harness.formats.txn import nop_stream
+from harness.formats.txn import nop_stream, work_stream
 from harness.model.errors import EnvironmentNotReady
 from harness.model.firmware import NOT_MODELLED_WORD
 from harness.probe.emulation import emulation, preload_mapped
@@ -291,6 +291,44 @@ def test_the_legacy_driver_ends_a_hang_as_the_simulated_binding_says(preload, tm
     assert contexts == {"made": 6, "errno": "ENOENT"}
 
 
+# -- the hypotheses as the simulated binding plays them ------------------------------------
+
+def _simulated_work_chains(folder: Path, profile: str, kinds: str) -> list:
+    rig = Rig(folder, profile)
+    outcome(rig.mixed_runlist(kinds)[0])
+    return [[job.state, job.error_index] for job in rig.stack.jobs]
+
+
+def test_what_is_queued_is_counted_in_device_time_whatever_the_host_takes(preload,
+                                                                          tmp_path):
+    """inflight-cap:40 on 42 runs (chains 24 + 18) from a host that takes 50 ms between
+    its two submits (the first chain's 24 x 50 us take 1.2 ms of device time): the
+    device's clock runs only while the program waits on it, so both chains are queued at
+    once as on the simulated clock, and the runlist ends as the simulated binding says
+    (TIMEOUT), not COMPLETED as it did when the queue drained in real time."""
+    profile = "staging,inflight-cap:40"
+    (seen,) = emulate(preload, profile, [("chains", {"runs": 42, "chain": 24,
+                                                      "pause_s": 0.05})], rate=10)
+    assert _chains_of(seen)[0] == [TIMEOUT, 0]
+    assert _chains_of(seen) == _simulated_chains(tmp_path, profile, 42, 8)
+
+
+def test_work_hang_and_reject_at_play_as_the_simulated_binding_says(preload, tmp_path):
+    """work-hang:30 hangs the 30th run carrying work (chain 1) and never a NOOP run;
+    reject-at:30 fails run 30 at once, ERROR at error_index 6 of chain 1, NOOPs alike."""
+    work = work_stream(8).hex()
+    hung, noops = emulate(preload, "staging,work-hang:30", [
+        ("chains", {"runs": 42, "chain": 24, "stream": work}),
+        ("chains", {"runs": 42, "chain": 24})], rate=10)
+    assert _chains_of(hung) == [[COMPLETED, 0], [TIMEOUT, 0]] == \
+        _simulated_work_chains(tmp_path, "staging,work-hang:30", "w" * 42)
+    assert _chains_of(noops) == [[COMPLETED, 0], [COMPLETED, 0]]
+    (refused,) = emulate(preload, "staging,reject-at:30",
+                         [("chains", {"runs": 42, "chain": 24})])
+    assert _chains_of(refused) == [[COMPLETED, 0], [ERROR, 6]] == \
+        _simulated_chains(tmp_path, "staging,reject-at:30", 42, 8)
+
+
 # -- which run of its runlist a chain starts at ------------------------------------------
 
 def test_a_chain_continues_a_full_one_only_if_it_existed_when_that_was_submitted():
@@ -485,3 +523,19 @@ def test_sim_profiles_lists_the_emulated_driver_s_rules_with_their_sources():
     assert "rules of the emulated driver" in flat
     for rule in RULES:
         assert f"{rule.text} [source: {rule.source}]" in flat
+
+
+def test_the_emulated_machine_runs_the_profile_s_kernel(preload):
+    """The kernel release a program reads (/proc/sys/kernel/osrelease, uname) is the one
+    whose driver the profile plays: the probe read this machine's own, so `--backend sim`
+    under emulate played it (mainline on the host's 6.18 refused the firmware that the
+    emulated 7.0 took), and xrt-smi printed it as the amdxdna version beside a 7.0 driver."""
+    done = cli(preload, "emulate", "--profile", "staging,kernel:6.17", "--", sys.executable,
+               "-c", "import os; print(open('/proc/sys/kernel/osrelease').read().strip(), "
+                     "os.uname().release)")
+    assert done.stdout == "6.17.0 6.17.0\n", done.stderr
+    played = cli(preload, "emulate", "--", sys.executable, "-m", "harness", "reproduce",
+                 "--backend", "sim", "--trials", "1", "--no-control", "--no-isolate")
+    assert "playing this machine's stack as probed: mainline,kernel:7.0.0," in played.stdout, \
+        played.stdout + played.stderr
+    assert played.returncode == 0, played.stdout + played.stderr

@@ -5,6 +5,7 @@ cannot tell."""
 
 from __future__ import annotations
 
+import re
 import sys
 import tarfile
 from pathlib import Path
@@ -178,3 +179,44 @@ def test_without_the_validate_pack_the_run_says_the_control_did_not_run(tmp_path
     assert said in render
     assert "beside the depth-only control" not in render
     assert "the depth-only control did not run here" in render
+
+
+def _three_way(captured: Path, tmp_path: Path) -> tuple[Path, str]:
+    out = tmp_path / "r.yaml"
+    result = invoke("reproduce", "--capture", str(captured), "--profile", "staging,hang-at:30",
+                    "--trials", "1", "--no-isolate", "--out", str(out))
+    assert result.exit_code == 1, result.output
+    return out, invoke("report", "render", str(out)).stdout
+
+
+def test_the_control_is_compared_with_the_captured_runs_as_they_ran(captured, tmp_path):
+    """The render is public: the depth-only control is compared with the captured runs by
+    the name of their xclbin within the capture (it said the path it has on this machine)
+    and by the buffers the captured runs took (five 4 KiB buffers shared by all 42 runs:
+    it said "no buffers"), and the control's xclbin is the stand-in that ran."""
+    _, render = _three_way(captured, tmp_path)
+    assert re.search(r"another xclbin: a synthesized stand-in for XRT's validate\.xclbin "
+                     r"\(kernel DPU\) instead of capture_\d+\.bin \(MLIR_AIE\); five 20-byte "
+                     r"buffers shared by all 42 runs instead of five 4 KiB buffers shared by "
+                     r"all 42 runs\.", render), render
+    assert f"{captured}/" not in render
+
+
+def test_a_capture_run_s_scripts_are_named_as_export_writes_them(captured, tmp_path):
+    """The run scripts are named as export writes them (`run_cut_21_21.sh` for plan `cut
+    21+21`: the render said `sh run_cut 21+21.sh`), in the folder that holds them (in a
+    bundle, its `recipes/`), and the recipes' README names the capture, not its path."""
+    out, render = _three_way(captured, tmp_path)
+    assert "cd r.recipes\nsh run_captured.sh\nsh run_cut_21_21.sh\n" in render
+    assert (out.with_name("r.recipes") / "run_cut_21_21.sh").is_file()
+    bundle = invoke("report", "bundle", str(out), "--out", str(tmp_path / "b.tar.gz"))
+    assert bundle.exit_code == 0, bundle.output
+    with tarfile.open(tmp_path / "b.tar.gz") as tar:
+        files = {m.name.split("/", 1)[1]: tar.extractfile(m).read().decode(errors="replace")
+                 for m in tar.getmembers() if m.isfile()}
+    assert "in `recipes/` of the attached `b.tar.gz`" in files["report.md"]
+    assert "cd recipes\nsh run_captured.sh\nsh run_cut_21_21.sh\n" in files["report.md"]
+    readme = files["recipes/README.md"]
+    assert f"Written by xdna-runlist-harness from the XRT capture {captured.name}: 42 runs. " \
+        in readme
+    assert str(captured) not in readme

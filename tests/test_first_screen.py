@@ -87,9 +87,11 @@ def test_the_first_screen_says_what_each_plan_ran(reproduced):
     # the call shape, said as a shape and not as the engine's own commands
     assert "the call shape FastFlowLM's engine uses" in text
     assert "as FastFlowLM calls it" not in text
-    # what the depth-only control changes against the case
+    # what the depth-only control changes against the case: the xclbin it ran, a stand-in
+    # here as the table says, never passed for XRT's own
     assert ("against the case: the same depth in one runlist; the same one-NOOP control "
-            "code; but another xclbin: XRT's validate.xclbin (kernel DPU) instead of "
+            "code; but another xclbin: a synthesized stand-in for XRT's validate.xclbin "
+            "(kernel DPU) instead of "
             "layer.xclbin (MLIR_AIE); five 20-byte buffers shared by all 42 runs instead "
             "of five 4 KiB buffers shared by all 42 runs") in text
     report = load_report(reproduced)

@@ -42,8 +42,8 @@ def test_a_plan_of_another_depth_says_how_to_run_that_depth():
 
 def test_an_option_of_another_command_names_that_command():
     line = error_of("reproduce", "--resume", "r.yaml")
-    assert line == ("error: No such option '--resume' here; `runlist-harness run` takes it "
-                    "(see `runlist-harness reproduce --help`)")
+    assert line == ("error: No such option '--resume' here; `runlist-harness investigate`, "
+                    "`runlist-harness run` take it (see `runlist-harness reproduce --help`)")
     assert "--realtime" not in line
     # the console script, in a process of its own, answers the same
     done = subprocess.run([sys.executable, "-c", "from harness.app.entry import reproduce; "
@@ -51,8 +51,8 @@ def test_an_option_of_another_command_names_that_command():
                           text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.startswith("error: No such option '--resume' here; "
-                                  "`runlist-harness run` takes it (see `reproduce_ert_timeout "
-                                  "--help`)")
+                                  "`runlist-harness investigate`, `runlist-harness run` take "
+                                  "it (see `reproduce_ert_timeout --help`)")
     # an option no command has keeps click's own suggestion
     assert "Did you mean '--replay'?" in error_of("bisect", "c", "--replay-it")
 

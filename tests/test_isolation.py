@@ -124,7 +124,8 @@ def test_new_user_reproduce_prints_a_verdict():
     assert out[0].startswith("backend: SIMULATED stack")
     assert out[1] == ("verdict: 42 in one runlist: COMPLETED 3/3; cut 21+21: COMPLETED 3/3 "
                       "-> not reproduced [SIMULATED]")
-    report = load_report(out[-1].split("report: ", 1)[1])
+    assert out[-1].startswith("diagnose: runlist-harness diagnose ")
+    report = load_report(out[-2].split("report: ", 1)[1])
     assert report.backend["isolation"] is True
     assert all(t.status is TrialStatus.COMPLETED for p in report.plans for t in p.trials)
 

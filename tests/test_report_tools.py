@@ -231,12 +231,13 @@ def test_markdown_renders_the_tables_and_the_yaml(reports):
            "monolithic 42: TIMEOUT 2/2" in html
     plans = re.search(r"<h3>Plans</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
     headers = re.findall(r"<th>(.*?)</th>", plans)
-    assert headers == ["plan", "trials", "outcome", "expected"]
+    assert headers == ["plan", "trials", "outcome", "expected", "time to failure"]
     rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>",
                                                                       plans, re.S)[1:]]
-    assert rows == [["monolithic 42", "2", "TIMEOUT 2/2", "TIMEOUT"],
-                    ["halves 21+21", "2", "COMPLETED 2/2", "COMPLETED"],
-                    ["depth-only 42", "2", "TIMEOUT 2/2", "(control)"]]
+    timer = "after 2.0 s, at the driver's 2 s timer"
+    assert rows == [["monolithic 42", "2", "TIMEOUT 2/2", "TIMEOUT", timer],
+                    ["halves 21+21", "2", "COMPLETED 2/2", "COMPLETED", "-"],
+                    ["depth-only 42", "2", "TIMEOUT 2/2", "(control)", timer]]
     failing = re.search(r"<h3>Failing runs</h3>\s*<table>(.*?)</table>", html, re.S).group(1)
     assert "<td>42 (24+18)</td>" in failing and "<td>TIMEOUT</td>" in failing
     # a report this long is not padded into the body: the bundle carries it, and the body

@@ -18,10 +18,11 @@ SCRIPT = SCRIPTS / "iron_host.py"
 
 
 def exec_script(tmp_path: Path, *args: str, script: Path = SCRIPT,
-                depth: str | None = "42") -> subprocess.CompletedProcess:
+                depth: str | None = "42", more: tuple[str, ...] = ()
+                ) -> subprocess.CompletedProcess:
     xclbin = tmp_path / "layer.xclbin"
     xclbin.write_bytes(synthesize(flm_spec("Host/layer")))
-    tail = [depth] if depth else []
+    tail = ([depth] if depth else []) + list(more)
     return subprocess.run([sys.executable, "-m", "harness", "sim", "exec", *args,
                            str(script), str(xclbin), *tail],
                           capture_output=True, text=True, timeout=60)
@@ -80,6 +81,42 @@ def test_sub_buffer_script_runs_unchanged(tmp_path):
     assert "first data buffer at +4096" in done.stdout
 
 
+def test_a_buffer_in_a_bank_its_argument_is_not_connected_to_is_not_set(tmp_path):
+    """xrt_kernel.cpp validate_bo_at_index: XRT copies such a buffer into a clone in the
+    connected bank, which the NPU cannot fill (no device copy, no host side: xrt_bo.cpp
+    copy_through_host). XRT 2.26 over the emulated driver, with the instruction buffer
+    carved out of the data pool (bank 0; argument 1 is connected to bank 1): two
+    warnings, then set_arg raises. The simulated binding set it, and the runlist ran."""
+    done = exec_script(tmp_path, script=SCRIPTS / "subbuffer_host.py", depth="30",
+                       more=("--one-pool",))
+    assert done.returncode == 1
+    assert ("[XRT] WARNING: Kernel MLIR_AIE has no compute units with connectivity required "
+            "for global argument at index 1. The argument is allocated in bank 0, the "
+            "compute unit is connected to bank 65537. Allocating local copy of argument "
+            "buffer in connected bank.\n[XRT] WARNING: Reverting to host copy of buffers "
+            "(exec_buf: Operation not supported)\n") in done.stderr
+    assert done.stderr.endswith("RuntimeError: No host side buffer in destination buffer: "
+                                "Invalid argument\n")
+
+
+def test_the_xdna_shim_makes_host_only_and_cacheable_buffers_only(tmp_path):
+    """amd/xdna-driver src/shim device.cpp alloc_bo and buffer.cpp bo_flags_to_type, as
+    XRT 2.26 answered over the emulated driver; the simulated binding made them all."""
+    script = tmp_path / "flags.py"
+    script.write_text(
+        "import sys\nimport pyxrt\nd = pyxrt.device(0)\n"
+        "for name in ('normal', 'cacheable', 'device_only', 'host_only', 'p2p', 'svm'):\n"
+        "    try:\n        pyxrt.bo(d, 64, getattr(pyxrt.bo, name), 0)\n"
+        "        print(name, 'made')\n"
+        "    except RuntimeError as err:\n        print(name, err)\n")
+    done = exec_script(tmp_path, script=script, depth=None)
+    assert done.stdout.splitlines() == [
+        "normal unsupported buffer type: none flag (err=95): Operation not supported",
+        "cacheable made", "device_only Bad BO type. (err=22): Invalid argument",
+        "host_only made", "p2p Bad BO type. (err=22): Invalid argument",
+        "svm Bad BO type. (err=22): Invalid argument"], done.stderr
+
+
 @pytest.mark.parametrize("release, message", [
     ("2.20", "runlist failed execution"),               # no state before PR #9408
     ("2.21", "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"),
@@ -135,3 +172,22 @@ def test_an_uncaught_exception_in_the_script_is_its_failure_as_in_python(tmp_pat
     assert lines[-1] == ("RuntimeError: Failed to open file '/nonexistent/missing.xclbin' "
                          "for reading")
     assert "harness fault" not in done.stderr
+
+
+def test_ninstr_is_read_as_the_32_bits_the_register_holds(tmp_path):
+    """pyxrt passes set_arg's int as a C int; the command's register holds its 32 bits, so
+    ninstr -1 is 0xFFFFFFFF words, which covers the stream: real XRT over the emulated
+    driver completed the run (the emulated firmware reads the register), the simulated one
+    read -1 as a short ninstr and ended it ERROR."""
+    script = tmp_path / "negative.py"
+    script.write_text(
+        "import sys\nimport numpy as np\nimport pyxrt\n"
+        "d = pyxrt.device(0)\nx = pyxrt.xclbin(sys.argv[1])\n"
+        "k = pyxrt.kernel(pyxrt.hw_context(d, d.register_xclbin(x)), 'MLIR_AIE')\n"
+        "i = pyxrt.bo(d, 20, pyxrt.bo.cacheable, k.group_id(1))\n"
+        "i.write(np.array([0x06040100, 0x108, 1, 0x14, 5], np.uint32), 0)\n"
+        "i.sync(pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)\n"
+        "b = pyxrt.bo(d, 64, pyxrt.bo.host_only, k.group_id(3))\n"
+        "print(k(3, i, -1, b, b, b, b, b).wait())\n")
+    done = exec_script(tmp_path, script=script, depth=None)
+    assert done.stdout == "ert_cmd_state.ERT_CMD_STATE_COMPLETED\n", done.stderr

@@ -241,8 +241,12 @@ def test_stack3_corrupt_xclbin_raises_runtimeerror(tmp_path):
 
 
 def test_stack3_group_ids_come_from_connectivity(tmp_path):
+    # xrt_kernel.cpp kernel_impl::group_id: the argument's bank (connectivity) in the low
+    # 16 bits, the context's slot (the driver's context handle) above them
     rig = Rig(tmp_path)
-    assert rig.kernel.group_id(1) == 1 and rig.kernel.group_id(3) == 0
+    slot = rig.ctx._live().id << 16
+    assert rig.kernel.group_id(1) == slot | 1 and rig.kernel.group_id(3) == slot | 0
+    assert rig.kernel.group_id(0) == slot | 0xFFFF          # connected to no bank
 
 
 def test_stack3_flm_elf_path_calls_3_0_0_bos(tmp_path):

@@ -331,7 +331,10 @@ def test_register_xclbin_returns_the_uuid_and_sub_buffers_share_memory(tmp_path)
 
 def test_wait2_raises_the_command_error(tmp_path):
     fx = Fixtures(tmp_path, "master")
-    r = fx.kernel(3, fx.bo(), 0)       # an instruction buffer never synced: all zeros
+    # an instruction buffer never synced: all zeros (in the bank argument 1 is connected
+    # to: a buffer elsewhere is not set, as XRT cannot copy it there)
+    instr = pyxrt.bo(fx.device, 4096, pyxrt.bo.cacheable, fx.kernel.group_id(1))
+    r = fx.kernel(3, instr, 0)
     with pytest.raises(RuntimeError, match=r"Command failed to complete successfully "
                                            r"\(ERT_CMD_STATE_ERROR\)"):
         r.wait2()

@@ -16,10 +16,12 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from harness.model.firmware import NOT_MODELLED, NOT_MODELLED_WORD
@@ -180,3 +182,74 @@ def test_xrt_s_own_tools_run_on_the_emulated_npu(tmp_path):
                    str(out / "run_monolithic.sh"))
     assert hung.returncode != 0
     assert "runlist failed execution (ERT_CMD_STATE_TIMEOUT)" in hung.stderr
+
+
+@needs_xrt
+@pytest.mark.parametrize("isolation", [["--no-isolate"], []])
+def test_real_xrt_captures_the_harness(tmp_path, isolation):
+    """Issue 37 point 5 with XRT's own capture: `xrt-capture -- reproduce_ert_timeout
+    --backend xrt` writes replay.json, in process and in its workers. In one process XRT
+    2.26's capture, which keys its records by address, took a new trial's buffers for the
+    freed ones of the trial before and died of a segfault (status 139, no replay.json)."""
+    from harness.sources.capture import load_capture
+    pack = _pack(tmp_path / "pack")
+    done = emulate("--", str(XRT_ROOT / "bin" / "xrt-capture"), "--frames", "50",
+                   "--output-dir", str(tmp_path / "cap"), "--", "reproduce_ert_timeout",
+                   "--backend", "xrt", "--xclbins", str(pack), "--trials", "2",
+                   "--no-control", "--no-xrt-smi-validate", "--out",
+                   str(tmp_path / "r.yaml"), *isolation, cwd=tmp_path)
+    assert "Application exited with code 0" in done.stdout, done.stdout + done.stderr
+    depths = [frame.depth for frame in load_capture(tmp_path / "cap").frames]
+    # in process every runlist of the run, in order; isolated the last worker's
+    assert depths == ([42, 42, 21, 21, 21, 21] if isolation else [21, 21])
+
+
+def _emulated_waiter(tmp_path: Path) -> subprocess.Popen:
+    """tests/scripts/waiting_host.py with the real pyxrt under `emulate`, waiting on a
+    runlist whose run 30 never completes under mainline (its 60 s timer), once it says so."""
+    env = dict(os.environ, XILINX_XRT=str(XRT_ROOT), PYTHONPATH=str(XRT_ROOT / "python"),
+               LD_LIBRARY_PATH=str(XRT_ROOT / "lib"))
+    env.pop("HARNESS_PYXRT", None)
+    xclbin = xclbin_for(tmp_path, {"xclbin": "Conformance/layer"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "emulate", "--profile", "mainline,hang-at:30", "--",
+         sys.executable, str(HERE / "scripts" / "waiting_host.py"), str(xclbin), "42"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None and proc.stdout.readline() == "waiting\n"
+    return proc
+
+
+def _started(proc: subprocess.Popen, what: str) -> psutil.Process:
+    found = [p for p in psutil.Process(proc.pid).children() if what in " ".join(p.cmdline())]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@needs_xrt
+def test_a_real_xrt_program_waiting_in_the_emulated_driver_gets_ctrl_c(tmp_path):
+    """Issue 40 with real XRT: Ctrl-C reaches a program waiting in the wait ioctl (the
+    driver's waits are interruptible), well before mainline's 60 s timer: XRT 2.26 then
+    fails the wait, `runlist failed execution (ERT_CMD_STATE_NEW)`."""
+    import time
+    proc = _emulated_waiter(tmp_path)
+    host = _started(proc, "waiting_host.py")
+    time.sleep(0.5)
+    started = time.monotonic()
+    host.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 10
+    assert "runlist failed execution (ERT_CMD_STATE_NEW)" in out + err
+
+
+@needs_xrt
+def test_a_real_xrt_program_fails_at_once_when_the_model_dies_and_emulate_says_so(tmp_path):
+    import time
+    proc = _emulated_waiter(tmp_path)
+    model = _started(proc, "harness.emulator.server")
+    started = time.monotonic()
+    model.kill()
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 4, err
+    assert "failed: runlist failed execution" in out
+    assert "the emulated NPU's model process ended while" in err

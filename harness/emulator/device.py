@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.emulator import uapi
-from harness.model.drivers import FLAVOURS, DriverBuild, driver_build
+from harness.model.drivers import FLAVOURS, DriverBuild, driver_build, kernel_release
 from harness.model.errors import BadInput
 from harness.sim.driver_log import BDF
 from harness.sim.profiles import DeviceModel, Profile
@@ -78,7 +78,16 @@ class EmulatedDevice:
         """The paths the preload library answers from the tree."""
         return ["/sys/bus/pci/drivers/amdxdna", f"/sys/bus/pci/devices/{self.bdf}",
                 self.device_dir, "/sys/class/accel", "/sys/module/amdxdna", "/dev/accel",
-                "/dev/kmsg"]
+                "/dev/kmsg", "/proc/sys/kernel/osrelease"]
+
+    @property
+    def kernel_release(self) -> str:
+        """The release of the kernel whose driver the profile plays (`kernel:7.0` is
+        7.0.0): what the machine's /proc/sys/kernel/osrelease says, so that what reads
+        the release (the harness's probe, and `--backend sim` playing the probed stack)
+        finds the emulated kernel, not the one this machine boots."""
+        major, minor, patch = kernel_release(self.profile.kernel) or (0, 0, 0)
+        return f"{major}.{minor}.{patch}"
 
     # -- the tree -------------------------------------------------------------------------
 
@@ -134,6 +143,7 @@ class EmulatedDevice:
         if bound:
             _write(root / self.node.lstrip("/"), "", NODE_MODE)
         _link(root / "dev/kmsg", os.path.relpath(kmsg, root / "dev"))
+        _write(root / "proc/sys/kernel/osrelease", self.kernel_release + "\n")
 
     # -- the information ioctls -------------------------------------------------------------
 

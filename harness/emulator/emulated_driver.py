@@ -37,11 +37,17 @@ from harness.emulator import info, uapi
 from harness.emulator.device import CORE_ROWS, EmulatedDevice
 from harness.emulator.memory import DriverError, Memory
 from harness.emulator.objects import ClientFile, HwContext
-from harness.emulator.packets import read_submission
+from harness.emulator.packets import Submission, read_submission
 from harness.emulator.replies import IoctlReply, Pending, patch, wait
 from harness.emulator.syncobjs import Syncobjs
 from harness.sim.clock import RealClock
-from harness.sim.stack import CTX_MAX_CMDS, MAX_CHAIN_CMDBUF_SIZE, ContextRefused, Stack
+from harness.sim.stack import (
+    CTX_MAX_CMDS,
+    MAX_CHAIN_CMDBUF_SIZE,
+    REJECTED,
+    ContextRefused,
+    Stack,
+)
 
 log = logging.getLogger("harness.emulator")
 
@@ -54,7 +60,10 @@ class EmulatedDriver:
     def __init__(self, device: EmulatedDevice, folder: Path, clock_rate: float = 1.0) -> None:
         self.device = device
         self.profile = device.profile.with_realtime()
-        self.stack = Stack(self.profile, clock=RealClock(clock_rate))
+        # device time runs while a program waits on the device (the server says when),
+        # as on the simulated clock: XRT's own time between its calls is not the device's
+        self.clock = RealClock(clock_rate, host_paced=True)
+        self.stack = Stack(self.profile, clock=self.clock)
         self.kmsg = folder / "kmsg"
         self.kmsg.touch()
         self.stack.kernel_log.sink = self.kmsg
@@ -106,11 +115,18 @@ class EmulatedDriver:
 
     def tick(self) -> None:
         """Run what the device has done by now, and write it back."""
-        self.stack.run_until(lambda: False, 0.0)
+        self.stack.run_due(lambda: False, 0.0)
         for ctx in self.contexts.values():
             ctx.settle()
 
+    def waiting(self, waiters: bool) -> None:
+        """Whether some program waits on the device now: its clock runs only then."""
+        if waiters == self.clock.held:
+            self.clock.run_while(waiters)
+
     def seconds_to_next_event(self) -> float | None:
+        if self.clock.held:
+            return None                  # nothing happens on the device until a wait
         due = self.stack.next_event_us()
         rate = self.stack.clock.rate
         return None if due is None else max(0.0, (due - self.stack.now) / 1e6 / rate)
@@ -293,6 +309,10 @@ class EmulatedDriver:
         if sub.chained:
             start = ctx.chain_start(sub, self.profile.xrt_chain, self.memory.newest)
             hangs = {k - start for k in self.profile.hang_at if start <= k < start + count}
+            hangs |= self._work_hang(sub, ctx.works_before(sub))
+            for position in self.profile.reject_at:
+                if start <= position < start + count:
+                    sub.faults.setdefault(position - start, REJECTED.format(position=position))
         latency = self.stack.latency_for("", "")
 
         def take() -> None:
@@ -331,6 +351,19 @@ class EmulatedDriver:
                                    command, *uapi.EXEC_CMD_ARGS.unpack_from(args)[5:8],
                                    sub.seq))
         return answer() or Pending(answer, None, answer)
+
+    def _work_hang(self, sub: Submission, before: int) -> set[int]:
+        """Where `work-hang:N` hangs this chain: at its runlist's Nth run carrying work,
+        if that run is in it."""
+        wanted = self.profile.work_hang
+        if wanted is None or before >= wanted:
+            return set()
+        seen = before
+        for index, works in enumerate(sub.works):
+            seen += works
+            if works and seen == wanted:
+                return {index}
+        return set()
 
     def _wait_cmd(self, file: ClientFile, args: bytes, extra: bytes) -> IoctlReply | Pending:
         hwctx, timeout_ms, seq = uapi.WAIT_CMD_ARGS.unpack_from(args)

@@ -90,6 +90,10 @@ class HwContext:
     unwritten: list[Submission] = field(default_factory=list)
     chain_starts: dict[int, int] = field(default_factory=dict)
     last_chain: tuple[Submission, int, int] | None = None    # chain, start, newest buffer
+    # the chain each chain continues (by command buffer id), and how many runs carrying
+    # work each held when last submitted: what work-hang:N counts along a runlist
+    continues: dict[int, int] = field(default_factory=dict)
+    works_in: dict[int, int] = field(default_factory=dict)
 
     def settle(self) -> None:
         """Number the jobs the model admitted, write back the ones it ended, and move the
@@ -121,6 +125,19 @@ class HwContext:
                 previous, at, existing = self.last_chain
                 if len(previous.members) == full and sub.command.id <= existing:
                     start = at + full
+                    self.continues[sub.command.id] = previous.command.id
             self.chain_starts[sub.command.id] = start
         self.last_chain = (sub, start, newest)
+        self.works_in[sub.command.id] = sum(getattr(sub, "works", ()))
         return start
+
+    def works_before(self, sub: Submission) -> int:
+        """How many runs carrying work the chains before `sub` in its runlist held (read
+        after `chain_start`)."""
+        count, at = 0, self.continues.get(sub.command.id)
+        seen: set[int] = set()
+        while at is not None and at not in seen:
+            seen.add(at)
+            count += self.works_in.get(at, 0)
+            at = self.continues.get(at)
+        return count

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from harness.emulator import uapi
 from harness.emulator.memory import BufferObject, DriverError, Handles
-from harness.formats.txn import TxnError, check_stream
+from harness.formats.txn import TxnError, carries_work, check_stream
 from harness.model.firmware import NOT_MODELLED_WORD
 from harness.sim.stack import Job
 
@@ -113,12 +113,11 @@ def stale_fault(buffer: BufferObject) -> str | None:
             "refuses the garbage")
 
 
-def instruction_fault(packet: Packet, handles: Handles, columns: int, dev_gen: int
-                      ) -> str | None:
-    """What the firmware model refuses in the instructions this command names."""
-    stale = stale_fault(packet.buffer)
-    if stale is not None:
-        return stale
+def instruction_stream(packet: Packet, handles: Handles) -> tuple[bytes, int | None] | str \
+        | None:
+    """The instructions this command names, as the device reads them: the stream and the
+    ninstr its register map gives (None for an NPU command's), None for a command with no
+    instructions to check, or why argument 1 is no instruction buffer."""
     payload = packet.payload
     if packet.opcode == uapi.ERT_START_CU:
         if len(payload) < 20:
@@ -131,9 +130,9 @@ def instruction_fault(packet: Packet, handles: Handles, columns: int, dev_gen: i
         if found is None:
             return NO_INSTRUCTIONS
         buffer, offset = found
-        stream, ninstr = buffer.read(offset, buffer.size - offset), words
-    elif packet.opcode in (uapi.ERT_START_NPU, uapi.ERT_START_NPU_PREEMPT,
-                           uapi.ERT_START_NPU_PREEMPT_ELF):
+        return buffer.read(offset, buffer.size - offset), words
+    if packet.opcode in (uapi.ERT_START_NPU, uapi.ERT_START_NPU_PREEMPT,
+                         uapi.ERT_START_NPU_PREEMPT_ELF):
         head = uapi.NPU_DATA if packet.opcode == uapi.ERT_START_NPU else uapi.PREEMPT_DATA
         if len(payload) < head.size:
             return NO_INSTRUCTIONS
@@ -144,14 +143,32 @@ def instruction_fault(packet: Packet, handles: Handles, columns: int, dev_gen: i
         if found is None:
             return NO_INSTRUCTIONS
         buffer, offset = found
-        stream, ninstr = buffer.read(offset, size), None
-    else:
-        return None
+        return buffer.read(offset, size), None
+    return None
+
+
+def instruction_fault(packet: Packet, handles: Handles, columns: int, dev_gen: int
+                      ) -> str | None:
+    """What the firmware model refuses in the instructions this command names."""
+    stale = stale_fault(packet.buffer)
+    if stale is not None:
+        return stale
+    named = instruction_stream(packet, handles)
+    if not isinstance(named, tuple):
+        return named
+    stream, ninstr = named
     try:
         check_stream(stream, columns=columns, dev_gen=dev_gen, ninstr_words=ninstr)
     except TxnError as err:
         return f"invalid instruction stream: {err}"
     return None
+
+
+def instruction_work(packet: Packet, handles: Handles) -> bool:
+    """Whether the command's instructions carry work (anything but NOOPs): what the
+    simulated binding's firmware counts for `work-hang:N`."""
+    named = instruction_stream(packet, handles)
+    return isinstance(named, tuple) and carries_work(named[0])
 
 
 @dataclass
@@ -165,6 +182,7 @@ class Submission:
     arg_bytes: list[int]
     faults: dict[int, str]
     handles: Handles | None = field(default=None, repr=False)
+    works: list[bool] = field(default_factory=list)   # per command: its code is not NOOPs
     seq: int | None = None
     job: Job | None = field(default=None, repr=False)
     written: bool = False
@@ -184,7 +202,8 @@ def read_submission(command: BufferObject, handles: Handles, columns: int, dev_g
         if fault is not None:
             faults[index] = fault
     return Submission(command, members, chained, [p.opcode for p in packets],
-                      [argument_bytes(p) for p in packets], faults, handles)
+                      [argument_bytes(p) for p in packets], faults, handles,
+                      [instruction_work(p, handles) for p in packets])
 
 
 def write_back(submission: Submission) -> None:

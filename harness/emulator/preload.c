@@ -55,6 +55,7 @@
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #define ENV_DIR "HARNESS_EMULATOR_DIR"
@@ -139,7 +140,7 @@ REAL(stat); REAL(stat64); REAL(lstat); REAL(lstat64); REAL(fstatat); REAL(fstata
 REAL(__xstat); REAL(__xstat64); REAL(__lxstat); REAL(__lxstat64); REAL(statx);
 REAL(access); REAL(faccessat); REAL(readlink); REAL(readlinkat); REAL(realpath);
 REAL(ioctl); REAL(mmap); REAL(mmap64); REAL(close);
-REAL(dup); REAL(dup2); REAL(dup3); REAL(fcntl);
+REAL(dup); REAL(dup2); REAL(dup3); REAL(fcntl); REAL(uname);
 static int (*real_fcntl64)(int, int, ...);
 
 static void resolve(void)
@@ -152,7 +153,7 @@ static void resolve(void)
     RESOLVE(access); RESOLVE(faccessat); RESOLVE(readlink); RESOLVE(readlinkat);
     RESOLVE(realpath);
     RESOLVE(ioctl); RESOLVE(mmap); RESOLVE(mmap64); RESOLVE(close);
-    RESOLVE(dup); RESOLVE(dup2); RESOLVE(dup3); RESOLVE(fcntl);
+    RESOLVE(dup); RESOLVE(dup2); RESOLVE(dup3); RESOLVE(fcntl); RESOLVE(uname);
     real_fcntl64 = (int (*)(int, int, ...))dlsym(RTLD_NEXT, "fcntl64");
 }
 
@@ -232,6 +233,31 @@ static int on(void)
 {
     pthread_once(&once, setup);
     return active;
+}
+
+/* ---- the kernel release --------------------------------------------------------------- */
+
+/* The machine runs the kernel whose driver the profile plays: uname's release is what the
+ * tree's /proc/sys/kernel/osrelease says (xrt-smi prints it, as the amdxdna version where
+ * /sys/module/amdxdna/version is missing). */
+int uname(struct utsname *buf)
+{
+    int rc = NEXT(uname)(buf);
+    if (rc != 0 || !on())
+        return rc;
+    char path[PATH_MAX + 32], text[sizeof buf->release];
+    snprintf(path, sizeof path, "%s/proc/sys/kernel/osrelease", root_dir);
+    int fd = NEXT(open)(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return rc;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    NEXT(close)(fd);
+    if (n <= 0)
+        return rc;
+    text[n] = '\0';
+    text[strcspn(text, "\n")] = '\0';
+    memcpy(buf->release, text, strlen(text) + 1);
+    return rc;
 }
 
 /* ---- paths --------------------------------------------------------------------------- */

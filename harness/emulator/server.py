@@ -13,7 +13,9 @@ ioctl's argument struct and the user memory it points to; the answer is a 16-byt
 {magic, result, struct length, extra length}, the struct as the driver leaves it and the
 memory to copy back. A request that waits on the device (a full context's submit, a
 command or syncobj wait) is answered when the model says, while the loop goes on
-answering others and running the device's clock.
+answering others. The device's clock runs while some request waits, and stands still
+in between (`harness.sim.clock`): the time a program spends between its calls, over
+this socket included, is not the device's.
 
 Run as ``python -m harness.emulator.server FOLDER PROFILE PARENT_PID [CLOCK_RATE]``
 (the device's clock runs CLOCK_RATE times faster than the wall clock); it stops on
@@ -100,6 +102,7 @@ class Server:
             except Exception:              # the device's time went wrong: said, not fatal
                 self._fault("the device's clock")
             self._answer_parked()
+            self.driver.waiting(bool(self.parked))
             if time.monotonic() >= next_check:
                 next_check = time.monotonic() + PARENT_CHECK_S
                 if self.parent is not None and os.getppid() != self.parent:

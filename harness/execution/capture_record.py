@@ -157,10 +157,12 @@ def _check(job: Recording, proc: subprocess.Popen[bytes], watch: _Watch,
     if proc.poll() is not None:
         return None
     if seconds >= job.deadline_s:
-        return _Stop(proc, f"the deadline ({job.deadline_s:g} s)", job.grace_s)
+        return _Stop(proc, f"the deadline ({job.deadline_s:g} s)", job.grace_s,
+                     wrapper=_wrapper_name(job))
     if free < job.floor_bytes:
         return _Stop(proc, f"the disk running low ({free >> 20} MiB free, below "
-                           f"{job.floor_bytes >> 20} MiB)", job.grace_s, disk=True)
+                           f"{job.floor_bytes >> 20} MiB)", job.grace_s, disk=True,
+                     wrapper=_wrapper_name(job))
     return None
 
 
@@ -175,13 +177,18 @@ def _feed(proc: subprocess.Popen[bytes], lines: tuple[str, ...]) -> None:
 
 class _Stop:
     """The ladder of signals to the program's process group: SIGINT, SIGTERM, SIGKILL,
-    each after `grace_s` of the one before."""
+    each after `grace_s` of the one before. Behind xrt-capture (`wrapper`), SIGINT and
+    SIGTERM go to what it started, not to it nor to the scripts that start it: it has no
+    handler for them (xrt-capture.cpp, detail/linux/process_linux.h: fork, execvp,
+    waitpid), so it would die at once, and with it the wait for a program that takes its
+    time to exit normally, as XRT needs to write replay.json."""
 
     LADDER = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 
     def __init__(self, proc: subprocess.Popen[bytes], why: str, grace_s: float, *,
-                 disk: bool = False) -> None:
+                 disk: bool = False, wrapper: str | None = None) -> None:
         self.proc, self.why, self.grace_s, self.disk = proc, why, grace_s, disk
+        self.wrapper = wrapper
         self.sent: list[str] = []
         self.next_at = 0.0
 
@@ -190,14 +197,44 @@ class _Stop:
                 time.monotonic() < self.next_at:
             return
         signum = self.LADDER[len(self.sent)]
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signum)
+        if self.wrapper and signum != signal.SIGKILL:
+            for pid in _started_by(self.proc.pid, self.wrapper):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signum)
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signum)
         self.sent.append(signal.Signals(signum).name)
         self.next_at = time.monotonic() + self.grace_s
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def _wrapper_name(job: Recording) -> str | None:
+    return Path(job.wrapper[0]).name if job.wrapper else None
+
+
+def _started_by(pid: int, wrapper: str) -> list[int]:
+    """Every process `pid` started, and theirs, but the wrapper's own: an install's
+    `bin/xrt-capture` is a shell script that starts XRT's loader script, which starts the
+    `unwrapped/xrt-capture` binary, which starts the program (XRT 2.26). A process whose
+    arguments before the first `--` name `wrapper` is one of them."""
+    import psutil  # type: ignore[import-untyped]
+
+    def wraps(process: psutil.Process) -> bool:
+        try:
+            words = process.cmdline()
+        except psutil.Error:
+            return False
+        head = words[:words.index("--")] if "--" in words else words
+        return any(Path(word).name == wrapper for word in head)
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)
+                if not wraps(child)]
+    except psutil.Error:
+        return []
 
 
 class _Watch:

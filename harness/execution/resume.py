@@ -23,7 +23,8 @@ from harness.sources.depth_control import control_for
 from harness.sources.load import load_case
 from harness.sources.packs import ResolvedPack
 
-RESUMABLE = {"run": ("run", "reproduce"), "bisect": ("bisect",), "sweep": ("sweep",)}
+RESUMABLE = {"run": ("run", "reproduce"), "bisect": ("bisect",), "sweep": ("sweep",),
+             "investigate": ("investigate",)}
 
 
 def _check_continuable(report: Report, path: str, kind: str) -> None:
@@ -32,6 +33,9 @@ def _check_continuable(report: Report, path: str, kind: str) -> None:
         if report.command in ("bisect", "sweep"):
             raise ReportError(f"{path} is a {report.command} report: continue it with "
                               f"`runlist-harness {report.command} --replay {path}`")
+        if report.command == "investigate":
+            raise ReportError(f"{path} is an investigate report: continue it with "
+                              f"`runlist-harness investigate --resume {path}`")
         if report.command in RESUMABLE["run"]:
             raise ReportError(f"{path} is a {report.command} report: continue it with "
                               f"`runlist-harness run --resume {path}`")

@@ -19,7 +19,7 @@ from harness import __version__, command_argv
 from harness.execution import stop, xrt_smi_control
 from harness.execution.backend import Backend, PlaysAProfile, trial_seed
 from harness.execution.environment import collect_environment
-from harness.execution.session import run_trial
+from harness.execution.session import run_trial, xrt_records
 from harness.formats.git_head import harness_commit
 from harness.formats.xclbin import read_xclbin_cached
 from harness.logs.driver_lines import trial_entry
@@ -51,14 +51,16 @@ from harness.probe.readers import Sources
 from harness.probe.trace_access import trace_reader
 from harness.probe.xrt_loader import own_libraries
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
-from harness.report.model import PlanRecord, Report, continue_command, utc_now
-from harness.report.verdict import report_verdict
+from harness.report.model import STAND_IN, PlanRecord, Report, continue_command, utc_now
+from harness.report.timing import duration_text, stack_timers, time_to_failure, ttf_text
+from harness.report.verdict import Verdict, report_verdict
 from harness.sources.capture_case import captured_commands
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
 from harness.sources.packs import ResolvedPack, other_packs_files, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
 from harness.sources.workload import describe as describe_workload
+from harness.sources.workload import with_stand_in_work
 
 if TYPE_CHECKING:              # recovery checks run on the hardware path only
     from harness.execution.recovery import Recovery
@@ -306,6 +308,9 @@ class Runner:
             from harness.execution.isolation import prepare
             prepare(backend.as_report())
         handle.resume_command = continue_command(handle.report.command, handle.path)
+        # a report from before time to failure was recorded gets its timers now
+        self.timers: dict[str, Any] = self.report.sections.setdefault(
+            "timers", stack_timers(self.report.header_dict()))
         # The hardware path reads the kernel log around each trial; the simulated stack
         # hands its own log back with each trial (Backend.simulated_kernel_log).
         self.kernel_log: KernelLogReader | Unreadable | None = \
@@ -325,6 +330,11 @@ class Runner:
         return trial_spec(case, pack, plan.name, plan.chunks, index, options, programs)
 
     def _workload(self, plan: PlanRecord) -> tuple[Case, ResolvedPack, RunOptions]:
+        if plan.work == STAND_IN:
+            if self.backend.hardware:
+                raise BadInput(f"plan {plan.name} runs the simulator's stand-in work stream, "
+                               "which never runs on a device: run it with --backend sim")
+            return with_stand_in_work(self.case), self.pack, self.options
         if plan.control and self.control is not None:
             case, pack = self.control
             return case, pack, replace(self.options, flow=None)    # the control's own flow
@@ -345,6 +355,8 @@ class Runner:
             # the verdict and the render say it did not run, and why
             self.report.artifacts["control"] = {"not_run": str(err)}
             return f"the depth-only control was not run: {err}"
+        if pack.stand_ins:
+            what = control_for(self.case, stand_in=True)[2]
         self.control = (case, pack)
         self.backend.latencies.update(case_latencies(case))
         self.handle.declare_plan(PlanRecord(plan.name, plan.spec, list(plan.chunks),
@@ -362,12 +374,18 @@ class Runner:
             while len(plan.finished()) < self.options.trials:
                 done += 1
                 self.trial(plan, done, total)
+        return self.conclude(lambda: report_verdict(self.report))
+
+    def conclude(self, verdict: Callable[[], Verdict]) -> Report:
+        """End the run: on hardware, XRT's own deep runlist once a plan of the case failed;
+        the verdict (`verdict`, asked once that ran, so it can say what XRT answered); the
+        report finished."""
         if xrt_smi_control.wanted(self.report, self.backend.hardware,
                                   self.options.xrt_smi_control):
             self.progress("xrt-smi validate --run runlist-latency: XRT's own deep runlist, "
                           "as a control", False)
             xrt_smi_control.run_control(self.report)
-        self.report.verdict = report_verdict(self.report).to_dict()
+        self.report.verdict = verdict().to_dict()
         self.handle.finish()
         return self.report
 
@@ -408,6 +426,7 @@ class Runner:
                                      "xrt_libraries": own_libraries()}
             stop.raise_if_requested()      # a stop swallowed during the trial stops here
             result.started = placeholder.started
+            result.time_to_failure = time_to_failure(result, self.timers)
             for outcome in result.runlists:
                 outcome.health = self.backend.recorded_health(outcome.health)
             recovery = self._after_hardware_trial(result) if self.backend.hardware else None
@@ -429,7 +448,7 @@ class Runner:
             raise Interrupted(f"stopped by {how}; everything so far is in {self.handle.path}; "
                               f"continue with `{again}`", signal) from None
         self.progress(f"{counter} {plan.label}: trial {index + 1} {result.state}"
-                      + _timing(result), True)
+                      + _timing(result, self.timers), True)
         if recovery is not None and not recovery.recovered:
             self.handle.note(f"the NPU did not answer after {plan.label} trial {index + 1}; "
                              "the run stopped there")
@@ -528,22 +547,26 @@ class Runner:
         validate runs them); where this machine lacks them, one layer of the case."""
         control = replace(control_for(self.case)[0], layers=1)
         options = replace(self.options, flow=None)
+        context = ("on the context the run shares while XRT's capture records"
+                   if not self.options.isolate and xrt_records() else "on a fresh context")
         try:
             pack = resolve_pack(control, simulated=False)
             spec = trial_spec(control, pack, "recovery", [1], 0, options)
-            return spec, "one NOP run (nop.elf on XRT's validate.xclbin) on a fresh context"
+            return spec, f"one NOP run (nop.elf on XRT's validate.xclbin) {context}"
         except (EnvironmentNotReady, BadInput):
             programs = case_programs(self.case, self.pack, self.options, simulated=False)
             spec = trial_spec(self.case, self.pack, "recovery", [1], 0, self.options,
                               programs)
-            return spec, ("one layer of the case on a fresh context (XRT's validate.xclbin "
-                          "for a NOP run is not on this machine)")
+            return spec, (f"one layer of the case {context} (XRT's validate.xclbin for a "
+                          "NOP run is not on this machine)")
 
 
-def _timing(result: TrialResult) -> str:
+def _timing(result: TrialResult, timers: dict[str, Any]) -> str:
+    if result.time_to_failure:
+        return " " + ttf_text(result.time_to_failure, timers)
     device = sum(r.device_ms or 0.0 for r in result.runlists)
     if any(r.device_ms is not None for r in result.runlists):
-        return f" ({device:.1f} ms simulated device time)"
+        return f" ({duration_text(device)} of simulated device time)"
     return f" ({(result.wall_ms or 0.0) / 1000:.1f} s)" if result.wall_ms else ""
 
 
@@ -552,7 +575,7 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
                programs: Programs | None = None) -> Report:
     backend_info = backend.as_report()
     backend_info["isolation"] = options.isolate
-    return Report(
+    report = Report(
         command=command,
         # platform.python_version() reads the same first word of sys.version, through
         # nine regular expressions compiled at its import
@@ -580,6 +603,8 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
                           case.expect[p.name].name if p.name in case.expect else None)
                for p in plans],
     )
+    report.sections["timers"] = stack_timers(report.header_dict())
+    return report
 
 
 def _worker_start() -> str:

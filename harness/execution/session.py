@@ -9,7 +9,8 @@ data buffers (host_only, `group_id(3..)`), write the instruction stream
 context, execute it, wait, and classify what the stack answered.
 
 Everything is created afresh per trial and dropped at its end, so a context
-a hang poisoned is not reused; and every runlist gets run objects of its own, since
+a hang poisoned is not reused (but not while XRT's capture records: below); and every
+runlist gets run objects of its own, since
 after a failure the driver may have written over a run's payload (0xFF, health data)
 and XRT never re-encodes a payload (STACK.md 4).
 """
@@ -27,7 +28,13 @@ from typing import Any
 from harness.execution.backend import Backend
 from harness.formats.elf_writer import control_code_file
 from harness.formats.regular import read_regular
-from harness.formats.txn import DEV_GEN_AIE2P, DEV_GEN_NPU1, nop_stream, word_count
+from harness.formats.txn import (
+    DEV_GEN_AIE2P,
+    DEV_GEN_NPU1,
+    nop_stream,
+    word_count,
+    work_stream,
+)
 from harness.formats.xclbin import read_xclbin_cached
 from harness.model.ert import (
     NO_STATE_IN_MESSAGE,
@@ -50,9 +57,31 @@ from harness.model.results import (
     TrialStatus,
     chain_split,
 )
+from harness.probe.xrt_config import xrt_config
 
 NOP = "nop"
+STAND_IN_WORK = "stand-in-work"    # harness.sources.case.STAND_IN_WORK
 COMPLETED_CODE = int(CmdState.COMPLETED)
+
+# XRT's capture (capture.cpp `frames`, 2.26) keys its records of buffers, contexts,
+# kernels, runs and runlists by the object's address and keeps them to the process's end,
+# a buffer's with its host pointer. An object freed while it records and a new one at the
+# same address are taken for each other: the next frame dumps the freed buffer's memory (a
+# segfault: `xrt-capture -- reproduce_ert_timeout --no-isolate` died so, XRT 2.26 over the
+# emulated driver) or the save fails (`could not save replay script: map::at`, a runlist
+# taken for a freed one). Nothing may be freed while it records, and a runlist holds its
+# context, of which the driver gives 16: so while it records, the trials of one workload
+# share one set of contexts, kernels and buffers (restored before each trial), and every
+# runlist and run is kept to the process's end.
+_SHARED_WHILE_CAPTURED: dict[str, _Loaded] = {}
+_runlists_executed = 0             # XRT's frames in this process: the harness starts no run
+
+
+def xrt_records() -> bool:
+    """Whether XRT's capture records what this process does now: on, and fewer frames
+    taken than it takes (capture.h `is_enabled`)."""
+    frames = xrt_config().capture_frames
+    return frames > 0 and _runlists_executed < frames
 
 
 def _dev_gen(xrt: Any, dev: Any) -> int:
@@ -70,6 +99,8 @@ class _Loaded:
     def __init__(self, xrt: Any, spec: TrialSpec) -> None:
         self.xrt = xrt
         self.spec = spec
+        self.made: list[tuple[Any, int, bytes | None]] = []   # each buffer, as first filled
+        self.kept: list[tuple[Any, list[Any]]] | None = None   # runlists kept, if any
         self.dev = xrt.device(0)
         self.contexts: dict[str, Any] = {}
         columns = 0
@@ -137,6 +168,8 @@ class _Loaded:
         return k, list(enumerate([cmd.opcode, instr, word_count(stream), *data]))
 
     def _stream(self, instructions: str) -> bytes:
+        if instructions == STAND_IN_WORK:
+            return work_stream(self.columns, self.dev_gen)
         return (nop_stream(self.columns, self.dev_gen) if instructions == NOP
                 else Path(instructions).read_bytes())
 
@@ -180,7 +213,14 @@ class _Loaded:
         if content is not None:
             bo.write(content, 0)        # the binding takes any buffer (py::buffer)
         bo.sync(self.xrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+        self.made.append((bo, size, content))
         return bo
+
+    def restore(self) -> None:
+        """Every buffer as a fresh trial makes it: its content, or zeros as allocated."""
+        for bo, size, content in self.made:
+            bo.write(bytes(size) if content is None else content, 0)
+            bo.sync(self.xrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
 
     def build_runlist(self, start: int, units: int) -> tuple[Any, list[Any]]:
         """The runlist of `units` layers (or runs, for a given order) from `start` on."""
@@ -188,9 +228,13 @@ class _Loaded:
         order = self._order
         if order is None:
             runs: list[Any] = [None] * (units * len(self.commands))
+            if self.kept is not None:
+                self.kept.append((rl, runs))
             self._build(self._run, rl.add, runs, units, *self._build_args)
             return rl, runs
         runs = []
+        if self.kept is not None:
+            self.kept.append((rl, runs))
         for position in order[start:start + units]:
             k, args = self.commands[position]
             one = [None]
@@ -248,12 +292,14 @@ def _run_chunk(loaded: _Loaded, index: int, layers: int, start: int,
                device_clock: Callable[[], float] | None, submit_size: int) -> RunlistOutcome:
     # run_trial's loop calls this once per runlist, with what the backend says fetched
     # once per trial: a sweep of one-run runlists is little else
+    global _runlists_executed
     rl, runs = loaded.build_runlist(start, layers)
     device_before = device_clock() if device_clock is not None else 0.0
     errors: list[str] | None = None
     started = perf_counter()
     try:
         rl.execute()
+        _runlists_executed += 1
     except RuntimeError as err:
         # XRT: a failed submit still leaves the list running; it must be waited on.
         errors = [f"execute: {err}"]
@@ -323,6 +369,23 @@ def warm(spec: TrialSpec, backend: Backend) -> None:
     _Loaded(backend.xrt, spec)
 
 
+def _loaded(xrt: Any, spec: TrialSpec) -> _Loaded:
+    """A trial's device objects: its own, or while XRT's capture records, those its
+    workload shares (restored as a fresh trial finds them)."""
+    if not xrt_records():
+        return _Loaded(xrt, spec)
+    key = repr((id(xrt), spec.xclbins, spec.programs, spec.runlist_context,
+                spec.context_cfg, spec.per_layer, spec.buffers, spec.order))
+    shared = _SHARED_WHILE_CAPTURED.get(key)
+    if shared is None:
+        shared = _Loaded(xrt, spec)
+        shared.kept = []
+        _SHARED_WHILE_CAPTURED[key] = shared
+    else:
+        shared.restore()
+    return shared
+
+
 def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
     """Run every chunk of one trial; never raises for what the stack does."""
     result = TrialResult(spec.trial, TrialStatus.COMPLETED, seed=spec.seed)
@@ -335,7 +398,7 @@ def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        loaded = _Loaded(backend.xrt, spec)
+        loaded = _loaded(backend.xrt, spec)
         failed = False
         start = 0
         per_unit, submit_size = spec.runs_per_unit, backend.submit_size

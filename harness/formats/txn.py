@@ -63,6 +63,32 @@ def nop_stream(columns: int, dev_gen: int = DEV_GEN_AIE2P) -> bytes:
     return header + struct.pack("<I", OP_NOOP)
 
 
+def work_stream(columns: int, dev_gen: int = DEV_GEN_AIE2P) -> bytes:
+    """A stand-in for an engine's own control code: a register write and a mask poll on
+    the shim tile of column 0, then a NOOP (76 bytes). Its ops are well formed, so a
+    firmware model runs it; what it would do on an array is not the point, only that it
+    is not the one-NOOP stream: the simulated stack's `work-hang:N` tells work from
+    NOOPs by that (`carries_work`). For the simulated stack only: never submitted to
+    hardware."""
+    # XAie_Write32Hdr and XAie_MaskPoll32Hdr, naturally aligned (sizes as _SIZE_FIELD)
+    write = struct.pack("<BBBx4xQII", OP_WRITE, 0, 0, 0x1D204, 1, 24)
+    poll = struct.pack("<BBBx4xQIII4x", OP_MASKPOLL, 0, 0, 0x1D220, 1, 1, 32)
+    ops = write + poll + struct.pack("<I", OP_NOOP)
+    header = struct.pack("<BBBBBBxxII", 0, 1, dev_gen, ROWS, columns, MEMTILE_ROWS, 3,
+                         HEADER_SIZE + len(ops))
+    return header + ops
+
+
+def carries_work(stream: bytes) -> bool:
+    """Whether a stream does anything but NOOPs: an op other than NOOP before its declared
+    end (a stream that cannot be walked counts as work: it is not the NOOP stream)."""
+    try:
+        _, ops = decode_stream(stream)
+    except TxnError:
+        return True
+    return any(op.opcode != OP_NOOP for op in ops)
+
+
 def word_count(stream: bytes) -> int:
     """`ninstr` as mlir-aie C++, IRON and OpenFlowLM-Next pass it: 32-bit words."""
     return (len(stream) + 3) // 4

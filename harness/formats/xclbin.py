@@ -217,6 +217,14 @@ class Xclbin:
                 return conn.mem_index
         return -1
 
+    def arg_banks(self, kernel_name: str, arg_index: int) -> frozenset[int]:
+        """Every memory bank some IP of the kernel connects the argument to (XRT's
+        `valid_arg_connection` over the kernel's IPs)."""
+        ips = {i for i, ip in enumerate(self.ip_layout)
+               if ip.name.split(":", 1)[0] == kernel_name}
+        return frozenset(conn.mem_index for conn in self.connectivity
+                         if conn.arg_index == arg_index and conn.ip_index in ips)
+
     @property
     def label(self) -> str:
         return self.path or f"xclbin {self.uuid}"

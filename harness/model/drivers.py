@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.model.firmware import Protocol, single_protocol_refusal
@@ -216,6 +216,16 @@ class DriverBuild:
         """The longest a hang goes unnoticed: one timer period, or three check periods
         (the two silent ones after the one that saw the last signal)."""
         return self.period_s * (3 if self.detection == DEVICE_TWO_CHECKS else 1)
+
+    @property
+    def earliest_seconds(self) -> float:
+        """The soonest a hang is declared after the last job push or completion: one timer
+        period, or two whole silent check periods."""
+        return self.period_s * (2 if self.detection == DEVICE_TWO_CHECKS else 1)
+
+    def with_period(self, seconds: float) -> DriverBuild:
+        """This build with its timeout parameter set otherwise (a machine's setting)."""
+        return replace(self, period_s=seconds)
 
 
 @dataclass(frozen=True)
@@ -471,6 +481,34 @@ def driver_build(flavour: str, kernel: str = DEFAULT_KERNEL) -> DriverBuild:
     if row is None:
         raise ValueError(f"unknown driver flavour {flavour!r}")
     return row.build(row, kernel, release)
+
+
+def probed_build(facts: dict[str, Any], kernel: str | None) -> DriverBuild | None:
+    """What a probed driver does on the machine's kernel (`facts`: the probe's driver
+    facts; `kernel`: its release as the probe read it, e.g. ``6.17.0-1003-oem``), with its
+    timeout parameter as set there; None when the flavour or the kernel series is not
+    one this table knows."""
+    row = FLAVOURS.get(facts.get("flavour") or "")
+    match = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", kernel or "")
+    if row is None or match is None:
+        return None
+    series = f"{match[1]}.{match[2]}" + (f".{match[3]}" if match[3] else "")
+    if kernel_release(series) is None:
+        return None
+    build = driver_build(row.name, series)
+    setting = facts.get("timeout_setting")
+    try:
+        value = float(setting) if setting not in (None, UNREADABLE) else None
+    except ValueError:
+        value = None
+    return build if value is None else build.with_period(value * row.unit_s)
+
+
+def shortest_seconds() -> float:
+    """The soonest any flavour declares a hang at its defaults, on any kernel modelled:
+    what "well before any timer" is measured against when the flavour is unknown."""
+    return min(driver_build(row.name, kernel).earliest_seconds
+               for row in FLAVOURS.values() for kernel in KERNELS)
 
 
 def timeout_seconds(facts: dict[str, Any]) -> float | None:

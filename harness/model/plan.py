@@ -12,6 +12,7 @@ Sizes must be positive and add up to the layer count.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -119,6 +120,16 @@ def plan_label(name: str, chunks: Sequence[int]) -> str:
             # cut off the whole cut: a short one has spaces of its own ("42 x 1")
             return name[:-len(written)] + cut
     return f"{name} {cut}"
+
+
+def plan_file_stem(name: str) -> str:
+    """A plan name as part of a file name (`run_cut_21_21.sh` for plan `cut 21+21`); a long
+    one (a sweep's 1+1+...+1 cut) is shortened with a digest of the whole, so names stay
+    unique and below NAME_MAX."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+    if len(safe) <= 48:
+        return safe
+    return f"{safe[:32]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
 
 
 def parse_plan(spec: str | int, layers: int) -> tuple[int, ...]:

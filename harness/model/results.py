@@ -200,6 +200,9 @@ class TrialResult:
     recovery: dict[str, Any] | None = None     # after a hardware failure: did the device answer
     device_users: dict[str, Any] | None = None  # other processes on the NPU or /dev/kfd then
     trace_events: dict[str, Any] | None = None  # the driver's trace events then (tracefs)
+    # a failing trial: how long its answer took and which timer that matches
+    # (harness.report.timing)
+    time_to_failure: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.status = TrialStatus(self.status)
@@ -262,7 +265,8 @@ DERIVED_KEYS = frozenset({"state", "plan"})
 _OUTCOME_FIELDS = tuple(f.name for f in fields(RunlistOutcome))
 TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
 # what a brief trial keeps: the short fields (not the kernel log, worker, recovery, users)
-BRIEF_FIELDS = ("index", "status", "wall_ms", "seed", "error", "started", "deadline_s")
+BRIEF_FIELDS = ("index", "status", "wall_ms", "seed", "error", "started", "deadline_s",
+                "time_to_failure")
 HEAVY_FIELDS = tuple(name for name in TRIAL_FIELDS if name not in BRIEF_FIELDS)
 
 

@@ -13,8 +13,9 @@ on master):
   two variables and the current folder (SWSPLAT-39875, XRT 5264d12908, in 2.26): as root
   only the environment and an `xrt.ini` beside the executable turn a capture on;
 - the file is read as Boost's `read_ini` reads it: `[Section]` headers, `key = value`
-  lines, `;` comments (a section twice, or a key twice in one, is refused); a file it
-  cannot parse counts as empty (XRT prints `[XRT] Failed to read xrt.ini: ...`);
+  lines, `;` and `#` comments (a section twice, or a key twice in one, is refused); a
+  file it cannot parse counts as empty (XRT prints `[XRT] Failed to read xrt.ini: ...`,
+  once for each of its libraries that reads a setting: not played);
 - `Runtime.capture_frames` (default 0: no capture) is read as an unsigned int
   (`std::stoul` for the variable: leading digits, a text that has none falls back to the
   file); `Runtime.capture_output_dir` defaults to `./`.
@@ -34,6 +35,7 @@ DEFAULT_CAPTURE_DIR = "./"
 INI_NAMES = ("xrt.ini", "sdaccel.ini")
 INI_PATH_VARIABLES = ("XRT_INI_PATH", "SDACCEL_INI_PATH")
 _LEADING_NUMBER = re.compile(r"\s*([+-]?)(\d+)")
+_C_SPACE = " \t\n\v\f\r"              # isspace in the C locale: what Boost's trim removes
 
 
 @dataclass(frozen=True)
@@ -102,31 +104,46 @@ def ini_path(environ: dict[str, str], *, euid: int, exe_dir: Path, cwd: Path) ->
 
 
 def read_ini(path: Path) -> dict[str, str]:
-    """`Section.key` -> value, as Boost's `read_ini` reads the file and
-    `config::detail::get_ini_values` flattens it. Raises ValueError for what read_ini
-    refuses (a line that is neither a section, a key nor a comment; a key twice)."""
+    """`Section.key` -> value, as Boost's `read_ini` reads the file (Boost 1.74,
+    `property_tree/ini_parser.hpp`, what XRT 2.26 is built with on Debian 12 and Ubuntu
+    22.04) and `config::detail::get_ini_values` flattens it: lines end at `\n` and are
+    trimmed of C-locale white space; `;` or `#` starts a comment; a section header ends at
+    its first `]` (the rest of the line is ignored); a key is what precedes the first `=`.
+    A key before any section stands at the top level, where it gives no `Section.key` but
+    takes its name from a section. Raises ValueError for what read_ini refuses (an
+    unmatched `[`, a line with no `=` or nothing before it, a section or key twice)."""
     values: dict[str, str] = {}
+    top: set[str] = set()                 # the tree's top level: sections and bare keys
     section: str | None = None
-    for number, raw in enumerate(path.read_text(errors="replace").splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith(";"):
+    section_keys: set[str] = set()
+    for number, raw in enumerate(path.read_text(errors="replace").split("\n"), 1):
+        line = raw.strip(_C_SPACE)
+        if not line or line[0] in ";#":
             continue
-        if line.startswith("["):
-            if not line.endswith("]"):
+        if line[0] == "[":
+            if section is not None and not section_keys:
+                top.discard(section)      # an empty section is dropped again
+            end = line.find("]")
+            if end < 0:
                 raise ValueError(f"{path}({number}): unmatched '['")
-            section = line[1:-1].strip()
-            if any(key.startswith(section + ".") for key in values):
+            section = line[1:end].strip(_C_SPACE)
+            if section in top:
                 raise ValueError(f"{path}({number}): duplicate section name")
+            top.add(section)
+            section_keys = set()
             continue
-        key, equals, value = line.partition("=")
-        if not equals or not key.strip():
+        equals = line.find("=")
+        if equals < 0:
             raise ValueError(f"{path}({number}): '=' character not found in line")
-        if section is None:
-            continue          # a key before any section: no Section.key for it
-        full = f"{section}.{key.strip()}"
-        if full in values:
+        if equals == 0:
+            raise ValueError(f"{path}({number}): key expected")
+        key = line[:equals].strip(_C_SPACE)
+        keys = top if section is None else section_keys
+        if key in keys:
             raise ValueError(f"{path}({number}): duplicate key name")
-        values[full] = value.strip()
+        keys.add(key)
+        if section is not None:
+            values[f"{section}.{key}"] = line[equals + 1:].strip(_C_SPACE)
     return values
 
 

@@ -44,11 +44,16 @@ MAX_STOPPED = 20               # stopped trials named; those beyond are only cou
 _FREE_FORM = ("worker", "device_users", "recovery", "kernel_log")
 
 
+MAX_TTF = 1_000                # times to failure a plan keeps for its summary
+
+
 @dataclass
 class PlanDigest:
     declaration: Any
     trials: int = 0
     counts: Summary = field(default_factory=Summary)
+    # failing trials' times to failure (harness.report.timing)
+    ttfs: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.label = _label(self.declaration)
@@ -144,6 +149,10 @@ class Digest:
         plan.counts.add(trial, states)
         status = str(trial.get("status"))
         runlists = trial.get("runlists")
+        ttf = trial.get("time_to_failure")
+        if isinstance(ttf, dict) and isinstance(ttf.get("ms"), (int, float)) \
+                and len(plan.ttfs) < MAX_TTF:
+            plan.ttfs.append(ttf)
         self._learn(trial, entry.raw)
         label = plan.label
         # trials are numbered from 1 wherever they are shown, as the console counts them
@@ -265,6 +274,7 @@ class Digest:
         first = self.first_with_lines or self.first_failed
         kept = None if self.kept is None else [(p, shown(t)) for p, t in self.kept]
         return ReportView(header=header, plan_trials=[p.trials for p in self.plans],
+                          plan_ttfs=[list(p.ttfs) for p in self.plans],
                           failing=rows, failing_beyond=self.rows_beyond,
                           located=[str(shown(x)) for x in self.located],
                           first_failure=(shown(first[0]), shown(first[1])) if first else None,
@@ -303,6 +313,7 @@ class ReportView:
     stopped: list[tuple[str, int, str]] = field(default_factory=list)  # label, number, status
     stopped_count: int = 0
     unnamed: bool = False            # some failing run is only its chain: the device named none
+    plan_ttfs: list[list[dict[str, Any]]] = field(default_factory=list)   # per plan
 
     def whole_document(self) -> dict[str, Any] | None:
         """The report as one nested document, when its trials were few enough to keep."""

@@ -42,6 +42,11 @@ HEADER_KEYS = ("schema", "run_id", "created", "finished", "command", "harness", 
                "environment", "artifacts", "case", "settings", "plans", "verdict")
 
 
+# a plan whose runs carry the simulator's stand-in work stream (harness.formats.txn
+# work_stream) instead of the case's control code: the simulated stack only
+STAND_IN = "stand-in"
+
+
 def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -72,6 +77,8 @@ def continue_command(command: str | None, path: str | Path) -> str:
         return f"runlist-harness bisect --replay {path}"
     if command == "sweep":
         return f"runlist-harness sweep --replay {path}"
+    if command == "investigate":
+        return f"runlist-harness investigate --resume {path}"
     return f"runlist-harness run --resume {path}"
 
 
@@ -111,6 +118,7 @@ class PlanRecord:
     trials: list[TrialResult] = field(default_factory=list)
     control: str | None = None       # a control plan: what it runs instead of the case
     frame: str | None = None         # a capture's frame it cuts, if not the case's own
+    work: str | None = None          # STAND_IN: runs carry the simulator's stand-in work
 
     @property
     def label(self) -> str:
@@ -140,6 +148,8 @@ class PlanRecord:
             out["control"] = self.control
         if self.frame:
             out["frame"] = self.frame
+        if self.work:
+            out["work"] = self.work
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,7 +160,7 @@ class PlanRecord:
     def from_dict(cls, data: dict[str, Any]) -> PlanRecord:
         trials = [TrialResult.from_json(raw) for raw in data.get("trials") or []]
         return cls(data["name"], str(data["spec"]), list(data["chunks"]), data.get("expect"),
-                   trials, data.get("control"), data.get("frame"))
+                   trials, data.get("control"), data.get("frame"), data.get("work"))
 
 
 def trial_dict(trial: TrialResult, *, runlists: bool = True) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 from harness.formats.printable import escape_controls
 from harness.formats.yamlio import dump_yaml, dump_yaml_within
 from harness.logs.kernel_log import mark_simulated
-from harness.model.plan import plan_label
+from harness.model.plan import plan_file_stem, plan_label
 from harness.model.results import counts_text, flow_text
 from harness.report.digest import MAX_BODY, ReportView
 from harness.report.evidence import (
@@ -42,6 +42,7 @@ from harness.report.provenance import (
     stack_tables,
     what_ran_rows,
 )
+from harness.report.timing import timers_lines, trials_ttf_text
 from harness.report.verdict import verdict_lines
 
 MAX_FAILING_ROWS = 20
@@ -216,10 +217,22 @@ def _counts(plan: dict[str, Any]) -> str:
 
 def plan_rows(view: ReportView) -> list[list[str]]:
     """plan | trials (those that got an answer: a stopped trial is not one) | outcome |
-    expected."""
+    expected | time to failure."""
+    timers = view.header.get("timers") if isinstance(view.header.get("timers"), dict) else None
+    ttfs = view.plan_ttfs or [[] for _ in view.plan_trials]
     return [[record_label(p), str((p.get("summary") or {}).get("trials", trials)), _counts(p),
-             "(control)" if p.get("control") else p.get("expect") or "-"]
-            for p, trials in zip(view.header.get("plans") or [], view.plan_trials, strict=False)]
+             "(control)" if p.get("control") else p.get("expect") or "-",
+             trials_ttf_text(failed, timers) or "-"]
+            for p, trials, failed in zip(view.header.get("plans") or [], view.plan_trials, ttfs,
+                                         strict=False)]
+
+
+def timers_markdown(data: dict[str, Any]) -> list[str]:
+    """The timers the trials met, each with its source (reports before 0.3 have none)."""
+    timers = data.get("timers")
+    if not isinstance(timers, dict):
+        return []
+    return ["**Timers:** " + "; ".join(_cell(line) for line in timers_lines(timers)) + ".", ""]
 
 
 def bisect_rows(section: dict[str, Any]) -> list[list[str]]:
@@ -352,8 +365,9 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         header, rows = sweep_table(data["sweep"])
         lines += ["### Sweep", ""] + md_table(header, rows) + [""]
     elif data.get("plans"):
-        lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected"],
-                                              plan_rows(view)) + [""]
+        lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected",
+                                               "time to failure"], plan_rows(view)) + [""]
+    lines += timers_markdown(data)
     stopped = stopped_text(view)
     if stopped:
         lines += [_cell(stopped) + ".", ""]
@@ -379,7 +393,7 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     lines += evidence_markdown(view, MAX_LOG_LINES)
     lines += trace_markdown(view)
     lines += export_markdown(data.get("exports"), any(
-        isinstance(p, dict) and p.get("control") for p in data.get("plans") or []))
+        isinstance(p, dict) and p.get("control") for p in data.get("plans") or []), bundle)
     lines += ["### This machine in full (the probe's fingerprint)", ""] + md_table(
         ["", ""], [list(r) for r in environment_rows(data.get("environment") or {})]) + [""]
     lines += xrt_smi_markdown(data.get("environment") or {}, data.get("xrt_smi_control"))
@@ -632,17 +646,24 @@ def _longest_backticks(text: str) -> int:
 
 # -- plain text -------------------------------------------------------------------------
 
-def export_markdown(exports: dict[str, Any] | None, control_ran: bool = True) -> list[str]:
-    """How to reproduce with XRT's own runner, from the recipes written beside the report;
-    XRT's own deep-runlist test named beside the depth-only control only when that ran."""
+def export_markdown(exports: dict[str, Any] | None, control_ran: bool = True,
+                    bundle: list[str] | None = None) -> list[str]:
+    """How to reproduce with XRT's own runner, from the recipes written beside the report
+    (or in the bundle that carries them: `recipes/`), by the names `export` gives their
+    scripts; XRT's own deep-runlist test named beside the depth-only control only when that
+    ran."""
     if not exports:
         return []
-    folder = Path(exports["folder"]).name
+    if bundle and any(name.rstrip("/") == "recipes" for name in bundle[1:]):
+        folder = "recipes"
+        where = f"in `{folder}/` of the attached `{bundle[0]}`"
+    else:
+        folder = Path(exports["folder"]).name
+        where = f"in `{folder}/` beside this report (attach it)"
     lines = ["### Reproduce with XRT's own tools", "",
-             f"The plans as XRT run recipes are in `{folder}/` beside this report (attach "
-             "it). With XRT installed, no Python needed:", "", "```sh",
-             "source /opt/xilinx/xrt/setup.sh", f"cd {folder}"]
-    lines += [f"sh run_{name}.sh" for name in exports.get("plans") or []]
+             f"The plans as XRT run recipes are {where}. With XRT installed, no Python "
+             "needed:", "", "```sh", "source /opt/xilinx/xrt/setup.sh", f"cd {folder}"]
+    lines += [f"sh run_{plan_file_stem(name)}.sh" for name in exports.get("plans") or []]
     lines += ["```", ""]
     if exports.get("missing"):
         lines += [f"Not included (copy in first): {', '.join(exports['missing'])}.", ""]
@@ -688,7 +709,10 @@ def render_text(view: ReportView) -> str:
     else:
         lines += ["", "plans:"] + [f"  {r[0]:<24} {r[2]}" + (f"   (expected {r[3]})"
                                                             if r[3] != "-" else "")
+                                   + (f"; {r[4]}" if r[4] != "-" else "")
                                    for r in plan_rows(view)]
+    if isinstance(data.get("timers"), dict):
+        lines += ["", "timers:"] + [f"  {line}" for line in timers_lines(data["timers"])]
     stopped = stopped_text(view)
     if stopped:
         lines += ["", stopped]

@@ -506,10 +506,16 @@ class _Storage:
 
 bo_flags = make_enum("flags", {"normal": 0, "cacheable": 1 << 24, "device_only": 1 << 28,
                                "host_only": 1 << 29, "p2p": 1 << 30, "svm": 1 << 27})
+_CACHEABLE, _HOST_ONLY = 1 << 24, 1 << 29
 
 
 class bo:
     flags = bo_flags
+    # as allocated (a sub-buffer: its parent's), for inspection and XRT's capture
+    _flags: Any = None
+    _group = 0
+    _bank = 0                            # the memory bank of its group (xcl_bo_flags)
+    _parent: bo | None = None            # a sub-buffer's
     # .export_values()
     normal, cacheable, device_only, host_only, p2p, svm = \
         (getattr(bo_flags, n) for n in bo_flags.__members__)
@@ -520,6 +526,17 @@ class bo:
         self._size = 0
         _BO_NEW(self, release(), args, kwargs, type(self).__name__)
 
+    def _shim_bo(self, stack: Stack, size: int, flags: Any, group: int) -> None:
+        """A buffer of the XDNA shim: host-only or cacheable, nothing else
+        (amd/xdna-driver 856409ca src/shim device.cpp `alloc_bo`, buffer.cpp
+        `bo_flags_to_type`; XRT 2.26 over the emulated driver answered so)."""
+        if size != 0 and (flags is None or flags.value == 0):
+            raise RuntimeError("unsupported buffer type: none flag (err=95): Operation not "
+                               "supported")
+        if size != 0 and flags.value not in (_HOST_ONLY, _CACHEABLE):
+            raise RuntimeError("Bad BO type. (err=22): Invalid argument")
+        self._allocate(stack, size, flags, group)
+
     def _allocate(self, stack: Stack, size: int, flags: Any = None, group: int = 0) -> None:
         if size == 0:
             raise RuntimeError("Failed to allocate buffer object of size 0: "
@@ -527,6 +544,7 @@ class bo:
         self._storage = _Storage(size)
         self._size = size
         self._flags, self._group = flags, group      # as allocated, for inspection
+        self._bank = group & 0xFFFF
 
     def _sub_buffer(self, parent: bo, size: int, offset: int) -> None:
         storage = parent._s()
@@ -534,6 +552,10 @@ class bo:
             raise RuntimeError(f"Sub buffer of {size} bytes at offset {offset} exceeds the "
                                f"parent's {parent._size} bytes")
         self._storage, self._offset, self._size = storage, parent._offset + offset, size
+        # buffer_sub: the parent's flags and memory group, and its sync goes through the
+        # parent's (xrt_bo.cpp, which XRT's capture records parent first)
+        self._flags, self._group, self._bank = parent._flags, parent._group, parent._bank
+        self._parent = parent
 
     def _s(self) -> _Storage:
         if self._storage is None:
@@ -619,15 +641,15 @@ def _bo_overloads() -> tuple[Overloads, Overloads, Overloads, Overloads]:
     return (Overloads("__init__", "bo", [
         Overload("(device: pyxrt.device, size: int, flags: pyxrt.bo.flags, group: int)",
                  (_device_param(), ("size", SIZE_T), flags, group),
-                 lambda self, d, size, f, g: self._allocate(d._open(), size, f, g),
+                 lambda self, d, size, f, g: self._shim_bo(d._open(), size, f, g),
                  named=True),
         Overload("(hwctx: pyxrt.hw_context, size: int, flags: pyxrt.bo.flags, group: int)",
                  (ctx, ("size", SIZE_T), flags, group),
-                 lambda self, c, size, f, g: self._allocate(_ctx_stack(c), size), new,
+                 lambda self, c, size, f, g: self._shim_bo(_ctx_stack(c), size, f, g), new,
                  named=True),
         Overload("(hwctx: pyxrt.hw_context, size: int, group: int)",
                  (ctx, ("size", SIZE_T), group),
-                 lambda self, c, size, g: self._allocate(_ctx_stack(c), size), new,
+                 lambda self, c, size, g: self._shim_bo(_ctx_stack(c), size, None, g), new,
                  named=True),
         Overload("(arg0: pyxrt.bo, arg1: int, arg2: int)",
                  (("parent", instance_of(bo)), ("size", SIZE_T), ("offset", SIZE_T)),

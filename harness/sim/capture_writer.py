@@ -20,6 +20,9 @@ the same): `src/runtime_src/core/common/runner/capture.cpp`, `capture.h`,
   `sync(XCL_BO_SYNC_BO_TO_DEVICE)` is dumped from its host memory; a wait (`run.wait`,
   `run.wait2` and `runlist.wait` that did not throw) is added to the last frame the
   waiting thread started, naming the last frame of the run or runlist waited on;
+- a buffer is recorded when first synced to the device or set; a sub-buffer syncs through
+  its parent, which is recorded first (`buffer_sub::sync` in `api/xrt_bo.cpp`), and has the
+  parent's flags and memory group; its `memgrp` is the group's bank, without the slot;
 - records are made on first use: a run on its first `set_arg` or `runlist.add`, with its
   context (the xclbin dumped, or for a context made from full ELFs each ELF) and kernel
   (its control-code ELF dumped) before it; an ELF's bytes when it is made; names count
@@ -41,7 +44,9 @@ the same): `src/runtime_src/core/common/runner/capture.cpp`, `capture.h`,
 Not modelled: XRT keys its records by object address, so an object freed while capturing
 and a new one at its address can be taken for each other (keep objects alive while
 capturing); the simulated writer keys by object. XRT orders contexts, buffers, kernels
-and runs by the address of its records; here by creation (the importer relies on neither).
+and runs by the address of its records; here contexts, kernels and runs by creation and
+buffers by first use in a run (the importer relies on neither). Thread ids are the
+threads' own, as XRT prints them (pthread_self).
 """
 
 from __future__ import annotations
@@ -70,7 +75,9 @@ class _Bo:
         self.storage, self.offset, self.size = obj._s(), obj._offset, obj._size
         flags = getattr(obj, "_flags", None)
         self.flags = 0 if flags is None else int(getattr(flags, "value", flags))
-        self.memgrp = int(getattr(obj, "_group", 0) or 0)
+        # bo::get_memory_group: the bank of the group it was made in (xcl_bo_flags), not
+        # the context's slot above it
+        self.memgrp = int(getattr(obj, "_group", 0) or 0) & 0xFFFF
         self.valid: set[int] = set()          # runs (by record id) synced with this buffer
 
     def data(self) -> bytes:
@@ -228,6 +235,11 @@ class Recorder:
         runlist.runs.append(self.run(r))
 
     def sync(self, obj: Any) -> None:
+        """capture_sync; a sub-buffer syncs through its parent, which is recorded first
+        (xrt_bo.cpp `buffer_sub::sync`)."""
+        parent = getattr(obj, "_parent", None)
+        if parent is not None:
+            self.sync(parent)
         self.bo(obj).valid.clear()
 
     def start(self, target: _Run | _Runlist | None) -> None:

@@ -140,9 +140,28 @@ TOKENS = (
     TokenDoc("hang-at:K", "deviation",
              "the run at position K (0-based) of every runlist never completes",
              "hypothesis: a kernel that hangs the array"),
+    TokenDoc("work-hang:N", "deviation",
+             "in every runlist, the Nth run (counted from 1) whose control code carries work "
+             "never completes: N-1 such runs complete, the Nth hangs until the driver's timer "
+             "fires; runs of the one-NOOP stream never hang and are not counted, so NOOP "
+             "runlists of any depth complete and runlists holding fewer than N runs of work "
+             "complete (single runs started by themselves too)",
+             "hypothesis: a kernel's lock or semaphore that overflows after N runs in one "
+             "runlist (a 6-bit lock counter hung the 8th run, 7 completed), or a deadlock in "
+             "the work (Xilinx/mlir-air#1984)"),
+    TokenDoc("reject-at:N", "deviation",
+             "the firmware fails the run at position N (0-based) of every runlist deeper than "
+             "N at once, whatever it carries: its chain ends ERROR with error_index at that "
+             "run, so XRT names it, and the runs after it are ABORT; nothing waits for a "
+             "timer",
+             "hypothesis: a firmware that refuses a command it cannot run (an error that "
+             "names its run, as ERT_CMD_STATE_ERROR with error_index does)"),
     TokenDoc("slow:KERNEL:US", "deviation",
              "every command of KERNEL (kernel name, xclbin file stem such as layer, or "
-             "stem/kernel) takes US microseconds",
+             "stem/kernel) takes US microseconds; a chain whose commands add up to more than "
+             "the driver's timer ends TIMEOUT at the timer (drm_sched's timer runs from the "
+             "chain's push or the last completion; a chain is one job), while a cut into "
+             "shorter chains completes",
              "hypothesis: a slow kernel tripping the driver's timeout"),
     TokenDoc("flaky:P", "deviation",
              "each submitted job hangs at a random command with probability P, reproducibly "
@@ -167,6 +186,8 @@ class Profile:
     inflight_cap: int | None = None
     xrt_chain: int = 24
     hang_at: tuple[int, ...] = ()
+    work_hang: int | None = None
+    reject_at: tuple[int, ...] = ()
     slow: tuple[tuple[str, float], ...] = ()
     flaky: float = 0.0
     seed: int = 0
@@ -232,6 +253,9 @@ class Profile:
         if self.xrt_chain != 24:
             out.append(f"xrt-chain:{self.xrt_chain}")
         out += [f"hang-at:{k}" for k in self.hang_at]
+        if self.work_hang is not None:
+            out.append(f"work-hang:{self.work_hang}")
+        out += [f"reject-at:{n}" for n in self.reject_at]
         out += [f"slow:{kernel}:{_num(us)}" for kernel, us in self.slow]
         if self.flaky:
             out.append(f"flaky:{_num(self.flaky)}")
@@ -255,6 +279,14 @@ class Profile:
                        f"{self.xrt_chain} instead of 24")
         out += [f"hang-at:{k} makes every runlist deeper than {k} fail (its run {k}, "
                 "0-based, never completes)" for k in self.hang_at]
+        if self.work_hang is not None:
+            n = self.work_hang
+            out.append(f"work-hang:{n} makes every runlist holding {n} or more runs that carry "
+                       f"work fail (the {_ordinal(n)} of them never completes); NOOP runs "
+                       "never hang")
+        out += [f"reject-at:{n} makes every runlist deeper than {n} fail at once (the "
+                f"firmware fails its run {n}, 0-based, with an error naming it)"
+                for n in self.reject_at]
         out += [f"slow:{kernel}:{_num(us)} makes each {kernel} command take {_num(us)} us, so "
                 "a chain that runs past the driver's timeout fails" for kernel, us in self.slow]
         if self.flaky:
@@ -288,6 +320,11 @@ class Profile:
         return replace(self, realtime=realtime)
 
 
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
@@ -302,7 +339,7 @@ def parse_profile(text: str | None) -> Profile:
     """Parse a profile string; errors name the token and list what is allowed."""
     if text is None or not text.strip():
         return Profile()
-    values: dict = {"hang_at": [], "slow": []}
+    values: dict = {"hang_at": [], "reject_at": [], "slow": []}
     seen: set[str] = set()
     for raw in text.split(","):
         token = raw.strip()
@@ -310,7 +347,7 @@ def parse_profile(text: str | None) -> Profile:
             continue
         head, _, rest = token.partition(":")
         if head in ("device", "kernel", "xrt", "inflight-cap", "xrt-chain", "seed", "flaky",
-                    "realtime", "firmware"):
+                    "realtime", "firmware", "work-hang"):
             if head in seen:
                 raise BadInput(f"profile {text!r} gives {head} twice; give it once")
             seen.add(head)
@@ -336,6 +373,10 @@ def parse_profile(text: str | None) -> Profile:
             values["xrt_chain"] = _positive(token, rest)
         elif head == "hang-at" and re.fullmatch(_INT, rest):
             values["hang_at"].append(_bounded(token, rest, MAX_COUNT))
+        elif head == "work-hang" and re.fullmatch(_INT, rest):
+            values["work_hang"] = _positive(token, rest)
+        elif head == "reject-at" and re.fullmatch(_INT, rest):
+            values["reject_at"].append(_bounded(token, rest, MAX_COUNT))
         elif head == "seed" and re.fullmatch(_INT, rest):
             values["seed"] = _bounded(token, rest, MAX_SEED)
         elif head == "flaky":
@@ -355,6 +396,7 @@ def parse_profile(text: str | None) -> Profile:
             raise BadInput(f"unknown profile token {token!r} in {text!r}; allowed: {allowed} "
                            "(see `runlist-harness sim profiles`)")
     values["hang_at"] = tuple(sorted(set(values["hang_at"])))
+    values["reject_at"] = tuple(sorted(set(values["reject_at"])))
     values["slow"] = tuple(values["slow"])
     profile = Profile(**values)
     _cap_can_fire(profile, text)

@@ -252,6 +252,20 @@ RULES = (
          "is its module's .ctrltext, checked the same way",
          "STACK.md 7, 8; aie-rt xaie_txn.h; Xilinx/XRT src/runtime_src/core/tools/common/"
          "tests/TestAIEReconfigOverhead.cpp"),
+    Rule("XRT", "kernel.group_id(i) is the argument's memory bank (0xFFFF for none) in the "
+         "low 16 bits and the context's slot, the driver's context handle, above them; "
+         "set_arg of a buffer in a bank the argument is not connected to (its group's low 16 "
+         "bits; a sub-buffer's parent's) prints two warnings and fails, 'No host side buffer "
+         "in destination buffer: Invalid argument': XRT copies it into the connected bank, "
+         "which the NPU cannot (no device copy, no host side). Checked with XRT 2.26 over "
+         "the emulated driver",
+         f"{XRT_KERNEL} kernel_impl::group_id, validate_bo_at_index; xrt_bo.cpp "
+         "alloc_clone, copy_through_host; amd/xdna-driver src/shim hwctx.cpp get_slotidx"),
+    Rule("XRT", "the XDNA shim makes host-only and cacheable buffers only: no flag is "
+         "'unsupported buffer type: none flag (err=95)', device_only, p2p and svm 'Bad BO "
+         "type. (err=22)'. Checked with XRT 2.26 over the emulated driver",
+         "amd/xdna-driver 856409ca src/shim device.cpp alloc_bo, buffer.cpp "
+         "bo_flags_to_type"),
     Rule("firmware", "a sub-command whose payload still holds what the driver wrote after an "
          "earlier failure carries a garbage instruction address: nothing public says what "
          "the firmware does with one; the simulator ends it ERROR (an assumption)",
@@ -264,6 +278,15 @@ RULES = (
          "one), what the frames name checked once the resources are in",
          f"{RUNNER}/capture.cpp save_replay_script (at 963c58ee), "
          "core/common/json/nlohmann/json.hpp (std::map objects)"),
+    Rule("format", "XRT's capture records a buffer when it is first synced or set, a "
+         "sub-buffer after its parent (its sync goes through the parent's), with its "
+         "parent's flags and group; it keys every record by address, so a process that "
+         "frees XRT objects while it records can have a new one taken for a freed one (a "
+         "segfault, or no replay.json: 'could not save replay script: map::at'), which the "
+         "simulated writer, keying by object, does not play: the harness keeps its objects "
+         "while XRT records",
+         f"{RUNNER}/capture.cpp create_bo_if_new, capture_sync, frames (at 49612fa3); "
+         "xrt_bo.cpp buffer_sub::sync"),
     Rule("format", "each captured context keeps its cfg (string values), which replay.cpp "
          "makes the context with (passed through pyxrt's hw_context cfg_param where the "
          "value is a number, from the 2.23 binding); ini holds the XRT settings the "

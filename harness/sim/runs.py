@@ -28,11 +28,12 @@ lists:
 
 from __future__ import annotations
 
+import sys
 import types
 import warnings
 from typing import Any
 
-from harness.formats.txn import TxnError, check_stream
+from harness.formats.txn import TxnError, carries_work, check_stream
 from harness.model.firmware import NOT_MODELLED
 from harness.sim.binding import (
     TIMEOUT_VALUE,
@@ -74,6 +75,7 @@ from harness.sim.releases import (
 )
 from harness.sim.stack import (
     FF,
+    REJECTED,
     START_CU,
     START_NPU,
     START_NPU_PREEMPT,
@@ -165,12 +167,21 @@ class kernel:
         self._opcode = START_CU
         self._stack = stack
         self._latency_us = stack.latency_for(ctx._label, name)
-        self._hang_at = frozenset(stack.profile.hang_at)
+        profile = stack.profile
+        self._hang_at = frozenset(profile.hang_at)
+        self._reject_at = frozenset(profile.reject_at)
+        self._work_hang = profile.work_hang
         self._width = ctx._ctx.width
         self._dev_gen = stack.device.dev_gen
         self._fault_cache: dict[tuple, str | None] = {}
+        self._work_cache: dict[tuple, bool] = {}
         self._elf: Any = None                 # the binding elf its control code comes from
         self._code: bytes | None = None
+        # the memory banks each argument is connected to in the context's xclbin, which a
+        # buffer set on it must be in (None: a full ELF's kernel, with no connectivity)
+        x = ctx._xclbin
+        self._banks: tuple[frozenset[int], ...] | None = None if x is None else tuple(
+            x._m().arg_banks(name, i) for i in range(nargs))
 
     def _k(self) -> kernel:
         if self._hwctx is None:
@@ -181,9 +192,18 @@ class kernel:
         return _GROUP_ID(self, release(), args, kwargs)
 
     def _group_id(self, index: int) -> int:
+        """xrt_kernel.cpp `kernel_impl::group_id`: the argument's memory bank in the low 16
+        bits (0xFFFF for one connected to none), the context's slot in the next 8
+        (`xcl_bo_flags`); the slot is the driver's context handle (amd/xdna-driver
+        `hwctx::get_slotidx`). XRT 2.26 over the emulated driver: 65537 for the first
+        context's argument 1 (bank 1), 131071 for an unconnected one, 131073 in the
+        second context."""
         self._k()
-        x = self._hwctx._xclbin
-        return x._m().group_id(self._name, index) if x is not None else 0
+        ctx = self._hwctx
+        if ctx is None or ctx._xclbin is None:
+            return 0
+        bank = ctx._xclbin._m().group_id(self._name, index) & 0xFFFF
+        return (ctx._live().id & 0xFF) << 16 | bank
 
     def __call__(self, *args: Any) -> run:
         r = run(self)
@@ -213,17 +233,41 @@ class kernel:
         value = r._args[0] if r._args else 0
         return (value.address() if isinstance(value, bo) else int(value)) & FF
 
+    def _instructions_key(self, r: run) -> tuple | str | None:
+        """What identifies this run's instructions as the device reads them (its control
+        code, or its instruction buffer's synced state): a key, None for no instructions
+        at all, or why argument 1 is no instruction buffer."""
+        if self._code is not None:
+            return ("elf", id(self._code))
+        instr, ninstr = r._args[1], r._args[2]
+        if instr == 0 and ninstr == 0 and not isinstance(instr, bo):
+            return None       # no instruction buffer: the firmware has nothing to run
+        if not isinstance(instr, bo):
+            return "argument 1 is not an instruction buffer"
+        return (instr._device_version(), ninstr)
+
+    def _works(self, r: run) -> bool:
+        """Whether this run's instructions carry work (anything but NOOPs), as the
+        firmware reads them: what `work-hang:N` counts (cached per buffer state)."""
+        key = self._instructions_key(r)
+        if not isinstance(key, tuple):
+            return False
+        try:
+            return self._work_cache[key]
+        except KeyError:
+            pass
+        stream = self._code if self._code is not None else r._args[1]._device_bytes()
+        works = carries_work(stream)
+        if len(self._work_cache) > 1000:
+            self._work_cache.clear()
+        self._work_cache[key] = works
+        return works
+
     def _fault(self, r: run) -> str | None:
         """What the firmware rejects in this run's instructions (cached per buffer state)."""
-        if self._code is not None:
-            key: tuple = ("elf", id(self._code))
-        else:
-            instr, ninstr = r._args[1], r._args[2]
-            if instr == 0 and ninstr == 0 and not isinstance(instr, bo):
-                return None   # no instruction buffer: the firmware has nothing to run
-            if not isinstance(instr, bo):
-                return "argument 1 is not an instruction buffer"
-            key = (instr._device_version(), ninstr)
+        key = self._instructions_key(r)
+        if not isinstance(key, tuple):
+            return key
         try:
             return self._fault_cache[key]
         except KeyError:
@@ -232,8 +276,10 @@ class kernel:
             if self._code is not None:
                 check_stream(self._code, columns=self._width, dev_gen=self._dev_gen)
             else:
+                instr, ninstr = r._args[1], r._args[2]
                 check_stream(instr._device_bytes(), columns=self._width, dev_gen=self._dev_gen,
-                             ninstr_words=ninstr if isinstance(ninstr, int) else 0)
+                             # the register holds the C int's 32 bits (-1 is 0xFFFFFFFF)
+                             ninstr_words=ninstr % 2**32 if isinstance(ninstr, int) else 0)
             fault = None
         except TxnError as err:
             fault = f"invalid instruction stream: {err}"
@@ -241,6 +287,20 @@ class kernel:
             self._fault_cache.clear()
         self._fault_cache[key] = fault
         return fault
+
+
+def _unconnected(k: kernel, index: int, value: bo) -> RuntimeError:
+    """xrt_kernel.cpp `validate_bo_at_index`: a buffer in a bank the argument is not
+    connected to is copied into a clone in the connected one, which on the NPU has no
+    device copy and no host side (xrt_bo.cpp `copy_through_host`): set_arg fails after
+    XRT's two warnings (XRT 2.26 over the emulated driver)."""
+    print(f"[XRT] WARNING: Kernel {k._name} has no compute units with connectivity required "
+          f"for global argument at index {index}. The argument is allocated in bank "
+          f"{value._bank}, the compute unit is connected to bank "
+          f"{k._group_id(index)}. Allocating local copy of argument buffer in connected "
+          "bank.\n[XRT] WARNING: Reverting to host copy of buffers (exec_buf: Operation not "
+          "supported)", file=sys.stderr)
+    return RuntimeError("No host side buffer in destination buffer: Invalid argument")
 
 
 def _kernel_overloads() -> tuple[Overloads, Overloads]:
@@ -276,7 +336,7 @@ def _as_bo(value: Any) -> bo:
 # -- runs --------------------------------------------------------------------------------
 
 class run:
-    __slots__ = ("_kernel", "_args", "_job", "_packet", "_in", "_over", "_stale",
+    __slots__ = ("_kernel", "_banks", "_args", "_job", "_packet", "_in", "_over", "_stale",
                  "__weakref__")
 
     def __init__(self, k: Any = _MISSING, /) -> None:
@@ -286,8 +346,10 @@ class run:
             if k._hwctx is None:
                 raise not_initialized("kernel")
             self._args: list[Any] = [0] * k._nargs
+            self._banks = k._banks
         elif k is _MISSING:
             self._args = []
+            self._banks = None
             k = None
         else:
             raise incompatible("__init__", ["pyxrt.run()", "pyxrt.run(arg0: pyxrt.kernel)"],
@@ -311,10 +373,15 @@ class run:
         # everything else by the slow path. Positional-only, as the binding names no
         # parameter (and a keyword dictionary would cost the hot path).
         try:
-            if index >= 0 and (value.__class__ is bo or value.__class__ is int
-                               and -0x80000000 <= value <= 0x7FFFFFFF):
-                self._args[index] = value      # a non-int index or one too large raises
-                return
+            if index >= 0:
+                if value.__class__ is bo:
+                    banks = self._banks        # a buffer in a bank the argument takes
+                    if banks is None or value._bank in banks[index]:
+                        self._args[index] = value
+                        return
+                elif value.__class__ is int and -0x80000000 <= value <= 0x7FFFFFFF:
+                    self._args[index] = value  # a non-int index or one too large raises
+                    return
         except Exception:  # noqa: BLE001 - the slow path names what is wrong
             pass
         self._set_arg_slow(index, value)
@@ -332,10 +399,13 @@ class run:
                 "(self: pyxrt.run, arg0: int, arg1: pyxrt.bo) -> None",
                 "(self: pyxrt.run, arg0: int, arg1: int) -> None"], "pyxrt.run",
                 [self, *given]) from None
-        self._k()
+        k = self._k()
         size = len(self._args)
         if not 0 <= index < size:
             raise IndexError(_int_range_message(index, size))
+        if isinstance(value, bo) and k._banks is not None and \
+                value._bank not in k._banks[index]:
+            raise _unconnected(k, index, value)
         self._args[index] = value
 
     def start(self, *args: Any) -> None:
@@ -523,11 +593,12 @@ def _touched() -> None:
     _touches += 1
 
 
-def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[int],
-                                                dict[int, str], set[int]]:
+def _chain(runs: list[run], start: int, work_hang: int | None = None
+           ) -> tuple[list[float], list[int], list[int], dict[int, str], set[int]]:
     """The driver's view of one chain of runs (from `start` in the runlist): per-command
     latencies, argument bytes and opcodes, the commands the firmware rejects and those
-    that hang. A chain of one kernel and one instruction stream is described at once."""
+    that hang (`work_hang`: the runlist position `work-hang:N` hangs, if any). A chain of
+    one kernel and one instruction stream is described at once."""
     n = len(runs)
     first = runs[0]
     k = first._kernel
@@ -538,23 +609,50 @@ def _chain(runs: list[run], start: int) -> tuple[list[float], list[int], list[in
                       or [r._args[1] for r in runs].count(first._args[1]) == n
                       and [r._args[2] for r in runs].count(first._args[2]) == n):
         fault = k._fault(first)
+        latencies, arg_bytes, opcodes = [k._latency_us] * n, [k._arg_bytes] * n, \
+            [k._opcode] * n
+        faults = dict.fromkeys(range(n), fault) if fault is not None else {}
         hangs = {i - start for i in k._hang_at if start <= i < start + n} if k._hang_at \
             else set()
-        return ([k._latency_us] * n, [k._arg_bytes] * n, [k._opcode] * n,
-                dict.fromkeys(range(n), fault) if fault is not None else {}, hangs)
-    latencies, arg_bytes, opcodes = [], [], []
-    faults: dict[int, str] = {}
-    hangs = set()
-    for offset, r in enumerate(runs):
-        latency, nbytes, opcode, fault, hang = _command(r, start + offset)
-        latencies.append(latency)
-        arg_bytes.append(nbytes)
-        opcodes.append(opcode)
-        if fault is not None:
-            faults[offset] = fault
-        if hang:
-            hangs.add(offset)
+    else:
+        latencies, arg_bytes, opcodes = [], [], []
+        faults, hangs = {}, set()
+        for offset, r in enumerate(runs):
+            latency, nbytes, opcode, fault, hang = _command(r, start + offset)
+            latencies.append(latency)
+            arg_bytes.append(nbytes)
+            opcodes.append(opcode)
+            if fault is not None:
+                faults[offset] = fault
+            if hang:
+                hangs.add(offset)
+    if work_hang is not None and start <= work_hang < start + n:
+        hangs.add(work_hang - start)
+    for position in k._reject_at:
+        if start <= position < start + n:
+            faults.setdefault(position - start, REJECTED.format(position=position))
     return latencies, arg_bytes, opcodes, faults, hangs
+
+
+def _work_hang_position(runs: list[run], n: int) -> int | None:
+    """Where `work-hang:N` hangs a runlist: the position of its Nth run that carries
+    work, or None when it holds fewer. Runs of one kernel and one instruction stream are
+    told at once."""
+    if len(runs) < n:
+        return None
+    first = runs[0]
+    k = first._kernel
+    if [r._kernel for r in runs].count(k) == len(runs) and (
+            k._code is not None or [r._args[1] for r in runs].count(first._args[1])
+            == len(runs)):
+        return n - 1 if k._works(first) else None
+    seen = 0
+    for position, r in enumerate(runs):
+        if r._kernel._works(r):
+            seen += 1
+            if seen == n:
+                return position
+    return None
 
 
 def _command(r: run, position: int | None) -> tuple[float, int, int, str | None, bool]:
@@ -710,9 +808,11 @@ class runlist:
             self._reset_needed = False
         self._touches_seen = _touches
         jobs = []
+        work_hang = runs[0]._kernel._work_hang
+        hang_at = _work_hang_position(runs, work_hang) if work_hang else None
         for start in range(0, len(runs), size):
             latencies, arg_bytes, opcodes, faults, hangs = _chain(runs[start:start + size],
-                                                                  start)
+                                                                  start, hang_at)
             jobs.append(stack.submit(ctx._ctx, latencies, arg_bytes, opcodes, faults, hangs,
                                      True))
         self._jobs = jobs

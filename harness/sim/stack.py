@@ -79,6 +79,8 @@ MAINLINE_TIMEOUT_US = driver_build("mainline").period_s * 1e6
 DEFAULT_LATENCY_US = 50.0
 # Firmware dispatch cost of a sub-command that fails validation before running.
 FAULT_US = 5.0
+# the firmware's note on a run `reject-at:N` fails (the simulator's log)
+REJECTED = "the firmware fails run {position} at once (hypothesis reject-at:{position})"
 
 START_CU, CMD_CHAIN, START_NPU, START_NPU_PREEMPT, START_NPU_PREEMPT_ELF = 0, 19, 20, 21, 22
 FF = 0xFFFFFFFF
@@ -258,7 +260,9 @@ class Stack:
         self._push_signals = self.build.signals == "push+completion"
         self._device_checks = self.build.detection == DEVICE_TWO_CHECKS
         self._health_reported = self.build.asks_health and profile.app_health
-        self.clock = clock or (RealClock() if profile.realtime else VirtualClock())
+        # device time: the host's own time between its calls costs none (harness.sim.clock)
+        self.clock = clock or (RealClock(host_paced=True) if profile.realtime
+                               else VirtualClock())
         self._now = self.clock.now
         self.latencies = dict(latencies or {})
         self.rng = random.Random(profile.seed)
@@ -299,7 +303,15 @@ class Stack:
         return self._events[0][0] if self._events else None
 
     def run_until(self, done: Callable[[], bool], timeout_us: float | None = None) -> bool:
-        """Process events until `done()` holds; False if `timeout_us` passes first."""
+        """The host waits: process events until `done()` holds; False if `timeout_us`
+        passes first. Device time runs only in a wait (`harness.sim.clock`)."""
+        with self.clock.running():
+            return self.run_due(done, timeout_us)
+
+    def run_due(self, done: Callable[[], bool], timeout_us: float | None = None) -> bool:
+        """`run_until` on a clock that some other waiter runs (the emulated device's, which
+        runs while a program's request waits): events are processed as their time comes,
+        and a held clock's time stands."""
         limit = None if timeout_us is None else self._now() + timeout_us
         events = self._events
         while not done():
@@ -322,13 +334,14 @@ class Stack:
         """`run_until(lambda: job.done)` without a call per event: a runlist's wait."""
         events = self._events
         clock = self.clock
-        while not job.done:
-            if not events:
-                self.run_until(lambda: job.done)        # stalls or blocks, as it says
-                return
-            t_us, _, action, arg = heapq.heappop(events)
-            clock.advance_to(t_us)
-            action(self, arg)
+        with clock.running():
+            while not job.done:
+                if not events:
+                    self.run_until(lambda: job.done)        # stalls or blocks, as it says
+                    return
+                t_us, _, action, arg = heapq.heappop(events)
+                clock.advance_to(t_us)
+                action(self, arg)
 
     def note(self, text: str) -> None:
         self.log.append(f"{self._now() / 1000:12.3f} ms  {text}")

@@ -28,6 +28,10 @@ from harness.model.text_enum import TextEnum
 from harness.sources.confine import ArtefactError, artefact
 
 NOP = "nop"
+# the simulator's stand-in for an engine's own control code (harness.formats.txn
+# work_stream), sized to the partition as NOP is: investigate's runs of "the work" where
+# no capture gives the engine's own; never a case file's value, never on hardware
+STAND_IN_WORK = "stand-in-work"
 # the file an XRT capture folder holds: a reference naming one is a capture, not a case
 REPLAY = "replay.json"
 DEFAULT_TRIALS = 3

@@ -6,6 +6,7 @@ separates "depth alone fails" from "depth fails only with the case's commands"."
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from harness.model.plan import Plan, make_plan
 from harness.model.results import ELF_FLOW
@@ -16,24 +17,27 @@ from harness.sources.workload import describe, shared_buffers
 CONTROL_CASE = "nop-depth"
 PLAN_NAME = "depth-only"
 VALIDATE_BUFFERS = (20, 20, 20, 20, 20)
+VALIDATE = "XRT's validate.xclbin"
 
 
-def control_for(case: Case) -> tuple[Case, Plan, str]:
+def control_for(case: Case, *, stand_in: bool = False) -> tuple[Case, Plan, str]:
     """The control case, its one plan (the case's whole depth in one runlist), and what
-    it runs, in words."""
+    it runs, in words (on a synthesized stand-in for validate.xclbin, where the simulated
+    stack found none: `stand_in`)."""
     depth = case.layers * case.runs_per_layer
     base = load_case(CONTROL_CASE)
     plan = make_plan(PLAN_NAME, str(depth), depth)
     command = replace(base.per_layer[0], buffers=VALIDATE_BUFFERS)
     control = replace(base, layers=depth, per_layer=(command,), plans=(plan,), expect={},
                       flow=ELF_FLOW)
-    what = (f"depth-only control: {depth} NOP runs (nop.elf, ELF flow) on XRT's "
-            "validate.xclbin in one runlist, as xrt-smi validate's runlist-latency runs them; "
-            f"against the case: {_differences(case, control)}")
+    validate = (f"a synthesized stand-in for {VALIDATE}" if stand_in else VALIDATE)
+    what = (f"depth-only control: {depth} NOP runs (nop.elf, ELF flow) on {validate} in one "
+            "runlist, as xrt-smi validate's runlist-latency runs them; against the case: "
+            f"{_differences(case, control, validate)}")
     return control, plan, what
 
 
-def _differences(case: Case, control: Case) -> str:
+def _differences(case: Case, control: Case, validate: str) -> str:
     """What the control keeps of the case and what it changes, so a reader knows what its
     outcome can and cannot separate."""
     mine = describe(case, None)
@@ -43,17 +47,20 @@ def _differences(case: Case, control: Case) -> str:
         same.append("the same one-NOOP control code")
     else:
         other.append("NOOPs instead of the case's own control code")
-    context = case.xclbins.get(case.runlist_context) or f"its {case.runlist_context} context"
+    # by its name in the pack, capture or recipe folder: never the path it has here
+    xclbin = case.xclbins.get(case.runlist_context)
+    context = Path(xclbin).name if xclbin else f"its {case.runlist_context} context"
     kernels = sorted({c.kernel for c in case.per_layer})
-    if context == control.xclbins.get(control.runlist_context):
+    if xclbin is not None and xclbin == control.xclbins.get(control.runlist_context):
         same.append(f"the same xclbin ({context})")
     else:
-        other.append(f"another xclbin: XRT's validate.xclbin (kernel "
+        other.append(f"another xclbin: {validate} (kernel "
                      f"{control.per_layer[0].kernel}) instead of {context} "
                      f"({', '.join(kernels)})")
     ours = shared_buffers(case)
     theirs = shared_buffers(control)
-    if ours.split(" shared")[0] != theirs.split(" shared")[0] or len(case.per_layer) > 1:
+    if ours.split(" shared")[0] != theirs.split(" shared")[0] or (
+            case.order is None and len(case.per_layer) > 1):
         other.append(f"{theirs} instead of {ours}")
     if case.kind is CaseKind.CASE and case.flow != ELF_FLOW:
         other.append(f"the ELF flow instead of the case's {case.flow}")

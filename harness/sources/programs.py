@@ -20,7 +20,7 @@ from typing import Any
 from harness.formats.elf import ElfError, read_elf
 from harness.model.errors import BadInput, EnvironmentNotReady
 from harness.model.results import FULL_ELF
-from harness.sources.case import NOP, Case
+from harness.sources.case import NOP, STAND_IN_WORK, Case
 
 SUBKERNEL = "sequence"
 
@@ -49,11 +49,12 @@ def programs_for(case: Case, flow: str, columns: int, *, simulated: bool) -> Pro
             "mlir-aie's aiecc --generate-full-elf, say): name it under programs: in the "
             "case; the stand-in the harness builds runs only on the simulated stack")
     from harness.formats.elf_writer import full_elf_file
-    from harness.formats.txn import nop_stream
+    from harness.formats.txn import nop_stream, work_stream
     kernels, paths = [], []
     for i, command in enumerate(case.per_layer):
         name = command.kernel if len(case.per_layer) == 1 else f"{command.kernel}_{i}"
         stream = nop_stream(columns) if command.instructions == NOP else \
+            work_stream(columns) if command.instructions == STAND_IN_WORK else \
             Path(command.instructions).read_bytes()
         paths.append(str(full_elf_file(stream, columns, kernel=name,
                                        args=("void*",) * len(command.buffers))))

@@ -21,8 +21,9 @@ from typing import Any
 
 from harness.formats.regular import read_regular
 from harness.model.errors import BadInput
+from harness.model.plan import plan_file_stem
 from harness.model.results import ELF_FLOW, FULL_ELF
-from harness.sources.case import Case, Command
+from harness.sources.case import Case, CaseKind, Command
 from harness.sources.recipe import RUNLIST_THRESHOLD, c_int_refusal, fits_c_int
 
 # A run as a recipe names its arguments: (argidx, "bo" | "int", buffer name | value).
@@ -205,7 +206,7 @@ class _Recipes:
             start += units
             if txn:
                 continue
-            name = f"recipe_{_safe(plan_name)}_{k + 1}of{len(chunks)}.json"
+            name = f"recipe_{plan_file_stem(plan_name)}_{k + 1}of{len(chunks)}.json"
             recipe = {"version": "1.0", "header": self.header,
                       "resources": {**({"hwctxs": self.hwctxs} if self.hwctxs else {}),
                                     "buffers": self.buffers, "kernels": self.kernels},
@@ -215,13 +216,13 @@ class _Recipes:
             recipes.append(name)
         context = {"programs": self.hwctxs[0]["programs"]} if self.programs is not None \
             else {"xclbin": self.header["xclbin"]}
-        replay = f"replay_{_safe(plan_name)}.json"
+        replay = f"replay_{plan_file_stem(plan_name)}.json"
         self.files[replay] = replay_script(
             context, [{key: kernel[key] for key in ("name", "instance", "ctrlcode")
                        if key in kernel} for kernel in self.kernels],
             self.replay_buffers, frames).encode()
         replays.append(replay)
-        self.files[f"run_{_safe(plan_name)}.sh"] = _run_script(
+        self.files[f"run_{plan_file_stem(plan_name)}.sh"] = _run_script(
             case, plan_name, chunks, replay, these).encode()
 
     def profile(self, plans: list[tuple[str, list[int]]]) -> None:
@@ -249,15 +250,6 @@ def _exported_run(kernel: str, instance: str, args: Args) -> dict[str, Any]:
             "arguments": [{"name": v, "argidx": i} for i, kind, v in args if kind == "bo"],
             "constants": [{"value": v, "type": "int", "argidx": i}
                           for i, kind, v in args if kind == "int"]}
-
-
-def _safe(name: str) -> str:
-    """A plan name as part of a file name; a long one (a sweep's 1+1+...+1 cut) is
-    shortened with a digest of the whole, so names stay unique and below NAME_MAX."""
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
-    if len(safe) <= 48:
-        return safe
-    return f"{safe[:32]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
 
 
 def _run_script(case: Case, plan_name: str, chunks: list[int], replay: str,
@@ -293,12 +285,23 @@ def _run_script(case: Case, plan_name: str, chunks: list[int], replay: str,
     return "\n".join(lines) + "\n"
 
 
+def _origin(case: Case) -> str:
+    """Where the case came from, by name: a capture's or recipe's folder or file as the
+    user knows it, never the path it has on this machine (the README ships upstream)."""
+    if case.kind is CaseKind.CAPTURE:
+        return f"the XRT capture {Path(case.capture or case.file).name}"
+    if case.kind is CaseKind.RECIPE:
+        return f"the XRT recipe {Path(case.file).name}"
+    return case.source or Path(case.file).name
+
+
 def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
             files: dict[str, bytes], missing: list[str], txn: bool) -> str:
     unit = case.unit
     lines = [f"# {case.name} for XRT's own runner", "",
-             f"Written by xdna-runlist-harness from {case.source or case.file}: "
-             f"{case.layers} {unit}s, {case.runs_per_layer} run(s) per {unit}. Runs: "
+             f"Written by xdna-runlist-harness from {_origin(case)}: {case.layers} {unit}s"
+             + (f", {case.runs_per_layer} run(s) per {unit}" if unit == "layer" else "")
+             + ". Runs: "
              f"{flow}, with the arguments the harness sets.", "",
              "`run_PLAN.sh` runs a plan as a trial of the harness does: one process, one hardware "
              "context, the plan's runlists executed and waited on in turn, with the same buffers. "
@@ -334,7 +337,7 @@ def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
                   "Every buffer is one the runner creates: `internal` with its size, or bound "
                   "in profile.json with its `size` and the file it is filled from.", ""]
     lines += ["```sh", "source /opt/xilinx/xrt/setup.sh"]
-    lines += [f"sh run_{_safe(name)}.sh      # {name}: {'+'.join(map(str, chunks))}"
+    lines += [f"sh run_{plan_file_stem(name)}.sh      # {name}: {'+'.join(map(str, chunks))}"
               for name, chunks in plans]
     lines += ["```", "", "## Files", ""]
     for name in sorted(files):

@@ -12,12 +12,12 @@ what they carry.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness.model.results import ELF_FLOW, FULL_ELF
-from harness.sources.case import NOP, Case, CaseKind
+from harness.sources.case import NOP, STAND_IN_WORK, Case, CaseKind
 
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
            "ten", "eleven", "twelve")
@@ -94,9 +94,11 @@ def describe(case: Case, flow: str | None) -> Workload:
 
 
 def shared_buffers(case: Case) -> str:
-    """The buffers a decode case's runs take: each command's are made once per trial and
-    set on every run of it (`harness.execution.session`), so ``five 4 KiB buffers shared
-    by all 42 runs``, never five per run."""
+    """The buffers a case's runs take: each command's are made once per trial and set on
+    every run of it (`harness.execution.session`), so ``five 4 KiB buffers shared by all 42
+    runs``, never five per run; a recipe's or capture's runs take its named buffers."""
+    if case.order is not None:
+        return _named_run_buffers(case)
     runs = case.layers
     if len(case.per_layer) == 1:
         sizes = case.per_layer[0].buffers
@@ -105,6 +107,21 @@ def shared_buffers(case: Case) -> str:
     return "; ".join(f"{c.kernel}: {buffers_text(c.buffers)}"
                      + (f" shared by its {runs} runs" if c.buffers and runs > 1 else "")
                      for c in case.per_layer)
+
+
+def _named_run_buffers(case: Case) -> str:
+    """A recipe's or capture's runs, by the named buffers they take."""
+    taken = [list(dict.fromkeys(value for _, kind, value in case.per_layer[i].args or ()
+                                if kind == "bo")) for i in case.order or ()]
+    names = {name for run in taken for name in run}
+    if not names:
+        return "no buffers"
+    runs = len(taken)
+    if all(set(run) == set(taken[0]) for run in taken):
+        return buffers_text([case.buffers[name].size for name in taken[0]]) + (
+            f" shared by all {runs} runs" if runs > 1 else "")
+    total = sum(case.buffers[name].size for name in names)
+    return f"{count(len(names))} buffers ({size_text(total)} in all) across its {runs} runs"
 
 
 def _elf_names(case: Case) -> list[str]:
@@ -136,3 +153,15 @@ def _captured(case: Case) -> Workload:
             else "the captured application's own commands, as it submitted them")
     return Workload(code, _named_buffers(case)
                     + " (restored to what they held when the frame started)", False)
+
+
+STAND_IN_TEXT = ("the simulator's stand-in work stream (a register write, a mask poll and a "
+                 "NOOP: not NOOPs alone, not the engine's commands), simulated stack only")
+
+
+def with_stand_in_work(case: Case) -> Case:
+    """`case` with every run carrying the simulator's stand-in work stream instead of its
+    control code: what investigate runs as "the work" where no capture gives the engine's
+    own, to tell a hang in the work from a depth limit on the simulated stack."""
+    return replace(case, per_layer=tuple(replace(command, instructions=STAND_IN_WORK)
+                                         for command in case.per_layer))

@@ -2,7 +2,7 @@
 hw_context, kernel, instruction and data buffers, runs, runlists) that prints, as one JSON
 object, what the binding and XRT answered: a single run's state, each runlist's outcome
 (the whole message text, every member run's state; a failed runlist's again, executed
-once more as it is), what `runlist.wait(timeout)` raises,
+once more as it is), what `runlist.wait(timeout)` raises, each argument's memory group,
 and the binding's surface (the module's names, each class's methods).
 
 Usage: conformance_host.py XCLBIN DEPTH [DEPTH ...]. Run it with the real pyxrt under
@@ -77,4 +77,8 @@ try:
     out["wait_timeout"] = None
 except Exception as error:  # noqa: BLE001 - what the binding raises is the observation
     out["wait_timeout"] = [type(error).__name__, str(error).splitlines()[0]]
+# an argument's memory group: its bank, and the context's slot above it (a second context
+# on the same xclbin, made last, has the next slot)
+second = pyxrt.kernel(pyxrt.hw_context(device, xclbin.get_uuid()), "MLIR_AIE")
+out["group_ids"] = [[k.group_id(i) for i in range(8)] for k in (kernel, second)]
 print(json.dumps(out))

@@ -66,9 +66,13 @@ COMMANDS: dict[str, Entry] = {
                     "(or the given cut) fails."),
     "sweep": Entry("search_cmd", "sweep", "Run every depth x chunk-size cell, K trials each "
                    "(default 3), into one report."),
+    "investigate": Entry("investigate_cmd", "investigate", "Investigate a failure within a "
+                         "budget, the way a careful engineer does by hand."),
     "export": Entry("export_cmd", "export", "Write CASE's plans as XRT run recipes + profile "
                     "+ artefacts into FOLDER (new), runnable with XRT's own `xrt-runner "
                     "--recipe R --profile P` and no Python."),
+    "diagnose": Entry("diagnose_cmd", "diagnose", "Rank the causes the evidence of one or "
+                      "more reports supports."),
     "emulate": Entry("emulate_cmd", "emulate", "Run COMMAND against the XRT installed on "
                      "this machine with one emulated NPU of the profile's device, firmware "
                      "and driver flavour: XRT's own libraries, pyxrt and XDNA shim answer, "

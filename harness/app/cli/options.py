@@ -193,12 +193,16 @@ def start_run(request: RunRequest, case: Case, plans: list[Plan] | None, command
                       xclbins_dir=request.xclbins_dir, out=request.out, force=request.force,
                       command=command, progress=progress,
                       xrt_smi_validate=bool(request.xrt_smi_validate))
-    if not request.no_isolate and capturing():
+    if capturing():
         runner.warnings.append(
             "XRT's capture is on (Runtime.capture_frames): each isolated trial runs in a "
             "worker process whose XRT writes its own replay.json into the capture folder when "
             "it exits, so the folder ends with the last worker's; --no-isolate records the "
-            "whole run in one")
+            "whole run in one" if not request.no_isolate else
+            "XRT's capture is on (Runtime.capture_frames): while it records, the trials of "
+            "one workload share one set of contexts, kernels and buffers (restored before "
+            "each trial) and every runlist is kept to the end, since XRT's capture takes an "
+            "object freed while it records and a new one at its address for each other")
     return runner
 
 
@@ -262,6 +266,12 @@ def kept_on_resume() -> dict[str, tuple[str, Callable[[Report], Any]]]:
     return {**{param: (option, lambda r, shown=shown: shown(r.settings))
                for param, (option, shown) in RunOptions.kept_on_resume().items()},
             **_KEPT_BESIDES_SETTINGS}
+
+
+def diagnose_pointer(path: Path | str) -> str:
+    """The line a run ends with: where its evidence is read into causes."""
+    return (f"diagnose: runlist-harness diagnose {path} (the causes this evidence supports, "
+            "ranked, each with its observations)")
 
 
 def echo_json(path: Path) -> None:

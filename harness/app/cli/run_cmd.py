@@ -14,6 +14,7 @@ from harness.app.cli import GuardedCommand
 from harness.app.cli.options import (
     RunRequest,
     allow_different_machine_option,
+    diagnose_pointer,
     echo_json,
     exit_codes_option,
     frame_option,
@@ -32,6 +33,7 @@ from harness.model.results import BriefTrial, flow_text
 from harness.report.failing import where_text
 from harness.report.model import PlanRecord, Report, model_word
 from harness.report.provenance import captured_note
+from harness.report.timing import trials_ttf_text
 from harness.report.verdict import verdict_lines
 from harness.sources.case import Case, CaseKind
 from harness.sources.load import load_case
@@ -54,9 +56,13 @@ def summary_text(report: Report, path: str) -> str:
     answer, *reasons = verdict_lines(report.verdict)
     lines = [f"verdict: {answer}", *[f"  - {reason}" for reason in reasons]]
     width = max(len(p.label) for p in report.plans) if report.plans else 0
+    timers = report.sections.get("timers")
     for plan in report.plans:
+        timing = trials_ttf_text([t.time_to_failure for t in plan.trials
+                                  if t.time_to_failure], timers)
         lines.append(f"  {plan.label:<{width}}  {plan.counts_text():<24} "
-                     f"{_detail(plan, model_word(report.backend))}")
+                     f"{_detail(plan, model_word(report.backend))}"
+                     + (f"; {timing}" if timing else ""))
     pack = report.artifacts.get("pack", {})
     if pack.get("stand_ins") and report.case.get("kind", "case") != "case":
         names = ", ".join(Path(x.get("path", "")).name for x in report.artifacts["xclbins"])
@@ -83,6 +89,7 @@ def summary_text(report: Report, path: str) -> str:
         lines.insert(1 + len(reasons), f"what ran: {captured}")
     lines.append(f"submitted as: {flow_text(report.settings.get('flow'))}")
     lines.append(f"report: {path}")
+    lines.append(diagnose_pointer(path))
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ from harness.app import exits
 from harness.app.cli.options import (
     RunRequest,
     allow_different_machine_option,
+    diagnose_pointer,
     echo_json,
     frame_option,
     make_backend,
@@ -61,7 +62,10 @@ def _finish(runner: Runner, as_json: bool, lines: list[str], command: str) -> in
     if as_json:
         echo_json(runner.handle.path)
     else:
-        click.echo("\n".join(lines + [f"report: {runner.handle.path}"]))
+        ending = [f"report: {runner.handle.path}"]
+        if command == "bisect":
+            ending.append(diagnose_pointer(runner.handle.path))
+        click.echo("\n".join(lines + ending))
     return exits.for_search(stopped)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import textwrap
 
 import click
@@ -60,4 +61,8 @@ def exec_script(profile: str | None, script: str, args: tuple[str, ...]) -> int:
     an exception it does not catch, Python's traceback and exit 1."""
     parsed = parse_profile(profile)
     click.echo(f"backend: simulated stack, profile {parsed.name} (not hardware)", err=True)
+    # Ctrl-C is the script's, as under `python SCRIPT`: one it handles lets it end
+    # normally (its exit status, and the replay.json XRT's capture writes at a normal
+    # exit), where the harness's own handler noted a stop and left through os._exit
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     return run_host_script(script, list(args), parsed)

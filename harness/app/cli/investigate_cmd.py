@@ -1,0 +1,109 @@
+"""`runlist-harness investigate CASE|CAPTURE [--budget MINUTES] [--resume REPORT]`: the
+three-way, then the experiments the diagnosis asks for, within a budget of device time,
+into one report that ends with the diagnosis (harness.search.investigate)."""
+
+from __future__ import annotations
+
+import click
+
+from harness.app import exits
+from harness.app.cli.options import (
+    RunRequest,
+    allow_different_machine_option,
+    diagnose_pointer,
+    exit_codes_option,
+    frame_option,
+    refuse_given,
+    refuse_settings_on_resume,
+    run_request_options,
+    start_run,
+)
+from harness.app.cli.progress import announce, progress_line
+from harness.app.cli.run_cmd import DEFAULT_CASE, engine_case
+from harness.formats.printable import escape_controls
+from harness.model.errors import BadInput, ReportError
+from harness.report.diagnosis import text_lines
+from harness.sources.case import CaseKind
+from harness.sources.load import load_case
+
+DEFAULT_BUDGET_MIN = 30.0
+
+
+@click.command()
+@click.argument("case_ref", metavar="CASE|CAPTURE", required=False)
+@click.option("--budget", "budget_min", type=click.FloatRange(0, 10_080, min_open=True),
+              default=None,
+              help=f"Device time the trials may take, in minutes (default {DEFAULT_BUDGET_MIN:g}):"
+                   " the simulated clock on the simulated stack, wall time on hardware. An "
+                   "experiment under way stops at the first trial past it.")
+@click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False),
+              help="Go on with a stopped investigation (Ctrl-C, or its budget: --budget "
+                   "raises it).")
+@frame_option
+@allow_different_machine_option
+@run_request_options(trials_default="1 per plan at first; more where rates are unclear")
+@exit_codes_option
+def investigate(case_ref, budget_min, resume_path, frame, allow_different_machine,
+                request: RunRequest) -> exits.TrialsEnded:
+    """Investigate a failure within a budget, the way a careful engineer does by hand.
+
+    Runs the three-way (the case's one runlist, its cut, the depth-only control of NOOPs
+    on XRT's validate.xclbin; for a CAPTURE, a folder `capture record` wrote or the case
+    `capture import` made, its deepest runlist as captured, or --frame), reads it with
+    `diagnose`, and runs the experiment the
+    diagnosis asks for next: the engine's work where only NOOPs ran (on the simulated
+    stack, the simulator's stand-in work stream; on hardware, capture the engine's
+    commands and investigate the capture), a shallower depth where no runlist of the
+    failing commands completed, more trials where a rate is unclear. Stops when the
+    answer settles, nothing is left to try or the budget is spent, and prints the
+    diagnosis with the evidence it rests on. Everything is in one report; Ctrl-C keeps
+    what ran and --resume goes on.
+    """
+    from harness.search.investigate import InvestigateSettings, Investigation, begin
+    if resume_path:
+        refuse_given(click.get_current_context(), {"case_ref": "CASE|CAPTURE",
+                                                   "frame": "--frame"},
+                     "--resume takes its case and plans from the report")
+        refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
+        from harness.execution.resume import reopen
+        runner, report = reopen(resume_path, progress_line, kind="investigate",
+                                allow_different_machine=allow_different_machine,
+                                allow_outside_paths=request.allow_outside_paths)
+        recorded = (report.sections.get("investigate") or {}).get("settings")
+        if not recorded:
+            raise ReportError(f"{resume_path} holds no investigation settings")
+        settings = InvestigateSettings.from_dict(recorded)
+        if budget_min is not None:
+            settings.budget_s = budget_min * 60.0
+            report.sections["investigate"]["settings"] = settings.to_dict()
+        announce(f"{runner.backend.describe()}\ncontinuing the investigation in "
+                 f"{resume_path}", runner.warnings, request.as_json)
+    else:
+        case = load_case(case_ref or DEFAULT_CASE,
+                         allow_outside_paths=request.allow_outside_paths)
+        if case.kind is CaseKind.RECIPE:
+            raise BadInput(f"{case.name} is a recipe: investigate takes a case or a capture")
+        if case.kind is CaseKind.CAPTURE:       # its frame as captured, and its cut
+            case = engine_case(case_ref, frame, ())
+        elif frame:
+            raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a "
+                           f"{case.kind}")
+        runner = start_run(request, case, None, "investigate", trials=request.trials or 1,
+                           progress=progress_line)
+        settings = InvestigateSettings(
+            (budget_min or DEFAULT_BUDGET_MIN) * 60.0,
+            first_trials=request.trials or 1, stand_in=not runner.backend.hardware)
+        begin(runner, settings)
+        announce(runner.backend.describe(), runner.warnings, request.as_json)
+    say = (lambda text: None) if request.as_json else \
+        (lambda text: click.echo(escape_controls(text), err=True))
+    diagnosis = Investigation(runner, settings, say).run()
+    if request.as_json:
+        from harness.app.cli.options import echo_json
+        echo_json(runner.handle.path)
+    else:
+        click.echo(escape_controls("\n".join(text_lines(diagnosis))))
+        click.echo(f"report: {runner.handle.path}")
+        click.echo(diagnose_pointer(runner.handle.path))
+    report = runner.report
+    return exits.trials_ended(t.status for p in report.plans for t in p.trials)

@@ -1,0 +1,192 @@
+"""The causes a runlist failure can have, one row each: what it predicts for every kind of
+observation, what falsifies it, the experiment that separates it from its neighbours,
+and how it reads the observations (`judge`). Adding a cause is adding a row and its
+tests, as a driver flavour is a row of `harness.model.drivers`.
+
+The rows come from what maintainers asked of such reports in public threads
+(amd/xdna-driver#1605 and #1083, Xilinx/mlir-air#1984, IRON#43 and #103,
+ROCm/FastFlowLM#712 and #536): which timer fired, a threshold or a probability, does it
+follow depth or the work, does a cut avoid it, what the kernel and the firmware say, and
+is it the NPU path at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.report.diagnosis import judges
+from harness.report.diagnosis.findings import Evidence, Findings
+from harness.report.diagnosis.judges import CANNOT
+from harness.report.verdict import ENGINE_DEFAULT, capture_how
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One row of the table."""
+
+    id: str
+    title: str
+    predicts: dict[str, str]         # observation -> what the cause predicts of it
+    falsifier: str
+    judge: Callable[[Evidence], Findings]
+    experiment: Callable[[Evidence], str]
+
+
+# observations, in the order rows predict them
+OBSERVATIONS = ("NOOPs vs the engine's commands", "time to failure", "rate",
+                "depth", "the cut", "kernel log and firmware")
+
+
+# -- the experiments ---------------------------------------------------------------------
+
+def _case(ev: Evidence) -> str:
+    return next((r.case for r in ev.reports if r.command != "serve-probe"), "CASE")
+
+
+def _depth(ev: Evidence) -> int:
+    """The shallowest depth seen failing (else the deepest that ran): a search's --hi."""
+    failing = [d for a in ev.failing for d in a.failing_depths]
+    return min(failing) if failing else max([a.deepest for a in ev.arms] or [42])
+
+
+def engine_of(ev: Evidence) -> str:
+    """The command line that runs the reports' engine, as their case names it."""
+    return next((r.engine for r in ev.reports if r.engine), None) or ENGINE_DEFAULT
+
+
+def _capture_how(ev: Evidence) -> str:
+    captured = next((r for r in ev.reports if r.case_kind == "capture"), None)
+    if captured is not None:
+        return f"runlist-harness bisect {captured.case} --lo 1 --hi {_depth(ev)}"
+    return capture_how(engine_of(ev)) + "; then runlist-harness investigate DIR"
+
+
+def _slow_plan(ev: Evidence) -> str:
+    for arm in ev.failing:
+        timer, per_run = ev.timer_s(arm), ev.faster(arm)
+        if timer and per_run:
+            fits = max(1, min(arm.submit_size, int(CANNOT * timer[0] * 1000 / per_run)))
+            return f"runlist-harness run {_case(ev)} --plan max:{fits}"
+    return f"runlist-harness sweep {_case(ev)} --depths {_depth(ev)} --chunks 1,2,4,8,16,24"
+
+
+def _first_named(ev: Evidence) -> int | None:
+    return next((a.named_runs[0] for a in ev.failing if a.named_runs), None)
+
+
+def _refused_plans(ev: Evidence) -> str:
+    named = _first_named(ev)
+    if named is None:
+        return f"runlist-harness bisect {_case(ev)} --lo 1 --hi {_depth(ev)}"
+    return f"runlist-harness run {_case(ev)} --plan {named} --plan {named + 1}"
+
+
+def _rates_plan(ev: Evidence) -> str:
+    arm = next((a for a in ev.failing), None)
+    plan = arm.name if arm is not None else "monolithic"
+    return f"runlist-harness run {_case(ev)} --plan {plan} --trials 20"
+
+
+def _server_model(ev: Evidence) -> str:
+    return next((r.server_model for r in ev.reports if r.server_model), None) or "MODEL"
+
+
+CAUSES: tuple[Cause, ...] = (
+    Cause(
+        "depth-limit", "a depth limit in submission (XRT, driver or firmware)",
+        {"NOOPs vs the engine's commands": "NOOP runlists fail as the engine's do",
+         "time to failure": "at the driver's timer (a wedge it catches) or at once (a chain "
+                            "the driver refuses), no run named",
+         "rate": "every trial at a failing depth fails",
+         "depth": "fails from some depth on, completes below it",
+         "the cut": "runlists cut below the depth complete",
+         "kernel log and firmware": "the timer's lines, if the build prints any; nothing "
+                                    "that names a run"},
+        "NOOP runlists at or past the failing depth complete (the depth-only control, "
+        "nop-depth), or the same depth fails in some trials only",
+        judges.judge_depth_limit,
+        lambda ev: f"runlist-harness bisect nop-depth --lo 1 --hi {_depth(ev)} (NOOPs only: "
+                   f"where depth alone starts to fail), then runlist-harness run {_case(ev)} "
+                   "--plan max:N below it"),
+    Cause(
+        "work-hang", "a hang in the work (a kernel's lock or semaphore that overflows after N "
+        "runs, a deadlock)",
+        {"NOOPs vs the engine's commands": "NOOPs complete at the depth where the engine's "
+                                           "commands fail",
+         "time to failure": "at the driver's timer (a hang), never at once",
+         "rate": "every trial, or some (a deadlock may be a race)",
+         "depth": "from the Nth run of the work, or any depth",
+         "the cut": "runlists holding fewer than N runs of the work complete",
+         "kernel log and firmware": "the timer's lines; the firmware's report names no run "
+                                    "on a timeout"},
+        "the engine's commands complete at that depth, NOOPs fail there too, or the failure "
+        "comes at once",
+        judges.judge_work_hang,
+        lambda ev: _capture_how(ev) + " (where the engine's commands start to hang), beside "
+                   "NOOPs at the same depth"),
+    Cause(
+        "slow-work", "work that outlasts the driver's timer",
+        {"NOOPs vs the engine's commands": "fast commands (NOOPs) complete; slow ones fail",
+         "time to failure": "at the driver's timer",
+         "rate": "every trial",
+         "depth": "follows how long one chain's commands take, not a count",
+         "the cut": "chains short enough to finish within the timer complete",
+         "kernel log and firmware": "the timer's lines"},
+        "completed runlists of the same commands show a chain of them takes far less than the "
+        "timer, or failures come before the timer",
+        judges.judge_slow_work, _slow_plan),
+    Cause(
+        "refused", "refused at once (a command the firmware or driver rejects)",
+        {"NOOPs vs the engine's commands": "whichever carries the rejected command",
+         "time to failure": "far below every timer",
+         "rate": "every trial",
+         "depth": "from the runlist that holds the rejected run on",
+         "the cut": "runlists that do not hold it complete",
+         "kernel log and firmware": "an error that names its run (ERROR with error_index)"},
+        "the failure takes as long as the driver's timer, or no run is named",
+        judges.judge_refused, _refused_plans),
+    Cause(
+        "resources", "contexts or resources exhausted (the flavour's context limit, the "
+        "5th submit)",
+        {"NOOPs vs the engine's commands": "both, once contexts run out",
+         "time to failure": "at set-up (no runlist runs), or a 5th submit that waits",
+         "rate": "every trial while the device is full",
+         "depth": "none, or past 4 chains in flight",
+         "the cut": "does not help contexts; fewer chains avoid the 5th submit",
+         "kernel log and firmware": "a refused context (MGMT_ERT_NOAVAIL, 'Not allow more "
+                                    "than N context(s)')"},
+        "every context is made and every runlist answered",
+        judges.judge_resources,
+        lambda ev: f"runlist-harness probe (who else holds the NPU), then runlist-harness run "
+                   f"{_case(ev)} --plan 1 --trials 1"),
+    Cause(
+        "nondeterministic", "nondeterministic (a race, an intermittent firmware hang)",
+        {"NOOPs vs the engine's commands": "either",
+         "time to failure": "at the driver's timer, mostly",
+         "rate": "strictly between 0 and 1 at the same depth",
+         "depth": "more chains, more chances to fail",
+         "the cut": "fails less often, not never",
+         "kernel log and firmware": "the timer's lines, in some trials"},
+        "more trials of each plan fail all or none",
+        judges.judge_nondeterministic, _rates_plan),
+    Cause(
+        "not-npu-path", "not the NPU path (flm serve fails where pyxrt completes)",
+        {"NOOPs vs the engine's commands": "the engine's commands complete through pyxrt",
+         "time to failure": "whatever the server's own timeout is",
+         "rate": "the server fails; pyxrt does not",
+         "depth": "none through pyxrt",
+         "the cut": "not needed through pyxrt",
+         "kernel log and firmware": "nothing from the driver"},
+        "the engine's commands fail through pyxrt at the same depth",
+        judges.judge_not_npu_path,
+        lambda ev: f"reproduce_ert_timeout --capture CAPTURE (the engine's commands through "
+                   f"pyxrt), and runlist-harness serve-probe --model {_server_model(ev)} "
+                   "again"),
+)
+IDS = tuple(cause.id for cause in CAUSES)
+
+
+def predictions(cause: Cause) -> dict[str, Any]:
+    return {observation: cause.predicts[observation] for observation in OBSERVATIONS}

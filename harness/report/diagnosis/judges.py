@@ -1,0 +1,401 @@
+"""How each cause of the table reads the observations: for every cause, the findings
+for it, against it and contradicting it, each with its weight and the fields it was read
+from (`harness.report.diagnosis.findings`). Observations of plans that fail now and then
+never carry a claim about "every trial"; times and chains are read from the plans that
+fail consistently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.model.drivers import JOBS_IN_FLIGHT
+from harness.report.diagnosis.findings import (
+    AGAINST,
+    CONTRADICTS,
+    FOR,
+    MIN_TRIALS_FOR_A_RATE,
+    STRONG,
+    SUPPORT,
+    WEAK,
+    Evidence,
+    Findings,
+    coin_toss,
+    completes_consistently,
+    fails_consistently,
+    rarely_fails,
+    rate_cite,
+    ttf_cite,
+)
+from harness.report.diagnosis.observed import (
+    CONTEXT_EVENTS,
+    NOOP,
+    TIMER_EVENTS,
+    WORK,
+    Arm,
+    context_refused,
+)
+from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
+
+CAUGHT = (AT_TIMER, PAST_TIMER)           # a hang the driver's detection caught
+MOSTLY = 0.5                              # a plan failing this share of its trials or more
+# slow work: the commands of the failing chain must take at least this share of the
+# timer to outlast it, and under the lower share they cannot
+OUTLASTS, CANNOT = 0.9, 0.5
+
+
+def _same_stack(a: Arm, b: Arm, ev: Evidence) -> bool:
+    one, other = ev.report_of(a), ev.report_of(b)
+    return (one.source, one.profile, (one.timers.get("driver") or {}).get("flavour")) == \
+        (other.source, other.profile, (other.timers.get("driver") or {}).get("flavour"))
+
+
+def _failing_depth(arm: Arm) -> int:
+    return min(arm.failing_depths or [arm.deepest])
+
+
+def _complete_at_or_past(failing: Arm, ev: Evidence, workload: str | None, *,
+                         mostly: bool = False) -> list[Arm]:
+    """Arms of the same stack, of `workload` (any: None), whose runlists are as deep as the
+    failing one's or deeper and that complete consistently (`mostly`: in most of their
+    trials, two at least: a fixed depth limit lets no runlist past it complete, ever)."""
+    def completing(arm: Arm) -> bool:
+        if mostly:
+            return arm.completed >= 2 and arm.completed >= arm.answered / 2
+        return completes_consistently(arm)
+    return [a for a in ev.arms if a is not failing and _same_stack(a, failing, ev)
+            and (workload is None or a.workload == workload) and completing(a)
+            and a.deepest >= max(failing.failing_depths or [0])]
+
+
+def _shallower_complete(failing: Arm, ev: Evidence) -> list[Arm]:
+    return [a for a in ev.arms if _same_stack(a, failing, ev) and completes_consistently(a)
+            and a.deepest < _failing_depth(failing)]
+
+
+def _depth_text(arm: Arm) -> str:
+    return f"runlists of {_failing_depth(arm)} runs"
+
+
+def _coin_tosses(ev: Evidence, near: Arm | None = None) -> list[Arm]:
+    return [a for a in ev.arms if coin_toss(a) and (near is None or _same_stack(a, near, ev))]
+
+
+def _against_a_fixed_cause(out: Findings, ev: Evidence, what: str) -> None:
+    """A cause that fails the same way each time, against plans that fail at random: more
+    against one that mostly fails yet completes at times (a fixed cause never lets a run
+    complete), less against one that mostly completes (noise beside a fixed cause)."""
+    tosses = sorted(_coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
+    if tosses:
+        arm = tosses[0]
+        out.add(AGAINST, SUPPORT if (arm.rate or 0.0) >= MOSTLY else WEAK,
+                f"{arm.label} fails in some trials and completes in others, the same "
+                f"runlists each time: {what} fails the same way every time", rate_cite(arm))
+
+
+def judge_depth_limit(ev: Evidence) -> Findings:
+    out = Findings()
+    if not ev.noop():
+        out.untested = "no plan ran NOOP runs: depth alone was not tested"
+        return out
+    failing = sorted((a for a in ev.failing if a.workload == NOOP), key=_failing_depth)
+    for arm in [a for a in failing if fails_consistently(a)][:1]:
+        shallower = _shallower_complete(arm, ev)
+        if shallower:
+            ok = max(shallower, key=lambda a: a.deepest)
+            out.add(FOR, STRONG, f"NOOP {_depth_text(arm)} fail in every trial, while "
+                    f"runlists of {ok.deepest} complete: a threshold in depth",
+                    rate_cite(arm), rate_cite(ok))
+        else:
+            out.add(FOR, WEAK, f"NOOP {_depth_text(arm)} fail in every trial (no shallower "
+                    "runlist has completed yet: no threshold shows)", rate_cite(arm))
+    control = [a for a in failing if a.group.endswith("#control") and fails_consistently(a)]
+    if control:
+        out.add(FOR, SUPPORT, "the depth-only control fails too: NOOPs on XRT's "
+                "validate.xclbin at the same depth, so no kernel of the case is needed",
+                rate_cite(control[0]))
+    for arm in [a for a in ev.failing if fails_consistently(a)]:
+        past = _complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None,
+                                    mostly=True)
+        if past:
+            done = past[0]
+            out.add(CONTRADICTS, STRONG, f"{arm.label} fails at {_depth_text(arm)}, yet "
+                    f"{done.label} completes {done.completed} of {done.answered} trials at "
+                    f"{done.deepest}: depth alone does not fail there", rate_cite(arm),
+                    rate_cite(done))
+            break
+    for report in ev.reports:
+        result = str((report.xrt_smi or {}).get("result"))
+        cite = report.cite("xrt_smi_control.result", result)
+        if result == "FAILED":
+            out.add(FOR, SUPPORT, "XRT's own deep runlist (xrt-smi validate's runlist-latency, "
+                    "1000 NOOP runs in one runlist) fails here too", cite)
+        elif result == "PASSED":
+            out.add(AGAINST, SUPPORT, "XRT's own deep runlist (xrt-smi validate's "
+                    "runlist-latency, 1000 NOOP runs in one runlist) completes here", cite)
+    _against_a_fixed_cause(out, ev, "a limit")
+    named = [a for a in ev.failing if a.named_runs and at_once(a)]
+    if named:
+        out.add(AGAINST, STRONG, f"the device named run {named[0].named_runs[0]} of "
+                f"{named[0].label} and failed it at once: a refusal of that run, not a limit "
+                "on what was queued", named[0].cite("trials[*].runlists[*].failing_run",
+                                                    named[0].named_runs[0]), ttf_cite(named[0]))
+    caught = ev.timed(failing, *CAUGHT)
+    if caught:
+        out.add(FOR, WEAK, "the NOOP failures came at the driver's timer (a wedge its "
+                "detection caught)", ttf_cite(caught[0]))
+    logged = _timer_lines(failing)
+    if logged:
+        out.add(FOR, WEAK, "the driver logged its timeout, or the firmware reported one",
+                _timer_lines_cite(logged[0]))
+    return out
+
+
+def _timer_lines(arms: list[Arm]) -> list[Arm]:
+    """Failing arms whose kernel log has the driver's timeout lines (harness.logs
+    .driver_lines: TDR timeout detected, Device isn't making progress, the timeout capture,
+    a context dump), or whose failures carried the firmware's timeout report (the health
+    fields XRT's message prints)."""
+    return [a for a in arms if a.health or any(a.events.get(kind) for kind in TIMER_EVENTS)]
+
+
+def _timer_lines_cite(arm: Arm) -> Any:
+    kinds = ", ".join(f"{kind} x{arm.events[kind]}" for kind in TIMER_EVENTS
+                      if arm.events.get(kind))
+    if kinds:
+        return arm.cite("trials[*].kernel_log.events", kinds)
+    return arm.cite("trials[*].runlists[*].health", f"the firmware's report, {arm.health} "
+                    "failing runlists")
+
+
+def at_once(arm: Arm) -> bool:
+    return bool(arm.ttf) and all(kind == AT_ONCE for _, kind in arm.ttf)
+
+
+def _chain_against_timer(failing: list[Arm], ev: Evidence
+                         ) -> tuple[float, int, Any, float] | None:
+    """How long the first consistently failing chain's commands take whose time and timer
+    are known (a plan that fails now and then may fail for another reason),
+    from the completed runlists of the same commands: (milliseconds, runs in the chain,
+    where the time was read, the driver's soonest timer in seconds)."""
+    for arm in [a for a in failing if fails_consistently(a)]:
+        timer = ev.timer_s(arm)
+        found = ev.run_time(arm)
+        if timer is None or found is None:
+            continue
+        per_run, cite = found
+        chain = arm.longest_failing_chain or min(arm.submit_size, arm.deepest)
+        return per_run * chain, chain, cite, timer[0]
+    return None
+
+
+def judge_work_hang(ev: Evidence) -> Findings:
+    out = Findings()
+    if not ev.work():
+        out.untested = ("no plan ran the engine's own commands (every run carried NOOPs): a "
+                        "hang in the work cannot show")
+        return out
+    failing = [a for a in ev.failing if a.workload == WORK]
+    if not failing:
+        for arm in [a for a in ev.failing if a.workload == NOOP and fails_consistently(a)]:
+            ok = _complete_at_or_past(arm, ev, WORK)
+            if ok:
+                out.add(CONTRADICTS, STRONG, f"the engine's commands complete at "
+                        f"{ok[0].deepest} runs ({ok[0].label}) where NOOPs fail: the work "
+                        "does not hang", rate_cite(ok[0]), rate_cite(arm))
+                break
+        return out
+    for arm in [a for a in failing if fails_consistently(a)][:1]:
+        ok = _complete_at_or_past(arm, ev, NOOP)
+        loose = [a for a in ev.arms if a.workload == NOOP and _same_stack(a, arm, ev)
+                 and a.never_fails and a.deepest >= _failing_depth(arm)]
+        if ok:
+            out.add(FOR, STRONG, f"the engine's commands fail at {_depth_text(arm)} "
+                    f"({arm.label}) while NOOPs complete at {ok[0].deepest} "
+                    f"({ok[0].label})", rate_cite(arm), rate_cite(ok[0]))
+        elif loose:
+            out.add(FOR, WEAK, f"the engine's commands fail at {_depth_text(arm)} "
+                    f"({arm.label}); NOOPs completed at {loose[0].deepest} in "
+                    f"{loose[0].completed} trial(s) ({loose[0].label})", rate_cite(arm),
+                    rate_cite(loose[0]))
+    for arm in failing:
+        noop_fail = [a for a in ev.failing if a.workload == NOOP and _same_stack(a, arm, ev)
+                     and fails_consistently(a) and a.deepest <= max(arm.failing_depths or [0])]
+        if noop_fail:
+            out.add(AGAINST, STRONG, f"NOOPs fail too, at {noop_fail[0].deepest} runs "
+                    f"({noop_fail[0].label}): depth alone explains it",
+                    rate_cite(noop_fail[0]))
+            break
+    caught = ev.timed(failing, *CAUGHT, AT_DEADLINE)
+    if caught:
+        out.add(FOR, WEAK, "the failures came at the driver's timer or found no answer: a "
+                "hang", ttf_cite(caught[0]))
+    quick = [a for a in failing if at_once(a) and fails_consistently(a)]
+    if quick:
+        out.add(CONTRADICTS, STRONG, f"{quick[0].label} failed at once in every trial: a "
+                "hang is noticed by a timer, never at once", ttf_cite(quick[0]))
+    timed = _chain_against_timer(failing, ev)
+    if timed is not None:
+        ms, chain, cite, timer = timed
+        if ms < CANNOT * timer * 1000:
+            out.add(FOR, SUPPORT, f"a chain of {chain} of these commands takes {ms:.1f} ms "
+                    f"when they complete, far below the {timer:g} s timer: they hung "
+                    "rather than ran long", cite)
+        elif ms >= OUTLASTS * timer * 1000:
+            out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
+                    f"{ms / 1000:.1f} s: long enough to outlast the {timer:g} s timer "
+                    "without hanging", cite)
+    _against_a_fixed_cause(out, ev, "a hang at the Nth run")
+    return out
+
+
+def judge_slow_work(ev: Evidence) -> Findings:
+    out = Findings()
+    failing = ev.failing
+    caught = ev.timed(failing, AT_TIMER)
+    if caught:
+        out.add(FOR, SUPPORT, "the failures came at the driver's timer", ttf_cite(caught[0]))
+    quick = [a for a in ev.timed(failing, AT_ONCE, BEFORE_TIMER) if fails_consistently(a)]
+    if quick:
+        out.add(CONTRADICTS, STRONG, f"{quick[0].label} failed before the driver's timer "
+                "could fire, every time: work that outlasts the timer fails at the timer",
+                ttf_cite(quick[0]))
+    timed = _chain_against_timer(failing, ev)
+    if timed is not None:
+        ms, chain, cite, timer = timed
+        if ms >= OUTLASTS * timer * 1000:
+            out.add(FOR, STRONG, f"a chain of {chain} of these commands takes "
+                    f"{ms / 1000:.1f} s (from the runlists of them that completed): past the "
+                    f"{timer:g} s timer, while shorter runlists complete", cite)
+        elif ms < CANNOT * timer * 1000:
+            out.add(CONTRADICTS, STRONG, f"a chain of {chain} of these commands takes "
+                    f"{ms:.1f} ms when they complete, far below the {timer:g} s timer: "
+                    "they cannot outlast it", cite)
+        else:
+            out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
+                    f"{ms / 1000:.1f} s, short of the {timer:g} s timer", cite)
+    _against_a_fixed_cause(out, ev, "work that outlasts the timer")
+    return out
+
+
+def judge_refused(ev: Evidence) -> Findings:
+    out = Findings()
+    failing = ev.failing
+    named = [a for a in failing if a.named_runs and not a.states.get("TIMEOUT")]
+    if named:
+        arm = named[0]
+        state = next(s for s in arm.states if s not in ("COMPLETED", "TIMEOUT"))
+        out.add(FOR, STRONG, f"the device named the failing run ({state} at run "
+                f"{arm.named_runs[0]} of {arm.label}, from the chain's error_index)",
+                arm.cite("trials[*].runlists[*].failing_run", arm.named_runs[0]),
+                rate_cite(arm))
+        positions = {run for a in named for run in a.named_runs}
+        if len(positions) == 1 and len({a.deepest for a in named}) > 1:
+            out.add(FOR, WEAK, f"runlists of different depths fail at the same run "
+                    f"({positions.pop()})", *[rate_cite(a) for a in named[:2]])
+    quick = [a for a in failing if at_once(a)]
+    if quick:
+        out.add(FOR, SUPPORT, f"{quick[0].label} failed at once, far below every timer",
+                ttf_cite(quick[0]))
+    caught = [a for a in ev.timed(failing, *CAUGHT) if fails_consistently(a)]
+    if caught:
+        out.add(CONTRADICTS, STRONG, f"{caught[0].label} failed at the driver's timer, every "
+                "time: it waited for a hang to be noticed; nothing refused it at once",
+                ttf_cite(caught[0]))
+    logged = [a for a in _timer_lines(ev.timed(failing, *CAUGHT)) if fails_consistently(a)]
+    if logged:
+        out.add(AGAINST, SUPPORT, "the driver logged a timeout for these failures, or the "
+                "firmware reported one: it waited for a hang to be noticed",
+                _timer_lines_cite(logged[0]))
+    errors = [a for a in failing if a.events.get("aie_error")]
+    if errors:
+        out.add(FOR, WEAK, "the kernel log has the firmware's AIE error lines",
+                errors[0].cite("trials[*].kernel_log.events", "aie_error"))
+    _against_a_fixed_cause(out, ev, "a refusal")
+    return out
+
+
+def judge_resources(ev: Evidence) -> Findings:
+    out = Findings()
+    refused = [(a, context_refused(a)) for a in ev.arms if context_refused(a)]
+    if refused:
+        arm, errors = refused[0]
+        out.add(FOR, STRONG, f"a hardware context was refused at set-up ({errors[0]})",
+                arm.cite("trials[*].error", errors[0]))
+    mailbox = [a for a in ev.arms if any(a.events.get(kind) for kind in CONTEXT_EVENTS)]
+    if mailbox:
+        out.add(FOR, SUPPORT, "the kernel log has a refused mailbox command (the firmware "
+                "refusing a context: MGMT_ERT_NOAVAIL)",
+                mailbox[0].cite("trials[*].kernel_log.events", "mailbox_failure"))
+    others = [a for a in ev.arms if a.setup_failed and not context_refused(a)]
+    if others:
+        out.add(FOR, WEAK, f"set-up failed ({others[0].setup_errors[0]})",
+                others[0].cite("trials[*].error", others[0].setup_errors[0]))
+    blocked = [a for a in ev.failing if a.chains_of(max(a.failing_depths or [0]))
+               > JOBS_IN_FLIGHT and a.ttf and all(k == PAST_TIMER for _, k in a.ttf)]
+    if blocked and not refused:
+        out.add(FOR, WEAK, f"{blocked[0].label} needs more than {JOBS_IN_FLIGHT} chains in "
+                "flight and failed past the timer: its 5th submit waited for a slot",
+                ttf_cite(blocked[0]))
+    answered = [a for a in ev.failing if a.failed]
+    if answered and not refused and not mailbox:
+        out.add(AGAINST, SUPPORT, "every context was made and the device answered each "
+                "runlist", rate_cite(answered[0]))
+    return out
+
+
+def judge_nondeterministic(ev: Evidence) -> Findings:
+    out = Findings()
+    tosses = sorted(_coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
+    for arm in tosses[:3]:
+        # a plan that mostly fails yet completes at times: no fixed cause does that; one
+        # that mostly completes and fails at times may be noise beside one
+        out.add(FOR, STRONG if (arm.rate or 0.0) >= MOSTLY else SUPPORT,
+                f"{arm.label}: {arm.failed} of {arm.answered} trials failed and "
+                f"{arm.completed} completed, the same runlists each time", rate_cite(arm))
+    rare = [a for a in ev.arms if rarely_fails(a)]
+    if rare:
+        out.add(FOR, WEAK, f"{rare[0].label} fails rarely ({rare[0].failed} of "
+                f"{rare[0].answered} trials)", rate_cite(rare[0]))
+    failing = ev.failing
+    steady = [a for a in failing if a.answered >= MIN_TRIALS_FOR_A_RATE and not a.mixed]
+    if failing and not tosses and len(steady) == len(failing):
+        out.add(AGAINST, SUPPORT, f"every failing plan failed in all of its trials "
+                f"({MIN_TRIALS_FOR_A_RATE} or more each)", rate_cite(steady[0]))
+    return out
+
+
+def judge_not_npu_path(ev: Evidence) -> Findings:
+    out = Findings()
+    servers = [r for r in ev.reports if r.server_requests]
+    if not servers:
+        out.untested = "no serve-probe report: flm serve was not compared with pyxrt"
+        return out
+    failed = [(r, q) for r in servers for q in r.server_requests
+              if q.get("outcome") != "success"]
+    if not failed:
+        return out
+    report, request = failed[0]
+    cite = report.cite("server.requests[*].outcome", request.get("outcome"))
+    work_ok = [a for a in ev.arms if a.workload == WORK and a.never_fails]
+    noop_ok = [a for a in ev.arms if a.workload == NOOP and a.never_fails]
+    if work_ok:
+        out.add(FOR, STRONG, f"flm serve failed while the engine's own commands through "
+                f"pyxrt complete ({work_ok[0].label})", cite, rate_cite(work_ok[0]))
+    elif noop_ok:
+        out.add(FOR, WEAK, f"flm serve failed while NOOP runlists through pyxrt complete "
+                f"({noop_ok[0].label})", cite, rate_cite(noop_ok[0]))
+    stateless = [q for _, q in failed if not q.get("state")]
+    stated = [q for _, q in failed if q.get("state")]
+    if stateless:
+        out.add(FOR, SUPPORT, "the server's failures carry no XRT state: no NPU answered "
+                "them", report.cite("server.requests[*].state", "none"))
+    if stated:
+        out.add(AGAINST, SUPPORT, f"the server's failure carries XRT's state "
+                f"({stated[0].get('state')}): the NPU path answered it",
+                report.cite("server.requests[*].state", stated[0].get("state")))
+    work_failing = [a for a in ev.failing if a.workload == WORK]
+    if work_failing:
+        out.add(CONTRADICTS, STRONG, f"the engine's commands fail through pyxrt too "
+                f"({work_failing[0].label}): the NPU path fails", rate_cite(work_failing[0]))
+    return out

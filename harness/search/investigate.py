@@ -1,0 +1,300 @@
+"""`investigate`: the loop a careful engineer runs by hand, within a budget of device time.
+
+It is an orchestrator over the existing runner, not a new way to run trials: the
+three-way first (the case's one runlist, its cut, the depth-only control of NOOPs on
+XRT's validate.xclbin), then, one after another, the experiment the current diagnosis
+(harness.report.diagnosis) asks for: the engine's work where only NOOPs ran (a capture's
+frame; on the simulated stack, the simulator's stand-in work stream), a shallower depth
+where no runlist of the failing commands has completed (a bisection by halves), more
+trials where a rate is unclear, cheapest first. Every trial lands in one report, with the
+experiments in its `investigate` section and the diagnosis they end with; a stop (Ctrl-C,
+the budget) keeps what ran, and `--resume` goes on, deciding the next step again from
+what the report holds.
+
+Device time is what the trials cost the device: the simulated clock on the simulated
+stack, wall time on hardware and under emulation (harness.report.timing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.execution.runner import Runner
+from harness.execution.xrt_smi_control import SECTION as XRT_SMI_SECTION
+from harness.model.plan import plan_for_depth
+from harness.model.results import BriefTrial, TrialResult
+from harness.report.diagnosis import (
+    NOTHING_FAILS,
+    UNDETERMINED,
+    Diagnosis,
+    diagnose_observed,
+    observe_document,
+)
+from harness.report.diagnosis.findings import CONSISTENT_COMPLETIONS, CONSISTENT_FAILURES
+from harness.report.diagnosis.observed import observe
+from harness.report.model import STAND_IN, PlanRecord
+from harness.report.timing import DEVICE
+from harness.report.verdict import Verdict, by_construction, with_xrt_smi
+
+SECTION = "investigate"
+Say = Callable[[str], None]
+CONFIRM_TRIALS = 2     # a determined answer rests on at least this many trials of each plan
+EXPENSIVE_S = 10.0     # a completing trial past this much device time is not repeated lightly
+
+
+@dataclass
+class InvestigateSettings:
+    """How an investigation spends its budget."""
+
+    budget_s: float                # device time the trials may take, in all
+    first_trials: int = 1          # trials of each plan when an experiment adds it
+    rate_trials: int = 4           # each plan, once something failed and the cause is open
+    mixed_trials: int = 12         # a plan that failed in some trials and not others
+    quiet_trials: int = 10         # each plan, while nothing has failed: a rare failure
+    stand_in: bool = False         # the simulated stack: the stand-in work may run
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> InvestigateSettings:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass
+class Step:
+    """One experiment: why, the plans it brings to a number of trials, and the plans it
+    adds to the report (each to the first trials) when it is taken."""
+
+    name: str
+    why: str
+    plans: list[tuple[PlanRecord, int]]
+    add: list[PlanRecord] = field(default_factory=list)
+
+
+class BudgetSpent(Exception):
+    """The budget of device time is spent; everything so far is kept."""
+
+
+def trial_cost_s(trial: TrialResult, clock: str) -> float:
+    """What one trial cost the device: its runlists' device time on the simulated clock,
+    its wall time otherwise."""
+    if clock == DEVICE:
+        return sum(r.device_ms or 0.0 for r in trial.runlists) / 1000.0
+    return (trial.wall_ms or 0.0) / 1000.0
+
+
+class Investigation:
+    """One investigation, on a runner whose report holds the case's plans and control."""
+
+    def __init__(self, runner: Runner, settings: InvestigateSettings, say: Say) -> None:
+        self.runner = runner
+        self.settings = settings
+        self.say = say
+        report = runner.report
+        self.section: dict[str, Any] = report.sections.setdefault(
+            SECTION, {"settings": settings.to_dict(), "steps": []})
+        self.clock = str((report.sections.get("timers") or {}).get("clock", DEVICE))
+
+    @property
+    def report(self) -> Any:
+        return self.runner.report
+
+    @property
+    def spent_s(self) -> float:
+        return sum(trial_cost_s(t, self.clock) for p in self.report.plans for t in p.trials
+                   if t.status.finished)
+
+    def diagnosis(self) -> Diagnosis:
+        """The diagnosis of what ran so far: from memory while it holds every trial whole,
+        else (a continued report holds its earlier trials in brief) from the file, whose
+        journal has each trial as soon as it ended."""
+        path = self.runner.handle.path
+        if any(isinstance(t, BriefTrial) for p in self.report.plans for t in p.trials):
+            return diagnose_observed([observe(path)])
+        return diagnose_observed([observe_document(self.report.to_dict(), str(path))])
+
+    def run(self) -> Diagnosis:
+        """Experiments until the diagnosis settles, nothing is left to try or the budget
+        is spent; then the report is finished with the diagnosis as its verdict."""
+        stopped = None
+        try:
+            while (step := self.next_step(self.diagnosis())) is not None:
+                self.take(step)
+        except BudgetSpent:
+            stopped = (f"the budget of {self.settings.budget_s / 60:g} min of device time is "
+                       "spent")
+            self.say(f"stopped: {stopped}")
+        diagnosis = self.diagnosis()
+        self.section["answer"] = {"top": diagnosis.top.id, "determined": diagnosis.determined,
+                                  "device_s": round(self.spent_s, 3),
+                                  "ranking": [e.id for e in diagnosis.entries],
+                                  **({"stopped": stopped} if stopped else {})}
+        self.runner.conclude(lambda: self.verdict(diagnosis, stopped))
+        return diagnosis
+
+    def verdict(self, diagnosis: Diagnosis, stopped: str | None) -> Verdict:
+        top = diagnosis.top
+        said = top.why if top.id in (NOTHING_FAILS, UNDETERMINED) else top.title
+        reasons = [by_construction(self.report.backend)
+                   + f"investigated: {top.id}: {said} "
+                   f"({len(self.section['steps'])} experiments, "
+                   f"{self.spent_s:.1f} s of device time)"]
+        reasons += [f"for: {f.text}" for f in top.supports]
+        if stopped:
+            reasons.append(f"stopped early: {stopped}")
+        reasons.append(f"next: {top.experiment}")
+        control = self.report.sections.get(XRT_SMI_SECTION)
+        return with_xrt_smi(Verdict(None, f"{top.id}: {said}"[:99], reasons),
+                            control if isinstance(control, dict) else None)
+
+    # -- choosing the next experiment ------------------------------------------------------
+
+    def next_step(self, diagnosis: Diagnosis) -> Step | None:
+        """The experiment to run next: the three-way first; once the answer is determined,
+        each plan to CONFIRM_TRIALS trials; else the cheapest of what could move it (more
+        trials of a plan whose rate is unclear, the work stood in, a shallower depth)."""
+        plans = self.report.plans
+        if not self.section["steps"]:
+            return Step("three-way", "the case's one runlist, its cut and the depth-only "
+                        "control of NOOPs at the same depth", [
+                            (plan, self.settings.first_trials) for plan in plans])
+        work = self._stand_in_work(diagnosis)
+        if work is not None:
+            return work            # only NOOPs ran: the work is where a decode fails first
+        if diagnosis.determined:
+            return self._cheapest(self._top_ups(
+                "confirm", f"the answer ({diagnosis.top.id}) rests on the trials each plan's "
+                "rate needs", lambda plan: self._wanted(plan, False)))
+        nothing = diagnosis.top.id == NOTHING_FAILS
+        options = self._top_ups(
+            "more trials", "nothing has failed: a failure rarer than that needs more trials"
+            if nothing else "rates unclear: each plan's rate over more trials",
+            lambda plan: self._wanted(plan, nothing))
+        shallower = self._shallower()
+        if shallower is not None:
+            options.append(shallower)
+        return self._cheapest(options)
+
+    def _wanted(self, plan: PlanRecord, nothing: bool) -> int:
+        """How many trials a plan's rate needs: many while nothing failed (a rare failure),
+        more for one that failed in some trials and not others, three to say a plan
+        completes, two to say it fails."""
+        if nothing:
+            return self.settings.quiet_trials
+        if _mixed(plan):
+            return self.settings.mixed_trials
+        # three trials say "completes" or "fails"; where a trial costs a minute of device
+        # time (a 60 s timer, slow work), two, and the rates rest on the cheaper plans
+        if self._cost(plan) >= EXPENSIVE_S:
+            return CONFIRM_TRIALS
+        if all(t.state == "COMPLETED" for t in plan.finished()):
+            return max(self.settings.rate_trials, CONSISTENT_COMPLETIONS)
+        return max(self.settings.rate_trials, CONSISTENT_FAILURES)
+
+    def _top_ups(self, name: str, why: str, wanted: Callable[[PlanRecord], int]
+                 ) -> list[tuple[float, Step]]:
+        """For each plan short of the trials it wants: one trial more, and its cost."""
+        return [(self._cost(plan), Step(name, why, [(plan, len(plan.finished()) + 1)]))
+                for plan in self.report.plans if len(plan.finished()) < wanted(plan)]
+
+    @staticmethod
+    def _cheapest(options: list[tuple[float, Step]]) -> Step | None:
+        return min(options, key=lambda option: option[0])[1] if options else None
+
+    def _cost(self, plan: PlanRecord) -> float:
+        """What a trial of `plan` costs the device, as its trials so far did."""
+        done = plan.finished()
+        return sum(trial_cost_s(t, self.clock) for t in done) / len(done) if done else 0.0
+
+    def _stand_in_work(self, diagnosis: Diagnosis) -> Step | None:
+        """Where only NOOPs ran and the work is untested: on the simulated stack, the case's
+        plans again with the stand-in work stream, once (never on hardware: a capture is
+        the engine's own, and `capture record` makes one)."""
+        if not self.settings.stand_in or any(p.work == STAND_IN for p in self.report.plans):
+            return None
+        if diagnosis.entry("work-hang").status != "not tested":
+            return None
+        originals = [p for p in self.report.plans if not p.control and not p.work]
+        if not originals:
+            return None
+        return Step("the work, stood in", "only NOOPs ran: the case's plans again with the "
+                    "simulator's stand-in work stream (not the engine's commands: a capture "
+                    "gives those), to tell a hang in the work from depth", [],
+                    [PlanRecord(f"work {plan.name}", plan.spec, list(plan.chunks),
+                                work=STAND_IN) for plan in originals])
+
+    def _shallower(self) -> tuple[float, Step] | None:
+        """A failing plan none of whose commands' runlists completed: the same commands
+        at half its depth, so the threshold and their per-run time show; its cost, half
+        the failing plan's."""
+        for plan in self.report.plans:
+            if plan.control or all(t.state == "COMPLETED" for t in plan.finished()):
+                continue
+            group = [p for p in self.report.plans if p.work == plan.work and not p.control]
+            if any(t.state == "COMPLETED" for p in group for t in p.finished()):
+                continue
+            depth = max(plan.chunks) // 2
+            made = plan_for_depth(max(depth, 1))
+            name = made.name if not plan.work else f"work {made.name}"
+            if depth < 1 or any(p.name == name for p in self.report.plans):
+                continue
+            step = Step("a shallower depth", f"no runlist of {plan.label}'s commands has "
+                        f"completed: the same at {depth}, by halves", [])
+            step.add = [PlanRecord(name, made.spec, list(made.chunks), work=plan.work)]
+            return self._cost(plan) / 2, step
+        return None
+
+    # -- running one ------------------------------------------------------------------------
+
+    def take(self, step: Step) -> None:
+        before = self.spent_s
+        for record in step.add:
+            self.runner.handle.add_plan(record)
+            step.plans.append((record, self.settings.first_trials))
+        steps = self.section["steps"]
+        if not steps or steps[-1]["experiment"] != step.name or step.add:
+            self.say(f"{step.name}: {step.why}")
+        for plan, wanted in step.plans:
+            while len(plan.finished()) < wanted:
+                if self.spent_s >= self.settings.budget_s:
+                    raise BudgetSpent
+                count = sum(len(p.finished()) for p in self.report.plans) + 1
+                self.runner.trial(plan, count, 0)
+        diagnosis = self.diagnosis()
+        steps = self.section["steps"]
+        last = steps[-1] if steps else None
+        names = [plan.name for plan, _ in step.plans]
+        if last is not None and last["experiment"] == step.name and not step.add:
+            # one trial more of a plan, again: one entry for the run of them
+            last["plans"] += [name for name in names if name not in last["plans"]]
+            last["trials"] = last.get("trials", 1) + 1
+            last["device_s"] = round(last["device_s"] + self.spent_s - before, 3)
+            last["after"] = diagnosis.top.id
+        else:
+            steps.append({"experiment": step.name, "why": step.why, "plans": names,
+                          "trials": sum(1 for _ in names), "device_s":
+                          round(self.spent_s - before, 3), "after": diagnosis.top.id})
+        self.runner.handle.rewrite()
+        self.say(f"  -> {diagnosis.top.id}" + ("" if diagnosis.determined else
+                                               f" ({diagnosis.top.why})"))
+
+
+def _mixed(plan: PlanRecord) -> bool:
+    states = {t.state for t in plan.finished()}
+    return "COMPLETED" in states and len(states) > 1
+
+
+def begin(runner: Runner, settings: InvestigateSettings) -> str | None:
+    """Ready a new investigation on a runner opened on the case's plans: the depth-only
+    control beside them and the settings in the report, written before any trial. Returns
+    why the control could not be added, if it could not."""
+    why_not = runner.add_control()
+    if why_not:
+        runner.warnings.append(why_not)
+        runner.handle.note(f"warning: {why_not}")
+    runner.report.sections[SECTION] = {"settings": settings.to_dict(), "steps": []}
+    runner.handle.rewrite()
+    return why_not
