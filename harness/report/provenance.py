@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.model.drivers import DEFAULT_FLAVOUR
-from harness.report.model import is_simulated, played_profile
+from harness.report.model import is_simulated, played_profile, source_tag
 
 MACHINE, MODEL = "machine", "model"
 TRACE_FIX_DEFAULT = "not probed"
@@ -183,14 +183,14 @@ def modelled_table(backend: dict[str, Any]) -> Table:
               else "hypothesis " + ", ".join(map(str, backend.get("deviations") or [])))
     emulated = _map(backend.get("emulated"))
     if emulated:
-        kind, how, given = ("EMULATED", "the harness's driver and firmware model, under this "
-                            "machine's real XRT", "runlist-harness emulate --profile")
+        how, given = ("the harness's driver and firmware model, under this machine's real "
+                      "XRT", "runlist-harness emulate --profile")
     elif backend.get("stand_in"):
-        kind, how, given = ("SIMULATED", "the simulator standing in for pyxrt on the hardware "
-                            "path", "HARNESS_SIM_PROFILE")
+        how, given = ("the simulator standing in for pyxrt on the hardware path",
+                      "HARNESS_SIM_PROFILE")
     else:
-        kind, how, given = "SIMULATED", "the simulated stack, in process", \
-            "--profile (or the default)"
+        how, given = "the simulated stack, in process", "--profile (or the default)"
+    kind = source_tag(backend)
     rows = [("profile", f"{profile} ({nature})", given)]
     if emulated:
         rows.append(("driver interface (emulated)", "an LD_PRELOAD library answering the "
