@@ -69,6 +69,12 @@ def is_emulated(backend: dict[str, Any]) -> bool:
 SIMULATED, EMULATED = "SIMULATED", "EMULATED"
 
 
+def mapping(value: Any) -> dict[str, Any]:
+    """A section of a report as a mapping: a report any tool may have edited can hold
+    anything there, and what validates must still render."""
+    return value if isinstance(value, dict) else {}
+
+
 def source_tag(backend: dict[str, Any]) -> str:
     """How titles, banners, verdicts, the provenance table and the diagnosis name a model's
     results: ``EMULATED`` (real XRT, emulated driver) or ``SIMULATED``. The one place these
