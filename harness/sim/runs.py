@@ -459,7 +459,9 @@ class run:
     def state(self) -> PybindEnum:
         job = self._job
         if job is not None:
-            return as_state(job.visible_state(self._k()._stack.now))
+            stack = self._k()._stack
+            stack.poll(lambda: job.done)
+            return as_state(job.visible_state(stack.now))
         self._k()
         return as_state(self._packet)
 

@@ -343,6 +343,22 @@ class Stack:
                 clock.advance_to(t_us)
                 action(self, arg)
 
+    def poll(self, done: Callable[[], bool]) -> None:
+        """The host read a command's state and found it unfinished (pyxrt `run.state()`).
+        On amdxdna that read is a plain load of the mapped command buffer
+        (xdna-driver 856409ca src/shim/hwq.cpp `hwq::poll_command`, reached from XRT
+        2.26's `kernel_command::get_state` through `hw_queue::poll`): no driver call,
+        while the device runs on. So the device reaches its next event here, as it would
+        while a polling host spun: a poll loop progresses, one event a read, and device
+        time still stands still while the host submits."""
+        events = self._events
+        if done() or not events:
+            return
+        with self.clock.running():
+            t_us, _, action, arg = heapq.heappop(events)
+            self.clock.advance_to(t_us)
+            action(self, arg)
+
     def note(self, text: str) -> None:
         self.log.append(f"{self._now() / 1000:12.3f} ms  {text}")
 
