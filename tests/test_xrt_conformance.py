@@ -202,6 +202,10 @@ def test_real_xrt_captures_the_harness(tmp_path, isolation):
     depths = [frame.depth for frame in load_capture(tmp_path / "cap").frames]
     # in process every runlist of the run, in order; isolated the last worker's
     assert depths == ([42, 42, 21, 21, 21, 21] if isolation else [21, 21])
+    # real XRT wrote it over the emulated device: `emulate` marks the folder so
+    origin = load_capture(tmp_path / "cap").origin
+    assert (origin.stack, origin.profile) == ("EMULATED", "mainline")
+    assert "over the EMULATED device; marked it so" in done.stderr
 
 
 def _emulated_waiter(tmp_path: Path) -> subprocess.Popen:

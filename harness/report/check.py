@@ -35,6 +35,7 @@ from harness.report.model import (
 from harness.report.reader import HeaderError, ReportReader, TrialEntry
 from harness.report.redact import placeholders_in
 from harness.report.schema import check, report_schema, trial_schema
+from harness.sources.capture_origin import contradicted_claim
 
 if TYPE_CHECKING:
     from harness.report.verdict import Verdict
@@ -228,6 +229,11 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
             f"but the run's environment does (environment.emulator: profile "
             f"{emulator.get('profile') if isinstance(emulator, dict) else '?'}): results "
             "of the emulated driver are never hardware evidence")
+    case = doc.get("case")
+    captured = case.get("captured") if isinstance(case, dict) else None
+    wrong = contradicted_claim(captured) if isinstance(captured, dict) else None
+    if wrong:
+        result.problems.append(f"line {reader.lines.get(('case', 'captured'), '?')}: {wrong}")
     if visitor_error is not None and not result.problems:
         raise visitor_error
 

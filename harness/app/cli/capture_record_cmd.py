@@ -19,7 +19,8 @@ from harness.probe.xrt_capture import WHERE_CAPTURE_IS, capture_tool, coreutil_o
 from harness.probe.xrt_config import CAPTURE_DIR, CAPTURE_FRAMES
 from harness.probe.xrt_loader import own_libraries
 from harness.sources.capture import REPLAY, CaptureError, load_capture
-from harness.sources.capture_view import runlist_lines
+from harness.sources.capture_origin import EMULATED, ORIGIN_FILE, emulated_profile, mark_capture
+from harness.sources.capture_view import runlist_lines, written_by
 from harness.sources.workload import approx_size
 
 DEFAULT_FRAMES = 200
@@ -223,6 +224,10 @@ def _conclude(ended: Recorded, folder: Path) -> None:
         click.echo(f"the program reported: {escape_controls(line)}")
     if not ended.replay_written:
         raise EnvironmentNotReady(_why_no_replay(ended, folder))
+    emulated = emulated_profile()
+    if emulated and not (folder / ORIGIN_FILE).exists():
+        # real XRT wrote it, over the emulated device this process runs under
+        mark_capture(folder, EMULATED, emulated)
     try:
         capture = load_capture(folder)
     except CaptureError as err:
@@ -232,6 +237,7 @@ def _conclude(ended: Recorded, folder: Path) -> None:
     lists = sum(1 for f in capture.frames if f.depth > 1)
     click.echo(f"XRT wrote {folder / REPLAY}: {len(capture.frames)} frames, {lists} of them "
                "runlists")
+    click.echo(f"written by: {written_by(capture)}")
     if runlists:
         click.echo("the engine's runlists:")
         for line in runlists:

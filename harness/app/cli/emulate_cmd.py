@@ -6,12 +6,14 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from typing import TYPE_CHECKING
 
 import click
 
 from harness.app import exits
 from harness.model.errors import BadInput
+from harness.sources.capture_origin import ORIGIN_FILE, mark_emulated_captures
 
 if TYPE_CHECKING:
     from harness.emulator.launch import Emulation
@@ -81,6 +83,7 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
     status = None
     child = None
     died = None
+    began = time.time()
     try:
         child = subprocess.Popen(list(command), env=emulation.environment())
         emulation.claim(child.pid)
@@ -91,6 +94,9 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
         died = emulation.model.poll()        # before stop: did it end on its own?
         summary = emulation.stop()
         _report(summary, emulation.folder if keep else None)
+        for folder in mark_emulated_captures(tuple(command), began, parsed.name):
+            click.echo(f"emulate: XRT wrote a capture in {folder} over the EMULATED device; "
+                       f"marked it so ({ORIGIN_FILE}): it is never a machine's", err=True)
     return _verdict(emulation, child, status, died, summary, command[0])
 
 
