@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from machines import engine_pack
 
+from harness.formats.capture_origin import ORIGIN_FILE
 from harness.probe.xrt_config import ini_path, read_ini, xrt_config
 from harness.sim.host_script import simulated_pyxrt_environment
 from harness.sim.profiles import parse_profile
 from harness.sources.capture import load_capture
-from harness.sources.capture_origin import ORIGIN_FILE
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 ENGINE = Path(__file__).resolve().parent / "standin_engine.py"

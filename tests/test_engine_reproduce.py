@@ -273,7 +273,8 @@ def test_report_check_refuses_a_simulated_capture_claimed_as_a_machine_s(capture
 def test_emulate_marks_the_capture_folders_xrt_wrote(tmp_path, monkeypatch):
     import time
 
-    from harness.sources.capture_origin import capture_origin, mark_emulated_captures
+    from harness.formats.capture_origin import capture_origin
+    from harness.sources.emulated_captures import mark_emulated_captures
     began = time.time()
     old, new, here = tmp_path / "old", tmp_path / "new", tmp_path / "here"
     for folder in (old, new, here):

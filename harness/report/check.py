@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.formats.capture_origin import contradicted_claim
 from harness.formats.jsonread import gc_paused
 from harness.formats.yamlio import KeyPath
 from harness.model.errors import PlanError, ReportError
@@ -35,7 +36,6 @@ from harness.report.model import (
 from harness.report.reader import HeaderError, ReportReader, TrialEntry
 from harness.report.redact import placeholders_in
 from harness.report.schema import check, report_schema, trial_schema
-from harness.sources.capture_origin import contradicted_claim
 
 if TYPE_CHECKING:
     from harness.report.verdict import Verdict

@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness.formats.capture_origin import MACHINE as MACHINE_XRT
+from harness.formats.capture_origin import CaptureOrigin
 from harness.model.drivers import DEFAULT_FLAVOUR
 from harness.report.model import is_simulated, played_profile
-from harness.sources.capture_origin import MACHINE as MACHINE_XRT
-from harness.sources.capture_origin import CaptureOrigin
 
 MACHINE, MODEL = "machine", "model"
 TRACE_FIX_DEFAULT = "not probed"

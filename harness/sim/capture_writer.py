@@ -61,8 +61,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.formats.capture_origin import ORIGIN_FILE, SIMULATED, mark_capture
 from harness.probe.xrt_config import XrtConfig, xrt_config
-from harness.sources.capture_origin import ORIGIN_FILE, SIMULATED, mark_capture
 
 REPLAY = "replay.json"
 HOST_ONLY = 1 << 29                   # XCL_BO_FLAGS_HOST_ONLY (xrt/detail/xrt_mem.h)

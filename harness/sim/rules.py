@@ -38,7 +38,9 @@ RULES = (
          f"{XRT_KERNEL} runlist_impl::submit_size, wait_last_cmd (all tags)"),
     Rule("XRT", "run.state() on amdxdna reads the command's packet from its mapping, no "
          "driver call, while the device runs on: each read of an unfinished command lets "
-         "the simulated device reach its next event (a polling program progresses), and "
+         "simulated device time pass, 10 us at the first read and twice as much at each "
+         "next (a polling program progresses; a read right after a call still sees the "
+         "command RUNNING), and "
          "the emulated device's clock runs once the host has made no driver call for "
          "100 ms (XRT 2.26's chain submits of one runlist came 0.7-1.4 ms apart under "
          "emulate)",

@@ -460,7 +460,7 @@ class run:
         job = self._job
         if job is not None:
             stack = self._k()._stack
-            stack.poll(lambda: job.done)
+            stack.poll(job)
             return as_state(job.visible_state(stack.now))
         self._k()
         return as_state(self._packet)

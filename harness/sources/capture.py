@@ -49,6 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from harness.formats.capture_origin import MACHINE, CaptureOrigin, capture_origin
 from harness.formats.elf import ElfError, read_elf
 from harness.formats.jsonread import (
     JsonReader,
@@ -60,7 +61,6 @@ from harness.formats.jsonread import (
 )
 from harness.formats.regular import check_regular
 from harness.model.errors import CaseError
-from harness.sources.capture_origin import MACHINE, CaptureOrigin, capture_origin
 from harness.sources.case import REPLAY
 from harness.sources.confine import OutsideFolder, inside
 

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from harness.formats.capture_origin import EMULATED, ORIGIN_FILE, SIMULATED
 from harness.formats.elf import ElfError, read_elf
 from harness.formats.elf_view import known_as as elf_known_as
 from harness.formats.elf_view import txn_summary
@@ -17,7 +18,6 @@ from harness.formats.xclbin_view import known_as
 from harness.model.plan import cut_text
 from harness.model.results import chain_split
 from harness.sources.capture import Capture, Frame, depth_histogram
-from harness.sources.capture_origin import EMULATED, ORIGIN_FILE, SIMULATED
 
 XRT_CHAIN = 24
 
@@ -127,7 +127,7 @@ def render_text(capture: Capture) -> str:
 
 
 def written_by(capture: Capture) -> str:
-    """Who wrote the capture, as its mark says (harness.sources.capture_origin)."""
+    """Who wrote the capture, as its mark says (harness.formats.capture_origin)."""
     origin = capture.origin
     if origin.stack == SIMULATED:
         return (f"the SIMULATED stack (profile {origin.profile or '?'}; marked by "

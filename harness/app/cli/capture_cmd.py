@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
+from harness.formats.capture_origin import EMULATED, SIMULATED
 from harness.formats.printable import escape_controls
 from harness.formats.yamlio import dump_yaml, write_atomic
 from harness.model.errors import BadInput
 from harness.sources.capture import Capture, load_capture, replay_file
-from harness.sources.capture_origin import EMULATED, SIMULATED
 from harness.sources.capture_view import render_text, summary, written_by
 from harness.sources.case import CaseKind
 from harness.sources.load import load_case, parse_case

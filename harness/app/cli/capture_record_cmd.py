@@ -13,14 +13,15 @@ import click
 from harness.app.cli.options import Seconds, make_backend
 from harness.execution.backend import KINDS, Backend
 from harness.execution.capture_record import Recorded, Recording, Snapshot, free_bytes, record
+from harness.formats.capture_origin import EMULATED, ORIGIN_FILE, mark_capture
 from harness.formats.printable import escape_controls
 from harness.model.errors import BadInput, EnvironmentNotReady, Interrupted
 from harness.probe.xrt_capture import WHERE_CAPTURE_IS, capture_tool, coreutil_of, has_capture
 from harness.probe.xrt_config import CAPTURE_DIR, CAPTURE_FRAMES
 from harness.probe.xrt_loader import own_libraries
 from harness.sources.capture import REPLAY, CaptureError, load_capture
-from harness.sources.capture_origin import EMULATED, ORIGIN_FILE, emulated_profile, mark_capture
 from harness.sources.capture_view import runlist_lines, written_by
+from harness.sources.emulated_captures import emulated_profile
 from harness.sources.workload import approx_size
 
 DEFAULT_FRAMES = 200

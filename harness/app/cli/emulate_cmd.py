@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.app import exits
+from harness.formats.capture_origin import ORIGIN_FILE
 from harness.model.errors import BadInput
-from harness.sources.capture_origin import ORIGIN_FILE, mark_emulated_captures
+from harness.sources.emulated_captures import mark_emulated_captures
 
 if TYPE_CHECKING:
     from harness.emulator.launch import Emulation

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.formats.yamlio import write_atomic
 from harness.model.errors import BadInput
-from harness.probe.emulation import ENV_PROFILE
 
 ORIGIN_FILE = "harness-origin.json"
 MACHINE = "XRT"
 SIMULATED = "SIMULATED"
 EMULATED = "EMULATED"
-STACKS = (MACHINE, SIMULATED, EMULATED)
 
 
 @dataclass(frozen=True)
@@ -52,11 +49,6 @@ def mark_capture(folder: Path, stack: str, profile: str | None) -> None:
                        "note": "written by xdna-runlist-harness beside an XRT capture: "
                                "the capture is not a machine's"}, indent=2) + "\n"
     write_atomic(folder / ORIGIN_FILE, text)
-
-
-def emulated_profile() -> str | None:
-    """The emulated device's profile when this process runs under `emulate`."""
-    return os.environ.get(ENV_PROFILE) or None
 
 
 def capture_origin(folder: Path) -> CaptureOrigin:
@@ -101,32 +93,3 @@ def contradicted_claim(captured: dict[str, Any]) -> str | None:
     return (f"case.captured says the capture is a machine's XRT's, but {folder}'s "
             f"{ORIGIN_FILE} says {origin.stack} (profile {origin.profile or '?'}) wrote it: "
             "a simulated or emulated capture is never a machine's")
-
-
-def mark_emulated_captures(command: tuple[str, ...], since: float, profile: str
-                           ) -> list[Path]:
-    """After a program ran under `emulate`: mark each capture folder real XRT wrote
-    meanwhile (a replay.json modified since `since`) where the run said to write one:
-    xrt-capture's `--output-dir`, XRT's `Runtime.capture_output_dir` in the environment,
-    or XRT's default, the current folder."""
-    from harness.probe.xrt_config import CAPTURE_DIR
-    places = [Path(os.environ[CAPTURE_DIR])] if os.environ.get(CAPTURE_DIR) else []
-    for at, word in enumerate(command):
-        if word == "--output-dir" and at + 1 < len(command):
-            places.append(Path(command[at + 1]))
-        elif word.startswith("--output-dir="):
-            places.append(Path(word.split("=", 1)[1]))
-    places.append(Path.cwd())
-    marked = []
-    for folder in dict.fromkeys(p.resolve() for p in places):
-        try:
-            fresh = (folder / "replay.json").stat().st_mtime >= since
-        except OSError:
-            continue
-        if fresh and not (folder / ORIGIN_FILE).exists():
-            try:
-                mark_capture(folder, EMULATED, profile)
-            except OSError:
-                continue
-            marked.append(folder)
-    return marked
