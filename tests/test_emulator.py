@@ -539,3 +539,16 @@ def test_the_emulated_machine_runs_the_profile_s_kernel(preload):
     assert "playing this machine's stack as probed: mainline,kernel:7.0.0," in played.stdout, \
         played.stdout + played.stderr
     assert played.returncode == 0, played.stdout + played.stderr
+
+
+def test_emulate_warns_of_a_slow_token_it_cannot_play(preload):
+    """No kernel name crosses the driver's interface (xdna-driver 856409ca src/shim
+    hwctx.cpp xclbin_parser, kmq/hwctx.cpp: a context gets each CU's PDI bytes and
+    function number), so `slow:` is not played under emulation: said, not ignored."""
+    done = cli(preload, "emulate", "--profile", "staging,slow:layer:3000", "--",
+               sys.executable, "-c", "pass")
+    assert done.returncode == 0, done.stderr
+    assert "emulate: warning: slow:layer:3000 is not played: no kernel name crosses the " \
+        "driver's interface" in done.stderr
+    plain = cli(preload, "emulate", "--profile", "staging", "--", sys.executable, "-c", "pass")
+    assert "is not played" not in plain.stderr

@@ -81,6 +81,12 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
                + (f", clock {clock_rate:g}x the wall clock" if clock_rate != 1.0 else "")
                + f"; the driver and firmware are the harness's model{_whose_xrt()}; not "
                f"hardware evidence; {_timers(parsed, clock_rate)}", err=True)
+    for kernel, us in parsed.slow:
+        click.echo(f"emulate: warning: slow:{kernel}:{us:g} is not played: no kernel name "
+                   "crosses the driver's interface (a context gets each CU's PDI bytes and "
+                   "function number, a command a CU index and its control code), so every "
+                   "command on the emulated device takes the default 50 us; play slow: on "
+                   "the simulated stack (--backend sim)", err=True)
     status = None
     child = None
     died = None
