@@ -9,6 +9,8 @@ way out of `flm run`) and the end of input. If it is still running at the deadli
 the disk holding the capture runs low, it is stopped the gentlest way first: SIGINT to its
 process group (a program that handles it can still exit normally), then SIGTERM, then
 SIGKILL, each after a grace period; what ended it is said, and what was written is kept.
+The user's Ctrl-C (which reaches only the harness: the program runs in its own session)
+stops it the same way, and another Ctrl-C sends the next signal at once.
 """
 
 from __future__ import annotations
@@ -206,15 +208,14 @@ class _Stop:
         self.wrapper = wrapper
         self.sent: list[str] = list(sent or [])    # a deadline's, taken over by a Ctrl-C
         self.next_at = 0.0
-        self.by_user = False
+        self.by_user = False                        # the user's Ctrl-C stops it
+        self.hurried: int | None = None             # the rung another Ctrl-C sent at once
 
     def hurry(self) -> None:
         """Another Ctrl-C: the next signal now, not after the grace period."""
         if self.proc.poll() is None and len(self.sent) < len(self.LADDER):
             self.next_at = 0.0
             self.hurried = len(self.sent)
-
-    hurried: int | None = None                     # the rung a second Ctrl-C sent
 
     def step(self) -> None:
         if self.proc.poll() is not None or len(self.sent) == len(self.LADDER) or \
