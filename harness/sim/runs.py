@@ -458,11 +458,10 @@ class run:
     @method("(self: pyxrt.run) -> pyxrt.ert_cmd_state")
     def state(self) -> PybindEnum:
         job = self._job
-        if job is not None:
-            stack = self._k()._stack
+        stack = self._k()._stack
+        if job is not None and stack is not None:    # a run that was started has its stack
             stack.poll(job)
             return as_state(job.visible_state(stack.now))
-        self._k()
         return as_state(self._packet)
 
     def add_callback(self, *args: Any) -> None:
