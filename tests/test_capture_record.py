@@ -40,6 +40,8 @@ def test_record_gives_the_prompt_and_bye_and_prints_the_engine_s_runlists(pack, 
     assert 'the program reported: {"error":"runlist failed execution (ERT_CMD_STATE_TIMEOUT)"}' \
         in out
     assert "frame_1: 42 runs in hwctx_1, chains 24+18" in out
+    assert "written by: the SIMULATED stack (profile staging,hang-at:30; marked by " \
+        "harness-origin.json)" in out
     assert "next: reproduce_ert_timeout --capture cap" in out
     # the hang ended the answer after the first decode runlist: prefill and that runlist
     assert [f.depth for f in load_capture(tmp_path / "cap").frames] == [1, 42]

@@ -257,3 +257,19 @@ def test_a_real_xrt_program_fails_at_once_when_the_model_dies_and_emulate_says_s
     assert proc.returncode == 4, err
     assert "failed: runlist failed execution" in out
     assert "the emulated NPU's model process ended while" in err
+
+
+@needs_xrt
+def test_capture_record_under_emulate_marks_the_capture_emulated(tmp_path):
+    """Real XRT writes the capture over the emulated device: `capture record`, run under
+    `emulate`, marks it so, and says so."""
+    from harness.sources.capture import load_capture
+    xclbin = xclbin_for(tmp_path, {"xclbin": "Conformance/layer"})
+    done = emulate("--profile", "staging", "--clock-rate", "10", "--", sys.executable, "-m",
+                   "harness", "capture", "record", "--frames", "5", "--out",
+                   str(tmp_path / "cap"), "--", sys.executable,
+                   str(HERE / "scripts" / "iron_host.py"), str(xclbin), "42")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "written by: real XRT over the EMULATED device (profile staging" in done.stdout
+    origin = load_capture(tmp_path / "cap").origin
+    assert (origin.stack, origin.profile) == ("EMULATED", "staging")
