@@ -273,3 +273,24 @@ def test_capture_record_under_emulate_marks_the_capture_emulated(tmp_path):
     assert "written by: real XRT over the EMULATED device (profile staging" in done.stdout
     origin = load_capture(tmp_path / "cap").origin
     assert (origin.stack, origin.profile) == ("EMULATED", "staging")
+
+
+@needs_xrt
+def test_slow_plays_under_emulate_where_the_xclbins_name_the_pdis(tmp_path):
+    """slow:layer:90000 through real XRT: the emulated driver names each command's kernel
+    by its context's PDI (compared with the xclbin given), so 24 commands of 90 ms pass
+    staging's 2 s timer (TIMEOUT at 42 runs) and 21 do not (the cut completes)."""
+    folder = tmp_path / "pack"
+    folder.mkdir()
+    xclbin = folder / "layer.xclbin"
+    xclbin.write_bytes(xclbin_for(tmp_path, {"xclbin": "Host/layer"}).read_bytes())
+    ends = {}
+    for depth in ("42", "21"):
+        done = emulate("--profile", "staging,slow:layer:90000", "--clock-rate", "10",
+                       "--xclbins", str(folder), "--", sys.executable,
+                       str(HERE / "scripts" / "iron_host.py"), str(xclbin), depth)
+        assert "is not played" not in done.stderr
+        ends[depth] = done.stdout.strip().splitlines()[-1]
+    assert ends == {"42": "runlist of 42 failed: runlist failed execution "
+                          "(ERT_CMD_STATE_TIMEOUT)",
+                    "21": "runlist of 21 completed; read back 16 bytes"}

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from harness.emulator import info, uapi
 from harness.emulator.device import CORE_ROWS, EmulatedDevice
+from harness.emulator.kernels_by_pdi import KernelOfPdi, read_index
 from harness.emulator.memory import DriverError, Memory
 from harness.emulator.objects import ClientFile, HwContext
 from harness.emulator.packets import Submission, read_submission
@@ -84,6 +85,7 @@ class EmulatedDriver:
         self._file_ids = itertools.count(1)
         self._context_ids = itertools.count(1)
         self.unanswered: dict[str, int] = {}
+        self.pdis = read_index(folder)       # the xclbins `emulate --xclbins` named
         self.last_request = time.monotonic()
         self._handlers = {
             uapi.CREATE_HWCTX: self._create_hwctx, uapi.DESTROY_HWCTX: self._destroy_hwctx,
@@ -249,14 +251,26 @@ class EmulatedDriver:
         if count == 0 or uapi.CU_CONFIG_HEAD.size + count * uapi.CU_CONFIG.size > len(extra):
             raise DriverError(errno.EINVAL, f"{count} CUs in {len(extra)} bytes")
         cus = []
+        kernels: list[tuple[KernelOfPdi, ...]] = []
         for index in range(count):
             bo, func = uapi.CU_CONFIG.unpack_from(extra, uapi.CU_CONFIG_HEAD.size
                                                   + index * uapi.CU_CONFIG.size)
-            file.handles.get(bo)          # the PDI must be a buffer of this file
+            pdi = file.handles.get(bo)    # the PDI must be a buffer of this file
             cus.append((bo, func))
+            kernels.append(self.pdis.kernels_of(pdi.read(0, pdi.size)) if self.pdis.sizes
+                           else ())
         ctx.cus = cus
+        ctx.cu_kernels = kernels
         ctx.sim.cu_configured = True
         return IoctlReply(0, args)
+
+    def _latency(self, ctx: HwContext, cu: int | None) -> float:
+        """A command's time: slow:STEM/KERNEL:US where its CU's PDI names the kernel
+        (harness.emulator.kernels_by_pdi); the default where it names none, or several
+        that the profile times differently (`emulate` warned)."""
+        known = ctx.cu_kernels[cu] if cu is not None and cu < len(ctx.cu_kernels) else ()
+        times = {self.stack.latency_for(k.stem, k.kernel) for k in known}
+        return times.pop() if len(times) == 1 else self.stack.latency_for("", "")
 
     # -- buffers ----------------------------------------------------------------------------
 
@@ -334,11 +348,11 @@ class EmulatedDriver:
             for position in self.profile.reject_at:
                 if start <= position < start + count:
                     sub.faults.setdefault(position - start, REJECTED.format(position=position))
-        latency = self.stack.latency_for("", "")
+        latencies = [self._latency(ctx, cu) for cu in sub.cus]
 
         def take() -> None:
             try:
-                sub.job = self.stack.submit(ctx.sim, [latency] * count, sub.arg_bytes,
+                sub.job = self.stack.submit(ctx.sim, latencies, sub.arg_bytes,
                                             sub.opcodes, sub.faults, hangs, sub.chained)
             except RuntimeError as err:
                 raise DriverError(errno.EINVAL, str(err)) from None

@@ -124,17 +124,17 @@ RULES = (
          "submitted (XRT makes every chain of a runlist in add(), before execute())",
          "Xilinx/XRT src/runtime_src/core/common/api/xrt_kernel.cpp runlist_impl::add, "
          "get_cmd_chain_for_run_at_index, submit"),
-    Rule("commands", "slow:KERNEL:US and a case's latency_us are not played: every command "
-         "takes the default 50 us, and `emulate` warns about a slow: token. No kernel name "
-         "crosses the driver's interface: CREATE_HWCTX carries the partition's tiles "
-         "(num_tiles), max_opc and QoS; CONFIG_HWCTX one (cu_bo, cu_func) per CU, cu_bo a "
-         "buffer into which the shim copied that CU's PDI from the xclbin's AIE_PARTITION "
-         "section; EXEC_CMD a command buffer whose header's cu_mask picks one of those CUs "
-         "and whose payload holds the instruction buffer's address or the control code. "
-         "Neither the xclbin's file name, its uuid, nor a kernel or CU name reaches the "
-         "driver, so a token naming a kernel or an xclbin stem cannot be matched there; "
-         "the PDI bytes could identify an xclbin only by comparing them with the xclbin "
-         "files, which the emulated driver is not given",
+    Rule("commands", "no kernel name crosses the driver's interface: CREATE_HWCTX carries "
+         "the partition's tiles (num_tiles), max_opc and QoS; CONFIG_HWCTX one (cu_bo, "
+         "cu_func) per CU, cu_bo a buffer into which the shim copied that CU's PDI image "
+         "from the xclbin's AIE_PARTITION section; EXEC_CMD a command buffer whose header's "
+         "cu_mask picks one of those CUs. So slow:KERNEL:US plays where `emulate --xclbins` "
+         "names the xclbins the program loads: a command's CU's PDI bytes are compared with "
+         "their PDIs, whose CDO groups name the DPU kernel ids and so the kernel and the "
+         "xclbin's stem; without them, or for a name none has, every command takes the "
+         "default 50 us and `emulate` warns. A case's latency_us is the harness's own and "
+         "never reaches the model",
          f"{SHIM} hwctx.cpp xclbin_parser (get_pdi, cu_func), kmq/hwctx.cpp config_cu "
-         f"(pdi_bo, cu_conf); {UAPI} amdxdna_drm_create_hwctx, amdxdna_cu_config"),
+         f"(pdi_bo, cu_conf); {UAPI} amdxdna_drm_create_hwctx, amdxdna_cu_config; "
+         "Xilinx/XRT xclbin.h aie_partition, aie_pdi, cdo_group"),
 )
