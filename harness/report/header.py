@@ -73,6 +73,8 @@ class Xrt:
 class System:
     kernel: Any = None
     distribution: Any = None
+    hostname: Any = None
+    machine_id: Any = None
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,13 @@ class Backend:
 
 @dataclass(frozen=True)
 class Case:
-    name: Any = MISSING
+    name: Any = None
     flow: Any = None
+    named: bool = False           # the section holds a name key (titles say "?" without)
+
+    @property
+    def title_name(self) -> Any:
+        return self.name if self.named else MISSING
 
 
 @dataclass(frozen=True)
@@ -153,7 +160,8 @@ def read_environment(value: Any) -> Environment:
     ioctl, pyxrt = section(npu.get("ioctl")), section(xrt.get("pyxrt"))
     system, memlock = section(env.get("system")), section(env.get("memlock"))
     return Environment(
-        system=System(kernel=system.get("kernel"), distribution=system.get("distribution")),
+        system=System(kernel=system.get("kernel"), distribution=system.get("distribution"),
+                      hostname=system.get("hostname"), machine_id=system.get("machine_id")),
         npu=Npu(present=npu.get("present"), generation=npu.get("generation"),
                 ioctl=Ioctl(firmware=ioctl.get("firmware"),
                             power_mode=ioctl.get("power_mode"),
@@ -193,7 +201,7 @@ def read_header(data: dict[str, Any]) -> ReportHeader:
     bisect = section(data.get("bisect"))
     answer = section(bisect.get("answer"))
     return ReportHeader(
-        case=Case(name=case.get("name", MISSING), flow=case.get("flow")),
+        case=Case(name=case.get("name"), flow=case.get("flow"), named="name" in case),
         backend=read_backend(data.get("backend")),
         environment=read_environment(data.get("environment")),
         harness=HarnessInfo(argv=harness.get("argv"), version=harness.get("version", MISSING),

@@ -57,7 +57,7 @@ BODY_BUDGET = MAX_BODY - REPORTER_ROOM
 
 def title(data: dict[str, Any]) -> str:
     header = read_header(data)
-    case, backend = header.case.name, header.backend.raw
+    case, backend = header.case.title_name, header.backend.raw
     if is_emulated(backend):
         version = header.backend.emulated_xrt_version or "?"
         return (f"{case}: {source_tag(backend)} NPU (XRT {version} over the emulated driver), "
