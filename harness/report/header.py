@@ -134,6 +134,7 @@ class Bisect:
 class Artifacts:
     xclbins: tuple[dict[str, Any], ...] = ()
     stand_ins: Any = None
+    pack_name: Any = None
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,8 @@ def read_header(data: dict[str, Any]) -> ReportHeader:
         harness=HarnessInfo(argv=harness.get("argv"), version=harness.get("version", MISSING),
                             commit=harness.get("commit")),
         artifacts=Artifacts(xclbins=_mappings(artifacts.get("xclbins")),
-                            stand_ins=section(artifacts.get("pack")).get("stand_ins")),
+                            stand_ins=section(artifacts.get("pack")).get("stand_ins"),
+                            pack_name=section(artifacts.get("pack")).get("name")),
         settings_flow=section(data.get("settings")).get("flow"),
         bisect=Bisect(first=answer.get("first"),
                       answer_text=answer.get("text", "unfinished"),
