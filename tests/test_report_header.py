@@ -127,8 +127,8 @@ def test_a_malformed_section_reads_as_absent(section):
 
 
 # `.get(...) or {}` and `isinstance(..., dict)` across harness/report (report/header.py,
-# where every section is read, excluded): 88 and 99 before the typed header; render.py
-# compare.py and bundle.py read through it now (40 and 93). Lower these as more readers convert.
+# where every section is read, excluded): 88 and 99 before the typed header; 40 and 93 since
+# render.py, compare.py and bundle.py read through it. Lower these as more readers convert.
 MAX_OR_EMPTY = 40
 MAX_DICT_CHECKS = 93
 

@@ -96,7 +96,7 @@ class Environment:
 
 
 @dataclass(frozen=True)
-class Backend:
+class BackendInfo:
     kind: Any = None
     profile: Any = None
     emulated_xrt_version: Any = None
@@ -106,7 +106,7 @@ class Backend:
 
 
 @dataclass(frozen=True)
-class Case:
+class CaseInfo:
     name: Any = None
     flow: Any = None
     named: bool = False           # the section holds a name key (titles say "?" without)
@@ -139,8 +139,8 @@ class Artifacts:
 
 @dataclass(frozen=True)
 class ReportHeader:
-    case: Case
-    backend: Backend
+    case: CaseInfo
+    backend: BackendInfo
     environment: Environment
     harness: HarnessInfo
     artifacts: Artifacts
@@ -183,10 +183,10 @@ def read_environment(value: Any) -> Environment:
         raw=env)
 
 
-def read_backend(value: Any) -> Backend:
+def read_backend(value: Any) -> BackendInfo:
     backend = section(value)
     deviations = backend.get("deviations")
-    return Backend(kind=backend.get("kind"), profile=backend.get("profile"),
+    return BackendInfo(kind=backend.get("kind"), profile=backend.get("profile"),
                    emulated_xrt_version=section(backend.get("emulated")).get("xrt_version"),
                    documented=backend.get("documented", True),
                    deviations=tuple(map(str, deviations))
@@ -202,7 +202,7 @@ def read_header(data: dict[str, Any]) -> ReportHeader:
     bisect = section(data.get("bisect"))
     answer = section(bisect.get("answer"))
     return ReportHeader(
-        case=Case(name=case.get("name"), flow=case.get("flow"), named="name" in case),
+        case=CaseInfo(name=case.get("name"), flow=case.get("flow"), named="name" in case),
         backend=read_backend(data.get("backend")),
         environment=read_environment(data.get("environment")),
         harness=HarnessInfo(argv=harness.get("argv"), version=harness.get("version", MISSING),
