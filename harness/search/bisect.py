@@ -98,7 +98,7 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
 
 def _as_largest_chunk(answer: Answer, settings: BisectSettings) -> str:
     """Chunk mode asks the other question: the largest chunk size that completes."""
-    detail = answer.text[answer.text.find("("):] if "(" in answer.text else ""
+    detail = f"({answer.evidence})" if answer.evidence else ""
     if answer.kind is AnswerKind.EXACT:
         return (f"largest chunk size that completes at depth {settings.depth}: "
                 f"{answer.low - 1} {detail}")
