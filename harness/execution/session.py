@@ -339,10 +339,11 @@ def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
         outcome.state_code = int(failure.state) if failure.state else None
         outcome.located_by = "not located: the submit failed"
         return
-    states = []
+    read: list[CmdState] = []
+    states: list[CmdState] | None = read
     for r in runs:
         try:
-            states.append(state_from_pyxrt(r.state()))
+            read.append(state_from_pyxrt(r.state()))
         except Exception as err:  # a binding that cannot report member states
             outcome.located_by = f"not located: run.state() failed ({type(err).__name__})"
             states = None
