@@ -41,6 +41,8 @@ def test_record_gives_the_prompt_and_bye_and_prints_the_engine_s_runlists(pack, 
     assert 'the program reported: {"error":"runlist failed execution (ERT_CMD_STATE_TIMEOUT)"}' \
         in out
     assert "frame_1: 42 runs in hwctx_1, chains 24+18" in out
+    assert "written by: the SIMULATED stack (profile staging,hang-at:30; marked by " \
+        "harness-origin.json)" in out
     assert "next: reproduce_ert_timeout --capture cap" in out
     # the hang ended the answer after the first decode runlist: prefill and that runlist
     assert [f.depth for f in load_capture(tmp_path / "cap").frames] == [1, 42]
@@ -207,3 +209,56 @@ def test_no_replay_after_a_normal_exit_says_how_the_program_ended_in_its_own_wor
     assert _why_no_replay(stopped, tmp_path).startswith(
         "no replay.json although the program stopped at the deadline (2 s): sent SIGINT; "
         "it exited with status 0; the 3 files")
+
+
+# -- the user's own Ctrl-C -------------------------------------------------------------------
+
+def _recording_until_ready(tmp_path: Path, *more: str):
+    """`capture record` of tests/scripts/ctrl_c_host.py as a real process, once the program
+    has run its command and waits."""
+    import subprocess
+
+    from harness.formats.xclbin_writer import flm_spec, synthesize
+    xclbin = tmp_path / "layer.xclbin"
+    xclbin.write_bytes(synthesize(flm_spec("Host/layer")))
+    script = Path(__file__).resolve().parent / "scripts" / "ctrl_c_host.py"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "capture", "record", "--profile",
+                             "staging", "--out", str(tmp_path / "cap"), "--", sys.executable,
+                             str(script), str(xclbin), *more],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.strip() == "| ready":
+            return proc, seen
+    proc.kill()
+    raise AssertionError("".join(seen))
+
+
+def test_ctrl_c_stops_the_program_gently_so_xrt_writes_the_capture(tmp_path):
+    import signal
+    proc, _ = _recording_until_ready(tmp_path)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "ended: stopped at your Ctrl-C: sent SIGINT; it exited with status 0" in out
+    assert "interrupted: leaving normally" in err
+    # the program left normally, so the capture was written, and is kept
+    assert load_capture(tmp_path / "cap").frames
+    assert "XRT wrote" in out and "stopped by your Ctrl-C" in err
+
+
+def test_a_second_ctrl_c_sends_the_next_signal_at_once(tmp_path):
+    import signal
+    import time
+    proc, _ = _recording_until_ready(tmp_path, "ignore")
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1.0)                       # within the 5 s grace after the first SIGINT
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "sent SIGINT, then SIGTERM at once (another Ctrl-C); it ended by SIGTERM" in out
+    # a program ended by a signal leaves no replay.json: said, and what it wrote is kept
+    assert not (tmp_path / "cap" / "replay.json").exists()
+    assert "stopped by your Ctrl-C: no replay.json" in err

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from machines import engine_pack
 
+from harness.formats.capture_origin import ORIGIN_FILE
 from harness.probe.xrt_config import ini_path, read_ini, xrt_config
 from harness.sim.host_script import simulated_pyxrt_environment
 from harness.sim.profiles import parse_profile
@@ -85,8 +86,12 @@ def test_the_stand_in_engine_s_session_is_written_as_xrt_writes_it(pack, tmp_pat
     assert all(len(member["arguments"]) == 5 for member in first)
     names = {a["fnm"] for member in first for a in member["arguments"]}
     assert len(names) == 2     # the layer weights, and zeros (token 0's activations too)
-    files = sorted(p.name for p in folder.iterdir() if p.name != "replay.json")
+    # beside XRT's files, only the mark that the SIMULATED stack wrote them (which XRT's
+    # replay never opens: it reads replay.json and the artefacts replay.json names)
+    files = sorted(p.name for p in folder.iterdir()
+                   if p.name not in ("replay.json", ORIGIN_FILE))
     assert files == sorted(f"capture_{i}.bin" for i in range(len(files)))
+    assert json.loads((folder / ORIGIN_FILE).read_text())["written_by"] == "SIMULATED"
     # a buffer is named when it is first synced or set (capture_sync makes its record):
     # the four weights were synced first, then the activations (bo_4); rewritten and synced
     # for the second token, only they are new content in its runlist's dumps
@@ -96,6 +101,7 @@ def test_the_stand_in_engine_s_session_is_written_as_xrt_writes_it(pack, tmp_pat
     # the importer reads what the writer wrote
     capture = load_capture(folder)
     assert capture.frame(None).name == "frame_1" and capture.frame(None).depth == 42
+    assert capture.origin.stack == "SIMULATED"
 
 
 def test_frames_past_the_count_and_the_last_frame_s_own_wait_are_not_recorded(pack,

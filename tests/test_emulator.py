@@ -539,3 +539,55 @@ def test_the_emulated_machine_runs_the_profile_s_kernel(preload):
     assert "playing this machine's stack as probed: mainline,kernel:7.0.0," in played.stdout, \
         played.stdout + played.stderr
     assert played.returncode == 0, played.stdout + played.stderr
+
+
+def test_emulate_warns_of_a_slow_token_it_cannot_play(preload):
+    """No kernel name crosses the driver's interface (xdna-driver 856409ca src/shim
+    hwctx.cpp xclbin_parser, kmq/hwctx.cpp: a context gets each CU's PDI bytes and
+    function number), so `slow:` is not played under emulation: said, not ignored."""
+    done = cli(preload, "emulate", "--profile", "staging,slow:layer:3000", "--",
+               sys.executable, "-c", "pass")
+    assert done.returncode == 0, done.stderr
+    assert "emulate: warning: slow:layer:3000 is not played: no kernel name crosses the " \
+        "driver's interface" in done.stderr
+    plain = cli(preload, "emulate", "--profile", "staging", "--", sys.executable, "-c", "pass")
+    assert "is not played" not in plain.stderr
+
+
+def test_a_command_s_kernel_is_named_by_its_context_s_pdi(tmp_path, preload):
+    """What the shim copies into a CU's PDI buffer is the xclbin's PDI image
+    (xdna-driver 856409ca src/shim hwctx.cpp xclbin_parser::get_pdi): its bytes name the
+    xclbin's stem and the kernel its CDO groups serve, a buffer larger than the image too;
+    `emulate` warns of a slow: name none of the xclbins given has."""
+    import hashlib
+
+    from harness.emulator.kernels_by_pdi import KernelOfPdi, index_xclbins
+    from harness.formats.xclbin import read_xclbin
+    from harness.formats.xclbin_writer import flm_spec, synthesize
+    path = tmp_path / "layer.xclbin"
+    path.write_bytes(synthesize(flm_spec("Host/layer")))
+    index = index_xclbins([tmp_path])
+    (pdi,) = read_xclbin(str(path)).partition.pdis
+    raw = path.read_bytes()
+    layer = KernelOfPdi("layer", "MLIR_AIE")
+    assert index.by_digest[pdi.image_sha256] == (layer,)
+    image = next(raw[i:i + pdi.image_size] for i in range(len(raw))
+                 if hashlib.sha256(raw[i:i + pdi.image_size]).hexdigest() == pdi.image_sha256)
+    assert index.kernels_of(image + bytes(4096)) == (layer,)
+    assert index.kernels_of(b"\x01" * len(image)) == ()
+    # another xclbin with the same PDI image: the driver cannot tell them apart
+    (tmp_path / "attn.xclbin").write_bytes(synthesize(flm_spec("Host/attn")))
+    both = index_xclbins([tmp_path])
+    assert set(both.kernels_of(image)) == {layer, KernelOfPdi("attn", "MLIR_AIE")}
+    shared = cli(preload, "emulate", "--profile", "staging,slow:layer:500", "--xclbins",
+                 str(tmp_path), "--", sys.executable, "-c", "pass")
+    assert "slow:layer:500 is not played: its PDI image is the same as that of " \
+        "attn/MLIR_AIE" in shared.stderr
+    (tmp_path / "attn.xclbin").unlink()
+    named = cli(preload, "emulate", "--profile", "staging,slow:attn:500", "--xclbins",
+                str(path), "--", sys.executable, "-c", "pass")
+    assert "slow:attn:500 is not played: no xclbin given (--xclbins) has a kernel or stem " \
+        "'attn'" in named.stderr
+    played = cli(preload, "emulate", "--profile", "staging,slow:layer:500", "--xclbins",
+                 str(path), "--", sys.executable, "-c", "pass")
+    assert "is not played" not in played.stderr

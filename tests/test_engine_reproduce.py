@@ -67,8 +67,10 @@ def test_the_three_way_on_the_engine_s_own_commands(captured, tmp_path, profile,
     # the first screen says these are the engine's own commands, and which: right below
     # the verdict and its reasons
     what = lines[2 + len(reasons)]
-    assert what.startswith("what ran: the engine's own commands, as XRT captured them: "
-                           "frame_1 of the 8 frames of capture cap (replay.json sha256 ")
+    # the capture is the SIMULATED stack's (its mark): never said to be XRT's
+    assert what.startswith("what ran: the engine's own commands, as the SIMULATED stack "
+                           "captured them (profile mainline): frame_1 of the 8 frames of "
+                           "capture cap (replay.json sha256 ")
     assert "42 runs in one runlist in context hwctx_1, whose xclbin capture_" in what
     assert "5 buffers, 5 restored from the capture as they held when the frame started" \
         in what
@@ -77,13 +79,18 @@ def test_the_three_way_on_the_engine_s_own_commands(captured, tmp_path, profile,
     assert report.case["captured"]["frame"] == "frame_1"
     assert report.case["captured"]["replay_sha256"] in what
     render = invoke("report", "render", str(out)).stdout
-    assert "**What ran:** the engine's own commands, as XRT captured them: frame_1" in render
+    assert "**What ran:** the engine's own commands, as the SIMULATED stack captured them " \
+        "(profile mainline): frame_1" in render
+    assert "as XRT captured them" not in render
     bundle = invoke("report", "bundle", str(out), "--out", str(tmp_path / "b.tar.gz"))
     assert bundle.exit_code == 0, bundle.output
     with tarfile.open(tmp_path / "b.tar.gz") as tar:
         body = next(tar.extractfile(m).read().decode() for m in tar.getmembers()
                     if m.name.endswith("report.md"))
-    assert "**What ran:** the engine's own commands" in body
+        readme = next(tar.extractfile(m).read().decode() for m in tar.getmembers()
+                      if m.name.endswith("README.md"))
+    assert "What ran: the engine's own commands, as the SIMULATED stack" in readme
+    assert "**What ran:** the engine's own commands, as the SIMULATED stack" in body
     assert invoke("report", "check", str(out)).exit_code == 0
 
 
@@ -220,3 +227,66 @@ def test_a_capture_run_s_scripts_are_named_as_export_writes_them(captured, tmp_p
     assert f"Written by xdna-runlist-harness from the XRT capture {captured.name}: 42 runs. " \
         in readme
     assert str(captured) not in readme
+
+
+# -- who wrote the capture: its mark beside replay.json -----------------------------------
+
+def test_capture_show_and_import_say_the_simulated_stack_wrote_it(captured, tmp_path):
+    shown = invoke("capture", "show", str(captured), "--no-redact")
+    assert "written by: the SIMULATED stack (profile mainline; marked by " \
+        "harness-origin.json)" in shown.output
+    as_json = invoke("capture", "show", str(captured), "--json", "--no-redact")
+    assert '"written_by": "SIMULATED"' in as_json.output
+    imported = invoke("capture", "import", str(captured), "--cases", str(tmp_path / "cases"))
+    assert imported.exit_code == 0, imported.output
+    assert "written by: the SIMULATED stack" in imported.output
+    import yaml
+    case = yaml.safe_load(next((tmp_path / "cases").glob("*.yaml")).read_text())
+    assert case["description"].startswith("SIMULATED stack's capture imported from")
+
+
+def test_an_unmarked_capture_is_taken_for_a_machine_s(captured, tmp_path):
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(captured, copy)
+    (copy / "harness-origin.json").unlink()
+    shown = invoke("capture", "show", str(copy), "--no-redact")
+    assert "written by: XRT (no harness-origin.json mark: taken as a machine's capture)" \
+        in shown.output
+
+
+def test_report_check_refuses_a_simulated_capture_claimed_as_a_machine_s(captured, tmp_path):
+    out = tmp_path / "r.yaml"
+    result = invoke("reproduce", "--capture", str(captured), "--no-control", "--trials", "1",
+                    "--no-isolate", "--plan", "42", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "written_by: SIMULATED" in text
+    assert invoke("report", "check", str(out)).exit_code == 0
+    out.write_text(text.replace("written_by: SIMULATED", "written_by: XRT"))
+    checked = invoke("report", "check", str(out))
+    assert checked.exit_code != 0
+    assert "says the capture is a machine's XRT's, but" in checked.output
+    assert "harness-origin.json says SIMULATED (profile mainline) wrote it" in checked.output
+
+
+def test_emulate_marks_the_capture_folders_xrt_wrote(tmp_path, monkeypatch):
+    import time
+
+    from harness.formats.capture_origin import capture_origin
+    from harness.sources.emulated_captures import mark_emulated_captures
+    began = time.time()
+    old, new, here = tmp_path / "old", tmp_path / "new", tmp_path / "here"
+    for folder in (old, new, here):
+        folder.mkdir()
+    (old / "replay.json").write_text("{}")
+    import os
+    os.utime(old / "replay.json", (began - 60, began - 60))       # from an earlier run
+    (new / "replay.json").write_text("{}")
+    (here / "replay.json").write_text("{}")
+    monkeypatch.chdir(here)                 # XRT's default capture folder, ./
+    marked = mark_emulated_captures(("xrt-capture", "--output-dir", str(new), "--",
+                                     "app", "--output-dir", str(old)), began, "staging")
+    assert sorted(marked) == sorted([new.resolve(), here.resolve()])
+    assert capture_origin(new).stack == "EMULATED" and capture_origin(new).profile == "staging"
+    assert capture_origin(old).stack == "XRT"

@@ -60,3 +60,39 @@ def test_without_an_npu_auto_still_takes_the_simulator(tmp_path):
                                        "--no-control", "--out", str(tmp_path / "r.yaml")])
     assert result.exit_code == 0, result.output
     assert "pyxrt does not import here, so the simulated stack ran instead" in result.output
+
+
+def test_backend_sim_takes_the_firmware_a_working_node_shows_was_taken(tmp_path, monkeypatch):
+    """A Strix Halo on kernel.org-numbered 6.18 with firmware 1.1.2.65 (protocol 7) and a
+    working /dev/accel node: kernel.org's 6.18 would refuse that firmware at probe (before
+    f1eac46fe5f7, 7.0), so this machine's kernel carries the fix (a distribution kernel), or
+    the node would not be there. `--backend sim` plays what the machine shows: the check
+    passed (firmware-taken), said in the backend line and recorded in the report's
+    profile; not the refusal."""
+    tree = Tree(tmp_path)
+    tree.write("/proc/sys/kernel/osrelease", "6.18.0-9-generic")
+    tree.npu(fw="1.1.2.65")
+    tree.module({})
+    tree.write("/lib/modules/6.18.0-9-generic/modules.dep",
+               "kernel/drivers/accel/amdxdna/amdxdna.ko.zst: \n")     # in tree: mainline
+    monkeypatch.setenv("HARNESS_ROOT", str(tree.root))
+    out = tmp_path / "r.yaml"
+    result = CliRunner().invoke(main, ["reproduce", "--backend", "sim", "--trials", "1",
+                                       "--no-isolate", "--no-control", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[0]
+    assert "profile mainline,kernel:6.18,firmware-taken (" in first
+    assert "playing this machine's stack as probed: mainline,kernel:6.18.0,device:npu5," \
+        "firmware:1.1.2.65; its /dev/accel node works, so its driver took firmware 1.1.2.65 " \
+        "(protocol 7.2), which kernel.org's Linux 6.18 refuses: played as firmware-taken " \
+        "(the protocol check passed, as on a kernel carrying f1eac46fe5f7)" in first
+    backend = load_report(out).backend
+    assert "firmware-taken" in backend["profile"]
+    assert "which kernel.org's Linux 6.18 refuses: played as firmware-taken" in \
+        backend["reason"]
+    # the same profile without the machine's word is refused at probe, as kernel.org's is
+    named = CliRunner().invoke(main, ["reproduce", "--backend", "sim", "--profile",
+                                      "mainline,kernel:6.18,firmware:1.1.2.65", "--trials",
+                                      "1", "--no-isolate", "--out", str(tmp_path / "s.yaml")])
+    assert named.exit_code == 3, named.output
+    assert "refuses firmware 1.1.2.65" in named.output

@@ -202,6 +202,10 @@ def test_real_xrt_captures_the_harness(tmp_path, isolation):
     depths = [frame.depth for frame in load_capture(tmp_path / "cap").frames]
     # in process every runlist of the run, in order; isolated the last worker's
     assert depths == ([42, 42, 21, 21, 21, 21] if isolation else [21, 21])
+    # real XRT wrote it over the emulated device: `emulate` marks the folder so
+    origin = load_capture(tmp_path / "cap").origin
+    assert (origin.stack, origin.profile) == ("EMULATED", "mainline")
+    assert "over the EMULATED device; marked it so" in done.stderr
 
 
 def _emulated_waiter(tmp_path: Path) -> subprocess.Popen:
@@ -253,3 +257,40 @@ def test_a_real_xrt_program_fails_at_once_when_the_model_dies_and_emulate_says_s
     assert proc.returncode == 4, err
     assert "failed: runlist failed execution" in out
     assert "the emulated NPU's model process ended while" in err
+
+
+@needs_xrt
+def test_capture_record_under_emulate_marks_the_capture_emulated(tmp_path):
+    """Real XRT writes the capture over the emulated device: `capture record`, run under
+    `emulate`, marks it so, and says so."""
+    from harness.sources.capture import load_capture
+    xclbin = xclbin_for(tmp_path, {"xclbin": "Conformance/layer"})
+    done = emulate("--profile", "staging", "--clock-rate", "10", "--", sys.executable, "-m",
+                   "harness", "capture", "record", "--frames", "5", "--out",
+                   str(tmp_path / "cap"), "--", sys.executable,
+                   str(HERE / "scripts" / "iron_host.py"), str(xclbin), "42")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "written by: real XRT over the EMULATED device (profile staging" in done.stdout
+    origin = load_capture(tmp_path / "cap").origin
+    assert (origin.stack, origin.profile) == ("EMULATED", "staging")
+
+
+@needs_xrt
+def test_slow_plays_under_emulate_where_the_xclbins_name_the_pdis(tmp_path):
+    """slow:layer:90000 through real XRT: the emulated driver names each command's kernel
+    by its context's PDI (compared with the xclbin given), so 24 commands of 90 ms pass
+    staging's 2 s timer (TIMEOUT at 42 runs) and 21 do not (the cut completes)."""
+    folder = tmp_path / "pack"
+    folder.mkdir()
+    xclbin = folder / "layer.xclbin"
+    xclbin.write_bytes(xclbin_for(tmp_path, {"xclbin": "Host/layer"}).read_bytes())
+    ends = {}
+    for depth in ("42", "21"):
+        done = emulate("--profile", "staging,slow:layer:90000", "--clock-rate", "10",
+                       "--xclbins", str(folder), "--", sys.executable,
+                       str(HERE / "scripts" / "iron_host.py"), str(xclbin), depth)
+        assert "is not played" not in done.stderr
+        ends[depth] = done.stdout.strip().splitlines()[-1]
+    assert ends == {"42": "runlist of 42 failed: runlist failed execution "
+                          "(ERT_CMD_STATE_TIMEOUT)",
+                    "21": "runlist of 21 completed; read back 16 bytes"}

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from harness.emulator import info, uapi
 from harness.emulator.device import CORE_ROWS, EmulatedDevice
+from harness.emulator.kernels_by_pdi import KernelOfPdi, read_index
 from harness.emulator.memory import DriverError, Memory
 from harness.emulator.objects import ClientFile, HwContext
 from harness.emulator.packets import Submission, read_submission
@@ -52,6 +53,16 @@ from harness.sim.stack import (
 log = logging.getLogger("harness.emulator")
 
 INVALID_DOORBELL = 0xFFFFFFFF
+# How long the host may make no driver call before the device's clock runs of its own. A
+# program that polls `run.state()` makes none (on amdxdna the read is a load of the mapped
+# command buffer: xdna-driver 856409ca src/shim/hwq.cpp `hwq::poll_command`), and on
+# hardware its command progresses meanwhile. The gaps between XRT 2.26's chain submits of
+# one runlist, measured under `emulate` (runlists of 42, 120 and 240 on a 2-core machine),
+# were 0.7 to 1.4 ms (2.9 ms where a fifth chain waited for a slot, device time running):
+# 100 ms is some seventy times the widest, so a burst stays simultaneous on a loaded
+# machine (what `inflight-cap:N` counts), and a polling program waits 100 ms at most
+# before its device moves.
+HOST_IDLE_S = 0.1
 
 
 class EmulatedDriver:
@@ -74,6 +85,8 @@ class EmulatedDriver:
         self._file_ids = itertools.count(1)
         self._context_ids = itertools.count(1)
         self.unanswered: dict[str, int] = {}
+        self.pdis = read_index(folder)       # the xclbins `emulate --xclbins` named
+        self.last_request = time.monotonic()
         self._handlers = {
             uapi.CREATE_HWCTX: self._create_hwctx, uapi.DESTROY_HWCTX: self._destroy_hwctx,
             uapi.CONFIG_HWCTX: self._config_hwctx, uapi.CREATE_BO: self._create_bo,
@@ -120,9 +133,16 @@ class EmulatedDriver:
             ctx.settle()
 
     def waiting(self, waiters: bool) -> None:
-        """Whether some program waits on the device now: its clock runs only then."""
-        if waiters == self.clock.held:
-            self.clock.run_while(waiters)
+        """Whether some program waits on the device now, or the host has made no driver
+        call for HOST_IDLE_S (a program polling its command's state): its clock runs only
+        then."""
+        runs = waiters or self.seconds_to_idle() == 0.0
+        if runs == self.clock.held:
+            self.clock.run_while(runs)
+
+    def seconds_to_idle(self) -> float:
+        """How long until the host counts as idle (0 once it is)."""
+        return max(0.0, self.last_request + HOST_IDLE_S - time.monotonic())
 
     def seconds_to_next_event(self) -> float | None:
         if self.clock.held:
@@ -134,6 +154,9 @@ class EmulatedDriver:
     # -- requests ---------------------------------------------------------------------------
 
     def ioctl(self, file_id: int, cmd: int, args: bytes, extra: bytes) -> IoctlReply | Pending:
+        # any call ends the host's idle time: the server holds the clock again after it
+        # (what the device did meanwhile is run by the tick below)
+        self.last_request = time.monotonic()
         file = self.files.get(file_id)
         if file is None:
             return IoctlReply(-errno.EBADF, args)
@@ -228,14 +251,26 @@ class EmulatedDriver:
         if count == 0 or uapi.CU_CONFIG_HEAD.size + count * uapi.CU_CONFIG.size > len(extra):
             raise DriverError(errno.EINVAL, f"{count} CUs in {len(extra)} bytes")
         cus = []
+        kernels: list[tuple[KernelOfPdi, ...]] = []
         for index in range(count):
             bo, func = uapi.CU_CONFIG.unpack_from(extra, uapi.CU_CONFIG_HEAD.size
                                                   + index * uapi.CU_CONFIG.size)
-            file.handles.get(bo)          # the PDI must be a buffer of this file
+            pdi = file.handles.get(bo)    # the PDI must be a buffer of this file
             cus.append((bo, func))
+            kernels.append(self.pdis.kernels_of(pdi.read(0, pdi.size)) if self.pdis.sizes
+                           else ())
         ctx.cus = cus
+        ctx.cu_kernels = kernels
         ctx.sim.cu_configured = True
         return IoctlReply(0, args)
+
+    def _latency(self, ctx: HwContext, cu: int | None) -> float:
+        """A command's time: slow:STEM/KERNEL:US where its CU's PDI names the kernel
+        (harness.emulator.kernels_by_pdi); the default where it names none, or several
+        that the profile times differently (`emulate` warned)."""
+        known = ctx.cu_kernels[cu] if cu is not None and cu < len(ctx.cu_kernels) else ()
+        times = {self.stack.latency_for(k.stem, k.kernel) for k in known}
+        return times.pop() if len(times) == 1 else self.stack.latency_for("", "")
 
     # -- buffers ----------------------------------------------------------------------------
 
@@ -313,11 +348,11 @@ class EmulatedDriver:
             for position in self.profile.reject_at:
                 if start <= position < start + count:
                     sub.faults.setdefault(position - start, REJECTED.format(position=position))
-        latency = self.stack.latency_for("", "")
+        latencies = [self._latency(ctx, cu) for cu in sub.cus]
 
         def take() -> None:
             try:
-                sub.job = self.stack.submit(ctx.sim, [latency] * count, sub.arg_bytes,
+                sub.job = self.stack.submit(ctx.sim, latencies, sub.arg_bytes,
                                             sub.opcodes, sub.faults, hangs, sub.chained)
             except RuntimeError as err:
                 raise DriverError(errno.EINVAL, str(err)) from None

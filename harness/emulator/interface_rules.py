@@ -124,4 +124,17 @@ RULES = (
          "submitted (XRT makes every chain of a runlist in add(), before execute())",
          "Xilinx/XRT src/runtime_src/core/common/api/xrt_kernel.cpp runlist_impl::add, "
          "get_cmd_chain_for_run_at_index, submit"),
+    Rule("commands", "no kernel name crosses the driver's interface: CREATE_HWCTX carries "
+         "the partition's tiles (num_tiles), max_opc and QoS; CONFIG_HWCTX one (cu_bo, "
+         "cu_func) per CU, cu_bo a buffer into which the shim copied that CU's PDI image "
+         "from the xclbin's AIE_PARTITION section; EXEC_CMD a command buffer whose header's "
+         "cu_mask picks one of those CUs. So slow:KERNEL:US plays where `emulate --xclbins` "
+         "names the xclbins the program loads: a command's CU's PDI bytes are compared with "
+         "their PDIs, whose CDO groups name the DPU kernel ids and so the kernel and the "
+         "xclbin's stem; without them, or for a name none has, every command takes the "
+         "default 50 us and `emulate` warns. A case's latency_us is the harness's own and "
+         "never reaches the model",
+         f"{SHIM} hwctx.cpp xclbin_parser (get_pdi, cu_func), kmq/hwctx.cpp config_cu "
+         f"(pdi_bo, cu_conf); {UAPI} amdxdna_drm_create_hwctx, amdxdna_cu_config; "
+         "Xilinx/XRT xclbin.h aie_partition, aie_pdi, cdo_group"),
 )

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from harness.emulator.build import library
 from harness.emulator.device import EmulatedDevice
+from harness.emulator.kernels_by_pdi import XCLBINS_FILE
 from harness.emulator.server import SOCKET_NAME, SUMMARY_NAME
 from harness.formats.scratch import make_owned, set_owners
 from harness.model.errors import EnvironmentNotReady
@@ -125,7 +126,8 @@ def _run_folder() -> Path:
 
 def start(profile: Profile, *, keep: bool = False, clock_rate: float = 1.0,
           preload: Path | None = None,
-          say: Callable[[str], None] | None = None) -> Emulation:
+          say: Callable[[str], None] | None = None,
+          xclbins: tuple[Path, ...] = ()) -> Emulation:
     """Build (or find) the preload library (unless given), write the device's tree and
     start the model (its clock `clock_rate` times faster than the wall clock); `say`
     hears what the build did."""
@@ -139,6 +141,9 @@ def start(profile: Profile, *, keep: bool = False, clock_rate: float = 1.0,
         kmsg.touch()
         device.write_tree(folder / "root", kmsg)
         (folder / "redirects").write_text("\n".join(device.redirects()) + "\n", "utf-8")
+        if xclbins:          # for slow:, the model names a command's kernel by its PDI
+            (folder / XCLBINS_FILE).write_text(
+                "".join(f"{path.resolve()}\n" for path in xclbins), "utf-8")
         model = subprocess.Popen(
             [sys.executable, "-m", "harness.emulator.server", str(folder), profile.name,
              str(os.getpid()), repr(float(clock_rate))],

@@ -23,6 +23,7 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.emulator.kernels_by_pdi import KernelOfPdi
 from harness.emulator.memory import DriverError, Handles
 from harness.emulator.packets import Submission, write_back
 from harness.sim.stack import Context, Job
@@ -87,6 +88,8 @@ class HwContext:
     syncobj: Syncobj
     buffers: list[int]                  # heap offsets of the driver's command buffers
     cus: list[tuple[int, int]] = field(default_factory=list)
+    # per CU, the kernel its PDI names among the xclbins `emulate` was given (None: unknown)
+    cu_kernels: list[tuple[KernelOfPdi, ...]] = field(default_factory=list)
     next_seq: int = 0
     done_upto: int = 0                  # every job before this sequence number has ended
     by_seq: dict[int, Submission] = field(default_factory=dict)

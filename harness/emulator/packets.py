@@ -183,6 +183,7 @@ class Submission:
     faults: dict[int, str]
     handles: Handles | None = field(default=None, repr=False)
     works: list[bool] = field(default_factory=list)   # per command: its code is not NOOPs
+    cus: list[int | None] = field(default_factory=list)   # per command: the CU its mask picks
     seq: int | None = None
     job: Job | None = field(default=None, repr=False)
     written: bool = False
@@ -203,7 +204,8 @@ def read_submission(command: BufferObject, handles: Handles, columns: int, dev_g
             faults[index] = fault
     return Submission(command, members, chained, [p.opcode for p in packets],
                       [argument_bytes(p) for p in packets], faults, handles,
-                      [instruction_work(p, handles) for p in packets])
+                      [instruction_work(p, handles) for p in packets],
+                      cus=[p.cu_index for p in packets])
 
 
 def write_back(submission: Submission) -> None:

@@ -114,6 +114,9 @@ class Server:
         due = self.driver.seconds_to_next_event()
         if due is not None:
             waits.append(due)
+        idle = self.driver.seconds_to_idle()
+        if idle > 0.0:
+            waits.append(idle)               # the device's clock runs from then on
         waits += [p.deadline - now for _, p in self.parked if p.deadline is not None]
         return max(0.0, min(waits))
 

@@ -415,7 +415,7 @@ def _with_this_machine(profile: str | None) -> tuple[str | None, str]:
     if probed is None:
         return profile, ""
     from harness.model.drivers import FLAVOURS
-    from harness.sim.profiles import parse_profile
+    from harness.sim.profiles import FIRMWARE_TAKEN, parse_profile
     given = [token.strip() for token in (profile or "").split(",") if token.strip()]
     named = {"flavour" if token in FLAVOURS else token.partition(":")[0] for token in given}
     added, unknown = [], list(probed.unknown)
@@ -434,7 +434,34 @@ def _with_this_machine(profile: str | None) -> tuple[str | None, str]:
             else "this machine's stack as probed is named by the profile")
     if unknown:
         said += f" (not played: {'; '.join(unknown)})"
+    taken = _firmware_taken(added, given)
+    if taken:
+        added.append(FIRMWARE_TAKEN)
+        said += f"; {taken}"
     return ",".join(added + given) or None, said
+
+
+def _firmware_taken(added: list[str], given: list[str]) -> str | None:
+    """The probe found a working /dev/accel node, so the machine's driver took its
+    firmware: where the probed kernel and firmware would be refused at probe (kernel.org
+    mainline before 7.0 and protocol-7 firmware; a distribution kernel may carry
+    f1eac46fe5f7), what the simulated stack then assumes, in words. None otherwise, or
+    when the profile names the kernel or firmware itself (then it plays what it names)."""
+    from harness.sim.profiles import FIRMWARE_TAKEN, parse_profile
+    named = {token.partition(":")[0] for token in given}
+    if {"kernel", "firmware", FIRMWARE_TAKEN} & named:
+        return None
+    try:
+        played = parse_profile(",".join(added + given))
+    except BadInput:
+        return None
+    if not played.probe_refusal:
+        return None
+    protocol = played.protocol.text if played.protocol else "unknown"
+    return (f"its /dev/accel node works, so its driver took firmware "
+            f"{played.firmware_version or played.firmware} (protocol {protocol}), which "
+            f"kernel.org's Linux {played.kernel} refuses: played as {FIRMWARE_TAKEN} (the "
+            "protocol check passed, as on a kernel carrying f1eac46fe5f7)")
 
 
 def trial_seed(base: int, plan: str, trial: int) -> int:

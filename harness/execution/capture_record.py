@@ -9,6 +9,8 @@ way out of `flm run`) and the end of input. If it is still running at the deadli
 the disk holding the capture runs low, it is stopped the gentlest way first: SIGINT to its
 process group (a program that handles it can still exit normally), then SIGTERM, then
 SIGKILL, each after a grace period; what ended it is said, and what was written is kept.
+The user's Ctrl-C (which reaches only the harness: the program runs in its own session)
+stops it the same way, and another Ctrl-C sends the next signal at once.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class Recorded:
     free: int
     at_deadline: bool = False
     disk_low: bool = False
+    interrupted: bool = False             # stopped at the user's Ctrl-C
     output_tail: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)      # FastFlowLM's error lines seen
     xrt_libraries: list[dict[str, Any]] = field(default_factory=list)   # what it mapped
@@ -127,19 +130,32 @@ def record(job: Recording, progress: Callable[[Snapshot], None],
             selector.register(output, selectors.EVENT_READ)
             polled = -job.poll_s
             while selector.get_map():
-                exited = proc.poll() is not None
-                # once it has exited, what it left running may hold its output open: take
-                # what is there and stop
-                ready = selector.select(timeout=0.2 if exited else job.poll_s)
-                chunk = os.read(output, 1 << 16) if ready else b""
-                if chunk:
-                    watch.take(chunk)
-                elif ready or exited:
-                    break
-                now = time.monotonic()
-                if now - polled >= job.poll_s:
-                    polled = now
-                    stopping = stopping or _check(job, proc, watch, progress, now - started)
+                try:
+                    exited = proc.poll() is not None
+                    # once it has exited, what it left running may hold its output open:
+                    # take what is there and stop
+                    ready = selector.select(timeout=0.2 if exited else job.poll_s)
+                    chunk = os.read(output, 1 << 16) if ready else b""
+                    if chunk:
+                        watch.take(chunk)
+                    elif ready or exited:
+                        break
+                    now = time.monotonic()
+                    if now - polled >= job.poll_s:
+                        polled = now
+                        stopping = stopping or _check(job, proc, watch, progress,
+                                                      now - started)
+                except KeyboardInterrupt:
+                    # the user's Ctrl-C (the program, in its own session, did not get it):
+                    # stopped as at the deadline, so that XRT can still write; another
+                    # Ctrl-C goes to the next signal at once
+                    if stopping is None or not stopping.by_user:
+                        stopping = _Stop(proc, "your Ctrl-C", job.grace_s,
+                                         wrapper=_wrapper_name(job),
+                                         sent=stopping.sent if stopping else None)
+                        stopping.by_user = True
+                    else:
+                        stopping.hurry()
                 if stopping is not None:
                     stopping.step()
     finally:
@@ -192,11 +208,20 @@ class _Stop:
     LADDER = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 
     def __init__(self, proc: subprocess.Popen[bytes], why: str, grace_s: float, *,
-                 disk: bool = False, wrapper: str | None = None) -> None:
+                 disk: bool = False, wrapper: str | None = None,
+                 sent: list[str] | None = None) -> None:
         self.proc, self.why, self.grace_s, self.disk = proc, why, grace_s, disk
         self.wrapper = wrapper
-        self.sent: list[str] = []
+        self.sent: list[str] = list(sent or [])    # a deadline's, taken over by a Ctrl-C
         self.next_at = 0.0
+        self.by_user = False                        # the user's Ctrl-C stops it
+        self.hurried: int | None = None             # the rung another Ctrl-C sent at once
+
+    def hurry(self) -> None:
+        """Another Ctrl-C: the next signal now, not after the grace period."""
+        if self.proc.poll() is None and len(self.sent) < len(self.LADDER):
+            self.next_at = 0.0
+            self.hurried = len(self.sent)
 
     def step(self) -> None:
         if self.proc.poll() is not None or len(self.sent) == len(self.LADDER) or \
@@ -210,7 +235,9 @@ class _Stop:
         else:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signum)
-        self.sent.append(signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        self.sent.append(f"{name} at once (another Ctrl-C)"
+                         if self.hurried == len(self.sent) else name)
         self.next_at = time.monotonic() + self.grace_s
 
     def kill(self) -> None:
@@ -312,7 +339,9 @@ def _ended(job: Recording, proc: subprocess.Popen[bytes], watch: _Watch,
     fresh = replay.is_file() and replay.stat().st_mtime >= since
     return Recorded(None if killed else code, killed, how, stop, fresh, files, size,
                     free_bytes(job.folder),
-                    at_deadline=stopping is not None and not stopping.disk,
+                    at_deadline=stopping is not None and not stopping.disk
+                    and not stopping.by_user,
+                    interrupted=stopping is not None and stopping.by_user,
                     disk_low=stopping is not None and stopping.disk,
                     output_tail=list(watch.tail), errors=watch.errors,
                     xrt_libraries=list(watch.mapped.values()))

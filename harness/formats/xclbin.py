@@ -134,6 +134,7 @@ class AiePdi:
     uuid: str
     image_size: int
     cdo_groups: tuple[CdoGroup, ...]
+    image_sha256: str = ""        # what a driver sees of it: the shim copies the image to a BO
 
 
 @dataclass(frozen=True)
@@ -518,7 +519,8 @@ class _Parser:
             ids = struct.unpack_from(f"<{nids}Q", body, ids_at)
             groups.append(CdoGroup(self.mpo(section, body, name_at, "CDO group name"),
                                    cdo_type, pdi_id, tuple(ids)))
-        return AiePdi(_uuid(body[at:at + 16]), image_size, tuple(groups))
+        return AiePdi(_uuid(body[at:at + 16]), image_size, tuple(groups),
+                      hashlib.sha256(body[image_at:image_at + image_size]).hexdigest())
 
     def mpo(self, section: Section, body: bytes, at: int, what: str) -> str:
         if at >= len(body):

@@ -38,6 +38,7 @@ from harness.report.check import garbled
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
 from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
+from harness.report.provenance import captured_note
 from harness.report.reader import ReportReader, parse_entry
 from harness.report.verdict import verdict_lines
 
@@ -277,6 +278,7 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
     lines += [f"Verdict: {answer}", "", *[f"- {reason}" for reason in reasons],
              *([""] if reasons else []),
              f"Made by: {rendering.code_span(command)}", "",
+             *([f"What ran: {captured}", ""] if (captured := captured_note(data)) else []),
              f"Harness: {rendering.harness_made_by(data)}.", "",
              f"{view.failed} failed trial(s). Start with `{REPORT_MD}` (what GitHub shows), "
              f"then `{KERNEL_LOG}` for the driver's lines of every trial.", "",

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.formats.capture_origin import contradicted_claim
 from harness.formats.jsonread import gc_paused
 from harness.formats.yamlio import KeyPath
 from harness.model.errors import PlanError, ReportError
@@ -228,6 +229,11 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
             f"but the run's environment does (environment.emulator: profile "
             f"{emulator.get('profile') if isinstance(emulator, dict) else '?'}): results "
             "of the emulated driver are never hardware evidence")
+    case = doc.get("case")
+    captured = case.get("captured") if isinstance(case, dict) else None
+    wrong = contradicted_claim(captured) if isinstance(captured, dict) else None
+    if wrong:
+        result.problems.append(f"line {reader.lines.get(('case', 'captured'), '?')}: {wrong}")
     if visitor_error is not None and not result.problems:
         raise visitor_error
 

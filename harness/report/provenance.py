@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness.formats.capture_origin import MACHINE as MACHINE_XRT
+from harness.formats.capture_origin import CaptureOrigin
 from harness.model.drivers import DEFAULT_FLAVOUR
 from harness.report.model import is_simulated, mapping, played_profile, source_tag
 
@@ -144,7 +146,11 @@ def captured_note(data: dict[str, Any]) -> str | None:
     known = xclbin.get("known_as") or []
     identity = (f"known as {known[0]}" if known else "a synthesized file"
                 if xclbin.get("synthetic") else "known as no FastFlowLM pack")
-    return (f"the engine's own commands, as XRT captured them: {captured.get('frame')} of "
+    origin = CaptureOrigin(str(captured.get("written_by") or MACHINE_XRT),
+                           captured.get("written_under"))
+    under = f" (profile {origin.profile})" if origin.marked and origin.profile else ""
+    return (f"the engine's own commands, {origin.captured_by()}{under}: "
+            f"{captured.get('frame')} of "
             f"the {captured.get('frames')} frames of capture {folder} (replay.json sha256 "
             f"{captured.get('replay_sha256')}), {captured.get('runs')} runs in one runlist in "
             f"context {context}, whose xclbin "

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.formats.capture_origin import ORIGIN_FILE, SIMULATED, mark_capture
 from harness.probe.xrt_config import XrtConfig, xrt_config
 
 REPLAY = "replay.json"
@@ -338,7 +339,15 @@ class Recorder:
         try:
             (self.folder / REPLAY).write_text(text)
         except OSError:
-            pass                             # `if (ostr)`: a file it cannot open is skipped
+            return                           # `if (ostr)`: a file it cannot open is skipped
+        # the mark beside it (replay.json stays XRT's own format): no simulated capture
+        # passes for a machine's
+        from harness.sim import control
+        try:
+            mark_capture(self.folder, SIMULATED, control.current().profile.name)
+        except OSError:
+            print(f"[harness] could not mark {self.folder} as the SIMULATED stack's capture "
+                  f"({ORIGIN_FILE})", file=sys.stderr)
 
 
 def _unique(items: Any) -> list[Any]:

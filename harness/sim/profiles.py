@@ -61,6 +61,7 @@ DEVICES = {
     "npu6": DeviceModel("NPU6 Krackan", 0x17F0, 0x20, 8, 4, 16, 32),
 }
 PROTOCOL_TOKEN = "protocol:"
+FIRMWARE_TAKEN = "firmware-taken"
 # What the empty profile plays, in words (`sim profiles`, the commands' --profile help)
 DEFAULT_STACK = (
     "mainline, the ROCm/FastFlowLM#712 machine's stack as documented: Linux 7.0 with its "
@@ -130,6 +131,14 @@ STACK_TOKENS = (
              "and writes no health data, and the report says " + repr(firmware.NO_HEALTH),
              "xdna-driver npu4_regs.c npu4_fw_feature_table, src/driver/amdxdna/npu4_regs.c; "
              + "; ".join(f"{r.version}: {r.source}" for r in firmware.RELEASES.values())),
+    TokenDoc("firmware-taken", "machine",
+             "the driver took the firmware at probe, as a machine's working /dev/accel node "
+             "shows: kernel.org mainline before 7.0's one-protocol check is played as passed "
+             "(a distribution kernel carrying f1eac46fe5f7 takes protocol-7 firmware); "
+             "`--backend sim` on a machine adds it where the probed kernel and firmware would "
+             "otherwise be refused, and says so",
+             "the machine's probe (its /dev/accel node); Linux f1eac46fe5f7 (7.0): "
+             + firmware.SINGLE_PROTOCOL_SOURCE),
     TokenDoc("xrt:RELEASE", "release",
              f"which XRT release answers, one of {', '.join(RELEASES)} (default "
              f"{DEFAULT_XRT}, the #712 machine's): "
@@ -166,6 +175,7 @@ class Profile:
     realtime: bool = False
     xrt: str = DEFAULT_XRT
     firmware: str | None = None   # a release, or protocol:M.N; None: the device's own
+    firmware_taken: bool = False  # a machine's working node shows its driver took it
 
     @property
     def device_model(self) -> DeviceModel:
@@ -194,7 +204,10 @@ class Profile:
     @property
     def probe_refusal(self) -> tuple[Printed, ...]:
         """The lines the driver prints refusing this firmware at probe (no /dev/accel
-        node then); empty when it takes it."""
+        node then); empty when it takes it, or when a machine showed that it does
+        (`firmware-taken`)."""
+        if self.firmware_taken:
+            return ()
         return driver_build(self.flavour, self.kernel).refuses_firmware(
             self.device_model.npu4_class, self.protocol)
 
@@ -245,6 +258,8 @@ class Profile:
             tokens.append(f"xrt:{self.xrt}")
         if self.firmware is not None:
             tokens.append(f"firmware:{self.firmware}")
+        if self.firmware_taken:
+            tokens.append(FIRMWARE_TAKEN)
         tokens += self.deviations
         if self.seed:
             tokens.append(f"seed:{self.seed}")
@@ -449,6 +464,8 @@ def parse_profile(text: str | None) -> Profile:
             values["flavour"] = token
         elif token == "realtime":
             values["realtime"] = True
+        elif token == FIRMWARE_TAKEN:
+            values["firmware_taken"] = True
         elif head == "device" and rest in DEVICES:
             values["device"] = rest
         elif head == "kernel" and (release := kernel_release(rest)) is not None:

@@ -36,6 +36,16 @@ RULES = (
     Rule("XRT", "a runlist is submitted as chains of 24 runs (ERT_CMD_CHAIN), in order; "
          "wait() waits on the last chain",
          f"{XRT_KERNEL} runlist_impl::submit_size, wait_last_cmd (all tags)"),
+    Rule("XRT", "run.state() on amdxdna reads the command's packet from its mapping, no "
+         "driver call, while the device runs on: each read of an unfinished command lets "
+         "simulated device time pass, 10 us at the first read and twice as much at each "
+         "next (a polling program progresses; a read right after a call still sees the "
+         "command RUNNING), and "
+         "the emulated device's clock runs once the host has made no driver call for "
+         "100 ms (XRT 2.26's chain submits of one runlist came 0.7-1.4 ms apart under "
+         "emulate)",
+         f"{XRT_KERNEL} kernel_command::get_state -> hw_queue::poll (49612fa3, 2.26); "
+         "amd/xdna-driver 856409ca src/shim/hwq.cpp hwq::poll_command"),
     Rule("XRT", "execute() sets every member run's packet to NEW (prep_start); the driver "
          "writes state only into the chain packet, so after a successful runlist every "
          "member run still reads NEW",

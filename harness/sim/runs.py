@@ -467,9 +467,10 @@ class run:
     @method("(self: pyxrt.run) -> pyxrt.ert_cmd_state")
     def state(self) -> PybindEnum:
         job = self._job
-        if job is not None:
-            return as_state(job.visible_state(self._k()._stack.now))
-        self._k()
+        stack = self._k()._stack
+        if job is not None and stack is not None:    # a run that was started has its stack
+            stack.poll(job)
+            return as_state(job.visible_state(stack.now))
         return as_state(self._packet)
 
     def add_callback(self, *args: Any) -> None:

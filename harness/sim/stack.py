@@ -71,6 +71,9 @@ from harness.sim.driver_log import KernelLog
 from harness.sim.profiles import Profile
 
 CTX_MAX_CMDS = JOBS_IN_FLIGHT
+# the device time the first read of an unfinished command lets pass (Stack.poll); each
+# further read of it doubles it
+POLL_STEP_US = 10.0
 MAX_CHAIN_CMDBUF_SIZE = 4096
 SLOT_HEADER_BYTES = 52
 MAX_SLOT_ARG_BYTES = 104
@@ -187,6 +190,7 @@ class Job:
     blocked_us: float = 0.0       # how long its submit ioctl waited for a free job slot
     ctx_seq: int = 0              # its number in its context (job->seq = ctx->submitted++)
     msg_id: int = 0               # the mailbox message that carried it to the firmware
+    poll_step_us: float = 0.0     # device time the host's next read of its state lets pass
 
     @property
     def count(self) -> int:
@@ -342,6 +346,22 @@ class Stack:
                 t_us, _, action, arg = heapq.heappop(events)
                 clock.advance_to(t_us)
                 action(self, arg)
+
+    def poll(self, job: Job) -> None:
+        """The host read `job`'s state and found it unfinished (pyxrt `run.state()`). On
+        amdxdna that read is a plain load of the mapped command buffer (xdna-driver
+        856409ca src/shim/hwq.cpp `hwq::poll_command`, reached from XRT 2.26's
+        `kernel_command::get_state` through `hw_queue::poll`): no driver call, while the
+        device runs on. How fast a host spins is not the simulator's to know, so each read
+        lets device time pass in a step that doubles from POLL_STEP_US: a read right after
+        another call sees the device where it was (RUNNING), and a loop of reads reaches
+        an event T away in about log2(T / POLL_STEP_US) reads; device time still stands
+        still while the host submits."""
+        if job.done:
+            return
+        step = job.poll_step_us = job.poll_step_us * 2 if job.poll_step_us else POLL_STEP_US
+        with self.clock.running():
+            self.run_due(lambda: job.done, step)
 
     def note(self, text: str) -> None:
         self.log.append(f"{self._now() / 1000:12.3f} ms  {text}")

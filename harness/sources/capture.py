@@ -44,11 +44,12 @@ import hashlib
 import json
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from harness.formats.capture_origin import MACHINE, CaptureOrigin, capture_origin
 from harness.formats.jsonread import (
     JsonReader,
     JsonShapeError,
@@ -117,6 +118,7 @@ class Capture:
     programs: dict[str, tuple[str, ...]] = field(default_factory=dict)   # full-ELF contexts
     cfgs: dict[str, dict[str, str]] = field(default_factory=dict)       # context -> cfg
     ini: dict[str, str] = field(default_factory=dict)    # the XRT settings it ran with
+    origin: CaptureOrigin = CaptureOrigin(MACHINE)       # which stack wrote it (its mark)
 
     def frame(self, name: str | None) -> Frame:
         """A frame by name (or by its number: 7 for frame_7); None: the deepest runlist."""
@@ -172,7 +174,8 @@ def load_capture(ref: str | Path) -> Capture:
     except OSError as err:
         raise CaptureError(f"cannot read {path}: {err.strerror or err} (a capture folder holds "
                            f"{REPLAY} and the artefacts xrt-capture wrote)") from None
-    return _cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    capture = _cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    return replace(capture, origin=capture_origin(capture.folder))
 
 
 @lru_cache(maxsize=8)

@@ -111,7 +111,10 @@ def captured_commands(case: Case) -> dict[str, Any]:
     return {"capture": case.capture, "frame": case.frame,
             "captured": {"folder": case.capture, "frame": case.frame, "runs": case.layers,
                          "frames": len(case.frames), "replay_sha256": capture.sha256,
-                         "buffers": len(case.buffers), "restored": restored}}
+                         "buffers": len(case.buffers), "restored": restored,
+                         "written_by": capture.origin.stack,
+                         **({"written_under": capture.origin.profile}
+                            if capture.origin.profile else {})}}
 
 
 def frame_case(case: Case, frame: str) -> Case:

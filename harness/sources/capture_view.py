@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from harness.formats.capture_origin import EMULATED, ORIGIN_FILE, SIMULATED
 from harness.formats.elf import ElfError, read_elf
 from harness.formats.elf_view import known_as as elf_known_as
 from harness.formats.elf_view import txn_summary
@@ -54,7 +55,10 @@ def summary(capture: Capture) -> dict[str, Any]:
     frames = [_frame(capture, f) for f in capture.frames]
     runlists = [f for f in frames if f["depth"] > 1]
     deepest = capture.frame(None)
-    return {"folder": str(capture.folder), "contexts": contexts, "kernels": kernels,
+    origin = capture.origin
+    return {"folder": str(capture.folder), "written_by": origin.stack,
+            **({"written_under": origin.profile} if origin.profile else {}),
+            "contexts": contexts, "kernels": kernels,
             "ini": dict(capture.ini), "threads": list(capture.threads), "frames": frames,
             "depth_histogram": depth_histogram(capture),
             "runlist_frames": [f["name"] for f in runlists],
@@ -75,7 +79,8 @@ def _frame(capture: Capture, frame: Frame) -> dict[str, Any]:
 def render_text(capture: Capture) -> str:
     info = summary(capture)
     lines = [f"{info['folder']}: {len(info['frames'])} frames on {len(info['threads']) or 1} "
-             f"thread(s), {len(info['runlist_frames'])} of them runlists"]
+             f"thread(s), {len(info['runlist_frames'])} of them runlists",
+             f"written by: {written_by(capture)}"]
     lines.append("contexts:")
     for ctx in info["contexts"]:
         cfg = ", ".join(f"{k}={v}" for k, v in sorted(ctx["cfg"].items()))
@@ -119,6 +124,18 @@ def render_text(capture: Capture) -> str:
                  f"{depth} run{'s' if depth != 1 else ''} in {deepest['hwctx']}; XRT submits "
                  f"it as chains {cut_text(deepest['chains'])}")
     return "\n".join(lines)
+
+
+def written_by(capture: Capture) -> str:
+    """Who wrote the capture, as its mark says (harness.formats.capture_origin)."""
+    origin = capture.origin
+    if origin.stack == SIMULATED:
+        return (f"the SIMULATED stack (profile {origin.profile or '?'}; marked by "
+                f"{ORIGIN_FILE}): its commands are the simulator's, not hardware evidence")
+    if origin.stack == EMULATED:
+        return (f"real XRT over the EMULATED device (profile {origin.profile or '?'}; marked "
+                f"by {ORIGIN_FILE}): not hardware evidence")
+    return f"XRT (no {ORIGIN_FILE} mark: taken as a machine's capture)"
 
 
 def runlist_lines(capture: Capture) -> list[str]:

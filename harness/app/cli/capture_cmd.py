@@ -8,11 +8,12 @@ from pathlib import Path
 
 import click
 
+from harness.formats.capture_origin import EMULATED, SIMULATED
 from harness.formats.printable import escape_controls
 from harness.formats.yamlio import dump_yaml, write_atomic
 from harness.model.errors import BadInput
 from harness.sources.capture import Capture, load_capture, replay_file
-from harness.sources.capture_view import render_text, summary
+from harness.sources.capture_view import render_text, summary, written_by
 from harness.sources.case import CaseKind
 from harness.sources.load import load_case, parse_case
 
@@ -43,7 +44,8 @@ def import_(folder: str, name: str | None, cases_dir: str, force: bool) -> None:
     context = loaded.context_of(deepest)
     text = dump_yaml({
         "case": name,
-        "description": (f"XRT capture imported from {loaded.folder}: {len(loaded.frames)} "
+        "description": (f"{_capture_kind(loaded)} imported from {loaded.folder}: "
+                        f"{len(loaded.frames)} "
                         f"frames; the deepest runlist is {deepest.name}, {deepest.depth} runs "
                         f"in {context} ({Path(loaded.hwctxs[context]).name})"),
         "source": f"xrt-capture {loaded.folder}",
@@ -58,6 +60,7 @@ def import_(folder: str, name: str | None, cases_dir: str, force: bool) -> None:
         raise BadInput(f"{target} exists; choose another --name or pass --force") from None
     click.echo(escape_controls(f"wrote {target}: {deepest.name}, {deepest.depth} runs in "
                                f"{context}"))
+    click.echo(escape_controls(f"written by: {written_by(loaded)}"))
     click.echo(f"see it:  runlist-harness capture show {name}")
     click.echo(f"run it:  runlist-harness run {name} --plan {deepest.depth} --plan even:2")
 
@@ -88,6 +91,12 @@ def show(ref: str, as_json: bool, do_redact: bool) -> None:
     if do_redact:
         text = "\n".join(redactor.text(line) for line in text.splitlines())
     click.echo(escape_controls(text))
+
+
+def _capture_kind(capture: Capture) -> str:
+    stack = capture.origin.stack
+    return {SIMULATED: "SIMULATED stack's capture", EMULATED: "XRT capture over the EMULATED "
+            "device"}.get(stack, "XRT capture")
 
 
 def _capture_of(ref: str) -> Capture:

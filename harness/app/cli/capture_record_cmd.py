@@ -13,13 +13,15 @@ import click
 from harness.app.cli.options import Seconds, make_backend
 from harness.execution.backend import KINDS, Backend
 from harness.execution.capture_record import Recorded, Recording, Snapshot, free_bytes, record
+from harness.formats.capture_origin import EMULATED, ORIGIN_FILE, mark_capture
 from harness.formats.printable import escape_controls
-from harness.model.errors import BadInput, EnvironmentNotReady
+from harness.model.errors import BadInput, EnvironmentNotReady, Interrupted
 from harness.probe.xrt_capture import WHERE_CAPTURE_IS, capture_tool, coreutil_of, has_capture
 from harness.probe.xrt_config import CAPTURE_DIR, CAPTURE_FRAMES
 from harness.probe.xrt_loader import own_libraries
 from harness.sources.capture import REPLAY, CaptureError, load_capture
-from harness.sources.capture_view import runlist_lines
+from harness.sources.capture_view import runlist_lines, written_by
+from harness.sources.emulated_captures import emulated_profile
 from harness.sources.workload import approx_size
 
 DEFAULT_FRAMES = 200
@@ -222,7 +224,13 @@ def _conclude(ended: Recorded, folder: Path) -> None:
     for line in ended.errors[:5]:
         click.echo(f"the program reported: {escape_controls(line)}")
     if not ended.replay_written:
+        if ended.interrupted:
+            raise Interrupted(f"stopped by your Ctrl-C: {_why_no_replay(ended, folder)}")
         raise EnvironmentNotReady(_why_no_replay(ended, folder))
+    emulated = emulated_profile()
+    if emulated and not (folder / ORIGIN_FILE).exists():
+        # real XRT wrote it, over the emulated device this process runs under
+        mark_capture(folder, EMULATED, emulated)
     try:
         capture = load_capture(folder)
     except CaptureError as err:
@@ -232,6 +240,7 @@ def _conclude(ended: Recorded, folder: Path) -> None:
     lists = sum(1 for f in capture.frames if f.depth > 1)
     click.echo(f"XRT wrote {folder / REPLAY}: {len(capture.frames)} frames, {lists} of them "
                "runlists")
+    click.echo(f"written by: {written_by(capture)}")
     if runlists:
         click.echo("the engine's runlists:")
         for line in runlists:
@@ -243,6 +252,9 @@ def _conclude(ended: Recorded, folder: Path) -> None:
         click.echo(f"no runlist among the {len(capture.frames)} frames captured (each is one "
                    "run); capture more frames (--frames) to reach the decode, or see them "
                    f"with: runlist-harness capture show {folder}")
+    if ended.interrupted:
+        raise Interrupted(f"stopped by your Ctrl-C ({ended.ended_by}); XRT wrote {REPLAY} "
+                          f"at the program's exit, kept with what else it wrote in {folder}")
 
 
 def _why_no_replay(ended: Recorded, folder: Path) -> str:

@@ -6,12 +6,16 @@ import os
 import shutil
 import signal
 import subprocess
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from harness.app import exits
+from harness.formats.capture_origin import ORIGIN_FILE
 from harness.model.errors import BadInput
+from harness.sources.emulated_captures import mark_emulated_captures
 
 if TYPE_CHECKING:
     from harness.emulator.launch import Emulation
@@ -36,8 +40,13 @@ if TYPE_CHECKING:
                    "out the driver's real timeout (2 s staging, 6 s the legacy tree, 60 s "
                    "mainline) on the wall clock, as on hardware: most of an emulated run "
                    "that hangs is that wait.")
+@click.option("--xclbins", "xclbins", multiple=True, type=click.Path(exists=True),
+              help="The xclbins COMMAND loads (files or folders; repeatable), for slow:: no "
+                   "kernel name reaches a driver, so the model names a command's kernel by "
+                   "the PDI bytes its context was configured with, compared with these.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[str, ...]) -> int:
+def emulate(profile: str | None, keep: bool, clock_rate: float, xclbins: tuple[str, ...],
+            command: tuple[str, ...]) -> int:
     """Run COMMAND against the XRT installed on this machine with one emulated NPU of the
     profile's device, firmware and driver flavour: XRT's own libraries, pyxrt and XDNA
     shim answer, over a driver whose every command is decided by the harness's model.
@@ -67,8 +76,10 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
     if program is None:
         raise BadInput(f"{command[0]}: no such program on PATH; give its path, or add its "
                        "folder to PATH (for XRT's tools: `source /opt/xilinx/xrt/setup.sh`)")
+    _warn_of_unplayed_slow(parsed, tuple(Path(x) for x in xclbins))
     emulation = start(parsed, keep=keep, clock_rate=clock_rate,
-                      say=lambda text: click.echo(f"emulate: {text}", err=True))
+                      say=lambda text: click.echo(f"emulate: {text}", err=True),
+                      xclbins=tuple(Path(x) for x in xclbins))
     device = emulation.device
     refused = "; the driver refused it at probe: no /dev/accel node" \
         if parsed.probe_refusal else ""
@@ -81,6 +92,7 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
     status = None
     child = None
     died = None
+    began = time.time()
     try:
         child = subprocess.Popen(list(command), env=emulation.environment())
         emulation.claim(child.pid)
@@ -91,7 +103,35 @@ def emulate(profile: str | None, keep: bool, clock_rate: float, command: tuple[s
         died = emulation.model.poll()        # before stop: did it end on its own?
         summary = emulation.stop()
         _report(summary, emulation.folder if keep else None)
+        for folder in mark_emulated_captures(tuple(command), began, parsed.name):
+            click.echo(f"emulate: XRT wrote a capture in {folder} over the EMULATED device; "
+                       f"marked it so ({ORIGIN_FILE}): it is never a machine's", err=True)
     return _verdict(emulation, child, status, died, summary, command[0])
+
+
+def _warn_of_unplayed_slow(profile: Profile, xclbins: tuple[Path, ...]) -> None:
+    """A slow: token the model cannot match: said, not silently ignored."""
+    if not profile.slow:
+        return
+    from harness.emulator.kernels_by_pdi import index_xclbins
+    index = index_xclbins(xclbins)
+    for problem in index.problems:
+        click.echo(f"emulate: warning: --xclbins: {problem}", err=True)
+    for kernel, us in profile.slow:
+        named = [k for found in index.by_digest.values() for k in found
+                 if kernel in (k.stem, k.kernel, f"{k.stem}/{k.kernel}")]
+        alike = sorted({f"{o.stem}/{o.kernel}" for k in named for o in index.sharing(k)
+                        if kernel not in (o.stem, o.kernel, f"{o.stem}/{o.kernel}")})
+        if named and not alike:
+            continue
+        why = (f"its PDI image is the same as that of {', '.join(alike)}, which the driver "
+               "cannot tell apart" if alike
+               else f"no xclbin given (--xclbins) has a kernel or stem {kernel!r}" if xclbins
+               else "no kernel name crosses the driver's interface (a context gets each "
+                    "CU's PDI bytes and function number, a command a CU index and its "
+                    "control code), and no --xclbins names the PDIs")
+        click.echo(f"emulate: warning: slow:{kernel}:{us:g} is not played: {why}; its "
+                   "commands take the default 50 us", err=True)
 
 
 def _verdict(emulation: Emulation, child: subprocess.Popen | None, status: int | None,
