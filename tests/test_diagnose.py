@@ -254,7 +254,7 @@ def _arms(draw, file: str):
     from hypothesis import strategies as st
 
     from harness.report.diagnosis.observed import NOOP, WORK, Arm
-    from harness.report.timing import CLASSES
+    from harness.report.timing import CLASS_TEXT
     arms = []
     for position in range(draw(st.integers(1, 4))):
         failed = draw(st.integers(0, 4))
@@ -264,7 +264,7 @@ def _arms(draw, file: str):
                   runs=draw(st.lists(st.integers(1, 96), min_size=1, max_size=3)),
                   completed=draw(st.integers(0, 4)), failed=failed,
                   setup_failed=draw(st.integers(0, 1)))
-        arm.ttf = [(draw(st.floats(0.5, 200_000.0)), draw(st.sampled_from(CLASSES)))
+        arm.ttf = [(draw(st.floats(0.5, 200_000.0)), draw(st.sampled_from(tuple(CLASS_TEXT))))
                    for _ in range(failed)]
         arm.failing_depths = [max(arm.runs)] * failed
         arm.failing_chain_runs = [min(24, max(arm.runs))] * failed

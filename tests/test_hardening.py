@@ -191,6 +191,44 @@ def test_a_control_code_that_is_no_elf_is_exit_2_before_any_trial(tmp_path):
     assert git.exit_code == 125          # git bisect skips: this commit was never tested
 
 
+@pytest.mark.parametrize("content, words", [
+    (None, "aie.elf is not in {folder}"),          # absent
+    (SECRET, "not an ELF file"),                   # there, but no ELF
+])
+def test_a_full_elf_is_checked_one_way_by_every_document_that_names_it(tmp_path, content,
+                                                                        words):
+    """A recipe and a capture name a context's full ELF alike (`confine.artefact`): before
+    the one check, a recipe said '<path> does not exist' where a capture said '<name> is
+    not in <folder>'."""
+    from captures import CaptureWriter
+
+    from harness.model.errors import HarnessError
+    from harness.sources.capture import load_capture
+    from harness.sources.recipe import load_recipe
+    recipe_folder = tmp_path / "recipe"
+    recipe_folder.mkdir()
+    document = {"version": "1.0", "resources": {
+        "hwctxs": [{"name": "ctx", "programs": ["aie.elf"]}],
+        "kernels": [{"name": "main", "instance": "main:sequence", "hwctx": "ctx"}]},
+        "execution": {"runs": [{"name": "r", "kernel": "main"}]}}
+    (recipe_folder / "recipe.json").write_text(json.dumps(document))
+    writer = CaptureWriter(tmp_path / "capture")
+    writer.frame([writer.raw_run(writer.elf_kernel(writer.program_hwctx()), {}, {})])
+    capture_folder = writer.save()
+    replay = json.loads((capture_folder / "replay.json").read_text())
+    replay["resources"]["hwctxs"][0]["programs"] = ["aie.elf"]
+    (capture_folder / "replay.json").write_text(json.dumps(replay))
+    for folder, load in ((recipe_folder, lambda: load_recipe(str(recipe_folder /
+                                                                 "recipe.json"))),
+                         (capture_folder, lambda: load_capture(capture_folder))):
+        if content is not None:
+            (folder / "aie.elf").write_bytes(content)
+        with pytest.raises(HarnessError) as raised:
+            load()
+        assert words.format(folder=folder) in str(raised.value), str(raised.value)
+        assert "SECRET" not in str(raised.value)
+
+
 def test_no_error_quotes_the_bytes_of_a_file_of_the_wrong_kind(tmp_path):
     wrong = tmp_path / "wrong.bin"
     wrong.write_bytes(SECRET)

@@ -3,9 +3,8 @@
 refuses is derived from it; the command line hands a run everything in one object
 (`RunRequest`) to one helper (`start_run`). So a new run setting lands in at most three
 files: its field in `RunOptions` (harness/execution/runner.py: recorded, read back, kept on
-resume), its option, its `RunRequest` field and its line in `run_options`
-(harness/app/cli/options.py), and the README; the schema takes any setting, and what the
-setting changes in a trial is that change's own."""
+resume; the commands' options are made from it), its use, and the docs; the schema takes
+any setting, and what the setting changes in a trial is that change's own."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.app.cli import main
-from harness.app.cli.options import RunRequest, kept_on_resume, start_run
+from harness.app.cli.options import RunRequest, declared_settings, kept_on_resume, start_run
 from harness.app.cli.run_cmd import reproduce, run
 from harness.app.cli.search_cmd import bisect, sweep
 from harness.execution.runner import RunOptions, Setting
@@ -85,14 +84,16 @@ def test_a_new_setting_is_one_field():
 
 
 def test_every_command_that_runs_trials_takes_the_whole_request():
+    request = {f.name for f in fields(RunRequest) if f.name != "settings"} | {
+        setting.param for setting in declared_settings()}
     for command in (run, reproduce, bisect, sweep):
-        assert {f.name for f in fields(RunRequest)} <= {p.name for p in command.params}
+        assert request <= {p.name for p in command.params}
 
 
 def test_one_helper_opens_a_run_from_the_request(tmp_path):
     out = tmp_path / "r.yaml"
-    request = RunRequest(profile="inflight-cap:40", seed=3, trials=1, no_isolate=True,
-                         xrt_smi_validate=False, out=str(out))
+    request = RunRequest(profile="inflight-cap:40", xrt_smi_validate=False, out=str(out),
+                         settings={"seed": 3, "trials": 1, "no_isolate": True})
     case = load_case("minicpm5-2b-decode")
     runner = start_run(request, case, case.plans_for(["42"]), "run")
     assert runner.backend.profile.name == "mainline,inflight-cap:40"
@@ -117,3 +118,71 @@ def test_leaving_the_folder_is_allowed_per_load_not_per_process(tmp_path):
     assert load_case(case, allow_outside_paths=True).per_layer[0].instructions == str(insts)
     with pytest.raises(CaseError, match="--allow-outside-paths"):
         load_case(case)
+
+
+# A throw-away setting declared as one field, before the commands are built (they make their
+# options from `RunOptions` when imported, so this runs in a process of its own): offered by
+# the commands that name it, recorded, read back on resume and refused when given again.
+_WITH_WARMUP = """
+import json, re, sys
+from dataclasses import dataclass
+from pathlib import Path
+from click.testing import CliRunner
+import harness.execution.runner as running
+
+@dataclass
+class WithWarmup(running.RunOptions):
+    warmup: int = running.run_setting(
+        "--warmup", "warmup", kind=int, low=0, high=9, option_default=0, default=0,
+        help="Decode steps run before the trials (throw-away).",
+        commands=frozenset({"run", "bisect"}))
+
+running.RunOptions = WithWarmup
+from harness.app.cli import main
+import harness.execution.resume as resume
+from harness.report.fileformat import load_report
+
+resumed = []
+class Spy(resume.Runner):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        resumed.append(self.options)
+resume.Runner = Spy
+
+out = Path(sys.argv[1])
+cli = CliRunner()
+helps = {name: cli.invoke(main, [name, "--help"]).output for name in ("run", "bisect", "sweep")}
+ran = cli.invoke(main, ["run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1",
+                        "--no-isolate", "--warmup", "3", "--out", str(out)])
+recorded = load_report(out).settings
+# stopped after one of its two trials
+data = out.read_text().replace("trials: 1\\n", "trials: 2\\n", 1)
+out.write_text(re.sub(r"\\nfinished: .*\\n", "\\nfinished: null\\n", data, count=1))
+bad = cli.invoke(main, ["run", "minicpm5-2b-decode", "--warmup", "10"])
+again = cli.invoke(main, ["run", "--resume", str(out), "--warmup", "5"])
+same = cli.invoke(main, ["run", "--resume", str(out)])
+print(json.dumps({"offered": {name: "--warmup" in text for name, text in helps.items()},
+                  "help": "Decode steps run before the trials" in helps["run"],
+                  "ran": [ran.exit_code, ran.output], "recorded": recorded["warmup"],
+                  "bad": [bad.exit_code, bad.output], "again": [again.exit_code, again.output],
+                  "same": [same.exit_code, same.output],
+                  "resumed": [options.warmup for options in resumed]}))
+"""
+
+
+def test_a_throw_away_setting_is_offered_recorded_read_back_and_kept(tmp_path):
+    import json
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _WITH_WARMUP, str(tmp_path / "r.yaml")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["offered"] == {"run": True, "bisect": True, "sweep": False} and seen["help"]
+    assert seen["ran"][0] == 0, seen["ran"][1]
+    assert seen["recorded"] == 3
+    assert seen["bad"][0] == 2 and "--warmup" in seen["bad"][1]
+    assert seen["again"][0] == 2
+    assert "--warmup (the report's: 3)" in seen["again"][1]
+    assert seen["same"][0] == 0, seen["same"][1]
+    assert seen["resumed"] == [3]

@@ -38,6 +38,7 @@ from harness.model.errors import (
 from harness.model.plan import Plan
 from harness.model.results import (
     ELF_FLOW,
+    FLOWS,
     FULL_ELF,
     CommandSpec,
     TrialResult,
@@ -73,36 +74,74 @@ HELD_RUNLISTS = 5_000     # runlist outcomes memory keeps whole (about 2 MB); th
 
 @dataclass(frozen=True)
 class Setting:
-    """How one run setting meets the command line: the option that sets it, the command's
-    parameter that option fills, and how a refusal names the value a report holds."""
+    """One run setting as the command line offers it, declared once beside its field: the
+    option that sets it and the command's parameter that option fills, what the parameter
+    holds (`kind`, with its bounds or choices; bool: a flag), its help (`{default}` names
+    the command's own fallback, `run_request_options`), the commands that take it (None:
+    every command that runs trials), how the parameter's value becomes the field's
+    (`from_option`) and how a refusal names the value a report holds (`shown`)."""
 
     option: str
     param: str
     shown: Callable[[Any], Any] = lambda value: value
+    help: str = ""
+    kind: type = str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] | None = None
+    option_default: Any = None
+    show_default: bool = False
+    from_option: Callable[[Any], Any] = lambda value: value
+    commands: frozenset[str] | None = None
 
 
-def _setting(option: str, param: str, shown: Callable[[Any], Any] = lambda value: value,
-             **kwargs: Any) -> Any:
-    return field(metadata={"setting": Setting(option, param, shown)}, **kwargs)
+def run_setting(option: str, param: str, shown: Callable[[Any], Any] = lambda value: value,
+                **declared: Any) -> Any:
+    """A `RunOptions` field that is a run setting: `declared` holds the `Setting`'s own
+    fields and the dataclass field's (`default`)."""
+    kwargs = {name: declared.pop(name) for name in ("default", "default_factory")
+              if name in declared}
+    if declared.get("kind") is bool:
+        declared.setdefault("option_default", False)      # a flag not given
+    return field(metadata={"setting": Setting(option, param, shown, **declared)}, **kwargs)
 
 
 @dataclass
 class RunOptions:
     """How a run runs its trials, beyond its case and plans. A report records them in its
     `settings` (`to_settings`); `run --resume` and the searches' `--replay` read them back
-    (`from_settings`) and refuse an option that would change one (`kept_on_resume`). A new
-    setting is a field here and its option in `harness.app.cli.options`."""
+    (`from_settings`) and refuse an option that would change one (`kept_on_resume`). A
+    setting is declared once, as its field here (`run_setting`): the commands' options are
+    made from the declaration (`harness.app.cli.options.run_request_options`), so a new
+    setting is its field and its use."""
 
-    trials: int = _setting("--trials", "trials")
-    isolate: bool = _setting("--no-isolate", "no_isolate",
-                             lambda value: "isolated" if value else "in-process", default=True)
-    deadline_s: float | None = _setting("--deadline", "deadline",
-                                        lambda value: value or "the default", default=None)
-    continue_after_failure: bool = _setting("--continue-after-failure",
-                                            "continue_after_failure", default=False)
-    seed: int = _setting("--seed", "seed", default=0)
+    trials: int = run_setting(
+        "--trials", "trials", kind=int, low=1, high=1000,
+        help="Trials per plan (default: {default}).")
+    isolate: bool = run_setting(
+        "--no-isolate", "no_isolate", lambda value: "isolated" if value else "in-process",
+        kind=bool, from_option=lambda no_isolate: not no_isolate, default=True,
+        help="Run trials in this process: fast, but a hang cannot be cut off. Every trial is "
+             "still written to the report as it starts and ends (a killed harness loses "
+             "nothing).")
+    deadline_s: float | None = run_setting(
+        "--deadline", "deadline", lambda value: value or "the default", kind=float, low=0.1,
+        default=None,
+        help="Seconds before a trial's worker is killed (default: derived from the case and "
+             "the driver's timeout).")
+    continue_after_failure: bool = run_setting(
+        "--continue-after-failure", "continue_after_failure", kind=bool, default=False,
+        help="Run a trial's later runlists after one fails (default: record them as "
+             "skipped).")
+    seed: int = run_setting(
+        "--seed", "seed", kind=int, option_default=0, show_default=True, default=0,
+        help="Base seed for flaky profiles; each trial derives its own.")
     # --flow: overrides the case's (the report records the flow that ran)
-    flow: str | None = _setting("--flow", "flow", default=None)
+    flow: str | None = run_setting(
+        "--flow", "flow", choices=FLOWS, default=None,
+        help="How runs get their control code: elf (FastFlowLM's: a control-code ELF, module "
+             "and ext.kernel; ERT_START_NPU commands) or instr-bo (an instruction buffer, as "
+             "mlir-aie and IRON; ERT_START_CU). Default: the case's.")
     # On hardware, XRT's own runlist-latency test once the case failed (--no-xrt-smi-validate).
     # Not refused on continuing: --xrt-smi-validate is, for what it runs before the trials.
     xrt_smi_control: bool = True
@@ -135,10 +174,15 @@ class RunOptions:
     def kept_on_resume(cls) -> dict[str, tuple[str, Callable[[dict[str, Any]], Any]]]:
         """For each setting an option sets: the command's parameter, the option, and the
         value a report's `settings` hold, as a refusal names it."""
-        return {setting.param: (setting.option,
-                                lambda settings, name=item.name, shown=setting.shown:
-                                shown(settings.get(name)))
+        return {setting.param: (setting.option, _naming(item.name, setting.shown))
                 for item in fields(cls) if (setting := item.metadata.get("setting"))}
+
+
+def _naming(name: str, shown: Callable[[Any], Any]) -> Callable[[dict[str, Any]], Any]:
+    """How a refusal names the value the report's `settings` hold for setting `name`."""
+    def named(settings: dict[str, Any]) -> Any:
+        return shown(settings.get(name))
+    return named
 
 
 def _kept(value: Any) -> Any:

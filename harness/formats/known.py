@@ -38,13 +38,6 @@ class KnownXclbin:
                     return name
         return self.known_as[0]
 
-    def describe(self, path: str | None = None) -> str:
-        first = self.primary_name(path)
-        others = len(self.known_as) - 1
-        if others == 0:
-            return first
-        return f"{first} (and {others} other pack{'s' if others > 1 else ''})"
-
 
 # The package's own data folder, read as a file: importlib.resources would cost a run's
 # start-up its zip-file readers, for a package that is never imported from a zip.
@@ -78,7 +71,3 @@ def lookup(sha256: str) -> KnownXclbin | None:
 
 def table_source() -> str:
     return _table()[0]
-
-
-def known_count() -> int:
-    return len(_table()[1])

@@ -23,7 +23,9 @@ from harness.model.drivers import DRM, FLAVOURS, LEGACY
 _PREFIX = re.compile(r"^(?P<driver>amdxdna(?:_legacy)?) (?P<bdf>[0-9a-fA-F:.]+): "
                      r"(?P<drm>\[drm\] (?P<error>\*ERROR\* )?)?(?P<rest>.*)$")
 _FUNC = r"^(?P<func>[a-z_][a-z0-9_]*): (?P<message>.*)$"        # compiled on first use
+# lib/ratelimit.c ___ratelimit (a rate-limited call site)
 _SUPPRESSED = re.compile(r"^(?P<func>\w+): (?P<count>\d{1,20}) callbacks suppressed$")
+# drivers/iommu/amd/iommu.c amd_iommu_report_page_fault
 _PAGE_FAULT = re.compile(r"AMD-Vi: Event logged \[IO_PAGE_FAULT "
                          r"(?:device=(?P<device>[0-9a-f:.]+) )?domain=(?P<domain>0x[0-9a-f]+) "
                          r"address=(?P<address>0x[0-9a-f]+) "
@@ -63,6 +65,7 @@ FIRMWARE_FIELDS = ("version", "report_size", "context_id", "dpu_pc", "txn_op_id"
                    "context_pc", "fatal_error_type", "fatal_error_exception_type",
                    "fatal_error_exception_pc", "fatal_error_app_module",
                    "fatal_error_task_id", "timed_out_sub_command_id")
+# printed by staging aie2_ctx.c aie2_set_cmd_timeout and legacy aie2_ctx.c aie2_dump_ctx
 _CAPTURE_FIELDS = {"Version": "version", "Report size": "report_size",
                    "Context ID": "context_id", "DPU PC": "dpu_pc", "TXN OP ID": "txn_op_id",
                    "Context PC": "context_pc", "Fatal error type": "fatal_error_type",
@@ -71,8 +74,10 @@ _CAPTURE_FIELDS = {"Version": "version", "Report size": "report_size",
                    "Fatal error app module": "fatal_error_app_module",
                    "Fatal error task ID": "fatal_error_task_id",
                    "Timed out sub command ID": "timed_out_sub_command_id"}
+# legacy aie2_ctx.c aie2_dump_ctx
 _JOB_FIELDS = {"seq": "seq", "op": "op", "msg": "msg", "fence": "fence",
                "out_fence": "out_fence"}
+# staging amdxdna_error.c (AIE error: + Tile/Module/Category/Event)
 _AIE_FIELDS = {"Tile location (Row, Column)": "tile", "Module": "module",
                "Category": "category", "Event (ID)": "aie_event"}
 
@@ -113,13 +118,6 @@ _SINGLE: tuple[tuple[str, str, str], ...] = (
          "firmware 1.1.2.64/65 as 'major 7 minor 2'"),
 )
 CAPTURE_HEADER = "Firmware timeout state capture:"
-SOURCES = {**{kind: where for kind, _, where in _SINGLE},
-           "timeout_capture": "staging aie2_ctx.c aie2_set_cmd_timeout; legacy aie2_ctx.c "
-                              "aie2_dump_ctx",
-           "job": "legacy aie2_ctx.c aie2_dump_ctx",
-           "aie_error": "staging amdxdna_error.c (AIE error: + Tile/Module/Category/Event)",
-           "callbacks_suppressed": "lib/ratelimit.c ___ratelimit (a rate-limited call site)",
-           "iommu_page_fault": "drivers/iommu/amd/iommu.c amd_iommu_report_page_fault"}
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,6 @@ class DriverBuild:
     detection: Detection
     period_s: float                 # the timer or check period
     signals: str                    # what counts as progress: "push+completion" | "completion"
-    scope: str                      # "context" or "device": which contexts a hang resets
     hung_state: str                 # the job found hung
     others_state: str               # the other jobs in flight on a reset context
     single_cancelled: str           # a non-chain run cancelled by the reset
@@ -301,7 +300,7 @@ def _mainline_build(row: Flavour, kernel: str, release: tuple[int, int, int]) ->
     health = APP_HEALTH_QUERY.in_release(release)
     return DriverBuild(
         row.name, kernel, JOB_TIMER, row.default * row.unit_s, "push+completion",
-        "context", TIMEOUT if timeout else ABORT, ABORT, ABORT if timeout else NEW,
+        TIMEOUT if timeout else ABORT, ABORT, ABORT if timeout else NEW,
         "run_list_id" if health else "0",
         _RUN_LIST_ID if health else
         "ends a timed-out chain with error_index 0 (drm_sched's timeout, "
@@ -329,8 +328,8 @@ def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> 
     new = release[:2] >= (6, 17)           # HAVE_6_17_drm_gpu_sched_stat_no_hang
     return DriverBuild(
         row.name, kernel, JOB_TIMER_DEVICE_STAMP if new else DEVICE_TWO_CHECKS,
-        row.default * row.unit_s, "push+completion", "context" if new else "device",
-        TIMEOUT, ABORT, ABORT, "run_list_id", _RUN_LIST_ID, PAYLOAD_HEALTH_FF, True,
+        row.default * row.unit_s, "push+completion", TIMEOUT, ABORT, ABORT, "run_list_id",
+        _RUN_LIST_ID, PAYLOAD_HEALTH_FF, True,
         "amd/xdna-driver drivers/accel/amdxdna aie2_ctx.c aie2_sched_job_timedout, "
         "aie2_tdr_detect, aie2_set_cmd_timeout; amdxdna_ctx.c amdxdna_cmd_set_error"
         + ("" if new else "; aie2_tdr.c aie2_tdr_stop_hwctx (kernels before 6.17)"),
@@ -350,7 +349,7 @@ def _staging_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> 
 def _legacy_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> DriverBuild:
     return DriverBuild(
         row.name, kernel, DEVICE_TWO_CHECKS, row.default * row.unit_s, "push+completion",
-        "device", TIMEOUT, TIMEOUT, TIMEOUT, "run_list_id", _RUN_LIST_ID,
+        TIMEOUT, TIMEOUT, TIMEOUT, "run_list_id", _RUN_LIST_ID,
         PAYLOAD_HEALTH_FAILING, True,
         "amd/xdna-driver src/driver/amdxdna aie2_tdr.c aie2_tdr_work, "
         "aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_ctx.c aie2_dump_ctx, "

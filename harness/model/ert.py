@@ -43,24 +43,6 @@ class CmdState(IntEnum):
             return member
         return None
 
-    @property
-    def known(self) -> bool:
-        return self._name_ in CmdState.__members__
-
-    @property
-    def xrt_name(self) -> str:
-        """The name XRT prints, e.g. ``ERT_CMD_STATE_TIMEOUT``."""
-        return XRT_PREFIX + self.name if self.known else self.name
-
-    @property
-    def done(self) -> bool:
-        # XRT's own rule: states are not monotonic, `>= COMPLETED` means done.
-        return self.value >= CmdState.COMPLETED
-
-
-def state_from_int(value: int) -> CmdState:
-    return CmdState(int(value))
-
 
 def state_from_name(name: str) -> CmdState:
     """``TIMEOUT``, ``ERT_CMD_STATE_TIMEOUT`` or ``unknown (12)``; case-insensitive."""
@@ -140,10 +122,6 @@ class XrtFailure:
     kernel_instance: str | None = None
     health: dict[str, int | str] = field(default_factory=dict)   # int, or NOT_MODELLED
     identity: dict[str, str] = field(default_factory=dict)   # Kernel Instance, ELF File/UUID
-
-    @property
-    def is_runlist(self) -> bool:
-        return self.headline.startswith("runlist failed execution")
 
 
 def parse_xrt_error(message: str) -> XrtFailure:

@@ -37,11 +37,9 @@ APP_HEALTH_RULE = ("AIE2_APP_HEALTH, the firmware's app health report, needs mai
 NO_HEALTH = "this firmware does not report health"
 # What a firmware with app health writes at the head of its report: the capture blocks
 # seen upstream (amd/xdna-driver#906) read "Version: 2.0" and "Report size: 0x230", which
-# is sizeof(struct app_health_report) in aie2_msg_priv.h (24 + 532 + 4 bytes).
+# is sizeof(struct app_health_report) in aie2_msg_priv.h at 856409ca (24 + 532 + 4 bytes).
 REPORT_VERSION = (2, 0)
 REPORT_SIZE = 0x230
-REPORT_SOURCE = ("amd/xdna-driver#906 (captures seen upstream); aie2_msg_priv.h "
-                 "struct app_health_report at 856409ca")
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from harness.report import render as rendering
 from harness.report.check import garbled
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
-from harness.report.model import JOURNAL, continue_command, is_simulated, source_tag
+from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
 from harness.report.provenance import captured_note
 from harness.report.reader import ReportReader, parse_entry
 from harness.report.verdict import verdict_lines
@@ -91,7 +91,7 @@ def _recipes(report: Path, digest: Digest, contents: Contents, scratch: Path) ->
     # its `exports.folder` naming ~/.ssh or another folder beside the report must not
     # make us ship what is in there.
     folder = report.with_name(report.stem + ".recipes")
-    exports = data.get("exports") if isinstance(data.get("exports"), dict) else {}
+    exports = mapping(data.get("exports"))
     named = exports.get("folder")
     if named and (not isinstance(named, str) or Path(named).name != folder.name
                   or os.path.realpath(Path(named).parent) != os.path.realpath(folder.parent)):
@@ -156,7 +156,7 @@ def _export_afresh(data: dict[str, Any], failed_plans: list[str], target: Path,
     the report may lie, and what it names otherwise is never read, nor quoted."""
     from harness.sources.load import parse_case
     from harness.sources.recipe_export import export_plans
-    case_info = data.get("case") if isinstance(data.get("case"), dict) else {}
+    case_info = mapping(data.get("case"))
     if case_info.get("kind") not in (None, "case"):
         return f"a {case_info.get('kind')} report is XRT's own format already"
     shown = case_info.get("file")

@@ -87,7 +87,7 @@ def build(reports: list[tuple[str, dict[str, Any]]]) -> Matrix:
         cells = [table.get(key) for table in outcomes]
         present = [frozenset(c) for c in cells if c]
         baseline = present[0] if present else frozenset()
-        marked = [bool(c) and frozenset(c) != baseline for c in cells]
+        marked = [c is not None and bool(c) and frozenset(c) != baseline for c in cells]
         rows.append((key, [counts_text(c) if c else "-" for c in cells], marked))
     return Matrix([name for name, _ in reports], labels, differing, rows)
 

@@ -10,6 +10,7 @@ from typing import Any
 from harness.logs.driver_lines import FIRMWARE_FIELDS, firmware_account
 from harness.model.ert import parse_xrt_error
 from harness.model.firmware import NO_HEALTH
+from harness.report.model import mapping
 
 # XRT's health lines (xrt_kernel.cpp, amend_aie_error_message / aie_error_message_v1)
 # under the driver's names for the same fields (the firmware's app-health report)
@@ -50,9 +51,9 @@ def health_note(header: dict[str, Any]) -> str | None:
     """"this firmware does not report health (...)" when the firmware the trials ran on
     gives the driver no app health report (the simulated firmware for a simulated run,
     the probe's reading of the machine's otherwise); None when it does or is not known."""
-    backend = _map(header.get("backend"))
-    found = _map(backend.get("firmware")) if backend.get("simulated") else \
-        _map(_map(header.get("environment")).get("npu_firmware"))
+    backend = mapping(header.get("backend"))
+    found = mapping(backend.get("firmware")) if backend.get("simulated") else \
+        mapping(mapping(header.get("environment")).get("npu_firmware"))
     if found.get("app_health") is False:
         return str(found.get("note") or NO_HEALTH)
     return None
@@ -95,57 +96,51 @@ def recovery_text(trial: dict[str, Any]) -> str | None:
     return text
 
 
-def _map(value: Any) -> dict[str, Any]:
-    """A section of the environment as a mapping: a report any tool may have edited can
-    hold anything there, and what validates must render."""
-    return value if isinstance(value, dict) else {}
-
-
 def _names(value: Any) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def identity_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
     """The machine as maintainers ask for it, beyond kernel/driver/firmware/XRT."""
-    npu = _map(env.get("npu"))
-    system = _map(env.get("system"))
+    npu = mapping(env.get("npu"))
+    system = mapping(env.get("system"))
     rows: list[tuple[str, str]] = []
-    pci = _map(npu.get("pci"))
+    pci = mapping(npu.get("pci"))
     if pci.get("device"):
         rows.append(("PCI", f"{pci.get('vendor')}:{pci.get('device')} rev "
                             f"{pci.get('revision')} ({npu.get('generation') or 'unknown'})"
                             + (f" at {npu['bdf']}" if npu.get("bdf") else "")))
-    dmi = _map(system.get("dmi"))
+    dmi = mapping(system.get("dmi"))
     if dmi.get("bios_version") or dmi.get("product_name"):
         rows.append(("machine / BIOS", f"{dmi.get('sys_vendor') or '?'} "
                                        f"{dmi.get('product_name') or '?'}; BIOS "
                                        f"{dmi.get('bios_version') or '?'} "
                                        f"({dmi.get('bios_date') or '?'})"))
-    flags = _map(system.get("boot_flags"))
+    flags = mapping(system.get("boot_flags"))
     if npu.get("present") or flags:
         rows.append(("IOMMU", f"group type {npu.get('iommu_group_type') or 'unknown'}; boot "
                               "flags " + (" ".join(f"{k}={v}" for k, v in flags.items())
                                           or "none")))
-    pm = _map(npu.get("runtime_pm"))
+    pm = mapping(npu.get("runtime_pm"))
     if pm.get("status") or pm.get("control"):
         rows.append(("runtime PM", f"{pm.get('status') or '?'} (control "
                                    f"{pm.get('control') or '?'})"))
-    firmware = _map(env.get("npu_firmware"))
+    firmware = mapping(env.get("npu_firmware"))
     if firmware.get("loaded") or firmware.get("files"):
         rows.append(("firmware file", str(firmware.get("loaded") or "not in the kernel log")
                      + (f" (present: {_names(firmware['files'])})"
                         if firmware.get("files") else "")))
-    log = _map(env.get("kernel_log"))
+    log = mapping(env.get("kernel_log"))
     if log:
         rows.append(("kernel log", f"read from {log.get('source')}" if "unreadable" not in log
                      else f"unreadable: {log['unreadable']} (fix: {log.get('fix')})"))
-    smi = _map(env.get("xrt_smi"))
+    smi = mapping(env.get("xrt_smi"))
     if smi:
         rows.append(("xrt-smi", "not installed" if not smi.get("installed") else "; ".join(
             f"{name}: " + (f"exit {run['exit_status']}" if "exit_status" in run
                            else str(run.get("note")))
             for name, run in smi.items() if isinstance(run, dict))))
-    users = _map(env.get("device_users"))
+    users = mapping(env.get("device_users"))
     if users:
         listed = users.get("users")
         listed = ", ".join(f"{u.get('pid')} {u.get('command') or '?'}" for u in listed
@@ -153,7 +148,7 @@ def identity_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
         hidden = users.get("uninspectable")
         rows.append(("other NPU/GPU users at start", (listed or "none") + (
             f" ({hidden} processes not inspectable)" if hidden else "")))
-    built = _map(_map(env.get("xrt")).get("pyxrt_built_for"))
+    built = mapping(mapping(env.get("xrt")).get("pyxrt_built_for"))
     if built.get("installed"):
         rows.append(("pyxrt built for", f"{_names(built['installed'])}; running Python "
                                         f"{built.get('running')}"))

@@ -65,10 +65,21 @@ def is_emulated(backend: dict[str, Any]) -> bool:
     return bool(backend.get("emulated"))
 
 
+# the words a model's results are labelled with, wherever they are shown
+SIMULATED, EMULATED = "SIMULATED", "EMULATED"
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """A section of a report as a mapping: a report any tool may have edited can hold
+    anything there, and what validates must still render."""
+    return value if isinstance(value, dict) else {}
+
+
 def source_tag(backend: dict[str, Any]) -> str:
-    """How titles and verdicts name a model's results: ``EMULATED`` (real XRT, emulated
-    driver) or ``SIMULATED``."""
-    return "EMULATED" if is_emulated(backend) else "SIMULATED"
+    """How titles, banners, verdicts, the provenance table and the diagnosis name a model's
+    results: ``EMULATED`` (real XRT, emulated driver) or ``SIMULATED``. The one place these
+    words are chosen (`source_label` adds the profile)."""
+    return EMULATED if is_emulated(backend) else SIMULATED
 
 
 def continue_command(command: str | None, path: str | Path) -> str:

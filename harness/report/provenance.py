@@ -25,7 +25,7 @@ from typing import Any
 from harness.formats.capture_origin import MACHINE as MACHINE_XRT
 from harness.formats.capture_origin import CaptureOrigin
 from harness.model.drivers import DEFAULT_FLAVOUR
-from harness.report.model import is_simulated, played_profile
+from harness.report.model import is_simulated, mapping, played_profile, source_tag
 
 MACHINE, MODEL = "machine", "model"
 TRACE_FIX_DEFAULT = "not probed"
@@ -35,10 +35,6 @@ TRACE_FIX_DEFAULT = "not probed"
 class Table:
     title: str
     rows: list[tuple[str, str, str]]          # fact, value, where it came from
-
-
-def _map(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def origins(backend: dict[str, Any]) -> dict[str, str]:
@@ -77,9 +73,9 @@ def _xclbin_text(xclbins: list[dict[str, Any]], pack: dict[str, Any], role: str 
 def what_ran_rows(data: dict[str, Any], labels: dict[str, str]) -> list[list[str]]:
     """plans | control code | buffers | xclbins: the case's plans in one row, each control
     plan in its own; empty when the report predates these records."""
-    case = _map(data.get("case"))
-    artifacts = _map(data.get("artifacts"))
-    workload = _map(case.get("workload"))
+    case = mapping(data.get("case"))
+    artifacts = mapping(data.get("artifacts"))
+    workload = mapping(case.get("workload"))
     plans = [p for p in data.get("plans") or [] if isinstance(p, dict)]
     rows = []
     mine = [labels.get(str(p.get("name")), str(p.get("name"))) for p in plans
@@ -87,18 +83,18 @@ def what_ran_rows(data: dict[str, Any], labels: dict[str, str]) -> list[list[str
     if mine and workload:
         rows.append([", ".join(mine), str(workload.get("control_code")),
                      str(workload.get("buffers")),
-                     _xclbin_text(artifacts.get("xclbins") or [], _map(artifacts.get("pack")),
+                     _xclbin_text(artifacts.get("xclbins") or [], mapping(artifacts.get("pack")),
                                   case.get("runlist_context"))])
-    control = _map(artifacts.get("control"))
+    control = mapping(artifacts.get("control"))
     for plan in plans:
         if not plan.get("control"):
             continue
-        theirs = _map(control.get("workload"))
+        theirs = mapping(control.get("workload"))
         xclbins = control.get("xclbins") or []
         rows.append([labels.get(str(plan.get("name")), str(plan.get("name"))),
                      str(theirs.get("control_code") or "NOP runs (nop.elf)"),
                      str(theirs.get("buffers") or "-"),
-                     _xclbin_text(xclbins, _map(control.get("pack")),
+                     _xclbin_text(xclbins, mapping(control.get("pack")),
                                   xclbins[0].get("role") if xclbins else None)])
     return rows
 
@@ -106,8 +102,8 @@ def what_ran_rows(data: dict[str, Any], labels: dict[str, str]) -> list[list[str
 def nop_note(data: dict[str, Any]) -> str | None:
     """For a case whose every run carried only a NOOP: what it tests, and how to run the
     engine's own commands instead."""
-    case = _map(data.get("case"))
-    if not _map(case.get("workload")).get("nop_only"):
+    case = mapping(data.get("case"))
+    if not mapping(case.get("workload")).get("nop_only"):
         return None
     engine = case.get("engine") or "flm run MODEL"
     return ("Every run of the case carried only the one-NOOP TXN stream: this tests how deep "
@@ -134,11 +130,11 @@ def captured_note(data: dict[str, Any]) -> str | None:
     """For a captured frame: that these are the engine's own commands, from which capture
     and frame, how many runs, the runlist context's xclbin, and the buffers restored from
     the capture."""
-    case = _map(data.get("case"))
-    captured = _map(case.get("captured"))
+    case = mapping(data.get("case"))
+    captured = mapping(case.get("captured"))
     if not captured:
         return None
-    artifacts = _map(data.get("artifacts"))
+    artifacts = mapping(data.get("artifacts"))
     folder = str(captured.get("folder") or "").rstrip("/").rsplit("/", 1)[-1]
     restored = [r for r in captured.get("restored") or [] if isinstance(r, dict)]
     shown = ", ".join(f"{r.get('buffer')} ({r.get('size')} bytes, {r.get('file')})"
@@ -174,7 +170,7 @@ def control_notes(data: dict[str, Any]) -> list[str]:
 # -- what answered -------------------------------------------------------------------------
 
 def _kernel_release(env: dict[str, Any]) -> str:
-    return str(_map(env.get("system")).get("kernel") or "unknown")
+    return str(mapping(env.get("system")).get("kernel") or "unknown")
 
 
 def _under_root(env: dict[str, Any]) -> bool:
@@ -187,33 +183,33 @@ def modelled_table(backend: dict[str, Any]) -> Table:
     profile = played_profile(backend) or DEFAULT_FLAVOUR
     nature = ("documented limits" if backend.get("documented", True)
               else "hypothesis " + ", ".join(map(str, backend.get("deviations") or [])))
-    emulated = _map(backend.get("emulated"))
+    emulated = mapping(backend.get("emulated"))
     if emulated:
-        kind, how, given = ("EMULATED", "the harness's driver and firmware model, under this "
-                            "machine's real XRT", "runlist-harness emulate --profile")
+        how, given = ("the harness's driver and firmware model, under this machine's real "
+                      "XRT", "runlist-harness emulate --profile")
     elif backend.get("stand_in"):
-        kind, how, given = ("SIMULATED", "the simulator standing in for pyxrt on the hardware "
-                            "path", "HARNESS_SIM_PROFILE")
+        how, given = ("the simulator standing in for pyxrt on the hardware path",
+                      "HARNESS_SIM_PROFILE")
     else:
-        kind, how, given = "SIMULATED", "the simulated stack, in process", \
-            "--profile (or the default)"
+        how, given = "the simulated stack, in process", "--profile (or the default)"
+    kind = source_tag(backend)
     rows = [("profile", f"{profile} ({nature})", given)]
     if emulated:
         rows.append(("driver interface (emulated)", "an LD_PRELOAD library answering the "
                      "amdxdna ioctls, sysfs and /dev/accel from the model",
                      "`runlist-harness emulate`; `runlist-harness sim profiles`"))
-    xrt = _map(backend.get("xrt"))
+    xrt = mapping(backend.get("xrt"))
     if xrt.get("tag"):
         form = {"state in message": "runlist errors name the state",
                 "no state in message": "runlist errors name no state"}.get(
             str(xrt.get("message_form")), "runlist error form unknown")
         rows.append(("XRT and pyxrt (modelled)", f"release {xrt.get('release')}: {form}",
                      f"rules and binding read from Xilinx/XRT at {xrt.get('tag')}"))
-    driver = _map(backend.get("driver"))
+    driver = mapping(backend.get("driver"))
     if driver:
         rows.append(("driver (modelled)", f"{driver.get('flavour')} on Linux "
                                           f"{driver.get('kernel')}", str(driver.get("source"))))
-    device = _map(backend.get("device"))
+    device = mapping(backend.get("device"))
     if device:
         rows.append(("NPU and firmware (modelled)", f"{device.get('name')}, "
                      f"{device.get('columns')} columns; {_modelled_firmware(backend)}",
@@ -223,7 +219,7 @@ def modelled_table(backend: dict[str, Any]) -> Table:
 
 def _modelled_firmware(backend: dict[str, Any]) -> str:
     """The firmware release whose features the model plays; no image of it runs."""
-    firmware = _map(backend.get("firmware"))
+    firmware = mapping(backend.get("firmware"))
     if not firmware.get("version"):
         return "no firmware image runs"
     health = ("reports app health" if firmware.get("app_health")
@@ -239,14 +235,14 @@ def machine_table(data: dict[str, Any], *, answered: bool, xrt_answered: bool = 
     the trials (hardware): then this is the block maintainers ask for first;
     `xrt_answered`: only its XRT did (the emulated stack). `workers`: XRT libraries a trial
     worker mapped."""
-    env = _map(data.get("environment"))
-    npu = _map(env.get("npu"))
-    driver = _map(env.get("driver"))
-    xrt = _map(env.get("xrt"))
-    pyxrt = _map(xrt.get("pyxrt"))
-    system = _map(env.get("system"))
-    ioctl = _map(npu.get("ioctl"))
-    pci = _map(npu.get("pci"))
+    env = mapping(data.get("environment"))
+    npu = mapping(env.get("npu"))
+    driver = mapping(env.get("driver"))
+    xrt = mapping(env.get("xrt"))
+    pyxrt = mapping(xrt.get("pyxrt"))
+    system = mapping(env.get("system"))
+    ioctl = mapping(npu.get("ioctl"))
+    pci = mapping(npu.get("pci"))
     rows: list[tuple[str, str, str]] = []
     if npu.get("present") is False:
         rows.append(("NPU", "none: no /dev/accel/accel* node", "/dev/accel"))
@@ -269,11 +265,11 @@ def machine_table(data: dict[str, Any], *, answered: bool, xrt_answered: bool = 
         rows.append(("XRT", f"pyxrt does not import ({xrt.get('pyxrt_error') or '?'})",
                      "import pyxrt"))
     if answered or npu.get("present"):
-        flm = _map(env.get("flm"))
+        flm = mapping(env.get("flm"))
         rows.append(("FastFlowLM", (f"{flm.get('version') or 'version unknown'}"
                                     if flm.get("binary") else "no flm on PATH"),
                      "flm --version"))
-        flags = _map(system.get("boot_flags"))
+        flags = mapping(system.get("boot_flags"))
         rows.append(("IOMMU", f"group type {npu.get('iommu_group_type') or 'unknown'}; boot "
                      "flags " + (" ".join(f"{k}={v}" for k, v in flags.items()) or "none"),
                      "sysfs iommu_group/type; /proc/cmdline"))
@@ -297,11 +293,12 @@ def machine_table(data: dict[str, Any], *, answered: bool, xrt_answered: bool = 
 
 
 def _firmware_text(env: dict[str, Any]) -> str:
-    npu = _map(env.get("npu"))
-    version = _map(npu.get("ioctl")).get("firmware") or _map(npu.get("sysfs")).get("fw_version")
-    firmware = _map(env.get("npu_firmware"))
+    npu = mapping(env.get("npu"))
+    version = mapping(npu.get("ioctl")).get("firmware") or \
+        mapping(npu.get("sysfs")).get("fw_version")
+    firmware = mapping(env.get("npu_firmware"))
     loaded = firmware.get("loaded")
-    hashes = _map(firmware.get("sha256"))
+    hashes = mapping(firmware.get("sha256"))
     text = str(version or "version unknown")
     if loaded:
         name = str(loaded).rsplit("/", 1)[-1]
@@ -329,7 +326,7 @@ def _driver_text(driver: dict[str, Any], ioctl: dict[str, Any]) -> str:
 def _plugin_text(data: dict[str, Any], workers: list[Any]) -> str:
     """The libxrt_driver_xdna a process of the run really mapped: the probe's, else a
     trial worker's (each trial on the hardware path records what its worker mapped)."""
-    libraries = list(_map(_map(data.get("environment")).get("xrt")).get("mapped") or [])
+    libraries = list(mapping(mapping(data.get("environment")).get("xrt")).get("mapped") or [])
     for lib in [*libraries, *workers]:
         if isinstance(lib, dict) and str(lib.get("name", "")).startswith("libxrt_driver_xdna"):
             return f"{lib.get('name')} {lib.get('version') or '(version not in its name)'}"
@@ -337,7 +334,7 @@ def _plugin_text(data: dict[str, Any], workers: list[Any]) -> str:
 
 
 def _users_text(env: dict[str, Any]) -> str:
-    users = _map(env.get("device_users"))
+    users = mapping(env.get("device_users"))
     listed = users.get("users")
     if not isinstance(listed, list):
         return "not recorded"
@@ -349,7 +346,7 @@ def _users_text(env: dict[str, Any]) -> str:
 
 
 def _trace_text(env: dict[str, Any]) -> str:
-    trace = _map(env.get("trace_events"))
+    trace = mapping(env.get("trace_events"))
     if not trace:
         return TRACE_FIX_DEFAULT
     if trace.get("recording"):
@@ -359,7 +356,7 @@ def _trace_text(env: dict[str, Any]) -> str:
 
 def stack_tables(data: dict[str, Any], workers: list[Any] | None = None) -> list[Table]:
     """The tables of the first screen, the stack that answered first."""
-    backend = _map(data.get("backend"))
+    backend = mapping(data.get("backend"))
     if backend.get("kind") == "flm-server":
         return []
     where = origins(backend)

@@ -33,7 +33,7 @@ from harness.report.evidence import (
     recovery_text,
 )
 from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
-from harness.report.model import is_emulated, is_simulated, played_profile
+from harness.report.model import is_emulated, is_simulated, played_profile, source_tag
 from harness.report.provenance import (
     captured_note,
     control_notes,
@@ -59,10 +59,11 @@ def title(data: dict[str, Any]) -> str:
     backend = data.get("backend") or {}
     if is_emulated(backend):
         version = (backend.get("emulated") or {}).get("xrt_version") or "?"
-        return (f"{case}: EMULATED NPU (XRT {version} over the emulated driver), profile "
+        return (f"{case}: {source_tag(backend)} NPU (XRT {version} over the emulated driver), "
+                f"profile "
                 f"{backend.get('profile')} (not hardware evidence)")
     if is_simulated(backend):
-        return (f"{case}: SIMULATED stack, profile {played_profile(backend)} "
+        return (f"{case}: {source_tag(backend)} stack, profile {played_profile(backend)} "
                 "(not hardware evidence)")
     if backend.get("kind") == "flm-server":
         return f"{case}: through a running flm serve"
@@ -337,11 +338,13 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
                   else "the documented stack plus the hypothesis "
                   + ", ".join(backend.get("deviations") or []))
         if is_emulated(backend):
-            lines += [f"> **EMULATED.** XRT's own libraries answered, over the harness's "
+            lines += [f"> **{source_tag(backend)}.** XRT's own libraries answered, over the "
+                      "harness's "
                       f"emulated driver: the driver and firmware are its model of {nature}, "
                       "not an NPU.", ""]
         else:
-            lines += [f"> **SIMULATED.** These results come from the harness's model of "
+            lines += [f"> **{source_tag(backend)}.** These results come from the harness's "
+                      "model of "
                       f"{nature}, not from an NPU.", ""]
     first, *reasons = verdict_lines(data.get("verdict"))
     lines += [f"**Verdict:** {_cell(first)}", ""]

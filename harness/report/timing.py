@@ -27,7 +27,6 @@ AT_ONCE = "at-once"
 BEFORE_TIMER = "before-timer"
 PAST_TIMER = "past-timer"
 AT_DEADLINE = "harness-deadline"
-CLASSES = (AT_TIMER, AT_ONCE, BEFORE_TIMER, PAST_TIMER, AT_DEADLINE)
 CLASS_TEXT = {
     AT_TIMER: "at the driver's timer: a hang its detection caught",
     AT_ONCE: "well before any timer: refused or failed at once",

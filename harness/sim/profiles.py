@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from harness.model import firmware
 from harness.model.drivers import (
@@ -27,6 +29,7 @@ from harness.model.drivers import (
     kernel_release,
 )
 from harness.model.errors import BadInput
+from harness.model.firmware import Protocol
 from harness.sim.releases import DEFAULT as DEFAULT_XRT
 from harness.sim.releases import RELEASES, XrtRelease
 
@@ -82,17 +85,23 @@ class TokenDoc:
 
 
 def catalogue() -> tuple[TokenDoc, ...]:
-    """Every profile token: a driver flavour's, each from its row, then the others."""
+    """Every profile token: a driver flavour's, each from its row, the stack's, each
+    hypothesis's from its entry, then the modes."""
     flavours = tuple(
         TokenDoc(row.name, "documented", f"{row.title}: {row.rule}" + (
             f"; chains capped at {row.chain_cap} commands" if row.chain_cap else ""),
             driver_build(row.name).source)
         for row in FLAVOURS.values())
-    return flavours + TOKENS
+    hypotheses = tuple(
+        TokenDoc(f"{entry.head}:{entry.param}", "deviation", entry.assumes + (
+            f"; diagnosis: {entry.cause}" if entry.cause else ""),
+            f"{entry.source}; played by {entry.played}")
+        for entry in HYPOTHESES.values())
+    return flavours + STACK_TOKENS + hypotheses + MODE_TOKENS
 
 
-# the tokens besides the flavours'
-TOKENS = (
+# the tokens that pick the stack, besides the flavours'
+STACK_TOKENS = (
     TokenDoc("kernel:RELEASE", "kernel",
              f"which Linux release the driver runs on, a series of {', '.join(KERNELS)} "
              f"(its first release) or a point release such as 6.18.3 (default "
@@ -137,45 +146,8 @@ TOKENS = (
              "tag 202610.2.21.21; the binding has that release's classes and overloads",
              "Xilinx/XRT xrt_kernel.cpp runlist_impl::throw_command_error (PR #9408) and "
              "src/python/pybind11/src/pyxrt.cpp at each tag"),
-    TokenDoc("inflight-cap:N", "deviation",
-             "the firmware wedges when more than N sub-commands are queued on one context "
-             "(the hypothesis behind the 42-layer timeout); N below 96 (4 jobs in flight of "
-             "24 commands, or 4 x xrt-chain), as no more are ever queued",
-             "hypothesis from ROCm/FastFlowLM#712, not a documented limit; the bound: "
-             "xdna-driver CTX_MAX_CMDS / HWCTX_MAX_CMDS, XRT runlist_impl::submit_size"),
-    TokenDoc("xrt-chain:N", "deviation",
-             "an XRT whose runlist submit size is N instead of the hard-wired 24",
-             "hypothesis; XRT runlist_impl::submit_size = 24 since 2024"),
-    TokenDoc("hang-at:K", "deviation",
-             "the run at position K (0-based) of every runlist never completes",
-             "hypothesis: a kernel that hangs the array"),
-    TokenDoc("work-hang:N", "deviation",
-             "in every runlist, the Nth run (counted from 1) whose control code carries work "
-             "never completes: N-1 such runs complete, the Nth hangs until the driver's timer "
-             "fires; runs of the one-NOOP stream never hang and are not counted, so NOOP "
-             "runlists of any depth complete and runlists holding fewer than N runs of work "
-             "complete (single runs started by themselves too)",
-             "hypothesis: a kernel's lock or semaphore that overflows after N runs in one "
-             "runlist (a 6-bit lock counter hung the 8th run, 7 completed), or a deadlock in "
-             "the work (Xilinx/mlir-air#1984)"),
-    TokenDoc("reject-at:N", "deviation",
-             "the firmware fails the run at position N (0-based) of every runlist deeper than "
-             "N at once, whatever it carries: its chain ends ERROR with error_index at that "
-             "run, so XRT names it, and the runs after it are ABORT; nothing waits for a "
-             "timer",
-             "hypothesis: a firmware that refuses a command it cannot run (an error that "
-             "names its run, as ERT_CMD_STATE_ERROR with error_index does)"),
-    TokenDoc("slow:KERNEL:US", "deviation",
-             "every command of KERNEL (kernel name, xclbin file stem such as layer, or "
-             "stem/kernel) takes US microseconds; a chain whose commands add up to more than "
-             "the driver's timer ends TIMEOUT at the timer (drm_sched's timer runs from the "
-             "chain's push or the last completion; a chain is one job), while a cut into "
-             "shorter chains completes",
-             "hypothesis: a slow kernel tripping the driver's timeout"),
-    TokenDoc("flaky:P", "deviation",
-             "each submitted job hangs at a random command with probability P, reproducibly "
-             "per seed",
-             "hypothesis: intermittent firmware hangs"),
+)
+MODE_TOKENS = (
     TokenDoc("seed:S", "mode", "the random seed for flaky:P (trials derive their own from it)",
              "harness"),
     TokenDoc("realtime", "mode",
@@ -217,7 +189,7 @@ class Profile:
         return None if self.firmware.startswith(PROTOCOL_TOKEN) else self.firmware
 
     @property
-    def protocol(self) -> firmware.Protocol | None:
+    def protocol(self) -> Protocol | None:
         if self.firmware is not None and self.firmware.startswith(PROTOCOL_TOKEN):
             return firmware.parse_protocol(self.firmware[len(PROTOCOL_TOKEN):])
         return firmware.protocol_of(self.firmware_version)
@@ -260,19 +232,8 @@ class Profile:
     @property
     def deviations(self) -> list[str]:
         """The hypothesis tokens: what this profile assumes beyond the documented stack."""
-        out = []
-        if self.inflight_cap is not None:
-            out.append(f"inflight-cap:{self.inflight_cap}")
-        if self.xrt_chain != 24:
-            out.append(f"xrt-chain:{self.xrt_chain}")
-        out += [f"hang-at:{k}" for k in self.hang_at]
-        if self.work_hang is not None:
-            out.append(f"work-hang:{self.work_hang}")
-        out += [f"reject-at:{n}" for n in self.reject_at]
-        out += [f"slow:{kernel}:{_num(us)}" for kernel, us in self.slow]
-        if self.flaky:
-            out.append(f"flaky:{_num(self.flaky)}")
-        return out
+        return [token for entry in HYPOTHESES.values()
+                for token in entry.tokens(getattr(self, entry.field))]
 
     @property
     def documented(self) -> bool:
@@ -282,30 +243,8 @@ class Profile:
     def by_construction(self) -> list[str]:
         """What each hypothesis makes happen, whatever the case: a simulated outcome that
         follows from them says so instead of passing for a finding."""
-        out = []
-        if self.inflight_cap is not None:
-            n = self.inflight_cap
-            out.append(f"inflight-cap:{n} makes every runlist of more than {n} commands fail "
-                       f"(the firmware wedges with more than {n} queued on one context)")
-        if self.xrt_chain != 24:
-            out.append(f"xrt-chain:{self.xrt_chain} makes XRT cut runlists into chains of "
-                       f"{self.xrt_chain} instead of 24")
-        out += [f"hang-at:{k} makes every runlist deeper than {k} fail (its run {k}, "
-                "0-based, never completes)" for k in self.hang_at]
-        if self.work_hang is not None:
-            n = self.work_hang
-            out.append(f"work-hang:{n} makes every runlist holding {n} or more runs that carry "
-                       f"work fail (the {_ordinal(n)} of them never completes); NOOP runs "
-                       "never hang")
-        out += [f"reject-at:{n} makes every runlist deeper than {n} fail at once (the "
-                f"firmware fails its run {n}, 0-based, with an error naming it)"
-                for n in self.reject_at]
-        out += [f"slow:{kernel}:{_num(us)} makes each {kernel} command take {_num(us)} us, so "
-                "a chain that runs past the driver's timeout fails" for kernel, us in self.slow]
-        if self.flaky:
-            out.append(f"flaky:{_num(self.flaky)} makes each job hang with probability "
-                       f"{_num(self.flaky)}")
-        return out
+        return [text for entry in HYPOTHESES.values()
+                for text in entry.consequences(getattr(self, entry.field))]
 
     @property
     def name(self) -> str:
@@ -350,19 +289,171 @@ MAX_COUNT = 2**31 - 1          # counts and run indices: a C int, as XRT keeps t
 MAX_SEED = 2**64 - 1
 
 
+@dataclass(frozen=True)
+class Hypothesis:
+    """A profile's hypothesis, one entry: its token (`head`:`param`), the `Profile` field
+    that holds it, how its parameter is read (`read(token, parameter)`, a BadInput naming
+    the token on a bad one), what it assumes and where that comes from, what it makes happen
+    whatever the case (`makes`, one value), where the simulator and the emulator play it,
+    and the diagnosis cause (harness.report.diagnosis) that names it, where one does.
+    `many`: the token may be given more than once, the field then holding a tuple."""
+
+    head: str
+    param: str
+    field: str
+    read: Callable[[str, str], Any]
+    assumes: str
+    source: str
+    makes: Callable[[Any], str]
+    played: str
+    cause: str | None = None
+    many: bool = False
+    shown: Callable[[Any], str] = str
+
+    def tokens(self, value: Any) -> list[str]:
+        """The tokens that give `value` (none for the field's default: not assumed)."""
+        if value == _default(self.field):
+            return []
+        return [f"{self.head}:{self.shown(one)}" for one in (value if self.many else (value,))]
+
+    def consequences(self, value: Any) -> list[str]:
+        if value == _default(self.field):
+            return []
+        return [self.makes(one) for one in (value if self.many else (value,))]
+
+
+def _default(name: str) -> Any:
+    return next(item.default for item in fields(Profile) if item.name == name)
+
+
+def _count(token: str, parameter: str) -> int:
+    if not re.fullmatch(_INT, parameter):
+        raise BadInput(f"profile token {token!r}: {token.partition(':')[0]} takes a whole "
+                       f"number, e.g. {token.partition(':')[0]}:3")
+    return _bounded(token, parameter, MAX_COUNT)
+
+
+def _at_least_one(token: str, parameter: str) -> int:
+    if not re.fullmatch(_INT, parameter):
+        _count(token, parameter)
+    return _positive(token, parameter)
+
+
+def _slow(token: str, parameter: str) -> tuple[str, float]:
+    kernel, _, us = parameter.rpartition(":")
+    try:
+        latency = float(us)
+    except ValueError:
+        latency = -1.0
+    if not kernel or not math.isfinite(latency) or latency <= 0:
+        raise BadInput(f"profile token {token!r}: use slow:KERNEL:US with US > 0 "
+                       "microseconds, e.g. slow:layer:3000000")
+    return kernel, latency
+
+
+def _inflight_cap(n: int) -> str:
+    return (f"inflight-cap:{n} makes every runlist of more than {n} commands fail (the "
+            f"firmware wedges with more than {n} queued on one context)")
+
+
+def _work_hang(n: int) -> str:
+    return (f"work-hang:{n} makes every runlist holding {n} or more runs that carry work fail "
+            f"(the {_ordinal(n)} of them never completes); NOOP runs never hang")
+
+
+_SIM = "harness.sim"
+HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
+    Hypothesis(
+        "inflight-cap", "N", "inflight_cap", _at_least_one,
+        "the firmware wedges when more than N sub-commands are queued on one context (the "
+        "hypothesis behind the 42-layer timeout); N below 96 (4 jobs in flight of 24 "
+        "commands, or 4 x xrt-chain), as no more are ever queued",
+        "hypothesis from ROCm/FastFlowLM#712, not a documented limit; the bound: "
+        "xdna-driver CTX_MAX_CMDS / HWCTX_MAX_CMDS, XRT runlist_impl::submit_size",
+        _inflight_cap, f"{_SIM}.stack (the firmware's queue), the emulator through it",
+        cause="depth-limit"),
+    Hypothesis(
+        "xrt-chain", "N", "xrt_chain", _at_least_one,
+        "an XRT whose runlist submit size is N instead of the hard-wired 24",
+        "hypothesis; XRT runlist_impl::submit_size = 24 since 2024",
+        lambda n: f"xrt-chain:{n} makes XRT cut runlists into chains of {n} instead of 24",
+        f"{_SIM}.runs (the binding's runlist), harness.emulator.emulated_driver (chain "
+        "starts)"),
+    Hypothesis(
+        "hang-at", "K", "hang_at", _count,
+        "the run at position K (0-based) of every runlist never completes",
+        "hypothesis: a kernel that hangs the array",
+        lambda k: f"hang-at:{k} makes every runlist deeper than {k} fail (its run {k}, "
+                  "0-based, never completes)",
+        f"{_SIM}.runs (the firmware's chain), harness.emulator.emulated_driver",
+        many=True),
+    Hypothesis(
+        "work-hang", "N", "work_hang", _at_least_one,
+        "in every runlist, the Nth run (counted from 1) whose control code carries work "
+        "never completes: N-1 such runs complete, the Nth hangs until the driver's timer "
+        "fires; runs of the one-NOOP stream never hang and are not counted, so NOOP "
+        "runlists of any depth complete and runlists holding fewer than N runs of work "
+        "complete (single runs started by themselves too)",
+        "hypothesis: a kernel's lock or semaphore that overflows after N runs in one "
+        "runlist (a 6-bit lock counter hung the 8th run, 7 completed), or a deadlock in "
+        "the work (Xilinx/mlir-air#1984)",
+        _work_hang, f"{_SIM}.runs (counts runs of work), harness.emulator.emulated_driver",
+        cause="work-hang"),
+    Hypothesis(
+        "reject-at", "N", "reject_at", _count,
+        "the firmware fails the run at position N (0-based) of every runlist deeper than "
+        "N at once, whatever it carries: its chain ends ERROR with error_index at that "
+        "run, so XRT names it, and the runs after it are ABORT; nothing waits for a "
+        "timer",
+        "hypothesis: a firmware that refuses a command it cannot run (an error that "
+        "names its run, as ERT_CMD_STATE_ERROR with error_index does)",
+        lambda n: f"reject-at:{n} makes every runlist deeper than {n} fail at once (the "
+                  f"firmware fails its run {n}, 0-based, with an error naming it)",
+        f"{_SIM}.runs and {_SIM}.stack (the firmware's note), "
+        "harness.emulator.emulated_driver", cause="refused", many=True),
+    Hypothesis(
+        "slow", "KERNEL:US", "slow", _slow,
+        "every command of KERNEL (kernel name, xclbin file stem such as layer, or "
+        "stem/kernel) takes US microseconds; a chain whose commands add up to more than "
+        "the driver's timer ends TIMEOUT at the timer (drm_sched's timer runs from the "
+        "chain's push or the last completion; a chain is one job), while a cut into "
+        "shorter chains completes",
+        "hypothesis: a slow kernel tripping the driver's timeout",
+        lambda slow: f"slow:{slow[0]}:{_num(slow[1])} makes each {slow[0]} command take "
+                     f"{_num(slow[1])} us, so a chain that runs past the driver's timeout "
+                     "fails",
+        f"{_SIM}.stack (command latencies), the emulator through it", cause="slow-work",
+        many=True, shown=lambda slow: f"{slow[0]}:{_num(slow[1])}"),
+    Hypothesis(
+        "flaky", "P", "flaky", lambda token, parameter: _probability(token, parameter),
+        "each submitted job hangs at a random command with probability P, reproducibly "
+        "per seed",
+        "hypothesis: intermittent firmware hangs",
+        lambda p: f"flaky:{_num(p)} makes each job hang with probability {_num(p)}",
+        f"{_SIM}.stack (per job, from the trial's seed), the emulator through it",
+        cause="nondeterministic", shown=_num),
+)}
+
+
+# the stack's tokens and modes a profile gives at most once
+ONCE = ("device", "kernel", "xrt", "seed", "realtime", "firmware")
+
+
 def parse_profile(text: str | None) -> Profile:
     """Parse a profile string; errors name the token and list what is allowed."""
     if text is None or not text.strip():
         return Profile()
-    values: dict = {"hang_at": [], "reject_at": [], "slow": []}
+    values: dict[str, Any] = {}
+    many: dict[str, list[Any]] = {entry.field: [] for entry in HYPOTHESES.values()
+                                  if entry.many}
     seen: set[str] = set()
     for raw in text.split(","):
         token = raw.strip()
         if not token:
             continue
         head, _, rest = token.partition(":")
-        if head in ("device", "kernel", "xrt", "inflight-cap", "xrt-chain", "seed", "flaky",
-                    "realtime", "firmware", "work-hang"):
+        hypothesis = HYPOTHESES.get(head)
+        if head in ONCE or (hypothesis is not None and not hypothesis.many):
             if head in seen:
                 raise BadInput(f"profile {text!r} gives {head} twice; give it once")
             seen.add(head)
@@ -377,44 +468,29 @@ def parse_profile(text: str | None) -> Profile:
             values["firmware_taken"] = True
         elif head == "device" and rest in DEVICES:
             values["device"] = rest
-        elif head == "kernel" and kernel_release(rest) is not None:
-            major, minor, patch = kernel_release(rest)
+        elif head == "kernel" and (release := kernel_release(rest)) is not None:
+            major, minor, patch = release
             values["kernel"] = f"{major}.{minor}" + (f".{patch}" if patch else "")
         elif head == "firmware" and rest:
             values["firmware"] = rest
         elif head == "xrt" and rest in RELEASES:
             values["xrt"] = rest
-        elif head == "inflight-cap" and re.fullmatch(_INT, rest):
-            values["inflight_cap"] = _positive(token, rest)
-        elif head == "xrt-chain" and re.fullmatch(_INT, rest):
-            values["xrt_chain"] = _positive(token, rest)
-        elif head == "hang-at" and re.fullmatch(_INT, rest):
-            values["hang_at"].append(_bounded(token, rest, MAX_COUNT))
-        elif head == "work-hang" and re.fullmatch(_INT, rest):
-            values["work_hang"] = _positive(token, rest)
-        elif head == "reject-at" and re.fullmatch(_INT, rest):
-            values["reject_at"].append(_bounded(token, rest, MAX_COUNT))
         elif head == "seed" and re.fullmatch(_INT, rest):
             values["seed"] = _bounded(token, rest, MAX_SEED)
-        elif head == "flaky":
-            values["flaky"] = _probability(token, rest)
-        elif head == "slow" and rest.count(":") >= 1:
-            kernel, _, us = rest.rpartition(":")
-            try:
-                latency = float(us)
-            except ValueError:
-                latency = -1.0
-            if not kernel or not math.isfinite(latency) or latency <= 0:
-                raise BadInput(f"profile token {token!r}: use slow:KERNEL:US with US > 0 "
-                               "microseconds, e.g. slow:layer:3000000")
-            values["slow"].append((kernel, latency))
+        elif hypothesis is not None and rest:
+            value = hypothesis.read(token, rest)
+            if hypothesis.many:
+                many[hypothesis.field].append(value)
+            else:
+                values[hypothesis.field] = value
         else:
             allowed = ", ".join(doc.syntax for doc in catalogue())
             raise BadInput(f"unknown profile token {token!r} in {text!r}; allowed: {allowed} "
                            "(see `runlist-harness sim profiles`)")
-    values["hang_at"] = tuple(sorted(set(values["hang_at"])))
-    values["reject_at"] = tuple(sorted(set(values["reject_at"])))
-    values["slow"] = tuple(values["slow"])
+    for name, given in many.items():
+        # positions are a set, in order; other repeated tokens keep the order given
+        values[name] = tuple(sorted(set(given)) if all(isinstance(one, int) for one in given)
+                             else given)
     profile = Profile(**values)
     _cap_can_fire(profile, text)
     return _settled_firmware(profile, text)

@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.formats.capture_origin import MACHINE, CaptureOrigin, capture_origin
-from harness.formats.elf import ElfError, read_elf
 from harness.formats.jsonread import (
     JsonReader,
     JsonShapeError,
@@ -62,7 +61,7 @@ from harness.formats.jsonread import (
 from harness.formats.regular import check_regular
 from harness.model.errors import CaseError
 from harness.sources.case import REPLAY
-from harness.sources.confine import OutsideFolder, inside
+from harness.sources.confine import ArtefactError, artefact
 
 MAX_REPLAY_BYTES = 256 << 20
 
@@ -153,25 +152,13 @@ class Capture:
         return latest
 
 
-def _file_in(read: JsonReader, folder: Path, name: str, where: str) -> str:
+def _file_in(read: JsonReader, folder: Path, name: str, where: str, *,
+             elf: bool = False) -> str:
+    """A file the capture names, in its folder (`artefact`)."""
     try:
-        path = inside(folder, name)
-    except OutsideFolder as err:
+        return str(artefact(folder, name, elf=elf))
+    except ArtefactError as err:
         raise read.fail(where, str(err)) from None
-    if not path.is_file():
-        raise read.fail(where, f"{name} is not in {folder}")
-    return str(path)
-
-
-def _elf_in(read: JsonReader, folder: Path, name: str, where: str) -> str:
-    """An ELF the capture names, read now: a file that is no ELF is bad input, not a
-    device failure."""
-    path = _file_in(read, folder, name, where)
-    try:
-        read_elf(path)
-    except ElfError as err:
-        raise read.fail(where, str(err)) from None
-    return path
 
 
 def replay_file(ref: str | Path) -> Path:
@@ -369,7 +356,8 @@ class _Builder:
                 files = read.array(entry["programs"], where + ".programs")
                 if not files:
                     raise read.fail(where + ".programs", "no program recorded for the context")
-                self.programs[name] = tuple(_elf_in(read, folder, read.text(f, at), at)
+                self.programs[name] = tuple(_file_in(read, folder, read.text(f, at), at,
+                                                     elf=True)
                                             for at, f in ((f"{where}.programs[{i}]", f)
                                                           for i, f in enumerate(files)))
             else:
@@ -396,9 +384,9 @@ class _Builder:
                                 f"({', '.join(sorted(contexts))})")
             ctrlcode = None
             if entry.get("ctrlcode"):
-                ctrlcode = _elf_in(read, folder,
-                                   read.text(entry["ctrlcode"], where + ".ctrlcode"),
-                                   where + ".ctrlcode")
+                ctrlcode = _file_in(read, folder,
+                                    read.text(entry["ctrlcode"], where + ".ctrlcode"),
+                                    where + ".ctrlcode", elf=True)
             instance = read.text(entry.get("instance"), where + ".instance")
             self.kernels[name] = CapturedKernel(name, instance, hwctx, ctrlcode)
 

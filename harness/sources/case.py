@@ -17,7 +17,6 @@ from typing import Any
 
 import yaml
 
-from harness.formats.elf import ElfError, read_elf
 from harness.formats.jsonread import MAX_BUFFER_BYTES, describe
 from harness.formats.txn import file_problem
 from harness.formats.yamlio import KeyPath, ShapeError, load_yaml_with_lines
@@ -26,7 +25,7 @@ from harness.model.ert import CmdState, state_from_name
 from harness.model.plan import Plan, make_plan
 from harness.model.results import FLOWS, FULL_ELF, INSTR_BO, BufferSpec
 from harness.model.text_enum import TextEnum
-from harness.sources.confine import OutsideFolder, inside
+from harness.sources.confine import ArtefactError, artefact
 
 NOP = "nop"
 # the simulator's stand-in for an engine's own control code (harness.formats.txn
@@ -406,18 +405,12 @@ def _flow(check: FieldChecker, raw: Any, full_elf_context: bool, context: str) -
     return flow
 
 
-def _inside(check: FieldChecker, folder: Path, name: str, path: KeyPath) -> Path:
+def _artefact(check: FieldChecker, folder: Path, name: str, path: KeyPath, *,
+              elf: bool = False, required: bool = True) -> Path:
     try:
-        return inside(folder, name, own_case=True, allow_outside=check.allow_outside_paths)
-    except OutsideFolder as err:
-        raise check.error(path, str(err)) from None
-
-
-def _is_elf(check: FieldChecker, file: Path, path: KeyPath) -> None:
-    """A named ELF is read before any trial: a wrong file is bad input, not a failure."""
-    try:
-        read_elf(file)
-    except ElfError as err:
+        return artefact(folder, name, elf=elf, required=required, own_case=True,
+                        allow_outside=check.allow_outside_paths)
+    except ArtefactError as err:
         raise check.error(path, str(err)) from None
 
 
@@ -441,10 +434,8 @@ def _programs(check: FieldChecker, raw: Any, xclbins: dict[str, str],
             raise check.error(path, "expected an ELF file or a list of them")
         resolved = []
         for i, name in enumerate(names):
-            elf = _inside(check, folder, check.string(name, path + (i,)), path + (i,))
-            if not elf.is_file():
-                raise check.error(path + (i,), f"{elf} does not exist")
-            _is_elf(check, elf, path + (i,))
+            elf = _artefact(check, folder, check.string(name, path + (i,)), path + (i,),
+                            elf=True)
             resolved.append(str(elf))
         programs[role] = tuple(resolved)
     return programs
@@ -463,7 +454,8 @@ def _commands(check: FieldChecker, value: Any, base: Path) -> tuple[Command, ...
         instructions = entry.get("instructions", NOP)
         check.string(instructions, here + ("instructions",))
         if instructions != NOP:
-            insts = _inside(check, base, instructions, here + ("instructions",))
+            insts = _artefact(check, base, instructions, here + ("instructions",),
+                              required=False)
             if not insts.is_file():
                 raise check.error(here + ("instructions",),
                                   f"instruction file {insts} does not exist (use 'nop' for "

@@ -14,8 +14,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from harness.formats.elf import ElfError, read_elf
 
-class OutsideFolder(ValueError):
+
+class ArtefactError(ValueError):
+    """A file a document names that cannot be used: outside its folder, absent, or not the
+    ELF it is named as."""
+
+
+class OutsideFolder(ArtefactError):
     """An artefact path leading out of its document's folder."""
 
 
@@ -36,4 +43,24 @@ def inside(folder: Path, name: str, *, own_case: bool = False,
                                                       "a case of your own" if own_case else ""))
         raise OutsideFolder(f"{name} {how} outside {folder}: artefacts must stay in the "
                             f"document's folder{hint}")
+    return path
+
+
+def artefact(folder: Path, name: str, *, elf: bool = False, required: bool = True,
+             own_case: bool = False, allow_outside: bool = False) -> Path:
+    """The file `name` names in `folder` (`inside`), refused when it does not exist, unless
+    it is not `required` (a stand-in may take its place: its path is returned); an `elf`
+    that exists is read now, as a file that is no ELF is bad input, not a device failure."""
+    path = inside(folder, name, own_case=own_case, allow_outside=allow_outside)
+    if not path.is_file():
+        if required:
+            root = folder.resolve()
+            raise ArtefactError(f"{name} is not in {folder}" if root in path.parents
+                                else f"{path} does not exist")
+        return path
+    if elf:
+        try:
+            read_elf(path)
+        except ElfError as err:
+            raise ArtefactError(str(err)) from None
     return path

@@ -31,7 +31,6 @@ from typing import Any
 import yaml
 
 from harness.formats.cache import cache_dir
-from harness.formats.elf import ElfError, read_elf
 from harness.formats.jsonread import JsonReader, describe, parse_json
 from harness.formats.regular import check_regular
 from harness.formats.yamlio import write_atomic
@@ -39,7 +38,7 @@ from harness.model.errors import BadInput, CaseError
 from harness.model.plan import make_plan
 from harness.model.results import ELF_FLOW, FULL_ELF, INSTR_BO, BufferSpec
 from harness.sources.case import DEFAULT_TRIALS, Case, CaseKind, Command
-from harness.sources.confine import OutsideFolder, inside
+from harness.sources.confine import ArtefactError, artefact
 
 VALIDATE_PREFIX = "xrt-validate:"
 RUNLIST_THRESHOLD = 6            # xrt_core::runner default_runlist_threshold
@@ -119,7 +118,7 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> RecipeProfile
         init = read.mapping(entry.get("init", {}), where + ".init")
         source, held = None, 0
         if "file" in init:
-            source = _inside(read, Path(file).parent, init["file"], where + ".init.file")
+            source = _artefact(read, Path(file).parent, init["file"], where + ".init.file")
             if not source.exists():
                 raise read.fail(where + ".init.file", f"{source} does not exist")
             try:
@@ -140,6 +139,8 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> RecipeProfile
                                 f"the {declared} bytes of buffer {name} it fills: give a "
                                 "file that fits it, or the buffer's size")
             bindings[name] = BufferSpec(declared, str(source) if source else None)
+        elif source is None:              # a binding without a file was refused above
+            raise read.fail(where, "a binding without a file needs a size")
         elif init.get("mmap") is True:
             bindings[name] = BufferSpec(read.size(source.stat().st_size, where + ".init.file"),
                                         str(source))
@@ -158,18 +159,13 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> RecipeProfile
                    read.c_int(threshold, "execution.runlist_threshold"))
 
 
-def _inside(read: JsonReader, folder: Path, name: Any, where: str) -> Path:
+def _artefact(read: JsonReader, folder: Path, name: Any, where: str, *, elf: bool = False,
+              required: bool = False) -> Path:
+    """The file the recipe names (`artefact`); one not `required` may be absent (the caller
+    puts a stand-in in its place)."""
     try:
-        return inside(folder, read.text(name, where))
-    except OutsideFolder as err:
-        raise read.fail(where, str(err)) from None
-
-
-def _is_elf(read: JsonReader, path: Path, where: str) -> None:
-    """Read before any trial: a file that is no ELF is bad input, not a device failure."""
-    try:
-        read_elf(path)
-    except ElfError as err:
+        return artefact(folder, read.text(name, where), elf=elf, required=required)
+    except ArtefactError as err:
         raise read.fail(where, str(err)) from None
 
 
@@ -185,19 +181,16 @@ def _contexts(read: JsonReader, data: dict[str, Any], base: Path,
     xclbins: dict[str, str] = {}
     programs: dict[str, tuple[str, ...]] = {}
 
-    def artefact(name: Any, where: str, stand_in: bool = True) -> str:
-        path = _inside(read, base, name, where)
+    def named(name: Any, where: str, stand_in: bool = True) -> str:
+        # no stand-in configures an array: a full ELF must exist
+        path = _artefact(read, base, name, where, elf=not stand_in, required=not stand_in)
         if not path.is_file():
-            if not stand_in:        # no stand-in configures an array: a full ELF must exist
-                raise read.fail(where, f"{path} does not exist")
             absent.append(str(path))
-        elif not stand_in:
-            _is_elf(read, path, where)
         return str(path)
 
     def add(name: str, entry: dict[str, Any], where: str, legacy: bool) -> None:
         if "xclbin" in entry:
-            xclbins[name] = artefact(entry["xclbin"], where + ".xclbin")
+            xclbins[name] = named(entry["xclbin"], where + ".xclbin")
         elif "programs" in entry or (legacy and "program" in entry):
             files = [(entry["program"], f"{where}.program")] if legacy and \
                 "program" in entry else []
@@ -205,7 +198,7 @@ def _contexts(read: JsonReader, data: dict[str, Any], base: Path,
                       enumerate(read.array(entry.get("programs", []), where + ".programs"))]
             if not files:
                 raise read.fail(where + ".programs", "no program specified for hwctx")
-            programs[name] = tuple(artefact(f, at, stand_in=False) for f, at in files)
+            programs[name] = tuple(named(f, at, stand_in=False) for f, at in files)
         elif not legacy:
             raise read.fail(where, "no xclbin or program specified for hwctx")
 
@@ -309,11 +302,9 @@ def _kernels(read: JsonReader, resources: dict[str, Any], base: Path, contexts: 
             if hwctx in programs:
                 raise read.fail(where + ".ctrlcode", "a kernel of a context made from full "
                                                      "ELFs takes no ctrlcode")
-            elf = str(_inside(read, base, entry["ctrlcode"], where + ".ctrlcode"))
+            elf = str(_artefact(read, base, entry["ctrlcode"], where + ".ctrlcode", elf=True))
             if not Path(elf).is_file():
                 absent.append(elf)
-            else:
-                _is_elf(read, Path(elf), where + ".ctrlcode")
         kernels[name] = (instance, elf, hwctx)
     return kernels
 
@@ -437,15 +428,15 @@ def validate_recipe(name: str) -> tuple[Path, Path | None, list[str]]:
             continue
         folder = cache_dir("xrt-validate", hashlib.sha256(source.read_bytes()).hexdigest()[:16])
         _put(folder / wanted, recipe)
-        profile = read_ar_member(source, f"profile_{name}.json")
-        if profile is not None:
-            _put(folder / f"profile_{name}.json", profile)
-        for artefact in _artefacts(json.loads(recipe)):
-            member = read_ar_member(source, artefact)
+        profile_data = read_ar_member(source, f"profile_{name}.json")
+        if profile_data is not None:
+            _put(folder / f"profile_{name}.json", profile_data)
+        for archived in _artefacts(json.loads(recipe)):
+            member = read_ar_member(source, archived)
             if member is not None:
-                _put(folder / artefact, member)
-        return folder / wanted, (folder / f"profile_{name}.json" if profile else None), \
-            [f"recipe from {source}"]
+                _put(folder / archived, member)
+        kept = folder / f"profile_{name}.json" if profile_data is not None else None
+        return folder / wanted, kept, [f"recipe from {source}"]
     return _rebuilt(name)
 
 

@@ -155,10 +155,6 @@ def _captured(case: Case) -> Workload:
                     + " (restored to what they held when the frame started)", False)
 
 
-STAND_IN_TEXT = ("the simulator's stand-in work stream (a register write, a mask poll and a "
-                 "NOOP: not NOOPs alone, not the engine's commands), simulated stack only")
-
-
 def with_stand_in_work(case: Case) -> Case:
     """`case` with every run carrying the simulator's stand-in work stream instead of its
     control code: what investigate runs as "the work" where no capture gives the engine's

@@ -6,7 +6,7 @@ import functools
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +14,9 @@ import click
 
 from harness.app import exits
 from harness.execution.backend import KINDS, Backend, choose_backend
-from harness.execution.runner import Progress, Runner, RunOptions, open_run
+from harness.execution.runner import Progress, Runner, RunOptions, Setting, open_run
 from harness.model.errors import BadInput
 from harness.model.plan import Plan
-from harness.model.results import FLOWS
 from harness.probe.xrt_config import capturing
 from harness.sources.case import Case, CaseKind
 
@@ -56,28 +55,47 @@ class Seconds(click.ParamType):
         return number
 
 
+def declared_settings() -> list[Setting]:
+    """The run settings the command line offers, as `RunOptions` declares them."""
+    return [setting for item in fields(RunOptions) if (setting := item.metadata.get("setting"))]
+
+
 @dataclass
 class RunRequest:
     """What the command line asks of a run besides its case and plans, in one object from
-    the options to the run (`start_run`): the backend, the trials and how they run, the
-    report file, and what the case may name."""
+    the options to the run (`start_run`): the backend, the report file, what the case may
+    name, and the run settings (`settings`, by the command's parameter, as given; one not
+    given takes its option's default)."""
 
     backend_kind: str = "auto"
     profile: str | None = None
     realtime: bool = False
-    seed: int = 0
-    trials: int | None = None
     xclbins_dir: str | None = None
     out: str | None = None
     force: bool = False
     # None: not given; True: also xrt-smi validate before the trials; False: no control
     xrt_smi_validate: bool | None = None
     allow_outside_paths: bool = False
-    no_isolate: bool = False
-    deadline: float | None = None
-    flow: str | None = None
-    continue_after_failure: bool = False
     as_json: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def setting(self, param: str) -> Any:
+        """The value of the setting whose option fills `param`, as the command line gave it."""
+        if param in self.settings:
+            return self.settings[param]
+        for setting in declared_settings():
+            if setting.param == param:
+                return setting.option_default
+        raise KeyError(f"no run setting fills {param}")
+
+    @property
+    def trials(self) -> int | None:
+        value = self.setting("trials")
+        return int(value) if value is not None else None
+
+    @property
+    def no_isolate(self) -> bool:
+        return bool(self.setting("no_isolate"))
 
 
 ALLOW_OUTSIDE_PATHS = click.option("--allow-outside-paths", is_flag=True,
@@ -85,7 +103,32 @@ ALLOW_OUTSIDE_PATHS = click.option("--allow-outside-paths", is_flag=True,
                                         "folder (recipes and captures never may).")
 
 
-def _request_options(trials_default: str) -> list[Callable]:
+def _setting_option(setting: Setting, defaults: dict[str, str]) -> Callable:
+    """The click option of a declared setting (`defaults`: how this command names the
+    fallback a `{default}` in its help stands for, by parameter)."""
+    text = setting.help.format(default=defaults.get(setting.param, "the case's"))
+    if setting.kind is bool:
+        return click.option(setting.option, setting.param, is_flag=True, help=text)
+    kind: Any
+    if setting.choices is not None:
+        kind = click.Choice(setting.choices)
+    elif setting.kind is float:
+        kind = Seconds(setting.low if setting.low is not None else 0.0,
+                       setting.high if setting.high is not None else MAX_WAIT_S)
+    elif setting.kind is int and (setting.low is not None or setting.high is not None):
+        kind = click.IntRange(None if setting.low is None else int(setting.low),
+                              None if setting.high is None else int(setting.high))
+    else:
+        kind = setting.kind
+    return click.option(setting.option, setting.param, type=kind,
+                        default=setting.option_default, show_default=setting.show_default,
+                        help=text)
+
+
+def _request_options(command: str, trials_default: str) -> list[Callable]:
+    settings = [_setting_option(setting, {"trials": trials_default})
+                for setting in declared_settings()
+                if setting.commands is None or command in setting.commands]
     return [
         click.option("--backend", "backend_kind", type=click.Choice(KINDS), default="auto",
                      show_default=True,
@@ -98,10 +141,7 @@ def _request_options(trials_default: str) -> list[Callable]:
                           "in-tree driver, on Linux 7.0; npu5, firmware 1.1.2.65; XRT 2.26)."),
         click.option("--realtime", is_flag=True,
                      help="Simulated time passes in real time (waits really block)."),
-        click.option("--seed", type=int, default=0, show_default=True,
-                     help="Base seed for flaky profiles; each trial derives its own."),
-        click.option("--trials", type=click.IntRange(1, 1000), default=None,
-                     help=f"Trials per plan (default: {trials_default})."),
+        *settings,
         click.option("--xclbins", "xclbins_dir", type=click.Path(file_okay=False),
                      help="Folder holding the pack's xclbins (or <pack>/ under it)."),
         click.option("--out", type=click.Path(dir_okay=False),
@@ -115,21 +155,6 @@ def _request_options(trials_default: str) -> list[Callable]:
                           "--xrt-smi-validate also runs the whole `xrt-smi validate` before "
                           "the trials (up to 5 minutes). `xrt-smi examine` is always kept."),
         ALLOW_OUTSIDE_PATHS,
-        click.option("--no-isolate", is_flag=True,
-                     help="Run trials in this process: fast, but a hang cannot be cut off. "
-                          "Every trial is still written to the report as it starts and ends "
-                          "(a killed harness loses nothing)."),
-        click.option("--deadline", type=Seconds(0.1), default=None,
-                     help="Seconds before a trial's worker is killed (default: derived from "
-                          "the case and the driver's timeout)."),
-        click.option("--flow", type=click.Choice(FLOWS), default=None,
-                     help="How runs get their control code: elf (FastFlowLM's: a control-"
-                          "code ELF, module and ext.kernel; ERT_START_NPU commands) or "
-                          "instr-bo (an instruction buffer, as mlir-aie and IRON; "
-                          "ERT_START_CU). Default: the case's."),
-        click.option("--continue-after-failure", is_flag=True,
-                     help="Run a trial's later runlists after one fails (default: record "
-                          "them as skipped)."),
         click.option("--json", "as_json", is_flag=True,
                      help="Print the report as JSON instead of the summary."),
     ]
@@ -138,18 +163,23 @@ def _request_options(trials_default: str) -> list[Callable]:
 def run_request_options(fn: Callable | None = None, *,
                         trials_default: str = "the case's, usually 3") -> Callable:
     """The options of every command that runs trials, handed to the command as one
-    `request` (a RunRequest); `trials_default` says what --trials falls back to for this
-    command. The options stay in the context's params, where a continued report looks for
-    what it refuses."""
+    `request` (a RunRequest); the run settings' options are made from their declaration in
+    `RunOptions`, each on the commands it names (by the function's name, which is the
+    command's). `trials_default` says what --trials falls back to for this command. The
+    options stay in the context's params, where a continued report looks for what it
+    refuses."""
     if fn is None:
         return lambda f: run_request_options(f, trials_default=trials_default)
-    names = [item.name for item in fields(RunRequest)]
+    names = [item.name for item in fields(RunRequest) if item.name != "settings"]
+    params = [setting.param for setting in declared_settings()
+              if setting.commands is None or fn.__name__ in setting.commands]
 
     @functools.wraps(fn)
     def gathered(*args: Any, **kwargs: Any) -> Any:
-        request = RunRequest(**{name: kwargs.pop(name) for name in names})
+        request = RunRequest(**{name: kwargs.pop(name) for name in names},
+                             settings={param: kwargs.pop(param) for param in params})
         return fn(*args, request=request, **kwargs)
-    for option in reversed(_request_options(trials_default)):
+    for option in reversed(_request_options(fn.__name__, trials_default)):
         gathered = option(gathered)
     return gathered
 
@@ -168,17 +198,16 @@ def make_backend(kind: str, profile: str | None, realtime: bool, *,
 def run_options(case: Case, request: RunRequest, *, trials: int | None = None) -> RunOptions:
     """The options a run records, from what the command line asked (`trials`: the command's
     own count, where it has one)."""
-    if request.no_isolate and request.deadline is not None:
+    if request.no_isolate and request.setting("deadline") is not None:
         raise BadInput("--deadline bounds a trial's worker, and --no-isolate runs trials in this "
                        "process, where nothing can cut a wait off; drop one of them")
-    if request.flow is not None and case.kind is not CaseKind.CASE:
+    if request.setting("flow") is not None and case.kind is not CaseKind.CASE:
         raise BadInput(f"--flow: a {case.kind}'s runs say themselves how they get their "
                        "control code (a ctrlcode ELF or not); drop --flow")
-    return RunOptions(trials=trials or request.trials or case.trials,
-                      isolate=not request.no_isolate, deadline_s=request.deadline,
-                      continue_after_failure=request.continue_after_failure,
-                      seed=request.seed, flow=request.flow,
-                      xrt_smi_control=request.xrt_smi_validate is not False)
+    values = {item.name: setting.from_option(request.setting(setting.param))
+              for item in fields(RunOptions) if (setting := item.metadata.get("setting"))}
+    values["trials"] = trials or request.trials or case.trials
+    return RunOptions(**values, xrt_smi_control=request.xrt_smi_validate is not False)
 
 
 def start_run(request: RunRequest, case: Case, plans: list[Plan] | None, command: str, *,
@@ -263,9 +292,15 @@ _KEPT_BESIDES_SETTINGS: dict[str, tuple[str, Callable[[Report], Any]]] = {
 def kept_on_resume() -> dict[str, tuple[str, Callable[[Report], Any]]]:
     """Each option a continued report refuses, by the command's parameter: the option and
     how to name the value the report holds."""
-    return {**{param: (option, lambda r, shown=shown: shown(r.settings))
+    return {**{param: (option, _from_settings(shown))
                for param, (option, shown) in RunOptions.kept_on_resume().items()},
             **_KEPT_BESIDES_SETTINGS}
+
+
+def _from_settings(shown: Callable[[dict[str, Any]], Any]) -> Callable[[Report], Any]:
+    def named(report: Report) -> Any:
+        return shown(report.settings)
+    return named
 
 
 def diagnose_pointer(path: Path | str) -> str:

@@ -19,11 +19,11 @@ from typing import Any
 from harness.model.errors import BadInput, ReportError
 from harness.model.results import COMPLETED_STATE
 from harness.report.check import check_report_file
-from harness.report.model import is_emulated, is_simulated, played_profile
+from harness.report.model import is_simulated, played_profile, source_tag
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.timing import stack_timers, time_to_failure
 
-HARDWARE, SIMULATED, EMULATED = "hardware", "SIMULATED", "EMULATED"
+HARDWARE = "hardware"          # a machine's source; a model's is its `source_tag`
 NOOP, WORK = "noop", "work"
 # what a refused context looks like, in a trial's error (XRT's shim on the create ioctl,
 # the simulated binding) and in the kernel log (harness.logs.driver_lines)
@@ -185,8 +185,7 @@ def observe_document(document: dict[str, Any], file: str) -> Observed:
 
 def _header(file: str, doc: dict[str, Any]) -> Observed:
     backend = doc.get("backend") or {}
-    source = EMULATED if is_emulated(backend) else SIMULATED if is_simulated(backend) \
-        else HARDWARE
+    source = source_tag(backend) if is_simulated(backend) else HARDWARE
     case = doc.get("case") or {}
     recorded = doc.get("timers")
     timers: dict[str, Any] = recorded if isinstance(recorded, dict) else stack_timers(doc)

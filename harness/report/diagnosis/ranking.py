@@ -14,13 +14,8 @@ from typing import Any
 
 from harness.report.diagnosis.causes import CAUSES, Cause, engine_of, predictions
 from harness.report.diagnosis.findings import AGAINST, CONTRADICTS, FOR, Evidence, Finding
-from harness.report.diagnosis.observed import (
-    EMULATED,
-    HARDWARE,
-    NOOP,
-    SIMULATED,
-    Observed,
-)
+from harness.report.diagnosis.observed import HARDWARE, NOOP, Observed
+from harness.report.model import EMULATED, SIMULATED
 from harness.report.verdict import capture_how
 
 MIN_SCORE = 3
