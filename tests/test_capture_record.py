@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from machines import engine_pack
 
 from harness.app.cli import main
-from harness.execution.capture_record import Recording, record
+from harness.app.cli.capture_record_cmd import _why_no_replay
+from harness.execution.capture_record import Recorded, Recording, record
 from harness.sources.capture import load_capture
 
 ENGINE = str(Path(__file__).resolve().parent / "standin_engine.py")
@@ -191,6 +192,23 @@ def test_behind_xrt_capture_the_deadline_s_ctrl_c_reaches_the_program_not_xrt_ca
     assert ended.exit_code == 0
     assert ended.ended_by == ("stopped at the deadline (1 s): sent SIGINT; it exited with "
                               "status 0")
+
+
+def test_no_replay_after_a_normal_exit_says_how_the_program_ended_in_its_own_words(tmp_path):
+    """The sentence is made from how the program ended and how the harness stopped it,
+    kept apart, not by cutting "it " off the words that join them."""
+    ended = Recorded(0, None, "exited with status 0", None, False, 3, 4096, 1 << 30)
+    assert ended.ended_by == "it exited with status 0"
+    assert _why_no_replay(ended, tmp_path).startswith(
+        f"no replay.json although the program exited with status 0; the 3 files it wrote "
+        f"are kept in {tmp_path}: XRT writes it when the program exits")
+    stopped = Recorded(0, None, "exited with status 0", "stopped at the deadline (2 s): "
+                       "sent SIGINT", False, 3, 4096, 1 << 30)
+    assert stopped.ended_by == ("stopped at the deadline (2 s): sent SIGINT; it exited "
+                                "with status 0")
+    assert _why_no_replay(stopped, tmp_path).startswith(
+        "no replay.json although the program stopped at the deadline (2 s): sent SIGINT; "
+        "it exited with status 0; the 3 files")
 
 
 # -- the user's own Ctrl-C -------------------------------------------------------------------

@@ -104,6 +104,34 @@ def test_the_readme_is_a_front_page():
     assert "python3 -m pip install -e '.[test]' && python3 -m pytest -q" in ci
 
 
+def ci_run(tmp_path, failing: str | None) -> tuple[int, list[str]]:
+    """.ci/run with a python3 that records each command and fails the one whose words
+    hold `failing` (exit 1; "pytest" exits 5, as pytest does when it collects nothing)."""
+    log = tmp_path / "ran"
+    fake = tmp_path / "bin" / "python3"
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(f"""#!/bin/sh
+echo "$*" >> {log}
+case "$*" in *"{failing or 'nothing fails'}"*) [ "{failing}" = pytest ] && exit 5; exit 1;; esac
+""")
+    fake.chmod(0o755)
+    log.unlink(missing_ok=True)
+    done = subprocess.run(["bash", str(PROJECT / ".ci" / "run")], capture_output=True,
+                          env={"PATH": f"{fake.parent}:/usr/bin:/bin"}, timeout=30)
+    return done.returncode, log.read_text().splitlines()
+
+
+def test_ci_runs_the_tests_ruff_and_mypy_and_fails_with_any_of_them(tmp_path):
+    """CI is the README's test command, then ruff, then mypy; a failure of any one fails
+    it (a run that collected no tests among them), and only a run of all three passes."""
+    code, ran = ci_run(tmp_path, None)
+    assert code == 0 and ran == ["-m pip install -e .[test]", "-m pytest -q",
+                                 "-m ruff check .", "-m mypy harness"]
+    for failing, stops_after in [("pip", 1), ("pytest", 2), ("ruff", 3), ("mypy", 4)]:
+        code, ran = ci_run(tmp_path, failing)
+        assert code != 0 and len(ran) == stops_after, (failing, code, ran)
+
+
 # -- the checks themselves find what is wrong -----------------------------------------------
 
 def test_the_command_check_finds_a_wrong_command_option_or_value(tmp_path):

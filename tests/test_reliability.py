@@ -127,6 +127,67 @@ def test_a_disk_fault_mid_run_is_one_line_exit_4_and_the_last_good_report(monkey
     assert [t.status for t in report.plans[0].trials] == [TrialStatus.IN_FLIGHT]
 
 
+def test_a_write_that_fails_half_way_is_cut_back_to_the_last_whole_entry(monkeypatch):
+    """A short write (half the entry on disk) then a failure: the file is cut back to where
+    the entry began, so it ends with a whole line and holds no torn entry. Mutation it
+    guards against: dropping the `os.ftruncate` in `ReportFile.append_line` (the torn-line
+    recovery of readers and of the next writer hides its absence, so only the file itself
+    as the failed run left it shows it)."""
+    real_write = os.write
+    calls = {"n": 0}
+
+    def half_then_full(fd, data):
+        calls["n"] += 1
+        if calls["n"] == 3:           # the header, the first in-flight entry, then this
+            return real_write(fd, data[:len(data) // 2])
+        if calls["n"] == 4:           # the rest of it: the disk is full now
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+    monkeypatch.setattr("harness.report.journal.os.write", half_then_full)
+    result = CliRunner().invoke(main, ["run", "minicpm5-2b-decode", "--plan", "42",
+                                       "--no-isolate", "--trials", "2", "--out", "r.yaml"])
+    assert result.exit_code == 4 and calls["n"] == 4, result.output
+    text = Path("r.yaml").read_bytes()
+    assert text.endswith(b"\n") and text.splitlines()[-1].endswith(b"}")
+    assert load_report("r.yaml").torn_line is None
+    assert check_report_file("r.yaml").notes == []
+
+
+def test_resume_writes_a_trial_found_in_flight_back_as_interrupted(monkeypatch):
+    """Reopening a report whose trial was in flight when the harness stopped writes that
+    trial back as interrupted at once, so a resume that stops again before running it
+    (here: its own first write fails) leaves the report saying so, not "in flight".
+    Mutation it guards against: dropping `handle.record_trial` in
+    `execution.resume._reopened` (the status changes in memory only; a resume that goes
+    on to rerun the trial hides it, as the rerun's entries replace it)."""
+    real_write = os.write
+    calls = {"n": 0}
+
+    def failing_at_the_first_result(fd, data):
+        calls["n"] += 1
+        if calls["n"] == 3:           # the header, the first in-flight entry, then this
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+    args = ["run", "minicpm5-2b-decode", "--plan", "42", "--no-isolate", "--trials", "2",
+            "--out", "r.yaml"]
+    with monkeypatch.context() as patched:
+        patched.setattr("harness.report.journal.os.write", failing_at_the_first_result)
+        assert CliRunner().invoke(main, args).exit_code == 4
+    assert [t.status for t in load_report("r.yaml").plans[0].trials] == [
+        TrialStatus.IN_FLIGHT]
+
+    def failing_in_flight(fd, data):  # the rerun's own in-flight entry cannot be written
+        if b'"status": "in-flight"' in data:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+    monkeypatch.setattr("harness.report.journal.os.write", failing_in_flight)
+    resumed = CliRunner().invoke(main, ["run", "--resume", "r.yaml"])
+    assert resumed.exit_code == 4, resumed.output
+    trial, = load_report("r.yaml").plans[0].trials
+    assert trial.status is TrialStatus.INTERRUPTED
+    assert trial.error == ("the harness stopped while this trial ran (found when the "
+                           "report was reopened)")
+    assert check_report_file("r.yaml").valid
 def test_a_file_size_limit_in_a_real_process_keeps_the_report(tmp_path):
     out = tmp_path / "r.yaml"
 
@@ -142,6 +203,8 @@ def test_a_file_size_limit_in_a_real_process_keeps_the_report(tmp_path):
     assert "Traceback" not in done.stderr
     report = load_report(out)
     assert check_report_file(str(out)).valid and len(report.plans[0].trials) >= 2
+    # the write that met the limit got part of its entry onto the disk: it was cut back
+    assert report.torn_line is None and check_report_file(str(out)).notes == []
 
 
 def test_out_under_a_file_or_on_a_special_file_is_refused_before_anything_runs(tmp_path):

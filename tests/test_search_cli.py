@@ -63,6 +63,17 @@ def test_bisect_with_chunking_and_the_chunk_direction():
     assert "largest chunk size that completes at depth 42: 37" in largest.stdout
 
 
+def test_the_chunk_answer_carries_the_counts_not_the_depth_answers_prose():
+    """Chunk mode words its own answer around the counts the bisection gives, taken as
+    they are, not cut out of the depth answer's text at its first "(": that cut carried
+    the depth answer's ": the boundary is at or below 38" into the sentence."""
+    below = invoke("bisect", "minicpm5-2b-decode", "--chunks-at", "42", "--lo", "38",
+                   "--trials", "1", "--profile", CAP, "--no-isolate")
+    assert below.stdout.splitlines()[1] == (
+        "even chunk size 38 fails at depth 42 (38: TIMEOUT 1/1); try a lower --lo "
+        "[SIMULATED]")
+
+
 def test_budget_stops_cleanly_and_replay_continues_without_rerunning(tmp_path):
     out = tmp_path / "b.yaml"
     first = invoke("bisect", "minicpm5-2b-decode", "--lo", "1", "--hi", "128", "--trials",

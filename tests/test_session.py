@@ -118,6 +118,26 @@ def test_a_failed_submit_is_recorded_and_the_list_still_waited_on(tmp_path, monk
     assert outcome.message == "execute: submit ioctl failed" and waited == [True]
 
 
+def test_a_wait_error_worded_like_a_submit_failure_is_still_located(tmp_path, monkeypatch):
+    """Whether the submit failed is what happened, not what the message starts with: a
+    wait error whose own text begins "execute: " is the device's, located in the runs
+    (the old parse took it for a submit that never went out)."""
+    from harness.sim import runs
+    wait = runs.runlist.wait
+
+    def worded(self, *args):
+        try:
+            return wait(self, *args)
+        except RuntimeError as err:
+            raise RuntimeError(f"execute: {err}") from None
+    monkeypatch.setattr(runs.runlist, "wait", worded)
+    result = run_trial(spec_for(tmp_path, [42]),
+                       choose_backend("sim", "staging,inflight-cap:37"))
+    outcome = result.runlists[0]
+    assert outcome.message.startswith("execute: runlist failed execution")
+    assert outcome.state != "submit-failed" and outcome.failing_run is not None
+
+
 def test_every_runlist_gets_new_run_objects_so_no_corrupted_payload_is_resubmitted(tmp_path):
     """After a failure the staging driver (and mainline from 7.0) leaves 0xFF and health
     data over sub-command 0's payload, and XRT never re-encodes it: re-executing the same

@@ -121,6 +121,44 @@ def test_mainline_before_the_fix_leaves_a_cancelled_single_run_new(tmp_path):
                 assert r.wait().name == f"ERT_CMD_STATE_{expected}", kernel
 
 
+def test_a_context_reset_cancels_chains_abort_and_a_single_run_new_on_mainline_6_16(tmp_path):
+    """The other jobs in flight on a context drm_sched resets: before 6fb7f2988832 (6.16)
+    aie2_sched_cmdlist_resp_handler sets a cancelled chain ABORT, while
+    aie2_sched_resp_handler leaves a cancelled single run's packet NEW (data NULL -> goto
+    out), and XRT's qds_device::wait throws on it; from 6.19 the single run ends ABORT too.
+    Mutations it guards against (harness/sim/stack.py `_cancelled_state`): answering
+    `others_state` for every job (the single run reads ABORT on 6.16), or
+    `single_cancelled` for every job (the second runlist's chain reads NEW on 6.16)."""
+    for kernel, single_state in [("6.16", "NEW"), ("6.19", "ABORT")]:
+        rig = Rig(tmp_path, f"mainline,kernel:{kernel},{P6},hang-at:30")
+        hung, _ = rig.runlist(42)
+        hung.execute()
+        single = rig.run()                   # queued behind the hung chain, not chained
+        single.start()
+        behind, behind_runs = rig.runlist(3)
+        behind.execute()
+        with pytest.raises(RuntimeError):
+            hung.wait()
+        if single_state == "NEW":
+            with pytest.raises(RuntimeError) as raised:
+                single.wait()
+            assert str(raised.value) == UNEXPECTED, kernel
+        else:
+            assert single.wait().name == "ERT_CMD_STATE_ABORT", kernel
+        assert states([single]) == [single_state], kernel
+        assert outcome_of(behind) == ABORT_MSG, kernel
+        assert states(behind_runs) == ["ABORT"] * 3, kernel
+
+
+def outcome_of(rl) -> str:
+    """Wait on a runlist already executed: 'COMPLETED' or XRT's message."""
+    try:
+        rl.wait()
+    except RuntimeError as err:
+        return str(err)
+    return "COMPLETED"
+
+
 def test_a_single_command_run_job_refuses_throws_unexpected_command_state(tmp_path):
     # staging (force_cmdlist true) and mainline from c68a6af400ca send a single command as
     # a one-slot command list: aie2_cmdlist_fill_slot refuses ERT_START_NPU_PREEMPT_ELF

@@ -40,8 +40,12 @@ def load_command(command_name: str | None) -> click.Command:
         import click
 
         from harness.app.cli import main
-        return main if command_name is None else main.get_command(click.Context(main),
-                                                                  command_name)
+        if command_name is None:
+            return main
+        command = main.get_command(click.Context(main), command_name)
+        if command is None:
+            raise LookupError(f"no command {command_name!r} in runlist-harness")
+        return command
     finally:
         gc.freeze()
         if enabled:

@@ -148,7 +148,7 @@ class EmulatedDriver:
         if self.clock.held:
             return None                  # nothing happens on the device until a wait
         due = self.stack.next_event_us()
-        rate = self.stack.clock.rate
+        rate = self.clock.rate
         return None if due is None else max(0.0, (due - self.stack.now) / 1e6 / rate)
 
     # -- requests ---------------------------------------------------------------------------
@@ -191,7 +191,7 @@ class EmulatedDriver:
         width, rest = divmod(num_tiles, CORE_ROWS)
         if width == 0 or rest:
             raise DriverError(errno.EINVAL, f"num_tiles {num_tiles}")
-        taken = []
+        taken: list[int] = []
         for _ in range(CTX_MAX_CMDS):       # priv->cmd_buf: one chain buffer per job slot
             start = heap.take(MAX_CHAIN_CMDBUF_SIZE)
             if start is None:

@@ -79,6 +79,8 @@ class BufferObject:
         if self.heap is not None:
             return self.heap._view()[0], self.heap_offset
         if self._map is None:
+            if self.path is None:
+                raise DriverError(errno.EINVAL, f"buffer object {self.id} has no backing file")
             with open(self.path, "r+b") as file:
                 self._map = mmap.mmap(file.fileno(), _round(self.size, PAGE))
         return self._map, 0

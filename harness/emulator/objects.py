@@ -26,7 +26,7 @@ from pathlib import Path
 from harness.emulator.kernels_by_pdi import KernelOfPdi
 from harness.emulator.memory import DriverError, Handles
 from harness.emulator.packets import Submission, write_back
-from harness.sim.stack import Context
+from harness.sim.stack import Context, Job
 
 
 @dataclass(eq=False)
@@ -40,8 +40,12 @@ class Syncobj:
 
     def target(self, point: int) -> int:
         """The job sequence number a wait on `point` of a context's timeline waits for."""
-        ctx = self.context
-        return ctx.next_seq - 1 if point == 0 else point
+        if point:
+            return point
+        if self.context is None:
+            raise ValueError(f"syncobj {self.id} is not a context's timeline: point 0 names "
+                             "no job")
+        return self.context.next_seq - 1
 
     def reached(self, point: int) -> bool:
         ctx = self.context
@@ -103,7 +107,8 @@ class HwContext:
         completion timeline over every job that has ended in order."""
         while self.unsequenced:
             sub = self.unsequenced[0]
-            if sub.job.admitted_us is None and not sub.job.done:
+            job = _job(sub)
+            if job.admitted_us is None and not job.done:
                 break
             sub.seq = self.next_seq
             self.next_seq += 1
@@ -111,7 +116,7 @@ class HwContext:
             self.unsequenced.pop(0)
         if self.unwritten:
             for sub in self.unwritten:
-                if sub.job.done:
+                if _job(sub).done:
                     write_back(sub)
             self.unwritten = [sub for sub in self.unwritten if not sub.written]
         while self.done_upto in self.by_seq and self.by_seq[self.done_upto].written:
@@ -144,3 +149,10 @@ class HwContext:
             count += self.works_in.get(at, 0)
             at = self.continues.get(at)
         return count
+
+
+def _job(sub: Submission) -> Job:
+    """The model's job for a submission a context queues (set before it is queued)."""
+    if sub.job is None:
+        raise ValueError("a queued submission has no job in the model")
+    return sub.job

@@ -24,7 +24,7 @@ class Pending:
 
     ready: Callable[[], IoctlReply | None]
     deadline: float | None
-    expire: Callable[[], IoctlReply]
+    expire: Callable[[], IoctlReply | None]        # None: still waiting
 
 
 def patch(args: bytes, layout: struct.Struct, *values: object) -> bytes:

@@ -73,7 +73,8 @@ class Recorded:
 
     exit_code: int | None                 # None: ended by a signal
     signal: str | None                    # the signal that ended it
-    ended_by: str                         # in words
+    how: str                              # how the program ended: "exited with status 3"
+    stop: str | None                      # how the harness stopped it, if it did
     replay_written: bool
     files: int
     written: int
@@ -84,6 +85,11 @@ class Recorded:
     output_tail: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)      # FastFlowLM's error lines seen
     xrt_libraries: list[dict[str, Any]] = field(default_factory=list)   # what it mapped
+
+    @property
+    def ended_by(self) -> str:
+        """How it ended, in words: "it exited with status 3", or the stop first."""
+        return f"{self.stop}; it {self.how}" if self.stop else f"it {self.how}"
 
 
 def free_bytes(folder: Path) -> int:
@@ -325,15 +331,13 @@ def _ended(job: Recording, proc: subprocess.Popen[bytes], watch: _Watch,
         code = watch.application_code     # xrt-capture exits 0 whatever the program did
     how = (f"exited with status {code}" if killed is None and code is not None
            else "exited (its status unknown)" if killed is None else f"ended by {killed}")
-    if stopping is not None and stopping.sent:
-        ended = f"stopped at {stopping.why}: sent {', then '.join(stopping.sent)}; it {how}"
-    else:
-        ended = f"it {how}"
+    stop = (f"stopped at {stopping.why}: sent {', then '.join(stopping.sent)}"
+            if stopping is not None and stopping.sent else None)
     files, size = written(job.folder)
     replay = job.folder / REPLAY
     since = time.time() - (time.monotonic() - started) - 1.0
     fresh = replay.is_file() and replay.stat().st_mtime >= since
-    return Recorded(None if killed else code, killed, ended, fresh, files, size,
+    return Recorded(None if killed else code, killed, how, stop, fresh, files, size,
                     free_bytes(job.folder),
                     at_deadline=stopping is not None and not stopping.disk
                     and not stopping.by_user,

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psutil
 
@@ -104,7 +104,7 @@ def _spawned(spec: TrialSpec, backend: dict[str, Any], deadline_s: float,
         os.close(write_fd)
     # On Ctrl-C, communicate() waits 0.25 s for the child to end of the same Ctrl-C; this
     # worker has a session of its own and never gets it: it is killed below instead.
-    proc._sigint_wait_secs = 0
+    proc._sigint_wait_secs = 0  # type: ignore[attr-defined]  # CPython's, not typeshed's
     chunks: list[bytes] = []
     reader = threading.Thread(target=_drain, args=(read_fd, chunks), daemon=True)
     reader.start()
@@ -208,8 +208,9 @@ class ForkServer:
         started = time.perf_counter()
         order = {"request": {"spec": spec.to_json(), "latencies": latencies}}
         try:
-            self.proc.stdin.write((json.dumps(order) + "\n").encode())
-            self.proc.stdin.flush()
+            stdin = _pipe(self.proc.stdin)
+            stdin.write((json.dumps(order) + "\n").encode())
+            stdin.flush()
             forked = self._reply(time.monotonic() + KILL_WAIT_S)
         except (OSError, ServerGone):
             forked = None
@@ -240,7 +241,7 @@ class ForkServer:
 
     def _reply(self, until: float) -> dict[str, Any] | None:
         """The server's next line; None when `until` passes first."""
-        stream = self.proc.stdout.fileno()
+        stream = _pipe(self.proc.stdout).fileno()
         searched = 0                # a long result comes in many blocks: each looked at once
         while (end := self.buffer.find(b"\n", searched)) < 0:
             searched = len(self.buffer)
@@ -270,7 +271,7 @@ class ForkServer:
             kill_tree(self.proc.pid, wait_s=1.0)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
-                stream.close()
+                _pipe(stream).close()
             except OSError:
                 pass
         try:
@@ -360,3 +361,10 @@ def _tail(output: bytes | str | None) -> str:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 3)
+
+
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """A pipe the server was started with (stdin and stdout are always PIPE)."""
+    if stream is None:
+        raise ValueError("the worker server was started without its pipes")
+    return stream

@@ -296,6 +296,7 @@ def _run_chunk(loaded: _Loaded, index: int, layers: int, start: int,
     rl, runs = loaded.build_runlist(start, layers)
     device_before = device_clock() if device_clock is not None else 0.0
     errors: list[str] | None = None
+    submit_failed = False
     started = perf_counter()
     try:
         rl.execute()
@@ -303,6 +304,7 @@ def _run_chunk(loaded: _Loaded, index: int, layers: int, start: int,
     except RuntimeError as err:
         # XRT: a failed submit still leaves the list running; it must be waited on.
         errors = [f"execute: {err}"]
+        submit_failed = True
     try:
         rl.wait()
     except RuntimeError as err:
@@ -317,12 +319,12 @@ def _run_chunk(loaded: _Loaded, index: int, layers: int, start: int,
         return RunlistOutcome(index, count, chains, COMPLETED_STATE, COMPLETED_CODE,
                               device_ms=device_ms, wall_ms=wall_ms)
     outcome = RunlistOutcome(index, count, chains, device_ms=device_ms, wall_ms=wall_ms)
-    _classify_failure(outcome, "\n".join(errors), runs, submit_size)
+    _classify_failure(outcome, "\n".join(errors), runs, submit_size, submit_failed)
     return outcome
 
 
 def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
-                      submit_size: int) -> None:
+                      submit_size: int, submit_failed: bool) -> None:
     failure = parse_xrt_error(message)
     outcome.message = message
     outcome.health = failure.health or None
@@ -331,16 +333,17 @@ def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
     outcome.source = "device"
     outcome.message_form = STATE_IN_MESSAGE if failure.state is not None else \
         NO_STATE_IN_MESSAGE
-    if message.startswith("execute: "):
+    if submit_failed:
         # The runs were never sent: their NEW says nothing about a chain.
         outcome.state = failure.state.name if failure.state else "submit-failed"
         outcome.state_code = int(failure.state) if failure.state else None
         outcome.located_by = "not located: the submit failed"
         return
-    states = []
+    read: list[CmdState] = []
+    states: list[CmdState] | None = read
     for r in runs:
         try:
-            states.append(state_from_pyxrt(r.state()))
+            read.append(state_from_pyxrt(r.state()))
         except Exception as err:  # a binding that cannot report member states
             outcome.located_by = f"not located: run.state() failed ({type(err).__name__})"
             states = None

@@ -45,12 +45,13 @@ def run_capped(argv: list[str], timeout_s: float, max_bytes: int = DEFAULT_MAX_B
     except (OSError, ValueError):
         return None
     deadline = time.monotonic() + timeout_s
+    assert proc.stdout is not None and proc.stderr is not None     # both PIPE
     kept = {proc.stdout: bytearray(), proc.stderr: bytearray()}
     truncated = late = exited = False
     try:
         with selectors.DefaultSelector() as selector:
-            for stream in kept:
-                selector.register(stream, selectors.EVENT_READ)
+            for stream, held in kept.items():
+                selector.register(stream, selectors.EVENT_READ, held)
             while selector.get_map() and not truncated:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -66,7 +67,7 @@ def run_capped(argv: list[str], timeout_s: float, max_bytes: int = DEFAULT_MAX_B
                     if not chunk:
                         selector.unregister(key.fileobj)
                         continue
-                    held = kept[key.fileobj]
+                    held = key.data
                     room = max_bytes - len(held)
                     held += chunk[:room]
                     if len(chunk) > room:

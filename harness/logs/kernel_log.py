@@ -147,22 +147,22 @@ class KmsgReader:
         self.source = name
         self._fd: int | None = None
 
-    def open(self) -> None:
+    def open(self) -> int:
         self._fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return self._fd
 
-    def mark(self) -> None:
-        if self._fd is None:
-            self.open()
-        os.lseek(self._fd, 0, os.SEEK_END)
+    def mark(self) -> int:
+        fd = self.open() if self._fd is None else self._fd
+        os.lseek(fd, 0, os.SEEK_END)
+        return fd
 
     def read(self) -> Reading:
-        if self._fd is None:
-            self.mark()
+        fd = self.mark() if self._fd is None else self._fd
         reading = Reading(self.source)
         chunks, size = [], 0
         while size < MAX_READ_BYTES:
             try:
-                chunk = os.read(self._fd, KMSG_RECORD)
+                chunk = os.read(fd, KMSG_RECORD)
             except BlockingIOError:
                 break
             except BrokenPipeError:

@@ -85,11 +85,12 @@ def stop_behind(err: BaseException) -> BaseException | None:
     or while handling. CPython 3.11 wraps whatever `__set_name__` raises in a RuntimeError,
     so a signal landing while a dataclass is being made (a module imported mid-run) arrives
     as one; early in start-up a SIGTERM is a SystemExit(143)."""
+    current: BaseException | None = err
     for _ in range(16):                  # a chain is short; a cycle must not hang the exit
-        if err is None:
+        if current is None:
             return None
-        if isinstance(err, (KeyboardInterrupt, Terminated)) or (
-                isinstance(err, SystemExit) and err.code == ExitCode.TERMINATED):
-            return err
-        err = err.__cause__ or err.__context__
+        if isinstance(current, (KeyboardInterrupt, Terminated)) or (
+                isinstance(current, SystemExit) and current.code == ExitCode.TERMINATED):
+            return current
+        current = current.__cause__ or current.__context__
     return None

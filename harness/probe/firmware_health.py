@@ -30,7 +30,7 @@ def firmware_health(npu: dict[str, Any], npu_firmware: dict[str, Any]) -> dict[s
     if npu_firmware.get("refused_protocol"):
         protocol = firmware.parse_protocol(npu_firmware["refused_protocol"])
         source = "the driver's refusal in the kernel log"
-    elif firmware.protocol_of(version) is not None:
+    elif version is not None and firmware.protocol_of(version) is not None:
         protocol = firmware.protocol_of(version)
         source = f"firmware {version}: {firmware.RELEASES[version].source}"
     else:

@@ -21,7 +21,7 @@ def memlock_facts(src: Sources, need_bytes: int | None = None) -> dict[str, Any]
         return {"soft": None, "hard": None, "enough": None}
     soft, hard = (_limit(v) for v in limits)
     need = max(FLM_MEMLOCK_FLOOR, need_bytes or 0)
-    enough = soft == "unlimited" or soft >= need
+    enough = soft == "unlimited" or (isinstance(soft, int) and soft >= need)
     return {"soft": soft, "hard": hard, "needed": need, "enough": enough}
 
 

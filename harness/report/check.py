@@ -267,7 +267,8 @@ def _counts(doc: dict[str, Any], counted: dict[int, int],
     """Each plan's trials are numbered 0..N-1, N what it holds (an index past that was
     written by no harness); a run holds no more trials per plan than it asked for."""
     problems = []
-    plans = doc.get("plans") if isinstance(doc.get("plans"), list) else []
+    found = doc.get("plans")
+    plans = found if isinstance(found, list) else []
     settings = doc.get("settings")
     asked = settings.get("trials") if isinstance(settings, dict) and \
         doc.get("command") in JUDGED else None

@@ -83,7 +83,8 @@ class Digest:
     def __init__(self, document: dict[str, Any], *, kernel_log: bool = False,
                  learn_everywhere: bool = False) -> None:
         self.document = document                 # the report without its trials
-        plans = document.get("plans") if isinstance(document.get("plans"), list) else []
+        found = document.get("plans")
+        plans = found if isinstance(found, list) else []
         self.plans = [PlanDigest({k: v for k, v in p.items() if k != "trials"}
                                  if isinstance(p, dict) else p) for p in plans]
         self.redactor = Redactor()
@@ -114,7 +115,8 @@ class Digest:
     @classmethod
     def of_document(cls, document: dict[str, Any], **options: Any) -> Digest:
         """The digest of a report already in memory (a small one, or a test's)."""
-        plans = document.get("plans") if isinstance(document.get("plans"), list) else []
+        found = document.get("plans")
+        plans = found if isinstance(found, list) else []
         shell = dict(document, plans=[dict(p, trials=[]) if isinstance(p, dict) else p
                                       for p in plans])
         digest = cls(shell, **options)
@@ -164,7 +166,9 @@ class Digest:
             self.stopped_count += 1
             if len(self.stopped) < MAX_STOPPED:
                 self.stopped.append((label, number, status))
-        if states is not None and not _OK_STATES.issuperset(states):
+        # states is None unless runlists is a list (`runlist_states`)
+        if states is not None and isinstance(runlists, list) and \
+                not _OK_STATES.issuperset(states):
             for outcome, state in zip(runlists, states, strict=True):
                 if state in _OK_STATES:
                     continue
@@ -260,7 +264,8 @@ class Digest:
         """Everything gathered, redacted with all the pass learned when `redact`."""
         shown = self.redactor.data if redact else (lambda value, key="": value)
         header = dict(shown(self.document))
-        plans = list(header.get("plans")) if isinstance(header.get("plans"), list) else []
+        found = header.get("plans")
+        plans = list(found) if isinstance(found, list) else []
         header["plans"] = plans
         for position, plan in enumerate(self.plans):
             if position < len(plans) and isinstance(plans[position], dict):

@@ -514,10 +514,12 @@ class ReportReader:
                         if isinstance(plan.declaration, dict) else plan.declaration
                         for plan in self._plans]
         if self.steps or isinstance(doc.get("bisect"), dict):
-            base = doc.get("bisect") if isinstance(doc.get("bisect"), dict) else {}
+            found = doc.get("bisect")
+            base = found if isinstance(found, dict) else {}
             doc["bisect"] = dict(base, log=[step for _, step in self.steps])
         if self.journal_notes:
-            kept = doc.get("notes") if isinstance(doc.get("notes"), list) else []
+            listed = doc.get("notes")
+            kept = listed if isinstance(listed, list) else []
             doc["notes"] = list(kept) + list(self.journal_notes)
         if with_trials:
             for entry in self.trials():

@@ -84,8 +84,9 @@ def trial_schema(root: dict[str, Any] | None = None) -> dict[str, Any]:
     return _resolve(root, trials["items"])
 
 
-_PYTHON_TYPES = {"object": {dict}, "array": {list}, "string": {str}, "boolean": {bool},
-                 "integer": {int}, "number": {int, float}, "null": {type(None)}}
+_PYTHON_TYPES: dict[str, set[type]] = {
+    "object": {dict}, "array": {list}, "string": {str}, "boolean": {bool}, "integer": {int},
+    "number": {int, float}, "null": {type(None)}}
 _PLAIN_WORDS = {"type", "enum", "const", "minimum", "description", "title", "$comment",
                 "examples"}
 
@@ -106,10 +107,10 @@ def _column(root: dict[str, Any], schema: dict[str, Any]) -> _Column:
     schema = _resolve(root, schema)
     if schema.keys() <= _PLAIN_WORDS | {"items"}:
         kind = schema.get("type")
-        types = None
+        types: frozenset[type] | None = None
         if kind is not None:
             names = kind if isinstance(kind, list) else [kind]
-            types = frozenset().union(*(_PYTHON_TYPES[n] for n in names))
+            types = frozenset[type]().union(*(_PYTHON_TYPES[n] for n in names))
         items = None
         if "items" in schema:
             items = _column(root, schema["items"])

@@ -16,7 +16,14 @@ from harness.model.plan import Plan, parse_plan, plan_for_depth
 from harness.model.results import counts_text
 from harness.report.model import PlanRecord
 from harness.report.verdict import search_verdict
-from harness.search.boundary import GOOD, Answer, AnswerKind, Bisection, classify
+from harness.search.boundary import (
+    GOOD,
+    Answer,
+    AnswerKind,
+    Bisection,
+    Classification,
+    classify,
+)
 from harness.search.measure import BudgetReached, Measurer, Say, used_trials
 
 
@@ -48,7 +55,8 @@ class BisectSettings:
 def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say: Say,
                bisection: Bisection | None = None) -> Answer:
     report = runner.report
-    bisection = bisection or Bisection(settings.lo, settings.hi, settings.flaky_as,
+    bisection = bisection or Bisection(settings.lo, settings.hi,
+                                       Classification(settings.flaky_as),
                                        settings.noun, seed=runner.options.seed)
     if "bisect" not in report.sections:
         report.sections["bisect"] = {"settings": settings.to_dict(), "log": []}
@@ -98,7 +106,7 @@ def run_bisect(runner: Runner, settings: BisectSettings, budget: int | None, say
 
 def _as_largest_chunk(answer: Answer, settings: BisectSettings) -> str:
     """Chunk mode asks the other question: the largest chunk size that completes."""
-    detail = answer.text[answer.text.find("("):] if "(" in answer.text else ""
+    detail = f"({answer.evidence})" if answer.evidence else ""
     if answer.kind is AnswerKind.EXACT:
         return (f"largest chunk size that completes at depth {settings.depth}: "
                 f"{answer.low - 1} {detail}")
@@ -115,7 +123,8 @@ def bisection_from_log(settings: BisectSettings, section: dict[str, Any],
                        plans: list[PlanRecord], seed: int = 0) -> Bisection:
     """Rebuild a bisection from a report: every step the log holds counts, none is re-run
     (the counts are the ones the log recorded for the trials each step used)."""
-    bisection = Bisection(settings.lo, settings.hi, settings.flaky_as, settings.noun, seed=seed)
+    bisection = Bisection(settings.lo, settings.hi, Classification(settings.flaky_as),
+                          settings.noun, seed=seed)
     names = {p.name for p in plans}
     for entry in section.get("log", []):
         if entry.get("plan") not in names:

@@ -68,6 +68,7 @@ class Answer:
     high: int
     text: str
     notes: list[str] = field(default_factory=list)
+    evidence: str = ""             # the counts that bound it, as the text gives them
 
     @property
     def first(self) -> int | None:
@@ -179,28 +180,30 @@ class Bisection:
             return f"{x}: {counts_text(self.counts[x])}" if x in self.counts else \
                 f"{x}: untested"
 
+        bounds = f"{shown(good)}; {shown(bad)}"
         if not complete:
             return Answer(AnswerKind.INCOMPLETE, good + 1, bad,
                           f"stopped early: first failing {noun} in {good + 1}..{bad} so far "
-                          f"({shown(good)}; {shown(bad)})", notes)
+                          f"({bounds})", notes, bounds)
         verdict = self.side(bad)
         if verdict == GOOD:
             return Answer(AnswerKind.NONE, self.hi + 1, self.hi,
                           f"no failing {noun} in {self.lo}..{self.hi} ({shown(self.hi)})",
-                          notes)
+                          notes, shown(self.hi))
         if verdict != BAD:
             return Answer(AnswerKind.RANGE, good + 1, bad,
                           f"no failure found below {bad}, and {bad} gave no answer from the "
-                          f"stack ({shown(good)}; {shown(bad)})", notes)
+                          f"stack ({bounds})", notes, bounds)
         if good < self.lo:
             return Answer(AnswerKind.AT_OR_BELOW, self.lo, bad,
                           f"{noun} {bad} already fails ({shown(bad)}): the boundary is at "
-                          f"or below {bad}", notes)
+                          f"or below {bad}", notes, shown(bad))
         skipped = [x for x in range(good + 1, bad) if self.side(x) == SKIP]
         if skipped:
+            between = (f"{shown(good)}; {', '.join(map(str, skipped))} skipped, no answer "
+                       f"from the stack; {shown(bad)}")
             return Answer(AnswerKind.RANGE, good + 1, bad,
-                          f"first failing {noun} in {good + 1}..{bad} ({shown(good)}; "
-                          f"{', '.join(map(str, skipped))} skipped, no answer from the stack; "
-                          f"{shown(bad)})", notes)
-        return Answer(AnswerKind.EXACT, bad, bad,
-                      f"first failing {noun} {bad} ({shown(good)}; {shown(bad)})", notes)
+                          f"first failing {noun} in {good + 1}..{bad} ({between})", notes,
+                          between)
+        return Answer(AnswerKind.EXACT, bad, bad, f"first failing {noun} {bad} ({bounds})",
+                      notes, bounds)

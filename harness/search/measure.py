@@ -74,5 +74,5 @@ def used_trials(log: list[dict[str, Any]], plans: list[PlanRecord]) -> dict[str,
         indices = entry.get("trials")
         if indices is None and entry.get("plan") in by_name:
             indices = [t.index for t in by_name[entry["plan"]].finished()]
-        used.setdefault(entry.get("plan"), set()).update(indices or [])
+        used.setdefault(str(entry.get("plan")), set()).update(indices or [])
     return used

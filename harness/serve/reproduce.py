@@ -353,7 +353,7 @@ def verdict(results: list[RequestResult], checks: list[Check]) -> dict[str, Any]
         summary = ", ".join(f"{s} {n}/{total}" for s, n in counts.items())
         return {"reproduced": True,
                 "text": f"reproduced through flm serve: {len(failed)}/{total} requests failed "
-                        f"({summary}): {first.error.splitlines()[0]}{caveat}"}
+                        f"({summary}): {(first.error or str(first.state)).splitlines()[0]}{caveat}"}
     if failed:
         kinds = ", ".join(sorted({r.outcome for r in failed}))
         return {"reproduced": None,

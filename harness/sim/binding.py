@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.formats.elf import ElfError, parse_elf
-from harness.formats.xclbin import read_xclbin_cached
+from harness.formats.xclbin import Xclbin, read_xclbin_cached
 from harness.model.errors import XclbinError
 from harness.sim import control
 from harness.sim.driver_log import BDF
@@ -188,7 +188,7 @@ class xclbin:
             return self._b().index
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._meta = None
+        self._meta: Xclbin | None = None
         self._path = ""
         _XCLBIN_NEW(self, release(), args, kwargs)
 
@@ -470,9 +470,10 @@ class hw_context:
 
     def __del__(self) -> None:
         ctx = getattr(self, "_ctx", None)
-        if ctx is not None:
+        stack = getattr(self, "_stack", None)
+        if ctx is not None and stack is not None:
             try:
-                self._stack.destroy_context(ctx)
+                stack.destroy_context(ctx)
             except Exception:
                 pass
 
@@ -628,6 +629,8 @@ class bo:
 
 def _ctx_stack(ctx: hw_context) -> Stack:
     ctx._live()
+    if ctx._stack is None:
+        raise not_initialized("hw_context")
     return ctx._stack
 
 
@@ -947,7 +950,7 @@ _AIE_BO_NEW, _AIE_BO_SYNC = _aie_bo_overloads()
 
 aie_bo.__name__ = aie_bo.__qualname__ = "bo"
 aie = types.ModuleType("pyxrt.aie", "AIE-specific XRT functionality.")
-aie.bo = aie_bo
+vars(aie).update(bo=aie_bo)
 
 GATED_MODULE_NAMES = {"graph": GRAPH_AIE, "aie": GRAPH_AIE}
 

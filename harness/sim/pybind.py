@@ -26,12 +26,21 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.sim.releases import KEYWORDS, XrtRelease
 
+if TYPE_CHECKING:
+    class _WithMembers(type):
+        """For the type checker only: an enum's members are set on its class at run time
+        (`make_enum`), from the table of the pyxrt enum it stands for."""
 
-class PybindEnum:
+        def __getattr__(cls, name: str) -> PybindEnum: ...
+else:
+    _WithMembers = type
+
+
+class PybindEnum(metaclass=_WithMembers):
     """A `py::enum_` value: any int, `.name`/`.value`, equal only to its own enum."""
 
     __slots__ = ("_value",)
@@ -72,7 +81,8 @@ def make_enum(name: str, members: dict[str, int], *,
     names: dict[int, str] = {}
     for key, value in members.items():
         names.setdefault(value, key)       # pybind11 names a shared value by its first entry
-    cls = type(name, (PybindEnum,), {"__slots__": (), **(methods or {}), "_names": names})
+    cls = cast("type[PybindEnum]", type(name, (PybindEnum,),
+                                        {"__slots__": (), **(methods or {}), "_names": names}))
     for key, value in members.items():
         setattr(cls, key, cls(value))
     cls.__members__ = {key: getattr(cls, key) for key in members}

@@ -37,6 +37,7 @@ from harness.formats.txn import TxnError, carries_work, check_stream
 from harness.model.firmware import NOT_MODELLED
 from harness.sim.binding import (
     TIMEOUT_VALUE,
+    _ctx_stack,
     as_state,
     bo,
     device,
@@ -80,8 +81,10 @@ from harness.sim.stack import (
     START_NPU,
     START_NPU_PREEMPT,
     START_NPU_PREEMPT_ELF,
+    Context,
     Job,
     Overwrite,
+    Stack,
 )
 
 NEW, COMPLETED, ABORT, TIMEOUT = 1, 4, 6, TIMEOUT_VALUE
@@ -157,7 +160,7 @@ class kernel:
 
     def _setup(self, ctx: hw_context, full_name: str, name: str, nargs: int, arg_bytes: int,
                layout: dict[int, tuple[int, int]]) -> None:
-        stack = ctx._stack
+        stack = _ctx_stack(ctx)
         self._hwctx = ctx
         self._name = name
         self._full_name = full_name
@@ -171,7 +174,7 @@ class kernel:
         self._hang_at = frozenset(profile.hang_at)
         self._reject_at = frozenset(profile.reject_at)
         self._work_hang = profile.work_hang
-        self._width = ctx._ctx.width
+        self._width = ctx._live().width
         self._dev_gen = stack.device.dev_gen
         self._fault_cache: dict[tuple, str | None] = {}
         self._work_cache: dict[tuple, bool] = {}
@@ -187,6 +190,12 @@ class kernel:
         if self._hwctx is None:
             raise not_initialized("kernel")
         return self
+
+    def _context(self) -> Context:
+        """The model's context this kernel's runs are submitted to."""
+        if self._hwctx is None:
+            raise not_initialized("kernel")
+        return self._hwctx._live()
 
     def group_id(self, *args: Any, **kwargs: Any) -> int:
         return _GROUP_ID(self, release(), args, kwargs)
@@ -419,7 +428,7 @@ class run:
         self._packet = NEW
         _touched()
         latency, arg_bytes, opcode, fault, hang = _command(self, None)
-        self._job = k._stack.submit(k._hwctx._ctx, [latency], [arg_bytes], [opcode],
+        self._job = k._stack.submit(k._context(), [latency], [arg_bytes], [opcode],
                                     {0: fault} if fault else {}, {0} if hang else set(),
                                     chained=False)
 
@@ -726,7 +735,7 @@ def _held(r: run) -> bool:
     member = r._in
     if member is None:
         return False
-    if member.__class__ is tuple:
+    if isinstance(member, tuple):
         return any(m.alive for m in member)
     return member.alive
 
@@ -780,8 +789,19 @@ class runlist:
             r._in = self._member
         self._runs.append(r)
 
+    def _bound(self) -> hw_context:
+        if self._hwctx is None:
+            raise not_initialized("runlist")
+        return self._hwctx
+
+    def _stack(self) -> Stack:
+        stack = self._bound()._stack
+        if stack is None:
+            raise not_initialized("runlist")
+        return stack
+
     def _release_allows_sharing(self) -> bool:
-        return self._hwctx._stack.profile.release.has(BINDING_2_23)
+        return self._stack().profile.release.has(BINDING_2_23)
 
     def __del__(self) -> None:
         member = getattr(self, "_member", None)
@@ -798,8 +818,8 @@ class runlist:
         runs = self._runs
         if not runs:
             return
-        ctx = self._hwctx
-        stack = ctx._stack
+        stack = self._stack()
+        context = self._bound()._live()
         size = stack.profile.xrt_chain
         if self._reset_needed or self._touches_seen != _touches:
             for r in runs:               # prep_start: the state only, never the payload
@@ -814,7 +834,7 @@ class runlist:
         for start in range(0, len(runs), size):
             latencies, arg_bytes, opcodes, faults, hangs = _chain(runs[start:start + size],
                                                                   start, hang_at)
-            jobs.append(stack.submit(ctx._ctx, latencies, arg_bytes, opcodes, faults, hangs,
+            jobs.append(stack.submit(context, latencies, arg_bytes, opcodes, faults, hangs,
                                      True))
         self._jobs = jobs
         self._running = True
@@ -827,7 +847,7 @@ class runlist:
     def _wait(self) -> None:
         if not self._running:
             return
-        stack = self._hwctx._stack
+        stack = self._stack()
         last = self._jobs[-1]
         stack.run_until_done(last)
         self._running = False
@@ -1007,12 +1027,10 @@ ext_kernel.__name__ = ext_kernel.__qualname__ = "kernel"
 ext_access_mode.__qualname__ = "access_mode"
 for _cls in (kernel, run, runlist, cu_access_mode):
     _cls.__module__ = "pyxrt"
-for _cls in (ext_bo, ext_kernel, ext_access_mode):
-    _cls.__module__ = "pyxrt.ext"
+for _ext_cls in (ext_bo, ext_kernel, ext_access_mode):
+    _ext_cls.__module__ = "pyxrt.ext"
 
 ext = types.ModuleType("pyxrt.ext", "Extended XRT functionality.")
-ext.bo = ext_bo
-ext.kernel = ext_kernel
-ext.access_mode = ext_access_mode
+vars(ext).update(bo=ext_bo, kernel=ext_kernel, access_mode=ext_access_mode)
 for _name in ("none", "read", "write", "read_write", "local", "shared", "process", "hybrid"):
     setattr(ext, _name, getattr(ext_access_mode, _name))

@@ -324,7 +324,7 @@ class Stack:
                 self.clock.advance_to(limit)
                 return done()
             if next_t is None:
-                if self.clock.realtime:
+                if isinstance(self.clock, RealClock):
                     self.clock.block_forever()
                 raise SimulatorStall("nothing is left to happen on the simulated device, yet "
                                      "the wait has no timeout: on hardware it would block "
@@ -650,7 +650,7 @@ class Stack:
         payload = self.build.payload
         if payload == PAYLOAD_FF or (payload == PAYLOAD_HEALTH_FF and health is None):
             job.overwrites[0] = Overwrite((), FF)
-        elif payload == PAYLOAD_HEALTH_FF:
+        elif payload == PAYLOAD_HEALTH_FF and health is not None:
             job.overwrites[0] = Overwrite(health.v1_words, FF)
         if job.count and not job.chained:
             index = 0

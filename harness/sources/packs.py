@@ -190,9 +190,10 @@ def _validate_from_xrt(case: Case, searched: list[str]) -> ResolvedPack | None:
         if source.suffix == ".xclbin":
             data = source.read_bytes()
         else:
-            data = read_ar_member(source, "validate.xclbin")
-            if data is None:
+            member = read_ar_member(source, "validate.xclbin")
+            if member is None:
                 continue
+            data = member
         folder = cache_dir(VALIDATE_PACK)
         target = folder / "validate.xclbin"
         write_atomic(target, data)

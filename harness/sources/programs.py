@@ -50,7 +50,8 @@ def programs_for(case: Case, flow: str, columns: int, *, simulated: bool) -> Pro
             "case; the stand-in the harness builds runs only on the simulated stack")
     from harness.formats.elf_writer import full_elf_file
     from harness.formats.txn import nop_stream, work_stream
-    kernels, paths = [], []
+    kernels: list[str | None] = []
+    paths: list[str] = []
     for i, command in enumerate(case.per_layer):
         name = command.kernel if len(case.per_layer) == 1 else f"{command.kernel}_{i}"
         stream = nop_stream(columns) if command.instructions == NOP else \

@@ -139,6 +139,8 @@ def _profile(data: dict[str, Any], file: str, notes: list[str]) -> RecipeProfile
                                 f"the {declared} bytes of buffer {name} it fills: give a "
                                 "file that fits it, or the buffer's size")
             bindings[name] = BufferSpec(declared, str(source) if source else None)
+        elif source is None:              # a binding without a file was refused above
+            raise read.fail(where, "a binding without a file needs a size")
         elif init.get("mmap") is True:
             bindings[name] = BufferSpec(read.size(source.stat().st_size, where + ".init.file"),
                                         str(source))
@@ -426,15 +428,15 @@ def validate_recipe(name: str) -> tuple[Path, Path | None, list[str]]:
             continue
         folder = cache_dir("xrt-validate", hashlib.sha256(source.read_bytes()).hexdigest()[:16])
         _put(folder / wanted, recipe)
-        profile = read_ar_member(source, f"profile_{name}.json")
-        if profile is not None:
-            _put(folder / f"profile_{name}.json", profile)
+        profile_data = read_ar_member(source, f"profile_{name}.json")
+        if profile_data is not None:
+            _put(folder / f"profile_{name}.json", profile_data)
         for archived in _artefacts(json.loads(recipe)):
             member = read_ar_member(source, archived)
             if member is not None:
                 _put(folder / archived, member)
-        return folder / wanted, (folder / f"profile_{name}.json" if profile else None), \
-            [f"recipe from {source}"]
+        kept = folder / f"profile_{name}.json" if profile_data is not None else None
+        return folder / wanted, kept, [f"recipe from {source}"]
     return _rebuilt(name)
 
 

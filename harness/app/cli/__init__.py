@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, NoReturn, cast, overload
 
 import click
-from click.utils import make_default_short_help
+from click import utils as click_utils
 
 from harness import __version__
 from harness.app import exits
+
+# click 8.5 serves this through a deprecating module __getattr__, so its type is unknown
+_short_help = cast(Callable[[str, int], str], click_utils.make_default_short_help)
 
 EXIT_CODES = """\b
 Exit codes:
@@ -93,10 +96,20 @@ COMMANDS: dict[str, Entry] = {
 }
 
 
-class Guarded:
+class Guarded(click.Command):
     """A click command whose `main` ends through `harness.app.exits.run`: parsing errors
     and what the command returns or raises alike (click's own handling, which prints a
     blank line before an abort, never runs)."""
+
+    @overload
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: Literal[True] = True,
+             **extra: Any) -> NoReturn: ...
+
+    @overload
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> int: ...
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
@@ -132,7 +145,7 @@ class HarnessGroup(Guarded, click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         width = formatter.width - 6 - max(len(name) for name in COMMANDS)
-        rows = [(name, make_default_short_help(COMMANDS[name].summary, width))
+        rows = [(name, _short_help(COMMANDS[name].summary, width))
                 for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)

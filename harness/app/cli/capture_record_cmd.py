@@ -275,7 +275,8 @@ def _why_no_replay(ended: Recorded, folder: Path) -> str:
         return (f"no {REPLAY} and nothing captured: the program ({ended.ended_by}) mapped no "
                 "XRT library while it was watched and submitted nothing XRT recorded; is it "
                 "the program that uses the NPU, and did it get far enough?")
-    return (f"no {REPLAY} although the program {ended.ended_by.removeprefix('it ')}{kept}: "
+    said = f"{ended.stop}; it {ended.how}" if ended.stop else ended.how
+    return (f"no {REPLAY} although the program {said}{kept}: "
             "XRT writes it when the program exits through the C library's exit; a program "
             "that leaves through _exit (or a Python program through os._exit) skips it, and "
             "so does a failure to save (XRT then prints `could not save replay script`)")

@@ -7,6 +7,7 @@ import click
 from harness.app.cli.inspection import show_each
 from harness.formats.elf import read_elf
 from harness.formats.elf_view import render_text, summary
+from harness.model.errors import ExitCode
 
 
 @click.group()
@@ -17,7 +18,7 @@ def elf() -> None:
 @elf.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object a file.")
-def inspect(files: tuple[str, ...], as_json: bool) -> None:
+def inspect(files: tuple[str, ...], as_json: bool) -> ExitCode | None:
     """Show sections, XRT's UID note, and the TXN in .ctrltext decoded: version,
     device generation, the columns it targets, its operations.
 

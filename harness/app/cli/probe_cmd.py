@@ -42,7 +42,7 @@ from harness.probe.readers import Sources
                    "(5 minutes at most).")
 def probe(root: str, as_json: bool, as_yaml: bool, as_markdown: bool, do_redact: bool | None,
           require_npu: bool, model_dir: str | None, with_xrt_smi: bool,
-          xrt_smi_validate: bool) -> None:
+          xrt_smi_validate: bool) -> exits.ExitCode:
     """Fingerprint this machine's NPU stack and check it is ready, naming each fix.
 
     Reads the device nodes, PCI identity and generation, firmware, driver

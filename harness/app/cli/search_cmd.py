@@ -146,8 +146,10 @@ def bisect(case_ref, lo, hi, chunk_spec, chunks_at, flaky_as, max_trials, replay
         backend = make_backend(request.backend_kind, request.profile, request.realtime,
                                no_isolate=request.no_isolate)
         settings = _settings(lo, hi, chunk_spec, chunks_at, flaky_as, request.trials)
-        bounded(case, settings.depth if settings.mode == "chunk" else settings.hi,
-                "--chunks-at" if settings.mode == "chunk" else "--hi")
+        if settings.mode == "chunk" and settings.depth is not None:
+            bounded(case, settings.depth, "--chunks-at")
+        else:
+            bounded(case, settings.hi, "--hi")
     runner = start_run(request, case, [], "bisect", trials=settings.trials, backend=backend)
     if replay_path:
         runner.report.sections["bisect"] = {"settings": settings.to_dict(), "log": [],

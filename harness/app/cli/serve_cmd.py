@@ -50,7 +50,8 @@ GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_made_up_tag,
-                model_bytes, model_list, model_dir, npu, ceiling, out, force, as_json) -> None:
+                model_bytes, model_list, model_dir, npu, ceiling, out, force, as_json
+                ) -> exits.ExitCode:
     """Reproduce through a running `flm serve`: send chat completions with a tight
     max_tokens, classify each answer (FastFlowLM reports errors as {"error": ...} with
     HTTP 200), and check that the answers can be trusted: is the tag known and resident,
@@ -77,7 +78,7 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_m
         server = report.sections["server"]
         resident = ", ".join(server["resident_after"]) or "nothing reported"
         lines = [f"server: {server['url']} (version {server['version'] or '?'}); "
-                 f"resident: {resident}", f"verdict: {report.verdict['text']}"]
+                 f"resident: {resident}", f"verdict: {(report.verdict or {}).get('text')}"]
         lines += [_request_line(request) for request in server["requests"]]
         if server["made_up_tag"]:
             lines.append(_request_line(server["made_up_tag"]))

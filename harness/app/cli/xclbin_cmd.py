@@ -7,6 +7,7 @@ import click
 from harness.app.cli.inspection import show_each
 from harness.formats.xclbin import read_xclbin
 from harness.formats.xclbin_view import render_text, summary
+from harness.model.errors import ExitCode
 
 
 @click.group()
@@ -17,7 +18,7 @@ def xclbin() -> None:
 @xclbin.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object a file.")
-def inspect(files: tuple[str, ...], as_json: bool) -> None:
+def inspect(files: tuple[str, ...], as_json: bool) -> ExitCode | None:
     """Show uuid, kernels and their arguments, partition, sections and hashes.
 
     A file byte-identical to one FastFlowLM shipped is named ("known as

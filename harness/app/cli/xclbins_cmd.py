@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from harness.model.errors import EnvironmentNotReady
+from harness.model.errors import EnvironmentNotReady, ExitCode
 from harness.sources.load import load_case
 from harness.sources.packs import resolve_pack
 
@@ -42,7 +42,7 @@ def import_pack_cmd(source: str, pack: str | None, dest: str, force: bool) -> No
 @click.argument("case_ref", metavar="CASE")
 @click.option("--xclbins", "xclbins_dir", type=click.Path(file_okay=False),
               help="Folder to look in first.")
-def where(case_ref: str, xclbins_dir: str | None) -> None:
+def where(case_ref: str, xclbins_dir: str | None) -> ExitCode | None:
     """Show where CASE's xclbins would be taken from on hardware, and every place searched."""
     case = load_case(case_ref)
     try:
@@ -53,3 +53,4 @@ def where(case_ref: str, xclbins_dir: str | None) -> None:
     click.echo(f"pack {pack.name}: {pack.source}")
     for role, path in pack.files.items():
         click.echo(f"  {role:<8} {path}")
+    return None
