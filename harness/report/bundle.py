@@ -37,6 +37,7 @@ from harness.report import render as rendering
 from harness.report.check import garbled
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
+from harness.report.header import read_header
 from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
 from harness.report.provenance import captured_note
 from harness.report.reader import ReportReader, parse_entry
@@ -175,11 +176,12 @@ def _export_afresh(data: dict[str, Any], failed_plans: list[str], target: Path,
         # a search's plans run to thousands: the ones that failed say what to reproduce
         failed = set(failed_plans)
         plans = ([p for p in plans if p[0] in failed] or plans)[:MAX_SEARCH_RECIPES]
-    xclbin = next((found for x in (data.get("artifacts") or {}).get("xclbins") or []
-                   if isinstance(x, dict) and x.get("role") == case.runlist_context
+    header = read_header(data)
+    xclbin = next((found for x in header.artifacts.xclbins
+                   if x.get("role") == case.runlist_context
                    and (found := recorded_file(x.get("path"), x.get("sha256"),
                                                MAX_XCLBIN_BYTES)) is not None), None)
-    flow = (data.get("settings") or {}).get("flow") or case.flow
+    flow = header.settings_flow or case.flow
     try:
         done = export_plans(case, plans, xclbin, False, flow, target)
     except (HarnessError, OSError) as err:
@@ -199,7 +201,7 @@ def _redacted_copy(reader: ReportReader, digest: Digest, target: Path) -> None:
             out.write(dump_yaml(whole).encode("utf-8"))
             return
         comment = "# xdna-runlist-harness report"
-        if isinstance(header, dict) and is_simulated(header.get("backend") or {}):
+        if isinstance(header, dict) and is_simulated(read_header(header).backend.raw):
             comment += f": {source_tag(header['backend'])} stack, not hardware evidence"
         shown = digest.redactor.data({k: v for k, v in header.items() if k != JOURNAL[:-1]})
         _not_garbled(shown)
@@ -243,9 +245,8 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
         with log.open("w", encoding="utf-8") as out:
             out.writelines(map(escape_controls, digest.kernel_log_lines(do_redact)))
         contents.files[KERNEL_LOG] = log
-    env = view.header.get("environment") or {}
-    smi = [(f"xrt-smi {name}", run) for name, run in (env.get("xrt_smi") or {}).items()
-           if isinstance(run, dict) and "output" in run]
+    smi = [(f"xrt-smi {name}", run) for name, run in
+           read_header(view.header).environment.xrt_smi.items() if "output" in run]
     control = view.header.get("xrt_smi_control")
     if isinstance(control, dict) and "output" in control:
         smi.append((f"{control.get('command')} (the control: {control.get('result')})",
@@ -291,7 +292,7 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
     if KERNEL_LOG in contents.files:
         lines.append(f"- `{KERNEL_LOG}`: the amdxdna and IOMMU kernel-log lines of each "
                      "trial" + (" (simulated lines, each marked SIMULATED)"
-                                if is_simulated(data.get("backend") or {}) else ""))
+                                if is_simulated(read_header(data).backend.raw) else ""))
     if XRT_SMI in contents.files:
         lines.append(f"- `{XRT_SMI}`: `xrt-smi` output from the machine")
     scripts = sorted(Path(name).name for name in contents.files
@@ -313,8 +314,7 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
         if missing:
             lines += [f"xclbins are named, not shipped: copy these into `{RECIPES}/` first: "
                       + "; ".join(missing) + ".", ""]
-    commit = (data.get("harness") or {}).get("commit")
-    version = (data.get("harness") or {}).get("version", "?")
+    commit, version = read_header(data).harness.commit, read_header(data).harness.version
     where = (f"its source at commit `{commit}`" if commit
              else f"its source of version {version} (the commit that wrote this report is "
                   "not recorded)")
@@ -354,10 +354,9 @@ def finish_hint(command: str, report_name: str) -> str:
 def _xclbins_to_copy(data: dict[str, Any], contents: Contents) -> list[str]:
     """The xclbins the recipes name and the bundle does not ship, each with the sha256 the
     report recorded for a file of that name (so the right file is copied in)."""
-    artifacts = data.get("artifacts") or {}
-    recorded = {Path(str(x.get("path"))).name: x for x in artifacts.get("xclbins") or []
-                if isinstance(x, dict) and x.get("path")}
-    pack = str((artifacts.get("pack") or {}).get("name") or "the pack")
+    artifacts = read_header(data).artifacts
+    recorded = {Path(str(x.get("path"))).name: x for x in artifacts.xclbins if x.get("path")}
+    pack = str(artifacts.pack_name or "the pack")
     names = list((data.get("exports") or {}).get("missing") or []) + contents.xclbins_to_copy
     names += [item.split(":", 1)[0].removeprefix(f"{RECIPES}/") for item in contents.left_out
               if item.startswith(f"{RECIPES}/") and item.split(":", 1)[0].endswith(".xclbin")]

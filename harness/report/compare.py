@@ -8,32 +8,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.model.results import counts_text
+from harness.report.header import read_header
 from harness.report.model import is_simulated, source_label
 from harness.report.render import md_table, record_label
 
 
 def attributes(data: dict[str, Any]) -> dict[str, str]:
-    env = data.get("environment") or {}
-    npu, driver, xrt = env.get("npu") or {}, env.get("driver") or {}, env.get("xrt") or {}
-    system = env.get("system") or {}
-    backend = data.get("backend") or {}
-    ioctl = npu.get("ioctl") or {}
+    header = read_header(data)
+    env, backend = header.environment, header.backend.raw
+    driver, system = env.driver, env.system
     if is_simulated(backend):
         source = source_label(backend)
-    elif backend.get("kind") == "flm-server":
+    elif header.backend.kind == "flm-server":
         source = "flm serve"
     else:
         source = "hardware"
     out = {
         "profile": source,
-        "firmware": str(ioctl.get("firmware") or (npu.get("sysfs") or {}).get("fw_version")
-                        or "-"),
-        "driver": f"{driver.get('flavour') or '-'} {driver.get('version') or ''}".strip(),
-        "XRT": str((xrt.get("pyxrt") or {}).get("xrt_version") or "-"),
-        "machine": str(system.get("hostname") or (system.get("machine_id") or "-")[:8]),
-        "case": str((data.get("case") or {}).get("name")),
+        "firmware": str(env.npu.firmware or "-"),
+        "driver": f"{driver.flavour or '-'} {driver.version or ''}".strip(),
+        "XRT": str(env.xrt.pyxrt.xrt_version or "-"),
+        "machine": str(system.hostname or (system.machine_id or "-")[:8]),
+        "case": str(header.case.name),
     }
-    for name, value in (driver.get("parameters") or {}).items():
+    for name, value in driver.parameters.items():
         out[f"param {name}"] = str(value)
     return out
 
@@ -55,7 +53,7 @@ def _column_label(attrs: dict[str, str], differing: list[str], data: dict[str, A
     whatever it shares with the others."""
     parts = [f"{k} {attrs.get(k, '-')}" if k not in ("profile", "machine")
              else attrs.get(k, "-") for k in differing]
-    if "profile" not in differing and is_simulated(data.get("backend") or {}):
+    if "profile" not in differing and is_simulated(read_header(data).backend.raw):
         parts.insert(0, attrs["profile"])
     if not differing:
         parts.append(f"run {str(data.get('run_id', '?'))[:6]}")

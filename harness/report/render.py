@@ -33,6 +33,7 @@ from harness.report.evidence import (
     recovery_text,
 )
 from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
+from harness.report.header import read_environment, read_header
 from harness.report.model import is_emulated, is_simulated, played_profile, source_tag
 from harness.report.provenance import (
     captured_note,
@@ -55,58 +56,52 @@ BODY_BUDGET = MAX_BODY - REPORTER_ROOM
 
 
 def title(data: dict[str, Any]) -> str:
-    case = (data.get("case") or {}).get("name", "?")
-    backend = data.get("backend") or {}
+    header = read_header(data)
+    case, backend = header.case.title_name, header.backend.raw
     if is_emulated(backend):
-        version = (backend.get("emulated") or {}).get("xrt_version") or "?"
+        version = header.backend.emulated_xrt_version or "?"
         return (f"{case}: {source_tag(backend)} NPU (XRT {version} over the emulated driver), "
                 f"profile "
-                f"{backend.get('profile')} (not hardware evidence)")
+                f"{header.backend.profile} (not hardware evidence)")
     if is_simulated(backend):
         return (f"{case}: {source_tag(backend)} stack, profile {played_profile(backend)} "
                 "(not hardware evidence)")
-    if backend.get("kind") == "flm-server":
+    if header.backend.kind == "flm-server":
         return f"{case}: through a running flm serve"
-    generation = ((data.get("environment") or {}).get("npu") or {}).get("generation")
+    generation = header.environment.npu.generation
     return f"{case}: hardware NPU" + (f" ({generation})" if generation else "")
 
 
 def environment_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
     """This machine as the probe read it, in full (the first screen's tables say which of
     it answered)."""
-    npu = env.get("npu") or {}
-    ioctl = npu.get("ioctl") or {}
-    driver = env.get("driver") or {}
-    xrt = env.get("xrt") or {}
-    pyxrt = xrt.get("pyxrt") or {}
-    memlock = env.get("memlock") or {}
-    system = env.get("system") or {}
-    if npu.get("present") is False:
+    typed = read_environment(env)
+    npu, driver, xrt, system = typed.npu, typed.driver, typed.xrt, typed.system
+    if npu.present is False:
         generation = "none on this machine"
     else:
-        generation = npu.get("generation") or "unknown"
-    if driver.get("loaded"):
-        version = driver.get("version") or ioctl.get("driver_version") or "version unknown"
-        driver_text = f"{driver.get('module')} {version}, flavour {driver.get('flavour')}"
+        generation = npu.generation or "unknown"
+    if driver.loaded:
+        version = driver.version or npu.ioctl.driver_version or "version unknown"
+        driver_text = f"{driver.module} {version}, flavour {driver.flavour}"
     else:
-        driver_text = "not loaded" if driver else "not recorded"
-    firmware = ioctl.get("firmware") or (npu.get("sysfs") or {}).get("fw_version")
-    xrt_text = (f"{pyxrt.get('xrt_version') or 'version unknown'} ({pyxrt.get('file')})"
-                if pyxrt else (f"pyxrt does not import ({xrt.get('pyxrt_error')})"
-                               if xrt else "not recorded"))
-    mapped = [lib.get("path", "") for lib in xrt.get("mapped") or []]
+        driver_text = "not loaded" if driver.recorded else "not recorded"
+    pyxrt = xrt.pyxrt
+    xrt_text = (f"{pyxrt.xrt_version or 'version unknown'} ({pyxrt.file})"
+                if pyxrt.recorded else (f"pyxrt does not import ({xrt.pyxrt_error})"
+                                        if xrt.recorded else "not recorded"))
     return [
         ("NPU generation", generation),
-        ("kernel", str(system.get("kernel") or "?")),
+        ("kernel", str(system.kernel or "?")),
         ("driver", driver_text),
-        ("timeout rule", driver.get("timeout_rule") or "-"),
-        ("firmware", firmware or "unknown"),
-        ("power mode", ioctl.get("power_mode") or "unknown"),
+        ("timeout rule", driver.timeout_rule or "-"),
+        ("firmware", npu.firmware or "unknown"),
+        ("power mode", npu.ioctl.power_mode or "unknown"),
         ("XRT", xrt_text),
-        ("XRT libraries mapped", ", ".join(mapped) if mapped else "none"),
-        ("memlock", f"soft {memlock.get('soft')}, hard {memlock.get('hard')}"),
-        ("distribution", str(system.get("distribution") or "?")),
-        *identity_rows(env),
+        ("XRT libraries mapped", ", ".join(xrt.mapped) if xrt.mapped else "none"),
+        ("memlock", f"soft {typed.memlock.soft}, hard {typed.memlock.hard}"),
+        ("distribution", str(system.distribution or "?")),
+        *identity_rows(typed.raw),
     ]
 
 
@@ -116,9 +111,10 @@ def failing_rows(view: ReportView) -> list[list[str]]:
     out = [[row.cells[0], _ranges(row.trials), *row.cells[1:], row.message]
            for row in view.failing]
     data = view.header
-    first = ((data.get("bisect") or {}).get("answer") or {}).get("first")
-    if first is not None:
-        boundary = {str(e.get("plan")) for e in (data.get("bisect") or {}).get("log") or []
+    bisect = read_header(data).bisect
+    first = bisect.first if bisect else None
+    if bisect and first is not None:
+        boundary = {str(e.get("plan")) for e in bisect.log
                     if e.get("x") in (first, first - 1)}
         labels = {record_label(p) for p in data.get("plans") or [] if p.get("name") in boundary}
         out.sort(key=lambda row: row[0] not in labels)
@@ -154,7 +150,7 @@ def _ranges(numbers: list[int]) -> str:
 def command_line(data: dict[str, Any]) -> str:
     """The command that made the report, quoted for a POSIX shell so that it pastes and
     runs as it is."""
-    argv = (data.get("harness") or {}).get("argv") or []
+    argv = read_header(data).harness.argv or []
     if not isinstance(argv, list) or not argv:
         return f"runlist-harness {data.get('command')}"
     # argv[0] is a path, `python -m harness`'s __main__.py or the entry point's name
@@ -166,9 +162,9 @@ def command_line(data: dict[str, Any]) -> str:
 def harness_made_by(data: dict[str, Any]) -> str:
     """Which harness wrote the report: its version, and its source commit when it ran from
     a git checkout."""
-    harness = data.get("harness") or {}
-    commit = harness.get("commit")
-    return (f"xdna-runlist-harness {harness.get('version', '?')}, "
+    harness = read_header(data).harness
+    commit = harness.commit
+    return (f"xdna-runlist-harness {harness.version}, "
             + (f"source commit {commit}" if commit else "source commit unknown (not run from "
                "a git checkout)"))
 
@@ -219,7 +215,7 @@ def _counts(plan: dict[str, Any]) -> str:
 def plan_rows(view: ReportView) -> list[list[str]]:
     """plan | trials (those that got an answer: a stopped trial is not one) | outcome |
     expected | time to failure."""
-    timers = view.header.get("timers") if isinstance(view.header.get("timers"), dict) else None
+    timers = read_header(view.header).timers
     ttfs = view.plan_ttfs or [[] for _ in view.plan_trials]
     return [[record_label(p), str((p.get("summary") or {}).get("trials", trials)), _counts(p),
              "(control)" if p.get("control") else p.get("expect") or "-",
@@ -278,7 +274,7 @@ def _band(labels: list[str]) -> str:
 
 def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
     rows = []
-    for x in (data.get("artifacts") or {}).get("xclbins") or []:
+    for x in read_header(data).artifacts.xclbins:
         names = x.get("known_as") or []
         if names:
             known = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
@@ -331,12 +327,13 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     bundle's file name and the files in it, when one exists to attach; else, given the
     report's file name, the body says how to make one."""
     data = view.header
-    backend = data.get("backend") or {}
+    typed = read_header(data)
+    backend = typed.backend.raw
     lines = [f"## xdna-runlist-harness: {title(data)}", ""]
     if is_simulated(backend):
-        nature = ("the documented stack" if backend.get("documented", True)
+        nature = ("the documented stack" if typed.backend.documented
                   else "the documented stack plus the hypothesis "
-                  + ", ".join(backend.get("deviations") or []))
+                  + ", ".join(typed.backend.deviations))
         if is_emulated(backend):
             lines += [f"> **{source_tag(backend)}.** XRT's own libraries answered, over the "
                       "harness's "
@@ -358,10 +355,9 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
         lines += [f"**What ran:** {_cell(captured)}.", ""]
     lines += [*command_markdown(command_line(data), harness_made_by(data))]
     lines += first_screen_markdown(view)
-    if data.get("bisect"):
+    if typed.bisect:
         section = data["bisect"]
-        answer = section.get("answer") or {}
-        lines += ["### Bisect", "", f"**Answer:** {_cell(answer.get('text', 'unfinished'))}", ""]
+        lines += ["### Bisect", "", f"**Answer:** {_cell(typed.bisect.answer_text)}", ""]
         lines += md_table(["step", "tested", "plan", "kind", "outcome", "class"],
                           bisect_rows(section)) + [""]
     elif data.get("sweep"):
@@ -398,11 +394,11 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     lines += export_markdown(data.get("exports"), any(
         isinstance(p, dict) and p.get("control") for p in data.get("plans") or []), bundle)
     lines += ["### This machine in full (the probe's fingerprint)", ""] + md_table(
-        ["", ""], [list(r) for r in environment_rows(data.get("environment") or {})]) + [""]
-    lines += xrt_smi_markdown(data.get("environment") or {}, data.get("xrt_smi_control"))
+        ["", ""], [list(r) for r in environment_rows(typed.environment.raw)]) + [""]
+    lines += xrt_smi_markdown(typed.environment.raw, data.get("xrt_smi_control"))
     xclbins = xclbin_rows(data)
     if xclbins:
-        stand_ins = ((data.get("artifacts") or {}).get("pack") or {}).get("stand_ins")
+        stand_ins = typed.artifacts.stand_ins
         lines += ["### xclbins", ""]
         if stand_ins:
             lines += ["Synthesized stand-ins with the kernel signatures of the pack (no real "
@@ -497,7 +493,7 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
         lines.append("Other NPU/GPU users then: " + (", ".join(
             f"{u.get('pid')} {_cell(u.get('command') or '?')}" for u in users) or "none") + ".")
     lines.append("")
-    simulated = is_simulated(view.header.get("backend") or {})
+    simulated = is_simulated(read_header(view.header).backend.raw)
     rows = firmware_rows(trial)
     note = health_note(view.header)
     if note:
@@ -584,7 +580,7 @@ def xrt_smi_markdown(env: dict[str, Any], control: Any = None) -> list[str]:
     """xrt-smi's output, collapsed: the probe's runs, and the runlist-latency control."""
     lines = []
     runs = [(f"xrt-smi {name} (exit {run.get('exit_status')})", run)
-            for name, run in (env.get("xrt_smi") or {}).items() if isinstance(run, dict)]
+            for name, run in read_environment(env).xrt_smi.items()]
     if isinstance(control, dict):
         runs.append((f"{control.get('command')} (the control: {control.get('result')}, exit "
                      f"{control.get('exit_status')})", control))
@@ -680,7 +676,8 @@ def export_markdown(exports: dict[str, Any] | None, control_ran: bool = True,
 
 
 def _flow(data: dict[str, Any]) -> str | None:
-    return (data.get("settings") or {}).get("flow") or (data.get("case") or {}).get("flow")
+    header = read_header(data)
+    return header.settings_flow or header.case.flow
 
 
 def render_text(view: ReportView) -> str:
@@ -701,9 +698,9 @@ def render_text(view: ReportView) -> str:
     captured = captured_note(data)
     if captured:
         lines.append(f"what ran: {captured}")
-    if data.get("bisect"):
-        answer = (data["bisect"].get("answer") or {}).get("text", "unfinished")
-        lines += ["", f"bisect: {answer}"]
+    typed = read_header(data)
+    if typed.bisect:
+        lines += ["", f"bisect: {typed.bisect.answer_text}"]
         lines += [f"  {row[0]:>3}. {row[1]:>5} {row[3]:<12} {row[4]} -> {row[5]}"
                   for row in bisect_rows(data["bisect"])]
     elif data.get("sweep"):
@@ -714,8 +711,8 @@ def render_text(view: ReportView) -> str:
                                                             if r[3] != "-" else "")
                                    + (f"; {r[4]}" if r[4] != "-" else "")
                                    for r in plan_rows(view)]
-    if isinstance(data.get("timers"), dict):
-        lines += ["", "timers:"] + [f"  {line}" for line in timers_lines(data["timers"])]
+    if typed.timers is not None:
+        lines += ["", "timers:"] + [f"  {line}" for line in timers_lines(typed.timers)]
     stopped = stopped_text(view)
     if stopped:
         lines += ["", stopped]
@@ -739,7 +736,7 @@ def render_text(view: ReportView) -> str:
         if "unreadable" in log:
             lines.append(f"  kernel log: not readable ({log['unreadable']}); {log.get('fix')}")
         elif log:
-            simulated = is_simulated(data.get("backend") or {})
+            simulated = is_simulated(typed.backend.raw)
             lines.append(f"  kernel log ({log_source(log, simulated)}): "
                          f"{len(log.get('lines') or [])} lines"
                          + (f"; {log['tree_note']}" if log.get("tree_note") else ""))
@@ -748,7 +745,7 @@ def render_text(view: ReportView) -> str:
         lines += ["", f"{table.title}:"] + [f"  {fact:<28} {value}   [{source}]"
                                              for fact, value, source in table.rows]
     lines += ["", "this machine in full:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
-        data.get("environment") or {})]
+        typed.environment.raw)]
     xclbins = xclbin_rows(data)
     if xclbins:
         lines += ["", "xclbins:"] + [f"  {r[0]:<8} {r[1]}  {r[3]}" for r in xclbins]

@@ -1,0 +1,217 @@
+"""A report's header read once into typed sections.
+
+The harness writes the header as nested mappings (`harness.execution.environment`,
+`harness.probe.fingerprint`, `harness.runner` build them); readers take it from here instead
+of walking it with `.get(...) or {}` each. A section an older report lacks, or one a tool
+edited into something other than a mapping, reads as absent in one place (`section`), so a
+reader shows what it always showed for a missing section ("unknown", "not recorded") and
+never crashes on a malformed one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# a key the header does not hold, told apart from one it holds as null: readers print "?"
+# for the first and "None" for the second, as they always have
+MISSING: Any = "?"
+
+
+def section(value: Any) -> dict[str, Any]:
+    """A header section as a mapping; anything else (absent, null, a list) as empty."""
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class Ioctl:
+    firmware: Any = None
+    power_mode: Any = None
+    driver_version: Any = None
+
+
+@dataclass(frozen=True)
+class Npu:
+    present: Any = None
+    generation: Any = None
+    ioctl: Ioctl = field(default_factory=Ioctl)
+    sysfs_fw_version: Any = None
+
+    @property
+    def firmware(self) -> Any:
+        """The firmware version the driver's ioctl reported, else sysfs's."""
+        return self.ioctl.firmware or self.sysfs_fw_version
+
+
+@dataclass(frozen=True)
+class Driver:
+    recorded: bool = False        # the probe wrote a driver section at all
+    loaded: Any = None
+    module: Any = None
+    version: Any = None
+    flavour: Any = None
+    timeout_rule: Any = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Pyxrt:
+    recorded: bool = False        # pyxrt imported and the probe described it
+    xrt_version: Any = None
+    file: Any = None
+
+
+@dataclass(frozen=True)
+class Xrt:
+    recorded: bool = False
+    pyxrt: Pyxrt = field(default_factory=Pyxrt)
+    pyxrt_error: Any = None
+    mapped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class System:
+    kernel: Any = None
+    distribution: Any = None
+    hostname: Any = None
+    machine_id: Any = None
+
+
+@dataclass(frozen=True)
+class Memlock:
+    soft: Any = None
+    hard: Any = None
+
+
+@dataclass(frozen=True)
+class Environment:
+    system: System = field(default_factory=System)
+    npu: Npu = field(default_factory=Npu)
+    driver: Driver = field(default_factory=Driver)
+    xrt: Xrt = field(default_factory=Xrt)
+    memlock: Memlock = field(default_factory=Memlock)
+    # xrt-smi's runs by name, each as the probe stored it (only mappings kept)
+    xrt_smi: dict[str, dict[str, Any]] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)   # for readers not yet typed
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    kind: Any = None
+    profile: Any = None
+    emulated_xrt_version: Any = None
+    documented: Any = True
+    deviations: tuple[str, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict)   # what model.is_simulated decides on
+
+
+@dataclass(frozen=True)
+class CaseInfo:
+    name: Any = None
+    flow: Any = None
+    named: bool = False           # the section holds a name key (titles say "?" without)
+
+    @property
+    def title_name(self) -> Any:
+        return self.name if self.named else MISSING
+
+
+@dataclass(frozen=True)
+class HarnessInfo:
+    argv: Any = None
+    version: Any = MISSING
+    commit: Any = None
+
+
+@dataclass(frozen=True)
+class Bisect:
+    first: Any = None
+    answer_text: Any = "unfinished"
+    log: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    xclbins: tuple[dict[str, Any], ...] = ()
+    stand_ins: Any = None
+    pack_name: Any = None
+
+
+@dataclass(frozen=True)
+class ReportHeader:
+    case: CaseInfo
+    backend: BackendInfo
+    environment: Environment
+    harness: HarnessInfo
+    artifacts: Artifacts
+    settings_flow: Any
+    bisect: Bisect | None         # None: not a bisect's report
+    timers: dict[str, Any] | None  # None: the run kept no timers (or an old report)
+
+
+def _mappings(value: Any) -> tuple[dict[str, Any], ...]:
+    return tuple(item for item in value if isinstance(item, dict)) \
+        if isinstance(value, list) else ()
+
+
+def read_environment(value: Any) -> Environment:
+    env = section(value)
+    npu, driver, xrt = section(env.get("npu")), section(env.get("driver")), \
+        section(env.get("xrt"))
+    ioctl, pyxrt = section(npu.get("ioctl")), section(xrt.get("pyxrt"))
+    system, memlock = section(env.get("system")), section(env.get("memlock"))
+    return Environment(
+        system=System(kernel=system.get("kernel"), distribution=system.get("distribution"),
+                      hostname=system.get("hostname"), machine_id=system.get("machine_id")),
+        npu=Npu(present=npu.get("present"), generation=npu.get("generation"),
+                ioctl=Ioctl(firmware=ioctl.get("firmware"),
+                            power_mode=ioctl.get("power_mode"),
+                            driver_version=ioctl.get("driver_version")),
+                sysfs_fw_version=section(npu.get("sysfs")).get("fw_version")),
+        driver=Driver(recorded=bool(driver), loaded=driver.get("loaded"),
+                      module=driver.get("module"), version=driver.get("version"),
+                      flavour=driver.get("flavour"), timeout_rule=driver.get("timeout_rule"),
+                      parameters=section(driver.get("parameters"))),
+        xrt=Xrt(recorded=bool(xrt),
+                pyxrt=Pyxrt(recorded=bool(pyxrt), xrt_version=pyxrt.get("xrt_version"),
+                            file=pyxrt.get("file")),
+                pyxrt_error=xrt.get("pyxrt_error"),
+                mapped=tuple(lib.get("path", "") for lib in _mappings(xrt.get("mapped")))),
+        memlock=Memlock(soft=memlock.get("soft"), hard=memlock.get("hard")),
+        xrt_smi={name: run for name, run in section(env.get("xrt_smi")).items()
+                 if isinstance(run, dict)},
+        raw=env)
+
+
+def read_backend(value: Any) -> BackendInfo:
+    backend = section(value)
+    deviations = backend.get("deviations")
+    return BackendInfo(kind=backend.get("kind"), profile=backend.get("profile"),
+                   emulated_xrt_version=section(backend.get("emulated")).get("xrt_version"),
+                   documented=backend.get("documented", True),
+                   deviations=tuple(map(str, deviations))
+                   if isinstance(deviations, list) else (),
+                   raw=backend)
+
+
+def read_header(data: dict[str, Any]) -> ReportHeader:
+    """The header's sections, typed: a checked report's, or an old or edited one's, where
+    an absent or malformed section reads as the defaults above."""
+    case, harness = section(data.get("case")), section(data.get("harness"))
+    artifacts = section(data.get("artifacts"))
+    bisect = section(data.get("bisect"))
+    answer = section(bisect.get("answer"))
+    return ReportHeader(
+        case=CaseInfo(name=case.get("name"), flow=case.get("flow"), named="name" in case),
+        backend=read_backend(data.get("backend")),
+        environment=read_environment(data.get("environment")),
+        harness=HarnessInfo(argv=harness.get("argv"), version=harness.get("version", MISSING),
+                            commit=harness.get("commit")),
+        artifacts=Artifacts(xclbins=_mappings(artifacts.get("xclbins")),
+                            stand_ins=section(artifacts.get("pack")).get("stand_ins"),
+                            pack_name=section(artifacts.get("pack")).get("name")),
+        settings_flow=section(data.get("settings")).get("flow"),
+        bisect=Bisect(first=answer.get("first"),
+                      answer_text=answer.get("text", "unfinished"),
+                      log=_mappings(bisect.get("log"))) if data.get("bisect") else None,
+        timers=data.get("timers") if isinstance(data.get("timers"), dict) else None)
