@@ -3,13 +3,13 @@ the three-way alone.
 
 Scenarios are drawn from a seeded generator: a cause and its parameter (a simulated
 hypothesis: inflight-cap:N for a depth limit, work-hang:N, slow:layer:US sized against the
-driver's timer, reject-at:N, flaky:P; none for "nothing fails"), a driver flavour and a
-kernel release, a seed, and for half of the fixed causes noise beside it (flaky:0.02: a job
-in fifty hangs at random). For each, `investigate` runs on the simulated stack (MiniCPM5's
-case, trials in this process) within the budget, and its first answer is held against the
-cause drawn; the baseline, on the same scenario in the same round, is `diagnose` of the
-three-way alone (`reproduce_ert_timeout`'s plans and control, three trials each, as a user
-would run it first). Each round draws its own scenarios (seed, seed + 1, ...); printed:
+driver's timer, reject-at:N, held-contexts:N, flaky:P; none for "nothing fails"), a driver
+flavour and a kernel release, a seed, and for half of the fixed causes noise beside it
+(flaky:0.02: a job in fifty hangs at random). For each, `investigate` runs on the simulated
+stack (MiniCPM5's case, trials in this process) within the budget, and its first answer is
+held against the cause drawn; the baseline, on the same scenario in the same round, is
+`diagnose` of the three-way alone (`reproduce_ert_timeout`'s plans and control, three
+trials each, as a user would run it first). Each round draws its own scenarios (seed, seed + 1, ...); printed:
 top-1 per cause over every round, then per round (min / median / max) the top-1 share
 over all causes, the confident wrong answers (a cause named that is not the one drawn)
 and the median simulated device time a diagnosis took, each beside its target: top-1 >=
@@ -33,14 +33,16 @@ from figures import MIN_ROUNDS, spread
 
 from harness.execution.backend import choose_backend
 from harness.execution.runner import Runner, RunOptions, open_run
-from harness.model.drivers import driver_build
+from harness.model.drivers import FLAVOURS, driver_build
 from harness.report.diagnosis import diagnose
 from harness.search.investigate import InvestigateSettings, Investigation, begin, trial_cost_s
+from harness.sim.profiles import DEVICES
 from harness.sources.load import load_case
 
 CASE = "minicpm5-2b-decode"          # 42 layers, one run each; the cut 21+21
-CAUSES = ("depth-limit", "work-hang", "slow-work", "refused", "nondeterministic",
-          "nothing-fails")
+CAUSES = ("depth-limit", "work-hang", "slow-work", "refused", "resources",
+          "nondeterministic", "nothing-fails")
+CASE_CONTEXTS = 4                    # attn, mm, layer, dequant: one context each
 # the stacks drawn: a flavour, a kernel release, and what else it needs to come up (the
 # in-tree driver before 7.0 refuses the default firmware's mailbox protocol 7: it gets a
 # firmware it takes)
@@ -73,6 +75,12 @@ def hypothesis(cause: str, flavour: str, kernel: str, rng: random.Random) -> str
         return f"work-hang:{rng.randint(2, 42)}"
     if cause == "refused":
         return f"reject-at:{rng.randint(1, 41)}"
+    if cause == "resources":
+        # other processes hold enough of the device's contexts that the case's do not fit
+        # (some of them may): the flavour's limit, virtual or the firmware's
+        device = DEVICES["npu5"]
+        limit = device.ctx_limit if FLAVOURS[flavour].virtual_contexts else device.hwctx_limit
+        return f"held-contexts:{rng.randint(limit - CASE_CONTEXTS + 1, limit)}"
     if cause == "nondeterministic":
         return f"flaky:{rng.uniform(0.15, 0.5):.3f}"
     if cause == "slow-work":

@@ -35,6 +35,8 @@ def investigate(tmp_path, profile: str | None, *more: str):
     ("flaky:0.3", "nondeterministic"),
     ("staging,inflight-cap:30", "depth-limit"),
     ("oot,work-hang:5", "work-hang"),
+    ("held-contexts:13", "resources"),
+    ("oot,held-contexts:30", "resources"),
 ])
 def test_each_cause_s_hypothesis_is_named_first_with_its_evidence_and_falsifier(
         tmp_path, profile, cause):

@@ -171,6 +171,7 @@ class Profile:
     reject_at: tuple[int, ...] = ()
     slow: tuple[tuple[str, float], ...] = ()
     flaky: float = 0.0
+    held_contexts: int = 0
     seed: int = 0
     realtime: bool = False
     xrt: str = DEFAULT_XRT
@@ -356,6 +357,11 @@ def _inflight_cap(n: int) -> str:
             f"firmware wedges with more than {n} queued on one context)")
 
 
+def _held_contexts(n: int) -> str:
+    return (f"held-contexts:{n} leaves the device {n} fewer contexts: a run whose contexts "
+            f"do not fit in what is left is refused one at set-up, before any runlist runs")
+
+
 def _work_hang(n: int) -> str:
     return (f"work-hang:{n} makes every runlist holding {n} or more runs that carry work fail "
             f"(the {_ordinal(n)} of them never completes); NOOP runs never hang")
@@ -432,6 +438,18 @@ HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
         lambda p: f"flaky:{_num(p)} makes each job hang with probability {_num(p)}",
         f"{_SIM}.stack (per job, from the trial's seed), the emulator through it",
         cause="nondeterministic", shown=_num),
+    Hypothesis(
+        "held-contexts", "N", "held_contexts", _count,
+        "other processes hold N contexts on the device for the whole run (a second "
+        "FastFlowLM server, a program that leaked its contexts), so the run's own contexts "
+        "meet the device's limit after N: the out-of-tree driver's virtual contexts "
+        "(context_limit, 32; 6 on npu1) or the firmware's hardware contexts (hwctx_limit, "
+        "16; 6 on npu1) count every process's",
+        "hypothesis: another holder of the NPU; the limits are the driver's (out-of-tree "
+        "aie2_ctx_runqueue.c aie2_rq_add counts rq->ctx_cnt over the device; the firmware "
+        "refuses past hwctx_limit whoever asks)",
+        _held_contexts, f"{_SIM}.stack (create_context), the emulator through it",
+        cause="resources"),
 )}
 
 
