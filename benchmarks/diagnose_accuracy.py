@@ -9,11 +9,11 @@ flavour and a kernel release, a seed, and for half of the fixed causes noise bes
 stack (MiniCPM5's case, trials in this process) within the budget, and its first answer is
 held against the cause drawn; the baseline, on the same scenario in the same round, is
 `diagnose` of the three-way alone (`reproduce_ert_timeout`'s plans and control, three
-trials each, as a user would run it first). Each round draws its own scenarios (seed, seed + 1, ...); printed:
-top-1 per cause over every round, then per round (min / median / max) the top-1 share
-over all causes, the confident wrong answers (a cause named that is not the one drawn)
-and the median simulated device time a diagnosis took, each beside its target: top-1 >=
-95%, no confident wrong answer, median under 5 minutes.
+trials each, as a user would run it first). Each round draws its own scenarios (seed,
+seed + 1, ...); printed: top-1 per cause over every round, then per round (min / median /
+max) the top-1 share over all causes, the confident wrong answers (a cause named that is
+not the one drawn) and the median simulated device time a diagnosis took, each beside its
+target: top-1 >= 95%, no confident wrong answer, median under 5 minutes.
 
 Usage: python benchmarks/diagnose_accuracy.py [--per-cause N] [--rounds R] [--seed S]
 [--budget MIN] [--quick] (--quick: one scenario per cause, to check that it runs)
