@@ -37,6 +37,8 @@ def investigate(tmp_path, profile: str | None, *more: str):
     ("oot,work-hang:5", "work-hang"),
     ("held-contexts:13", "resources"),
     ("oot,held-contexts:30", "resources"),
+    ("serve-fault:error", "not-npu-path"),
+    ("oot,serve-fault:drop", "not-npu-path"),
 ])
 def test_each_cause_s_hypothesis_is_named_first_with_its_evidence_and_falsifier(
         tmp_path, profile, cause):
@@ -79,11 +81,18 @@ def test_on_the_documented_stack_it_says_nothing_fails_and_what_hardware_would_d
     lines = result.stdout.splitlines()
     assert lines[2].startswith("diagnosis: nothing-fails: no trial failed")
     assert "a hardware run decides: reproduce_ert_timeout on the machine" in lines[3]
-    steps = load_report(out).sections["investigate"]["steps"]
-    # nothing failed in NOOPs: the work stood in, then enough trials for a rare failure
+    report = load_report(out)
+    steps = report.sections["investigate"]["steps"]
+    # nothing failed in NOOPs: the work stood in, the stand-in server asked once, then
+    # enough trials for a rare failure
     assert [s["experiment"] for s in steps] == ["three-way", "the work, stood in",
-                                                 "more trials"]
-    assert all(len(p.finished()) >= 10 for p in load_report(out).plans)
+                                                 "the server", "more trials"]
+    assert all(len(p.finished()) >= 10 for p in report.plans)
+    server = report.sections["server"]
+    assert [r["outcome"] for r in server["requests"]] == ["success"]
+    # its decode was a trial of the engine's runlist (the work stood in), recorded as one
+    assert server["stand_in"]["decoded_by"] == {"plan": "work monolithic", "trial": 1,
+                                             "state": "COMPLETED"}
 
 
 def test_the_budget_of_device_time_stops_it_and_says_so(tmp_path):

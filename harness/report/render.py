@@ -624,7 +624,9 @@ def server_markdown(server: dict[str, Any]) -> list[str]:
     rows = [[str(r.get("index")), str(r.get("model")), str(r.get("outcome")),
              _opt(r.get("state")), _opt(r.get("decoding_speed_tps")), _opt(r.get("wall_ms")),
              _first_line(r.get("error"))] for r in server.get("requests") or []]
-    lines = ["### Server", ""]
+    stand_in = server.get("stand_in")
+    lines = ["### Server" + (" (SIMULATED: the simulated stack's stand-in for flm serve, "
+                             "not a real server)" if stand_in else ""), ""]
     lines += md_table(["request", "model", "outcome", "state", "decode tok/s", "wall ms",
                        "error"], rows) + [""]
     checks = server.get("checks") or []

@@ -32,6 +32,7 @@ from harness.model.errors import BadInput
 from harness.model.firmware import Protocol
 from harness.sim.releases import DEFAULT as DEFAULT_XRT
 from harness.sim.releases import RELEASES, XrtRelease
+from harness.sim.server import FAULTS
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,7 @@ class Profile:
     slow: tuple[tuple[str, float], ...] = ()
     flaky: float = 0.0
     held_contexts: int = 0
+    serve_fault: str | None = None
     seed: int = 0
     realtime: bool = False
     xrt: str = DEFAULT_XRT
@@ -362,6 +364,20 @@ def _held_contexts(n: int) -> str:
             f"do not fit in what is left is refused one at set-up, before any runlist runs")
 
 
+def _serve_fault(token: str, parameter: str) -> str:
+    if parameter not in FAULTS:
+        raise BadInput(f"profile token {token!r}: use serve-fault:KIND with KIND one of "
+                       f"{', '.join(FAULTS)}, e.g. serve-fault:error")
+    return parameter
+
+
+def _serve_fault_makes(kind: str) -> str:
+    what = ("answer an error with no XRT state" if kind == "error"
+            else "drop the connection without an answer")
+    return (f"serve-fault:{kind} makes the stand-in flm serve {what} on every chat request, "
+            "before any NPU call; runlists through pyxrt are untouched")
+
+
 def _work_hang(n: int) -> str:
     return (f"work-hang:{n} makes every runlist holding {n} or more runs that carry work fail "
             f"(the {_ordinal(n)} of them never completes); NOOP runs never hang")
@@ -450,6 +466,16 @@ HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
         "refuses past hwctx_limit whoever asks)",
         _held_contexts, f"{_SIM}.stack (create_context), the emulator through it",
         cause="resources"),
+    Hypothesis(
+        "serve-fault", "KIND", "serve_fault", _serve_fault,
+        "the server fails a request outside the NPU path, before any NPU call: KIND error "
+        "answers {\"error\": ...} with no XRT state (a template, tokenizer or load "
+        "error), KIND drop closes the connection (a server that died mid-request); played "
+        "by the stand-in flm serve that investigate asks on the simulated stack",
+        "hypothesis: a failure of the server, not of the NPU path (FastFlowLM answers "
+        "errors as {\"error\": ...} with HTTP 200, STACK.md 5)",
+        _serve_fault_makes, f"{_SIM}.server (the stand-in flm serve); nothing below it",
+        cause="not-npu-path"),
 )}
 
 

@@ -369,7 +369,8 @@ def judge_not_npu_path(ev: Evidence) -> Findings:
     out = Findings()
     servers = [r for r in ev.reports if r.server_requests]
     if not servers:
-        out.untested = "no serve-probe report: flm serve was not compared with pyxrt"
+        out.untested = ("no serve-probe report: flm serve was not compared with pyxrt "
+                        "(investigate --serve URL, or serve-probe)")
         return out
     failed = [(r, q) for r in servers for q in r.server_requests
               if q.get("outcome") != "success"]

@@ -210,7 +210,8 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
     if isinstance(server, dict):
         observed.server_requests = [r for r in server.get("requests") or []
                                     if isinstance(r, dict)]
-        observed.server_model = (doc.get("settings") or {}).get("model")
+        # serve-probe keeps the tag in its settings; investigate beside its server's answers
+        observed.server_model = server.get("model") or (doc.get("settings") or {}).get("model")
     workload = case.get("workload") or {}
     case_noop = bool(workload.get("nop_only")) and observed.case_kind == "case"
     per_layer = case.get("runs_per_layer") if observed.case_kind == "case" else 1
