@@ -93,6 +93,8 @@ def test_on_the_documented_stack_it_says_nothing_fails_and_what_hardware_would_d
     # its decode was a trial of the engine's runlist (the work stood in), recorded as one
     assert server["stand_in"]["decoded_by"] == {"plan": "work monolithic", "trial": 1,
                                              "state": "COMPLETED"}
+    asked = steps[2]
+    assert (asked["plans"], asked["trials"]) == (["work monolithic"], 1)
 
 
 def test_the_budget_of_device_time_stops_it_and_says_so(tmp_path):

@@ -298,7 +298,9 @@ class Investigation:
         if not steps or steps[-1]["experiment"] != step.name or step.add:
             self.say(f"{step.name}: {step.why}")
         if step.server:
-            self._ask_server()
+            decoded = self._ask_server()
+            if decoded is not None:               # its trial is the step's
+                step.plans.append((decoded, len(decoded.finished())))
         for plan, wanted in step.plans:
             while len(plan.finished()) < wanted:
                 if self.spent_s >= self.settings.budget_s:
@@ -323,15 +325,15 @@ class Investigation:
         self.say(f"  -> {diagnosis.top.id}" + ("" if diagnosis.determined else
                                                f" ({diagnosis.top.why})"))
 
-
     # -- the server ---------------------------------------------------------------------------
 
-    def _ask_server(self) -> None:
+    def _ask_server(self) -> PlanRecord | None:
         """One chat request for the case's model, as serve-probe makes it, into the report's
-        server section (diagnose reads it as it reads serve-probe's)."""
+        server section (diagnose reads it as it reads serve-probe's). Returns the plan the
+        stand-in decoded by a trial of, if it did."""
         settings = self.settings
         tag = str(settings.serve_model)
-        with self._served(tag) as (url, stand_in):
+        with self._served(tag) as (url, stand_in, decoded):
             options = ServeOptions(url, tag, requests=1, made_up_tag=False,
                                    timeout_s=SERVER_TIMEOUT_S)
             environment = self.report.environment
@@ -347,19 +349,23 @@ class Investigation:
         answers = served.get("requests") or []
         self.say("  " + ("; ".join(_answer_text(a) for a in answers) if answers else
                          f"no answer: {served.get('unreachable')}"))
+        return decoded
 
     @contextmanager
-    def _served(self, tag: str) -> Iterator[tuple[str, dict[str, Any] | None]]:
-        """The server to ask: the user's, or the stand-in with the profile's serve-fault,
-        whose decode is one trial of the engine's runlist, run here first (never when the
-        fault fails the request before any NPU call)."""
+    def _served(self, tag: str
+                ) -> Iterator[tuple[str, dict[str, Any] | None, PlanRecord | None]]:
+        """The server to ask (its URL, what stood in for it, the plan it decoded by): the
+        user's, or the stand-in with the profile's serve-fault, whose decode is one trial
+        of the engine's runlist, run here first (never when the fault fails the request
+        before any NPU call)."""
         if self.settings.serve_url:
-            yield self.settings.serve_url, None
+            yield self.settings.serve_url, None, None
             return
         profile = self.runner.backend.profile
         fault = profile.serve_fault if profile is not None else None
         said: str | None = None
         decoded_by = None
+        plan = None
         if fault is None:
             plan = self._engine_plan()
             count = sum(len(p.finished()) for p in self.report.plans) + 1
@@ -369,7 +375,7 @@ class Investigation:
         stand_in = {"what": "the simulated stack's stand-in for flm serve", "fault": fault,
                     "decoded_by": decoded_by}
         with StandInServer(tag, lambda: said, fault) as server:
-            yield server.url, stand_in
+            yield server.url, stand_in, plan
 
     def _engine_plan(self) -> PlanRecord:
         """The runlist a decode submits: the case's first plan with work in it where the

@@ -381,8 +381,10 @@ def judge_not_npu_path(ev: Evidence) -> Findings:
     work_ok = [a for a in ev.arms if a.workload == WORK and a.never_fails]
     noop_ok = [a for a in ev.arms if a.workload == NOOP and a.never_fails]
     if work_ok:
-        out.add(FOR, STRONG, f"flm serve failed while the engine's own commands through "
-                f"pyxrt complete ({work_ok[0].label})", cite, rate_cite(work_ok[0]))
+        whose = "the simulator's stand-in for the engine's commands" if work_ok[0].stand_in \
+            else "the engine's own commands"
+        out.add(FOR, STRONG, f"flm serve failed while {whose} through pyxrt complete "
+                f"({work_ok[0].label})", cite, rate_cite(work_ok[0]))
     elif noop_ok:
         out.add(FOR, WEAK, f"flm serve failed while NOOP runlists through pyxrt complete "
                 f"({noop_ok[0].label})", cite, rate_cite(noop_ok[0]))
