@@ -245,9 +245,9 @@ class Investigation:
     def _server(self, diagnosis: Diagnosis) -> Step | None:
         """Once, the server: a running flm serve the user named (whatever the diagnosis so
         far), or on the simulated stack, while the answer is open (nothing failed, or
-        undetermined) and no runlist of the engine's commands has failed, its stand-in:
-        is it the NPU path at all? Where those fail, the NPU path evidently does, and the
-        server's answer would carry the state the trials show."""
+        undetermined) and no plan of the engine's commands has failed in every trial, its
+        stand-in: is it the NPU path at all? Where one does, the NPU path evidently fails,
+        and the server's answer would carry the state the trials show."""
         settings = self.settings
         if SERVER_SECTION in self.report.sections or not settings.serve_model:
             return None
@@ -258,11 +258,12 @@ class Investigation:
         if not settings.stand_in or diagnosis.determined:
             return None
         engine = self._engine_plan()
-        if any(t.state != "COMPLETED" for p in self.report.plans
-               if p.work == engine.work and not p.control for t in p.finished()):
+        if any(p.finished() and all(t.state != "COMPLETED" for t in p.finished())
+               for p in self.report.plans if p.work == engine.work and not p.control):
             return None
         said = ("nothing failed through pyxrt" if diagnosis.top.id == NOTHING_FAILS
-                else "the engine's runlists complete through pyxrt, and the answer is open")
+                else "the engine's runlists complete through pyxrt, or fail only at times, "
+                "and the answer is open")
         return Step(SERVER_STEP, f"{said}: does flm serve (the simulated stack's stand-in) "
                     "fail where the NPU path completes?", [], server=True)
 
