@@ -1,9 +1,9 @@
-"""The simulated stack's `flm serve` (harness.sim.server) and `investigate` asking a server:
-the stand-in answers as FastFlowLM does (STACK.md 5: `/v1/models`, `/v1/chat/completions`,
-`/api/tags`, `/api/ps`; errors as {"error": ...} with HTTP 200), through the same client
-and classification as `serve-probe`; `serve-fault:KIND` fails a request before any NPU
-call; `investigate --serve URL` asks a running server once and reads its answers with the
-trials."""
+"""The simulated stack's `flm serve` (harness.sim.stand_in_server) and `investigate` asking
+a server: the stand-in answers as FastFlowLM does (STACK.md 5: `/v1/models`,
+`/v1/chat/completions`, `/api/tags`, `/api/ps`; errors as {"error": ...} with HTTP 200),
+through the same client and classification as `serve-probe`; `serve-fault:KIND` fails a
+request before any NPU call; `investigate --serve URL` asks a running server once and reads
+its answers with the trials."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from harness.report.diagnosis import diagnose
 from harness.report.fileformat import load_report
 from harness.serve.client import FlmClient
 from harness.serve.reproduce import Probe, ServeOptions, classify_reply
-from harness.sim.server import FAULT_ERROR, StandInServer
+from harness.sim.stand_in_server import FAULT_ERROR, StandInServer
 
 TIMEOUT = "runlist failed execution (ERT_CMD_STATE_TIMEOUT)"
 

@@ -9,7 +9,7 @@ where no runlist of the failing commands has completed (a bisection by halves), 
 trials where a rate is unclear, cheapest first; where nothing failed through pyxrt, or the
 user gave a running `flm serve`, the server once (harness.serve.reproduce's probe), to
 see whether it fails where the NPU path completes: on the simulated stack the stand-in
-server (harness.sim.server). Every trial lands in one report, with the
+server (harness.sim.stand_in_server). Every trial lands in one report, with the
 experiments in its `investigate` section and the diagnosis they end with; a stop (Ctrl-C,
 the budget) keeps what ran, and `--resume` goes on, deciding the next step again from
 what the report holds.
@@ -43,7 +43,7 @@ from harness.report.model import STAND_IN, PlanRecord
 from harness.report.timing import DEVICE
 from harness.report.verdict import Verdict, by_construction, with_xrt_smi
 from harness.serve.reproduce import Probe, ServeOptions
-from harness.sim.server import StandInServer
+from harness.sim.stand_in_server import StandInServer
 
 SECTION = "investigate"
 SERVER_SECTION = "server"     # where serve-probe keeps a server's answers: diagnose reads it

@@ -32,7 +32,7 @@ from harness.model.errors import BadInput
 from harness.model.firmware import Protocol
 from harness.sim.releases import DEFAULT as DEFAULT_XRT
 from harness.sim.releases import RELEASES, XrtRelease
-from harness.sim.server import FAULTS
+from harness.sim.stand_in_server import FAULTS
 
 
 @dataclass(frozen=True)
@@ -474,7 +474,8 @@ HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
         "by the stand-in flm serve that investigate asks on the simulated stack",
         "hypothesis: a failure of the server, not of the NPU path (FastFlowLM answers "
         "errors as {\"error\": ...} with HTTP 200, STACK.md 5)",
-        _serve_fault_makes, f"{_SIM}.server (the stand-in flm serve); nothing below it",
+        _serve_fault_makes, f"{_SIM}.stand_in_server (the stand-in flm serve); nothing "
+        "below it",
         cause="not-npu-path"),
 )}
 
