@@ -42,8 +42,6 @@ from harness.report.diagnosis.observed import observe
 from harness.report.model import STAND_IN, PlanRecord
 from harness.report.timing import DEVICE
 from harness.report.verdict import Verdict, by_construction, with_xrt_smi
-from harness.serve.reproduce import Probe, ServeOptions
-from harness.sim.stand_in_server import StandInServer
 
 SECTION = "investigate"
 SERVER_SECTION = "server"     # where serve-probe keeps a server's answers: diagnose reads it
@@ -332,6 +330,8 @@ class Investigation:
         """One chat request for the case's model, as serve-probe makes it, into the report's
         server section (diagnose reads it as it reads serve-probe's). Returns the plan the
         stand-in decoded by a trial of, if it did."""
+        # the web stack loads only for this step, not for every run that imports this module
+        from harness.serve.reproduce import Probe, ServeOptions
         settings = self.settings
         tag = str(settings.serve_model)
         with self._served(tag) as (url, stand_in, decoded):
@@ -375,6 +375,7 @@ class Investigation:
             said = None if trial.state == "COMPLETED" else _failure_text(trial)
         stand_in = {"what": "the simulated stack's stand-in for flm serve", "fault": fault,
                     "decoded_by": decoded_by}
+        from harness.sim.stand_in_server import StandInServer
         with StandInServer(tag, lambda: said, fault) as server:
             yield server.url, stand_in, plan
 

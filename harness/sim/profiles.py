@@ -32,7 +32,6 @@ from harness.model.errors import BadInput
 from harness.model.firmware import Protocol
 from harness.sim.releases import DEFAULT as DEFAULT_XRT
 from harness.sim.releases import RELEASES, XrtRelease
-from harness.sim.stand_in_server import FAULTS
 
 
 @dataclass(frozen=True)
@@ -365,9 +364,9 @@ def _held_contexts(n: int) -> str:
 
 
 def _serve_fault(token: str, parameter: str) -> str:
-    if parameter not in FAULTS:
+    if parameter not in SERVE_FAULTS:
         raise BadInput(f"profile token {token!r}: use serve-fault:KIND with KIND one of "
-                       f"{', '.join(FAULTS)}, e.g. serve-fault:error")
+                       f"{', '.join(SERVE_FAULTS)}, e.g. serve-fault:error")
     return parameter
 
 
@@ -384,6 +383,7 @@ def _work_hang(n: int) -> str:
 
 
 _SIM = "harness.sim"
+SERVE_FAULTS = ("error", "drop")   # how the stand-in flm serve fails (sim.stand_in_server)
 HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
     Hypothesis(
         "inflight-cap", "N", "inflight_cap", _at_least_one,

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from harness.sim.profiles import SERVE_FAULTS
+
 VERSION = "SIMULATED stand-in for flm serve"
-FAULTS = ("error", "drop")
 FAULT_ERROR = ("SIMULATED serve-fault:error: the stand-in server failed this request before "
                "any NPU call")
 MAX_REQUEST = 1024 * 1024
@@ -42,8 +43,8 @@ class StandInServer:
     manager that serves from a daemon thread and stops on exit."""
 
     def __init__(self, tag: str, decode: Decode, fault: str | None = None) -> None:
-        if fault is not None and fault not in FAULTS:
-            raise ValueError(f"serve-fault {fault!r}: one of {', '.join(FAULTS)}")
+        if fault is not None and fault not in SERVE_FAULTS:
+            raise ValueError(f"serve-fault {fault!r}: one of {', '.join(SERVE_FAULTS)}")
         self.tag = tag
         self.decode = decode
         self.fault = fault

@@ -24,7 +24,6 @@ from harness.formats.printable import escape_controls
 from harness.model.errors import BadInput, ReportError
 from harness.model.results import TrialStatus
 from harness.report.diagnosis import text_lines
-from harness.serve.reproduce import request_failed
 from harness.sources.case import CaseKind
 from harness.sources.load import load_case
 
@@ -126,6 +125,7 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
         click.echo(diagnose_pointer(runner.handle.path))
     report = runner.report
     statuses = [t.status for p in report.plans for t in p.trials]
+    from harness.serve.reproduce import request_failed
     if request_failed(report):
         statuses.append(TrialStatus.FAILED)      # the server failed: exit 1, as serve-probe
     return exits.trials_ended(statuses)
