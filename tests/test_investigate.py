@@ -131,12 +131,27 @@ def test_ctrl_c_keeps_what_ran_and_resume_goes_on(tmp_path, ctrl_c_once):
 
 
 def test_resume_raises_a_spent_budget(tmp_path):
+    """An investigation its budget ended goes on with a larger one (--resume --budget), as
+    one Ctrl-C stopped does; without one it is refused, untouched, naming the budget."""
     first, out = investigate(tmp_path, "inflight-cap:40", "--budget", "1")
     before = load_report(out)
-    assert before.sections["investigate"]["answer"]["stopped"]
-    # a finished report is not continued: --resume is for one the budget or Ctrl-C stopped
-    refused = CliRunner().invoke(main, ["investigate", "--resume", str(out)])
-    assert refused.exit_code == 2 and "already finished" in refused.output
+    assert before.sections["investigate"]["answer"]["stopped"] and before.finished
+    for more in ([], ["--budget", "1"]):
+        refused = CliRunner().invoke(main, ["investigate", "--resume", str(out), *more])
+        assert refused.exit_code == 2, refused.output
+        assert "budget of 1 min of device time was spent; give --budget more than 1" in \
+            refused.output
+        assert load_report(out).finished == before.finished
+    resumed = invoke("investigate", "--resume", str(out), "--budget", "30")
+    assert resumed.exit_code == 1, resumed.output
+    after = load_report(out)
+    answer = after.sections["investigate"]["answer"]
+    assert answer["top"] == "depth-limit" and "stopped" not in answer
+    assert answer["device_s"] > before.sections["investigate"]["answer"]["device_s"]
+    assert check_report_file(str(out)).problems == []
+    # a report that finished on its answer is not continued
+    again = CliRunner().invoke(main, ["investigate", "--resume", str(out), "--budget", "60"])
+    assert again.exit_code == 2 and "already finished" in again.output
 
 
 def test_json_prints_the_report(tmp_path):

@@ -201,8 +201,9 @@ class Investigation:
         if _mixed(plan):
             return self.settings.mixed_trials
         # three trials say "completes" or "fails"; where a trial costs a minute of device
-        # time (a 60 s timer, slow work), two, and the rates rest on the cheaper plans
-        if self._cost(plan) >= EXPENSIVE_S:
+        # time (a 60 s timer, slow work), two, and the rates rest on the cheaper plans,
+        # unless a plan fails at times: then two failures in a row may be chance
+        if self._cost(plan) >= EXPENSIVE_S and not any(_mixed(p) for p in self.report.plans):
             return CONFIRM_TRIALS
         if all(t.state == "COMPLETED" for t in plan.finished()):
             return max(self.settings.rate_trials, CONSISTENT_COMPLETIONS)

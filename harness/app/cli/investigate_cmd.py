@@ -44,7 +44,8 @@ DEFAULT_BUDGET_MIN = 30.0
               help="Also ask this running `flm serve` (e.g. http://127.0.0.1:52625) for one "
                    "token of the case's model, once: whether it fails where the NPU path "
                    "through pyxrt completes. On the simulated stack a stand-in server is "
-                   "asked when nothing failed through pyxrt.")
+                   "asked where the answer is open and no plan of the engine's commands "
+                   "fails every trial.")
 @click.option("--serve-model", "serve_model", metavar="TAG",
               help="The tag the server serves the case's model by (default: the TAG of the "
                    "case's `engine: flm run TAG`).")
@@ -63,8 +64,9 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
     diagnosis asks for next: the engine's work where only NOOPs ran (on the simulated
     stack, the simulator's stand-in work stream; on hardware, capture the engine's
     commands and investigate the capture), the server (--serve; on the simulated stack
-    its stand-in, where nothing failed through pyxrt), a shallower depth where no runlist
-    of the failing commands completed, more trials where a rate is unclear. Stops when the
+    its stand-in, where the engine's commands do not fail every trial), a shallower depth
+    where no runlist of the failing commands completed, more trials where a rate is
+    unclear. Stops when the
     answer settles, nothing is left to try or the budget is spent, and prints the
     diagnosis with the evidence it rests on. Everything is in one report; Ctrl-C keeps
     what ran and --resume goes on.
@@ -76,7 +78,15 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
                                                    "serve_model": "--serve-model"},
                      "--resume takes its case and plans from the report")
         refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
-        from harness.execution.resume import reopen
+        from harness.execution.resume import budget_spent, reopen
+        from harness.report.fileformat import load_report
+        before = load_report(resume_path)
+        if budget_spent(before):
+            spent_min = float(before.sections["investigate"]["settings"]["budget_s"]) / 60
+            if budget_min is None or budget_min <= spent_min:
+                raise BadInput(f"{resume_path} stopped when its budget of {spent_min:g} min of "
+                               f"device time was spent; give --budget more than {spent_min:g}"
+                               " to go on")
         runner, report = reopen(resume_path, progress_line, kind="investigate",
                                 allow_different_machine=allow_different_machine,
                                 allow_outside_paths=request.allow_outside_paths)
