@@ -78,7 +78,7 @@ def test_every_section_feeds_its_lines():
     assert attributes(FULL) == {"profile": "hardware", "firmware": "1.1.2.65",
                                 "driver": "out-of-tree", "XRT": "2.21.75", "machine": "box",
                                 "case": "minicpm5-2b-decode", "param timeout_in_sec": "2"}
-    assert read_header(FULL).settings_flow == "instr-bo"
+    assert read_header(FULL).settings.flow == "instr-bo"
 
 
 # ids spelled apart from the section names: the id "npu" would mark a test as needing one

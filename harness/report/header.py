@@ -52,6 +52,7 @@ class Driver:
     flavour: Any = None
     timeout_rule: Any = None
     parameters: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)   # as the probe wrote them
 
 
 @dataclass(frozen=True)
@@ -96,12 +97,25 @@ class Environment:
 
 
 @dataclass(frozen=True)
+class ModelledDriver:
+    """The driver build a simulated or emulated stack played (the backend's `driver`)."""
+
+    flavour: str
+    kernel: str
+
+
+@dataclass(frozen=True)
 class BackendInfo:
     kind: Any = None
     profile: Any = None
     emulated_xrt_version: Any = None
     documented: Any = True
     deviations: tuple[str, ...] = ()
+    by_construction: tuple[str, ...] = ()
+    modelled: bool = False        # the backend recorded the driver its model played
+    driver: ModelledDriver | None = None   # ... and named its flavour
+    isolation: Any = True         # False: the backend cannot isolate trials
+    stand_in: Any = None          # the simulator stood in for pyxrt on the hardware path
     raw: dict[str, Any] = field(default_factory=dict)   # what model.is_simulated decides on
 
 
@@ -110,6 +124,11 @@ class CaseInfo:
     name: Any = None
     flow: Any = None
     named: bool = False           # the section holds a name key (titles say "?" without)
+    kind: str = "case"            # case, recipe or capture
+    layers: int | None = None
+    engine: str | None = None     # the engine's command line (`flm run minicpm5:2b`)
+    nop_only: bool = False        # every run carried the one-NOOP stream
+    runs_per_layer: Any = None
 
     @property
     def title_name(self) -> Any:
@@ -138,15 +157,75 @@ class Artifacts:
 
 
 @dataclass(frozen=True)
+class Settings:
+    flow: Any = None
+    isolate: Any = True
+    deadline_s: Any = None
+    model: Any = None             # serve-probe's tag
+
+
+@dataclass(frozen=True)
+class DriverTimer:
+    """The driver's timer a run's trials met (`timers.driver`): its window, where it
+    comes from; None where the flavour or kernel is not one the harness knows."""
+
+    flavour: Any = None
+    kernel: Any = None
+    earliest_s: float | None = None
+    latest_s: float | None = None
+    source: Any = None
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        if self.earliest_s is None or self.latest_s is None:
+            return None
+        return self.earliest_s, self.latest_s
+
+
+@dataclass(frozen=True)
+class Timers:
+    """A report's `timers` (harness.report.timing.stack_timers writes them): the
+    driver's, XRT's wait, the harness's deadline, and the clock times to failure are on."""
+
+    clock: str = "wall"
+    driver: DriverTimer = field(default_factory=DriverTimer)
+    xrt_wait: Any = None
+    harness_deadline_s: Any = None
+    harness_deadline: Any = None
+
+
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def read_timers(value: Any) -> Timers | None:
+    """A `timers` section, typed; None where the report kept none (or not as a mapping)."""
+    if not isinstance(value, dict):
+        return None
+    driver = section(value.get("driver"))
+    return Timers(clock=str(value.get("clock", "wall")),
+                  driver=DriverTimer(flavour=driver.get("flavour"),
+                                     kernel=driver.get("kernel"),
+                                     earliest_s=_seconds(driver.get("earliest_s")),
+                                     latest_s=_seconds(driver.get("latest_s")),
+                                     source=driver.get("source")),
+                  xrt_wait=value.get("xrt_wait"),
+                  harness_deadline_s=value.get("harness_deadline_s"),
+                  harness_deadline=value.get("harness_deadline"))
+
+
+@dataclass(frozen=True)
 class ReportHeader:
+    command: Any
     case: CaseInfo
     backend: BackendInfo
     environment: Environment
     harness: HarnessInfo
     artifacts: Artifacts
-    settings_flow: Any
+    settings: Settings
     bisect: Bisect | None         # None: not a bisect's report
-    timers: dict[str, Any] | None  # None: the run kept no timers (or an old report)
+    timers: Timers | None         # None: the run kept no timers (or an old report)
 
 
 def _mappings(value: Any) -> tuple[dict[str, Any], ...]:
@@ -171,7 +250,7 @@ def read_environment(value: Any) -> Environment:
         driver=Driver(recorded=bool(driver), loaded=driver.get("loaded"),
                       module=driver.get("module"), version=driver.get("version"),
                       flavour=driver.get("flavour"), timeout_rule=driver.get("timeout_rule"),
-                      parameters=section(driver.get("parameters"))),
+                      parameters=section(driver.get("parameters")), facts=driver),
         xrt=Xrt(recorded=bool(xrt),
                 pyxrt=Pyxrt(recorded=bool(pyxrt), xrt_version=pyxrt.get("xrt_version"),
                             file=pyxrt.get("file")),
@@ -183,15 +262,41 @@ def read_environment(value: Any) -> Environment:
         raw=env)
 
 
+def _texts(value: Any) -> tuple[str, ...]:
+    return tuple(map(str, value)) if isinstance(value, list) else ()
+
+
 def read_backend(value: Any) -> BackendInfo:
     backend = section(value)
-    deviations = backend.get("deviations")
+    modelled = backend.get("driver")
+    driver = section(modelled)
     return BackendInfo(kind=backend.get("kind"), profile=backend.get("profile"),
-                   emulated_xrt_version=section(backend.get("emulated")).get("xrt_version"),
-                   documented=backend.get("documented", True),
-                   deviations=tuple(map(str, deviations))
-                   if isinstance(deviations, list) else (),
-                   raw=backend)
+                       emulated_xrt_version=section(backend.get("emulated")).get("xrt_version"),
+                       documented=backend.get("documented", True),
+                       deviations=_texts(backend.get("deviations")),
+                       by_construction=_texts(backend.get("by_construction")),
+                       modelled=isinstance(modelled, dict),
+                       driver=ModelledDriver(str(driver["flavour"]), str(driver.get("kernel")))
+                       if driver.get("flavour") else None,
+                       isolation=backend.get("isolation", True),
+                       stand_in=backend.get("stand_in"), raw=backend)
+
+
+def read_case(value: Any) -> CaseInfo:
+    case = section(value)
+    layers = case.get("layers")
+    return CaseInfo(name=case.get("name"), flow=case.get("flow"), named="name" in case,
+                    kind=str(case.get("kind") or "case"),
+                    layers=layers if isinstance(layers, int) else None,
+                    engine=str(case["engine"]) if case.get("engine") else None,
+                    nop_only=bool(section(case.get("workload")).get("nop_only")),
+                    runs_per_layer=case.get("runs_per_layer"))
+
+
+def read_settings(value: Any) -> Settings:
+    settings = section(value)
+    return Settings(flow=settings.get("flow"), isolate=settings.get("isolate", True),
+                    deadline_s=settings.get("deadline_s"), model=settings.get("model"))
 
 
 def read_header(data: dict[str, Any]) -> ReportHeader:
@@ -202,7 +307,8 @@ def read_header(data: dict[str, Any]) -> ReportHeader:
     bisect = section(data.get("bisect"))
     answer = section(bisect.get("answer"))
     return ReportHeader(
-        case=CaseInfo(name=case.get("name"), flow=case.get("flow"), named="name" in case),
+        command=data.get("command"),
+        case=read_case(case),
         backend=read_backend(data.get("backend")),
         environment=read_environment(data.get("environment")),
         harness=HarnessInfo(argv=harness.get("argv"), version=harness.get("version", MISSING),
@@ -210,8 +316,13 @@ def read_header(data: dict[str, Any]) -> ReportHeader:
         artifacts=Artifacts(xclbins=_mappings(artifacts.get("xclbins")),
                             stand_ins=section(artifacts.get("pack")).get("stand_ins"),
                             pack_name=section(artifacts.get("pack")).get("name")),
-        settings_flow=section(data.get("settings")).get("flow"),
+        settings=read_settings(data.get("settings")),
         bisect=Bisect(first=answer.get("first"),
                       answer_text=answer.get("text", "unfinished"),
                       log=_mappings(bisect.get("log"))) if data.get("bisect") else None,
-        timers=data.get("timers") if isinstance(data.get("timers"), dict) else None)
+        timers=read_timers(data.get("timers")))
+
+
+def as_header(data: ReportHeader | dict[str, Any]) -> ReportHeader:
+    """A header read once and passed on, or a mapping read here."""
+    return data if isinstance(data, ReportHeader) else read_header(data)

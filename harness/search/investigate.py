@@ -39,6 +39,7 @@ from harness.report.diagnosis import (
 )
 from harness.report.diagnosis.findings import CONSISTENT_COMPLETIONS, CONSISTENT_FAILURES
 from harness.report.diagnosis.observed import observe
+from harness.report.header import read_timers
 from harness.report.model import STAND_IN, PlanRecord
 from harness.report.timing import DEVICE
 from harness.report.verdict import Verdict, by_construction, with_xrt_smi
@@ -107,7 +108,8 @@ class Investigation:
         report = runner.report
         self.section: dict[str, Any] = report.sections.setdefault(
             SECTION, {"settings": settings.to_dict(), "steps": []})
-        self.clock = str((report.sections.get("timers") or {}).get("clock", DEVICE))
+        timers = read_timers(report.sections.get("timers"))
+        self.clock = timers.clock if timers else DEVICE
 
     @property
     def report(self) -> Any:

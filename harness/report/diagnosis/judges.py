@@ -46,8 +46,8 @@ OUTLASTS, CANNOT = 0.9, 0.5
 
 def _same_stack(a: Arm, b: Arm, ev: Evidence) -> bool:
     one, other = ev.report_of(a), ev.report_of(b)
-    return (one.source, one.profile, (one.timers.get("driver") or {}).get("flavour")) == \
-        (other.source, other.profile, (other.timers.get("driver") or {}).get("flavour"))
+    return (one.source, one.profile, one.timers.driver.flavour) == \
+        (other.source, other.profile, other.timers.driver.flavour)
 
 
 def _failing_depth(arm: Arm) -> int:
