@@ -127,10 +127,11 @@ def test_a_malformed_section_reads_as_absent(section):
 
 
 # `.get(...) or {}` and `isinstance(..., dict)` across harness/report (report/header.py,
-# where every section is read, excluded): 88 and 99 before the typed header; 40 and 93 since
-# render.py, compare.py and bundle.py read through it. Lower these as more readers convert.
-MAX_OR_EMPTY = 40
-MAX_DICT_CHECKS = 93
+# where every section is read, excluded): 88 and 99 before the typed header; 40 and 93 once
+# render.py, compare.py and bundle.py read through it; 18 and 86 once timing, failing, check
+# and the diagnosis did too (what is left reads plans and trials, not the header).
+MAX_OR_EMPTY = 18
+MAX_DICT_CHECKS = 86
 
 
 def _count(pattern: str) -> int:
@@ -141,3 +142,32 @@ def _count(pattern: str) -> int:
 def test_the_untyped_walks_of_the_header_do_not_come_back():
     assert _count(r"get\(.*\) or \{\}") <= MAX_OR_EMPTY
     assert _count(r"isinstance\(.*dict\)") <= MAX_DICT_CHECKS
+
+
+@pytest.mark.parametrize("section", ["timers", "settings", "backend", "case"],
+                         ids=lambda name: f"bad-{name}")
+def test_the_timers_and_the_diagnosis_read_a_malformed_section_as_absent(section):
+    """The timers, the time-to-failure classes and the diagnosis read the header through
+    report.header too: a list where a mapping is due reads as the section's absence."""
+    from harness.report.diagnosis.observed import observe_document
+    from harness.report.timing import stack_timers
+    data = {**SIMULATED, section: ["malformed"]}
+    absent = {k: v for k, v in SIMULATED.items() if k != section}
+    assert read_header(data).timers == read_header(absent).timers
+    assert stack_timers(data) == stack_timers(absent)
+    seen, expected = observe_document(data, "r.yaml"), observe_document(absent, "r.yaml")
+    assert (seen.timers, seen.case, seen.case_kind, seen.documented) == \
+        (expected.timers, expected.case, expected.case_kind, expected.documented)
+
+
+SIMULATED: dict[str, Any] = {
+    "command": "run",
+    "backend": {"kind": "sim", "simulated": True, "profile": "staging", "isolation": False,
+                "driver": {"flavour": "staging", "kernel": "7.0"}},
+    "settings": {"isolate": False, "deadline_s": 30.0},
+    "case": {"name": "minicpm5-2b-decode", "kind": "case", "layers": 42,
+             "workload": {"nop_only": True}},
+    "timers": {"clock": "device", "driver": {"flavour": "staging", "kernel": "7.0",
+                                             "earliest_s": 2.0, "latest_s": 2.0}},
+    "plans": [],
+}

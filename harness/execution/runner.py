@@ -59,7 +59,7 @@ from harness.report.verdict import Verdict, report_verdict
 from harness.sources.capture_case import captured_commands
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
-from harness.sources.packs import ResolvedPack, other_packs_files, resolve_pack
+from harness.sources.packs import PackNotFound, ResolvedPack, other_packs_files, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
 from harness.sources.workload import describe as describe_workload
 from harness.sources.workload import with_stand_in_work
@@ -397,8 +397,9 @@ class Runner:
         try:
             pack = resolve_pack(case, simulated=not self.backend.hardware)
         except EnvironmentNotReady as err:
-            # the verdict and the render say it did not run, and why
-            self.report.artifacts["control"] = {"not_run": str(err)}
+            # the verdict and the render say it did not run, and why (in short: `why`)
+            why = err.summary if isinstance(err, PackNotFound) else str(err)
+            self.report.artifacts["control"] = {"not_run": str(err), "why": why}
             return f"the depth-only control was not run: {err}"
         if pack.stand_ins:
             what = control_for(self.case, stand_in=True)[2]

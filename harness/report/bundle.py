@@ -37,7 +37,7 @@ from harness.report import render as rendering
 from harness.report.check import garbled
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
-from harness.report.header import read_header
+from harness.report.header import ReportHeader, read_header
 from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
 from harness.report.provenance import captured_note
 from harness.report.reader import ReportReader, parse_entry
@@ -55,13 +55,26 @@ MAX_XCLBIN_BYTES = 1 << 30
 COPY_BLOCK = 1 << 20
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A file or folder the bundle does not ship (its name, or the path the report named),
+    and why."""
+
+    name: str
+    why: str
+    xclbin: bool = False          # an xclbin of the recipes: someone copies it in
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.why}"
+
+
 @dataclass
 class Contents:
     """What goes in: name inside the top folder -> its bytes, or a file holding them; what
     was left out and why."""
 
     files: dict[str, bytes | Path] = field(default_factory=dict)
-    left_out: list[str] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
     xclbins_to_copy: list[str] = field(default_factory=list)   # recipes name, nobody ships
     unfinished_command: str | None = None   # a report that did not finish: what wrote it
 
@@ -96,15 +109,16 @@ def _recipes(report: Path, digest: Digest, contents: Contents, scratch: Path) ->
     named = exports.get("folder")
     if named and (not isinstance(named, str) or Path(named).name != folder.name
                   or os.path.realpath(Path(named).parent) != os.path.realpath(folder.parent)):
-        contents.left_out.append(f"{named}: the report names it as its recipes folder; only "
-                                 f"{folder.name}/ beside the report is read")
+        contents.left_out.append(LeftOut(str(named), "the report names it as its recipes "
+                                         f"folder; only {folder.name}/ beside the report is "
+                                         "read"))
     if folder.is_dir() and not folder.is_symlink():
         _take_folder(folder, contents)
         return
     target = scratch / "recipes"
     why = _export_afresh(data, digest.failed_plans, target, contents)
     if why:
-        contents.left_out.append(f"recipes: {why}")
+        contents.left_out.append(LeftOut("recipes", why))
         return
     _take_folder(target, contents)
 
@@ -114,13 +128,15 @@ def _take_folder(folder: Path, contents: Contents) -> None:
     for path in sorted(folder.rglob("*")):
         name = f"{RECIPES}/{path.relative_to(folder).as_posix()}"
         if path.is_symlink():
-            contents.left_out.append(f"{name}: a symlink (not followed)")
+            contents.left_out.append(LeftOut(name, "a symlink (not followed)",
+                                             xclbin=path.suffix in NOT_SHIPPED))
             continue
         if not path.is_file() or root not in path.resolve().parents:
             continue
         if path.suffix in NOT_SHIPPED:
-            contents.left_out.append(f"{name}: an xclbin, not shipped (sha256 "
-                                     f"{_sha256_of(path)}); put your pack's copy there")
+            contents.left_out.append(LeftOut(name, f"an xclbin, not shipped (sha256 "
+                                             f"{_sha256_of(path)}); put your pack's copy "
+                                             "there", xclbin=True))
             continue
         contents.files[name] = path
 
@@ -246,7 +262,7 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
             out.writelines(map(escape_controls, digest.kernel_log_lines(do_redact)))
         contents.files[KERNEL_LOG] = log
     smi = [(f"xrt-smi {name}", run) for name, run in
-           read_header(view.header).environment.xrt_smi.items() if "output" in run]
+           view.typed.environment.xrt_smi.items() if "output" in run]
     control = view.header.get("xrt_smi_control")
     if isinstance(control, dict) and "output" in control:
         smi.append((f"{control.get('command')} (the control: {control.get('result')})",
@@ -267,10 +283,10 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
 
 def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
             shown: Callable[[str], str]) -> str:
-    data = view.header
+    data, typed = view.header, view.typed
     answer, *reasons = verdict_lines(data.get("verdict"))
-    command = rendering.command_line(data)
-    lines = [f"# {rendering.title(data)}", ""]
+    command = rendering.command_line(typed)
+    lines = [f"# {rendering.title(typed)}", ""]
     if not data.get("finished"):
         contents.unfinished_command = str(data.get("command") or "run")
         lines += [f"**Partial:** this run did not finish (it was stopped, or was still "
@@ -280,7 +296,7 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
              *([""] if reasons else []),
              f"Made by: {rendering.code_span(command)}", "",
              *([f"What ran: {captured}", ""] if (captured := captured_note(data)) else []),
-             f"Harness: {rendering.harness_made_by(data)}.", "",
+             f"Harness: {rendering.harness_made_by(typed)}.", "",
              f"{view.failed} failed trial(s). Start with `{REPORT_MD}` (what GitHub shows), "
              f"then `{KERNEL_LOG}` for the driver's lines of every trial.", "",
              "## Files", "",
@@ -292,7 +308,7 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
     if KERNEL_LOG in contents.files:
         lines.append(f"- `{KERNEL_LOG}`: the amdxdna and IOMMU kernel-log lines of each "
                      "trial" + (" (simulated lines, each marked SIMULATED)"
-                                if is_simulated(read_header(data).backend.raw) else ""))
+                                if is_simulated(typed.backend.raw) else ""))
     if XRT_SMI in contents.files:
         lines.append(f"- `{XRT_SMI}`: `xrt-smi` output from the machine")
     scripts = sorted(Path(name).name for name in contents.files
@@ -303,18 +319,19 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
                      "plan")
     if contents.left_out:
         # said with the paths the report names, so redacted as the report is
-        lines += ["", "## Not included", ""] + [f"- {shown(item)}" for item in contents.left_out]
+        lines += ["", "## Not included", ""] + [f"- {shown(str(item))}"
+                                                for item in contents.left_out]
     if scripts:
         lines += ["", "## Reproduce without Python: XRT's own runner", "",
                   "With XRT installed, each script runs its plan's runlists with "
                   "`xrt-runner --recipe R --profile P`, in order:", "", "```sh",
                   "source /opt/xilinx/xrt/setup.sh", f"cd {RECIPES}",
                   *(f"sh {script}" for script in scripts), "```", ""]
-        missing = _xclbins_to_copy(data, contents)
+        missing = _xclbins_to_copy(typed, contents)
         if missing:
             lines += [f"xclbins are named, not shipped: copy these into `{RECIPES}/` first: "
                       + "; ".join(missing) + ".", ""]
-    commit, version = read_header(data).harness.commit, read_header(data).harness.version
+    commit, version = typed.harness.commit, typed.harness.version
     where = (f"its source at commit `{commit}`" if commit
              else f"its source of version {version} (the commit that wrote this report is "
                   "not recorded)")
@@ -351,15 +368,15 @@ def finish_hint(command: str, report_name: str) -> str:
             "then.")
 
 
-def _xclbins_to_copy(data: dict[str, Any], contents: Contents) -> list[str]:
+def _xclbins_to_copy(header: ReportHeader, contents: Contents) -> list[str]:
     """The xclbins the recipes name and the bundle does not ship, each with the sha256 the
     report recorded for a file of that name (so the right file is copied in)."""
-    artifacts = read_header(data).artifacts
+    artifacts = header.artifacts
     recorded = {Path(str(x.get("path"))).name: x for x in artifacts.xclbins if x.get("path")}
     pack = str(artifacts.pack_name or "the pack")
-    names = list((data.get("exports") or {}).get("missing") or []) + contents.xclbins_to_copy
-    names += [item.split(":", 1)[0].removeprefix(f"{RECIPES}/") for item in contents.left_out
-              if item.startswith(f"{RECIPES}/") and item.split(":", 1)[0].endswith(".xclbin")]
+    names = [*header.exports_missing, *contents.xclbins_to_copy]
+    names += [item.name.removeprefix(f"{RECIPES}/") for item in contents.left_out
+              if item.xclbin]
     out = []
     for name in dict.fromkeys(map(str, names)):
         entry = recorded.get(name) or {}

@@ -93,6 +93,7 @@ class Environment:
     memlock: Memlock = field(default_factory=Memlock)
     # xrt-smi's runs by name, each as the probe stored it (only mappings kept)
     xrt_smi: dict[str, dict[str, Any]] = field(default_factory=dict)
+    emulator: Any = None          # what `emulate` recorded of the run it served
     raw: dict[str, Any] = field(default_factory=dict)   # for readers not yet typed
 
 
@@ -226,6 +227,7 @@ class ReportHeader:
     settings: Settings
     bisect: Bisect | None         # None: not a bisect's report
     timers: Timers | None         # None: the run kept no timers (or an old report)
+    exports_missing: tuple[str, ...] = ()   # xclbins `export` could not ship
 
 
 def _mappings(value: Any) -> tuple[dict[str, Any], ...]:
@@ -259,7 +261,7 @@ def read_environment(value: Any) -> Environment:
         memlock=Memlock(soft=memlock.get("soft"), hard=memlock.get("hard")),
         xrt_smi={name: run for name, run in section(env.get("xrt_smi")).items()
                  if isinstance(run, dict)},
-        raw=env)
+        emulator=env.get("emulator"), raw=env)
 
 
 def _texts(value: Any) -> tuple[str, ...]:
@@ -320,7 +322,8 @@ def read_header(data: dict[str, Any]) -> ReportHeader:
         bisect=Bisect(first=answer.get("first"),
                       answer_text=answer.get("text", "unfinished"),
                       log=_mappings(bisect.get("log"))) if data.get("bisect") else None,
-        timers=read_timers(data.get("timers")))
+        timers=read_timers(data.get("timers")),
+        exports_missing=_texts(section(data.get("exports")).get("missing")))
 
 
 def as_header(data: ReportHeader | dict[str, Any]) -> ReportHeader:
