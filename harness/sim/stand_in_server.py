@@ -19,7 +19,7 @@ import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.sim.profiles import SERVE_FAULTS
 
@@ -29,6 +29,7 @@ FAULT_ERROR = ("SIMULATED serve-fault:error: the stand-in server failed this req
 MAX_REQUEST = 1024 * 1024
 
 Decode = Callable[[], "str | None"]
+Served = TypeVar("Served", bound="LoopbackServer")
 
 
 class _Quiet(ThreadingHTTPServer):
@@ -38,9 +39,31 @@ class _Quiet(ThreadingHTTPServer):
         """A client that went away is not news; the server keeps answering."""
 
 
-class StandInServer:
-    """A stand-in `flm serve` on 127.0.0.1 (an ephemeral port) for one tag; a context
-    manager that serves from a daemon thread and stops on exit."""
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 (an ephemeral port) with `handler`; a context manager
+    that serves from a daemon thread and stops on exit."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], name: str) -> None:
+        self._server = _Quiet(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        name=name)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self: Served) -> Served:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class StandInServer(LoopbackServer):
+    """A stand-in `flm serve` for one tag."""
 
     def __init__(self, tag: str, decode: Decode, fault: str | None = None) -> None:
         if fault is not None and fault not in SERVE_FAULTS:
@@ -49,22 +72,7 @@ class StandInServer:
         self.decode = decode
         self.fault = fault
         self.chats = 0                      # chat requests answered (or dropped)
-        self._server = _Quiet(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name="stand-in flm serve")
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> StandInServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(_handler(self), "stand-in flm serve")
 
     def answer_chat(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """The body a chat request gets (None: the connection is dropped)."""
@@ -85,20 +93,25 @@ class StandInServer:
                 "usage": {"completion_tokens": 1}}
 
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """Answers in JSON, quietly."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the harness's own output says what the server answered."""
+
+    def send_json(self, data: dict[str, Any], status: int = 200) -> None:
+        body = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
 def _handler(server: StandInServer) -> type[BaseHTTPRequestHandler]:
     tag = server.tag
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet: the harness's own output says what the server answered."""
-
-        def _send(self, data: dict[str, Any], status: int = 200) -> None:
-            body = json.dumps(data).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    class Handler(JsonHandler):
 
         def do_GET(self) -> None:
             answers: dict[str, dict[str, Any]] = {
@@ -107,25 +120,25 @@ def _handler(server: StandInServer) -> type[BaseHTTPRequestHandler]:
                 "/api/tags": {"models": [{"name": tag}]},
                 "/api/ps": {"models": [{"name": tag, "model": tag}]}}
             if self.path in answers:
-                self._send(answers[self.path])
+                self.send_json(answers[self.path])
             else:
-                self._send({"error": f"{self.path} not found"}, 404)
+                self.send_json({"error": f"{self.path} not found"}, 404)
 
         def do_POST(self) -> None:
             if self.path != "/v1/chat/completions":
-                self._send({"error": f"{self.path} not found"}, 404)
+                self.send_json({"error": f"{self.path} not found"}, 404)
                 return
             try:
                 length = min(int(self.headers.get("Content-Length", 0)), MAX_REQUEST)
                 request = json.loads(self.rfile.read(length) or b"{}")
             except ValueError:
-                self._send({"error": "the request is not JSON"}, 400)
+                self.send_json({"error": "the request is not JSON"}, 400)
                 return
             body = server.answer_chat(request if isinstance(request, dict) else {})
             if body is None:
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
-            self._send(body)
+            self.send_json(body)
 
     return Handler
