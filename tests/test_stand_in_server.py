@@ -120,6 +120,21 @@ def test_a_server_that_fails_as_the_npu_path_does_is_not_a_second_cause(tmp_path
                                            for f in entry.against)
 
 
+def test_a_server_that_cannot_be_reached_is_recorded_so_and_the_rest_goes_on(tmp_path):
+    import socket
+    with socket.socket() as closed:            # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    result, out = investigate(tmp_path, "--backend", "sim", "--serve",
+                              f"http://127.0.0.1:{port}")
+    assert result.exit_code == 0, result.output
+    assert "no answer: cannot reach flm serve at" in result.output
+    served = load_report(out).sections["server"]
+    assert served["requests"] == [] and "cannot reach" in served["unreachable"]
+    assert result.stdout.splitlines()[2].startswith("diagnosis: nothing-fails: ")
+    assert diagnose([out]).entry("not-npu-path").status == "not tested"
+
+
 def test_resume_does_not_ask_the_server_again(tmp_path, ctrl_c_once):
     """Ctrl-C at the 7th trial, after the three-way (3), the work stood in (2) and the
     server (serve-fault:error: no decode); --resume goes on without asking it again."""

@@ -6,10 +6,11 @@ XRT's validate.xclbin), then, one after another, the experiment the current diag
 (harness.report.diagnosis) asks for: the engine's work where only NOOPs ran (a capture's
 frame; on the simulated stack, the simulator's stand-in work stream), a shallower depth
 where no runlist of the failing commands has completed (a bisection by halves), more
-trials where a rate is unclear, cheapest first; where nothing failed through pyxrt, or the
-user gave a running `flm serve`, the server once (harness.serve.reproduce's probe), to
-see whether it fails where the NPU path completes: on the simulated stack the stand-in
-server (harness.sim.stand_in_server). Every trial lands in one report, with the
+trials where a rate is unclear, cheapest first; and once, the server (harness.serve.
+reproduce's probe), to see whether it fails where the NPU path completes: a running `flm
+serve` the user named, or on the simulated stack, while the answer is open and the
+engine's commands do not fail every trial, the stand-in (harness.sim.stand_in_server).
+Every trial lands in one report, with the
 experiments in its `investigate` section and the diagnosis they end with; a stop (Ctrl-C,
 the budget) keeps what ran, and `--resume` goes on, deciding the next step again from
 what the report holds.

@@ -8,8 +8,9 @@ It serves one tag. Its decode is whatever the `decode` callable says the NPU pat
 (None: the token was decoded; else the error text the engine surfaces, XRT's message with
 its state), unless the profile's `serve-fault:KIND` fails the request first, before any
 NPU call: `error` answers an error that carries no XRT state, `drop` closes the
-connection without an answer (a server that died mid-request). Everything it says names
-itself a stand-in, so no line of it can pass for a real server's.
+connection without an answer (a server that died mid-request). Its version, its answers'
+ids and its own errors name it a stand-in, and a report marks its section so, so no line
+of it can pass for a real server's.
 """
 
 from __future__ import annotations
@@ -112,7 +113,6 @@ def _handler(server: StandInServer) -> type[BaseHTTPRequestHandler]:
     tag = server.tag
 
     class Handler(JsonHandler):
-
         def do_GET(self) -> None:
             answers: dict[str, dict[str, Any]] = {
                 "/api/version": {"version": VERSION},
