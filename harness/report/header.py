@@ -230,7 +230,7 @@ class ReportHeader:
     exports_missing: tuple[str, ...] = ()   # xclbins `export` could not ship
 
 
-def _mappings(value: Any) -> tuple[dict[str, Any], ...]:
+def mappings(value: Any) -> tuple[dict[str, Any], ...]:
     return tuple(item for item in value if isinstance(item, dict)) \
         if isinstance(value, list) else ()
 
@@ -257,7 +257,7 @@ def read_environment(value: Any) -> Environment:
                 pyxrt=Pyxrt(recorded=bool(pyxrt), xrt_version=pyxrt.get("xrt_version"),
                             file=pyxrt.get("file")),
                 pyxrt_error=xrt.get("pyxrt_error"),
-                mapped=tuple(lib.get("path", "") for lib in _mappings(xrt.get("mapped")))),
+                mapped=tuple(lib.get("path", "") for lib in mappings(xrt.get("mapped")))),
         memlock=Memlock(soft=memlock.get("soft"), hard=memlock.get("hard")),
         xrt_smi={name: run for name, run in section(env.get("xrt_smi")).items()
                  if isinstance(run, dict)},
@@ -315,13 +315,13 @@ def read_header(data: dict[str, Any]) -> ReportHeader:
         environment=read_environment(data.get("environment")),
         harness=HarnessInfo(argv=harness.get("argv"), version=harness.get("version", MISSING),
                             commit=harness.get("commit")),
-        artifacts=Artifacts(xclbins=_mappings(artifacts.get("xclbins")),
+        artifacts=Artifacts(xclbins=mappings(artifacts.get("xclbins")),
                             stand_ins=section(artifacts.get("pack")).get("stand_ins"),
                             pack_name=section(artifacts.get("pack")).get("name")),
         settings=read_settings(data.get("settings")),
         bisect=Bisect(first=answer.get("first"),
                       answer_text=answer.get("text", "unfinished"),
-                      log=_mappings(bisect.get("log"))) if data.get("bisect") else None,
+                      log=mappings(bisect.get("log"))) if data.get("bisect") else None,
         timers=read_timers(data.get("timers")),
         exports_missing=_texts(section(data.get("exports")).get("missing")))
 

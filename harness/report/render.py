@@ -33,7 +33,13 @@ from harness.report.evidence import (
     recovery_text,
 )
 from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
-from harness.report.header import ReportHeader, as_header, read_environment
+from harness.report.header import (
+    ReportHeader,
+    as_header,
+    mappings,
+    read_environment,
+    section,
+)
 from harness.report.model import is_emulated, is_simulated, played_profile, source_tag
 from harness.report.provenance import (
     captured_note,
@@ -621,13 +627,16 @@ def how_to_bundle(report_name: str | None) -> list[str]:
             "the plans as XRT recipes): attach it to this issue.", ""]
 
 
+def server_heading(server: dict[str, Any]) -> str:
+    return "Server" + (" (SIMULATED: the simulated stack's stand-in for flm serve, not a "
+                       "real server)" if server.get("stand_in") else "")
+
+
 def server_markdown(server: dict[str, Any]) -> list[str]:
     rows = [[str(r.get("index")), str(r.get("model")), str(r.get("outcome")),
              _opt(r.get("state")), _opt(r.get("decoding_speed_tps")), _opt(r.get("wall_ms")),
              _first_line(r.get("error"))] for r in server.get("requests") or []]
-    stand_in = server.get("stand_in")
-    lines = ["### Server" + (" (SIMULATED: the simulated stack's stand-in for flm serve, "
-                             "not a real server)" if stand_in else ""), ""]
+    lines = [f"### {server_heading(server)}", ""]
     lines += md_table(["request", "model", "outcome", "state", "decode tok/s", "wall ms",
                        "error"], rows) + [""]
     checks = server.get("checks") or []
@@ -751,4 +760,11 @@ def render_text(view: ReportView) -> str:
     xclbins = xclbin_rows(typed)
     if xclbins:
         lines += ["", "xclbins:"] + [f"  {r[0]:<8} {r[1]}  {r[3]}" for r in xclbins]
+    server = section(data.get("server"))
+    if server:
+        # outcomes and states only: what a server wrote is withheld, as in the Markdown
+        lines += ["", server_heading(server) + ":"] + [
+            f"  request {r.get('index')} {r.get('model')}: {r.get('outcome')}"
+            + (f" ({r['state']})" if r.get("state") else "")
+            for r in mappings(server.get("requests"))]
     return escape_controls("\n".join(lines) + "\n")

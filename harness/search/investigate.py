@@ -152,10 +152,11 @@ class Investigation:
     def verdict(self, diagnosis: Diagnosis, stopped: str | None) -> Verdict:
         top = diagnosis.top
         said = top.why if top.id in (NOTHING_FAILS, UNDETERMINED) else top.title
-        reasons = [by_construction(self.report.backend)
-                   + f"investigated: {top.id}: {said} "
-                   f"({len(self.section['steps'])} experiments, "
-                   f"{self.spent_s:.1f} s of device time)"]
+        # the sentence an injected hypothesis gives stands alone, before what was found
+        reasons = [sentence for sentence in (by_construction(self.report.backend),) if sentence]
+        reasons.append(f"investigated: {top.id}: {said} "
+                       f"({len(self.section['steps'])} experiments, "
+                       f"{self.spent_s:.1f} s of device time)")
         reasons += [f"for: {f.text}" for f in top.supports]
         if stopped:
             reasons.append(f"stopped early: {stopped}")
