@@ -13,8 +13,11 @@ import pytest
 
 import harness
 from harness.report.compare import attributes
-from harness.report.header import ReportHeader, read_header
+from harness.report.diagnosis.observed import _header
+from harness.report.failing import answering_driver
+from harness.report.header import ReportHeader, driver_timer, read_header
 from harness.report.render import command_line, environment_rows, harness_made_by, title
+from harness.report.timing import stack_timers
 
 REPORT = Path(harness.__file__).resolve().parent / "report"
 
@@ -78,7 +81,7 @@ def test_every_section_feeds_its_lines():
     assert attributes(FULL) == {"profile": "hardware", "firmware": "1.1.2.65",
                                 "driver": "out-of-tree", "XRT": "2.21.75", "machine": "box",
                                 "case": "minicpm5-2b-decode", "param timeout_in_sec": "2"}
-    assert read_header(FULL).settings_flow == "instr-bo"
+    assert read_header(FULL).settings.flow == "instr-bo"
 
 
 # ids spelled apart from the section names: the id "npu" would mark a test as needing one
@@ -128,9 +131,10 @@ def test_a_malformed_section_reads_as_absent(section):
 
 # `.get(...) or {}` and `isinstance(..., dict)` across harness/report (report/header.py,
 # where every section is read, excluded): 88 and 99 before the typed header; 40 and 93 since
-# render.py, compare.py and bundle.py read through it. Lower these as more readers convert.
-MAX_OR_EMPTY = 40
-MAX_DICT_CHECKS = 93
+# render.py, compare.py and bundle.py read through it; 20 and 88 since timing.py, failing.py
+# and the diagnosis (observed.py, findings.py, judges.py) do. Lower these as more convert.
+MAX_OR_EMPTY = 20
+MAX_DICT_CHECKS = 88
 
 
 def _count(pattern: str) -> int:
@@ -141,3 +145,46 @@ def _count(pattern: str) -> int:
 def test_the_untyped_walks_of_the_header_do_not_come_back():
     assert _count(r"get\(.*\) or \{\}") <= MAX_OR_EMPTY
     assert _count(r"isinstance\(.*dict\)") <= MAX_DICT_CHECKS
+
+
+# the timing, failing-run and diagnosis readers read the header through report.header too:
+# a list where a mapping is due there reads as the section absent
+SIMULATED_HEADER: dict[str, Any] = {
+    "command": "run", "backend": {"kind": "sim", "simulated": True, "profile": "mainline",
+                                  "driver": {"flavour": "mainline", "kernel": "7.0"}},
+    "settings": {"isolate": False}, "case": {"name": "c", "kind": "case", "layers": 42,
+                                             "workload": {"nop_only": True}},
+    "timers": {"driver": {"flavour": "mainline", "earliest_s": 2.0, "latest_s": 4.0}}}
+
+
+@pytest.mark.parametrize("where", ["backend.driver", "environment.driver",
+                                   "environment.system", "settings"],
+                         ids=lambda where: f"bad-{where}")
+def test_the_timers_read_a_malformed_section_as_absent(where):
+    outer, inner = where.split(".") if "." in where else (where, None)
+    data: dict[str, Any] = {**FULL, "backend": dict(SIMULATED_HEADER["backend"]),
+                            "environment": dict(FULL["environment"])}
+    absent = {**data, outer: dict(data[outer])} if inner else dict(data)
+    if inner:
+        data[outer] = {**data[outer], inner: ["malformed"]}
+        del absent[outer][inner]
+    else:
+        data[outer] = ["malformed"]
+        del absent[outer]
+    assert stack_timers(data) == stack_timers(absent)
+    assert answering_driver(read_header(data)) == answering_driver(read_header(absent))
+
+
+def test_the_diagnosis_reads_a_malformed_case_or_timers_as_absent():
+    driverless = {**SIMULATED_HEADER, "timers": {"driver": ["malformed"]}}
+    assert driver_timer(driverless["timers"]) == driver_timer({})
+    assert driver_timer(SIMULATED_HEADER["timers"]).window == (2.0, 4.0)
+    bad = {**SIMULATED_HEADER, "case": {**SIMULATED_HEADER["case"], "workload": ["x"]}}
+    assert read_header(bad).case.workload == read_header(
+        {**SIMULATED_HEADER, "case": {"name": "c", "kind": "case", "layers": 42}}
+    ).case.workload
+    assert read_header(SIMULATED_HEADER).case.workload.nop_only
+    listed = _header("r.yaml", {**SIMULATED_HEADER, "case": ["malformed"],
+                                "timers": ["malformed"], "settings": ["malformed"]})
+    assert (listed.case, listed.case_kind, listed.layers) == ("?", "case", None)
+    assert listed.timers == stack_timers({**SIMULATED_HEADER, "timers": None, "settings": {}})

@@ -181,7 +181,7 @@ def _export_afresh(data: dict[str, Any], failed_plans: list[str], target: Path,
                    if x.get("role") == case.runlist_context
                    and (found := recorded_file(x.get("path"), x.get("sha256"),
                                                MAX_XCLBIN_BYTES)) is not None), None)
-    flow = header.settings_flow or case.flow
+    flow = header.settings.flow or case.flow
     try:
         done = export_plans(case, plans, xclbin, False, flow, target)
     except (HarnessError, OSError) as err:

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.model.drivers import FLAVOURS, DriverBuild, driver_build
 from harness.model.ert import run_named
+from harness.report.header import ReportHeader
 
 NOT_SAID = "the device does not say which run hung"
 NEVER_RUN = "the driver never ran it (left NEW)"
@@ -114,15 +115,13 @@ def _build(flavour: str | None, kernel: str | None) -> DriverBuild | None:
         return driver_build(flavour)
 
 
-def answering_driver(header: dict[str, Any]) -> tuple[str | None, str | None]:
+def answering_driver(header: ReportHeader) -> tuple[str | None, str | None]:
     """The driver flavour and kernel that answered a report's runs: the simulated build, or
     the machine's (its kernel as major.minor)."""
-    simulated = (header.get("backend") or {}).get("driver")
-    if isinstance(simulated, dict) and simulated.get("flavour"):
-        return str(simulated.get("flavour")), str(simulated.get("kernel"))
-    env = header.get("environment") or {}
-    flavour = (env.get("driver") or {}).get("flavour") if isinstance(env, dict) else None
-    release = str(((env.get("system") or {}) if isinstance(env, dict) else {}).get("kernel")
-                  or "")
+    modelled = header.backend.driver
+    if modelled is not None and modelled.flavour:
+        return str(modelled.flavour), str(modelled.kernel)
+    flavour = header.environment.driver.flavour
+    release = str(header.environment.system.kernel or "")
     kernel = ".".join(release.split("-")[0].split(".")[:2]) or None
     return (str(flavour) if flavour else None), kernel

@@ -51,6 +51,7 @@ class Driver:
     version: Any = None
     flavour: Any = None
     timeout_rule: Any = None
+    timeout_setting: Any = None
     parameters: dict[str, Any] = field(default_factory=dict)
 
 
@@ -96,13 +97,37 @@ class Environment:
 
 
 @dataclass(frozen=True)
+class ModelledDriver:
+    """The driver build a simulated or emulated stack played (`backend.driver`)."""
+    flavour: Any = None
+    kernel: Any = None
+
+
+@dataclass(frozen=True)
 class BackendInfo:
     kind: Any = None
     profile: Any = None
     emulated_xrt_version: Any = None
     documented: Any = True
     deviations: tuple[str, ...] = ()
+    driver: ModelledDriver | None = None     # None: the machine's own driver answered
+    isolation: bool = True
+    stand_in: bool = False
+    by_construction: tuple[Any, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict)   # what model.is_simulated decides on
+
+
+@dataclass(frozen=True)
+class Settings:
+    flow: Any = None
+    isolate: bool = True
+    deadline_s: Any = None
+    model: Any = None         # a serve-probe's model
+
+
+@dataclass(frozen=True)
+class Workload:
+    nop_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +135,11 @@ class CaseInfo:
     name: Any = None
     flow: Any = None
     named: bool = False           # the section holds a name key (titles say "?" without)
+    kind: Any = None
+    layers: int | None = None
+    engine: Any = None
+    runs_per_layer: Any = None
+    workload: Workload = field(default_factory=Workload)
 
     @property
     def title_name(self) -> Any:
@@ -144,7 +174,7 @@ class ReportHeader:
     environment: Environment
     harness: HarnessInfo
     artifacts: Artifacts
-    settings_flow: Any
+    settings: Settings
     bisect: Bisect | None         # None: not a bisect's report
     timers: dict[str, Any] | None  # None: the run kept no timers (or an old report)
 
@@ -171,6 +201,7 @@ def read_environment(value: Any) -> Environment:
         driver=Driver(recorded=bool(driver), loaded=driver.get("loaded"),
                       module=driver.get("module"), version=driver.get("version"),
                       flavour=driver.get("flavour"), timeout_rule=driver.get("timeout_rule"),
+                      timeout_setting=driver.get("timeout_setting"),
                       parameters=section(driver.get("parameters"))),
         xrt=Xrt(recorded=bool(xrt),
                 pyxrt=Pyxrt(recorded=bool(pyxrt), xrt_version=pyxrt.get("xrt_version"),
@@ -185,24 +216,74 @@ def read_environment(value: Any) -> Environment:
 
 def read_backend(value: Any) -> BackendInfo:
     backend = section(value)
-    deviations = backend.get("deviations")
+    deviations, driver = backend.get("deviations"), backend.get("driver")
+    by_construction = backend.get("by_construction")
     return BackendInfo(kind=backend.get("kind"), profile=backend.get("profile"),
                    emulated_xrt_version=section(backend.get("emulated")).get("xrt_version"),
                    documented=backend.get("documented", True),
                    deviations=tuple(map(str, deviations))
                    if isinstance(deviations, list) else (),
+                   driver=ModelledDriver(flavour=driver.get("flavour"),
+                                         kernel=driver.get("kernel"))
+                   if isinstance(driver, dict) else None,
+                   isolation=bool(backend.get("isolation", True)),
+                   stand_in=bool(backend.get("stand_in")),
+                   by_construction=tuple(by_construction)
+                   if isinstance(by_construction, list) else (),
                    raw=backend)
+
+
+def read_case(value: Any) -> CaseInfo:
+    case = section(value)
+    layers = case.get("layers")
+    return CaseInfo(name=case.get("name"), flow=case.get("flow"), named="name" in case,
+                    kind=case.get("kind"),
+                    layers=layers if isinstance(layers, int) else None,
+                    engine=case.get("engine"), runs_per_layer=case.get("runs_per_layer"),
+                    workload=Workload(
+                        nop_only=bool(section(case.get("workload")).get("nop_only"))))
+
+
+def read_settings(value: Any) -> Settings:
+    settings = section(value)
+    return Settings(flow=settings.get("flow"), isolate=bool(settings.get("isolate", True)),
+                    deadline_s=settings.get("deadline_s"), model=settings.get("model"))
+
+
+@dataclass(frozen=True)
+class DriverTimer:
+    """The driver's timer as a report's `timers` records it (`report.timing` writes it)."""
+    flavour: Any = None
+    kernel: Any = None
+    detection: Any = None
+    seconds: float | None = None
+    earliest_s: float | None = None
+    latest_s: float | None = None
+    source: Any = None
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        """The earliest and latest a hang is declared, when the timer is known."""
+        if self.earliest_s is None or self.latest_s is None:
+            return None
+        return float(self.earliest_s), float(self.latest_s)
+
+
+def driver_timer(timers: Any) -> DriverTimer:
+    """The driver's timer out of a report's `timers` (absent or malformed: unknown)."""
+    driver = section(section(timers).get("driver"))
+    return DriverTimer(**{name: driver.get(name) for name in DriverTimer.__dataclass_fields__})
 
 
 def read_header(data: dict[str, Any]) -> ReportHeader:
     """The header's sections, typed: a checked report's, or an old or edited one's, where
     an absent or malformed section reads as the defaults above."""
-    case, harness = section(data.get("case")), section(data.get("harness"))
+    harness = section(data.get("harness"))
     artifacts = section(data.get("artifacts"))
     bisect = section(data.get("bisect"))
     answer = section(bisect.get("answer"))
     return ReportHeader(
-        case=CaseInfo(name=case.get("name"), flow=case.get("flow"), named="name" in case),
+        case=read_case(data.get("case")),
         backend=read_backend(data.get("backend")),
         environment=read_environment(data.get("environment")),
         harness=HarnessInfo(argv=harness.get("argv"), version=harness.get("version", MISSING),
@@ -210,7 +291,7 @@ def read_header(data: dict[str, Any]) -> ReportHeader:
         artifacts=Artifacts(xclbins=_mappings(artifacts.get("xclbins")),
                             stand_ins=section(artifacts.get("pack")).get("stand_ins"),
                             pack_name=section(artifacts.get("pack")).get("name")),
-        settings_flow=section(data.get("settings")).get("flow"),
+        settings=read_settings(data.get("settings")),
         bisect=Bisect(first=answer.get("first"),
                       answer_text=answer.get("text", "unfinished"),
                       log=_mappings(bisect.get("log"))) if data.get("bisect") else None,

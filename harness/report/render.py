@@ -387,7 +387,7 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
                       + "."]
         if view.unnamed:
             lines += ["", f"Where a row says \"not said\", {NOT_SAID}: "
-                      + _cell(why_unnamed(*answering_driver(data))) + "."]
+                      + _cell(why_unnamed(*answering_driver(typed))) + "."]
         lines.append("")
     lines += evidence_markdown(view, MAX_LOG_LINES)
     lines += trace_markdown(view)
@@ -677,7 +677,7 @@ def export_markdown(exports: dict[str, Any] | None, control_ran: bool = True,
 
 def _flow(data: dict[str, Any]) -> str | None:
     header = read_header(data)
-    return header.settings_flow or header.case.flow
+    return header.settings.flow or header.case.flow
 
 
 def render_text(view: ReportView) -> str:
@@ -724,7 +724,7 @@ def render_text(view: ReportView) -> str:
     if view.located:
         lines += ["  located as: " + "; ".join(view.located)]
     if view.unnamed:
-        lines += [f"  {NOT_SAID}: {why_unnamed(*answering_driver(data))}"]
+        lines += [f"  {NOT_SAID}: {why_unnamed(*answering_driver(typed))}"]
     found = view.first_failure
     if found is not None:
         plan, trial = found

@@ -19,6 +19,7 @@ from typing import Any
 from harness.model.drivers import driver_build, probed_build, shortest_seconds
 from harness.model.results import COMPLETED_STATE, TrialResult
 from harness.report.failing import answering_driver
+from harness.report.header import DriverTimer, driver_timer, read_header
 from harness.report.model import is_emulated, is_simulated
 
 DEVICE, WALL = "device", "wall"
@@ -50,23 +51,21 @@ NO_XRT_WAIT = ("none: the harness waits on each runlist with runlist.wait() and 
 def stack_timers(header: dict[str, Any]) -> dict[str, Any]:
     """The report's `timers`: the driver's (from the build that answered), XRT's wait
     deadline, the harness's deadline, and which clock a time to failure is read on."""
-    backend = header.get("backend") or {}
-    settings = header.get("settings") or {}
-    env = header.get("environment") or {}
-    flavour, kernel = answering_driver(header)
-    modelled = isinstance(backend.get("driver"), dict)
+    typed = read_header(header)
+    backend, settings, env = typed.backend, typed.settings, typed.environment
+    flavour, kernel = answering_driver(typed)
     build = None
-    if modelled and flavour:
+    if backend.driver is not None and flavour:
         try:
             build = driver_build(flavour, str(kernel))
         except ValueError:
             build = None
-        source = "the driver build the " + ("emulated" if is_emulated(backend)
+        source = "the driver build the " + ("emulated" if is_emulated(backend.raw)
                                             else "simulated") + " stack plays"
     else:
-        facts = env.get("driver") or {}
-        system = env.get("system") or {}
-        build = probed_build(facts, system.get("kernel"))
+        build = probed_build({"flavour": env.driver.flavour,
+                              "timeout_setting": env.driver.timeout_setting},
+                             env.system.kernel)
         source = "the probed driver on this machine's kernel, with its timeout setting"
     driver: dict[str, Any]
     if build is None:
@@ -79,11 +78,11 @@ def stack_timers(header: dict[str, Any]) -> dict[str, Any]:
                   "detection": str(build.detection), "seconds": build.period_s,
                   "earliest_s": build.earliest_seconds, "latest_s": build.worst_seconds,
                   "source": f"{source}: {build.source}"}
-    isolated = bool(settings.get("isolate", True)) and backend.get("isolation", True)
-    deadline = settings.get("deadline_s")
+    isolated = settings.isolate and backend.isolation
+    deadline = settings.deadline_s
     return {
-        "clock": DEVICE if is_simulated(backend) and not is_emulated(backend)
-        and not backend.get("stand_in") else WALL,
+        "clock": DEVICE if is_simulated(backend.raw) and not is_emulated(backend.raw)
+        and not backend.stand_in else WALL,
         "driver": driver,
         "xrt_wait_s": None, "xrt_wait": NO_XRT_WAIT,
         "harness_deadline_s": deadline if isolated else None,
@@ -95,21 +94,21 @@ def stack_timers(header: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _at_once_s(driver: dict[str, Any] | None) -> float:
-    earliest = (driver or {}).get("earliest_s") or shortest_seconds()
+def _at_once_s(driver: DriverTimer | None) -> float:
+    earliest = (driver.earliest_s if driver else None) or shortest_seconds()
     return min(AT_ONCE_FRACTION * float(earliest), AT_ONCE_CAP_S)
 
 
 def classify(ms: float, timers: dict[str, Any]) -> str:
     """Which timer a failure's time matches (a trial with no answer is AT_DEADLINE: see
     `time_to_failure`)."""
-    driver = timers.get("driver") or {}
+    driver = driver_timer(timers)
     seconds = ms / 1000.0
     if seconds < _at_once_s(driver):
         return AT_ONCE
-    earliest, latest = driver.get("earliest_s"), driver.get("latest_s")
-    if earliest is None or latest is None:
+    if driver.window is None:
         return BEFORE_TIMER
+    earliest, latest = driver.window
     if seconds < (1 - TIMER_SLACK) * float(earliest):
         return BEFORE_TIMER
     if seconds <= (1 + TIMER_SLACK) * float(latest) + TIMER_SLACK_S:
@@ -159,23 +158,24 @@ def clock_text(clock: str, backend: dict[str, Any] | None = None) -> str:
 def timer_text(timers: dict[str, Any]) -> str:
     """The driver's timer in a few words: ``the driver's 60 s timer (mainline on Linux
     7.0)``, or that it is not known."""
-    driver = timers.get("driver") or {}
-    earliest, latest = driver.get("earliest_s"), driver.get("latest_s")
-    if earliest is None or latest is None:
+    driver = driver_timer(timers)
+    if driver.window is None:
         return "the driver's timer (not known for this driver)"
-    window = f"{earliest:g} s" if earliest == latest else f"{earliest:g}-{latest:g} s"
-    return f"the driver's {window} timer ({driver.get('flavour')} on Linux {driver.get('kernel')})"
+    return f"the driver's {_window_text(driver)} timer ({driver.flavour} on Linux {driver.kernel})"
+
+
+def _window_text(driver: DriverTimer) -> str:
+    earliest, latest = driver.earliest_s, driver.latest_s
+    return f"{earliest:g} s" if earliest == latest else f"{earliest:g}-{latest:g} s"
 
 
 def class_words(kind: str, timers: dict[str, Any] | None = None) -> str:
     """A class in a few words: ``at the driver's 60 s timer`` (with the timers),
     ``well before any timer``."""
     if kind == AT_TIMER and timers:
-        driver = timers.get("driver") or {}
-        earliest, latest = driver.get("earliest_s"), driver.get("latest_s")
-        if earliest is not None and latest is not None:
-            window = f"{earliest:g} s" if earliest == latest else f"{earliest:g}-{latest:g} s"
-            return f"at the driver's {window} timer"
+        driver = driver_timer(timers)
+        if driver.window is not None:
+            return f"at the driver's {_window_text(driver)} timer"
     return CLASS_TEXT.get(kind, kind).split(":")[0]
 
 
@@ -204,9 +204,8 @@ def trials_ttf_text(ttfs: list[dict[str, Any]], timers: dict[str, Any] | None = 
 
 def timers_lines(timers: dict[str, Any]) -> list[str]:
     """The timers as a render lists them, each with where it comes from."""
-    driver = timers.get("driver") or {}
     deadline = timers.get("harness_deadline_s")
-    return [f"driver: {timer_text(timers)}; {driver.get('source')}",
+    return [f"driver: {timer_text(timers)}; {driver_timer(timers).source}",
             f"XRT's wait deadline: {timers.get('xrt_wait') or NO_XRT_WAIT}",
             "harness deadline: " + (f"{deadline:g} s per trial" if deadline
                                     else str(timers.get("harness_deadline"))),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.report.diagnosis.observed import NOOP, WORK, Arm, Cite, Observed
+from harness.report.header import driver_timer
 
 FOR, AGAINST, CONTRADICTS = "for", "against", "contradicts"
 STRONG, SUPPORT, WEAK = 3, 2, 1
@@ -107,9 +108,7 @@ class Evidence:
         return self.report_of(arm).timers
 
     def timer_s(self, arm: Arm) -> tuple[float, float] | None:
-        driver = self.timers_of(arm).get("driver") or {}
-        earliest, latest = driver.get("earliest_s"), driver.get("latest_s")
-        return None if earliest is None or latest is None else (float(earliest), float(latest))
+        return driver_timer(self.timers_of(arm)).window
 
     @property
     def failing(self) -> list[Arm]:

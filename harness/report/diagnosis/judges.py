@@ -35,6 +35,7 @@ from harness.report.diagnosis.observed import (
     Arm,
     context_refused,
 )
+from harness.report.header import driver_timer
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
 
 CAUGHT = (AT_TIMER, PAST_TIMER)           # a hang the driver's detection caught
@@ -46,8 +47,8 @@ OUTLASTS, CANNOT = 0.9, 0.5
 
 def _same_stack(a: Arm, b: Arm, ev: Evidence) -> bool:
     one, other = ev.report_of(a), ev.report_of(b)
-    return (one.source, one.profile, (one.timers.get("driver") or {}).get("flavour")) == \
-        (other.source, other.profile, (other.timers.get("driver") or {}).get("flavour"))
+    return (one.source, one.profile, driver_timer(one.timers).flavour) == \
+        (other.source, other.profile, driver_timer(other.timers).flavour)
 
 
 def _failing_depth(arm: Arm) -> int:

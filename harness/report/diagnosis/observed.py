@@ -19,6 +19,7 @@ from typing import Any
 from harness.model.errors import BadInput, ReportError
 from harness.model.results import COMPLETED_STATE
 from harness.report.check import check_report_file
+from harness.report.header import read_header
 from harness.report.model import is_simulated, played_profile, source_tag
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.timing import stack_timers, time_to_failure
@@ -184,11 +185,10 @@ def observe_document(document: dict[str, Any], file: str) -> Observed:
 
 
 def _header(file: str, doc: dict[str, Any]) -> Observed:
-    backend = doc.get("backend") or {}
+    header = read_header(doc)
+    backend, case = header.backend.raw, header.case
     source = source_tag(backend) if is_simulated(backend) else HARDWARE
-    case = doc.get("case") or {}
-    recorded = doc.get("timers")
-    timers: dict[str, Any] = recorded if isinstance(recorded, dict) else stack_timers(doc)
+    timers = header.timers if header.timers is not None else stack_timers(doc)
     profile = played_profile(backend)
     submit = SUBMIT_SIZE
     if profile:
@@ -199,21 +199,19 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
             submit = SUBMIT_SIZE
     observed = Observed(
         file=file, command=str(doc.get("command")), source=source, profile=profile,
-        by_construction=list(backend.get("by_construction") or []),
-        documented=bool(backend.get("documented", True)), timers=timers,
-        case=str(case.get("name") or "?"), case_kind=str(case.get("kind") or "case"),
-        layers=case.get("layers") if isinstance(case.get("layers"), int) else None,
-        engine=str(case["engine"]) if case.get("engine") else None,
+        by_construction=list(header.backend.by_construction),
+        documented=bool(header.backend.documented), timers=timers,
+        case=str(case.name or "?"), case_kind=str(case.kind or "case"),
+        layers=case.layers, engine=str(case.engine) if case.engine else None,
         xrt_smi=doc.get("xrt_smi_control") if isinstance(doc.get("xrt_smi_control"), dict)
         else None)
     server = doc.get("server")
     if isinstance(server, dict):
         observed.server_requests = [r for r in server.get("requests") or []
                                     if isinstance(r, dict)]
-        observed.server_model = (doc.get("settings") or {}).get("model")
-    workload = case.get("workload") or {}
-    case_noop = bool(workload.get("nop_only")) and observed.case_kind == "case"
-    per_layer = case.get("runs_per_layer") if observed.case_kind == "case" else 1
+        observed.server_model = header.settings.model
+    case_noop = case.workload.nop_only and observed.case_kind == "case"
+    per_layer = case.runs_per_layer if observed.case_kind == "case" else 1
     for position, plan in enumerate(doc.get("plans") or []):
         control = bool(plan.get("control"))
         stand_in = plan.get("work") == "stand-in"
