@@ -188,3 +188,49 @@ def test_the_diagnosis_reads_a_malformed_case_or_timers_as_absent():
                                 "timers": ["malformed"], "settings": ["malformed"]})
     assert (listed.case, listed.case_kind, listed.layers) == ("?", "case", None)
     assert listed.timers == stack_timers({**SIMULATED_HEADER, "timers": None, "settings": {}})
+
+
+def _counting(monkeypatch) -> list[int]:
+    """Every read of a header into its typed form, wherever a renderer asks for one."""
+    import harness.report.bundle
+    import harness.report.digest
+    import harness.report.header
+    import harness.report.render
+    reads: list[int] = []
+    real = harness.report.header.read_header
+
+    def counted(data: dict[str, Any]) -> ReportHeader:
+        reads.append(id(data))
+        return real(data)
+    for module in (harness.report.header, harness.report.digest, harness.report.bundle,
+                   harness.report.render):
+        monkeypatch.setattr(module, "read_header", counted, raising=False)
+    return reads
+
+
+def test_a_render_reads_the_header_once(monkeypatch):
+    from harness.report.digest import Digest
+    from harness.report.render import render_markdown, render_text
+    view = Digest.of_document({**FULL, "plans": [], "finished": "2026-01-01T00:00:00Z",
+                               "timers": SIMULATED_HEADER["timers"]}).view(False)
+    reads = _counting(monkeypatch)
+    render_markdown(view)
+    render_text(view)
+    assert reads == [id(view.header)]
+
+
+def test_a_bundle_reads_its_view_header_once(monkeypatch, tmp_path):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from diagkit import simulated
+
+    from harness.report.bundle import write_bundle
+    from harness.report.digest import Digest
+    from harness.report.reader import ReportReader
+    report = simulated(tmp_path, "r", "--trials", "1")
+    reader = ReportReader(report)
+    digest = Digest.of_document(reader.document())
+    reads = _counting(monkeypatch)
+    write_bundle(report, reader, digest, tmp_path / "b.tar.gz")
+    # the recipes' export reads the report's own header; the README and report.md share one
+    assert len(reads) == len(set(reads)), reads

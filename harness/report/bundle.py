@@ -37,7 +37,7 @@ from harness.report import render as rendering
 from harness.report.check import garbled
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
-from harness.report.header import read_header
+from harness.report.header import ReportHeader, read_header
 from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
 from harness.report.provenance import captured_note
 from harness.report.reader import ReportReader, parse_entry
@@ -246,7 +246,7 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
             out.writelines(map(escape_controls, digest.kernel_log_lines(do_redact)))
         contents.files[KERNEL_LOG] = log
     smi = [(f"xrt-smi {name}", run) for name, run in
-           read_header(view.header).environment.xrt_smi.items() if "output" in run]
+           view.typed_header.environment.xrt_smi.items() if "output" in run]
     control = view.header.get("xrt_smi_control")
     if isinstance(control, dict) and "output" in control:
         smi.append((f"{control.get('command')} (the control: {control.get('result')})",
@@ -267,10 +267,10 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
 
 def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
             shown: Callable[[str], str]) -> str:
-    data = view.header
+    data, typed = view.header, view.typed_header
     answer, *reasons = verdict_lines(data.get("verdict"))
-    command = rendering.command_line(data)
-    lines = [f"# {rendering.title(data)}", ""]
+    command = rendering.command_line(typed)
+    lines = [f"# {rendering.title(typed)}", ""]
     if not data.get("finished"):
         contents.unfinished_command = str(data.get("command") or "run")
         lines += [f"**Partial:** this run did not finish (it was stopped, or was still "
@@ -280,7 +280,7 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
              *([""] if reasons else []),
              f"Made by: {rendering.code_span(command)}", "",
              *([f"What ran: {captured}", ""] if (captured := captured_note(data)) else []),
-             f"Harness: {rendering.harness_made_by(data)}.", "",
+             f"Harness: {rendering.harness_made_by(typed)}.", "",
              f"{view.failed} failed trial(s). Start with `{REPORT_MD}` (what GitHub shows), "
              f"then `{KERNEL_LOG}` for the driver's lines of every trial.", "",
              "## Files", "",
@@ -292,7 +292,7 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
     if KERNEL_LOG in contents.files:
         lines.append(f"- `{KERNEL_LOG}`: the amdxdna and IOMMU kernel-log lines of each "
                      "trial" + (" (simulated lines, each marked SIMULATED)"
-                                if is_simulated(read_header(data).backend.raw) else ""))
+                                if is_simulated(typed.backend.raw) else ""))
     if XRT_SMI in contents.files:
         lines.append(f"- `{XRT_SMI}`: `xrt-smi` output from the machine")
     scripts = sorted(Path(name).name for name in contents.files
@@ -310,11 +310,11 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
                   "`xrt-runner --recipe R --profile P`, in order:", "", "```sh",
                   "source /opt/xilinx/xrt/setup.sh", f"cd {RECIPES}",
                   *(f"sh {script}" for script in scripts), "```", ""]
-        missing = _xclbins_to_copy(data, contents)
+        missing = _xclbins_to_copy(data, typed, contents)
         if missing:
             lines += [f"xclbins are named, not shipped: copy these into `{RECIPES}/` first: "
                       + "; ".join(missing) + ".", ""]
-    commit, version = read_header(data).harness.commit, read_header(data).harness.version
+    commit, version = typed.harness.commit, typed.harness.version
     where = (f"its source at commit `{commit}`" if commit
              else f"its source of version {version} (the commit that wrote this report is "
                   "not recorded)")
@@ -351,10 +351,11 @@ def finish_hint(command: str, report_name: str) -> str:
             "then.")
 
 
-def _xclbins_to_copy(data: dict[str, Any], contents: Contents) -> list[str]:
+def _xclbins_to_copy(data: dict[str, Any], typed: ReportHeader, contents: Contents
+                     ) -> list[str]:
     """The xclbins the recipes name and the bundle does not ship, each with the sha256 the
     report recorded for a file of that name (so the right file is copied in)."""
-    artifacts = read_header(data).artifacts
+    artifacts = typed.artifacts
     recorded = {Path(str(x.get("path"))).name: x for x in artifacts.xclbins if x.get("path")}
     pack = str(artifacts.pack_name or "the pack")
     names = list((data.get("exports") or {}).get("missing") or []) + contents.xclbins_to_copy

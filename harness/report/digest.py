@@ -16,6 +16,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import IO, Any
 
 from harness.formats.jsonread import gc_paused
@@ -25,6 +26,7 @@ from harness.model.plan import cut_text, plan_label
 from harness.model.results import COMPLETED_STATE
 from harness.report.evidence import FAILED
 from harness.report.failing import run_cells, unnamed
+from harness.report.header import ReportHeader, read_header
 from harness.report.model import Summary, is_simulated, model_word, runlist_states
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.redact import Redactor
@@ -319,6 +321,11 @@ class ReportView:
     stopped_count: int = 0
     unnamed: bool = False            # some failing run is only its chain: the device named none
     plan_ttfs: list[list[dict[str, Any]]] = field(default_factory=list)   # per plan
+
+    @cached_property
+    def typed_header(self) -> ReportHeader:
+        """The header's sections typed, read once for every renderer of this view."""
+        return read_header(self.header)
 
     def whole_document(self) -> dict[str, Any] | None:
         """The report as one nested document, when its trials were few enough to keep."""

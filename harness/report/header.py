@@ -177,6 +177,7 @@ class ReportHeader:
     settings: Settings
     bisect: Bisect | None         # None: not a bisect's report
     timers: dict[str, Any] | None  # None: the run kept no timers (or an old report)
+    command: Any = None           # the harness command that wrote the report
 
 
 def _mappings(value: Any) -> tuple[dict[str, Any], ...]:
@@ -275,6 +276,11 @@ def driver_timer(timers: Any) -> DriverTimer:
     return DriverTimer(**{name: driver.get(name) for name in DriverTimer.__dataclass_fields__})
 
 
+def header_of(data: dict[str, Any] | ReportHeader) -> ReportHeader:
+    """A header already read, or the report's mapping read now (for callers holding one)."""
+    return data if isinstance(data, ReportHeader) else read_header(data)
+
+
 def read_header(data: dict[str, Any]) -> ReportHeader:
     """The header's sections, typed: a checked report's, or an old or edited one's, where
     an absent or malformed section reads as the defaults above."""
@@ -295,4 +301,5 @@ def read_header(data: dict[str, Any]) -> ReportHeader:
         bisect=Bisect(first=answer.get("first"),
                       answer_text=answer.get("text", "unfinished"),
                       log=_mappings(bisect.get("log"))) if data.get("bisect") else None,
-        timers=data.get("timers") if isinstance(data.get("timers"), dict) else None)
+        timers=data.get("timers") if isinstance(data.get("timers"), dict) else None,
+        command=data.get("command"))

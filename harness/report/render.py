@@ -33,7 +33,7 @@ from harness.report.evidence import (
     recovery_text,
 )
 from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
-from harness.report.header import read_environment, read_header
+from harness.report.header import ReportHeader, header_of, read_environment
 from harness.report.model import is_emulated, is_simulated, played_profile, source_tag
 from harness.report.provenance import (
     captured_note,
@@ -55,8 +55,8 @@ REPORTER_ROOM = 8_000          # of an issue body's limit, left for what the rep
 BODY_BUDGET = MAX_BODY - REPORTER_ROOM
 
 
-def title(data: dict[str, Any]) -> str:
-    header = read_header(data)
+def title(data: dict[str, Any] | ReportHeader) -> str:
+    header = header_of(data)
     case, backend = header.case.title_name, header.backend.raw
     if is_emulated(backend):
         version = header.backend.emulated_xrt_version or "?"
@@ -110,13 +110,13 @@ def failing_rows(view: ReportView) -> list[list[str]]:
     numbers in the trial column); for a bisect, the boundary's plans come first."""
     out = [[row.cells[0], _ranges(row.trials), *row.cells[1:], row.message]
            for row in view.failing]
-    data = view.header
-    bisect = read_header(data).bisect
+    bisect = view.typed_header.bisect
     first = bisect.first if bisect else None
     if bisect and first is not None:
         boundary = {str(e.get("plan")) for e in bisect.log
                     if e.get("x") in (first, first - 1)}
-        labels = {record_label(p) for p in data.get("plans") or [] if p.get("name") in boundary}
+        labels = {record_label(p) for p in view.header.get("plans") or []
+                  if p.get("name") in boundary}
         out.sort(key=lambda row: row[0] not in labels)
     return out
 
@@ -147,22 +147,23 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(parts)
 
 
-def command_line(data: dict[str, Any]) -> str:
+def command_line(data: dict[str, Any] | ReportHeader) -> str:
     """The command that made the report, quoted for a POSIX shell so that it pastes and
     runs as it is."""
-    argv = read_header(data).harness.argv or []
+    header = header_of(data)
+    argv = header.harness.argv or []
     if not isinstance(argv, list) or not argv:
-        return f"runlist-harness {data.get('command')}"
+        return f"runlist-harness {header.command}"
     # argv[0] is a path, `python -m harness`'s __main__.py or the entry point's name
     program = "reproduce_ert_timeout" if Path(str(argv[0])).name == \
         "reproduce_ert_timeout" else "runlist-harness"
     return shlex.join([program, *map(str, argv[1:])])
 
 
-def harness_made_by(data: dict[str, Any]) -> str:
+def harness_made_by(data: dict[str, Any] | ReportHeader) -> str:
     """Which harness wrote the report: its version, and its source commit when it ran from
     a git checkout."""
-    harness = read_header(data).harness
+    harness = header_of(data).harness
     commit = harness.commit
     return (f"xdna-runlist-harness {harness.version}, "
             + (f"source commit {commit}" if commit else "source commit unknown (not run from "
@@ -215,7 +216,7 @@ def _counts(plan: dict[str, Any]) -> str:
 def plan_rows(view: ReportView) -> list[list[str]]:
     """plan | trials (those that got an answer: a stopped trial is not one) | outcome |
     expected | time to failure."""
-    timers = read_header(view.header).timers
+    timers = view.typed_header.timers
     ttfs = view.plan_ttfs or [[] for _ in view.plan_trials]
     return [[record_label(p), str((p.get("summary") or {}).get("trials", trials)), _counts(p),
              "(control)" if p.get("control") else p.get("expect") or "-",
@@ -224,10 +225,10 @@ def plan_rows(view: ReportView) -> list[list[str]]:
                                          strict=False)]
 
 
-def timers_markdown(data: dict[str, Any]) -> list[str]:
+def timers_markdown(header: ReportHeader) -> list[str]:
     """The timers the trials met, each with its source (reports before 0.3 have none)."""
-    timers = data.get("timers")
-    if not isinstance(timers, dict):
+    timers = header.timers
+    if timers is None:
         return []
     return ["**Timers:** " + "; ".join(_cell(line) for line in timers_lines(timers)) + ".", ""]
 
@@ -272,9 +273,9 @@ def _band(labels: list[str]) -> str:
     return span if whole else f"{span} ({len(labels)} tested)"
 
 
-def xclbin_rows(data: dict[str, Any]) -> list[list[str]]:
+def xclbin_rows(data: dict[str, Any] | ReportHeader) -> list[list[str]]:
     rows = []
-    for x in read_header(data).artifacts.xclbins:
+    for x in header_of(data).artifacts.xclbins:
         names = x.get("known_as") or []
         if names:
             known = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
@@ -327,9 +328,9 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     bundle's file name and the files in it, when one exists to attach; else, given the
     report's file name, the body says how to make one."""
     data = view.header
-    typed = read_header(data)
+    typed = view.typed_header
     backend = typed.backend.raw
-    lines = [f"## xdna-runlist-harness: {title(data)}", ""]
+    lines = [f"## xdna-runlist-harness: {title(typed)}", ""]
     if is_simulated(backend):
         nature = ("the documented stack" if typed.backend.documented
                   else "the documented stack plus the hypothesis "
@@ -353,7 +354,7 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     captured = captured_note(data)
     if captured:
         lines += [f"**What ran:** {_cell(captured)}.", ""]
-    lines += [*command_markdown(command_line(data), harness_made_by(data))]
+    lines += [*command_markdown(command_line(typed), harness_made_by(typed))]
     lines += first_screen_markdown(view)
     if typed.bisect:
         section = data["bisect"]
@@ -366,7 +367,7 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     elif data.get("plans"):
         lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected",
                                                "time to failure"], plan_rows(view)) + [""]
-    lines += timers_markdown(data)
+    lines += timers_markdown(typed)
     stopped = stopped_text(view)
     if stopped:
         lines += [_cell(stopped) + ".", ""]
@@ -396,7 +397,7 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     lines += ["### This machine in full (the probe's fingerprint)", ""] + md_table(
         ["", ""], [list(r) for r in environment_rows(typed.environment.raw)]) + [""]
     lines += xrt_smi_markdown(typed.environment.raw, data.get("xrt_smi_control"))
-    xclbins = xclbin_rows(data)
+    xclbins = xclbin_rows(typed)
     if xclbins:
         stand_ins = typed.artifacts.stand_ins
         lines += ["### xclbins", ""]
@@ -465,7 +466,7 @@ def first_screen_markdown(view: ReportView) -> list[str]:
         lines += ["### What ran", *md_table(["plans", "control code", "buffers", "xclbins"],
                                             rows), ""]
     sequence = sequence_note(data, _labels(view))
-    lines += [f"Submitted as {_cell(flow_text(_flow(data)))}."
+    lines += [f"Submitted as {_cell(flow_text(_flow(view.typed_header)))}."
               + (f" {_cell(sequence[0].upper() + sequence[1:])}." if sequence else "")
               + "".join(f" The {_cell(n)}." for n in control_notes(data)), ""]
     for table in stack_tables(data, worker_libraries(view)):
@@ -493,7 +494,7 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
         lines.append("Other NPU/GPU users then: " + (", ".join(
             f"{u.get('pid')} {_cell(u.get('command') or '?')}" for u in users) or "none") + ".")
     lines.append("")
-    simulated = is_simulated(read_header(view.header).backend.raw)
+    simulated = is_simulated(view.typed_header.backend.raw)
     rows = firmware_rows(trial)
     note = health_note(view.header)
     if note:
@@ -675,18 +676,17 @@ def export_markdown(exports: dict[str, Any] | None, control_ran: bool = True,
     return lines
 
 
-def _flow(data: dict[str, Any]) -> str | None:
-    header = read_header(data)
+def _flow(header: ReportHeader) -> str | None:
     return header.settings.flow or header.case.flow
 
 
 def render_text(view: ReportView) -> str:
-    data = view.header
+    data, typed = view.header, view.typed_header
     answer, *reasons = verdict_lines(data.get("verdict"))
-    lines = [title(data), "verdict: " + answer, *[f"  - {reason}" for reason in reasons],
-             "command: " + command_line(data),
-             "harness: " + harness_made_by(data),
-             "runs: " + flow_text(_flow(data))]
+    lines = [title(typed), "verdict: " + answer, *[f"  - {reason}" for reason in reasons],
+             "command: " + command_line(typed),
+             "harness: " + harness_made_by(typed),
+             "runs: " + flow_text(_flow(typed))]
     lines += [f"ran ({r[0]}): {r[1]}; {r[2]}; xclbins: {r[3]}"
               for r in what_ran_rows(data, _labels(view))]
     sequence = sequence_note(data, _labels(view))
@@ -698,7 +698,6 @@ def render_text(view: ReportView) -> str:
     captured = captured_note(data)
     if captured:
         lines.append(f"what ran: {captured}")
-    typed = read_header(data)
     if typed.bisect:
         lines += ["", f"bisect: {typed.bisect.answer_text}"]
         lines += [f"  {row[0]:>3}. {row[1]:>5} {row[3]:<12} {row[4]} -> {row[5]}"
@@ -746,7 +745,7 @@ def render_text(view: ReportView) -> str:
                                              for fact, value, source in table.rows]
     lines += ["", "this machine in full:"] + [f"  {k:<22} {v}" for k, v in environment_rows(
         typed.environment.raw)]
-    xclbins = xclbin_rows(data)
+    xclbins = xclbin_rows(typed)
     if xclbins:
         lines += ["", "xclbins:"] + [f"  {r[0]:<8} {r[1]}  {r[3]}" for r in xclbins]
     return escape_controls("\n".join(lines) + "\n")
