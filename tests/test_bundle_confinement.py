@@ -155,3 +155,24 @@ def test_resuming_a_header_that_names_a_private_case_quotes_no_byte_of_it(made, 
     done = invoke("run", "--resume", str(report))
     assert done.exit_code == 2
     assert "changed since" in done.output and "$6$" not in done.output
+
+
+def test_a_left_out_xclbin_with_a_colon_in_its_name_is_listed_whole(tmp_path):
+    """The bundle keeps what it left out as path and reason: an xclbin in the recipes folder
+    named `a:b.xclbin` is named whole among the files to copy in, not cut at its colon."""
+    from diagkit import simulated
+    report = simulated(tmp_path, "r", "--trials", "1")
+    recipes = report.with_name("r.recipes")
+    assert recipes.is_dir()
+    (recipes / "a:b.xclbin").write_bytes(b"not shipped")
+    out = tmp_path / "b.tar.gz"
+    result = CliRunner().invoke(main, ["report", "bundle", "--no-check", "--out", str(out),
+                                       str(report)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "not included: recipes/a:b.xclbin: an xclbin, not shipped" in result.output
+    with tarfile.open(out) as tar:
+        readme = next(tar.extractfile(m).read().decode() for m in tar.getmembers()
+                      if m.name.endswith("/README.md"))
+    copy = next(line for line in readme.splitlines()
+                if line.startswith("xclbins are named, not shipped"))
+    assert "`a:b.xclbin`" in copy

@@ -396,8 +396,11 @@ class Runner:
         try:
             pack = resolve_pack(case, simulated=not self.backend.hardware)
         except EnvironmentNotReady as err:
-            # the verdict and the render say it did not run, and why
-            self.report.artifacts["control"] = {"not_run": str(err)}
+            # the verdict and the render say it did not run, and why: the verdict in short
+            # (`reason`), the render in full (`not_run`)
+            self.report.artifacts["control"] = {
+                "not_run": str(err),
+                "reason": f"pack {case.pack} ({', '.join(case.xclbins.values())}) not found"}
             return f"the depth-only control was not run: {err}"
         if pack.stand_ins:
             what = control_for(self.case, stand_in=True)[2]

@@ -55,13 +55,24 @@ MAX_XCLBIN_BYTES = 1 << 30
 COPY_BLOCK = 1 << 20
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A file or folder the bundle does not hold, and why (shown as ``path: reason``)."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
 @dataclass
 class Contents:
     """What goes in: name inside the top folder -> its bytes, or a file holding them; what
     was left out and why."""
 
     files: dict[str, bytes | Path] = field(default_factory=dict)
-    left_out: list[str] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
     xclbins_to_copy: list[str] = field(default_factory=list)   # recipes name, nobody ships
     unfinished_command: str | None = None   # a report that did not finish: what wrote it
 
@@ -96,15 +107,16 @@ def _recipes(report: Path, digest: Digest, contents: Contents, scratch: Path) ->
     named = exports.get("folder")
     if named and (not isinstance(named, str) or Path(named).name != folder.name
                   or os.path.realpath(Path(named).parent) != os.path.realpath(folder.parent)):
-        contents.left_out.append(f"{named}: the report names it as its recipes folder; only "
-                                 f"{folder.name}/ beside the report is read")
+        contents.left_out.append(LeftOut(str(named), "the report names it as its recipes "
+                                         f"folder; only {folder.name}/ beside the report "
+                                         "is read"))
     if folder.is_dir() and not folder.is_symlink():
         _take_folder(folder, contents)
         return
     target = scratch / "recipes"
     why = _export_afresh(data, digest.failed_plans, target, contents)
     if why:
-        contents.left_out.append(f"recipes: {why}")
+        contents.left_out.append(LeftOut("recipes", why))
         return
     _take_folder(target, contents)
 
@@ -114,13 +126,13 @@ def _take_folder(folder: Path, contents: Contents) -> None:
     for path in sorted(folder.rglob("*")):
         name = f"{RECIPES}/{path.relative_to(folder).as_posix()}"
         if path.is_symlink():
-            contents.left_out.append(f"{name}: a symlink (not followed)")
+            contents.left_out.append(LeftOut(name, "a symlink (not followed)"))
             continue
         if not path.is_file() or root not in path.resolve().parents:
             continue
         if path.suffix in NOT_SHIPPED:
-            contents.left_out.append(f"{name}: an xclbin, not shipped (sha256 "
-                                     f"{_sha256_of(path)}); put your pack's copy there")
+            contents.left_out.append(LeftOut(name, f"an xclbin, not shipped (sha256 "
+                                     f"{_sha256_of(path)}); put your pack's copy there"))
             continue
         contents.files[name] = path
 
@@ -303,7 +315,8 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
                      "plan")
     if contents.left_out:
         # said with the paths the report names, so redacted as the report is
-        lines += ["", "## Not included", ""] + [f"- {shown(item)}" for item in contents.left_out]
+        lines += ["", "## Not included", ""] + [f"- {shown(str(item))}"
+                                                for item in contents.left_out]
     if scripts:
         lines += ["", "## Reproduce without Python: XRT's own runner", "",
                   "With XRT installed, each script runs its plan's runlists with "
@@ -359,8 +372,8 @@ def _xclbins_to_copy(data: dict[str, Any], typed: ReportHeader, contents: Conten
     recorded = {Path(str(x.get("path"))).name: x for x in artifacts.xclbins if x.get("path")}
     pack = str(artifacts.pack_name or "the pack")
     names = list((data.get("exports") or {}).get("missing") or []) + contents.xclbins_to_copy
-    names += [item.split(":", 1)[0].removeprefix(f"{RECIPES}/") for item in contents.left_out
-              if item.startswith(f"{RECIPES}/") and item.split(":", 1)[0].endswith(".xclbin")]
+    names += [item.path.removeprefix(f"{RECIPES}/") for item in contents.left_out
+              if item.path.startswith(f"{RECIPES}/") and item.path.endswith(".xclbin")]
     out = []
     for name in dict.fromkeys(map(str, names)):
         entry = recorded.get(name) or {}
