@@ -371,7 +371,7 @@ def _xclbins_to_copy(data: dict[str, Any], typed: ReportHeader, contents: Conten
     artifacts = typed.artifacts
     recorded = {Path(str(x.get("path"))).name: x for x in artifacts.xclbins if x.get("path")}
     pack = str(artifacts.pack_name or "the pack")
-    names = list((data.get("exports") or {}).get("missing") or []) + contents.xclbins_to_copy
+    names = list(mapping(data.get("exports")).get("missing") or []) + contents.xclbins_to_copy
     names += [item.path.removeprefix(f"{RECIPES}/") for item in contents.left_out
               if item.path.startswith(f"{RECIPES}/") and item.path.endswith(".xclbin")]
     out = []

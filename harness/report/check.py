@@ -23,6 +23,7 @@ from harness.formats.yamlio import KeyPath
 from harness.model.errors import PlanError, ReportError
 from harness.model.plan import parse_plan
 from harness.model.results import COMPLETED_STATE, TrialResult
+from harness.report.header import section
 from harness.report.model import (
     JOURNAL,
     JOURNALED,
@@ -221,8 +222,7 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
             + ": results of the " + ("emulated driver" if is_emulated(backend)
                                       else "simulated stack")
             + " are never hardware evidence")
-    emulator = (doc.get("environment") or {}).get("emulator") \
-        if isinstance(doc.get("environment"), dict) else None
+    emulator = section(doc.get("environment")).get("emulator")
     if emulator and isinstance(backend, dict) and not is_emulated(backend):
         result.problems.append(
             f"line {reader.lines.get(('backend',), '?')}: backend does not say 'emulated', "
