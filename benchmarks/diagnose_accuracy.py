@@ -1,19 +1,21 @@
-"""How often `investigate` names the right cause, and what it spends to get there, against
-the three-way alone.
+"""How often `investigate` names the right cause, and what it spends to get there, against the
+three-way alone.
 
 Scenarios are drawn from a seeded generator: a cause and its parameter (a simulated
 hypothesis: inflight-cap:N for a depth limit, work-hang:N, slow:layer:US sized against the
-driver's timer, reject-at:N, flaky:P; none for "nothing fails"), a driver flavour and a
-kernel release, a seed, and for half of the fixed causes noise beside it (flaky:0.02: a job
-in fifty hangs at random). For each, `investigate` runs on the simulated stack (MiniCPM5's
-case, trials in this process) within the budget, and its first answer is held against the
-cause drawn; the baseline, on the same scenario in the same round, is `diagnose` of the
-three-way alone (`reproduce_ert_timeout`'s plans and control, three trials each, as a user
-would run it first). Each round draws its own scenarios (seed, seed + 1, ...); printed:
-top-1 per cause over every round, then per round (min / median / max) the top-1 share
-over all causes, the confident wrong answers (a cause named that is not the one drawn)
-and the median simulated device time a diagnosis took, each beside its target: top-1 >=
-95%, no confident wrong answer, median under 5 minutes.
+driver's timer, reject-at:N, held-contexts:N, flaky:P, serve-fault:KIND for a server that
+fails outside the NPU path, which investigate asks as the stand-in; none for "nothing
+fails"), a driver flavour and a kernel release, a seed, and for half of the fixed causes
+noise beside it (flaky:0.02: a job in fifty hangs at random; never beside not-npu-path,
+which says pyxrt completes). For each, `investigate` runs
+on the simulated stack (MiniCPM5's case, trials in this process) within the budget, and its
+first answer is held against the cause drawn; the baseline, on the same scenario in the
+same round, is `diagnose` of the three-way alone (`reproduce_ert_timeout`'s plans and
+control, three trials each, as a user would run it first). Each round draws its own
+scenarios (seed, seed + 1, ...); printed: top-1 per cause over every round, then per round
+(min / median / max) the top-1 share over all causes, the confident wrong answers (a cause
+named that is not the one drawn) and the median simulated device time a diagnosis took,
+each beside its target: top-1 >= 95%, no confident wrong answer, median under 5 minutes.
 
 Usage: python benchmarks/diagnose_accuracy.py [--per-cause N] [--rounds R] [--seed S]
 [--budget MIN] [--quick] (--quick: one scenario per cause, to check that it runs)
@@ -33,14 +35,16 @@ from figures import MIN_ROUNDS, spread
 
 from harness.execution.backend import choose_backend
 from harness.execution.runner import Runner, RunOptions, open_run
-from harness.model.drivers import driver_build
+from harness.model.drivers import FLAVOURS, driver_build
 from harness.report.diagnosis import diagnose
 from harness.search.investigate import InvestigateSettings, Investigation, begin, trial_cost_s
+from harness.sim.profiles import DEVICES
 from harness.sources.load import load_case
 
 CASE = "minicpm5-2b-decode"          # 42 layers, one run each; the cut 21+21
-CAUSES = ("depth-limit", "work-hang", "slow-work", "refused", "nondeterministic",
-          "nothing-fails")
+CAUSES = ("depth-limit", "work-hang", "slow-work", "refused", "resources",
+          "nondeterministic", "not-npu-path", "nothing-fails")
+CASE_CONTEXTS = 4                    # attn, mm, layer, dequant: one context each
 # the stacks drawn: a flavour, a kernel release, and what else it needs to come up (the
 # in-tree driver before 7.0 refuses the default firmware's mailbox protocol 7: it gets a
 # firmware it takes)
@@ -49,6 +53,9 @@ STACKS = (("mainline", "7.0", ""), ("mainline", "7.1", ""),
           ("staging", "6.16", ""), ("staging", "6.18", ""), ("staging", "7.0", ""),
           ("oot", "6.18", ""), ("oot", "7.0", ""))
 NOISE = "flaky:0.02"
+# the causes noise is never drawn beside: it is one (nondeterministic), or it would make
+# pyxrt fail where the cause says it completes (nothing-fails, not-npu-path)
+UNMIXED = ("nondeterministic", "nothing-fails", "not-npu-path")
 UNDETERMINED = "undetermined"
 
 
@@ -73,6 +80,14 @@ def hypothesis(cause: str, flavour: str, kernel: str, rng: random.Random) -> str
         return f"work-hang:{rng.randint(2, 42)}"
     if cause == "refused":
         return f"reject-at:{rng.randint(1, 41)}"
+    if cause == "resources":
+        # other processes hold enough of the device's contexts that the case's do not fit
+        # (some of them may): the flavour's limit, virtual or the firmware's
+        device = DEVICES["npu5"]
+        limit = device.ctx_limit if FLAVOURS[flavour].virtual_contexts else device.hwctx_limit
+        return f"held-contexts:{rng.randint(limit - CASE_CONTEXTS + 1, limit)}"
+    if cause == "not-npu-path":
+        return f"serve-fault:{rng.choice(('error', 'drop'))}"
     if cause == "nondeterministic":
         return f"flaky:{rng.uniform(0.15, 0.5):.3f}"
     if cause == "slow-work":
@@ -92,7 +107,7 @@ def scenarios(per_cause: int, seed: int) -> list[Scenario]:
             made = hypothesis(cause, flavour, kernel, rng)
             if made:
                 tokens.append(made)
-            if cause not in ("nondeterministic", "nothing-fails") and index % 2 == 1:
+            if cause not in UNMIXED and index % 2 == 1:
                 tokens.append(NOISE)
             tokens.append(f"seed:{rng.randint(1, 10**6)}")
             drawn.append(Scenario(cause, ",".join(tokens), rng.randint(0, 10**6)))
@@ -108,7 +123,8 @@ def opened(scenario: Scenario, folder: Path, name: str, trials: int, command: st
 
 def investigated(scenario: Scenario, folder: Path, budget_min: float) -> Answer:
     runner = opened(scenario, folder, "investigation.yaml", 1, "investigate")
-    settings = InvestigateSettings(budget_min * 60.0, stand_in=True)
+    settings = InvestigateSettings(budget_min * 60.0, stand_in=True,
+                                   serve_model=load_case(CASE).model_tag)
     begin(runner, settings)
     investigation = Investigation(runner, settings, lambda _: None)
     top = investigation.run().top.id
@@ -161,7 +177,8 @@ def main() -> None:
     stacks = ", ".join(f"{f} {k}" for f, k, _ in STACKS)
     print(f"investigate on the simulated stack, {rounds} rounds of {len(CAUSES)} causes x "
           f"{args.per_cause} scenarios (seeds {args.seed}..{args.seed + rounds - 1}; stacks "
-          f"{stacks}; noise {NOISE} beside half the fixed causes; budget {args.budget:g} min), "
+          f"{stacks}; noise {NOISE} beside half the fixed causes but not-npu-path; budget "
+          f"{args.budget:g} min), "
           f"against diagnose of the three-way alone on the same scenarios; {elapsed:.1f} s of "
           "wall time in this run")
     print(f"{'cause':<18} {'top-1':>9} {'undetermined':>13} {'wrong':>6} "

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from harness.sim.stand_in_server import JsonHandler, LoopbackServer
 
 
 @dataclass
@@ -30,46 +30,14 @@ class Behaviour:
     requests: list[dict] = field(default_factory=list)
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        pass          # a client that gave up (the point of the slow modes) is not news
-
-
-class FakeFlm:
+class FakeFlm(LoopbackServer):
     def __init__(self, behaviour: Behaviour | None = None) -> None:
         self.behaviour = behaviour or Behaviour()
-        handler = _handler(self.behaviour)
-        self.server = _QuietServer(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> FakeFlm:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(_handler(self.behaviour), "fake flm serve")
 
 
 def _handler(b: Behaviour):
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            pass
-
-        def send_json(self, data: dict, status: int = 200) -> None:
-            body = json.dumps(data).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    class Handler(JsonHandler):
 
         def do_GET(self) -> None:
             if self.path == "/api/version":

@@ -157,22 +157,22 @@ def test_resuming_a_header_that_names_a_private_case_quotes_no_byte_of_it(made, 
     assert "changed since" in done.output and "$6$" not in done.output
 
 
-def test_a_left_out_xclbin_with_a_colon_in_its_name_is_listed_whole(tmp_path):
-    """The bundle keeps what it left out as path and reason: an xclbin in the recipes folder
-    named `a:b.xclbin` is named whole among the files to copy in, not cut at its colon."""
-    from diagkit import simulated
-    report = simulated(tmp_path, "r", "--trials", "1")
-    recipes = report.with_name("r.recipes")
-    assert recipes.is_dir()
-    (recipes / "a:b.xclbin").write_bytes(b"not shipped")
-    out = tmp_path / "b.tar.gz"
-    result = CliRunner().invoke(main, ["report", "bundle", "--no-check", "--out", str(out),
-                                       str(report)], catch_exceptions=False)
+def test_an_xclbin_left_out_is_named_whole_whatever_its_name_holds(tmp_path):
+    """What a bundle leaves out is kept as a name and a reason, never parsed back from the
+    sentence it prints: an xclbin of the recipes folder named `odd: name.xclbin` is listed
+    whole among those to copy in (it was once cut at its colon), and a symlinked one too."""
+    report = tmp_path / "r.yaml"
+    done = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1",
+                  "--no-isolate", "--out", str(report))
+    assert done.exit_code == 0, done.output
+    recipes = tmp_path / "r.recipes"
+    recipes.mkdir()
+    (recipes / "run_42.sh").write_text("xrt-runner --recipe recipe_42.json\n")
+    (recipes / "odd: name.xclbin").write_bytes(b"xclbin2\0")
+    (recipes / "linked.xclbin").symlink_to(recipes / "odd: name.xclbin")
+    result = invoke("report", "bundle", str(report))
     assert result.exit_code == 0, result.output
-    assert "not included: recipes/a:b.xclbin: an xclbin, not shipped" in result.output
-    with tarfile.open(out) as tar:
-        readme = next(tar.extractfile(m).read().decode() for m in tar.getmembers()
-                      if m.name.endswith("/README.md"))
-    copy = next(line for line in readme.splitlines()
-                if line.startswith("xclbins are named, not shipped"))
-    assert "`a:b.xclbin`" in copy
+    assert "not included: recipes/odd: name.xclbin: an xclbin, not shipped" in result.output
+    readme = shipped(tmp_path / "r.bundle.tar.gz")["r.bundle/README.md"]
+    copy = readme.split("copy these into `recipes/` first: ")[1].split("\n")[0]
+    assert "`odd: name.xclbin`" in copy and "`linked.xclbin`" in copy

@@ -189,3 +189,24 @@ def test_force_replaces_the_recipes_too_and_nothing_else_is_overwritten(tmp_path
     again, _ = reproduce(tmp_path, "--force")
     assert again.exit_code == 0, again.output
     assert not stale.exists() and (tmp_path / "r.recipes" / "profile.json").is_file()
+
+
+def test_the_control_s_buffers_are_compared_as_sizes_not_as_the_words_for_them():
+    """What the control keeps of the case is read from the buffers each run takes (their
+    sizes, in any order), not from the sentence that describes them."""
+    from dataclasses import replace
+
+    from harness.sources.depth_control import VALIDATE_BUFFERS, control_for
+    from harness.sources.load import load_case
+    from harness.sources.workload import run_buffer_sizes
+    case = load_case("minicpm5-2b-decode")
+    assert run_buffer_sizes(case) == [4096] * 5
+    control, _, what = control_for(case)
+    assert run_buffer_sizes(control) == list(VALIDATE_BUFFERS)
+    assert "five 20-byte buffers shared by all 42 runs instead of five 4 KiB" in what
+    # a case on the validate buffers themselves: the control changes nothing of them
+    same = replace(case, per_layer=(replace(case.per_layer[0], buffers=(20,) * 5),))
+    assert "buffers" not in control_for(same)[2].split("; but ")[1]
+    mixed = replace(case, per_layer=(replace(case.per_layer[0], buffers=(4096, 20)),
+                                     replace(case.per_layer[0], buffers=(20, 4096))))
+    assert run_buffer_sizes(mixed) is None                 # two commands: not one set

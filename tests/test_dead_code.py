@@ -20,7 +20,11 @@ CALLED_FROM_OUTSIDE = {"harness/sim/binding.py", "harness/sim/pybind.py",
 # methods the library they override calls
 HOOKS = {"_missing_": "enum.Enum's lookup of a value it does not hold",
          "ignore_aliases": "yaml's Dumper, asked before each node",
-         "format_commands": "click's Group, writing the commands of --help"}
+         "format_commands": "click's Group, writing the commands of --help",
+         "handle_error": "socketserver's server, on an exception in a handler",
+         "log_message": "http.server's handler, logging each request",
+         "do_GET": "http.server's handler, for a GET",
+         "do_POST": "http.server's handler, for a POST"}
 # names the package keeps for the tests and benchmarks, and where they are used
 KEPT_FOR = {"run_chunk": "benchmarks/harness_overhead.py",
             "of_document": "tests/test_first_screen.py",

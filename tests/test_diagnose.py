@@ -284,6 +284,7 @@ def test_no_cause_an_observation_contradicts_is_ever_first_and_a_lead_is_clear()
     from harness.report.diagnosis import diagnose_observed
     from harness.report.diagnosis.observed import Observed
     from harness.report.diagnosis.ranking import MARGIN, MIN_SCORE
+    from harness.report.header import read_timers
     from harness.report.timing import stack_timers
 
     @st.composite
@@ -293,7 +294,8 @@ def test_no_cause_an_observation_contradicts_is_ever_first_and_a_lead_is_clear()
                               "driver": {"flavour": flavour, "kernel": "7.0"}},
                   "settings": {"isolate": False}, "environment": {}}
         report = Observed(file="r.yaml", command="run", source="SIMULATED", profile=flavour,
-                          by_construction=[], documented=True, timers=stack_timers(header),
+                          by_construction=[], documented=True,
+                          timers=read_timers(stack_timers(header)),
                           case="c", case_kind="case", layers=42)
         report.arms = _arms(draw, "r.yaml")
         return report

@@ -329,6 +329,16 @@ def test_work_hang_and_reject_at_play_as_the_simulated_binding_says(preload, tmp
         _simulated_chains(tmp_path, "staging,reject-at:30", 42, 8)
 
 
+def test_held_contexts_leave_a_program_the_rest_of_the_device_s_limit(preload):
+    """held-contexts:13 on staging: the firmware's 16 (npu5) hold 13 of other processes, a
+    program makes 3 and the 4th fails EINVAL; on the out-of-tree driver, 30 held of its 32
+    virtual contexts leave 2, then ENOENT (aie2_rq_add), as the simulated binding plays."""
+    (firmware,) = emulate(preload, "staging,held-contexts:13", [("contexts", {"columns": 8})])
+    assert firmware == {"made": 3, "errno": "EINVAL"}
+    (virtual,) = emulate(preload, "oot,held-contexts:30", [("contexts", {"columns": 8})])
+    assert virtual == {"made": 2, "errno": "ENOENT"}
+
+
 # -- which run of its runlist a chain starts at ------------------------------------------
 
 def test_a_chain_continues_a_full_one_only_if_it_existed_when_that_was_submitted():

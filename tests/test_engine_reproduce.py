@@ -17,7 +17,7 @@ from machines import engine_pack
 from harness.app.cli import main
 from harness.app.cli.run_cmd import reproduce
 from harness.model.results import RunlistOutcome, TrialResult, TrialStatus
-from harness.report.fileformat import load_report
+from harness.report.fileformat import load_report, read_document
 from harness.report.model import PlanRecord
 from harness.report.verdict import CASE_ONLY, CASE_ONLY_NOOPS, judge
 
@@ -156,22 +156,12 @@ def test_both_arms_of_noops_failing_only_with_the_case_name_its_xclbin_and_buffe
 
 def test_a_control_that_could_not_run_is_said_in_the_verdict_and_the_render(tmp_path):
     plans = [plan("monolithic", [42], "TIMEOUT", ["TIMEOUT"])]
+    # the runner records the reason in short (artifacts.control.why); the verdict quotes it
     verdict = judge(plans, HW, NOOP_CASE, "pack xrt-validate (validate.xclbin) not found")
     assert verdict.reasons[-1] == (
         "the depth-only control did not run (pack xrt-validate (validate.xclbin) not "
         "found), so nothing here separates depth alone from the case's commands")
     assert "beside the depth-only control" not in verdict.text
-
-
-def test_the_verdict_reads_the_recorded_reason_and_falls_back_to_the_prose():
-    from harness.report.verdict import control_not_run
-    why = "pack my;pack (validate.xclbin) not found"        # a ";" of its own
-    assert control_not_run({"not_run": f"{why}; searched: /opt/x", "reason": why}) == why
-    # a report from before the field: the first clause of the error it kept, as always
-    assert control_not_run({"not_run": "pack v (validate.xclbin) not found; searched: x"}) \
-        == "pack v (validate.xclbin) not found"
-    assert control_not_run({"case": "xrt-validate"}) is None
-    assert control_not_run(["malformed"]) is None
 
 
 def test_without_the_validate_pack_the_run_says_the_control_did_not_run(tmp_path):
@@ -192,10 +182,10 @@ def test_without_the_validate_pack_the_run_says_the_control_did_not_run(tmp_path
     said = ("the depth-only control did not run (pack xrt-validate (validate.xclbin) not "
             "found), so nothing here separates depth alone from the case's commands")
     assert said in done.stdout
-    # the short reason is a field the runner wrote, not a clause cut from its error's text
-    control = load_report(out).artifacts["control"]
-    assert control["reason"] == "pack xrt-validate (validate.xclbin) not found"
-    assert control["not_run"].startswith(control["reason"] + "; searched")
+    # the reason in short is recorded beside the whole message, not cut from it
+    control = read_document(out)["artifacts"]["control"]
+    assert control["why"] == "pack xrt-validate (validate.xclbin) not found"
+    assert control["not_run"].startswith(control["why"] + "; searched: ")
     render = invoke("report", "render", str(out)).stdout
     assert said in render
     assert "beside the depth-only control" not in render

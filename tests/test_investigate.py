@@ -35,6 +35,10 @@ def investigate(tmp_path, profile: str | None, *more: str):
     ("flaky:0.3", "nondeterministic"),
     ("staging,inflight-cap:30", "depth-limit"),
     ("oot,work-hang:5", "work-hang"),
+    ("held-contexts:13", "resources"),
+    ("oot,held-contexts:30", "resources"),
+    ("serve-fault:error", "not-npu-path"),
+    ("oot,serve-fault:drop", "not-npu-path"),
 ])
 def test_each_cause_s_hypothesis_is_named_first_with_its_evidence_and_falsifier(
         tmp_path, profile, cause):
@@ -77,11 +81,20 @@ def test_on_the_documented_stack_it_says_nothing_fails_and_what_hardware_would_d
     lines = result.stdout.splitlines()
     assert lines[2].startswith("diagnosis: nothing-fails: no trial failed")
     assert "a hardware run decides: reproduce_ert_timeout on the machine" in lines[3]
-    steps = load_report(out).sections["investigate"]["steps"]
-    # nothing failed in NOOPs: the work stood in, then enough trials for a rare failure
+    report = load_report(out)
+    steps = report.sections["investigate"]["steps"]
+    # nothing failed in NOOPs: the work stood in, the stand-in server asked once, then
+    # enough trials for a rare failure
     assert [s["experiment"] for s in steps] == ["three-way", "the work, stood in",
-                                                 "more trials"]
-    assert all(len(p.finished()) >= 10 for p in load_report(out).plans)
+                                                 "the server", "more trials"]
+    assert all(len(p.finished()) >= 10 for p in report.plans)
+    server = report.sections["server"]
+    assert [r["outcome"] for r in server["requests"]] == ["success"]
+    # its decode was a trial of the engine's runlist (the work stood in), recorded as one
+    assert server["stand_in"]["decoded_by"] == {"plan": "work monolithic", "trial": 1,
+                                             "state": "COMPLETED"}
+    asked = steps[2]
+    assert (asked["plans"], asked["trials"]) == (["work monolithic"], 1)
 
 
 def test_the_budget_of_device_time_stops_it_and_says_so(tmp_path):
@@ -118,12 +131,27 @@ def test_ctrl_c_keeps_what_ran_and_resume_goes_on(tmp_path, ctrl_c_once):
 
 
 def test_resume_raises_a_spent_budget(tmp_path):
+    """An investigation its budget ended goes on with a larger one (--resume --budget), as
+    one Ctrl-C stopped does; without one it is refused, untouched, naming the budget."""
     first, out = investigate(tmp_path, "inflight-cap:40", "--budget", "1")
     before = load_report(out)
-    assert before.sections["investigate"]["answer"]["stopped"]
-    # a finished report is not continued: --resume is for one the budget or Ctrl-C stopped
-    refused = CliRunner().invoke(main, ["investigate", "--resume", str(out)])
-    assert refused.exit_code == 2 and "already finished" in refused.output
+    assert before.sections["investigate"]["answer"]["stopped"] and before.finished
+    for more in ([], ["--budget", "1"]):
+        refused = CliRunner().invoke(main, ["investigate", "--resume", str(out), *more])
+        assert refused.exit_code == 2, refused.output
+        assert "budget of 1 min of device time was spent; give --budget more than 1" in \
+            refused.output
+        assert load_report(out).finished == before.finished
+    resumed = invoke("investigate", "--resume", str(out), "--budget", "30")
+    assert resumed.exit_code == 1, resumed.output
+    after = load_report(out)
+    answer = after.sections["investigate"]["answer"]
+    assert answer["top"] == "depth-limit" and "stopped" not in answer
+    assert answer["device_s"] > before.sections["investigate"]["answer"]["device_s"]
+    assert check_report_file(str(out)).problems == []
+    # a report that finished on its answer is not continued
+    again = CliRunner().invoke(main, ["investigate", "--resume", str(out), "--budget", "60"])
+    assert again.exit_code == 2 and "already finished" in again.output
 
 
 def test_json_prints_the_report(tmp_path):

@@ -13,11 +13,8 @@ import pytest
 
 import harness
 from harness.report.compare import attributes
-from harness.report.diagnosis.observed import _header
-from harness.report.failing import answering_driver
-from harness.report.header import ReportHeader, driver_timer, read_header
+from harness.report.header import ReportHeader, read_header
 from harness.report.render import command_line, environment_rows, harness_made_by, title
-from harness.report.timing import stack_timers
 
 REPORT = Path(harness.__file__).resolve().parent / "report"
 
@@ -130,10 +127,9 @@ def test_a_malformed_section_reads_as_absent(section):
 
 
 # `.get(...) or {}` and `isinstance(..., dict)` across harness/report (report/header.py,
-# where every section is read, excluded): 88 and 99 before the typed header; 40 and 93 since
-# render.py, compare.py and bundle.py read through it; 18 and 86 since timing.py, failing.py,
-# the diagnosis (observed.py, findings.py, judges.py), check.py's emulator and the bundle's
-# exports do. What is left reads plans, trials and sections other than the header.
+# where every section is read, excluded): 88 and 99 before the typed header; 40 and 93 once
+# render.py, compare.py and bundle.py read through it; 18 and 86 once timing, failing, check
+# and the diagnosis did too (what is left reads plans and trials, not the header).
 MAX_OR_EMPTY = 18
 MAX_DICT_CHECKS = 86
 
@@ -148,90 +144,30 @@ def test_the_untyped_walks_of_the_header_do_not_come_back():
     assert _count(r"isinstance\(.*dict\)") <= MAX_DICT_CHECKS
 
 
-# the timing, failing-run and diagnosis readers read the header through report.header too:
-# a list where a mapping is due there reads as the section absent
-SIMULATED_HEADER: dict[str, Any] = {
-    "command": "run", "backend": {"kind": "sim", "simulated": True, "profile": "mainline",
-                                  "driver": {"flavour": "mainline", "kernel": "7.0"}},
-    "settings": {"isolate": False}, "case": {"name": "c", "kind": "case", "layers": 42,
-                                             "workload": {"nop_only": True}},
-    "timers": {"driver": {"flavour": "mainline", "earliest_s": 2.0, "latest_s": 4.0}}}
-
-
-@pytest.mark.parametrize("where", ["backend.driver", "environment.driver",
-                                   "environment.system", "settings"],
-                         ids=lambda where: f"bad-{where}")
-def test_the_timers_read_a_malformed_section_as_absent(where):
-    outer, inner = where.split(".") if "." in where else (where, None)
-    data: dict[str, Any] = {**FULL, "backend": dict(SIMULATED_HEADER["backend"]),
-                            "environment": dict(FULL["environment"])}
-    absent = {**data, outer: dict(data[outer])} if inner else dict(data)
-    if inner:
-        data[outer] = {**data[outer], inner: ["malformed"]}
-        del absent[outer][inner]
-    else:
-        data[outer] = ["malformed"]
-        del absent[outer]
+@pytest.mark.parametrize("section", ["timers", "settings", "backend", "case"],
+                         ids=lambda name: f"bad-{name}")
+def test_the_timers_and_the_diagnosis_read_a_malformed_section_as_absent(section):
+    """The timers, the time-to-failure classes and the diagnosis read the header through
+    report.header too: a list where a mapping is due reads as the section's absence."""
+    from harness.report.diagnosis.observed import observe_document
+    from harness.report.timing import stack_timers
+    data = {**SIMULATED, section: ["malformed"]}
+    absent = {k: v for k, v in SIMULATED.items() if k != section}
+    assert read_header(data).timers == read_header(absent).timers
     assert stack_timers(data) == stack_timers(absent)
-    assert answering_driver(read_header(data)) == answering_driver(read_header(absent))
+    seen, expected = observe_document(data, "r.yaml"), observe_document(absent, "r.yaml")
+    assert (seen.timers, seen.case, seen.case_kind, seen.documented) == \
+        (expected.timers, expected.case, expected.case_kind, expected.documented)
 
 
-def test_the_diagnosis_reads_a_malformed_case_or_timers_as_absent():
-    driverless = {**SIMULATED_HEADER, "timers": {"driver": ["malformed"]}}
-    assert driver_timer(driverless["timers"]) == driver_timer({})
-    assert driver_timer(SIMULATED_HEADER["timers"]).window == (2.0, 4.0)
-    bad = {**SIMULATED_HEADER, "case": {**SIMULATED_HEADER["case"], "workload": ["x"]}}
-    assert read_header(bad).case.workload == read_header(
-        {**SIMULATED_HEADER, "case": {"name": "c", "kind": "case", "layers": 42}}
-    ).case.workload
-    assert read_header(SIMULATED_HEADER).case.workload.nop_only
-    listed = _header("r.yaml", {**SIMULATED_HEADER, "case": ["malformed"],
-                                "timers": ["malformed"], "settings": ["malformed"]})
-    assert (listed.case, listed.case_kind, listed.layers) == ("?", "case", None)
-    assert listed.timers == stack_timers({**SIMULATED_HEADER, "timers": None, "settings": {}})
-
-
-def _counting(monkeypatch) -> list[int]:
-    """Every read of a header into its typed form, wherever a renderer asks for one."""
-    import harness.report.bundle
-    import harness.report.digest
-    import harness.report.header
-    import harness.report.render
-    reads: list[int] = []
-    real = harness.report.header.read_header
-
-    def counted(data: dict[str, Any]) -> ReportHeader:
-        reads.append(id(data))
-        return real(data)
-    for module in (harness.report.header, harness.report.digest, harness.report.bundle,
-                   harness.report.render):
-        monkeypatch.setattr(module, "read_header", counted, raising=False)
-    return reads
-
-
-def test_a_render_reads_the_header_once(monkeypatch):
-    from harness.report.digest import Digest
-    from harness.report.render import render_markdown, render_text
-    view = Digest.of_document({**FULL, "plans": [], "finished": "2026-01-01T00:00:00Z",
-                               "timers": SIMULATED_HEADER["timers"]}).view(False)
-    reads = _counting(monkeypatch)
-    render_markdown(view)
-    render_text(view)
-    assert reads == [id(view.header)]
-
-
-def test_a_bundle_reads_its_view_header_once(monkeypatch, tmp_path):
-    import sys
-    sys.path.insert(0, str(Path(__file__).parent))
-    from diagkit import simulated
-
-    from harness.report.bundle import write_bundle
-    from harness.report.digest import Digest
-    from harness.report.reader import ReportReader
-    report = simulated(tmp_path, "r", "--trials", "1")
-    reader = ReportReader(report)
-    digest = Digest.of_document(reader.document())
-    reads = _counting(monkeypatch)
-    write_bundle(report, reader, digest, tmp_path / "b.tar.gz")
-    # the recipes' export reads the report's own header; the README and report.md share one
-    assert len(reads) == len(set(reads)), reads
+SIMULATED: dict[str, Any] = {
+    "command": "run",
+    "backend": {"kind": "sim", "simulated": True, "profile": "staging", "isolation": False,
+                "driver": {"flavour": "staging", "kernel": "7.0"}},
+    "settings": {"isolate": False, "deadline_s": 30.0},
+    "case": {"name": "minicpm5-2b-decode", "kind": "case", "layers": 42,
+             "workload": {"nop_only": True}},
+    "timers": {"clock": "device", "driver": {"flavour": "staging", "kernel": "7.0",
+                                             "earliest_s": 2.0, "latest_s": 2.0}},
+    "plans": [],
+}

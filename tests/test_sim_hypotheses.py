@@ -1,6 +1,7 @@
 """The simulated hypotheses a diagnosis names, each as the observations it must produce:
 `work-hang:N` (runs that carry work hang at their Nth in one runlist; NOOPs never),
-`reject-at:N` (the firmware fails run N at once, naming it), `slow:KERNEL:US` outlasting
+`reject-at:N` (the firmware fails run N at once, naming it), `held-contexts:N` (other
+processes hold N of the device's contexts), `slow:KERNEL:US` outlasting
 the driver's timer on every flavour (the timers: harness.model.drivers, each flavour's
 row and its source), and `inflight-cap:N` counted in the device's own time whatever the
 host does between its submits (the realtime clock; the emulator: tests/test_emulator.py).
@@ -16,6 +17,7 @@ from harness.app.cli import main
 from harness.formats.txn import carries_work, check_stream, nop_stream, work_stream
 from harness.model.drivers import driver_build
 from harness.sim.profiles import parse_profile
+from harness.sim.stack import CTX_LIMIT_FAILED, HWCTX_CREATE_FAILED
 
 
 def timed(rig: Rig, rl) -> tuple[str, float]:
@@ -146,3 +148,36 @@ def test_realtime_counts_what_is_queued_in_device_time_whatever_the_host_does(tm
     assert fake.now == pytest.approx(0.040 + 2.0)             # the host's 40 ms are its own
     rl, runs = rig.runlist(40)
     assert timed(rig, rl)[0] == "COMPLETED"
+
+
+# -- held-contexts:N ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("profile, made, message, first_line", [
+    # the firmware's hwctx_limit (16 on npu5) counts every process's contexts: 14 held,
+    # the Rig's and one more fit, the 17th is refused (MGMT_ERT_NOAVAIL, -EINVAL)
+    ("mainline,held-contexts:14", 2, HWCTX_CREATE_FAILED,
+     "command opcode 0x2 failed, status 0x2000003"),
+    # the out-of-tree run queue counts rq->ctx_cnt over the device (aie2_rq_add, 856409ca):
+    # 30 held, two fit in 32, the 33rd is refused -ENOENT
+    ("oot,held-contexts:30", 2, CTX_LIMIT_FAILED, "aie2_rq_add: Not allow more than 32 "
+                                                  "context(s)"),
+])
+def test_held_contexts_leave_the_run_the_rest_of_the_device_s_limit(tmp_path, profile, made,
+                                                                    message, first_line):
+    rig = Rig(tmp_path, profile)
+    keep = [rig.context(f"c{i}") for i in range(made - 1)]
+    with pytest.raises(RuntimeError) as info:
+        rig.context("one-too-many")
+    assert str(info.value) == message
+    assert first_line in rig.kernel_lines()[0]
+    assert "held by other processes (held-contexts:" in "\n".join(rig.stack.log)
+    del keep
+
+
+def test_held_contexts_is_listed_labelled_and_named_back():
+    profile = parse_profile("held-contexts:13")
+    assert profile.deviations == ["held-contexts:13"] and not profile.documented
+    assert parse_profile(profile.name) == profile
+    assert any("13 fewer contexts" in text for text in profile.by_construction)
+    listed = " ".join(CliRunner().invoke(main, ["sim", "profiles"]).output.split())
+    assert "held-contexts:N deviation" in listed and "aie2_rq_add" in listed

@@ -3,7 +3,8 @@ chosen by one function, `harness.report.model.source_tag` (`source_label` adds t
 profile): no other code under harness/report spells the words, so a model's results can
 never carry the wrong one or drop it. The marks on a simulated driver's own log lines
 (`harness.logs.kernel_log.mark_simulated`: the driver is the harness's model under
-emulation too) are the one other use, named here one by one."""
+emulation too) and the heading over the stand-in flm serve's answers (only the simulated
+stack has one: harness.sim.stand_in_server) are the other uses, named here one by one."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ LOG_MARKS = [
     ("digest.py", "# SIMULATED: every line below was printed by the harness's simulated "
                   "driver, not by a machine"),
     ("bundle.py", " (simulated lines, each marked SIMULATED)"),
+    # the stand-in server's answers (not a label of the results)
+    ("render.py", " (SIMULATED: the simulated stack's stand-in for flm serve, not a real "
+                  "server)"),
 ]
 
 

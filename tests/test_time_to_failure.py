@@ -17,6 +17,7 @@ from diagkit import invoke, report_of
 from harness.model.drivers import driver_build
 from harness.report.check import check_report_file
 from harness.report.fileformat import load_report
+from harness.report.header import Timers, read_timers
 from harness.report.timing import (
     AT_DEADLINE,
     AT_ONCE,
@@ -27,6 +28,13 @@ from harness.report.timing import (
     stack_timers,
     time_to_failure,
 )
+
+
+def typed(header: dict) -> Timers:
+    """The timers a report with this header keeps, as the readers take them."""
+    timers = read_timers(stack_timers(header))
+    assert timers is not None
+    return timers
 
 
 def simulated_header(flavour: str, kernel: str, **settings) -> dict:
@@ -64,7 +72,9 @@ def test_on_hardware_the_timer_is_the_probed_flavour_on_its_kernel_with_its_sett
     assert timers["harness_deadline_s"] == 30.0
     unknown = stack_timers({**header, "environment": {"driver": {"flavour": None}}})
     assert unknown["driver"]["seconds"] is None
-    assert classify(50.0, unknown) == AT_ONCE and classify(5000.0, unknown) == BEFORE_TIMER
+    read = read_timers(unknown)
+    assert read is not None and read.driver.window is None
+    assert classify(50.0, read) == AT_ONCE and classify(5000.0, read) == BEFORE_TIMER
 
 
 @pytest.mark.parametrize("flavour, kernel, ms, kind", [
@@ -81,11 +91,11 @@ def test_on_hardware_the_timer_is_the_probed_flavour_on_its_kernel_with_its_sett
     ("oot", "7.0", 10_000.0, PAST_TIMER),
 ])
 def test_each_failure_is_classed_against_the_timers(flavour, kernel, ms, kind):
-    assert classify(ms, stack_timers(simulated_header(flavour, kernel))) == kind
+    assert classify(ms, typed(simulated_header(flavour, kernel))) == kind
 
 
 def test_a_trial_the_deadline_ended_is_classed_at_the_harness_s_deadline():
-    timers = stack_timers(simulated_header("staging", "7.0"))
+    timers = typed(simulated_header("staging", "7.0"))
     ttf = time_to_failure({"index": 0, "status": "deadline", "deadline_s": 12.5,
                            "runlists": []}, timers)
     assert ttf == {"ms": 12500.0, "clock": "wall", "class": AT_DEADLINE}
@@ -101,8 +111,8 @@ def test_emulated_and_stand_in_reports_read_wall_time():
         header = {"backend": {**backend, "simulated": True,
                               "driver": {"flavour": "staging", "kernel": "7.0"}},
                   "settings": {"isolate": True}, "environment": {}}
-        timers = stack_timers(header)
-        assert timers["clock"] == "wall"
+        timers = typed(header)
+        assert timers.clock == "wall"
         trial = {"status": "failed", "runlists": [{"state": "TIMEOUT", "wall_ms": 2003.0,
                                                    "device_ms": 1.0}]}
         assert time_to_failure(trial, timers)["ms"] == 2003.0

@@ -1,9 +1,11 @@
-"""Continuing a stopped report: `run --resume`, `bisect --replay`, `sweep --replay`.
+"""Continuing a stopped report: `run --resume`, `bisect --replay`, `sweep --replay`,
+`investigate --resume`.
 
-A report is continued only as it began: by the command that wrote it, unfinished, valid
-(`report check` accepts it), with its case and every xclbin unchanged, and on the
-hardware path on the same machine (kernel, driver, firmware, XRT) unless allowed. Trials
-it shows in flight become interrupted: the harness stopped while they ran.
+A report is continued only as it began: by the command that wrote it, unfinished (or an
+investigation its budget ended), valid (`report check` accepts it), with its case and
+every xclbin unchanged, and on the hardware path on the same machine (kernel, driver,
+firmware, XRT) unless allowed. Trials it shows in flight become interrupted: the harness
+stopped while they ran.
 """
 
 from __future__ import annotations
@@ -40,11 +42,20 @@ def _check_continuable(report: Report, path: str, kind: str) -> None:
             raise ReportError(f"{path} is a {report.command} report: continue it with "
                               f"`runlist-harness run --resume {path}`")
         raise ReportError(f"{path} is a {report.command} report; it has no trials to continue")
-    if report.finished:
+    if report.finished and not budget_spent(report):
         raise ReportError(f"{path} already finished (at {report.finished}); start a new run "
                           "to add trials")
     if kind == "run" and not report.plans:
         raise ReportError(f"{path} has no plans to run")
+
+
+def budget_spent(report: Report) -> bool:
+    """Whether an investigation ended because its budget was spent: it goes on with a
+    larger one, as one a stop cut short does."""
+    section = report.sections.get("investigate")
+    answer = section.get("answer") if isinstance(section, dict) else None
+    return report.command == "investigate" and isinstance(answer, dict) \
+        and bool(answer.get("stopped"))
 
 
 def recorded_case(report: Report, path: str, *, allow_outside_paths: bool = False) -> Case:

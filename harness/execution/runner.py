@@ -51,6 +51,7 @@ from harness.probe.kernel_log_access import kernel_log_reader
 from harness.probe.readers import Sources
 from harness.probe.trace_access import trace_reader
 from harness.probe.xrt_loader import own_libraries
+from harness.report.header import Timers, read_timers
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import STAND_IN, PlanRecord, Report, continue_command, utc_now
 from harness.report.timing import duration_text, stack_timers, time_to_failure, ttf_text
@@ -58,7 +59,7 @@ from harness.report.verdict import Verdict, report_verdict
 from harness.sources.capture_case import captured_commands
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
-from harness.sources.packs import ResolvedPack, other_packs_files, resolve_pack
+from harness.sources.packs import PackNotFound, ResolvedPack, other_packs_files, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
 from harness.sources.workload import describe as describe_workload
 from harness.sources.workload import with_stand_in_work
@@ -353,8 +354,8 @@ class Runner:
             prepare(backend.as_report())
         handle.resume_command = continue_command(handle.report.command, handle.path)
         # a report from before time to failure was recorded gets its timers now
-        self.timers: dict[str, Any] = self.report.sections.setdefault(
-            "timers", stack_timers(self.report.header_dict()))
+        self.timers = read_timers(self.report.sections.setdefault(
+            "timers", stack_timers(self.report.header_dict()))) or Timers()
         # The hardware path reads the kernel log around each trial; the simulated stack
         # hands its own log back with each trial (Backend.simulated_kernel_log).
         self.kernel_log: KernelLogReader | Unreadable | None = \
@@ -396,11 +397,9 @@ class Runner:
         try:
             pack = resolve_pack(case, simulated=not self.backend.hardware)
         except EnvironmentNotReady as err:
-            # the verdict and the render say it did not run, and why: the verdict in short
-            # (`reason`), the render in full (`not_run`)
-            self.report.artifacts["control"] = {
-                "not_run": str(err),
-                "reason": f"pack {case.pack} ({', '.join(case.xclbins.values())}) not found"}
+            # the verdict and the render say it did not run, and why (in short: `why`)
+            why = err.summary if isinstance(err, PackNotFound) else str(err)
+            self.report.artifacts["control"] = {"not_run": str(err), "why": why}
             return f"the depth-only control was not run: {err}"
         if pack.stand_ins:
             what = control_for(self.case, stand_in=True)[2]
@@ -608,7 +607,7 @@ class Runner:
                           "NOP run is not on this machine)")
 
 
-def _timing(result: TrialResult, timers: dict[str, Any]) -> str:
+def _timing(result: TrialResult, timers: Timers) -> str:
     if result.time_to_failure:
         return " " + ttf_text(result.time_to_failure, timers)
     device = sum(r.device_ms or 0.0 for r in result.runlists)

@@ -57,13 +57,15 @@ COPY_BLOCK = 1 << 20
 
 @dataclass(frozen=True)
 class LeftOut:
-    """A file or folder the bundle does not hold, and why (shown as ``path: reason``)."""
+    """A file or folder the bundle does not ship (its name, or the path the report named),
+    and why."""
 
-    path: str
-    reason: str
+    name: str
+    why: str
+    xclbin: bool = False          # an xclbin of the recipes: someone copies it in
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.reason}"
+        return f"{self.name}: {self.why}"
 
 
 @dataclass
@@ -108,8 +110,8 @@ def _recipes(report: Path, digest: Digest, contents: Contents, scratch: Path) ->
     if named and (not isinstance(named, str) or Path(named).name != folder.name
                   or os.path.realpath(Path(named).parent) != os.path.realpath(folder.parent)):
         contents.left_out.append(LeftOut(str(named), "the report names it as its recipes "
-                                         f"folder; only {folder.name}/ beside the report "
-                                         "is read"))
+                                         f"folder; only {folder.name}/ beside the report is "
+                                         "read"))
     if folder.is_dir() and not folder.is_symlink():
         _take_folder(folder, contents)
         return
@@ -126,13 +128,15 @@ def _take_folder(folder: Path, contents: Contents) -> None:
     for path in sorted(folder.rglob("*")):
         name = f"{RECIPES}/{path.relative_to(folder).as_posix()}"
         if path.is_symlink():
-            contents.left_out.append(LeftOut(name, "a symlink (not followed)"))
+            contents.left_out.append(LeftOut(name, "a symlink (not followed)",
+                                             xclbin=path.suffix in NOT_SHIPPED))
             continue
         if not path.is_file() or root not in path.resolve().parents:
             continue
         if path.suffix in NOT_SHIPPED:
             contents.left_out.append(LeftOut(name, f"an xclbin, not shipped (sha256 "
-                                     f"{_sha256_of(path)}); put your pack's copy there"))
+                                             f"{_sha256_of(path)}); put your pack's copy "
+                                             "there", xclbin=True))
             continue
         contents.files[name] = path
 
@@ -258,7 +262,7 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
             out.writelines(map(escape_controls, digest.kernel_log_lines(do_redact)))
         contents.files[KERNEL_LOG] = log
     smi = [(f"xrt-smi {name}", run) for name, run in
-           view.typed_header.environment.xrt_smi.items() if "output" in run]
+           view.typed.environment.xrt_smi.items() if "output" in run]
     control = view.header.get("xrt_smi_control")
     if isinstance(control, dict) and "output" in control:
         smi.append((f"{control.get('command')} (the control: {control.get('result')})",
@@ -279,7 +283,7 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
 
 def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
             shown: Callable[[str], str]) -> str:
-    data, typed = view.header, view.typed_header
+    data, typed = view.header, view.typed
     answer, *reasons = verdict_lines(data.get("verdict"))
     command = rendering.command_line(typed)
     lines = [f"# {rendering.title(typed)}", ""]
@@ -323,7 +327,7 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
                   "`xrt-runner --recipe R --profile P`, in order:", "", "```sh",
                   "source /opt/xilinx/xrt/setup.sh", f"cd {RECIPES}",
                   *(f"sh {script}" for script in scripts), "```", ""]
-        missing = _xclbins_to_copy(data, typed, contents)
+        missing = _xclbins_to_copy(typed, contents)
         if missing:
             lines += [f"xclbins are named, not shipped: copy these into `{RECIPES}/` first: "
                       + "; ".join(missing) + ".", ""]
@@ -364,16 +368,15 @@ def finish_hint(command: str, report_name: str) -> str:
             "then.")
 
 
-def _xclbins_to_copy(data: dict[str, Any], typed: ReportHeader, contents: Contents
-                     ) -> list[str]:
+def _xclbins_to_copy(header: ReportHeader, contents: Contents) -> list[str]:
     """The xclbins the recipes name and the bundle does not ship, each with the sha256 the
     report recorded for a file of that name (so the right file is copied in)."""
-    artifacts = typed.artifacts
+    artifacts = header.artifacts
     recorded = {Path(str(x.get("path"))).name: x for x in artifacts.xclbins if x.get("path")}
     pack = str(artifacts.pack_name or "the pack")
-    names = list(mapping(data.get("exports")).get("missing") or []) + contents.xclbins_to_copy
-    names += [item.path.removeprefix(f"{RECIPES}/") for item in contents.left_out
-              if item.path.startswith(f"{RECIPES}/") and item.path.endswith(".xclbin")]
+    names = [*header.exports_missing, *contents.xclbins_to_copy]
+    names += [item.name.removeprefix(f"{RECIPES}/") for item in contents.left_out
+              if item.xclbin]
     out = []
     for name in dict.fromkeys(map(str, names)):
         entry = recorded.get(name) or {}

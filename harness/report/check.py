@@ -23,7 +23,7 @@ from harness.formats.yamlio import KeyPath
 from harness.model.errors import PlanError, ReportError
 from harness.model.plan import parse_plan
 from harness.model.results import COMPLETED_STATE, TrialResult
-from harness.report.header import section
+from harness.report.header import read_environment
 from harness.report.model import (
     JOURNAL,
     JOURNALED,
@@ -222,7 +222,7 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
             + ": results of the " + ("emulated driver" if is_emulated(backend)
                                       else "simulated stack")
             + " are never hardware evidence")
-    emulator = section(doc.get("environment")).get("emulator")
+    emulator = read_environment(doc.get("environment")).emulator
     if emulator and isinstance(backend, dict) and not is_emulated(backend):
         result.problems.append(
             f"line {reader.lines.get(('backend',), '?')}: backend does not say 'emulated', "

@@ -323,8 +323,8 @@ class ReportView:
     plan_ttfs: list[list[dict[str, Any]]] = field(default_factory=list)   # per plan
 
     @cached_property
-    def typed_header(self) -> ReportHeader:
-        """The header's sections typed, read once for every renderer of this view."""
+    def typed(self) -> ReportHeader:
+        """The header's sections, read once for every renderer."""
         return read_header(self.header)
 
     def whole_document(self) -> dict[str, Any] | None:

@@ -119,9 +119,10 @@ def answering_driver(header: ReportHeader) -> tuple[str | None, str | None]:
     """The driver flavour and kernel that answered a report's runs: the simulated build, or
     the machine's (its kernel as major.minor)."""
     modelled = header.backend.driver
-    if modelled is not None and modelled.flavour:
-        return str(modelled.flavour), str(modelled.kernel)
-    flavour = header.environment.driver.flavour
-    release = str(header.environment.system.kernel or "")
+    if modelled is not None:
+        return modelled.flavour, modelled.kernel
+    env = header.environment
+    flavour = env.driver.flavour
+    release = str(env.system.kernel or "")
     kernel = ".".join(release.split("-")[0].split(".")[:2]) or None
     return (str(flavour) if flavour else None), kernel

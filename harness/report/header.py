@@ -51,8 +51,8 @@ class Driver:
     version: Any = None
     flavour: Any = None
     timeout_rule: Any = None
-    timeout_setting: Any = None
     parameters: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)   # as the probe wrote them
 
 
 @dataclass(frozen=True)
@@ -93,14 +93,16 @@ class Environment:
     memlock: Memlock = field(default_factory=Memlock)
     # xrt-smi's runs by name, each as the probe stored it (only mappings kept)
     xrt_smi: dict[str, dict[str, Any]] = field(default_factory=dict)
+    emulator: Any = None          # what `emulate` recorded of the run it served
     raw: dict[str, Any] = field(default_factory=dict)   # for readers not yet typed
 
 
 @dataclass(frozen=True)
 class ModelledDriver:
-    """The driver build a simulated or emulated stack played (`backend.driver`)."""
-    flavour: Any = None
-    kernel: Any = None
+    """The driver build a simulated or emulated stack played (the backend's `driver`)."""
+
+    flavour: str
+    kernel: str
 
 
 @dataclass(frozen=True)
@@ -110,24 +112,12 @@ class BackendInfo:
     emulated_xrt_version: Any = None
     documented: Any = True
     deviations: tuple[str, ...] = ()
-    driver: ModelledDriver | None = None     # None: the machine's own driver answered
-    isolation: bool = True
-    stand_in: bool = False
-    by_construction: tuple[Any, ...] = ()
+    by_construction: tuple[str, ...] = ()
+    modelled: bool = False        # the backend recorded the driver its model played
+    driver: ModelledDriver | None = None   # ... and named its flavour
+    isolation: Any = True         # False: the backend cannot isolate trials
+    stand_in: Any = None          # the simulator stood in for pyxrt on the hardware path
     raw: dict[str, Any] = field(default_factory=dict)   # what model.is_simulated decides on
-
-
-@dataclass(frozen=True)
-class Settings:
-    flow: Any = None
-    isolate: bool = True
-    deadline_s: Any = None
-    model: Any = None         # a serve-probe's model
-
-
-@dataclass(frozen=True)
-class Workload:
-    nop_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,11 +125,11 @@ class CaseInfo:
     name: Any = None
     flow: Any = None
     named: bool = False           # the section holds a name key (titles say "?" without)
-    kind: Any = None
+    kind: str = "case"            # case, recipe or capture
     layers: int | None = None
-    engine: Any = None
+    engine: str | None = None     # the engine's command line (`flm run minicpm5:2b`)
+    nop_only: bool = False        # every run carried the one-NOOP stream
     runs_per_layer: Any = None
-    workload: Workload = field(default_factory=Workload)
 
     @property
     def title_name(self) -> Any:
@@ -168,7 +158,67 @@ class Artifacts:
 
 
 @dataclass(frozen=True)
+class Settings:
+    flow: Any = None
+    isolate: Any = True
+    deadline_s: Any = None
+    model: Any = None             # serve-probe's tag
+
+
+@dataclass(frozen=True)
+class DriverTimer:
+    """The driver's timer a run's trials met (`timers.driver`): its window, where it
+    comes from; None where the flavour or kernel is not one the harness knows."""
+
+    flavour: Any = None
+    kernel: Any = None
+    earliest_s: float | None = None
+    latest_s: float | None = None
+    source: Any = None
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        if self.earliest_s is None or self.latest_s is None:
+            return None
+        return self.earliest_s, self.latest_s
+
+
+@dataclass(frozen=True)
+class Timers:
+    """A report's `timers` (harness.report.timing.stack_timers writes them): the
+    driver's, XRT's wait, the harness's deadline, and the clock times to failure are on."""
+
+    clock: str = "wall"
+    driver: DriverTimer = field(default_factory=DriverTimer)
+    xrt_wait: Any = None
+    harness_deadline_s: Any = None
+    harness_deadline: Any = None
+
+
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def read_timers(value: Any) -> Timers | None:
+    """A `timers` section, typed; None where the report kept none (or not as a mapping)."""
+    if not isinstance(value, dict):
+        return None
+    driver = section(value.get("driver"))
+    return Timers(clock=str(value.get("clock", "wall")),
+                  driver=DriverTimer(flavour=driver.get("flavour"),
+                                     kernel=driver.get("kernel"),
+                                     earliest_s=_seconds(driver.get("earliest_s")),
+                                     latest_s=_seconds(driver.get("latest_s")),
+                                     source=driver.get("source")),
+                  xrt_wait=value.get("xrt_wait"),
+                  harness_deadline_s=value.get("harness_deadline_s"),
+                  harness_deadline=value.get("harness_deadline"))
+
+
+@dataclass(frozen=True)
 class ReportHeader:
+    command: Any
     case: CaseInfo
     backend: BackendInfo
     environment: Environment
@@ -176,8 +226,8 @@ class ReportHeader:
     artifacts: Artifacts
     settings: Settings
     bisect: Bisect | None         # None: not a bisect's report
-    timers: dict[str, Any] | None  # None: the run kept no timers (or an old report)
-    command: Any = None           # the harness command that wrote the report
+    timers: Timers | None         # None: the run kept no timers (or an old report)
+    exports_missing: tuple[str, ...] = ()   # xclbins `export` could not ship
 
 
 def _mappings(value: Any) -> tuple[dict[str, Any], ...]:
@@ -202,8 +252,7 @@ def read_environment(value: Any) -> Environment:
         driver=Driver(recorded=bool(driver), loaded=driver.get("loaded"),
                       module=driver.get("module"), version=driver.get("version"),
                       flavour=driver.get("flavour"), timeout_rule=driver.get("timeout_rule"),
-                      timeout_setting=driver.get("timeout_setting"),
-                      parameters=section(driver.get("parameters"))),
+                      parameters=section(driver.get("parameters")), facts=driver),
         xrt=Xrt(recorded=bool(xrt),
                 pyxrt=Pyxrt(recorded=bool(pyxrt), xrt_version=pyxrt.get("xrt_version"),
                             file=pyxrt.get("file")),
@@ -212,84 +261,56 @@ def read_environment(value: Any) -> Environment:
         memlock=Memlock(soft=memlock.get("soft"), hard=memlock.get("hard")),
         xrt_smi={name: run for name, run in section(env.get("xrt_smi")).items()
                  if isinstance(run, dict)},
-        raw=env)
+        emulator=env.get("emulator"), raw=env)
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    return tuple(map(str, value)) if isinstance(value, list) else ()
 
 
 def read_backend(value: Any) -> BackendInfo:
     backend = section(value)
-    deviations, driver = backend.get("deviations"), backend.get("driver")
-    by_construction = backend.get("by_construction")
+    modelled = backend.get("driver")
+    driver = section(modelled)
     return BackendInfo(kind=backend.get("kind"), profile=backend.get("profile"),
-                   emulated_xrt_version=section(backend.get("emulated")).get("xrt_version"),
-                   documented=backend.get("documented", True),
-                   deviations=tuple(map(str, deviations))
-                   if isinstance(deviations, list) else (),
-                   driver=ModelledDriver(flavour=driver.get("flavour"),
-                                         kernel=driver.get("kernel"))
-                   if isinstance(driver, dict) else None,
-                   isolation=bool(backend.get("isolation", True)),
-                   stand_in=bool(backend.get("stand_in")),
-                   by_construction=tuple(by_construction)
-                   if isinstance(by_construction, list) else (),
-                   raw=backend)
+                       emulated_xrt_version=section(backend.get("emulated")).get("xrt_version"),
+                       documented=backend.get("documented", True),
+                       deviations=_texts(backend.get("deviations")),
+                       by_construction=_texts(backend.get("by_construction")),
+                       modelled=isinstance(modelled, dict),
+                       driver=ModelledDriver(str(driver["flavour"]), str(driver.get("kernel")))
+                       if driver.get("flavour") else None,
+                       isolation=backend.get("isolation", True),
+                       stand_in=backend.get("stand_in"), raw=backend)
 
 
 def read_case(value: Any) -> CaseInfo:
     case = section(value)
     layers = case.get("layers")
     return CaseInfo(name=case.get("name"), flow=case.get("flow"), named="name" in case,
-                    kind=case.get("kind"),
+                    kind=str(case.get("kind") or "case"),
                     layers=layers if isinstance(layers, int) else None,
-                    engine=case.get("engine"), runs_per_layer=case.get("runs_per_layer"),
-                    workload=Workload(
-                        nop_only=bool(section(case.get("workload")).get("nop_only"))))
+                    engine=str(case["engine"]) if case.get("engine") else None,
+                    nop_only=bool(section(case.get("workload")).get("nop_only")),
+                    runs_per_layer=case.get("runs_per_layer"))
 
 
 def read_settings(value: Any) -> Settings:
     settings = section(value)
-    return Settings(flow=settings.get("flow"), isolate=bool(settings.get("isolate", True)),
+    return Settings(flow=settings.get("flow"), isolate=settings.get("isolate", True),
                     deadline_s=settings.get("deadline_s"), model=settings.get("model"))
-
-
-@dataclass(frozen=True)
-class DriverTimer:
-    """The driver's timer as a report's `timers` records it (`report.timing` writes it)."""
-    flavour: Any = None
-    kernel: Any = None
-    detection: Any = None
-    seconds: float | None = None
-    earliest_s: float | None = None
-    latest_s: float | None = None
-    source: Any = None
-
-    @property
-    def window(self) -> tuple[float, float] | None:
-        """The earliest and latest a hang is declared, when the timer is known."""
-        if self.earliest_s is None or self.latest_s is None:
-            return None
-        return float(self.earliest_s), float(self.latest_s)
-
-
-def driver_timer(timers: Any) -> DriverTimer:
-    """The driver's timer out of a report's `timers` (absent or malformed: unknown)."""
-    driver = section(section(timers).get("driver"))
-    return DriverTimer(**{name: driver.get(name) for name in DriverTimer.__dataclass_fields__})
-
-
-def header_of(data: dict[str, Any] | ReportHeader) -> ReportHeader:
-    """A header already read, or the report's mapping read now (for callers holding one)."""
-    return data if isinstance(data, ReportHeader) else read_header(data)
 
 
 def read_header(data: dict[str, Any]) -> ReportHeader:
     """The header's sections, typed: a checked report's, or an old or edited one's, where
     an absent or malformed section reads as the defaults above."""
-    harness = section(data.get("harness"))
+    case, harness = section(data.get("case")), section(data.get("harness"))
     artifacts = section(data.get("artifacts"))
     bisect = section(data.get("bisect"))
     answer = section(bisect.get("answer"))
     return ReportHeader(
-        case=read_case(data.get("case")),
+        command=data.get("command"),
+        case=read_case(case),
         backend=read_backend(data.get("backend")),
         environment=read_environment(data.get("environment")),
         harness=HarnessInfo(argv=harness.get("argv"), version=harness.get("version", MISSING),
@@ -301,5 +322,10 @@ def read_header(data: dict[str, Any]) -> ReportHeader:
         bisect=Bisect(first=answer.get("first"),
                       answer_text=answer.get("text", "unfinished"),
                       log=_mappings(bisect.get("log"))) if data.get("bisect") else None,
-        timers=data.get("timers") if isinstance(data.get("timers"), dict) else None,
-        command=data.get("command"))
+        timers=read_timers(data.get("timers")),
+        exports_missing=_texts(section(data.get("exports")).get("missing")))
+
+
+def as_header(data: ReportHeader | dict[str, Any]) -> ReportHeader:
+    """A header read once and passed on, or a mapping read here."""
+    return data if isinstance(data, ReportHeader) else read_header(data)

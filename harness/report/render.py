@@ -33,7 +33,7 @@ from harness.report.evidence import (
     recovery_text,
 )
 from harness.report.failing import NOT_SAID, answering_driver, why_unnamed
-from harness.report.header import ReportHeader, header_of, read_environment
+from harness.report.header import ReportHeader, as_header, read_environment
 from harness.report.model import is_emulated, is_simulated, played_profile, source_tag
 from harness.report.provenance import (
     captured_note,
@@ -55,8 +55,8 @@ REPORTER_ROOM = 8_000          # of an issue body's limit, left for what the rep
 BODY_BUDGET = MAX_BODY - REPORTER_ROOM
 
 
-def title(data: dict[str, Any] | ReportHeader) -> str:
-    header = header_of(data)
+def title(data: ReportHeader | dict[str, Any]) -> str:
+    header = as_header(data)
     case, backend = header.case.title_name, header.backend.raw
     if is_emulated(backend):
         version = header.backend.emulated_xrt_version or "?"
@@ -110,13 +110,13 @@ def failing_rows(view: ReportView) -> list[list[str]]:
     numbers in the trial column); for a bisect, the boundary's plans come first."""
     out = [[row.cells[0], _ranges(row.trials), *row.cells[1:], row.message]
            for row in view.failing]
-    bisect = view.typed_header.bisect
+    data = view.header
+    bisect = view.typed.bisect
     first = bisect.first if bisect else None
     if bisect and first is not None:
         boundary = {str(e.get("plan")) for e in bisect.log
                     if e.get("x") in (first, first - 1)}
-        labels = {record_label(p) for p in view.header.get("plans") or []
-                  if p.get("name") in boundary}
+        labels = {record_label(p) for p in data.get("plans") or [] if p.get("name") in boundary}
         out.sort(key=lambda row: row[0] not in labels)
     return out
 
@@ -147,10 +147,10 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(parts)
 
 
-def command_line(data: dict[str, Any] | ReportHeader) -> str:
+def command_line(data: ReportHeader | dict[str, Any]) -> str:
     """The command that made the report, quoted for a POSIX shell so that it pastes and
     runs as it is."""
-    header = header_of(data)
+    header = as_header(data)
     argv = header.harness.argv or []
     if not isinstance(argv, list) or not argv:
         return f"runlist-harness {header.command}"
@@ -160,10 +160,10 @@ def command_line(data: dict[str, Any] | ReportHeader) -> str:
     return shlex.join([program, *map(str, argv[1:])])
 
 
-def harness_made_by(data: dict[str, Any] | ReportHeader) -> str:
+def harness_made_by(data: ReportHeader | dict[str, Any]) -> str:
     """Which harness wrote the report: its version, and its source commit when it ran from
     a git checkout."""
-    harness = header_of(data).harness
+    harness = as_header(data).harness
     commit = harness.commit
     return (f"xdna-runlist-harness {harness.version}, "
             + (f"source commit {commit}" if commit else "source commit unknown (not run from "
@@ -216,7 +216,7 @@ def _counts(plan: dict[str, Any]) -> str:
 def plan_rows(view: ReportView) -> list[list[str]]:
     """plan | trials (those that got an answer: a stopped trial is not one) | outcome |
     expected | time to failure."""
-    timers = view.typed_header.timers
+    timers = view.typed.timers
     ttfs = view.plan_ttfs or [[] for _ in view.plan_trials]
     return [[record_label(p), str((p.get("summary") or {}).get("trials", trials)), _counts(p),
              "(control)" if p.get("control") else p.get("expect") or "-",
@@ -273,9 +273,9 @@ def _band(labels: list[str]) -> str:
     return span if whole else f"{span} ({len(labels)} tested)"
 
 
-def xclbin_rows(data: dict[str, Any] | ReportHeader) -> list[list[str]]:
+def xclbin_rows(header: ReportHeader) -> list[list[str]]:
     rows = []
-    for x in header_of(data).artifacts.xclbins:
+    for x in header.artifacts.xclbins:
         names = x.get("known_as") or []
         if names:
             known = names[0] + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
@@ -328,7 +328,7 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     bundle's file name and the files in it, when one exists to attach; else, given the
     report's file name, the body says how to make one."""
     data = view.header
-    typed = view.typed_header
+    typed = view.typed
     backend = typed.backend.raw
     lines = [f"## xdna-runlist-harness: {title(typed)}", ""]
     if is_simulated(backend):
@@ -466,7 +466,7 @@ def first_screen_markdown(view: ReportView) -> list[str]:
         lines += ["### What ran", *md_table(["plans", "control code", "buffers", "xclbins"],
                                             rows), ""]
     sequence = sequence_note(data, _labels(view))
-    lines += [f"Submitted as {_cell(flow_text(_flow(view.typed_header)))}."
+    lines += [f"Submitted as {_cell(flow_text(_flow(view.typed)))}."
               + (f" {_cell(sequence[0].upper() + sequence[1:])}." if sequence else "")
               + "".join(f" The {_cell(n)}." for n in control_notes(data)), ""]
     for table in stack_tables(data, worker_libraries(view)):
@@ -494,7 +494,7 @@ def evidence_markdown(view: ReportView, max_lines: int) -> list[str]:
         lines.append("Other NPU/GPU users then: " + (", ".join(
             f"{u.get('pid')} {_cell(u.get('command') or '?')}" for u in users) or "none") + ".")
     lines.append("")
-    simulated = is_simulated(view.typed_header.backend.raw)
+    simulated = is_simulated(view.typed.backend.raw)
     rows = firmware_rows(trial)
     note = health_note(view.header)
     if note:
@@ -625,7 +625,9 @@ def server_markdown(server: dict[str, Any]) -> list[str]:
     rows = [[str(r.get("index")), str(r.get("model")), str(r.get("outcome")),
              _opt(r.get("state")), _opt(r.get("decoding_speed_tps")), _opt(r.get("wall_ms")),
              _first_line(r.get("error"))] for r in server.get("requests") or []]
-    lines = ["### Server", ""]
+    stand_in = server.get("stand_in")
+    lines = ["### Server" + (" (SIMULATED: the simulated stack's stand-in for flm serve, "
+                             "not a real server)" if stand_in else ""), ""]
     lines += md_table(["request", "model", "outcome", "state", "decode tok/s", "wall ms",
                        "error"], rows) + [""]
     checks = server.get("checks") or []
@@ -681,7 +683,8 @@ def _flow(header: ReportHeader) -> str | None:
 
 
 def render_text(view: ReportView) -> str:
-    data, typed = view.header, view.typed_header
+    data = view.header
+    typed = view.typed
     answer, *reasons = verdict_lines(data.get("verdict"))
     lines = [title(typed), "verdict: " + answer, *[f"  - {reason}" for reason in reasons],
              "command: " + command_line(typed),

@@ -19,7 +19,7 @@ from typing import Any
 from harness.model.drivers import driver_build, probed_build, shortest_seconds
 from harness.model.results import COMPLETED_STATE, TrialResult
 from harness.report.failing import answering_driver
-from harness.report.header import DriverTimer, driver_timer, read_header
+from harness.report.header import DriverTimer, Timers, read_header
 from harness.report.model import is_emulated, is_simulated
 
 DEVICE, WALL = "device", "wall"
@@ -48,14 +48,14 @@ NO_XRT_WAIT = ("none: the harness waits on each runlist with runlist.wait() and 
                "so XRT waits until the device answers")
 
 
-def stack_timers(header: dict[str, Any]) -> dict[str, Any]:
+def stack_timers(data: dict[str, Any]) -> dict[str, Any]:
     """The report's `timers`: the driver's (from the build that answered), XRT's wait
     deadline, the harness's deadline, and which clock a time to failure is read on."""
-    typed = read_header(header)
-    backend, settings, env = typed.backend, typed.settings, typed.environment
-    flavour, kernel = answering_driver(typed)
+    header = read_header(data)
+    backend, settings = header.backend, header.settings
+    flavour, kernel = answering_driver(header)
     build = None
-    if backend.driver is not None and flavour:
+    if backend.modelled and flavour:
         try:
             build = driver_build(flavour, str(kernel))
         except ValueError:
@@ -63,9 +63,8 @@ def stack_timers(header: dict[str, Any]) -> dict[str, Any]:
         source = "the driver build the " + ("emulated" if is_emulated(backend.raw)
                                             else "simulated") + " stack plays"
     else:
-        build = probed_build({"flavour": env.driver.flavour,
-                              "timeout_setting": env.driver.timeout_setting},
-                             env.system.kernel)
+        build = probed_build(header.environment.driver.facts,
+                             header.environment.system.kernel)
         source = "the probed driver on this machine's kernel, with its timeout setting"
     driver: dict[str, Any]
     if build is None:
@@ -78,7 +77,7 @@ def stack_timers(header: dict[str, Any]) -> dict[str, Any]:
                   "detection": str(build.detection), "seconds": build.period_s,
                   "earliest_s": build.earliest_seconds, "latest_s": build.worst_seconds,
                   "source": f"{source}: {build.source}"}
-    isolated = settings.isolate and backend.isolation
+    isolated = bool(settings.isolate) and backend.isolation
     deadline = settings.deadline_s
     return {
         "clock": DEVICE if is_simulated(backend.raw) and not is_emulated(backend.raw)
@@ -99,24 +98,24 @@ def _at_once_s(driver: DriverTimer | None) -> float:
     return min(AT_ONCE_FRACTION * float(earliest), AT_ONCE_CAP_S)
 
 
-def classify(ms: float, timers: dict[str, Any]) -> str:
+def classify(ms: float, timers: Timers) -> str:
     """Which timer a failure's time matches (a trial with no answer is AT_DEADLINE: see
     `time_to_failure`)."""
-    driver = driver_timer(timers)
     seconds = ms / 1000.0
-    if seconds < _at_once_s(driver):
+    if seconds < _at_once_s(timers.driver):
         return AT_ONCE
-    if driver.window is None:
+    window = timers.driver.window
+    if window is None:
         return BEFORE_TIMER
-    earliest, latest = driver.window
-    if seconds < (1 - TIMER_SLACK) * float(earliest):
+    earliest, latest = window
+    if seconds < (1 - TIMER_SLACK) * earliest:
         return BEFORE_TIMER
-    if seconds <= (1 + TIMER_SLACK) * float(latest) + TIMER_SLACK_S:
+    if seconds <= (1 + TIMER_SLACK) * latest + TIMER_SLACK_S:
         return AT_TIMER
     return PAST_TIMER
 
 
-def time_to_failure(trial: TrialResult | dict[str, Any], timers: dict[str, Any]
+def time_to_failure(trial: TrialResult | dict[str, Any], timers: Timers
                     ) -> dict[str, Any] | None:
     """A failing trial's time to failure: its first failing runlist's, from submit to the
     answer, on the report's clock; a trial the deadline ended, the time it was given.
@@ -132,7 +131,7 @@ def time_to_failure(trial: TrialResult | dict[str, Any], timers: dict[str, Any]
                                         "class": AT_DEADLINE}
     if status != "failed":
         return None
-    clock = timers.get("clock", WALL)
+    clock = timers.clock
     for position, outcome in enumerate(data.get("runlists") or []):
         if not isinstance(outcome, dict) or outcome.get("state") in (None, COMPLETED_STATE):
             continue
@@ -155,37 +154,36 @@ def clock_text(clock: str, backend: dict[str, Any] | None = None) -> str:
     return "wall time" + (" (emulated device)" if backend and is_emulated(backend) else "")
 
 
-def timer_text(timers: dict[str, Any]) -> str:
-    """The driver's timer in a few words: ``the driver's 60 s timer (mainline on Linux
-    7.0)``, or that it is not known."""
-    driver = driver_timer(timers)
-    if driver.window is None:
-        return "the driver's timer (not known for this driver)"
-    return f"the driver's {_window_text(driver)} timer ({driver.flavour} on Linux {driver.kernel})"
-
-
-def _window_text(driver: DriverTimer) -> str:
-    earliest, latest = driver.earliest_s, driver.latest_s
+def _window_text(window: tuple[float, float]) -> str:
+    earliest, latest = window
     return f"{earliest:g} s" if earliest == latest else f"{earliest:g}-{latest:g} s"
 
 
-def class_words(kind: str, timers: dict[str, Any] | None = None) -> str:
+def timer_text(timers: Timers) -> str:
+    """The driver's timer in a few words: ``the driver's 60 s timer (mainline on Linux
+    7.0)``, or that it is not known."""
+    driver = timers.driver
+    if driver.window is None:
+        return "the driver's timer (not known for this driver)"
+    return (f"the driver's {_window_text(driver.window)} timer ({driver.flavour} on Linux "
+            f"{driver.kernel})")
+
+
+def class_words(kind: str, timers: Timers | None = None) -> str:
     """A class in a few words: ``at the driver's 60 s timer`` (with the timers),
     ``well before any timer``."""
-    if kind == AT_TIMER and timers:
-        driver = driver_timer(timers)
-        if driver.window is not None:
-            return f"at the driver's {_window_text(driver)} timer"
+    if kind == AT_TIMER and timers and timers.driver.window is not None:
+        return f"at the driver's {_window_text(timers.driver.window)} timer"
     return CLASS_TEXT.get(kind, kind).split(":")[0]
 
 
-def ttf_text(ttf: dict[str, Any], timers: dict[str, Any] | None = None) -> str:
+def ttf_text(ttf: dict[str, Any], timers: Timers | None = None) -> str:
     """``after 60.0 s of simulated device time, at the driver's 60 s timer``."""
     return (f"after {duration_text(float(ttf['ms']))} of {clock_text(str(ttf.get('clock')))}"
             f", {class_words(str(ttf.get('class')), timers)}")
 
 
-def trials_ttf_text(ttfs: list[dict[str, Any]], timers: dict[str, Any] | None = None) -> str:
+def trials_ttf_text(ttfs: list[dict[str, Any]], timers: Timers | None = None) -> str:
     """Failing trials' times to failure in one phrase: ``after 60.0 s, at the driver's 60 s
     timer`` when alike, else the range and each class with its count; "" for none."""
     if not ttfs:
@@ -202,12 +200,12 @@ def trials_ttf_text(ttfs: list[dict[str, Any]], timers: dict[str, Any] | None = 
                                          for kind, n in kinds.items()) + ")"
 
 
-def timers_lines(timers: dict[str, Any]) -> list[str]:
+def timers_lines(timers: Timers) -> list[str]:
     """The timers as a render lists them, each with where it comes from."""
-    deadline = timers.get("harness_deadline_s")
-    return [f"driver: {timer_text(timers)}; {driver_timer(timers).source}",
-            f"XRT's wait deadline: {timers.get('xrt_wait') or NO_XRT_WAIT}",
+    deadline = timers.harness_deadline_s
+    return [f"driver: {timer_text(timers)}; {timers.driver.source}",
+            f"XRT's wait deadline: {timers.xrt_wait or NO_XRT_WAIT}",
             "harness deadline: " + (f"{deadline:g} s per trial" if deadline
-                                    else str(timers.get("harness_deadline"))),
-            f"times to failure: {clock_text(str(timers.get('clock')))}, from each runlist's "
+                                    else str(timers.harness_deadline)),
+            f"times to failure: {clock_text(timers.clock)}, from each runlist's "
             "submit to its answer"]

@@ -141,8 +141,17 @@ def _said(kind: str, case: dict[str, Any] | None) -> str:
     return kind
 
 
-def _no_control(reason: str) -> str:
-    return (f"the depth-only control did not run ({reason}), so nothing here separates "
+def _why_not(control: dict[str, Any]) -> str:
+    """Why the control did not run, in short: as the runner recorded it (`why`); a report
+    written before it did has the whole message only, whose first clause (up to the
+    search's "; searched: ...") its verdict quoted, and still does, so it checks as
+    written."""
+    why = control.get("why")
+    return str(why) if why else str(control.get("not_run")).split(";")[0]
+
+
+def _no_control(why: str) -> str:
+    return (f"the depth-only control did not run ({why}), so nothing here separates "
             "depth alone from the case's commands")
 
 
@@ -291,21 +300,12 @@ def with_xrt_smi(verdict: Verdict, control: dict[str, Any] | None) -> Verdict:
                    verdict.control)
 
 
-def control_not_run(control: Any) -> str | None:
-    """Why the depth-only control did not run, in short: the runner's `reason`; a report
-    from before it recorded one, the first clause of the error it kept (`not_run`)."""
-    if not isinstance(control, dict) or control.get("not_run") is None:
-        return None
-    if isinstance(control.get("reason"), str):
-        return str(control["reason"])
-    why = str(control["not_run"])
-    return why.removeprefix("the depth-only control was not run: ").split(";")[0]
-
-
 def report_verdict(report: Report) -> Verdict:
     """A report's verdict from its plans, what ran, the control that could not run, and
     XRT's own control: what a run writes and what `report check` recomputes."""
-    missing = control_not_run(report.artifacts.get("control"))
+    control = report.artifacts.get("control")
+    missing = _why_not(control) if isinstance(control, dict) and "not_run" in control \
+        else None
     xrt_smi = report.sections.get("xrt_smi_control")
     return with_xrt_smi(judge(report.plans, report.backend, report.case, missing),
                         xrt_smi if isinstance(xrt_smi, dict) else None)

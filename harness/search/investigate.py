@@ -6,7 +6,11 @@ XRT's validate.xclbin), then, one after another, the experiment the current diag
 (harness.report.diagnosis) asks for: the engine's work where only NOOPs ran (a capture's
 frame; on the simulated stack, the simulator's stand-in work stream), a shallower depth
 where no runlist of the failing commands has completed (a bisection by halves), more
-trials where a rate is unclear, cheapest first. Every trial lands in one report, with the
+trials where a rate is unclear, cheapest first; and once, the server (harness.serve.
+reproduce's probe), to see whether it fails where the NPU path completes: a running `flm
+serve` the user named, or on the simulated stack, while the answer is open and the
+engine's commands do not fail every trial, the stand-in (harness.sim.stand_in_server).
+Every trial lands in one report, with the
 experiments in its `investigate` section and the diagnosis they end with; a stop (Ctrl-C,
 the budget) keeps what ran, and `--resume` goes on, deciding the next step again from
 what the report holds.
@@ -17,12 +21,14 @@ stack, wall time on hardware and under emulation (harness.report.timing).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.execution.runner import Runner
 from harness.execution.xrt_smi_control import SECTION as XRT_SMI_SECTION
+from harness.model.errors import EnvironmentNotReady
 from harness.model.plan import plan_for_depth
 from harness.model.results import BriefTrial, TrialResult
 from harness.report.diagnosis import (
@@ -34,11 +40,15 @@ from harness.report.diagnosis import (
 )
 from harness.report.diagnosis.findings import CONSISTENT_COMPLETIONS, CONSISTENT_FAILURES
 from harness.report.diagnosis.observed import observe
+from harness.report.header import read_timers
 from harness.report.model import STAND_IN, PlanRecord
 from harness.report.timing import DEVICE
 from harness.report.verdict import Verdict, by_construction, with_xrt_smi
 
 SECTION = "investigate"
+SERVER_SECTION = "server"     # where serve-probe keeps a server's answers: diagnose reads it
+SERVER_STEP = "the server"
+SERVER_TIMEOUT_S = 180.0      # a request that meets the in-tree driver's 60 s timer, twice
 Say = Callable[[str], None]
 CONFIRM_TRIALS = 2     # a determined answer rests on at least this many trials of each plan
 EXPENSIVE_S = 10.0     # a completing trial past this much device time is not repeated lightly
@@ -53,7 +63,9 @@ class InvestigateSettings:
     rate_trials: int = 4           # each plan, once something failed and the cause is open
     mixed_trials: int = 12         # a plan that failed in some trials and not others
     quiet_trials: int = 10         # each plan, while nothing has failed: a rare failure
-    stand_in: bool = False         # the simulated stack: the stand-in work may run
+    stand_in: bool = False         # the simulated stack: the stand-in work and server may run
+    serve_url: str | None = None   # a running flm serve to ask (any stack)
+    serve_model: str | None = None  # the tag it serves the case's model by
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -72,6 +84,7 @@ class Step:
     why: str
     plans: list[tuple[PlanRecord, int]]
     add: list[PlanRecord] = field(default_factory=list)
+    server: bool = False           # ask the server (no plans of its own)
 
 
 class BudgetSpent(Exception):
@@ -96,7 +109,8 @@ class Investigation:
         report = runner.report
         self.section: dict[str, Any] = report.sections.setdefault(
             SECTION, {"settings": settings.to_dict(), "steps": []})
-        self.clock = str((report.sections.get("timers") or {}).get("clock", DEVICE))
+        timers = read_timers(report.sections.get("timers"))
+        self.clock = timers.clock if timers else DEVICE
 
     @property
     def report(self) -> Any:
@@ -164,6 +178,9 @@ class Investigation:
         work = self._stand_in_work(diagnosis)
         if work is not None:
             return work            # only NOOPs ran: the work is where a decode fails first
+        server = self._server(diagnosis)
+        if server is not None:
+            return server
         if diagnosis.determined:
             return self._cheapest(self._top_ups(
                 "confirm", f"the answer ({diagnosis.top.id}) rests on the trials each plan's "
@@ -187,8 +204,9 @@ class Investigation:
         if _mixed(plan):
             return self.settings.mixed_trials
         # three trials say "completes" or "fails"; where a trial costs a minute of device
-        # time (a 60 s timer, slow work), two, and the rates rest on the cheaper plans
-        if self._cost(plan) >= EXPENSIVE_S:
+        # time (a 60 s timer, slow work), two, and the rates rest on the cheaper plans,
+        # unless a plan fails at times: then two failures in a row may be chance
+        if self._cost(plan) >= EXPENSIVE_S and not any(_mixed(p) for p in self.report.plans):
             return CONFIRM_TRIALS
         if all(t.state == "COMPLETED" for t in plan.finished()):
             return max(self.settings.rate_trials, CONSISTENT_COMPLETIONS)
@@ -226,6 +244,31 @@ class Investigation:
                     [PlanRecord(f"work {plan.name}", plan.spec, list(plan.chunks),
                                 work=STAND_IN) for plan in originals])
 
+    def _server(self, diagnosis: Diagnosis) -> Step | None:
+        """Once, the server: a running flm serve the user named (whatever the diagnosis so
+        far), or on the simulated stack, while the answer is open (nothing failed, or
+        undetermined) and no plan of the engine's commands has failed in every trial, its
+        stand-in: is it the NPU path at all? Where one does, the NPU path evidently fails,
+        and the server's answer would carry the state the trials show."""
+        settings = self.settings
+        if SERVER_SECTION in self.report.sections or not settings.serve_model:
+            return None
+        if settings.serve_url:
+            return Step(SERVER_STEP, f"flm serve at {settings.serve_url}, asked for "
+                        f"{settings.serve_model}: does it fail where pyxrt completes?", [],
+                        server=True)
+        if not settings.stand_in or diagnosis.determined:
+            return None
+        engine = self._engine_plan()
+        if any(p.finished() and all(t.state != "COMPLETED" for t in p.finished())
+               for p in self.report.plans if p.work == engine.work and not p.control):
+            return None
+        said = ("nothing failed through pyxrt" if diagnosis.top.id == NOTHING_FAILS
+                else "the engine's runlists complete through pyxrt, or fail only at times, "
+                "and the answer is open")
+        return Step(SERVER_STEP, f"{said}: does flm serve (the simulated stack's stand-in) "
+                    "fail where the NPU path completes?", [], server=True)
+
     def _shallower(self) -> tuple[float, Step] | None:
         """A failing plan none of whose commands' runlists completed: the same commands
         at half its depth, so the threshold and their per-run time show; its cost, half
@@ -257,6 +300,10 @@ class Investigation:
         steps = self.section["steps"]
         if not steps or steps[-1]["experiment"] != step.name or step.add:
             self.say(f"{step.name}: {step.why}")
+        if step.server:
+            decoded = self._ask_server()
+            if decoded is not None:               # its trial is the step's
+                step.plans.append((decoded, len(decoded.finished())))
         for plan, wanted in step.plans:
             while len(plan.finished()) < wanted:
                 if self.spent_s >= self.settings.budget_s:
@@ -280,6 +327,84 @@ class Investigation:
         self.runner.handle.rewrite()
         self.say(f"  -> {diagnosis.top.id}" + ("" if diagnosis.determined else
                                                f" ({diagnosis.top.why})"))
+
+    # -- the server ---------------------------------------------------------------------------
+
+    def _ask_server(self) -> PlanRecord | None:
+        """One chat request for the case's model, as serve-probe makes it, into the report's
+        server section (diagnose reads it as it reads serve-probe's). Returns the plan the
+        stand-in decoded by a trial of, if it did."""
+        # the web stack loads only for this step, not for every run that imports this module
+        from harness.serve.reproduce import Probe, ServeOptions
+        settings = self.settings
+        tag = str(settings.serve_model)
+        with self._served(tag) as (url, stand_in, decoded):
+            options = ServeOptions(url, tag, requests=1, made_up_tag=False,
+                                   timeout_s=SERVER_TIMEOUT_S)
+            environment = self.report.environment
+            try:
+                served = Probe(options, environment if isinstance(environment, dict)
+                               else {}).run().sections[SERVER_SECTION]
+            except EnvironmentNotReady as err:
+                served = {"url": url, "unreachable": str(err), "requests": []}
+        served["model"] = tag
+        if stand_in is not None:
+            served["stand_in"] = stand_in
+        self.report.sections[SERVER_SECTION] = served
+        answers = served.get("requests") or []
+        self.say("  " + ("; ".join(_answer_text(a) for a in answers) if answers else
+                         f"no answer: {served.get('unreachable')}"))
+        return decoded
+
+    @contextmanager
+    def _served(self, tag: str
+                ) -> Iterator[tuple[str, dict[str, Any] | None, PlanRecord | None]]:
+        """The server to ask (its URL, what stood in for it, the plan it decoded by): the
+        user's, or the stand-in with the profile's serve-fault, whose decode is one trial
+        of the engine's runlist, run here first (never when the fault fails the request
+        before any NPU call)."""
+        if self.settings.serve_url:
+            yield self.settings.serve_url, None, None
+            return
+        profile = self.runner.backend.profile
+        fault = profile.serve_fault if profile is not None else None
+        said: str | None = None
+        decoded_by = None
+        plan = None
+        if fault is None:
+            plan = self._engine_plan()
+            count = sum(len(p.finished()) for p in self.report.plans) + 1
+            trial = self.runner.trial(plan, count, 0)
+            decoded_by = {"plan": plan.name, "trial": trial.index, "state": trial.state}
+            said = None if trial.state == "COMPLETED" else _failure_text(trial)
+        stand_in = {"what": "the simulated stack's stand-in for flm serve", "fault": fault,
+                    "decoded_by": decoded_by}
+        from harness.sim.stand_in_server import StandInServer
+        with StandInServer(tag, lambda: said, fault) as server:
+            yield server.url, stand_in, plan
+
+    def _engine_plan(self) -> PlanRecord:
+        """The runlist a decode submits: the case's first plan with work in it where the
+        work was stood in, else the case's first plan."""
+        originals = [p for p in self.report.plans if not p.control]
+        first = originals[0]
+        worked = [p for p in originals if p.work and p.chunks == first.chunks]
+        return worked[0] if worked else first
+
+
+def _failure_text(trial: TrialResult) -> str:
+    """What an engine surfaces of a failed decode: XRT's message for the failing runlist,
+    else the trial's error."""
+    for outcome in trial.runlists:
+        if outcome.state not in (None, "COMPLETED") and outcome.message:
+            return outcome.message
+    return trial.error or f"the decode failed ({trial.state})"
+
+
+def _answer_text(answer: dict[str, Any]) -> str:
+    said = answer.get("state") or answer.get("error") or ""
+    return f"flm serve: {answer.get('outcome')}" + (f" ({str(said).splitlines()[0][:120]})"
+                                                     if said else "")
 
 
 def _mixed(plan: PlanRecord) -> bool:

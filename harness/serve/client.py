@@ -87,16 +87,18 @@ class _Reader:
         return data
 
 
-def parse_url(url: str) -> tuple[str, str, int, str]:
-    """(scheme, host, port, base path) of an http(s) URL, or BadInput naming what is wrong."""
+def parse_url(url: str, option: str = "--url") -> tuple[str, str, int, str]:
+    """(scheme, host, port, base path) of an http(s) URL, or BadInput naming what is wrong
+    and the option that gave it."""
     try:
         parts = urlsplit(url if "://" in url else f"http://{url}")
         port = parts.port
     except ValueError as err:
-        raise BadInput(f"--url {url!r} is not a URL ({err}); use http://HOST:PORT, e.g. "
+        raise BadInput(f"{option} {url!r} is not a URL ({err}); use http://HOST:PORT, e.g. "
                        "http://127.0.0.1:52625") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadInput(f"--url {url!r}: use http://HOST:PORT (e.g. http://127.0.0.1:52625)")
+        raise BadInput(f"{option} {url!r}: use http://HOST:PORT (e.g. "
+                       "http://127.0.0.1:52625)")
     return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), \
         parts.path.rstrip("/")
 

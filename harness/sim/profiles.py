@@ -171,6 +171,8 @@ class Profile:
     reject_at: tuple[int, ...] = ()
     slow: tuple[tuple[str, float], ...] = ()
     flaky: float = 0.0
+    held_contexts: int = 0
+    serve_fault: str | None = None
     seed: int = 0
     realtime: bool = False
     xrt: str = DEFAULT_XRT
@@ -356,12 +358,32 @@ def _inflight_cap(n: int) -> str:
             f"firmware wedges with more than {n} queued on one context)")
 
 
+def _held_contexts(n: int) -> str:
+    return (f"held-contexts:{n} leaves the device {n} fewer contexts: a run whose contexts "
+            f"do not fit in what is left is refused one at set-up, before any runlist runs")
+
+
+def _serve_fault(token: str, parameter: str) -> str:
+    if parameter not in SERVE_FAULTS:
+        raise BadInput(f"profile token {token!r}: use serve-fault:KIND with KIND one of "
+                       f"{', '.join(SERVE_FAULTS)}, e.g. serve-fault:error")
+    return parameter
+
+
+def _serve_fault_makes(kind: str) -> str:
+    what = ("answer an error with no XRT state" if kind == "error"
+            else "drop the connection without an answer")
+    return (f"serve-fault:{kind} makes the stand-in flm serve {what} on every chat request, "
+            "before any NPU call; runlists through pyxrt are untouched")
+
+
 def _work_hang(n: int) -> str:
     return (f"work-hang:{n} makes every runlist holding {n} or more runs that carry work fail "
             f"(the {_ordinal(n)} of them never completes); NOOP runs never hang")
 
 
 _SIM = "harness.sim"
+SERVE_FAULTS = ("error", "drop")   # how the stand-in flm serve fails (sim.stand_in_server)
 HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
     Hypothesis(
         "inflight-cap", "N", "inflight_cap", _at_least_one,
@@ -432,6 +454,29 @@ HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
         lambda p: f"flaky:{_num(p)} makes each job hang with probability {_num(p)}",
         f"{_SIM}.stack (per job, from the trial's seed), the emulator through it",
         cause="nondeterministic", shown=_num),
+    Hypothesis(
+        "held-contexts", "N", "held_contexts", _count,
+        "other processes hold N contexts on the device for the whole run (a second "
+        "FastFlowLM server, a program that leaked its contexts), so the run's own contexts "
+        "meet the device's limit after N: the out-of-tree driver's virtual contexts "
+        "(context_limit, 32; 6 on npu1) or the firmware's hardware contexts (hwctx_limit, "
+        "16; 6 on npu1) count every process's",
+        "hypothesis: another holder of the NPU; the limits are the driver's (out-of-tree "
+        "aie2_ctx_runqueue.c aie2_rq_add counts rq->ctx_cnt over the device; the firmware "
+        "refuses past hwctx_limit whoever asks)",
+        _held_contexts, f"{_SIM}.stack (create_context), the emulator through it",
+        cause="resources"),
+    Hypothesis(
+        "serve-fault", "KIND", "serve_fault", _serve_fault,
+        "the server fails a request outside the NPU path, before any NPU call: KIND error "
+        "answers {\"error\": ...} with no XRT state (a template, tokenizer or load "
+        "error), KIND drop closes the connection (a server that died mid-request); played "
+        "by the stand-in flm serve that investigate asks on the simulated stack",
+        "hypothesis: a failure of the server, not of the NPU path (FastFlowLM answers "
+        "errors as {\"error\": ...} with HTTP 200, STACK.md 5)",
+        _serve_fault_makes, f"{_SIM}.stand_in_server (the stand-in flm serve); nothing "
+        "below it",
+        cause="not-npu-path"),
 )}
 
 

@@ -373,7 +373,8 @@ class Stack:
             raise RuntimeError(f"Failed to create hardware context: the partition needs "
                                f"columns {start_column}..{start_column + width - 1}, "
                                f"{self.device.name} has {self.device.columns}")
-        alive = sum(c.alive for c in self.contexts)
+        # other processes' contexts count against the same device-wide limits
+        alive = sum(c.alive for c in self.contexts) + self.profile.held_contexts
         if self.flavour.virtual_contexts:
             if alive >= self.device.ctx_limit:
                 # aie2_rq_add: the legacy tree refuses the context itself, -ENOENT
@@ -386,7 +387,8 @@ class Stack:
                 self.kernel_log.err("amdxdna_drm_create_hwctx_ioctl",
                                     "Init ctx failed, ret -2")
                 self.note(f"context refused: {self.device.ctx_limit} virtual contexts is the "
-                          f"{self.flavour.called} driver's limit on {self.device.name}")
+                          f"{self.flavour.called} driver's limit on {self.device.name}"
+                          f"{self._held_note()}")
                 raise ContextRefused(CTX_LIMIT_FAILED, errno.ENOENT)
         elif alive >= self.device.hwctx_limit:
             # The firmware refuses the context (MGMT_ERT_NOAVAIL); the driver logs it on
@@ -398,13 +400,17 @@ class Stack:
                 MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL,
                 solver=not (temporal and self.build.temporal_skips_solver))
             self.note(f"context refused: {self.device.hwctx_limit} hardware contexts is the "
-                      f"limit of {self.device.name}")
+                      f"limit of {self.device.name}{self._held_note()}")
             raise ContextRefused(HWCTX_CREATE_FAILED, errno.EINVAL)
         ctx = Context(next(self._ids), label, start_column, width)
         ctx.name = f"{self.flavour.context_prefix}.{self.pid}.{ctx.id}"
         self.contexts.append(ctx)
         self.note(f"context {ctx.id} ({label}) created, {width} columns at {start_column}")
         return ctx
+
+    def _held_note(self) -> str:
+        held = self.profile.held_contexts
+        return f", {held} of them held by other processes (held-contexts:{held})" if held else ""
 
     def destroy_context(self, ctx: Context) -> None:
         if not ctx.alive:

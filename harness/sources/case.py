@@ -103,6 +103,13 @@ class Case:
     # names to capture the engine's own commands
     engine: str | None = None
 
+    @property
+    def model_tag(self) -> str | None:
+        """The model tag of an engine run as `flm run TAG` (what `flm serve` serves it
+        by), else None."""
+        words = (self.engine or "").split()
+        return words[2] if len(words) > 2 and words[:2] == ["flm", "run"] else None
+
     def plan(self, name: str) -> Plan:
         for plan in self.plans:
             if plan.name == name:

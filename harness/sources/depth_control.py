@@ -5,6 +5,7 @@ separates "depth alone fails" from "depth fails only with the case's commands"."
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from harness.model.plan import Plan, make_plan
 from harness.model.results import ELF_FLOW
 from harness.sources.case import Case, CaseKind
 from harness.sources.load import load_case
-from harness.sources.workload import describe, shared_buffers
+from harness.sources.workload import describe, run_buffer_sizes, shared_buffers
 
 CONTROL_CASE = "nop-depth"
 PLAN_NAME = "depth-only"
@@ -57,11 +58,9 @@ def _differences(case: Case, control: Case, validate: str) -> str:
         other.append(f"another xclbin: {validate} (kernel "
                      f"{control.per_layer[0].kernel}) instead of {context} "
                      f"({', '.join(kernels)})")
-    ours = shared_buffers(case)
-    theirs = shared_buffers(control)
-    if ours.split(" shared")[0] != theirs.split(" shared")[0] or (
-            case.order is None and len(case.per_layer) > 1):
-        other.append(f"{theirs} instead of {ours}")
+    ours, theirs = run_buffer_sizes(case), run_buffer_sizes(control)
+    if ours is None or theirs is None or Counter(ours) != Counter(theirs):
+        other.append(f"{shared_buffers(control)} instead of {shared_buffers(case)}")
     if case.kind is CaseKind.CASE and case.flow != ELF_FLOW:
         other.append(f"the ELF flow instead of the case's {case.flow}")
     return "; ".join(same) + "; but " + "; ".join(other)

@@ -57,6 +57,15 @@ def other_packs_files(pack: ResolvedPack) -> str | None:
             f"{pack.name}'s own in xclbins/{pack.name}/)")
 
 
+class PackNotFound(EnvironmentNotReady):
+    """A case's xclbins are not on this machine: `summary` says which in a few words (what
+    a verdict quotes), the message also where they were looked for and the fix."""
+
+    def __init__(self, summary: str, detail: str = "") -> None:
+        super().__init__(summary + detail)
+        self.summary = summary
+
+
 @dataclass
 class ResolvedPack:
     """The xclbins a run uses, by role, and where they were found. A report records it
@@ -145,10 +154,10 @@ def resolve_pack(case: Case, *, xclbins_dir: str | None = None,
     if simulated:
         return stand_ins(case, searched)
     missing = ", ".join(case.xclbins.values())
-    raise EnvironmentNotReady(
-        f"pack {case.pack} ({missing}) not found; searched: {'; '.join(searched) or 'nowhere'}. "
-        f"Give --xclbins DIR or import it with `runlist-harness xclbins import SRC --pack "
-        f"{case.pack}`")
+    raise PackNotFound(
+        f"pack {case.pack} ({missing}) not found",
+        f"; searched: {'; '.join(searched) or 'nowhere'}. Give --xclbins DIR or import it "
+        f"with `runlist-harness xclbins import SRC --pack {case.pack}`")
 
 
 def _named_files(case: Case, xclbins_dir: str | None, simulated: bool) -> ResolvedPack:
@@ -163,7 +172,7 @@ def _named_files(case: Case, xclbins_dir: str | None, simulated: bool) -> Resolv
     if simulated:
         return stand_ins(case, [str(f.parent) for f in files.values()])
     missing = ", ".join(str(f) for f in files.values() if not f.is_file())
-    raise EnvironmentNotReady(f"{case.file} names {missing}, which is not there")
+    raise PackNotFound(f"{case.file} names {missing}, which is not there")
 
 
 def _explicit(case: Case, base: Path) -> ResolvedPack:

@@ -109,6 +109,21 @@ def shared_buffers(case: Case) -> str:
                      for c in case.per_layer)
 
 
+def run_buffer_sizes(case: Case) -> list[int] | None:
+    """The sizes of the buffers every run of `case` takes, where every run takes the same
+    ones (one command, or a recipe's or capture's runs all on the same named buffers);
+    None where they differ from run to run."""
+    if case.order is None:
+        return list(case.per_layer[0].buffers) if len(case.per_layer) == 1 else None
+    taken = [list(dict.fromkeys(value for _, kind, value in case.per_layer[i].args or ()
+                                if kind == "bo")) for i in case.order]
+    if not any(taken):
+        return []
+    if all(set(run) == set(taken[0]) for run in taken):
+        return [case.buffers[name].size for name in taken[0]]
+    return None
+
+
 def _named_run_buffers(case: Case) -> str:
     """A recipe's or capture's runs, by the named buffers they take."""
     taken = [list(dict.fromkeys(value for _, kind, value in case.per_layer[i].args or ()

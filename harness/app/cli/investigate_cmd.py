@@ -22,6 +22,7 @@ from harness.app.cli.progress import announce, progress_line
 from harness.app.cli.run_cmd import DEFAULT_CASE, engine_case
 from harness.formats.printable import escape_controls
 from harness.model.errors import BadInput, ReportError
+from harness.model.results import TrialStatus
 from harness.report.diagnosis import text_lines
 from harness.sources.case import CaseKind
 from harness.sources.load import load_case
@@ -39,12 +40,21 @@ DEFAULT_BUDGET_MIN = 30.0
 @click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False),
               help="Go on with a stopped investigation (Ctrl-C, or its budget: --budget "
                    "raises it).")
+@click.option("--serve", "serve_url", metavar="URL",
+              help="Also ask this running `flm serve` (e.g. http://127.0.0.1:52625) for one "
+                   "token of the case's model, once: whether it fails where the NPU path "
+                   "through pyxrt completes. On the simulated stack a stand-in server is "
+                   "asked where the answer is open and no plan of the engine's commands "
+                   "fails every trial.")
+@click.option("--serve-model", "serve_model", metavar="TAG",
+              help="The tag the server serves the case's model by (default: the TAG of the "
+                   "case's `engine: flm run TAG`).")
 @frame_option
 @allow_different_machine_option
 @run_request_options(trials_default="1 per plan at first; more where rates are unclear")
 @exit_codes_option
-def investigate(case_ref, budget_min, resume_path, frame, allow_different_machine,
-                request: RunRequest) -> exits.TrialsEnded:
+def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame,
+                allow_different_machine, request: RunRequest) -> exits.TrialsEnded:
     """Investigate a failure within a budget, the way a careful engineer does by hand.
 
     Runs the three-way (the case's one runlist, its cut, the depth-only control of NOOPs
@@ -53,8 +63,10 @@ def investigate(case_ref, budget_min, resume_path, frame, allow_different_machin
     `diagnose`, and runs the experiment the
     diagnosis asks for next: the engine's work where only NOOPs ran (on the simulated
     stack, the simulator's stand-in work stream; on hardware, capture the engine's
-    commands and investigate the capture), a shallower depth where no runlist of the
-    failing commands completed, more trials where a rate is unclear. Stops when the
+    commands and investigate the capture), the server (--serve; on the simulated stack
+    its stand-in, where the engine's commands do not fail every trial), a shallower depth
+    where no runlist of the failing commands completed, more trials where a rate is
+    unclear. Stops when the
     answer settles, nothing is left to try or the budget is spent, and prints the
     diagnosis with the evidence it rests on. Everything is in one report; Ctrl-C keeps
     what ran and --resume goes on.
@@ -62,10 +74,19 @@ def investigate(case_ref, budget_min, resume_path, frame, allow_different_machin
     from harness.search.investigate import InvestigateSettings, Investigation, begin
     if resume_path:
         refuse_given(click.get_current_context(), {"case_ref": "CASE|CAPTURE",
-                                                   "frame": "--frame"},
+                                                   "frame": "--frame", "serve_url": "--serve",
+                                                   "serve_model": "--serve-model"},
                      "--resume takes its case and plans from the report")
         refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
-        from harness.execution.resume import reopen
+        from harness.execution.resume import budget_spent, reopen
+        from harness.report.fileformat import load_report
+        before = load_report(resume_path)
+        if budget_spent(before):
+            spent_min = float(before.sections["investigate"]["settings"]["budget_s"]) / 60
+            if budget_min is None or budget_min <= spent_min:
+                raise BadInput(f"{resume_path} stopped when its budget of {spent_min:g} min of "
+                               f"device time was spent; give --budget more than {spent_min:g}"
+                               " to go on")
         runner, report = reopen(resume_path, progress_line, kind="investigate",
                                 allow_different_machine=allow_different_machine,
                                 allow_outside_paths=request.allow_outside_paths)
@@ -88,11 +109,18 @@ def investigate(case_ref, budget_min, resume_path, frame, allow_different_machin
         elif frame:
             raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a "
                            f"{case.kind}")
+        if serve_url:
+            from harness.serve.client import parse_url
+            parse_url(serve_url, "--serve")   # a bad URL is refused before any trial
+            if not (serve_model or case.model_tag):
+                raise BadInput(f"--serve: {case.name} names no `engine: flm run TAG`, so the "
+                               "model's tag is unknown; give --serve-model TAG")
         runner = start_run(request, case, None, "investigate", trials=request.trials or 1,
                            progress=progress_line)
         settings = InvestigateSettings(
             (budget_min or DEFAULT_BUDGET_MIN) * 60.0,
-            first_trials=request.trials or 1, stand_in=not runner.backend.hardware)
+            first_trials=request.trials or 1, stand_in=not runner.backend.hardware,
+            serve_url=serve_url, serve_model=serve_model or case.model_tag)
         begin(runner, settings)
         announce(runner.backend.describe(), runner.warnings, request.as_json)
     say = (lambda text: None) if request.as_json else \
@@ -106,4 +134,8 @@ def investigate(case_ref, budget_min, resume_path, frame, allow_different_machin
         click.echo(f"report: {runner.handle.path}")
         click.echo(diagnose_pointer(runner.handle.path))
     report = runner.report
-    return exits.trials_ended(t.status for p in report.plans for t in p.trials)
+    statuses = [t.status for p in report.plans for t in p.trials]
+    from harness.serve.reproduce import request_failed
+    if request_failed(report):
+        statuses.append(TrialStatus.FAILED)      # the server failed: exit 1, as serve-probe
+    return exits.trials_ended(statuses)

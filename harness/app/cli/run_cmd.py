@@ -31,6 +31,7 @@ from harness.model.errors import BadInput
 from harness.model.plan import cut_text, make_plan
 from harness.model.results import BriefTrial, flow_text
 from harness.report.failing import where_text
+from harness.report.header import read_timers
 from harness.report.model import PlanRecord, Report, model_word
 from harness.report.provenance import captured_note
 from harness.report.timing import trials_ttf_text
@@ -56,7 +57,7 @@ def summary_text(report: Report, path: str) -> str:
     answer, *reasons = verdict_lines(report.verdict)
     lines = [f"verdict: {answer}", *[f"  - {reason}" for reason in reasons]]
     width = max(len(p.label) for p in report.plans) if report.plans else 0
-    timers = report.sections.get("timers")
+    timers = read_timers(report.sections.get("timers"))
     for plan in report.plans:
         timing = trials_ttf_text([t.time_to_failure for t in plan.trials
                                   if t.time_to_failure], timers)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.report.diagnosis.observed import NOOP, WORK, Arm, Cite, Observed
-from harness.report.header import driver_timer
+from harness.report.header import Timers
 
 FOR, AGAINST, CONTRADICTS = "for", "against", "contradicts"
 STRONG, SUPPORT, WEAK = 3, 2, 1
@@ -104,11 +104,11 @@ class Evidence:
     def report_of(self, arm: Arm) -> Observed:
         return self._by_file[arm.file]
 
-    def timers_of(self, arm: Arm) -> dict[str, Any]:
+    def timers_of(self, arm: Arm) -> Timers:
         return self.report_of(arm).timers
 
     def timer_s(self, arm: Arm) -> tuple[float, float] | None:
-        return driver_timer(self.timers_of(arm)).window
+        return self.timers_of(arm).driver.window
 
     @property
     def failing(self) -> list[Arm]:

@@ -19,7 +19,7 @@ from typing import Any
 from harness.model.errors import BadInput, ReportError
 from harness.model.results import COMPLETED_STATE
 from harness.report.check import check_report_file
-from harness.report.header import read_header
+from harness.report.header import Timers, read_header, read_timers
 from harness.report.model import is_simulated, played_profile, source_tag
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.timing import stack_timers, time_to_failure
@@ -132,7 +132,7 @@ class Observed:
     profile: str | None
     by_construction: list[str]
     documented: bool
-    timers: dict[str, Any]
+    timers: Timers
     case: str
     case_kind: str
     layers: int | None
@@ -188,7 +188,7 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
     header = read_header(doc)
     backend, case = header.backend.raw, header.case
     source = source_tag(backend) if is_simulated(backend) else HARDWARE
-    timers = header.timers if header.timers is not None else stack_timers(doc)
+    timers = header.timers or read_timers(stack_timers(doc)) or Timers()
     profile = played_profile(backend)
     submit = SUBMIT_SIZE
     if profile:
@@ -198,19 +198,20 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
         except BadInput:
             submit = SUBMIT_SIZE
     observed = Observed(
-        file=file, command=str(doc.get("command")), source=source, profile=profile,
+        file=file, command=str(header.command), source=source, profile=profile,
         by_construction=list(header.backend.by_construction),
         documented=bool(header.backend.documented), timers=timers,
-        case=str(case.name or "?"), case_kind=str(case.kind or "case"),
-        layers=case.layers, engine=str(case.engine) if case.engine else None,
+        case=str(case.name or "?"), case_kind=case.kind, layers=case.layers,
+        engine=case.engine,
         xrt_smi=doc.get("xrt_smi_control") if isinstance(doc.get("xrt_smi_control"), dict)
         else None)
     server = doc.get("server")
     if isinstance(server, dict):
         observed.server_requests = [r for r in server.get("requests") or []
                                     if isinstance(r, dict)]
-        observed.server_model = header.settings.model
-    case_noop = case.workload.nop_only and observed.case_kind == "case"
+        # serve-probe keeps the tag in its settings; investigate beside its server's answers
+        observed.server_model = server.get("model") or header.settings.model
+    case_noop = case.nop_only and observed.case_kind == "case"
     per_layer = case.runs_per_layer if observed.case_kind == "case" else 1
     for position, plan in enumerate(doc.get("plans") or []):
         control = bool(plan.get("control"))
@@ -239,7 +240,7 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
     status = trial.get("status")
     if status == "completed":
         arm.completed += 1
-        clock = observed.timers.get("clock")
+        clock = observed.timers.clock
         for outcome in trial.get("runlists") or []:
             ms = outcome.get("device_ms") if clock == "device" else outcome.get("wall_ms")
             runs = outcome.get("runs")
@@ -288,7 +289,7 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
     for outcome in runlists:
         if outcome is failing:
             break
-        ms = outcome.get("device_ms") if observed.timers.get("clock") == "device" \
+        ms = outcome.get("device_ms") if observed.timers.clock == "device" \
             else outcome.get("wall_ms")
         if outcome.get("state") == COMPLETED_STATE and isinstance(ms, (int, float)) \
                 and outcome.get("runs"):
