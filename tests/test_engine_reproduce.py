@@ -164,6 +164,15 @@ def test_a_control_that_could_not_run_is_said_in_the_verdict_and_the_render(tmp_
     assert "beside the depth-only control" not in verdict.text
 
 
+def test_the_verdict_reads_the_recorded_reason_and_falls_back_to_the_prose():
+    from harness.report.verdict import _why_not
+    why = "pack my;pack (validate.xclbin) not found"        # a ";" of its own: read whole
+    assert _why_not({"not_run": f"{why}; searched: x", "why": why}) == why
+    # a report from before the field: the first clause of the message, as it always was
+    assert _why_not({"not_run": "pack v (validate.xclbin) not found; searched: x"}) == \
+        "pack v (validate.xclbin) not found"
+
+
 def test_without_the_validate_pack_the_run_says_the_control_did_not_run(tmp_path):
     # the hardware path on a fabricated machine with no XRT install: no validate.xclbin
     import os

@@ -171,3 +171,50 @@ SIMULATED: dict[str, Any] = {
                                              "earliest_s": 2.0, "latest_s": 2.0}},
     "plans": [],
 }
+
+
+def _counting(monkeypatch) -> list[int]:
+    """Every read of a header into its typed form, by whichever module asks for one."""
+    import harness.report.bundle
+    import harness.report.digest
+    import harness.report.header
+    import harness.report.render
+    reads: list[int] = []
+    real = harness.report.header.read_header
+
+    def counted(data: dict[str, Any]) -> ReportHeader:
+        reads.append(id(data))
+        return real(data)
+    for module in (harness.report.header, harness.report.digest, harness.report.bundle,
+                   harness.report.render):
+        monkeypatch.setattr(module, "read_header", counted, raising=False)
+    return reads
+
+
+def test_a_render_reads_the_header_once(monkeypatch):
+    from harness.report.digest import Digest
+    from harness.report.render import render_markdown, render_text
+    view = Digest.of_document({**FULL, "plans": [], "finished": "2026-01-01T00:00:00Z",
+                               "timers": {"driver": {"flavour": "mainline", "earliest_s": 2.0,
+                                                     "latest_s": 4.0}}}).view(False)
+    reads = _counting(monkeypatch)
+    render_markdown(view)
+    render_text(view)
+    assert reads == [id(view.header)]
+
+
+def test_a_bundle_reads_each_header_once(monkeypatch, tmp_path):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from diagkit import simulated
+
+    from harness.report.bundle import write_bundle
+    from harness.report.digest import Digest
+    from harness.report.reader import ReportReader
+    report = simulated(tmp_path, "r", "--trials", "1")
+    reader = ReportReader(report)
+    digest = Digest.of_document(reader.document())
+    reads = _counting(monkeypatch)
+    write_bundle(report, reader, digest, tmp_path / "b.tar.gz")
+    # the README and report.md share the view's read; no header is read twice
+    assert reads and len(reads) == len(set(reads)), reads
