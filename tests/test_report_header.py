@@ -204,8 +204,6 @@ def test_a_render_reads_the_header_once(monkeypatch):
 
 
 def test_a_bundle_reads_each_header_once(monkeypatch, tmp_path):
-    import sys
-    sys.path.insert(0, str(Path(__file__).parent))
     from diagkit import simulated
 
     from harness.report.bundle import write_bundle
