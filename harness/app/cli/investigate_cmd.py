@@ -82,7 +82,9 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
         from harness.report.fileformat import load_report
         before = load_report(resume_path)
         if budget_spent(before):
-            spent_min = float(before.sections["investigate"]["settings"]["budget_s"]) / 60
+            kept = before.sections["investigate"].get("settings")
+            given = kept.get("budget_s") if isinstance(kept, dict) else None
+            spent_min = given / 60 if isinstance(given, (int, float)) else 0.0
             if budget_min is None or budget_min <= spent_min:
                 raise BadInput(f"{resume_path} stopped when its budget of {spent_min:g} min of "
                                f"device time was spent; give --budget more than {spent_min:g}"
