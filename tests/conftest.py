@@ -11,6 +11,10 @@ import pytest
 
 from harness.formats.xclbin_writer import flm_spec, synthesize
 
+# help and listings wrap at the terminal's width; a test reads them at one width whether
+# pytest runs it in its own process or in a worker (pytest-xdist), whose output is no tty
+os.environ["COLUMNS"] = "100"
+
 PROJECT = Path(__file__).resolve().parent.parent
 SHARED_XCLBINS = Path(os.environ.get("HARNESS_SHARED_XCLBINS",
                                      PROJECT.parent / "shared" / "xclbins"))
