@@ -236,14 +236,34 @@ def test_a_serve_probe_url_with_credentials_leaves_none_in_any_output(tmp_path, 
                       "1", "--prompt", prompt, "--out", str(tmp_path / "s.yaml"))
     assert done.exit_code == 1, done.output
     raw = (tmp_path / "s.yaml").read_text()
-    assert SECRET in raw and prompt in raw      # the report keeps what the user typed
+    # the URL is normalised before it is recorded: the harness never sends its user-info
+    # nor its query, so neither is kept, even unredacted
+    assert SECRET not in raw and TOKEN not in raw and USER not in raw.split("argv:")[1][:400]
     outputs = every_output(tmp_path / "s.yaml")
     found = {name: survivors(text, CANARIES + ["PROMPT-CANARY", "SERVER-CANARY"])
              for name, text in outputs.items()}
     assert {name: hit for name, hit in found.items() if hit} == {}
-    assert "<credentials>@127.0.0.1" in outputs["render"]
+    assert "`runlist-harness serve-probe --url http://127.0.0.1:" in outputs["render"]
     assert "<prompt withheld: 32 characters>" in outputs["s.bundle/s.yaml"]
     assert "<server text withheld: 35 characters>" in outputs["s.bundle/s.yaml"]
+
+
+@pytest.mark.parametrize("form", ["{user}:pw%2FSECRETA@{host}", "//{user}:pw%2FSECRETA@{host}",
+                                  "{user}%40corp:p@ss%2FSECRETA@{host}/v1"])
+def test_a_password_in_a_url_without_a_scheme_is_never_recorded(tmp_path, form):
+    """`serve-probe --url 'quill5:pw%2FSECRETA@127.0.0.1:P'` was accepted (the client adds
+    http://) and the render, the bundle's README, report.md and the YAML carried the
+    password: the user-info rule looked only after `scheme://`."""
+    with FakeFlm(Behaviour()) as server:
+        url = form.format(user=USER, host=server.url.removeprefix("http://"))
+        done = invoke("serve-probe", "--url", url, "--model", "minicpm5:2b", "--requests",
+                      "1", "--no-made-up-tag", "--out", str(tmp_path / "s.yaml"))
+    assert done.exit_code == 0, done.output
+    assert "the user and password before the host are never sent" in done.stderr
+    raw = (tmp_path / "s.yaml").read_text()
+    assert "SECRETA" not in raw and f"--url\n  - http://127.0.0.1:" in raw
+    outputs = every_output(tmp_path / "s.yaml")
+    assert {name: text for name, text in outputs.items() if "SECRETA" in text} == {}
 
 
 # -- probe --------------------------------------------------------------------------------

@@ -84,6 +84,11 @@ def redacted(text: str, **names: str) -> str:
     ("https://h/?access_key=ACCSECRET5", "ACCSECRET5"),
     ("https://h/?session=SESSSECRET6", "SESSSECRET6"),
     ("https://h/?my_refresh_token_v2=ANYSECRET7", "ANYSECRET7"),
+    # user-info without a scheme, as `--url` takes it (the client adds http://)
+    ("--url=quill5:pw%2FSECRETA@127.0.0.1:52625", "SECRETA"),
+    ("--url quill5:p@ss-SECRETB@127.0.0.1:52625/v1", "SECRETB"),
+    ("from //bob:SECRETC@files.example", "SECRETC"),
+    ("proxy=bob:SECRETD@proxy.example:3128", "SECRETD"),
 ])
 def test_url_secrets_and_passwords_holding_at(text, secret):
     out = redacted(text)

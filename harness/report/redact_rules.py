@@ -40,6 +40,13 @@ UUID_TEXT = rf"{HEX}{{8}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{12}}"
 # scheme://userinfo@host: the userinfo runs to the last @ before the host, so a password
 # holding @ goes whole ("http://bob:p@ss@host")
 URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s'\"<>]+)@(?=[^/?#\s'\"<>@]*)")
+# user-info without a scheme, as a URL is typed (`bob:pw@127.0.0.1:52625`, `//bob:pw@h`):
+# a token's leading `user:password@` (the password running to the last @ before the
+# host, so one holding @ goes whole), or a `user@` before a host and a port (an e-mail
+# address has no port)
+BARE_USERINFO = re.compile(r"(?:(?<![^\s'\"<>=(\[{,;])|(?<=(?<!:)//))([A-Za-z0-9._~%!$&*+-]+:[^\s/?#'\"<>]*|"
+                           r"[A-Za-z0-9._~%!$&*+-]+(?=@[^\s/?#@'\"<>:]+:\d))"
+                           r"@(?=[^\s/?#@'\"<>]+)")
 # a URL parameter named like a secret: api_token, client_secret, X-Amz-Signature,
 # private_token, access_key, session, password, sig, auth, cookie, credential...
 SECRET_WORDS = ("token", "secret", "passw", "pwd", "key", "sig", "auth", "session",
@@ -123,6 +130,10 @@ def _userinfo(r: RuleHost, text: str, _: bool) -> str:
     return URL_USERINFO.sub(lambda m: m.group(1) + "<credentials>@", text)
 
 
+def _bare_userinfo(r: RuleHost, text: str, _: bool) -> str:
+    return BARE_USERINFO.sub("<credentials>@", text)
+
+
 def _secret_param(r: RuleHost, text: str, _: bool) -> str:
     return SECRET_PARAM.sub(lambda m: m.group(1) + "<secret>", text)
 
@@ -195,6 +206,9 @@ NAMES = "names"
 RULES: tuple[RedactionRule, ...] = (
     RedactionRule("url-credentials", ("://",), _userinfo,
          ("http://bob:p@ss-SECRET7@example.org/v1", "ftp://alice:hunter2@files")),
+    RedactionRule("userinfo-without-scheme", ("@",), _bare_userinfo,
+         ("--url=quill5:pw%2FSECRETA@127.0.0.1:52625", "proxy bob:p@ss@proxy.example",
+          "//bob:hunter2@files", "serve bob@127.0.0.1:52625/v1")),
     RedactionRule("secret-parameter", tuple(rf"\{c}[\w.\-\[\]]*=" for c in "?&;#"), _secret_param,
          ("GET /v1?api_token=abc123", "q?client_secret=s3cr3t", "x&X-Amz-Signature=9f8e7d",
           "a;private_token=p1", "b?access_key=AK1", "page#session=42f", "/?passwd=pw1",

@@ -20,6 +20,7 @@ from harness.app.cli.options import (
 )
 from harness.app.cli.progress import announce, progress_line
 from harness.app.cli.run_cmd import DEFAULT_CASE, engine_case
+from harness.app.cli.urls import recorded_url_option
 from harness.formats.printable import escape_controls
 from harness.model.errors import BadInput, ReportError
 from harness.model.results import TrialStatus
@@ -112,8 +113,8 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
             raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a "
                            f"{case.kind}")
         if serve_url:
-            from harness.serve.client import parse_url
-            parse_url(serve_url, "--serve")   # a bad URL is refused before any trial
+            # a bad URL is refused before any trial, and a password in it never recorded
+            serve_url = recorded_url_option(serve_url, "--serve")
             if not (serve_model or case.model_tag):
                 raise BadInput(f"--serve: {case.name} names no `engine: flm run TAG`, so the "
                                "model's tag is unknown; give --serve-model TAG")

@@ -9,6 +9,7 @@ import click
 
 from harness.app import exits
 from harness.app.cli.options import Seconds
+from harness.app.cli.urls import recorded_url_option
 from harness.formats.printable import escape_controls
 from harness.probe.checks import Check
 from harness.probe.fingerprint import probe
@@ -60,6 +61,7 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_m
     Exits 0 when every request completed, 1 when any failed, 3 when the server
     cannot be reached.
     """
+    url = recorded_url_option(url, "--url")
     options = ServeOptions(url, tag, prompt, max_tokens, requests, timeout_s,
                            not no_made_up_tag, model_bytes, model_list, model_dir,
                            GENERATION_NAMES.get(npu) if npu else None, ceiling, total_s)
