@@ -53,7 +53,8 @@ def copied_back(reply: IoctlReply | Pending, size: int) -> IoctlReply | Pending:
         ready, expire = reply.ready, reply.expire
         return Pending(lambda: _cut(ready(), size), reply.deadline,
                        lambda: _cut(expire(), size))
-    return _cut(reply, size)
+    reply.args = reply.args[:size]
+    return reply
 
 
 def _cut(reply: IoctlReply | None, size: int) -> IoctlReply | None:

@@ -49,6 +49,7 @@ from harness.report.provenance import (
     stack_tables,
     what_ran_rows,
 )
+from harness.report.redact import file_safe
 from harness.report.timing import timers_lines, trials_ttf_text
 from harness.report.verdict import verdict_lines
 
@@ -620,7 +621,7 @@ def how_to_bundle(report_name: str | None) -> list[str]:
     """No bundle exists yet: how to make the one file to attach beside this body."""
     if not report_name:
         return []
-    bundle = Path(report_name).stem + ".bundle.tar.gz"
+    bundle = file_safe(Path(report_name).stem) + ".bundle.tar.gz"     # as `bundle` names it
     return ["---", "", "No bundle attached yet: "
             f"{code_span(shlex.join(['runlist-harness', 'report', 'bundle', report_name]))} "
             f"writes `{bundle}` beside the report (the report, every trial's kernel log and "
