@@ -32,7 +32,7 @@ a plan at a time (`document_json`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from operator import attrgetter
 from pathlib import Path
@@ -112,11 +112,14 @@ def outcome_json(outcome: RunlistOutcome) -> str:
     return json.dumps(outcome_dict(outcome), ensure_ascii=True, separators=SEPARATORS)
 
 
-def document_json(reader: ReportReader) -> Iterator[str]:
+def document_json(reader: ReportReader, shown: Callable[[Any], Any] | None = None
+                  ) -> Iterator[str]:
     """The nested document (each plan with its summary, as `Report.to_dict` has it) as
     ``json.dumps(document, indent=2)`` writes it, a plan at a time: a report of any size
-    prints in the memory of its largest plan."""
-    doc = reader.document(with_trials=False)
+    prints in the memory of its largest plan. `shown`: what the header and each trial are
+    printed as (redacted), where given."""
+    shown = shown or _as_it_is
+    doc = shown(reader.document(with_trials=False))
     plans = doc.get("plans") if isinstance(doc, dict) else None
     if not isinstance(plans, list):
         yield json.dumps(doc, indent=2)
@@ -134,11 +137,15 @@ def document_json(reader: ReportReader) -> Iterator[str]:
         while done < entry.plan:             # every plan before this trial's is complete
             yield _plan_json(plans[done], held.pop(done, []), last=done == len(plans) - 1)
             done += 1
-        held.setdefault(entry.plan, []).append(entry.body)
+        held.setdefault(entry.plan, []).append(shown(entry.body))
     while done < len(plans):
         yield _plan_json(plans[done], held.pop(done, []), last=done == len(plans) - 1)
         done += 1
     yield "\n  ]" + after
+
+
+def _as_it_is(value: Any) -> Any:
+    return value
 
 
 def _plan_json(plan: Any, trials: list[Any], *, last: bool) -> str:

@@ -22,13 +22,28 @@ from harness.app.cli.progress import announce, progress_line
 from harness.app.cli.run_cmd import DEFAULT_CASE, engine_case
 from harness.app.cli.urls import recorded_url_option
 from harness.formats.printable import escape_controls
-from harness.model.errors import BadInput, ReportError
+from harness.model.errors import BadInput, HarnessError, ReportError
 from harness.model.results import TrialStatus
 from harness.report.diagnosis import text_lines
+from harness.report.pasted import Pasted
 from harness.sources.case import CaseKind
 from harness.sources.load import load_case
 
 DEFAULT_BUDGET_MIN = 30.0
+
+
+def _redacting(request: RunRequest, resume_path: str | None) -> bool:
+    """Whether this investigation's report and output are redacted: as the report it goes
+    on with was (its settings), else unless --no-redact."""
+    if resume_path:
+        from harness.execution.runner import RunOptions
+        from harness.report.fileformat import load_report
+        try:
+            return RunOptions.from_settings(load_report(resume_path, trials=False).settings
+                                            ).redact
+        except (HarnessError, AttributeError, TypeError, ValueError):
+            return True              # what is wrong with it is said when it is reopened
+    return not request.setting("no_redact")
 
 
 @click.command()
@@ -73,6 +88,11 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
     what ran and --resume goes on.
     """
     from harness.search.investigate import InvestigateSettings, Investigation, begin
+    # everything printed goes through one redaction, as the report is written (--no-redact)
+    pasted = Pasted(_redacting(request, resume_path))
+
+    def progress(text: str, done: bool) -> None:
+        progress_line(pasted.text(text), done)
     if resume_path:
         refuse_given(click.get_current_context(), {"case_ref": "CASE|CAPTURE",
                                                    "frame": "--frame", "serve_url": "--serve",
@@ -90,7 +110,7 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
                 raise BadInput(f"{resume_path} stopped when its budget of {spent_min:g} min of "
                                f"device time was spent; give --budget more than {spent_min:g}"
                                " to go on")
-        runner, report = reopen(resume_path, progress_line, kind="investigate",
+        runner, report = reopen(resume_path, progress, kind="investigate",
                                 allow_different_machine=allow_different_machine,
                                 allow_outside_paths=request.allow_outside_paths)
         recorded = (report.sections.get("investigate") or {}).get("settings")
@@ -100,8 +120,10 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
         if budget_min is not None:
             settings.budget_s = budget_min * 60.0
             report.sections["investigate"]["settings"] = settings.to_dict()
-        announce(f"{runner.backend.describe()}\ncontinuing the investigation in "
-                 f"{resume_path}", runner.warnings, request.as_json)
+        pasted.learn_document(runner.report.header_dict())
+        announce(pasted.text(f"{runner.backend.describe()}\ncontinuing the investigation in "
+                             f"{resume_path}"), [pasted.text(w) for w in runner.warnings],
+                 request.as_json)
     else:
         case = load_case(case_ref or DEFAULT_CASE,
                          allow_outside_paths=request.allow_outside_paths)
@@ -119,23 +141,25 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
                 raise BadInput(f"--serve: {case.name} names no `engine: flm run TAG`, so the "
                                "model's tag is unknown; give --serve-model TAG")
         runner = start_run(request, case, None, "investigate", trials=request.trials or 1,
-                           progress=progress_line)
+                           progress=progress)
         settings = InvestigateSettings(
             (budget_min or DEFAULT_BUDGET_MIN) * 60.0,
             first_trials=request.trials or 1, stand_in=not runner.backend.hardware,
             serve_url=serve_url, serve_model=serve_model or case.model_tag)
         begin(runner, settings)
-        announce(runner.backend.describe(), runner.warnings, request.as_json)
+        pasted.learn_document(runner.report.header_dict())
+        announce(pasted.text(runner.backend.describe()),
+                 [pasted.text(w) for w in runner.warnings], request.as_json)
     say = (lambda text: None) if request.as_json else \
-        (lambda text: click.echo(escape_controls(text), err=True))
+        (lambda text: click.echo(escape_controls(pasted.text(text)), err=True))
     diagnosis = Investigation(runner, settings, say).run()
     if request.as_json:
         from harness.app.cli.options import echo_json
-        echo_json(runner.handle.path)
+        echo_json(runner.handle.path, pasted.data)
     else:
-        click.echo(escape_controls("\n".join(text_lines(diagnosis))))
-        click.echo(f"report: {runner.handle.path}")
-        click.echo(diagnose_pointer(runner.handle.path))
+        click.echo(escape_controls(pasted.text("\n".join(
+            [*text_lines(diagnosis), f"report: {runner.handle.path}",
+             diagnose_pointer(runner.handle.path)]))))
     report = runner.report
     statuses = [t.status for p in report.plans for t in p.trials]
     from harness.serve.reproduce import request_failed
