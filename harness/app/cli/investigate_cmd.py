@@ -4,6 +4,8 @@ into one report that ends with the diagnosis (harness.search.investigate)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from harness.app import exits
@@ -29,6 +31,9 @@ from harness.report.pasted import Pasted
 from harness.sources.case import CaseKind
 from harness.sources.load import load_case
 
+if TYPE_CHECKING:
+    from harness.search.investigate import InvestigateSettings
+
 DEFAULT_BUDGET_MIN = 30.0
 
 
@@ -46,6 +51,19 @@ def _redacting(request: RunRequest, resume_path: str | None) -> bool:
     return not request.setting("no_redact")
 
 
+def _servers_of_this_command_line(settings: InvestigateSettings, serve_url: str | None,
+                                  serve_model: str | None, hardware: bool) -> str | None:
+    """A continued investigation asks only a server this command line names (--serve): a
+    report is text anyone can edit, and the server it names would be sent requests whose
+    answers decide the diagnosis. The stand-in runs only off hardware, whatever the report
+    says. Returns the server the report named and this command line did not."""
+    named = settings.serve_url
+    settings.serve_url = serve_url
+    settings.serve_model = serve_model or settings.serve_model
+    settings.stand_in = not hardware
+    return named if named and named != serve_url else None
+
+
 @click.command()
 @click.argument("case_ref", metavar="CASE|CAPTURE", required=False)
 @click.option("--budget", "budget_min", type=click.FloatRange(0, 10_080, min_open=True),
@@ -61,7 +79,8 @@ def _redacting(request: RunRequest, resume_path: str | None) -> bool:
                    "token of the case's model, once: whether it fails where the NPU path "
                    "through pyxrt completes. On the simulated stack a stand-in server is "
                    "asked where the answer is open and no plan of the engine's commands "
-                   "fails every trial.")
+                   "fails every trial. With --resume, the one server asked: a server the "
+                   "report names is not.")
 @click.option("--serve-model", "serve_model", metavar="TAG",
               help="The tag the server serves the case's model by (default: the TAG of the "
                    "case's `engine: flm run TAG`).")
@@ -95,9 +114,10 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
         progress_line(pasted.text(text), done)
     if resume_path:
         refuse_given(click.get_current_context(), {"case_ref": "CASE|CAPTURE",
-                                                   "frame": "--frame", "serve_url": "--serve",
-                                                   "serve_model": "--serve-model"},
+                                                   "frame": "--frame"},
                      "--resume takes its case and plans from the report")
+        if serve_url:
+            serve_url = recorded_url_option(serve_url, "--serve")
         refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
         from harness.execution.resume import budget_spent, reopen
         from harness.report.fileformat import load_report
@@ -117,9 +137,15 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
         if not recorded:
             raise ReportError(f"{resume_path} holds no investigation settings")
         settings = InvestigateSettings.from_dict(recorded)
+        unasked = _servers_of_this_command_line(settings, serve_url, serve_model,
+                                                runner.backend.hardware)
+        if unasked:
+            runner.warnings.append(f"{resume_path} names a server to ask ({unasked}): not "
+                                   "asked, as a report may come from anywhere; give --serve "
+                                   "URL to ask it")
         if budget_min is not None:
             settings.budget_s = budget_min * 60.0
-            report.sections["investigate"]["settings"] = settings.to_dict()
+        report.sections["investigate"]["settings"] = settings.to_dict()
         pasted.learn_document(runner.report.header_dict())
         announce(pasted.text(f"{runner.backend.describe()}\ncontinuing the investigation in "
                              f"{resume_path}"), [pasted.text(w) for w in runner.warnings],
