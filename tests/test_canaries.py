@@ -248,7 +248,7 @@ def test_a_name_joined_to_other_text_leaves_no_output_nor_member_name(tmp_path, 
     for name in ("SUDO_USER", "LOGNAME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("USER", user)
-    monkeypatch.setattr("socket.gethostname", lambda: host)
+    monkeypatch.setattr("harness.report.redact.this_host", lambda: host)
     monkeypatch.setenv("HARNESS_PYXRT", "none")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
     report = tmp_path / f"r_{user}.yaml"

@@ -33,7 +33,7 @@ def machine(monkeypatch, tmp_path):
     for name in ("SUDO_USER", "LOGNAME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("USER", USER)
-    monkeypatch.setattr("socket.gethostname", lambda: "brisk-otter-77")
+    monkeypatch.setattr("harness.report.redact.this_host", lambda: "brisk-otter-77")
     monkeypatch.setenv("HARNESS_PYXRT", "none")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
     home = tmp_path / "home" / USER

@@ -695,7 +695,8 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
         warnings.append(whose)
     report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
                         options, command, environment, programs)
-    handle = ReportFile.create(report, out=out, name=case.name, force=force)
+    handle = ReportFile.create(report, out=out, name=case.name, force=force,
+                               redact=options.redact)
     for warning in warnings:
         handle.note(f"warning: {warning}")
     runner = Runner(case, backend, pack, handle, options, progress)

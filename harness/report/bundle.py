@@ -34,14 +34,14 @@ from harness.formats.scratch import make_owned
 from harness.formats.yamlio import atomic_file, dump_yaml
 from harness.model.errors import BadInput, EnvironmentNotReady, HarnessError, RedactionFault
 from harness.report import render as rendering
-from harness.report.check import garbled
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
 from harness.report.header import ReportHeader, read_header
 from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
 from harness.report.provenance import captured_note
 from harness.report.reader import ReportReader, parse_entry
-from harness.report.redact import file_safe
+from harness.report.recorded_paths import on_this_machine
+from harness.report.redact import file_safe, garbled
 from harness.report.verdict import verdict_lines
 
 README = "README.md"
@@ -165,13 +165,16 @@ def recorded_file(recorded: Any, sha256: Any, limit: int) -> Path | None:
     if not isinstance(recorded, str) or not recorded or "\0" in recorded or \
             not isinstance(sha256, str):
         return None
-    path = Path(recorded)
-    try:
-        if not path.is_file() or path.stat().st_size > limit:
-            return None
-        return path if _sha256_of(path) == sha256 else None
-    except OSError:
-        return None
+    # a redacted report's path: with this machine's names put back, the one that matches
+    for candidate in on_this_machine(recorded):
+        path = Path(candidate)
+        try:
+            if path.is_file() and path.stat().st_size <= limit and \
+                    _sha256_of(path) == sha256:
+                return path
+        except OSError:
+            continue
+    return None
 
 
 def _export_afresh(data: dict[str, Any], failed_plans: list[str], target: Path,

@@ -20,7 +20,9 @@ changes):
   ``artifacts.control.workload``; ``failing_run_named`` on a runlist outcome (false: the
   device named only the chain); ``simulated`` on a trial's kernel log (its lines marked
   SIMULATED); a trial's ``trace_events``; and ``xrt_smi_control``, XRT's runlist-latency
-  test run once after a failed case on hardware.
+  test run once after a failed case on hardware; and ``redaction``, a report written
+  redacted (the default since 0.3: `harness.report.redacted_writing`), with the tag that
+  tells a continued report the machine that began it.
 
 Every reader sees one shape whatever the version: the nested document v1 was (plans
 holding their trials), which `report.schema.json` describes. `harness.report.reader`
@@ -58,12 +60,16 @@ if TYPE_CHECKING:            # the reader loads when a report is read, not when 
 
 # -- writing ----------------------------------------------------------------------------
 
-def header_text(report: Report) -> str:
-    """The header of a journaled file, ending with the journal's key."""
+def header_text(report: Report,
+                shown: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> str:
+    """The header of a journaled file, ending with the journal's key; its fields as `shown`
+    (redacted) where given."""
     comment = "# xdna-runlist-harness report"
     if report.simulated:
         comment += f": {source_tag(report.backend)} stack, not hardware evidence"
-    return comment + "\n" + "".join(dump_yaml_parts(report.header_dict())) + JOURNAL + "\n"
+    header = report.header_dict()
+    return comment + "\n" + "".join(dump_yaml_parts(shown(header) if shown else header)) + \
+        JOURNAL + "\n"
 
 
 SEPARATORS = (", ", ": ")

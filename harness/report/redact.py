@@ -43,7 +43,6 @@ import getpass
 import json
 import os
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +99,9 @@ _VOCABULARY_WORDS = """
     xilinx xrt
 """
 VOCABULARY = frozenset(_VOCABULARY_WORDS.split())
+# where a valid trial may hold keys of its own choosing (everything else is fixed by the
+# schema): the only places a serial number's key can be
+TRIAL_FREE_FORM = ("worker", "device_users", "recovery", "kernel_log")
 MAX_REMEMBERED = 1 << 16          # strings worked out and kept (the rest worked out again)
 _PLAIN = {int, float, bool, type(None)}
 _SCALARS = _PLAIN | {str}
@@ -168,6 +170,12 @@ class Finder:
         return any(part.search(text) for part in self.parts)
 
 
+def this_host() -> str:
+    """This machine's host name, as gethostname(2) gives it (socket would bring selectors
+    into every run, which writes its report redacted)."""
+    return os.uname().nodename
+
+
 class Redactor:
     def __init__(self, rules: tuple[RedactionRule, ...] = RULES) -> None:
         self.rules = rules
@@ -226,6 +234,20 @@ class Redactor:
         self._line = None
         self._done.clear()
 
+    @classmethod
+    def of_this_machine(cls) -> Redactor:
+        """A redactor that has learned this machine's names first, so they take the same
+        placeholders whenever it is made here (a continued report's stay its own)."""
+        redactor = cls()
+        redactor.learn_machine()
+        return redactor
+
+    def continue_numbering(self, numbers: dict[str, int]) -> None:
+        """Number new placeholders after those a text already holds (`numbers`: the
+        highest of each kind), so a name learned now never takes one given before."""
+        for kind, number in numbers.items():
+            self.counters[kind] = max(self.counters.get(kind, 0), number)
+
     def learn(self, data: Any) -> None:
         """Collect identifying values from the report (or a fingerprint's `system`) and
         from this machine, and the artefacts' UUIDs that stay."""
@@ -261,7 +283,7 @@ class Redactor:
     def learn_machine(self) -> None:
         """This machine's names: its host name, the user (and, under sudo, the user who
         ran sudo), the home folder's name, the machine id."""
-        self.add_literal("hostname", socket.gethostname())
+        self.add_literal("hostname", this_host())
         try:
             self.add_literal("user", getpass.getuser())
         except Exception:
@@ -285,12 +307,32 @@ class Redactor:
         for match in SERIAL_TEXT.finditer(text):
             self.add_literal("serial", match.group(3))
 
-    def learn_raw(self, raw: bytes) -> None:
+    def learn_raw(self, raw: bytes, low: bytes | None = None) -> None:
         """`learn_text` on a journal line, when it could hold anything to learn."""
         if self._teaches is None:
             self._teaches = Finder(list(_TEACHES), [], as_bytes=True)
-        if self._teaches.search(raw.lower()):
+        if self._teaches.search(raw.lower() if low is None else low):
             self.learn_text(raw.decode("utf-8", "replace"))
+
+    def learn_trial(self, trial: dict[str, Any], raw: bytes = b"", *,
+                    everywhere: bool = False) -> None:
+        """What a trial gives away (`raw`: its journal line as written, where there is one):
+        names in its free text, and serials under keys naming one where a valid trial may
+        hold keys of its own choosing (anywhere, for a trial no check has read)."""
+        if raw:
+            self.learn_raw(raw)
+        else:
+            self.learn_strings(trial)
+        if everywhere:
+            self.learn_serials(trial)
+            return
+        for key in TRIAL_FREE_FORM:
+            if key in trial:
+                self.learn_serials(trial[key])
+        if b'"health": {' in raw or not raw:
+            for outcome in trial.get("runlists") or []:
+                if isinstance(outcome, dict) and "health" in outcome:
+                    self.learn_serials(outcome["health"])
 
     def learn_serials(self, data: Any) -> None:
         """Values under keys naming a serial, anywhere in `data`."""
@@ -340,16 +382,17 @@ class Redactor:
             self._compiled()
         return self._fast.search(value.lower())
 
-    def untouched(self, raw: bytes) -> bool:
+    def untouched(self, raw: bytes, low: bytes | None = None) -> bool:
         """Whether a journal line as written (one JSON object) holds nothing this redactor
-        would change, so it may be copied as it is."""
+        would change, so it may be copied as it is (`low`: the line lowercased, where the
+        caller has it)."""
         if self._line is None:
             # plain strings are looked for with `in` (far faster than a pattern of many
             # branches), the shapes with one pattern
             plain = fast_strings(self.rules) + [json.dumps(n)[1:-1] for n in self.literals]
             self._line = Finder([*plain, *_LINE_EXTRA], fast_shapes(self.rules),
                                 as_bytes=True)
-        return not self._line.search(raw.lower())
+        return not self._line.search(raw.lower() if low is None else low)
 
     def text(self, value: str, key: str = "") -> str:
         flags = self._flags.get(key)
@@ -465,8 +508,14 @@ def _argv_withheld(argv: list[Any]) -> list[Any]:
     return out
 
 
+WITHHELD = re.compile(r"<[a-z ]+ withheld: \d+ characters>\Z")
+
+
 def withheld(what: str, value: str) -> str:
-    """What stands for a text withheld whole: what it was and its length."""
+    """What stands for a text withheld whole: what it was and its length (a text withheld
+    already, as a redacted report holds it, stays as it is)."""
+    if WITHHELD.match(value):
+        return value
     return f"<{what} withheld: {len(value)} characters>"
 
 
@@ -481,6 +530,40 @@ def file_safe(name: str) -> str:
     """A redacted name as a file may be called: each placeholder without its brackets
     (`r_<user-1>.yaml` -> `r_user-1.yaml`), which a shell reads as redirections."""
     return PLACEHOLDER.sub(lambda match: match.group(0)[1:-1], name)
+
+
+def _own_fields(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The harness's own words in a report: what it ran and how (a profile, a flavour, a
+    plan's name), never a machine's or a user's."""
+    backend = _section(doc.get("backend"))
+    driver = _section(backend.get("driver"))
+    case = _section(doc.get("case"))
+    settings = _section(doc.get("settings"))
+    fields = [("command", doc.get("command")), ("backend.kind", backend.get("kind")),
+              ("backend.profile", backend.get("profile")),
+              ("backend.driver.flavour", driver.get("flavour")), ("case.name", case.get("name")),
+              ("settings.flow", settings.get("flow"))]
+    deviations = backend.get("deviations")
+    if isinstance(deviations, list):
+        fields += [(f"backend.deviations[{i}]", d) for i, d in enumerate(deviations)]
+    plans = doc.get("plans")
+    if isinstance(plans, list):
+        fields += [(f"plans[{i}].name", p.get("name")) for i, p in enumerate(plans)
+                   if isinstance(p, dict)]
+    return fields
+
+
+def garbled(doc: dict[str, Any]) -> list[str]:
+    """Redaction placeholders in the harness's own fields: a name replaced where it was the
+    report's own word (a user named `staging` and the profile `staging,...`)."""
+    return [f"{where}: {value!r} holds a redaction placeholder where the harness wrote its "
+            "own word: the redaction garbled this report"
+            for where, value in _own_fields(doc)
+            if isinstance(value, str) and placeholders_in(value)]
+
+
+def _section(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def placeholders_in(value: str) -> list[str]:

@@ -136,6 +136,9 @@ VERSION_VALUE = re.compile(r"\s*v?\d+(?:\.\d+)+(?:[-+~ ].*)?\Z", re.DOTALL)
 # A dotted quad right after one of these words is a version ("firmware 1.1.2.65").
 VERSION_BEFORE = re.compile(r"(?i)(?<![a-z])(?:version|firmware|fw|ver|release|v)"
                             r"[\s:=_\"'-]{0,3}\Z")
+# ... and so is one right after a version and an arrow ("firmware 1.1.2.65 -> 1.1.2.70", as
+# a continued report records what changed)
+VERSION_ARROW = re.compile(r"\d+(?:\.\d+){2,}\s*->\s*\Z")
 KEEP_IPS = {"127.0.0.1", "0.0.0.0", "::1", "::"}
 
 
@@ -290,8 +293,9 @@ def _ipv4(r: RuleHost, text: str, versioned: bool) -> str:
 
     def one(match: re.Match[str]) -> str:
         address = match.group(0)
-        before = text[max(0, match.start() - 16):match.start()]
-        if address in KEEP_IPS or address.startswith("127.") or VERSION_BEFORE.search(before):
+        before = text[max(0, match.start() - 24):match.start()]
+        if address in KEEP_IPS or address.startswith("127.") or \
+                VERSION_BEFORE.search(before[-16:]) or VERSION_ARROW.search(before):
             return address          # loopback, or a version number ("firmware 1.1.2.65")
         return r.placeholder("ip", address)
     return IPV4.sub(one, text)
