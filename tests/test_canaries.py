@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 from fakeflm import Behaviour, FakeFlm
 from machines import Tree
+from privacy_kit import as_private_user
 from simkit import simulated_report
 
 from harness.app.cli import main
@@ -245,12 +246,7 @@ def test_a_name_joined_to_other_text_leaves_no_output_nor_member_name(tmp_path, 
     and `--out r_quill5.yaml` reached the render's command line, `cd r_quill5.recipes`,
     the bundle's member names and its README."""
     user, host = "quill5", "brisk-otter-77"
-    for name in ("SUDO_USER", "LOGNAME"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("USER", user)
-    monkeypatch.setattr("harness.report.redact.this_host", lambda: host)
-    monkeypatch.setenv("HARNESS_PYXRT", "none")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
+    as_private_user(monkeypatch, tmp_path, user, host)
     report = tmp_path / f"r_{user}.yaml"
     done = invoke("reproduce", "--trials", "1", "--no-isolate", "--no-control", "--profile",
                   "inflight-cap:40", "--out", str(report))

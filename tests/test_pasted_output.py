@@ -10,6 +10,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from privacy_kit import as_private_user
 
 from harness.app.cli import main
 from harness.report.pasted import Pasted, pasteable
@@ -30,15 +31,7 @@ def survivors(text: str) -> list[str]:
 
 @pytest.fixture
 def machine(monkeypatch, tmp_path):
-    for name in ("SUDO_USER", "LOGNAME"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("USER", USER)
-    monkeypatch.setattr("harness.report.redact.this_host", lambda: "brisk-otter-77")
-    monkeypatch.setenv("HARNESS_PYXRT", "none")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
-    home = tmp_path / "home" / USER
-    home.mkdir(parents=True)
-    return home
+    return as_private_user(monkeypatch, tmp_path, USER, "brisk-otter-77")
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from privacy_kit import as_private_user
 
 from harness.app.cli import main
 from harness.report.fileformat import load_report
@@ -34,14 +35,8 @@ def machine_id() -> str | None:
 
 @pytest.fixture
 def machine(monkeypatch, tmp_path):
-    for name in ("SUDO_USER", "LOGNAME"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("USER", USER)
-    monkeypatch.setattr("harness.report.redact.this_host", lambda: HOST)
-    monkeypatch.setenv("HARNESS_PYXRT", "none")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
-    home = tmp_path / "home" / USER
-    (home / "cases").mkdir(parents=True)
+    home = as_private_user(monkeypatch, tmp_path, USER, HOST)
+    (home / "cases").mkdir()
     case = home / "cases" / f"{USER}_decode.yaml"
     case.write_text((PROJECT / "cases" / "minicpm5-2b-decode.yaml").read_text())
     return home, case
