@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.report.redact import VOCABULARY, Redactor, placeholders_in
+from harness.report.placeholders import placeholders_in
+from harness.report.redact import VOCABULARY, Redactor
 from harness.report.redact_rules import NAMES, RULES
 
 STATIC = [rule for rule in RULES if rule.name != NAMES]

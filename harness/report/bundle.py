@@ -38,10 +38,10 @@ from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
 from harness.report.header import ReportHeader, read_header
 from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
+from harness.report.placeholders import file_safe, garbled
 from harness.report.provenance import captured_note
 from harness.report.reader import ReportReader, parse_entry
 from harness.report.recorded_paths import on_this_machine
-from harness.report.redact import file_safe, garbled
 from harness.report.verdict import verdict_lines
 
 README = "README.md"

@@ -34,8 +34,8 @@ from harness.report.model import (
     is_emulated,
     is_simulated,
 )
+from harness.report.placeholders import garbled
 from harness.report.reader import HeaderError, ReportReader, TrialEntry
-from harness.report.redact import garbled
 from harness.report.schema import check, report_schema, trial_schema
 
 if TYPE_CHECKING:

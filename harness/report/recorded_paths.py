@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-from harness.report.redact import PLACEHOLDER
+from harness.report.placeholders import PLACEHOLDER
 
 MAX_CANDIDATES = 64
 MAX_ENTRIES = 4096            # entries of one folder looked through for a name that fits

@@ -28,7 +28,8 @@ from typing import Any
 
 from harness.model.errors import RedactionFault
 from harness.report.model import mapping
-from harness.report.redact import Redactor, garbled
+from harness.report.placeholders import garbled
+from harness.report.redact import Redactor
 
 SECTION = "redaction"
 _PLACED = re.compile(rb"<(hostname|domain|user|machine-id|serial|uuid|mac|ip|email|token|wwn|"

@@ -41,6 +41,7 @@ from harness.report.header import (
     section,
 )
 from harness.report.model import is_emulated, is_simulated, played_profile, source_tag
+from harness.report.placeholders import file_safe
 from harness.report.provenance import (
     captured_note,
     control_notes,
@@ -49,7 +50,6 @@ from harness.report.provenance import (
     stack_tables,
     what_ran_rows,
 )
-from harness.report.redact import file_safe
 from harness.report.timing import timers_lines, trials_ttf_text
 from harness.report.verdict import verdict_lines
 
