@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 from fakeflm import Behaviour, FakeFlm
 from machines import Tree
+from privacy_kit import as_private_user
 from simkit import simulated_report
 
 from harness.app.cli import main
@@ -62,15 +63,26 @@ INT_SERIAL, WORDS_SERIAL, LIST_SERIALS = 987654321, "AB12 CD34 EF56", ["SNLISTA1
 ROUND4 = [*URL_SECRETS.values(), "ATSECRET7", "jane.doe.canary", HF_TOKEN[3:], GH_TOKEN[4:],
           PAT[11:], MAC_BARE, MAC_DOTTED, SN, SERVICE_TAG, BARE_UUID, MAPPED, LUKS,
           str(INT_SERIAL), WORDS_SERIAL, *LIST_SERIALS]
+# the forms of round 5: encoded, unnamed, joined to other text
+ROUND5 = {"encoded e-mail": "corp-canary", "AWS key": "CANARY0123456789",
+          "JWT": "SIGCANARYJWT", "JWT payload": "eyJzdWIiOiJjYW5hcnkifQ",
+          "query value": "CODECANARY1", "query jwt": "JWTCANARY2", "WWN": "5002538e4ca1ab77",
+          "SSID": "CanaryHomeNet"}
+ROUND5_FORMS = (f"by jane5%40{ROUND5['encoded e-mail']}.example with AKIA{ROUND5['AWS key']} "
+                f"and eyJhbGciOiJIUzI1NiJ9.{ROUND5['JWT payload']}.{ROUND5['JWT']} from "
+                f"https://sso.example/cb?code={ROUND5['query value']}&jwt={ROUND5['query jwt']}"
+                f"&page=3 on /dev/disk/by-id/wwn-0x{ROUND5['WWN']}; wlan0: Trying to associate "
+                f"with SSID '{ROUND5['SSID']}'; client {USER}_jupyter /data/proj_{USER}/m.bin "
+                f"host {HOST}_vm {USER.title()}Lab")
 FORMS = ("GET https://hub.example/v1?" + "&".join(f"{k}={v}" for k, v in URL_SECRETS.items())
          + f" via http://bob:{AT_PASSWORD}@proxy.example:3128 for {EMAIL} with {HF_TOKEN} "
          f"{GH_TOKEN} {PAT}; enx{MAC_BARE} port {MAC_DOTTED}; SN: {SN}, Service Tag: "
          f"{SERVICE_TAG}, product {BARE_UUID}, peer ::ffff:{MAPPED}; also {INT_SERIAL}, "
          f"{WORDS_SERIAL}, {LIST_SERIALS[1]}; ran by {USER.upper()} and {USER.title()} "
-         f"cryptdevice=luks-{LUKS}")
+         f"cryptdevice=luks-{LUKS} {ROUND5_FORMS}")
 
 CANARIES = [USER, HOST, "acme-widgets", MACHINE_ID, SERIAL, KEYED_SERIAL, DISK_UUID, MAC,
-            IPV6, *NEAR_WORDS.values(), SECRET, TOKEN, *ROUND4]
+            IPV6, *NEAR_WORDS.values(), SECRET, TOKEN, *ROUND4, *ROUND5.values()]
 
 
 # what only a report's keys name: a machine the probe reads does not give these away
@@ -184,9 +196,9 @@ def every_output(report: Path) -> dict[str, str]:
         done = invoke(*args)
         assert done.exit_code == 0, done.output
         outputs[name] = done.stdout
-    bundle = report.with_name(report.stem + ".bundle.tar.gz")
     done = invoke("report", "bundle", str(report), "--force")
     assert done.exit_code == 0, done.output
+    bundle = Path(done.output.split("bundle: ", 1)[1].split(" (", 1)[0])
     with tarfile.open(bundle) as tar:
         for member in tar.getmembers():
             if member.isfile():
@@ -226,6 +238,48 @@ def test_a_report_full_of_private_values_leaves_none_in_any_output(failing, tmp_
     assert sorted(survivors(plain)) == sorted(CANARIES)
 
 
+def test_a_name_joined_to_other_text_leaves_no_output_nor_member_name(tmp_path, monkeypatch):
+    """With USER=quill5: `quill5_jupyter`, `/data/proj_quill5/`, a host `brisk-otter-77_vm`
+    reached the render and the bundle (a name was matched as a whole word, and `_` is a
+    word character); another process named `zelda9-jupyter` holding the NPU reached the
+    "other NPU users" rows (a process's name sat under a key kept as the harness's own);
+    and `--out r_quill5.yaml` reached the render's command line, `cd r_quill5.recipes`,
+    the bundle's member names and its README."""
+    user, host = "quill5", "brisk-otter-77"
+    as_private_user(monkeypatch, tmp_path, user, host)
+    report = tmp_path / f"r_{user}.yaml"
+    done = invoke("reproduce", "--trials", "1", "--no-isolate", "--no-control", "--profile",
+                  "inflight-cap:40", "--out", str(report))
+    assert done.exit_code == 1, done.output
+    assert (tmp_path / f"r_{user}.recipes").is_dir()
+    holder = {"pid": 4242, "command": f"{user}-jupyter", "devices": ["/dev/accel/accel0"]}
+    text = report.read_text()
+    head, journal = text.split("\njournal:\n")
+    header = load_yaml_text(head)
+    header["environment"]["device_users"] = {"users": [holder], "uninspectable": 0}
+    lines = []
+    for line in journal.splitlines():
+        entry = json.loads(line[2:])
+        trial = entry.get("trial")
+        if trial and trial.get("status") == "failed":
+            trial["device_users"] = {"users": [holder], "uninspectable": 0}
+            trial["kernel_log"]["lines"] = [
+                f"[ 9.0] client {user}_jupyter opened /data/proj_{user}/m.bin on {host}_vm"]
+        lines.append("- " + json.dumps(entry, separators=(", ", ": ")))
+    report.write_text(text.split("\n", 1)[0] + "\n" + dump_yaml(header) + "journal:\n"
+                      + "\n".join(lines) + "\n")
+    assert invoke("report", "check", str(report)).exit_code == 0
+    outputs = every_output(report)
+    canaries = [user, host]
+    assert {name: survivors(text, canaries) for name, text in outputs.items()
+            if survivors(text, canaries)} == {}
+    assert survivors(" ".join(outputs), canaries) == []          # the member names too
+    assert "| other NPU/GPU users at start | 4242 &lt;user-1>-jupyter |" in outputs["render"]
+    assert "r_<user-1>.yaml" in outputs["render"]
+    assert "r_user-1.bundle/r_user-1.yaml" in outputs       # a name a shell takes as it is
+    assert (tmp_path / "r_user-1.bundle.tar.gz").is_file()
+
+
 def test_a_serve_probe_url_with_credentials_leaves_none_in_any_output(tmp_path, mode):
     """Nor the prompt the user typed, nor the server's own error text (which may quote it):
     both were recorded and bundled; they are withheld whole, their length said."""
@@ -236,14 +290,34 @@ def test_a_serve_probe_url_with_credentials_leaves_none_in_any_output(tmp_path, 
                       "1", "--prompt", prompt, "--out", str(tmp_path / "s.yaml"))
     assert done.exit_code == 1, done.output
     raw = (tmp_path / "s.yaml").read_text()
-    assert SECRET in raw and prompt in raw      # the report keeps what the user typed
+    # the URL is normalised before it is recorded: the harness never sends its user-info
+    # nor its query, so neither is kept, even unredacted
+    assert SECRET not in raw and TOKEN not in raw and USER not in raw.split("argv:")[1][:400]
     outputs = every_output(tmp_path / "s.yaml")
     found = {name: survivors(text, CANARIES + ["PROMPT-CANARY", "SERVER-CANARY"])
              for name, text in outputs.items()}
     assert {name: hit for name, hit in found.items() if hit} == {}
-    assert "<credentials>@127.0.0.1" in outputs["render"]
+    assert "`runlist-harness serve-probe --url http://127.0.0.1:" in outputs["render"]
     assert "<prompt withheld: 32 characters>" in outputs["s.bundle/s.yaml"]
     assert "<server text withheld: 35 characters>" in outputs["s.bundle/s.yaml"]
+
+
+@pytest.mark.parametrize("form", ["{user}:pw%2FSECRETA@{host}", "//{user}:pw%2FSECRETA@{host}",
+                                  "{user}%40corp:p@ss%2FSECRETA@{host}/v1"])
+def test_a_password_in_a_url_without_a_scheme_is_never_recorded(tmp_path, form):
+    """`serve-probe --url 'quill5:pw%2FSECRETA@127.0.0.1:P'` was accepted (the client adds
+    http://) and the render, the bundle's README, report.md and the YAML carried the
+    password: the user-info rule looked only after `scheme://`."""
+    with FakeFlm(Behaviour()) as server:
+        url = form.format(user=USER, host=server.url.removeprefix("http://"))
+        done = invoke("serve-probe", "--url", url, "--model", "minicpm5:2b", "--requests",
+                      "1", "--no-made-up-tag", "--out", str(tmp_path / "s.yaml"))
+    assert done.exit_code == 0, done.output
+    assert "the user and password before the host are never sent" in done.stderr
+    raw = (tmp_path / "s.yaml").read_text()
+    assert "SECRETA" not in raw and "--url\n  - http://127.0.0.1:" in raw
+    outputs = every_output(tmp_path / "s.yaml")
+    assert {name: text for name, text in outputs.items() if "SECRETA" in text} == {}
 
 
 # -- probe --------------------------------------------------------------------------------

@@ -515,3 +515,46 @@ def test_a_cfg_value_that_is_not_text_is_named(tmp_path):
     result = invoke("capture", "import", str(folder))
     assert result.exit_code == 2
     assert "resources.hwctxs[1].cfg.gops: expected a string, got int 10" in result.output
+
+
+# -- every file of a capture stays in its folder ----------------------------------------------
+
+def test_a_replay_json_linked_out_of_its_folder_is_refused_as_its_artefacts_are(tmp_path):
+    """`error: /etc/passwd:1: not valid JSON`: replay.json was followed out of the capture
+    while the same link on its artefacts was refused; a link to another capture's
+    replay.json made that other folder the one its artefacts were read from."""
+    elsewhere = decode_capture(tmp_path / "elsewhere")
+    secret = tmp_path / "private.txt"
+    secret.write_text("root:x:0:0:SECRET-CANARY\n")
+    for target in (secret, elsewhere / "replay.json"):
+        capture = decode_capture(tmp_path / f"linked-{target.stem}")
+        (capture / "replay.json").unlink()
+        (capture / "replay.json").symlink_to(target)
+        with pytest.raises(CaptureError, match="replay.json is a symlink leading outside"):
+            load_capture(capture)
+        with pytest.raises(CaptureError, match="is a symlink leading outside"):
+            load_capture(capture / "replay.json")
+        done = invoke("capture", "show", str(capture))
+        assert done.exit_code == 2, done.output
+        assert "SECRET-CANARY" not in done.output and str(target) not in done.output
+    # a link that stays inside the folder is as good as the file
+    inner = decode_capture(tmp_path / "inner")
+    (inner / "replay.json").rename(inner / "kept.json")
+    (inner / "replay.json").symlink_to(inner / "kept.json")
+    assert load_capture(inner).folder == inner.resolve()
+
+
+def test_a_capture_s_mark_linked_out_or_no_file_is_refused(tmp_path):
+    import os
+
+    from harness.formats.capture_origin import ORIGIN_FILE
+    capture = decode_capture(tmp_path / "c")
+    mark = tmp_path / "mark.json"
+    mark.write_text(json.dumps({"written_by": "SIMULATED", "profile": "staging"}))
+    (capture / ORIGIN_FILE).symlink_to(mark)
+    with pytest.raises(CaptureError, match=f"{ORIGIN_FILE} is a symlink leading outside"):
+        load_capture(capture)
+    (capture / ORIGIN_FILE).unlink()
+    os.mkfifo(capture / ORIGIN_FILE)
+    done = invoke("capture", "show", str(capture))          # at once, never waiting on it
+    assert done.exit_code == 2 and "a FIFO (named pipe), not a file" in done.output

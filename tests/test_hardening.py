@@ -263,8 +263,9 @@ COMPLETION = ('{"model": "minicpm5:2b", "choices": [{"message": {"content": "Hi"
 def test_an_answer_of_the_wrong_shape_is_recorded_not_a_fault(tmp_path, answer, words):
     from fakeflm import Behaviour
     out = tmp_path / "s.yaml"
+    # as recorded: a report written redacted withholds the server's text whole
     result = serve_probe(Behaviour(answer=answer, substitute=True), "--out", str(out),
-                         "--no-made-up-tag")
+                         "--no-made-up-tag", "--no-redact")
     assert result.exit_code == 1, result.output
     request = load_report(out).sections["server"]["requests"][0]
     assert request["outcome"] in ("unexpected", "bad-json") and words in request["error"], \

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.report.redact import VOCABULARY, Redactor, placeholders_in
+from harness.report.placeholders import placeholders_in
+from harness.report.redact import VOCABULARY, Redactor
 from harness.report.redact_rules import NAMES, RULES
 
 STATIC = [rule for rule in RULES if rule.name != NAMES]
@@ -51,7 +52,10 @@ PIECES = ["http://", "https://", "bob", ":", "p@ss", "@", "example.org", "?", "&
           "1234-ABCD", "Serial Number: ", "S/N ", "SN: ", "Service Tag: ", "JXQ4Z53", "8812345",
           "3c:7c:3f:1a:2b:4d", "3c-7c-3f-1a-2b-4d", "3c7c.3f1a.2b4d", "3c7c3f1a2b4d",
           "link/ether ", "HWaddr ", "enx", "::", "ffff:", "fe80", "2001:db8:", "%eth0",
-          "192.168.1.20", "10.", "1.", "version ", " ", "-", ".", "/", "\t", "é", "Z"]
+          "192.168.1.20", "10.", "1.", "version ", " ", "-", ".", "/", "\t", "é", "Z",
+          "%40", "%2F", "%71", "AKIAIOSFODNN7EXAMPLE", "aws_secret_access_key=",
+          "eyJhbGciOiJIUzI1NiJ9", "wwn-0x", "5002538e40a1b2c3", "naa.", "SSID ", "'Net'",
+          "?code=", "#id=", "page=", "="]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -84,6 +88,11 @@ def redacted(text: str, **names: str) -> str:
     ("https://h/?access_key=ACCSECRET5", "ACCSECRET5"),
     ("https://h/?session=SESSSECRET6", "SESSSECRET6"),
     ("https://h/?my_refresh_token_v2=ANYSECRET7", "ANYSECRET7"),
+    # user-info without a scheme, as `--url` takes it (the client adds http://)
+    ("--url=quill5:pw%2FSECRETA@127.0.0.1:52625", "SECRETA"),
+    ("--url quill5:p@ss-SECRETB@127.0.0.1:52625/v1", "SECRETB"),
+    ("from //bob:SECRETC@files.example", "SECRETC"),
+    ("proxy=bob:SECRETD@proxy.example:3128", "SECRETD"),
 ])
 def test_url_secrets_and_passwords_holding_at(text, secret):
     out = redacted(text)
@@ -184,3 +193,35 @@ def test_the_prompt_and_a_server_s_own_error_text_are_withheld():
 def test_placeholders_are_found_in_a_garbled_field():
     assert placeholders_in("<user-1>,inflight-cap:40") == ["<user-1>"]
     assert placeholders_in("staging,inflight-cap:40") == []
+
+
+# -- a name inside a token ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, kept", [
+    ("client quill5_jupyter", "client <user-1>_jupyter"),
+    ("/data/proj_quill5/m.bin", "/data/proj_<user-1>/m.bin"),
+    ("--out r_quill5.yaml; cd r_quill5.recipes", "--out r_<user-1>.yaml; cd r_<user-1>.recipes"),
+    ("zelda QUILL5-box myQuill5 Quill5Lab 2quill5",
+     "zelda <user-1>-box my<user-1> <user-1>Lab 2<user-1>"),
+    ("host brisk-otter-77_vm and brisk-otter-77.lab.example.com",
+     "host <hostname>_vm and <hostname>"),
+    ("r_brisk-otter-77.yaml", "r_<hostname>.yaml"),          # a file's suffix is no domain
+])
+def test_a_name_is_replaced_whatever_joins_it_to_other_text(text, kept):
+    assert redacted(text, user="quill5", hostname="brisk-otter-77") == kept
+
+
+@pytest.mark.parametrize("name, text, kept", [
+    # a short or common name inside a word of one case, or a number inside a longer one,
+    # is that word or number (docs/reports-and-privacy.md says the rule)
+    ("alice", "malice and alicebox, but alice_x, AliceBox and alice2",
+     "malice and alicebox, but <user-1>_x, <user-1>Box and <user-1>2"),
+    ("987654321", "serial 987654321, SN987654321, not 1987654321",
+     "serial <serial-1>, SN<serial-1>, not 1987654321"),
+    # a hex name inside a hash is part of the hash
+    ("cafe1", "sha 9f0cafe1a2b3c4d5e6f7a8b9c0d1 by cafe1",
+     "sha 9f0cafe1a2b3c4d5e6f7a8b9c0d1 by <user-1>"),
+])
+def test_short_or_common_names_follow_the_documented_rule(name, text, kept):
+    kind = "serial" if name.isdigit() else "user"
+    assert redacted(text, **{kind: name}) == kept

@@ -29,7 +29,7 @@ options = st.builds(
     RunOptions, trials=st.integers(1, 1000), isolate=st.booleans(),
     deadline_s=st.none() | st.floats(0.1, 1e6), continue_after_failure=st.booleans(),
     seed=st.integers(0, 2**63), flow=st.sampled_from(["elf", "instr-bo", "full-elf"]),
-    xrt_smi_control=st.booleans())
+    xrt_smi_control=st.booleans(), redact=st.booleans())
 
 
 @given(options)
@@ -39,9 +39,12 @@ def test_settings_read_back_as_they_were_recorded(ran):
     assert RunOptions.from_settings(settings) == ran
 
 
-def test_a_report_older_than_a_setting_takes_its_default():
+def test_a_report_older_than_a_setting_takes_its_default_or_what_it_ran_with():
+    """A setting says what reports older than it ran with where that is not its default:
+    a report written before reports were redacted goes on unredacted, as it began."""
     assert RunOptions.from_settings({"trials": 2, "isolate": False}) == \
-        RunOptions(trials=2, isolate=False)
+        RunOptions(trials=2, isolate=False, redact=False)
+    assert RunOptions(trials=1).redact
 
 
 def test_a_run_records_what_resume_reads(tmp_path):
@@ -64,7 +67,7 @@ def test_every_setting_an_option_sets_is_kept_on_resume_by_that_option():
             assert option in options[param] and param in kept
     assert set(kept) == {"trials", "no_isolate", "deadline", "continue_after_failure", "seed",
                          "flow", "profile", "backend_kind", "realtime", "xclbins_dir", "out",
-                         "force"}
+                         "force", "no_redact"}
     # and the report's value is named as the refusal shows it
     assert kept["no_isolate"][1](SimpleNamespace(settings={"isolate": False})) == "in-process"
     assert kept["deadline"][1](SimpleNamespace(settings={"deadline_s": None})) == "the default"

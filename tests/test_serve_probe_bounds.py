@@ -41,7 +41,7 @@ def test_total_timeout_bounds_the_whole_command():
 
 def test_http_500_with_text_and_a_redirect_are_named_for_what_they_are():
     with Hostile(post="http500") as server:
-        done = serve_probe(server.url, "--timeout", "3", "--no-made-up-tag")
+        done = serve_probe(server.url, "--timeout", "3", "--no-made-up-tag", "--no-redact")
     request = load_report("probe.yaml").sections["server"]["requests"][0]
     assert request["outcome"] == "http-error"
     assert request["error"] == "HTTP 500: boom: the engine crashed", done.stdout

@@ -39,7 +39,7 @@ from harness.emulator.kernels_by_pdi import KernelOfPdi, read_index
 from harness.emulator.memory import DriverError, Memory
 from harness.emulator.objects import ClientFile, HwContext
 from harness.emulator.packets import Submission, read_submission
-from harness.emulator.replies import IoctlReply, Pending, patch, wait
+from harness.emulator.replies import IoctlReply, Pending, copied_back, patch, wait
 from harness.emulator.syncobjs import Syncobjs
 from harness.sim.clock import RealClock
 from harness.sim.stack import (
@@ -166,8 +166,13 @@ class EmulatedDriver:
             self._unanswered(f"ioctl {cmd:#x}")
             return IoctlReply(-errno.ENOTTY, args)
         self.tick()
+        given = len(args)
         try:
-            return handler(file, args, extra)
+            if given >= uapi.DECLARED[uapi.ioc_nr(cmd)].size:
+                return handler(file, args, extra)
+            # a struct shorter than the driver's: its missing fields read as 0 (drm_ioctl)
+            return copied_back(handler(file, uapi.zero_extended(uapi.ioc_nr(cmd), args),
+                                       extra), given)
         except DriverError as err:
             log.debug("%s: %s", uapi.NAMES.get(uapi.ioc_nr(cmd), hex(cmd)), err)
             if err.code == errno.EOPNOTSUPP or err.unanswered:

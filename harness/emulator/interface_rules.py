@@ -43,6 +43,13 @@ RULES = (
          "(CREATE_HWCTX .. GET_ARRAY), WAIT_CMD answered as _IOW and as _IOWR (the driver's "
          "and the shim's copies differ), the DRM core's GEM_CLOSE, PRIME and SYNCOBJ ioctls",
          f"{UAPI}; Linux include/uapi/drm/drm.h"),
+    Rule("interface", "an argument struct shorter than the one the ioctl is declared with "
+         "is zero-extended before the handler reads it, and only the caller's own size is "
+         "copied back: its missing fields read as 0, so it gets what a 0 there gets (EINVAL "
+         "for no context or command, ENOENT for no buffer), never an error of the model's",
+         "Linux drivers/gpu/drm/drm_ioctl.c drm_ioctl (ksize = max(in_size, out_size, "
+         f"drv_size), memset past in_size, copy_to_user of out_size); {DRIVER} "
+         "amdxdna_pci_drv.c amdxdna_drm_ioctls (DRM_IOCTL_DEF_DRV)"),
     Rule("interface", "a client's device heap is a 64 MiB DEV_HEAP object at device address "
          "0x4000000, growing up to 512 MiB; device BOs come from it 32 KiB aligned (EAGAIN "
          "when it is full, so the shim grows it) and have no mmap offset of their own",

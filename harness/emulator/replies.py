@@ -44,3 +44,20 @@ def wait(args: bytes, done: Callable[[], bool], deadline: float | None,
     if deadline is not None and deadline <= time.monotonic():
         return IoctlReply(-errno.ETIME, args)
     return Pending(answer, deadline, lambda: answer() or IoctlReply(-errno.ETIME, args))
+
+
+def copied_back(reply: IoctlReply | Pending, size: int) -> IoctlReply | Pending:
+    """What the caller of a zero-extended struct sees of it: its own `size` bytes, as
+    drm_ioctl copies back only the size the caller's ioctl number encodes."""
+    if isinstance(reply, Pending):
+        ready, expire = reply.ready, reply.expire
+        return Pending(lambda: _cut(ready(), size), reply.deadline,
+                       lambda: _cut(expire(), size))
+    reply.args = reply.args[:size]
+    return reply
+
+
+def _cut(reply: IoctlReply | None, size: int) -> IoctlReply | None:
+    if reply is not None and len(reply.args) > size:
+        reply.args = reply.args[:size]
+    return reply

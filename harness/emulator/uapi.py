@@ -101,6 +101,34 @@ TIMELINE_WAIT_ARGS = struct.Struct("<QQqIIII")        # handles, points, timeout
 TIMELINE_ARRAY_ARGS = struct.Struct("<QQII")          # handles, points, count_handles,
 # flags
 
+# The argument struct each ioctl is declared with (the driver's DRM_IOCTL_DEF_DRV table,
+# amdxdna_pci_drv.c, and the DRM core's drm_ioctls[], from the uapi headers): drm_ioctl
+# copies in the size the caller's ioctl number encodes and zero-extends it to this one
+# (Linux drivers/gpu/drm/drm_ioctl.c drm_ioctl: ksize = max(in_size, out_size, drv_size),
+# memset past in_size), so a caller's shorter struct reaches the handler with its missing
+# fields 0, and only the caller's own size is copied back.
+DECLARED = {
+    CREATE_HWCTX: CREATE_HWCTX_ARGS, DESTROY_HWCTX: DESTROY_HWCTX_ARGS,
+    CONFIG_HWCTX: CONFIG_HWCTX_ARGS, CREATE_BO: CREATE_BO_ARGS, GET_BO_INFO: GET_BO_INFO_ARGS,
+    SYNC_BO: SYNC_BO_ARGS, EXEC_CMD: EXEC_CMD_ARGS, GET_INFO: INFO_ARGS, SET_STATE: INFO_ARGS,
+    WAIT_CMD: WAIT_CMD_ARGS, GET_ARRAY: GET_ARRAY_ARGS, VERSION: VERSION_ARGS,
+    GEM_CLOSE: GEM_CLOSE_ARGS, PRIME_HANDLE_TO_FD: PRIME_ARGS, PRIME_FD_TO_HANDLE: PRIME_ARGS,
+    SYNCOBJ_CREATE: SYNCOBJ_CREATE_ARGS, SYNCOBJ_DESTROY: SYNCOBJ_CREATE_ARGS,
+    SYNCOBJ_HANDLE_TO_FD: SYNCOBJ_HANDLE_ARGS, SYNCOBJ_FD_TO_HANDLE: SYNCOBJ_HANDLE_ARGS,
+    SYNCOBJ_WAIT: SYNCOBJ_WAIT_ARGS, SYNCOBJ_RESET: SYNCOBJ_ARRAY_ARGS,
+    SYNCOBJ_SIGNAL: SYNCOBJ_ARRAY_ARGS, SYNCOBJ_TIMELINE_WAIT: TIMELINE_WAIT_ARGS,
+    SYNCOBJ_QUERY: TIMELINE_ARRAY_ARGS, SYNCOBJ_TIMELINE_SIGNAL: TIMELINE_ARRAY_ARGS,
+}
+
+
+def zero_extended(nr: int, args: bytes) -> bytes:
+    """The argument struct as the handler of ioctl `nr` sees it: the caller's bytes, then
+    zeros up to the declared struct's size."""
+    declared = DECLARED.get(nr)
+    missing = declared.size - len(args) if declared is not None else 0
+    return args + bytes(missing) if missing > 0 else args
+
+
 # -- values -----------------------------------------------------------------------------
 
 BO_SHARE, BO_DEV_HEAP, BO_DEV, BO_CMD = 1, 2, 3, 4

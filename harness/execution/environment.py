@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from harness.execution.backend import Backend
@@ -39,8 +40,13 @@ def _fingerprint(env: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def fingerprint_differences(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """``firmware 1.1.2.65 -> 1.1.2.70`` for each fingerprint key that differs."""
+def fingerprint_differences(before: dict[str, Any], now: dict[str, Any],
+                            shown: Callable[[str, str], str] | None = None) -> list[str]:
+    """``firmware 1.1.2.65 -> 1.1.2.70`` for each fingerprint key that differs; `now`'s
+    values as `shown` (by value and key: redacted, as a redacted report holds them)."""
     old, new = _fingerprint(before), _fingerprint(now)
+    if shown is not None:
+        new = {key: shown(str(value), key) if value is not None else None
+               for key, value in new.items()}
     return [f"{key} {old[key] or 'unknown'} -> {new[key] or 'unknown'}"
             for key in old if old[key] != new[key]]

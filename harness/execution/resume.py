@@ -11,14 +11,16 @@ stopped while they ran.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 from harness.execution.backend import choose_backend
 from harness.execution.environment import collect_environment, fingerprint_differences
 from harness.execution.runner import Progress, Runner, RunOptions, case_latencies
-from harness.model.errors import ReportError
+from harness.model.errors import CaseError, ReportError
 from harness.model.results import TrialStatus
 from harness.report.journal import ReportFile
 from harness.report.model import Report, utc_now
+from harness.report.recorded_paths import on_this_machine
 from harness.sources.capture_case import frame_case
 from harness.sources.case import Case, find_case
 from harness.sources.depth_control import control_for
@@ -61,15 +63,41 @@ def budget_spent(report: Report) -> bool:
 def recorded_case(report: Report, path: str, *, allow_outside_paths: bool = False) -> Case:
     """The case a report names, loaded. A header is text anyone can edit: a case file it
     names is read only once it is the very file the run used (its sha256), so no error
-    quotes a byte of some other file."""
-    reference = report.case.get("reference") or report.case["file"]
-    if report.case.get("kind", "case") == "case" and not report.case.get("recipe_profile"):
-        named = find_case(str(reference))
-        if hashlib.sha256(named.read_bytes()).hexdigest() != report.case.get("sha256"):
-            raise ReportError(f"{report.case['file']} changed since {path} was written "
-                              "(sha256 differs); start a new run instead")
-    return load_case(reference, report.case.get("recipe_profile"),
-                     allow_outside_paths=allow_outside_paths)
+    quotes a byte of some other file. A redacted report's paths are found here with this
+    machine's names put back (`on_this_machine`)."""
+    reference = str(report.case.get("reference") or report.case["file"])
+    profile = report.case.get("recipe_profile")
+    if report.case.get("kind", "case") == "case" and not profile:
+        reference = _the_recorded_case(report, path, reference)
+    elif profile:
+        reference, profile = _here(reference), _here(str(profile))
+    else:
+        reference = _here(reference)
+    return load_case(reference, profile, allow_outside_paths=allow_outside_paths)
+
+
+def _the_recorded_case(report: Report, path: str, reference: str) -> str:
+    """Of the places `reference` may be here, the case file whose sha256 the report has."""
+    missing: CaseError | None = None
+    found = False
+    for candidate in on_this_machine(reference):
+        try:
+            named = find_case(candidate)
+        except CaseError as err:
+            missing = missing or err
+            continue
+        found = True
+        if hashlib.sha256(named.read_bytes()).hexdigest() == report.case.get("sha256"):
+            return candidate
+    if not found and missing is not None:
+        raise missing
+    raise ReportError(f"{report.case['file']} changed since {path} was written "
+                      "(sha256 differs); start a new run instead")
+
+
+def _here(recorded: str) -> str:
+    """A recorded path as it is on this machine: the first candidate that exists."""
+    return next((c for c in on_this_machine(recorded) if Path(c).exists()), recorded)
 
 
 def reopen(path: str, progress: Progress | None = None, *, kind: str = "run",
@@ -100,6 +128,9 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
         more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
         raise ReportError(f"{path} is not a valid report: {'; '.join(problems[:2])}{more}; "
                           "`runlist-harness report check` lists every problem")
+    options = RunOptions.from_settings(report.settings)
+    if options.redact:
+        handle.continue_redacted()       # its placeholders kept, new names after them
     case = recorded_case(report, path, allow_outside_paths=allow_outside_paths)
     if report.case.get("frame"):
         case = frame_case(case, report.case["frame"])
@@ -109,7 +140,10 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
     backend = choose_backend(report.backend["kind"], report.backend.get("profile"))
     backend.adopt_environment(report.environment)
     if backend.hardware:
-        differences = fingerprint_differences(report.environment, collect_environment(backend))
+        # compared as the report holds them, where it was written redacted
+        shown = handle.redaction.redactor.text if handle.redaction is not None else None
+        differences = fingerprint_differences(report.environment,
+                                              collect_environment(backend), shown)
         if differences and not allow_different_machine:
             raise ReportError(f"this machine is not the one that wrote {path}: "
                               + "; ".join(differences) + ". Start a new run, or pass "
@@ -118,14 +152,15 @@ def _reopened(handle: ReportFile, path: str, progress: Progress | None, kind: st
             report.sections.setdefault("resumed_elsewhere", []).append(
                 {"at": utc_now(), "differences": differences})
     pack = ResolvedPack.from_report(report.artifacts.get("pack", {}),
-                                    report.artifacts.get("xclbins", []), case.pack, path)
-    options = RunOptions.from_settings(report.settings)
+                                    report.artifacts.get("xclbins", []), case.pack, path,
+                                    on_this_machine)
     runner = Runner(case, backend, pack, handle, options, progress)
     control = report.artifacts.get("control")
     if control:
         control_case = control_for(case)[0]
         runner.control = (control_case, ResolvedPack.from_report(
-            control.get("pack", {}), control.get("xclbins", []), control_case.pack, path))
+            control.get("pack", {}), control.get("xclbins", []), control_case.pack, path,
+            on_this_machine))
         backend.latencies.update(case_latencies(control_case))
     report.finished = None
     handle.take_over()

@@ -94,6 +94,8 @@ class Setting:
     show_default: bool = False
     from_option: Callable[[Any], Any] = lambda value: value
     commands: frozenset[str] | None = None
+    before: Any = None            # what a report older than the setting ran with (None: the
+    # field's default)
 
 
 def run_setting(option: str, param: str, shown: Callable[[Any], Any] = lambda value: value,
@@ -143,6 +145,13 @@ class RunOptions:
         help="How runs get their control code: elf (FastFlowLM's: a control-code ELF, module "
              "and ext.kernel; ERT_START_NPU commands) or instr-bo (an instruction buffer, as "
              "mlir-aie and IRON; ERT_START_CU). Default: the case's.")
+    redact: bool = run_setting(
+        "--no-redact", "no_redact", lambda value: "redacted" if value else "not redacted",
+        kind=bool, from_option=lambda no_redact: not no_redact, default=True, before=False,
+        help="Write the report with this machine's host name, machine id, user, home "
+             "folders, serials and addresses as they are, and print them so (default: "
+             "replaced by placeholders, as `report render` and `report bundle` do: the "
+             "report gets attached to public issues).")
     # On hardware, XRT's own runlist-latency test once the case failed (--no-xrt-smi-validate).
     # Not refused on continuing: --xrt-smi-validate is, for what it runs before the trials.
     xrt_smi_control: bool = True
@@ -164,6 +173,9 @@ class RunOptions:
         values: dict[str, Any] = {}
         for item in fields(cls):
             value = settings.get(item.name)
+            setting = item.metadata.get("setting")
+            if value is None and setting is not None and setting.before is not None:
+                value = setting.before         # a report older than the setting
             if value is None:
                 if item.default is MISSING:
                     raise ReportError(f"the report's settings lack {item.name}")
@@ -683,7 +695,8 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
         warnings.append(whose)
     report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
                         options, command, environment, programs)
-    handle = ReportFile.create(report, out=out, name=case.name, force=force)
+    handle = ReportFile.create(report, out=out, name=case.name, force=force,
+                               redact=options.redact)
     for warning in warnings:
         handle.note(f"warning: {warning}")
     runner = Runner(case, backend, pack, handle, options, progress)

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.formats.regular import read_regular
 from harness.formats.yamlio import write_atomic
 from harness.model.errors import BadInput
 
 ORIGIN_FILE = "harness-origin.json"
+MAX_MARK_BYTES = 64 << 10
 MACHINE = "XRT"
 SIMULATED = "SIMULATED"
 EMULATED = "EMULATED"
@@ -54,12 +57,10 @@ def mark_capture(folder: Path, stack: str, profile: str | None) -> None:
 def capture_origin(folder: Path) -> CaptureOrigin:
     """The folder's mark (none: a machine's XRT)."""
     path = folder / ORIGIN_FILE
-    try:
-        raw = path.read_text()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return CaptureOrigin(MACHINE)
-    except OSError as err:
-        raise BadInput(f"cannot read {path}: {err.strerror or err}") from None
+    # a plain file of a few lines: a FIFO or /dev/zero in its place is refused, not read
+    raw = read_regular(path, "capture's mark", limit=MAX_MARK_BYTES).decode("utf-8", "replace")
     try:
         data = json.loads(raw)
     except ValueError:

@@ -34,13 +34,14 @@ from harness.formats.scratch import make_owned
 from harness.formats.yamlio import atomic_file, dump_yaml
 from harness.model.errors import BadInput, EnvironmentNotReady, HarnessError, RedactionFault
 from harness.report import render as rendering
-from harness.report.check import garbled
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
 from harness.report.header import ReportHeader, read_header
 from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
+from harness.report.placeholders import file_safe, garbled
 from harness.report.provenance import captured_note
 from harness.report.reader import ReportReader, parse_entry
+from harness.report.recorded_paths import on_this_machine
 from harness.report.verdict import verdict_lines
 
 README = "README.md"
@@ -92,8 +93,15 @@ class Contents:
         return held.read_text("utf-8") if isinstance(held, Path) else held.decode("utf-8")
 
 
-def bundle_path(report: Path) -> Path:
-    return report.with_name(report.stem + ".bundle.tar.gz")
+def bundle_path(report: Path, shown: Callable[[str], str] = str) -> Path:
+    """Where `report`'s bundle goes by default: beside it, named after it as `shown`
+    (redacted, where the report's name holds a private one)."""
+    return report.with_name(shipped_name(report.stem, shown) + ".bundle.tar.gz")
+
+
+def shipped_name(name: str, shown: Callable[[str], str] = str) -> str:
+    """A file's name as what is attached names it: redacted, and safe as a file name."""
+    return file_safe(shown(name))
 
 
 def _recipes(report: Path, digest: Digest, contents: Contents, scratch: Path) -> None:
@@ -157,13 +165,16 @@ def recorded_file(recorded: Any, sha256: Any, limit: int) -> Path | None:
     if not isinstance(recorded, str) or not recorded or "\0" in recorded or \
             not isinstance(sha256, str):
         return None
-    path = Path(recorded)
-    try:
-        if not path.is_file() or path.stat().st_size > limit:
-            return None
-        return path if _sha256_of(path) == sha256 else None
-    except OSError:
-        return None
+    # a redacted report's path: with this machine's names put back, the one that matches
+    for candidate in on_this_machine(recorded):
+        path = Path(candidate)
+        try:
+            if path.is_file() and path.stat().st_size <= limit and \
+                    _sha256_of(path) == sha256:
+                return path
+        except OSError:
+            continue
+    return None
 
 
 def _export_afresh(data: dict[str, Any], failed_plans: list[str], target: Path,
@@ -251,11 +262,13 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
     contents = Contents()
     contents.files[README] = b""                 # written last: it lists the rest
     contents.files[REPORT_MD] = b""
+    shown = digest.redactor.text if do_redact else str
+    member = shipped_name(report.name, shown)
     if do_redact:
-        contents.files[report.name] = scratch / "report.yaml"
+        contents.files[member] = scratch / "report.yaml"
         _redacted_copy(reader, digest, scratch / "report.yaml")
     else:
-        contents.files[report.name] = report
+        contents.files[member] = report
     if digest.has_kernel_log:
         log = scratch / KERNEL_LOG
         with log.open("w", encoding="utf-8") as out:
@@ -272,17 +285,17 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
             f"== {name} (exit {run.get('exit_status')})\n{run['output']}\n"
             for name, run in smi)).encode()
     _recipes(report, digest, contents, scratch)
-    top = archive or bundle_path(report).name       # the file report.md names
+    top = archive or bundle_path(report, shown).name       # the file report.md names
     contents.files[REPORT_MD] = rendering.render_markdown(
-        view, bundle=[top, *contents.names()]).encode()
-    shown = digest.redactor.text if do_redact else str
+        view, bundle=[shipped_name(top, shown), *contents.names()]).encode()
     contents.files[README] = escape_controls(
-        _readme(view, report, contents, do_redact, shown)).encode()
+        _readme(view, member, contents, do_redact, shown)).encode()
     return contents
 
 
-def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
+def _readme(view: ReportView, member: str, contents: Contents, redacted: bool,
             shown: Callable[[str], str]) -> str:
+    """The maintainer's README; `member`: the report's name in the bundle."""
     data, typed = view.header, view.typed
     answer, *reasons = verdict_lines(data.get("verdict"))
     command = rendering.command_line(typed)
@@ -291,7 +304,7 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
         contents.unfinished_command = str(data.get("command") or "run")
         lines += [f"**Partial:** this run did not finish (it was stopped, or was still "
                   "running when this was made): the report holds only the trials it had, and "
-                  f"no verdict. {finish_hint(contents.unfinished_command, report.name)}", ""]
+                  f"no verdict. {finish_hint(contents.unfinished_command, member)}", ""]
     lines += [f"Verdict: {answer}", "", *[f"- {reason}" for reason in reasons],
              *([""] if reasons else []),
              f"Made by: {rendering.code_span(command)}", "",
@@ -301,7 +314,7 @@ def _readme(view: ReportView, report: Path, contents: Contents, redacted: bool,
              f"then `{KERNEL_LOG}` for the driver's lines of every trial.", "",
              "## Files", "",
              f"- `{REPORT_MD}`: the report rendered for an issue",
-             f"- `{report.name}`: the report itself"
+             f"- `{member}`: the report itself"
              + (" (host name, user, home folders, serials and addresses replaced by "
                 "placeholders)" if redacted else ""),
              ]
@@ -403,11 +416,12 @@ def real_source(pack: str) -> str:
 def render_for_issue(report: Path, digest: Digest, do_redact: bool) -> str:
     """The Markdown render of `report`: it names the bundle beside the report and what it
     holds once that bundle exists, and says how to make it until then."""
-    archive = bundle_path(report)
+    shown = digest.redactor.text if do_redact else str
+    archive = bundle_path(report, shown)
     names = bundle_names(archive)
     return rendering.render_markdown(digest.view(do_redact),
                                      bundle=[archive.name, *names] if names else None,
-                                     report_name=report.name)
+                                     report_name=shown(report.name))
 
 
 SCRATCH_PREFIX = "harness-bundle-"
@@ -419,13 +433,14 @@ def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path |
     """Write the bundle atomically; an existing file is replaced only with `force`, and
     never the report itself. Its parts are made in a scratch folder of the temporary
     folder, which a killed bundle leaves to the next to remove (`harness.formats.scratch`)."""
-    target = out or bundle_path(report)
+    shown = digest.redactor.text if do_redact else str
+    target = out or bundle_path(report, shown)
     if _same_file(target, report):
         raise BadInput(f"--out {target} is the report itself: the bundle would replace it; "
                        "choose another name (default: REPORT.bundle.tar.gz)")
     if target.exists() and not force:
         raise BadInput(f"{target} exists; pass --force to replace it, or --out another name")
-    top = top_folder(target, report)
+    top = top_folder(target, report, shown)
     now = int(time.time())
     scratch = make_owned(SCRATCH_PREFIX)
     contents = Contents()
@@ -492,11 +507,13 @@ def _mib(size: int) -> str:
     return f"{size / (1 << 20):.1f} MiB"
 
 
-def top_folder(target: Path, report: Path) -> str:
+def top_folder(target: Path, report: Path, shown: Callable[[str], str] = str) -> str:
     """The one folder every member lies in: the archive's name less its suffix, or, when
-    that is no plain name (`--out ".tar.gz"`, `--out "...tar.gz"`), the report's."""
-    for candidate in (target.name.removesuffix(".tar.gz").removesuffix(".tgz"),
-                      bundle_path(report).name.removesuffix(".tar.gz")):
+    that is no plain name (`--out ".tar.gz"`, `--out "...tar.gz"`), the report's; either
+    as `shown` (redacted)."""
+    for candidate in (shipped_name(target.name.removesuffix(".tar.gz").removesuffix(".tgz"),
+                                   shown),
+                      bundle_path(report, shown).name.removesuffix(".tar.gz")):
         if _plain_name(candidate):
             return candidate
     return "bundle"

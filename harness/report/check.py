@@ -34,8 +34,8 @@ from harness.report.model import (
     is_emulated,
     is_simulated,
 )
+from harness.report.placeholders import garbled
 from harness.report.reader import HeaderError, ReportReader, TrialEntry
-from harness.report.redact import placeholders_in
 from harness.report.schema import check, report_schema, trial_schema
 
 if TYPE_CHECKING:
@@ -79,40 +79,6 @@ def check_report_file(file: str, start: Start | None = None) -> ReportCheck:
         except ReportError as err:          # not UTF-8 text: nothing more can be read
             result.problems.append(str(err))
     return result
-
-
-def _own_fields(doc: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The harness's own words in a report: what it ran and how (a profile, a flavour, a
-    plan's name), never a machine's or a user's."""
-    backend = _mapping(doc.get("backend"))
-    driver = _mapping(backend.get("driver"))
-    case = _mapping(doc.get("case"))
-    settings = _mapping(doc.get("settings"))
-    fields = [("command", doc.get("command")), ("backend.kind", backend.get("kind")),
-              ("backend.profile", backend.get("profile")),
-              ("backend.driver.flavour", driver.get("flavour")), ("case.name", case.get("name")),
-              ("settings.flow", settings.get("flow"))]
-    deviations = backend.get("deviations")
-    if isinstance(deviations, list):
-        fields += [(f"backend.deviations[{i}]", d) for i, d in enumerate(deviations)]
-    plans = doc.get("plans")
-    if isinstance(plans, list):
-        fields += [(f"plans[{i}].name", p.get("name")) for i, p in enumerate(plans)
-                   if isinstance(p, dict)]
-    return fields
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def garbled(doc: dict[str, Any]) -> list[str]:
-    """Redaction placeholders in the harness's own fields: a name replaced where it was the
-    report's own word (a user named `staging` and the profile `staging,...`)."""
-    return [f"{where}: {value!r} holds a redaction placeholder where the harness wrote its "
-            "own word: the redaction garbled this report"
-            for where, value in _own_fields(doc)
-            if isinstance(value, str) and placeholders_in(value)]
 
 
 def what_it_is(header: Any) -> str | None:

@@ -41,9 +41,6 @@ _NOT_ANSWERED = ("deadline", "crashed")
 # an answer nor a failure, so never a failing row and never counted as one
 _STOPPED = ("interrupted", "in-flight")
 MAX_STOPPED = 20               # stopped trials named; those beyond are only counted
-# where a valid trial may hold keys of its own choosing (everything else is fixed by the
-# schema): the only places a serial number's key can be
-_FREE_FORM = ("worker", "device_users", "recovery", "kernel_log")
 
 
 MAX_TTF = 1_000                # times to failure a plan keeps for its summary
@@ -211,20 +208,7 @@ class Digest:
     def _learn(self, trial: dict[str, Any], raw: bytes) -> None:
         # names in free text (a home folder's, a serial number) are learned before anything
         # is written, so that the trials before the one that gave them away lose them too
-        if raw:
-            self.redactor.learn_raw(raw)
-        else:
-            self.redactor.learn_strings(trial)
-        if self.learn_everywhere:
-            self.redactor.learn_serials(trial)
-            return
-        for key in _FREE_FORM:
-            if key in trial:
-                self.redactor.learn_serials(trial[key])
-        if b'"health": {' in raw or not raw:
-            for outcome in trial.get("runlists") or []:
-                if isinstance(outcome, dict) and "health" in outcome:
-                    self.redactor.learn_serials(outcome["health"])
+        self.redactor.learn_trial(trial, raw, everywhere=self.learn_everywhere)
 
     def _row(self, cells: list[str], message: str, trial: int) -> None:
         key = (*cells, message[:MESSAGE_CUT])

@@ -20,7 +20,9 @@ changes):
   ``artifacts.control.workload``; ``failing_run_named`` on a runlist outcome (false: the
   device named only the chain); ``simulated`` on a trial's kernel log (its lines marked
   SIMULATED); a trial's ``trace_events``; and ``xrt_smi_control``, XRT's runlist-latency
-  test run once after a failed case on hardware.
+  test run once after a failed case on hardware; and ``redaction``, a report written
+  redacted (the default since 0.3: `harness.report.redacted_writing`), with the tag that
+  tells a continued report the machine that began it.
 
 Every reader sees one shape whatever the version: the nested document v1 was (plans
 holding their trials), which `report.schema.json` describes. `harness.report.reader`
@@ -32,7 +34,7 @@ a plan at a time (`document_json`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from operator import attrgetter
 from pathlib import Path
@@ -58,12 +60,16 @@ if TYPE_CHECKING:            # the reader loads when a report is read, not when 
 
 # -- writing ----------------------------------------------------------------------------
 
-def header_text(report: Report) -> str:
-    """The header of a journaled file, ending with the journal's key."""
+def header_text(report: Report,
+                shown: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> str:
+    """The header of a journaled file, ending with the journal's key; its fields as `shown`
+    (redacted) where given."""
     comment = "# xdna-runlist-harness report"
     if report.simulated:
         comment += f": {source_tag(report.backend)} stack, not hardware evidence"
-    return comment + "\n" + "".join(dump_yaml_parts(report.header_dict())) + JOURNAL + "\n"
+    header = report.header_dict()
+    return comment + "\n" + "".join(dump_yaml_parts(shown(header) if shown else header)) + \
+        JOURNAL + "\n"
 
 
 SEPARATORS = (", ", ": ")
@@ -112,11 +118,14 @@ def outcome_json(outcome: RunlistOutcome) -> str:
     return json.dumps(outcome_dict(outcome), ensure_ascii=True, separators=SEPARATORS)
 
 
-def document_json(reader: ReportReader) -> Iterator[str]:
+def document_json(reader: ReportReader, shown: Callable[[Any], Any] | None = None
+                  ) -> Iterator[str]:
     """The nested document (each plan with its summary, as `Report.to_dict` has it) as
     ``json.dumps(document, indent=2)`` writes it, a plan at a time: a report of any size
-    prints in the memory of its largest plan."""
-    doc = reader.document(with_trials=False)
+    prints in the memory of its largest plan. `shown`: what the header and each trial are
+    printed as (redacted), where given."""
+    shown = shown or _as_it_is
+    doc = shown(reader.document(with_trials=False))
     plans = doc.get("plans") if isinstance(doc, dict) else None
     if not isinstance(plans, list):
         yield json.dumps(doc, indent=2)
@@ -134,11 +143,15 @@ def document_json(reader: ReportReader) -> Iterator[str]:
         while done < entry.plan:             # every plan before this trial's is complete
             yield _plan_json(plans[done], held.pop(done, []), last=done == len(plans) - 1)
             done += 1
-        held.setdefault(entry.plan, []).append(entry.body)
+        held.setdefault(entry.plan, []).append(shown(entry.body))
     while done < len(plans):
         yield _plan_json(plans[done], held.pop(done, []), last=done == len(plans) - 1)
         done += 1
     yield "\n  ]" + after
+
+
+def _as_it_is(value: Any) -> Any:
+    return value
 
 
 def _plan_json(plan: Any, trials: list[Any], *, last: bool) -> str:

@@ -35,6 +35,8 @@ from harness.model.results import TrialResult
 from harness.report.fileformat import entry_line, header_text, load_report, trial_line
 from harness.report.lock import ReportLock
 from harness.report.model import JOURNAL, JOURNALED, PlanRecord, Report, utc_now
+from harness.report.redacted_writing import SECTION as REDACTION
+from harness.report.redacted_writing import WriteRedaction, machine_tag
 
 SIMULATED_SYNC_S = 0.5
 
@@ -180,6 +182,8 @@ class ReportFile:
         self.lock = lock
         self.sync_every_s = sync_every_s
         self.resume_command: str | None = None
+        # how the file is redacted as it is written (None: as it is, --no-redact)
+        self.redaction: WriteRedaction | None = None
         self._fd: int | None = None
         self._synced = 0.0
         self.appended = 0
@@ -188,7 +192,9 @@ class ReportFile:
 
     @classmethod
     def create(cls, report: Report, *, out: str | None, folder: str = "reports",
-               name: str = "run", force: bool = False) -> ReportFile:
+               name: str = "run", force: bool = False, redact: bool = False) -> ReportFile:
+        """The report's file, its header and what it already holds written (redacted when
+        `redact`, as `harness.report.redacted_writing` says)."""
         if out:
             check_report_name(Path(out))
             path = _through_link(Path(out))
@@ -209,7 +215,11 @@ class ReportFile:
         report.declared = len(report.plans)
         handle = cls(path, report, lock)
         try:
-            handle._replace(header_text(report).encode(), journal=generated_journal(report),
+            if redact:
+                report.sections[REDACTION] = {"redacted": True,
+                                              "machine": machine_tag(report.run_id)}
+                handle.redaction = WriteRedaction.for_new(report.header_dict())
+            handle._replace(handle._header(), journal=handle._shown(generated_journal(report)),
                             new=not force)
         except FileExistsError:
             lock.release()
@@ -218,6 +228,9 @@ class ReportFile:
         except OSError as err:
             lock.release()
             raise disk_fault(path, err, started=False, resume=None) from None
+        except BaseException:
+            lock.release()
+            raise
         return handle
 
     @classmethod
@@ -237,6 +250,18 @@ class ReportFile:
             lock.release()
             raise
         return cls(target, report, lock)
+
+    def continue_redacted(self) -> None:
+        """Go on writing a report that was written redacted, redacted, its placeholders
+        kept (call before `take_over`)."""
+        self.redaction = WriteRedaction.for_continued(self.path, self.report.header_dict())
+
+    def _header(self) -> bytes:
+        shown = self.redaction.header if self.redaction is not None else None
+        return header_text(self.report, shown).encode()
+
+    def _shown(self, journal: bytes) -> bytes:
+        return self.redaction.journal(journal) if self.redaction is not None else journal
 
     def take_over(self) -> None:
         """Go on writing a reopened report: the header once more (dropping a torn last
@@ -298,12 +323,12 @@ class ReportFile:
         of a million trials is never held in memory to be rewritten); a torn last entry
         is left out."""
         if self.report.read_whole:          # a YAML tool's layout: write ours afresh
-            out.write(generated_journal(self.report))
+            out.write(self._shown(generated_journal(self.report)))
             return
         with open(self.path, "rb") as src:
             start = _journal_start(src)
             if start is None:               # a v1 report: entries from its content
-                out.write(generated_journal(self.report))
+                out.write(self._shown(generated_journal(self.report)))
                 return
             end = src.seek(0, os.SEEK_END)
             if self.report.torn_line is not None:
@@ -320,7 +345,7 @@ class ReportFile:
     def rewrite(self) -> None:
         """The header again (verdict, finished, sections), the journal as it is."""
         try:
-            self._replace(header_text(self.report).encode(), journal=None)
+            self._replace(self._header(), journal=None)
         except OSError as err:
             raise disk_fault(self.path, err, started=True, resume=self.resume_command) \
                 from None
@@ -334,7 +359,9 @@ class ReportFile:
 
     def append_line(self, line: bytes) -> None:
         """One journal entry as `entry_line` (or `trial_line`) made it, whole or not at
-        all, synced as the run's policy says."""
+        all, synced as the run's policy says (redacted first, where the file is)."""
+        if self.redaction is not None:
+            line = self.redaction.line(line)
         try:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)

@@ -2,8 +2,10 @@
 
 Replaced everywhere in the report (every string of the data, so the tables and the
 embedded YAML alike), by the rules of `harness.report.redact_rules`: credentials in URLs
-(a password holding @ included) and URL parameters named like a secret, Authorization
-headers, access tokens (hf_, ghp_, github_pat_, ...), e-mail addresses, the host name and
+(a password holding @ included, with or without a scheme), every URL query value but a few
+harmless names and parameters named like a secret, Authorization headers, access tokens
+(hf_, ghp_, github_pat_, AWS key ids, JWTs, ...), e-mail addresses, disk WWNs, Wi-Fi SSIDs,
+each of these percent-encoded too, the host name and
 its domain, the user name, home folders wherever they are mounted (`/home/u`,
 `/var/home/u`, `/Users/u`), the machine id, serial numbers (under keys naming a serial,
 whatever their value: a number, several words, a list; and in text labelled `Serial
@@ -16,9 +18,11 @@ always gets the same placeholder, so a reader can still tell that two paths shar
 folder or two lines the same host.
 
 Names are matched in any letter case, with Unicode case folding (`Jörg`, `JÖRG`; `ß` and
-`ss`). A user or host whose name is a word the report itself uses (`staging`, `xrt`,
-`test`: `VOCABULARY`) is replaced only where it stands as a name (a home folder, `~name`,
-`name@host`, `@host`, `user=name`, `host: name`), never as that word elsewhere, and no
+`ss`), wherever they stand joined to other text (`quill5_jupyter`, `r_quill5.yaml`: the
+rule is `harness.report.redact_names`'s). A user or host whose name is a word the report
+itself uses (`staging`, `xrt`, `test`: `VOCABULARY`) is replaced only where it stands as a
+name (a home folder, `~name`, `name@host`, `@host`, `user=name`, `host: name`), never as
+that word elsewhere, and no
 name is replaced inside the harness's own fields (a profile, a flavour, a state:
 `STRUCTURED_KEYS`), which `report check` and the bundle hold free of placeholders.
 
@@ -39,13 +43,14 @@ import getpass
 import json
 import os
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
+from harness.report.redact_names import NameMatcher, fold
 from harness.report.redact_rules import (
     HOME,
     NAMES,
+    PERCENT,
     RULES,
     SERIAL_TEXT,
     VERSION_VALUE,
@@ -65,7 +70,9 @@ VERSION_KEY = re.compile(r"version|firmware|fw_|release|kernel|xrt", re.IGNORECA
 SERIAL_KEY = re.compile(r"serial|service_tag|asset_tag", re.IGNORECASE)
 IDENTITY_KEYS = {"hostname": "hostname", "machine_id": "machine-id", "user": "user"}
 # the harness's own fields: its words, never a name to replace (a profile `staging,...`)
-STRUCTURED_KEYS = frozenset({"profile", "flavour", "command", "kind", "status", "state",
+# (`command` is not one: a process's name under `device_users` is another program's, and
+# the report's own command is a word of VOCABULARY)
+STRUCTURED_KEYS = frozenset({"profile", "flavour", "kind", "status", "state",
                              "schema", "deviations", "flow", "message_form", "role", "opcode",
                              "outcome", "name"})
 # what is withheld whole: a prompt the user typed (`serve-probe --prompt`)
@@ -77,8 +84,10 @@ NOT_NAMES = {"root", "unknown", "localhost", "nobody", "user", "users", "home"}
 # its verdicts and tables): a user or host of that name is replaced only where it stands
 # as a name. Profile words are held here by tests/test_redaction_rules.py.
 _VOCABULARY_WORDS = """
-    amd amdxdna accel aie aie2 aie2p admin arch at bin boot build cap case cases chain chains
-    check checks ci client command commands config context core cpu cuda debian default dev
+    amd amdxdna accel aie aie2 aie2p admin arch at bin bisect boot build bundle cap capture
+    case cases chain chains check checks ci client command commands config context core cpu
+    cuda debian default dev diagnose emulate export investigate probe reproduce render
+    serve-probe sweep
     device devices docker driver drivers elf emulated emulator ert error event events
     fastflowlm fedora firmware flaky flm flow guest hang hardware harness host inflight
     jenkins job jobs kernel kernels layer layers legacy lib linux local mainline main master
@@ -89,6 +98,9 @@ _VOCABULARY_WORDS = """
     xilinx xrt
 """
 VOCABULARY = frozenset(_VOCABULARY_WORDS.split())
+# where a valid trial may hold keys of its own choosing (everything else is fixed by the
+# schema): the only places a serial number's key can be
+TRIAL_FREE_FORM = ("worker", "device_users", "recovery", "kernel_log")
 MAX_REMEMBERED = 1 << 16          # strings worked out and kept (the rest worked out again)
 _PLAIN = {int, float, bool, type(None)}
 _SCALARS = _PLAIN | {str}
@@ -99,8 +111,6 @@ _LINE_EXTRA = ('"hostname": ', '"machine_id": ', '"user": ', '"prompt": ', "\\u"
 # what a journal line (lowercased) must hold for `learn_text` to learn anything from it:
 # what PATH_HOME and SERIAL_TEXT start with
 _TEACHES = ("/home/", "/users/", "serial", "s/n", "sn:", "sn=", "sn#", "service", "asset")
-PLACEHOLDER = re.compile(r"<(?:hostname|domain|user|machine-id|serial|uuid|mac|ip|email|"
-                         r"token)(?:-\d+)?>|<credentials>|<secret>")
 
 
 _META = frozenset("\\.^$*+?{}[]|()")
@@ -159,22 +169,10 @@ class Finder:
         return any(part.search(text) for part in self.parts)
 
 
-def fold(name: str) -> str:
-    return name.casefold()
-
-
-def _name_pattern(name: str) -> str:
-    """A name as a lowercase pattern (matched in lowercased text, or ignoring case), Unicode
-    case folding included (`ß`/`ss`, which a case-blind match alone does not join)."""
-    folded, out, at = fold(name), [], 0
-    while at < len(folded):
-        if folded.startswith("ss", at):
-            out.append("(?:ss|ß|ẞ)")
-            at += 2
-        else:
-            out.append(re.escape(folded[at]))
-            at += 1
-    return "".join(out)
+def this_host() -> str:
+    """This machine's host name, as gethostname(2) gives it (socket would bring selectors
+    into every run, which writes its report redacted)."""
+    return os.uname().nodename
 
 
 class Redactor:
@@ -191,7 +189,7 @@ class Redactor:
         self._done: dict[tuple[str, int], str] = {}
         self._flags: dict[str, int] = {}
         self._identities: dict[str, bool] = {}
-        self._patterns: tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]] | None = None
+        self._names: NameMatcher | None = None
         self._line: Finder | None = None
         self._teaches: Finder | None = None
         self._fast: Finder
@@ -231,9 +229,23 @@ class Redactor:
         if kind in ("user", "hostname") and folded in VOCABULARY:
             self.positional.add(folded)
         self.literals[folded] = self.placeholder(kind, shown)
-        self._patterns = None
+        self._names = None
         self._line = None
         self._done.clear()
+
+    @classmethod
+    def of_this_machine(cls) -> Redactor:
+        """A redactor that has learned this machine's names first, so they take the same
+        placeholders whenever it is made here (a continued report's stay its own)."""
+        redactor = cls()
+        redactor.learn_machine()
+        return redactor
+
+    def continue_numbering(self, numbers: dict[str, int]) -> None:
+        """Number new placeholders after those a text already holds (`numbers`: the
+        highest of each kind), so a name learned now never takes one given before."""
+        for kind, number in numbers.items():
+            self.counters[kind] = max(self.counters.get(kind, 0), number)
 
     def learn(self, data: Any) -> None:
         """Collect identifying values from the report (or a fingerprint's `system`) and
@@ -270,7 +282,7 @@ class Redactor:
     def learn_machine(self) -> None:
         """This machine's names: its host name, the user (and, under sudo, the user who
         ran sudo), the home folder's name, the machine id."""
-        self.add_literal("hostname", socket.gethostname())
+        self.add_literal("hostname", this_host())
         try:
             self.add_literal("user", getpass.getuser())
         except Exception:
@@ -294,12 +306,32 @@ class Redactor:
         for match in SERIAL_TEXT.finditer(text):
             self.add_literal("serial", match.group(3))
 
-    def learn_raw(self, raw: bytes) -> None:
+    def learn_raw(self, raw: bytes, low: bytes | None = None) -> None:
         """`learn_text` on a journal line, when it could hold anything to learn."""
         if self._teaches is None:
             self._teaches = Finder(list(_TEACHES), [], as_bytes=True)
-        if self._teaches.search(raw.lower()):
+        if self._teaches.search(raw.lower() if low is None else low):
             self.learn_text(raw.decode("utf-8", "replace"))
+
+    def learn_trial(self, trial: dict[str, Any], raw: bytes = b"", *,
+                    everywhere: bool = False) -> None:
+        """What a trial gives away (`raw`: its journal line as written, where there is one):
+        names in its free text, and serials under keys naming one where a valid trial may
+        hold keys of its own choosing (anywhere, for a trial no check has read)."""
+        if raw:
+            self.learn_raw(raw)
+        else:
+            self.learn_strings(trial)
+        if everywhere:
+            self.learn_serials(trial)
+            return
+        for key in TRIAL_FREE_FORM:
+            if key in trial:
+                self.learn_serials(trial[key])
+        if b'"health": {' in raw or not raw:
+            for outcome in trial.get("runlists") or []:
+                if isinstance(outcome, dict) and "health" in outcome:
+                    self.learn_serials(outcome["health"])
 
     def learn_serials(self, data: Any) -> None:
         """Values under keys naming a serial, anywhere in `data`."""
@@ -335,44 +367,31 @@ class Redactor:
 
     # -- what is replaced ----------------------------------------------------------------
 
-    def _compiled(self) -> tuple[re.Pattern[str], ...]:
-        """The names as patterns (anywhere as a word; where they stand as names), and the
-        fast path's one scan: every rule's trigger and every name."""
-        if self._patterns is None:
-            names = sorted(self.literals, key=len, reverse=True)
-            anywhere = [_name_pattern(n) for n in names if n not in self.positional]
-            every = [_name_pattern(n) for n in names]
-            nothing = r"(?!)"
-            # whole names only ("halo" must not eat "Strix Halo"'s neighbours), but a hyphen
-            # or a dot ends a name: "zelda9-jupyter" holds the user "zelda9"
-            word = re.compile(rf"(?<!\w)({'|'.join(anywhere) or nothing})"
-                              r"((?:\.[A-Za-z0-9-]+)*)(?!\w)", re.IGNORECASE)
-            alternation = "|".join(_name_pattern(n) for n in names if n in self.positional)
-            placed = re.compile(
-                r"(~|@|//|\b(?:user(?:name)?|login|owner|logname|sudo_user|host(?:name)?)"
-                rf"\s*[=:]\s*[\"']?)({alternation or nothing})(?![\w-])|"
-                rf"(?<![\w.-])({alternation or nothing})(?=@[\w-])", re.IGNORECASE)
-            # both searched in the lowercased text (a name's pattern is lowercase)
-            names_seen = re.compile("|".join(every) or nothing)
-            self._fast = Finder(fast_strings(self.rules), [*fast_shapes(self.rules), *every])
-            self._patterns = (word, placed, names_seen)
-        return self._patterns
+    def _compiled(self) -> NameMatcher:
+        """The names as patterns (`harness.report.redact_names`), and the fast path's one
+        scan: every rule's trigger and every name."""
+        if self._names is None:
+            self._names = NameMatcher(self.literals, self.positional, self.hosts)
+            self._fast = Finder(fast_strings(self.rules),
+                                [*fast_shapes(self.rules), *self._names.every])
+        return self._names
 
     def _may_change(self, value: str) -> bool:
-        if self._patterns is None:
+        if self._names is None:
             self._compiled()
         return self._fast.search(value.lower())
 
-    def untouched(self, raw: bytes) -> bool:
+    def untouched(self, raw: bytes, low: bytes | None = None) -> bool:
         """Whether a journal line as written (one JSON object) holds nothing this redactor
-        would change, so it may be copied as it is."""
+        would change, so it may be copied as it is (`low`: the line lowercased, where the
+        caller has it)."""
         if self._line is None:
             # plain strings are looked for with `in` (far faster than a pattern of many
             # branches), the shapes with one pattern
             plain = fast_strings(self.rules) + [json.dumps(n)[1:-1] for n in self.literals]
             self._line = Finder([*plain, *_LINE_EXTRA], fast_shapes(self.rules),
                                 as_bytes=True)
-        return not self._line.search(raw.lower())
+        return not self._line.search(raw.lower() if low is None else low)
 
     def text(self, value: str, key: str = "") -> str:
         flags = self._flags.get(key)
@@ -389,9 +408,11 @@ class Redactor:
 
     def _text(self, value: str, flags: int) -> str:
         versioned, structured = bool(flags & 1), bool(flags & 2)
-        names_seen = self._compiled()[2]
+        names_seen = self._compiled().seen
         low = value.lower()
         for rule in self.rules:
+            if rule.name == PERCENT and flags & 4:
+                continue
             if rule.name == NAMES:
                 fired = bool(self.literals) and names_seen.search(low) is not None
             else:
@@ -404,24 +425,14 @@ class Redactor:
         return value
 
     def replace_names(self, value: str, structured: bool) -> str:
-        """The learned names: anywhere as a word (but in the harness's own fields), and
-        those that are words of the report's where they stand as names."""
-        word, placed, _ = self._compiled()
-        if not structured:
-            value = word.sub(self._literal, value)
-        if self.positional:
-            value = placed.sub(self._placed, value)
-        return value
+        """The learned names wherever they stand joined to other text (but in the harness's
+        own fields), and those that are words of the report's where they stand as names."""
+        return self._compiled().replace(value, structured)
 
-    def _literal(self, match: re.Match[str]) -> str:
-        name, domain = fold(match.group(1)), match.group(2)
-        # a host name takes its domain with it ("box.lab.example.com" is one name)
-        return self.literals[name] + ("" if name in self.hosts else domain)
-
-    def _placed(self, match: re.Match[str]) -> str:
-        if match.group(2) is not None:
-            return match.group(1) + self.literals[fold(match.group(2))]
-        return self.literals[fold(match.group(3))]
+    def redacted(self, value: str, versioned: bool, decoding: bool) -> str:
+        """`value` through every rule (a rule's reading of a text, redacted again), or
+        every rule but the decoding of percent-encoding."""
+        return self._text(value, (1 if versioned else 0) | (0 if decoding else 4))
 
     def home(self, name: str) -> str:
         """The placeholder of the user whose home folder is `name`."""
@@ -496,8 +507,14 @@ def _argv_withheld(argv: list[Any]) -> list[Any]:
     return out
 
 
+WITHHELD = re.compile(r"<[a-z ]+ withheld: \d+ characters>\Z")
+
+
 def withheld(what: str, value: str) -> str:
-    """What stands for a text withheld whole: what it was and its length."""
+    """What stands for a text withheld whole: what it was and its length (a text withheld
+    already, as a redacted report holds it, stays as it is)."""
+    if WITHHELD.match(value):
+        return value
     return f"<{what} withheld: {len(value)} characters>"
 
 
@@ -506,8 +523,3 @@ def redact(data: Any) -> Any:
     redactor = Redactor()
     redactor.learn(data)
     return redactor.data(data)
-
-
-def placeholders_in(value: str) -> list[str]:
-    """The redaction placeholders a text holds (a garbled field of the harness's own)."""
-    return PLACEHOLDER.findall(value)

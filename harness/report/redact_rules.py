@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
+from urllib.parse import unquote
 
 
 class RuleHost(Protocol):
@@ -33,6 +34,10 @@ class RuleHost(Protocol):
 
     def replace_names(self, value: str, structured: bool) -> str: ...
 
+    def redacted(self, value: str, versioned: bool, decoding: bool) -> str: ...
+
+PLACEHOLDER = re.compile(r"<(?:hostname|domain|user|machine-id|serial|uuid|mac|ip|email|"
+                         r"token|wwn|ssid)(?:-\d+)?>|<credentials>|<secret>")
 HEX = "[0-9A-Fa-f]"
 LOW_HEX = "[0-9a-f]"                # in a trigger: the text is lowercased
 UUID_TEXT = rf"{HEX}{{8}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{12}}"
@@ -40,12 +45,28 @@ UUID_TEXT = rf"{HEX}{{8}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{12}}"
 # scheme://userinfo@host: the userinfo runs to the last @ before the host, so a password
 # holding @ goes whole ("http://bob:p@ss@host")
 URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s'\"<>]+)@(?=[^/?#\s'\"<>@]*)")
+# user-info without a scheme, as a URL is typed (`bob:pw@127.0.0.1:52625`, `//bob:pw@h`):
+# a token's leading `user:password@` (the password running to the last @ before the
+# host, so one holding @ goes whole), or a `user@` before a host and a port (an e-mail
+# address has no port)
+BARE_USERINFO = re.compile(r"(?:(?<![^\s'\"<>=(\[{,;])|(?<=(?<!:)//))"
+                           r"([A-Za-z0-9._~%!$&*+-]+:[^\s/?#'\"<>]*|"
+                           r"[A-Za-z0-9._~%!$&*+-]+(?=@[^\s/?#@'\"<>:]+:\d))"
+                           r"@(?=[^\s/?#@'\"<>]+)")
 # a URL parameter named like a secret: api_token, client_secret, X-Amz-Signature,
 # private_token, access_key, session, password, sig, auth, cookie, credential...
 SECRET_WORDS = ("token", "secret", "passw", "pwd", "key", "sig", "auth", "session",
                 "credential", "cookie")
-SECRET_PARAM = re.compile(r"(?i)([?&;#][\w.\-\[\]]*(?:" + "|".join(SECRET_WORDS) +
+SECRET_PARAM = re.compile(r"(?i)([&;][\w.\-\[\]]*(?:" + "|".join(SECRET_WORDS) +
                           r")[\w.\-\[\]]*=)([^&\s#'\"<>]+)")
+# Every value of a URL's query (or of a fragment made of parameters, as OAuth's
+# `#access_token=`) is private unless its name is one of these: how a listing is paged,
+# ordered or shown, which names nothing of anyone's. `?code=`, `?jwt=`, `?q=` go.
+HARMLESS_PARAMS = frozenset({"page", "per_page", "limit", "offset", "sort", "order",
+                             "direction", "format", "lang", "version", "v", "tab", "view",
+                             "raw", "plain", "download", "stream"})
+QUERY = re.compile(r"([?#])([^\s?#'\"<>]*=[^\s#'\"<>]*)")
+QUERY_PARAM = re.compile(r"(^|[&;])([^&;=]*)=([^&;]*)")
 AUTHORIZATION = re.compile(r"(?i)\b((?:authorization:\s*)?(?:bearer|basic)\s+)"
                            r"([A-Za-z0-9._~+/=-]{8,})")
 # access tokens by their documented prefixes: Hugging Face, GitHub (classic and
@@ -54,6 +75,34 @@ AUTHORIZATION = re.compile(r"(?i)\b((?:authorization:\s*)?(?:bearer|basic)\s+)"
 TOKEN = re.compile(r"(?<![\w-])(?:hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{16,}|"
                    r"github_pat_[A-Za-z0-9_]{16,}|glpat-[A-Za-z0-9_-]{16,}|"
                    r"xox[abposr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{16,})(?![\w-])")
+# AWS access key ids: a documented four-letter prefix (AKIA an IAM user's long-term key,
+# ASIA a temporary STS key, ABIA an STS bearer token, ACCA a context-specific credential:
+# AWS IAM User Guide, "IAM identifiers", unique ID prefixes) and 16 capitals or digits,
+# 20 characters in all (AKIAIOSFODNN7EXAMPLE); and the values the AWS CLI's credentials
+# file and environment name (aws_secret_access_key, aws_session_token)
+AWS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])")
+AWS_SECRET = re.compile(r"(?i)(\baws_(?:secret_access_key|session_token|security_token)"
+                        r"[\"']?\s*[=:]\s*[\"']?)([A-Za-z0-9/+=]{16,})")
+# a JSON Web Token (RFC 7519 section 3): the JWS or JWE compact serialization (RFC 7515
+# section 7.1, RFC 7516 section 7.1), base64url parts joined by dots, the first a JSON
+# object's encoding, which starts `{"` and so `eyJ`
+JWT = re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*){0,3}")
+# a disk's World Wide Name, as udev names it (/dev/disk/by-id/wwn-0x..., ID_WWN=0x...),
+# lsblk and smartctl label it (WWN: ...), and SCSI and NVMe designators give it (naa.,
+# eui.: SPC-4 NAA, the NVMe EUI-64 and NGUID): 16 or 32 hex digits
+WWN = re.compile(r"(?i)(\bwwn-0x|\bwwn(?:[ _]?(?:id|number))?\s*[:=]\s*(?:0x)?|"
+                 r"\bid_wwn(?:_with_extension)?=(?:0x)?|\b(?:naa|eui)\.)"
+                 r"([0-9a-f]{32}|[0-9a-f]{16})(?![0-9a-f])")
+# a Wi-Fi network's name in a log line: after SSID or ESSID (wpa_supplicant's "SSID
+# 'home'", "SSID='home'", iw's "SSID: home", iwconfig's ESSID:"home"), or a quoted network
+# name (NetworkManager's "wireless network 'home'"); an SSID is 0 to 32 octets (IEEE
+# 802.11 SSID element)
+SSID = re.compile(r"(?i)(\be?ssid\s*[:=]?\s*|\b(?:wireless|wi-?fi) network\s+)"
+                  r"(\"[^\"\n]{1,32}\"|'[^'\n]{1,32}'|(?<=[:=\s])[^\s\"',;()\[\]]{1,32})")
+# percent-encoding (RFC 3986 section 2.1) hides any of the forms above (quill5%40corp.example
+# is an e-mail address): a token holding it is decoded and redacted again, after every
+# other rule ran on it as it is
+PERCENT_TOKEN = re.compile(r"[^\s'\"<>]*%[0-9A-Fa-f]{2}[^\s'\"<>]*")
 EMAIL = re.compile(r"(?<![\w.+-])[\w.+%-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 # a home folder wherever it is mounted: /home/u, /var/home/u (Fedora Atomic), /nfs/home/u
 HOME = re.compile(r"/(home|Users)/([^/\s'\"<>:;,`|)\]}]+)")
@@ -87,6 +136,9 @@ VERSION_VALUE = re.compile(r"\s*v?\d+(?:\.\d+)+(?:[-+~ ].*)?\Z", re.DOTALL)
 # A dotted quad right after one of these words is a version ("firmware 1.1.2.65").
 VERSION_BEFORE = re.compile(r"(?i)(?<![a-z])(?:version|firmware|fw|ver|release|v)"
                             r"[\s:=_\"'-]{0,3}\Z")
+# ... and so is one right after a version and an arrow ("firmware 1.1.2.65 -> 1.1.2.70", as
+# a continued report records what changed)
+VERSION_ARROW = re.compile(r"\d+(?:\.\d+){2,}\s*->\s*\Z")
 KEEP_IPS = {"127.0.0.1", "0.0.0.0", "::1", "::"}
 
 
@@ -123,8 +175,69 @@ def _userinfo(r: RuleHost, text: str, _: bool) -> str:
     return URL_USERINFO.sub(lambda m: m.group(1) + "<credentials>@", text)
 
 
+def _bare_userinfo(r: RuleHost, text: str, _: bool) -> str:
+    return BARE_USERINFO.sub("<credentials>@", text)
+
+
 def _secret_param(r: RuleHost, text: str, _: bool) -> str:
     return SECRET_PARAM.sub(lambda m: m.group(1) + "<secret>", text)
+
+
+def _query(r: RuleHost, text: str, _: bool) -> str:
+    def one(match: re.Match[str]) -> str:
+        return match.group(1) + QUERY_PARAM.sub(_param_value, match.group(2))
+    return QUERY.sub(one, text)
+
+
+def _param_value(match: re.Match[str]) -> str:
+    lead, name, value = match.groups()
+    kept = name.lower() in HARMLESS_PARAMS or not value or value == "<secret>"
+    return f"{lead}{name}={value if kept else '<secret>'}"
+
+
+def _aws(r: RuleHost, text: str, _: bool) -> str:
+    text = AWS_SECRET.sub(lambda m: m.group(1) + "<secret>", text)
+    return AWS_KEY_ID.sub(lambda m: r.placeholder("token", m.group(0)), text)
+
+
+def _jwt(r: RuleHost, text: str, _: bool) -> str:
+    return JWT.sub(lambda m: r.placeholder("token", m.group(0)), text)
+
+
+def _wwn(r: RuleHost, text: str, _: bool) -> str:
+    return WWN.sub(lambda m: m.group(1) + r.placeholder("wwn", m.group(2).lower()), text)
+
+
+def _ssid(r: RuleHost, text: str, _: bool) -> str:
+    def one(match: re.Match[str]) -> str:
+        label, name = match.groups()
+        quote = name[0] if name[0] in "'\"" else ""
+        bare = name[1:-1] if quote else name
+        return f"{label}{quote}{r.placeholder('ssid', bare)}{quote}"
+    return SSID.sub(one, text)
+
+
+def _percent(r: RuleHost, text: str, versioned: bool) -> str:
+    """Each token holding percent-encoding, read both as written and decoded: the reading
+    that leaves less of it standing (a password's `%2F` is part of it as written,
+    `quill5%40corp.example` an address once decoded); as written where decoding hides
+    nothing."""
+    def one(match: re.Match[str]) -> str:
+        token = match.group(0)
+        decoded = unquote(token, errors="replace")
+        if decoded == token:
+            return token
+        as_written = r.redacted(token, versioned, False)
+        as_decoded = r.redacted(decoded, versioned, True)
+        if as_decoded == decoded or _standing(as_written) <= _standing(as_decoded):
+            return as_written
+        return as_decoded
+    return PERCENT_TOKEN.sub(one, text)
+
+
+def _standing(text: str) -> int:
+    """How much of a redacted text is not a placeholder."""
+    return len(PLACEHOLDER.sub("", text))
 
 
 def _authorization(r: RuleHost, text: str, _: bool) -> str:
@@ -180,8 +293,9 @@ def _ipv4(r: RuleHost, text: str, versioned: bool) -> str:
 
     def one(match: re.Match[str]) -> str:
         address = match.group(0)
-        before = text[max(0, match.start() - 16):match.start()]
-        if address in KEEP_IPS or address.startswith("127.") or VERSION_BEFORE.search(before):
+        before = text[max(0, match.start() - 24):match.start()]
+        if address in KEEP_IPS or address.startswith("127.") or \
+                VERSION_BEFORE.search(before[-16:]) or VERSION_ARROW.search(before):
             return address          # loopback, or a version number ("firmware 1.1.2.65")
         return r.placeholder("ip", address)
     return IPV4.sub(one, text)
@@ -192,13 +306,40 @@ def _names(r: RuleHost, text: str, structured: bool) -> str:
 
 
 NAMES = "names"
+PERCENT = "percent-encoded"
 RULES: tuple[RedactionRule, ...] = (
+    # first: a percent-encoded token, as written and decoded (the rules below, on each)
+    RedactionRule(PERCENT, (rf"%{LOW_HEX}{{2}}",), _percent,
+         ("mail quill5%40corp-canary.example", "by %6Aane.doe%40corp.example today")),
     RedactionRule("url-credentials", ("://",), _userinfo,
          ("http://bob:p@ss-SECRET7@example.org/v1", "ftp://alice:hunter2@files")),
-    RedactionRule("secret-parameter", tuple(rf"\{c}[\w.\-\[\]]*=" for c in "?&;#"), _secret_param,
-         ("GET /v1?api_token=abc123", "q?client_secret=s3cr3t", "x&X-Amz-Signature=9f8e7d",
-          "a;private_token=p1", "b?access_key=AK1", "page#session=42f", "/?passwd=pw1",
-          "c?pwd=pw2", "d?sig=zz1", "e?auth=zz2", "f?credential=c1", "g?cookie=c2")),
+    RedactionRule("userinfo-without-scheme", ("@",), _bare_userinfo,
+         ("--url=quill5:pw%2FSECRETA@127.0.0.1:52625", "proxy bob:p@ss@proxy.example",
+          "//bob:hunter2@files", "serve bob@127.0.0.1:52625/v1")),
+    # parameters after & or ; outside a query too (a query's every value goes below)
+    RedactionRule("secret-parameter", tuple(rf"\{c}[\w.\-\[\]]*=" for c in "&;"),
+         _secret_param,
+         ("x&X-Amz-Signature=9f8e7d", "a;private_token=p1", "a=1&api_token=abc123",
+          "a=1&client_secret=s3cr3t", "k;session=42f", "u&access_key=AK1", "u&passwd=pw1",
+          "u&pwd=pw2", "u&sig=zz1", "u&auth=zz2", "u&credential=c1", "u&cookie=c2")),
+    RedactionRule("query-value", (r"\?[^\s?#'\"<>=]*=", r"#[^\s?#'\"<>=]*="), _query,
+         ("GET /cb?code=QVSECRET1&state=QVSECRET2", "https://h/x?jwt=QVSECRET3",
+          "https://h/#id=QVSECRET4", "https://h/s?q=my+private+search&page=2",
+          "GET /v1?api_token=abc123", "page#session=42f", "/?passwd=pw1")),
+    RedactionRule("aws", ("akia", "asia", "abia", "acca", "aws_se"), _aws,
+         ("key AKIAIOSFODNN7EXAMPLE", "ASIAIOSFODNN7EXAMPLE", "ABIAIOSFODNN7EXAMPLE",
+          "ACCAIOSFODNN7EXAMPLE",
+          "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+          "AWS_SESSION_TOKEN=FwoGZXIvYXdzEBYaDGH0wJalrXUtnFEMI")),
+    RedactionRule("jwt", ("eyj",), _jwt,
+         ("Authorization eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ6ZWxkYTkifQ.c2lnbmF0dXJl",)),
+    RedactionRule("wwn", ("wwn", "naa.", "eui."), _wwn,
+         ("/dev/disk/by-id/wwn-0x5002538e40a1b2c3", "WWN: 5002538e40a1b2c3",
+          "ID_WWN=0x5002538e40a1b2c3", "naa.5002538e40a1b2c3", "eui.0025388b91b2c3d4")),
+    RedactionRule("ssid", ("ssid", "network '", 'network "'), _ssid,
+         ("wlan0: Trying to associate with SSID 'CanaryNet'", "SSID=CanaryNet freq=5180",
+          'ESSID:"Canary Net"', "Connected to wireless network 'CanaryNet'",
+          'joined Wi-Fi network "CanaryNet"')),
     RedactionRule("authorization", ("bearer", "basic"), _authorization,
          ("Authorization: Bearer abcdefgh12345678", "basic dXNlcjpwYXNzd29yZA==")),
     RedactionRule("token", (r"_[a-z0-9_]{16}", r"-[a-z0-9_-]{10}"), _token,

@@ -41,6 +41,7 @@ from harness.report.header import (
     section,
 )
 from harness.report.model import is_emulated, is_simulated, played_profile, source_tag
+from harness.report.placeholders import file_safe
 from harness.report.provenance import (
     captured_note,
     control_notes,
@@ -620,7 +621,7 @@ def how_to_bundle(report_name: str | None) -> list[str]:
     """No bundle exists yet: how to make the one file to attach beside this body."""
     if not report_name:
         return []
-    bundle = Path(report_name).stem + ".bundle.tar.gz"
+    bundle = file_safe(Path(report_name).stem) + ".bundle.tar.gz"     # as `bundle` names it
     return ["---", "", "No bundle attached yet: "
             f"{code_span(shlex.join(['runlist-harness', 'report', 'bundle', report_name]))} "
             f"writes `{bundle}` beside the report (the report, every trial's kernel log and "

@@ -28,7 +28,7 @@ from typing import Any
 
 from harness.execution.runner import Runner
 from harness.execution.xrt_smi_control import SECTION as XRT_SMI_SECTION
-from harness.model.errors import EnvironmentNotReady
+from harness.model.errors import EnvironmentNotReady, ReportError
 from harness.model.plan import plan_for_depth
 from harness.model.results import BriefTrial, TrialResult
 from harness.report.diagnosis import (
@@ -72,7 +72,30 @@ class InvestigateSettings:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InvestigateSettings:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+        """The settings a report recorded, each refused unless of its kind and within its
+        bounds: a report is text anyone can edit (a count of a million trials, a budget
+        that is a word)."""
+        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for name, value in values.items():
+            if not _recorded_fits(name, value):
+                raise ReportError(f"the report's investigate.settings.{name} is {value!r}, "
+                                  "not one an investigation records; start a new one")
+        return cls(**values)
+
+
+MAX_RECORDED_TRIALS = 1000      # the most trials of a plan --trials takes
+
+
+def _recorded_fits(name: str, value: Any) -> bool:
+    if name == "budget_s":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+            0 < value <= 10_080 * 60
+    if name == "stand_in":
+        return isinstance(value, bool)
+    if name in ("serve_url", "serve_model"):
+        return value is None or isinstance(value, str)
+    return isinstance(value, int) and not isinstance(value, bool) and \
+        1 <= value <= MAX_RECORDED_TRIALS
 
 
 @dataclass

@@ -90,17 +90,53 @@ class _Reader:
 def parse_url(url: str, option: str = "--url") -> tuple[str, str, int, str]:
     """(scheme, host, port, base path) of an http(s) URL, or BadInput naming what is wrong
     and the option that gave it."""
+    shown = _without_userinfo(url)          # an error is pasted too: no password in it
     try:
-        parts = urlsplit(url if "://" in url else f"http://{url}")
+        parts = urlsplit(_with_scheme(url))
         port = parts.port
     except ValueError as err:
-        raise BadInput(f"{option} {url!r} is not a URL ({err}); use http://HOST:PORT, e.g. "
+        raise BadInput(f"{option} {shown!r} is not a URL ({err}); use http://HOST:PORT, e.g. "
                        "http://127.0.0.1:52625") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadInput(f"{option} {url!r}: use http://HOST:PORT (e.g. "
+        raise BadInput(f"{option} {shown!r}: use http://HOST:PORT (e.g. "
                        "http://127.0.0.1:52625)")
     return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), \
         parts.path.rstrip("/")
+
+
+def recorded_url(url: str, option: str = "--url") -> str:
+    """The URL as a report records it (and the client asks): scheme://host:port and the
+    base path, nothing else. User-info (`user:password@`) is never sent, so it is never
+    kept, whether or not the URL had a scheme; a query or fragment is not asked either."""
+    scheme, host, port, base = parse_url(url, option)
+    return f"{scheme}://{_bracketed(host)}:{port}{base}"
+
+
+def carries_userinfo(url: str) -> bool:
+    """Whether a URL as given names a user (and perhaps a password) before its host."""
+    return _without_userinfo(url) != url
+
+
+def _with_scheme(url: str) -> str:
+    """A URL typed without a scheme (`host:port`, `//host:port`) as the http one it is."""
+    return url if "://" in url else "http://" + url.removeprefix("//")
+
+
+def _without_userinfo(url: str) -> str:
+    """`url` with whatever stands before the last @ of its authority left out."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        sep = "//" if url.startswith("//") else ""
+        scheme, rest = "", url.removeprefix(sep)
+    authority_end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    at = rest.rfind("@", 0, authority_end)
+    if at < 0:
+        return url
+    return scheme + sep + rest[at + 1:]
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 class FlmClient:
@@ -109,8 +145,7 @@ class FlmClient:
         if not math.isfinite(timeout_s) or timeout_s <= 0:
             raise BadInput(f"--timeout {timeout_s}: give a number of seconds above 0")
         self.scheme, self.host, self.port, self.base = parse_url(url)
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        self.url = f"{self.scheme}://{host}:{self.port}"
+        self.url = f"{self.scheme}://{_bracketed(self.host)}:{self.port}"
         self.timeout_s = timeout_s
         self.total_deadline = total_deadline          # time.monotonic(), for every request
 

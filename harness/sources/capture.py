@@ -49,7 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from harness.formats.capture_origin import MACHINE, CaptureOrigin, capture_origin
+from harness.formats.capture_origin import MACHINE, ORIGIN_FILE, CaptureOrigin, capture_origin
 from harness.formats.jsonread import (
     JsonReader,
     JsonShapeError,
@@ -61,7 +61,7 @@ from harness.formats.jsonread import (
 from harness.formats.regular import check_regular
 from harness.model.errors import CaseError
 from harness.sources.case import REPLAY
-from harness.sources.confine import ArtefactError, artefact
+from harness.sources.confine import ArtefactError, artefact, inside
 
 MAX_REPLAY_BYTES = 256 << 20
 
@@ -167,30 +167,44 @@ def replay_file(ref: str | Path) -> Path:
 
 
 def load_capture(ref: str | Path) -> Capture:
-    """A capture folder (or its replay.json), every reference checked."""
-    path = replay_file(ref)
+    """A capture folder (or its replay.json), every reference checked. Every file of it is
+    opened as its artefacts are (`harness.sources.confine`): replay.json and the mark of
+    who wrote it too, so a link of either out of the folder is refused, not followed (it
+    would also have made the folder it leads to the one the artefacts are looked for in)."""
+    given = replay_file(ref)
+    folder = given.parent.resolve()
+    path = _confined(folder, given.name)
     try:
         stat = path.stat()
     except OSError as err:
-        raise CaptureError(f"cannot read {path}: {err.strerror or err} (a capture folder holds "
-                           f"{REPLAY} and the artefacts xrt-capture wrote)") from None
-    capture = _cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+        raise CaptureError(f"cannot read {given}: {err.strerror or err} (a capture folder "
+                           f"holds {REPLAY} and the artefacts xrt-capture wrote)") from None
+    check_regular(path, REPLAY, error=CaptureError)      # no FIFO nor device in its place
+    capture = _cached(str(path), str(folder), stat.st_mtime_ns, stat.st_size)
+    _confined(folder, ORIGIN_FILE)
     return replace(capture, origin=capture_origin(capture.folder))
 
 
+def _confined(folder: Path, name: str) -> Path:
+    try:
+        return inside(folder, name)
+    except ArtefactError as err:
+        raise CaptureError(str(err)) from None
+
+
 @lru_cache(maxsize=8)
-def _cached(path: str, mtime_ns: int, size: int) -> Capture:
+def _cached(path: str, folder: str, mtime_ns: int, size: int) -> Capture:
     if size > MAX_REPLAY_BYTES:
         raise CaptureError(f"{path}: {size} bytes; a {REPLAY} over "
                            f"{MAX_REPLAY_BYTES >> 20} MiB is refused")
     with gc_paused():
         try:
-            return _streamed(Path(path))
+            return _streamed(Path(path), Path(folder))
         except _OutOfOrder:
             pass
         raw = Path(path).read_bytes()        # sections in another order: read it whole
         data = parse_json(raw, path, CaptureError, _CUT_SHORT)
-        return _whole(data, Path(path), hashlib.sha256(raw).hexdigest())
+        return _whole(data, Path(path), Path(folder), hashlib.sha256(raw).hexdigest())
 
 
 _CUT_SHORT = "; a capture cut short? capture again, letting the application exit"
@@ -201,11 +215,11 @@ class _OutOfOrder(Exception):
     """Sections in an order the streamed read cannot check as it goes."""
 
 
-def _streamed(path: Path) -> Capture:
+def _streamed(path: Path, folder: Path) -> Capture:
     """replay.json read a run and a frame at a time, each checked as it comes (what a
     frame names, once every section is in): a capture of a million runs is never held as
     one parsed document, in XRT's key order or the one the tests wrote before."""
-    build = _Builder(path)
+    build = _Builder(path, folder)
     try:
         with JsonStream(path) as stream:
             if stream.peek() != "{":
@@ -277,9 +291,9 @@ def _stream_execution(stream: JsonStream, build: _Builder) -> None:
     build.executed = True
 
 
-def _whole(data: Any, path: Path, digest: str) -> Capture:
+def _whole(data: Any, path: Path, folder: Path, digest: str) -> Capture:
     """replay.json parsed whole, checked section by section as the streamed read does."""
-    build = _Builder(path)
+    build = _Builder(path, folder)
     top = build.read.mapping(data, "(top level)")
     build.version(top.get("version"))
     build.resources(top.get("resources"))
@@ -296,9 +310,9 @@ class _Builder:
     (runs, buffers, threads, frames) once every section is in, since XRT writes the
     frames first."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, folder: Path) -> None:
         self.read = JsonReader(str(path), CaptureError)
-        self.folder = path.parent
+        self.folder = folder               # the capture's: where its artefacts must lie
         self.hwctxs: dict[str, str] = {}
         self.programs: dict[str, tuple[str, ...]] = {}
         self.cfgs: dict[str, dict[str, str]] = {}

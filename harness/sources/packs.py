@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ from harness.formats.yamlio import dump_yaml, write_atomic
 from harness.model.errors import BadInput, EnvironmentNotReady, ReportError, XclbinError
 from harness.probe.xrt import validate_files, validate_places
 from harness.sources.case import Case, CaseKind
+
+# the paths a path a report recorded may be on this machine (harness.report.recorded_paths)
+Candidates = Callable[[str], list[str]]
 
 VALIDATE_PACK = "xrt-validate"
 PROJECT = Path(__file__).resolve().parents[2]
@@ -94,24 +98,29 @@ class ResolvedPack:
 
     @classmethod
     def from_report(cls, pack: dict[str, Any], xclbins: list[dict[str, Any]], name: str,
-                    report_path: str) -> ResolvedPack:
+                    report_path: str, where: Candidates = lambda path: [path]
+                    ) -> ResolvedPack:
         """The pack a report recorded (`name` where it names none), refused if any of its
-        xclbins is missing or changed since."""
-        return cls(pack.get("name", name), unchanged_files(xclbins, report_path),
+        xclbins is missing or changed since; `where`: the paths a recorded one may be here
+        (a redacted report's placeholders put back)."""
+        return cls(pack.get("name", name), unchanged_files(xclbins, report_path, where),
                    pack.get("source", ""), pack.get("searched", []),
                    pack.get("stand_ins", False))
 
 
-def unchanged_files(entries: list[dict[str, Any]], report_path: str) -> dict[str, Path]:
-    """The files a report's xclbin entries name, by role, refused if any changed."""
+def unchanged_files(entries: list[dict[str, Any]], report_path: str,
+                    where: Candidates = lambda path: [path]) -> dict[str, Path]:
+    """The files a report's xclbin entries name, by role, refused if any changed: of the
+    paths each may be here (`where`), the one whose sha256 is the recorded one."""
     files = {}
     for entry in entries:
-        current = Path(entry["path"])
-        if not current.is_file() or \
-                hashlib.sha256(current.read_bytes()).hexdigest() != entry["sha256"]:
-            raise ReportError(f"{current} is missing or changed since {report_path} was "
-                              "written; start a new run instead of resuming")
-        files[entry["role"]] = current
+        found = next((Path(path) for path in where(str(entry["path"]))
+                      if Path(path).is_file() and hashlib.sha256(
+                          Path(path).read_bytes()).hexdigest() == entry["sha256"]), None)
+        if found is None:
+            raise ReportError(f"{entry['path']} is missing or changed since {report_path} "
+                              "was written; start a new run instead of resuming")
+        files[entry["role"]] = found
     return files
 
 

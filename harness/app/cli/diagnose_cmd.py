@@ -10,6 +10,7 @@ import click
 from harness.formats.printable import escape_controls
 from harness.report.diagnosis import diagnose as ranking_of
 from harness.report.diagnosis import text_lines
+from harness.report.pasted import Pasted
 
 
 @click.command()
@@ -20,7 +21,11 @@ from harness.report.diagnosis import text_lines
                    "(depth-limit, work-hang, slow-work, refused, resources, nondeterministic, "
                    "not-npu-path), nothing-fails or undetermined first where that is the "
                    "answer.")
-def diagnose(reports: tuple[str, ...], as_json: bool) -> None:
+@click.option("--redact/--no-redact", "do_redact", default=True, show_default=True,
+              help="Replace host name, user, home folders and the other private values in "
+                   "what is printed (the reports' paths, lines quoted from them) with "
+                   "placeholders, as `report render` does: what is printed gets pasted.")
+def diagnose(reports: tuple[str, ...], as_json: bool, do_redact: bool) -> None:
     """Rank the causes the evidence of one or more reports supports.
 
     Reads reports of reproduce, run, bisect, sweep, investigate and serve-probe (with
@@ -32,7 +37,9 @@ def diagnose(reports: tuple[str, ...], as_json: bool) -> None:
     "nothing-fails". Nothing is run.
     """
     diagnosis = ranking_of(reports)
+    # everything printed goes through one redaction, whatever the lines quote
+    pasted = Pasted(do_redact, reports)
     if as_json:
-        click.echo(json.dumps(diagnosis.to_json(), indent=1))
+        click.echo(json.dumps(pasted.data(diagnosis.to_json()), indent=1))
         return
-    click.echo(escape_controls("\n".join(text_lines(diagnosis))))
+    click.echo(escape_controls(pasted.text("\n".join(text_lines(diagnosis)))))

@@ -4,6 +4,8 @@ into one report that ends with the diagnosis (harness.search.investigate)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from harness.app import exits
@@ -20,14 +22,46 @@ from harness.app.cli.options import (
 )
 from harness.app.cli.progress import announce, progress_line
 from harness.app.cli.run_cmd import DEFAULT_CASE, engine_case
+from harness.app.cli.urls import recorded_url_option
 from harness.formats.printable import escape_controls
-from harness.model.errors import BadInput, ReportError
+from harness.model.errors import BadInput, HarnessError, ReportError
 from harness.model.results import TrialStatus
 from harness.report.diagnosis import text_lines
+from harness.report.pasted import Pasted
 from harness.sources.case import CaseKind
 from harness.sources.load import load_case
 
+if TYPE_CHECKING:
+    from harness.search.investigate import InvestigateSettings
+
 DEFAULT_BUDGET_MIN = 30.0
+
+
+def _redacting(request: RunRequest, resume_path: str | None) -> bool:
+    """Whether this investigation's report and output are redacted: as the report it goes
+    on with was (its settings), else unless --no-redact."""
+    if resume_path:
+        from harness.execution.runner import RunOptions
+        from harness.report.fileformat import load_report
+        try:
+            return RunOptions.from_settings(load_report(resume_path, trials=False).settings
+                                            ).redact
+        except (HarnessError, AttributeError, TypeError, ValueError):
+            return True              # what is wrong with it is said when it is reopened
+    return not request.setting("no_redact")
+
+
+def _servers_of_this_command_line(settings: InvestigateSettings, serve_url: str | None,
+                                  serve_model: str | None, hardware: bool) -> str | None:
+    """A continued investigation asks only a server this command line names (--serve): a
+    report is text anyone can edit, and the server it names would be sent requests whose
+    answers decide the diagnosis. The stand-in runs only off hardware, whatever the report
+    says. Returns the server the report named and this command line did not."""
+    named = settings.serve_url
+    settings.serve_url = serve_url
+    settings.serve_model = serve_model or settings.serve_model
+    settings.stand_in = not hardware
+    return named if named and named != serve_url else None
 
 
 @click.command()
@@ -45,7 +79,8 @@ DEFAULT_BUDGET_MIN = 30.0
                    "token of the case's model, once: whether it fails where the NPU path "
                    "through pyxrt completes. On the simulated stack a stand-in server is "
                    "asked where the answer is open and no plan of the engine's commands "
-                   "fails every trial.")
+                   "fails every trial. With --resume, the one server asked: a server the "
+                   "report names is not.")
 @click.option("--serve-model", "serve_model", metavar="TAG",
               help="The tag the server serves the case's model by (default: the TAG of the "
                    "case's `engine: flm run TAG`).")
@@ -72,11 +107,17 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
     what ran and --resume goes on.
     """
     from harness.search.investigate import InvestigateSettings, Investigation, begin
+    # everything printed goes through one redaction, as the report is written (--no-redact)
+    pasted = Pasted(_redacting(request, resume_path))
+
+    def progress(text: str, done: bool) -> None:
+        progress_line(pasted.text(text), done)
     if resume_path:
         refuse_given(click.get_current_context(), {"case_ref": "CASE|CAPTURE",
-                                                   "frame": "--frame", "serve_url": "--serve",
-                                                   "serve_model": "--serve-model"},
+                                                   "frame": "--frame"},
                      "--resume takes its case and plans from the report")
+        if serve_url:
+            serve_url = recorded_url_option(serve_url, "--serve")
         refuse_settings_on_resume(click.get_current_context(), resume_path, "--resume")
         from harness.execution.resume import budget_spent, reopen
         from harness.report.fileformat import load_report
@@ -89,18 +130,26 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
                 raise BadInput(f"{resume_path} stopped when its budget of {spent_min:g} min of "
                                f"device time was spent; give --budget more than {spent_min:g}"
                                " to go on")
-        runner, report = reopen(resume_path, progress_line, kind="investigate",
+        runner, report = reopen(resume_path, progress, kind="investigate",
                                 allow_different_machine=allow_different_machine,
                                 allow_outside_paths=request.allow_outside_paths)
         recorded = (report.sections.get("investigate") or {}).get("settings")
         if not recorded:
             raise ReportError(f"{resume_path} holds no investigation settings")
         settings = InvestigateSettings.from_dict(recorded)
+        unasked = _servers_of_this_command_line(settings, serve_url, serve_model,
+                                                runner.backend.hardware)
+        if unasked:
+            runner.warnings.append(f"{resume_path} names a server to ask ({unasked}): not "
+                                   "asked, as a report may come from anywhere; give --serve "
+                                   "URL to ask it")
         if budget_min is not None:
             settings.budget_s = budget_min * 60.0
-            report.sections["investigate"]["settings"] = settings.to_dict()
-        announce(f"{runner.backend.describe()}\ncontinuing the investigation in "
-                 f"{resume_path}", runner.warnings, request.as_json)
+        report.sections["investigate"]["settings"] = settings.to_dict()
+        pasted.learn_document(runner.report.header_dict())
+        announce(pasted.text(f"{runner.backend.describe()}\ncontinuing the investigation in "
+                             f"{resume_path}"), [pasted.text(w) for w in runner.warnings],
+                 request.as_json)
     else:
         case = load_case(case_ref or DEFAULT_CASE,
                          allow_outside_paths=request.allow_outside_paths)
@@ -112,29 +161,31 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
             raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a "
                            f"{case.kind}")
         if serve_url:
-            from harness.serve.client import parse_url
-            parse_url(serve_url, "--serve")   # a bad URL is refused before any trial
+            # a bad URL is refused before any trial, and a password in it never recorded
+            serve_url = recorded_url_option(serve_url, "--serve")
             if not (serve_model or case.model_tag):
                 raise BadInput(f"--serve: {case.name} names no `engine: flm run TAG`, so the "
                                "model's tag is unknown; give --serve-model TAG")
         runner = start_run(request, case, None, "investigate", trials=request.trials or 1,
-                           progress=progress_line)
+                           progress=progress)
         settings = InvestigateSettings(
             (budget_min or DEFAULT_BUDGET_MIN) * 60.0,
             first_trials=request.trials or 1, stand_in=not runner.backend.hardware,
             serve_url=serve_url, serve_model=serve_model or case.model_tag)
         begin(runner, settings)
-        announce(runner.backend.describe(), runner.warnings, request.as_json)
+        pasted.learn_document(runner.report.header_dict())
+        announce(pasted.text(runner.backend.describe()),
+                 [pasted.text(w) for w in runner.warnings], request.as_json)
     say = (lambda text: None) if request.as_json else \
-        (lambda text: click.echo(escape_controls(text), err=True))
+        (lambda text: click.echo(escape_controls(pasted.text(text)), err=True))
     diagnosis = Investigation(runner, settings, say).run()
     if request.as_json:
         from harness.app.cli.options import echo_json
-        echo_json(runner.handle.path)
+        echo_json(runner.handle.path, pasted.data)
     else:
-        click.echo(escape_controls("\n".join(text_lines(diagnosis))))
-        click.echo(f"report: {runner.handle.path}")
-        click.echo(diagnose_pointer(runner.handle.path))
+        click.echo(escape_controls(pasted.text("\n".join(
+            [*text_lines(diagnosis), f"report: {runner.handle.path}",
+             diagnose_pointer(runner.handle.path)]))))
     report = runner.report
     statuses = [t.status for p in report.plans for t in p.trials]
     from harness.serve.reproduce import request_failed

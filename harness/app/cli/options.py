@@ -309,13 +309,14 @@ def diagnose_pointer(path: Path | str) -> str:
             "ranked, each with its observations)")
 
 
-def echo_json(path: Path) -> None:
+def echo_json(path: Path, shown: Callable[[Any], Any] | None = None) -> None:
     """`--json`: the report as one JSON document, read back from its file a plan at a time
-    (the file is what a run keeps; memory holds trials only in brief)."""
+    (the file is what a run keeps; memory holds trials only in brief); each part as
+    `shown` (redacted) where given."""
     from harness.report.fileformat import document_json
     from harness.report.reader import ReportReader
     with ReportReader(path) as reader:
-        for text in document_json(reader):
+        for text in document_json(reader, shown):
             click.echo(text, nl=False)
     click.echo()
 

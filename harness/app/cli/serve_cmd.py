@@ -9,6 +9,7 @@ import click
 
 from harness.app import exits
 from harness.app.cli.options import Seconds
+from harness.app.cli.urls import recorded_url_option
 from harness.formats.printable import escape_controls
 from harness.probe.checks import Check
 from harness.probe.fingerprint import probe
@@ -49,9 +50,13 @@ GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values
 @click.option("--out", type=click.Path(dir_okay=False), default=None)
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--no-redact", is_flag=True,
+              help="Write the report with this machine's host name, machine id, user, home "
+                   "folders and the prompt as they are (default: replaced by placeholders, "
+                   "as `report render` and `report bundle` do).")
 def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_made_up_tag,
-                model_bytes, model_list, model_dir, npu, ceiling, out, force, as_json
-                ) -> exits.ExitCode:
+                model_bytes, model_list, model_dir, npu, ceiling, out, force, as_json,
+                no_redact) -> exits.ExitCode:
     """Reproduce through a running `flm serve`: send chat completions with a tight
     max_tokens, classify each answer (FastFlowLM reports errors as {"error": ...} with
     HTTP 200), and check that the answers can be trusted: is the tag known and resident,
@@ -60,6 +65,7 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_m
     Exits 0 when every request completed, 1 when any failed, 3 when the server
     cannot be reached.
     """
+    url = recorded_url_option(url, "--url")
     options = ServeOptions(url, tag, prompt, max_tokens, requests, timeout_s,
                            not no_made_up_tag, model_bytes, model_list, model_dir,
                            GENERATION_NAMES.get(npu) if npu else None, ceiling, total_s)
@@ -68,10 +74,13 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_m
         check_output_path(Path(out), force=force)
     environment = probe(Sources.live())
     report = Probe(options, environment).run()
-    handle = ReportFile.create(report, out=out, name="serve-probe", force=force)
+    report.settings["redact"] = not no_redact
+    handle = ReportFile.create(report, out=out, name="serve-probe", force=force,
+                               redact=not no_redact)
     handle.close()
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2))
+        shown = handle.redaction.redactor.data if handle.redaction else (lambda data: data)
+        click.echo(json.dumps(shown(report.to_dict()), indent=2))
     else:
         # the server's words (its version, its models, its errors) are another program's
         # text: shown with control characters escaped, as the rest of the harness does
