@@ -47,6 +47,7 @@ import bisect
 import errno
 import heapq
 import itertools
+import os
 import random
 from collections import deque
 from collections.abc import Callable
@@ -66,9 +67,21 @@ from harness.model.drivers import (
 )
 from harness.model.ert import CmdState
 from harness.model.firmware import REPORT_SIZE, REPORT_VERSION
+from harness.model.heap import CONTEXT_BUFFERS, HeapRefused, HeapSpace
+from harness.model.wedge import (
+    EXEC_EIO,
+    MAILBOX_TIMEOUT,
+    MGMT_ERT_NOAVAIL,
+    NO_CHANNEL,
+    POWER_CYCLE,
+    REFUSED,
+    TIMED_OUT,
+)
 from harness.sim.clock import RealClock, VirtualClock
+from harness.sim.device_life import HANGS, REFUSES, SILENT, WORKS, DeviceLife
 from harness.sim.driver_log import KernelLog
 from harness.sim.profiles import Profile
+from harness.sim.trace_log import TraceLog
 
 CTX_MAX_CMDS = JOBS_IN_FLIGHT
 # the device time the first read of an unfinished command lets pass (Stack.poll); each
@@ -91,7 +104,10 @@ FF = 0xFFFFFFFF
 PREEMPT_OPCODES = {START_NPU_PREEMPT: "ERT_START_NPU_PREEMPT",
                    START_NPU_PREEMPT_ELF: "ERT_START_NPU_PREEMPT_ELF"}
 HEALTH_V1, NPU_GEN_AIE2 = 1, 0
-MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003
+MSG_OP_CREATE_CONTEXT = 0x2
+# the legacy tree's aie2_ctx_runqueue.c: a connected context idle for this many checks is
+# swapped out, and the check that finds it skips its hang detection
+RQ_CTX_IDLE_COUNT = 3
 MAILBOX_MAGIC, MAILBOX_IDS = 0x1D000000, 256
 HWCTX_CREATE_FAILED = "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument"
 # the legacy tree's aie2_rq_add: -ENOENT, as XRT's shim reports it (shim_err, system_error)
@@ -115,6 +131,19 @@ class ContextRefused(RuntimeError):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
+
+
+class SubmitRefused(RuntimeError):
+    """The submit ioctl failed at once (the legacy tree's dead context: -EIO): the text is
+    what XRT's shim says of it, `code` the errno."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _ioctl_error(name: str, ret: int) -> str:
+    return f"DRM_IOCTL_AMDXDNA_{name} IOCTL failed (err={ret}): {os.strerror(-ret)}"
 
 
 class SimulatorStall(RuntimeError):
@@ -191,6 +220,7 @@ class Job:
     ctx_seq: int = 0              # its number in its context (job->seq = ctx->submitted++)
     msg_id: int = 0               # the mailbox message that carried it to the firmware
     poll_step_us: float = 0.0     # device time the host's next read of its state lets pass
+    sent: bool = False            # it reached the firmware (its fence signals when it ends)
 
     @property
     def count(self) -> int:
@@ -242,6 +272,12 @@ class Context:
     # DRM_AMDXDNA_HWCTX_CONFIG_CU); the legacy tree's aie2_ctx_connect then sends
     # aie2_config_cu on each new channel before any job
     cu_configured: bool = False
+    # the driver's restart failed on a firmware that no longer takes contexts: the in-tree
+    # and staging trees keep it without a firmware channel, the legacy tree marks it
+    # CTX_STATE_DEAD (harness.model.wedge)
+    dead: bool = False
+    idle_checks: int = 0          # the legacy tree's idle_cnt (aie2_rq_handle_idle_ctx)
+    cmd_buffers: tuple[int, ...] = ()   # its four command buffers' heap offsets
 
     @property
     def mask(self) -> int:
@@ -252,8 +288,11 @@ class Stack:
     """The driver, firmware and array of one simulated NPU."""
 
     def __init__(self, profile: Profile, latencies: dict[str, float] | None = None,
-                 clock: RealClock | VirtualClock | None = None) -> None:
+                 clock: RealClock | VirtualClock | None = None,
+                 life: DeviceLife | None = None) -> None:
         self.profile = profile
+        # what outlives a trial: the driver's timeouts so far, a wedged firmware
+        self.life = life if life is not None else DeviceLife()
         self.device = profile.device_model
         # the flavour's row and its build for the kernel: every rule below asks them, by
         # what they say, never by the flavour's name
@@ -285,10 +324,19 @@ class Stack:
         self._tick_armed = False
         self._ticks_done = 0              # periodic checks processed, counted from t=0
         self.pid = 4242
+        self.trace = TraceLog(self.flavour.trace, self._now, self.pid)
+        self._heap: HeapSpace | None = None
+        self.keeps_heap = True            # the emulated driver keeps its own memory
+        self._firmware_hangs = self.life.firmware == HANGS
+        # a silent firmware's management channel went with the first message it left
+        # unanswered (aie2_send_mgmt_msg_wait destroys it on -ETIME)
+        self._channel_gone = self.life.firmware == SILENT
         # a driver that refuses the firmware at probe leaves no device to open: what it
         # printed is in the kernel log from the start
         self.refused = profile.probe_refusal
         self._print(self.refused)
+        if self.life.gone:           # a reload failed on a wedged device, in an earlier trial
+            self.refused = self.flavour.wedge.reload_failed()
 
     # -- time ---------------------------------------------------------------
 
@@ -395,18 +443,74 @@ class Stack:
             # its way out and the ioctl fails with -EINVAL, which XRT's shim reports.
             # AIE2_TEMPORAL_ONLY: npu4-class firmware from protocol 6.12 (npu4_regs.c), so
             # every protocol the driver takes there; never npu1 (npu1_regs.c)
-            temporal = self.device.npu4_class
-            self.kernel_log.mgmt_failure(
-                MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL,
-                solver=not (temporal and self.build.temporal_skips_solver))
+            self.kernel_log.mgmt_failure(MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL,
+                                         solver=self._through_solver())
             self.note(f"context refused: {self.device.hwctx_limit} hardware contexts is the "
                       f"limit of {self.device.name}{self._held_note()}")
             raise ContextRefused(HWCTX_CREATE_FAILED, errno.EINVAL)
+        elif self.life.firmware in (REFUSES, SILENT):
+            # a wedged firmware: refused as over the limit (PR #1585), or never answered
+            ret = self._mgmt_ret()
+            self.kernel_log.mgmt_failure(MSG_OP_CREATE_CONTEXT,
+                                         MGMT_ERT_NOAVAIL if ret == REFUSED else None,
+                                         solver=self._through_solver(), ret=ret)
+            self.note(f"context refused: the device is {self.life.state_text()}")
+            raise ContextRefused(_ioctl_error("CREATE_HWCTX", ret), -ret)
+        buffers = self._context_buffers()
         ctx = Context(next(self._ids), label, start_column, width)
         ctx.name = f"{self.flavour.context_prefix}.{self.pid}.{ctx.id}"
+        ctx.cmd_buffers = buffers
         self.contexts.append(ctx)
         self.note(f"context {ctx.id} ({label}) created, {width} columns at {start_column}")
         return ctx
+
+    def _through_solver(self) -> bool:
+        """Whether a context goes through the resource solver (so a refusal logs its two
+        lines). AIE2_TEMPORAL_ONLY: npu4-class firmware from protocol 6.12 (npu4_regs.c),
+        so every protocol the driver takes there; never npu1 (npu1_regs.c)."""
+        return not (self.device.npu4_class and self.build.temporal_skips_solver)
+
+    # -- the device heap (harness.model.heap) -------------------------------------
+
+    @property
+    def heap(self) -> HeapSpace:
+        """The client's device heap (the simulated binding's process is the one client)."""
+        if self._heap is None:
+            self._heap = HeapSpace(self.flavour.heap(self.device.npu4_class))
+        return self._heap
+
+    def device_buffer(self, size: int) -> int:
+        """A cacheable buffer's place in the heap, as the driver and the shim give it;
+        HeapRefused (what XRT raises) after the driver's lines."""
+        try:
+            return self.heap.allocate(size)
+        except HeapRefused as refused:
+            self._print(refused.lines)
+            self.note(f"device buffer of {size} bytes refused: {refused}")
+            raise
+
+    def free_device_buffer(self, offset: int, size: int) -> None:
+        if self._heap is not None:
+            self._heap.release(offset, size)
+
+    def _context_buffers(self) -> tuple[int, ...]:
+        """aie2_hwctx_init's four command buffers, taken from the heap by the driver itself
+        (no heap object is added on its EAGAIN): a context that finds no room is refused with
+        the heap's errno. Not kept where the caller keeps the heap (the emulated driver)."""
+        if not self.keeps_heap:
+            return ()
+        taken: list[int] = []
+        try:
+            for size in CONTEXT_BUFFERS:
+                taken.append(self.heap.allocate(size, grow=False))
+        except HeapRefused as refused:
+            for offset, size in zip(taken, CONTEXT_BUFFERS, strict=False):
+                self.heap.release(offset, size)
+            self._print(refused.lines)
+            self.kernel_log.ioctl_refused(-refused.code)
+            raise ContextRefused(_ioctl_error("CREATE_HWCTX", -refused.code),
+                                 refused.code) from None
+        return tuple(taken)
 
     def _held_note(self) -> str:
         held = self.profile.held_contexts
@@ -418,6 +522,8 @@ class Stack:
         ctx.alive = False
         for job in list(ctx.inflight):
             self._settle(job, ABORT, note="context destroyed")
+        for offset, size in zip(ctx.cmd_buffers, CONTEXT_BUFFERS, strict=False):
+            self.free_device_buffer(offset, size)
         if ctx in self.contexts:
             self.contexts.remove(ctx)
         self._dispatch()
@@ -432,6 +538,9 @@ class Stack:
         context's job semaphore), the simulated clock running meanwhile."""
         if not ctx.alive:
             raise RuntimeError("hardware context has been destroyed")
+        if self.flavour.wedge.dead_submit_errno is not None and (
+                ctx.dead or (not ctx.connected and self.life.firmware in (REFUSES, SILENT))):
+            self._refuse_submit(ctx)
         job = Job(next(self._seq), ctx, latencies, arg_bytes, opcodes, faults, hangs,
                   chained, self._now())
         if len(ctx.inflight) >= CTX_MAX_CMDS:
@@ -447,6 +556,38 @@ class Stack:
         self._admit(job)
         self._dispatch()
         return job
+
+    def _refuse_submit(self, ctx: Context) -> None:
+        """The legacy tree's submit on a context that cannot connect (aie2_rq_submit_enter):
+        the first one connects it (part_ctx_start), the firmware refuses, and the context is
+        marked CTX_STATE_DEAD ("connect failed"); that submit, waiting in the slow path,
+        prints "fatal error", and it and every later one fail -EIO."""
+        rule = self.flavour.wedge
+        if not ctx.dead:
+            ret = self._mgmt_ret()
+            for line in rule.restart_failed:
+                self.kernel_log.line(line, ret=ret, name=ctx.name)
+            ctx.dead = True
+            for line in rule.dead_submit_lines:
+                self.kernel_log.line(line, name=ctx.name)
+            self.note(f"context {ctx.id}: connect failed on a wedged device, context dead")
+        raise SubmitRefused(EXEC_EIO, errno.EIO)
+
+    def _mgmt_ret(self) -> int:
+        """What a management message gets from a wedged firmware, with what the driver
+        prints of it: a refusal -EINVAL (its mailbox line), an unanswered message -ETIME the
+        first time ("Wait for completion timeout", the channel then destroyed) and -ENODEV
+        after (aie2_send_mgmt_msg_wait)."""
+        if self.life.firmware == REFUSES:
+            self.kernel_log.err(self.flavour.mailbox_function,
+                                f"command opcode 0x{MSG_OP_CREATE_CONTEXT:x} failed, status "
+                                f"0x{MGMT_ERT_NOAVAIL:x}")
+            return REFUSED
+        if not self._channel_gone:
+            self._channel_gone = True
+            self._print((MAILBOX_TIMEOUT,))
+            return TIMED_OUT
+        return NO_CHANNEL
 
     def slot_free(self, ctx: Context) -> bool:
         """Whether a submit on `ctx` would enter at once (fewer than CTX_MAX_CMDS jobs in
@@ -470,10 +611,23 @@ class Stack:
         ctx = job.ctx
         job.admitted_us = now = self._now()
         ctx.inflight.append(job)
+        trace = self.trace
+        if trace.tree.run_first:
+            trace.run(ctx.name, ctx.id, job.ctx_seq)
+        if ctx.dead:
+            # run_job on a context the restart left without a firmware channel returns no
+            # fence (aie2_sched_job_run, !mbox_chann): the job ends at once, the command as
+            # XRT wrote it (NEW)
+            job.note = "the context has no firmware channel (its restart failed)"
+            self.note(f"context {ctx.id}: job {job.seq} ends at once: {job.note}")
+            self._end(job, NEW)
+            return
         # run_job fills the chain's slots (aie2_cmdlist_fill_slot), a single command's too
         # where the build sends it as a one-slot list (force_cmdlist)
         problem = self._chain_problem(job) if job.chained or self.build.single_cmdlist \
             else None
+        if not trace.tree.run_first:
+            trace.run(ctx.name, ctx.id, job.ctx_seq)
         if problem:
             job.note = problem
             what = "chain" if job.chained else "command"
@@ -488,6 +642,7 @@ class Stack:
             ctx.messages = 1 if ctx.cu_configured else 0
         job.msg_id = MAILBOX_MAGIC | (ctx.messages % MAILBOX_IDS)
         ctx.messages += 1
+        job.sent = True
         ctx.last_signal = now                   # drm_sched re-arms its timer on a push
         if self._device_checks:
             if not self._tick_armed:
@@ -576,7 +731,7 @@ class Stack:
         ctx = job.ctx
         ctx.running = job
         t = job.start_us = self._now()
-        if ctx.wedged:
+        if ctx.wedged or self._firmware_hangs:
             job.stuck_at = 0
             return
         finish = job.finish
@@ -636,6 +791,10 @@ class Stack:
         job.end_us = now
         job.gen += 1
         self.completed_commands += len(job.finish)
+        trace = self.trace
+        if job.sent:
+            trace.fence(ctx.name, ctx.id, job.ctx_seq)
+        trace.free(ctx.name, ctx.id, job.ctx_seq)
         try:
             ctx.inflight.remove(job)
         except ValueError:
@@ -712,18 +871,49 @@ class Stack:
 
     def _catch_up_idle_ticks(self) -> None:
         """The periodic check kept running while nothing was pending: apply those checks
-        (two are enough to reach a fixed point)."""
+        (two are enough to reach a fixed point; with idle contexts to swap out, three more,
+        each connected context's idle count reaching RQ_CTX_IDLE_COUNT within three)."""
         due = int(self._now() // self.period_us)
-        for _ in range(min(due - self._ticks_done, 2)):
-            self._idle_tick()
+        most = 5 if self.build.idle_context_skips else 2
+        for _ in range(min(due - self._ticks_done, most)):
+            if not self._idle_context_found():
+                self._idle_tick()
         self._ticks_done = max(self._ticks_done, due)
+
+    def _idle_context_found(self) -> bool:
+        """The legacy tree's check first swaps out idle contexts (aie2_tdr_detect ->
+        aie2_rq_handle_idle_ctx, part_handle_idle_ctx): a connected context with no job in
+        flight counts one more idle check, one with work starts again from 0, and one that
+        reaches RQ_CTX_IDLE_COUNT (3) is disconnected. A check that disconnects one declares
+        no hang this time, whatever else is stuck (nor updates its progress flags), so with
+        several contexts a hang can land a check late."""
+        if not self.build.idle_context_skips:
+            return False
+        found = False
+        for ctx in self.contexts:
+            if not ctx.connected:
+                continue
+            if ctx.inflight:
+                ctx.idle_checks = 0
+                continue
+            ctx.idle_checks += 1
+            if ctx.idle_checks == RQ_CTX_IDLE_COUNT:
+                ctx.idle_checks = 0
+                ctx.connected, ctx.messages = False, 0     # yielded: its channel goes
+                found = True
+        if found:
+            self.note("device check: an idle context was swapped out, so this check declares "
+                      "no hang (aie2_rq_handle_idle_ctx)")
+        return found
 
     def _device_tick(self, _: object) -> None:
         """The periodic device-wide check (aie2_tdr.c / aie2_rq_is_all_context_stuck)."""
         self._ticks_done += 1
         pending = any(c.inflight for c in self.contexts)
         tdr = self.tdr_status
-        if pending and tdr == _WAIT and self.tdr_progress == _WAIT:
+        if self._idle_context_found():
+            pass
+        elif pending and tdr == _WAIT and self.tdr_progress == _WAIT:
             self._reset_device()
         elif pending:
             if tdr != _WAIT:
@@ -743,6 +933,9 @@ class Stack:
         (xdna-driver test/shim_test/io_test.cpp)."""
         if not self._health_reported:
             return None
+        if self.life.firmware == SILENT:
+            self._mgmt_ret()             # the query unanswered (and the channel gone)
+            return None
         return Health(context_id=ctx.id, run_list_id=0)
 
     def _reset_context(self, ctx: Context) -> None:
@@ -751,8 +944,10 @@ class Stack:
         build = self.build
         hung = ctx.running or ctx.inflight[0]
         rest = [j for j in ctx.inflight if j is not hung]
-        health = self._health(ctx)
+        self.trace.timedout(ctx.name, ctx.id, hung.ctx_seq)
         self._print(build.timeout_lines)
+        self._count_timeout()
+        health = self._health(ctx)
         self.note(f"context {ctx.id}: {build.name} timeout, job {hung.seq} "
                   f"{build.hung_state}, {len(rest)} more {build.others_state}, context reset")
         self._fail_hung(hung, health)
@@ -782,6 +977,7 @@ class Stack:
         its jobs failed as the build does, and restarted (staging before 6.17, oot)."""
         build = self.build
         self.tdr_counter += 1
+        self._count_timeout()
         pending = [j for c in self.contexts for j in c.inflight]
         self.note(f"device check: two silent periods, {len(pending)} jobs in flight, every "
                   f"context reset ({build.name})")
@@ -803,11 +999,7 @@ class Stack:
         """The build's own lines for what just happened, as its tree prints them."""
         log = self.kernel_log
         for line in lines:
-            text = line.text.format(count=self.tdr_counter, timeout=int(self.build.period_s))
-            if line.level == "dev":
-                log.device_err(text)
-            else:
-                (log.err if line.level == "err" else log.warn)(line.function, text)
+            log.line(line, count=self.tdr_counter, timeout=int(self.build.period_s))
 
     def _dump_and_stop(self, ctx: Context) -> None:
         """aie2_dump_ctx then the stop. The dump asks for the firmware's report: with one,
@@ -854,7 +1046,79 @@ class Stack:
     def _restart(self, ctx: Context) -> None:
         ctx.wedged = False
         ctx.rearmed_at = ctx.last_signal = self._now()
+        if self.life.firmware in (REFUSES, SILENT) and self.flavour.wedge.restarts_at_timeout:
+            self._restart_fails(ctx)
         self._refill(ctx)
+
+    def _count_timeout(self) -> None:
+        """The driver's timer fired: counted over the device's life, where `wedge:N` and
+        `firmware-dead:N` take effect (the Nth one's restart is the first to meet it)."""
+        life = self.life
+        life.timeouts += 1
+        if life.firmware != WORKS:
+            return
+        wedge = self.profile.wedge
+        if wedge is not None and life.timeouts >= wedge[0]:
+            life.firmware = wedge[1]
+            life.since = f"the driver's timeout {life.timeouts} (wedge:{wedge[0]})"
+        elif self.profile.firmware_dead == life.timeouts:
+            life.firmware = SILENT
+            life.since = f"the driver's timeout {life.timeouts} (firmware-dead:{life.timeouts})"
+        else:
+            return
+        self._firmware_hangs = life.firmware == HANGS
+        self.note(f"the device is {life.state_text()}, since {life.since}")
+
+    def _restart_fails(self, ctx: Context) -> None:
+        """aie2_hwctx_restart on a firmware that takes no context: its lines, and the context
+        left without a firmware channel; staging then power-cycles a firmware that answers
+        nothing (its firmware-dead path) or says it will not (harness.model.wedge)."""
+        rule = self.flavour.wedge
+        ret = self._mgmt_ret()
+        for line in rule.restart_failed:
+            self.kernel_log.line(line, ret=ret, name=ctx.name)
+        ctx.dead = True
+        self.note(f"context {ctx.id}: the driver's restart failed ({ret}), no firmware channel")
+        if not rule.power_cycles:
+            return
+        if self.life.firmware != SILENT:
+            for line in rule.rejected_note:
+                self.kernel_log.line(line, ret=ret)
+            return
+        for line in POWER_CYCLE:
+            self.kernel_log.line(line, ret=ret)
+        # aie2_hw_reset: the SMU power-cycles the NPU, the firmware is loaded again and
+        # every context resumed (aie2_hwctx_resume)
+        life = self.life
+        life.firmware, life.power_cycles, life.last_reset_us = WORKS, life.power_cycles + 1, \
+            self._now()
+        self._channel_gone = False
+        for each in self.contexts:
+            each.dead = False
+        self.note("staging power-cycled the NPU (aie2_hw_reset): the firmware answers again")
+
+    def reload_module(self) -> None:
+        """The driver removed and loaded again (`modprobe -r` and `modprobe`, or the PCI
+        function removed and the bus rescanned: the same remove and probe). Every context
+        goes. On a device `wedge:N` wedged (unless it plays `reloads`) the probe's SMU
+        power-off is refused and the probe fails: no device until a reboot; otherwise the
+        firmware is loaded afresh and the device works."""
+        for ctx in list(self.contexts):
+            self.destroy_context(ctx)
+        life = self.life
+        wedge = self.profile.wedge
+        if life.firmware in (REFUSES, HANGS) and wedge is not None and not wedge[2] \
+                or life.gone:
+            lines = self.flavour.wedge.reload_failed()
+            self._print(lines)
+            life.gone = True
+            self.refused = lines
+            self.note("module reload: the probe failed in the SMU; no device until a reboot")
+            return
+        life.firmware, life.since = WORKS, ""
+        self._firmware_hangs = self._channel_gone = False
+        self._heap = None
+        self.note("module reload: the firmware was loaded afresh")
 
     # -- latencies ---------------------------------------------------------------
 
