@@ -372,7 +372,9 @@ class Runner:
     def spec(self, plan: PlanRecord, index: int) -> TrialSpec:
         case, pack, options = self._workload(plan)
         programs = case_programs(case, pack, options, simulated=not self.backend.hardware)
-        return trial_spec(case, pack, plan.name, plan.chunks, index, options, programs)
+        spec = trial_spec(case, pack, plan.name, plan.chunks, index, options, programs)
+        spec.device = self.backend.device_life()     # what earlier trials left on it
+        return spec
 
     def _workload(self, plan: PlanRecord) -> tuple[Case, ResolvedPack, RunOptions]:
         if plan.work == STAND_IN:
@@ -472,6 +474,7 @@ class Runner:
                                      "xrt_libraries": own_libraries()}
             stop.raise_if_requested()      # a stop swallowed during the trial stops here
             result.started = placeholder.started
+            self.backend.adopt_device_life(result.device_life)
             result.time_to_failure = time_to_failure(result, self.timers)
             for outcome in result.runlists:
                 outcome.health = self.backend.recorded_health(outcome.health)

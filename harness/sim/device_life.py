@@ -11,13 +11,12 @@ read, is `harness.model.wedge`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 # what the firmware does: works; refuses every context (the wedge PR #1585 saw); takes
 # contexts but completes nothing; answers no mailbox message at all
 WORKS, REFUSES, HANGS, SILENT = "works", "refuses", "hangs", "silent"
-WEDGE_MODES = (REFUSES, HANGS)
 
 
 @dataclass
@@ -29,8 +28,6 @@ class DeviceLife:
     since: str = ""                # how it got there, in words, for reports
     gone: bool = False             # a module reload failed: no /dev/accel until a reboot
     power_cycles: int = 0          # staging's aie2_hw_reset power-cycled it back
-    last_reset_us: float | None = None   # when (device time of the stack that did it)
-    notes: list[str] = field(default_factory=list)
 
     @property
     def wedged(self) -> bool:

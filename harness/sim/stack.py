@@ -450,7 +450,7 @@ class Stack:
             raise ContextRefused(HWCTX_CREATE_FAILED, errno.EINVAL)
         elif self.life.firmware in (REFUSES, SILENT):
             # a wedged firmware: refused as over the limit (PR #1585), or never answered
-            ret = self._mgmt_ret()
+            ret = self._mgmt_ret(say_refusal=False)
             self.kernel_log.mgmt_failure(MSG_OP_CREATE_CONTEXT,
                                          MGMT_ERT_NOAVAIL if ret == REFUSED else None,
                                          solver=self._through_solver(), ret=ret)
@@ -573,12 +573,14 @@ class Stack:
             self.note(f"context {ctx.id}: connect failed on a wedged device, context dead")
         raise SubmitRefused(EXEC_EIO, errno.EIO)
 
-    def _mgmt_ret(self) -> int:
+    def _mgmt_ret(self, *, say_refusal: bool = True) -> int:
         """What a management message gets from a wedged firmware, with what the driver
-        prints of it: a refusal -EINVAL (its mailbox line), an unanswered message -ETIME the
-        first time ("Wait for completion timeout", the channel then destroyed) and -ENODEV
-        after (aie2_send_mgmt_msg_wait)."""
+        prints of it: a refusal -EINVAL (its mailbox line, unless the caller prints it), an
+        unanswered message -ETIME the first time ("Wait for completion timeout", the channel
+        then destroyed) and -ENODEV after (aie2_send_mgmt_msg_wait)."""
         if self.life.firmware == REFUSES:
+            if not say_refusal:
+                return REFUSED
             self.kernel_log.err(self.flavour.mailbox_function,
                                 f"command opcode 0x{MSG_OP_CREATE_CONTEXT:x} failed, status "
                                 f"0x{MGMT_ERT_NOAVAIL:x}")
@@ -1090,8 +1092,7 @@ class Stack:
         # aie2_hw_reset: the SMU power-cycles the NPU, the firmware is loaded again and
         # every context resumed (aie2_hwctx_resume)
         life = self.life
-        life.firmware, life.power_cycles, life.last_reset_us = WORKS, life.power_cycles + 1, \
-            self._now()
+        life.firmware, life.power_cycles = WORKS, life.power_cycles + 1
         self._channel_gone = False
         for each in self.contexts:
             each.dead = False

@@ -31,7 +31,11 @@ NOOP, WORK = "noop", "work"
 CONTEXT_REFUSED = ("CREATE_HWCTX", "Failed to create hardware context",
                    "create context failed")
 CONTEXT_EVENTS = ("mailbox_failure",)
-TIMER_EVENTS = ("tdr_timeout", "no_progress", "timeout_capture", "context_dump")
+# the driver's trace events, read as its kernel-log lines are: in-tree 7.0 logs nothing on
+# a timeout, and "job timedout" is its one record (harness.logs.trace_events)
+TRACE_TIMER_EVENTS = ("job_timedout",)
+TIMER_EVENTS = ("tdr_timeout", "no_progress", "timeout_capture", "context_dump",
+                *TRACE_TIMER_EVENTS)
 SUBMIT_SIZE = 24                # XRT's runlist chain (STACK.md 2), unless the profile says
 
 
@@ -73,6 +77,10 @@ class Arm:
     setup_errors: list[str] = field(default_factory=list)
     events: Counter[str] = field(default_factory=Counter)  # kernel-log events, failed trials
     health: int = 0                # failing runlists with the firmware's health data
+    # trials that began on a wedged device: not evidence of the plan, so counted apart
+    # (neither answered nor set-up failures), with the device's state as the first said it
+    wedged: int = 0
+    wedged_state: str | None = None
 
     @property
     def where(self) -> str:
@@ -257,6 +265,15 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
         return
     if status != "failed":
         return
+    wedged = trial.get("wedged_device")
+    if isinstance(wedged, dict):
+        # what a device a wedge left unusable answered says nothing of depth or the cut
+        arm.wedged += 1
+        arm.wedged_state = arm.wedged_state or str(wedged.get("state"))
+        return
+    trace = trial.get("trace_events") if isinstance(trial.get("trace_events"), dict) else {}
+    if isinstance(trace.get("timed_out"), int) and trace["timed_out"] > 0:
+        arm.events["job_timedout"] += trace["timed_out"]
     runlists = [r for r in trial.get("runlists") or [] if isinstance(r, dict)]
     failing = next((r for r in runlists if r.get("state") not in (None, COMPLETED_STATE)),
                    None)
