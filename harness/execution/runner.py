@@ -505,7 +505,8 @@ class Runner:
             raise EnvironmentNotReady(
                 f"the NPU did not answer after {plan.label} trial {index + 1} failed "
                 f"({recovery.attempts} attempts over {recovery.waited_s:g} s: "
-                f"{recovery.last_error}); {recovery.fix}. Everything so far is in "
+                f"{recovery.last_error}); it is {recovery.state}; {recovery.fix}. "
+                "Everything so far is in "
                 f"{self.handle.path}; continue with "
                 f"`{continue_command(self.report.command, self.handle.path)}`")
         return result

@@ -466,15 +466,21 @@ FLAVOURS = {f.name: f for f in (
         "oot", "out-of-tree amdxdna_legacy.ko", "out-of-tree",
         "device-wide check every timeout_in_sec (default 2 s) that fires when no job was "
         "submitted or completed during two whole periods (4-6 s after the last submit or "
-        "completion, a first job after an idle spell included): every connected context (one "
-        "with work since it was made or last stopped) is dumped, stopped and restarted, "
-        "every chain in flight ends TIMEOUT",
+        "completion, a first job after an idle spell included; a check that swaps out a "
+        "connected context idle for three checks declares nothing, so with several contexts "
+        "a hang can land one check later): every connected context (one with work since it "
+        "was made or last stopped) is dumped, stopped and restarted, every chain in flight "
+        "ends TIMEOUT",
         "timeout_in_sec", 2.0, 1.0, 3, _legacy_build,
         "out-of-tree: a device check every timeout_in_sec (2 s from driver load) fires when "
         "no job was submitted or completed during the last two whole periods (a submit "
         "counts as progress: a first job after an idle spell times out 4-6 s later, not "
-        "0-2); every connected context (new contexts start disconnected and connect with "
-        "their first job; a stop disconnects; idle disconnection is not modelled) is dumped "
+        "0-2); each check first counts every connected context with no job in flight one "
+        "more idle check (one with work starts again from 0) and swaps out one that reaches "
+        "RQ_CTX_IDLE_COUNT, 3, and a check that swaps one out declares no hang, so with "
+        "several contexts a hang can be declared a check later, up to 8 s; every connected "
+        "context (new contexts start disconnected and connect with their first job; a stop "
+        "or a swap-out disconnects) is dumped "
         "(Dumping ctx, the capture block when the firmware gives a report, a JOB[seq % 4] "
         "block per pending job with its per-context seq and its mailbox message id, "
         "0x1D000000 | the channel's cyclic id, whose first id goes to aie2_config_cu on a "
@@ -484,7 +490,8 @@ FLAVOURS = {f.name: f for f in (
         "context's health data gets it over that sub-command, later ones have it marked "
         "ABORT; without a report the context's data is the zeros it was allocated with (a "
         "version-0 report XRT prints as six zero lines), carried once",
-        f"{_LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_rq_add "
+        f"{_LEGACY} aie2_tdr.c aie2_tdr_detect, aie2_ctx_runqueue.c aie2_rq_handle_idle_ctx, "
+        "part_handle_idle_ctx (RQ_CTX_IDLE_COUNT), aie2_rq_is_all_context_stuck, aie2_rq_add "
         "(disconn_list), aie2_rq_dump_all and aie2_rq_stop_all (conn_list), aie2_ctx.c "
         "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), "
         "aie2_ctx_connect and aie2_message.c aie2_config_cu (ctx->cus, set by XRT's "

@@ -997,6 +997,10 @@ class Stack:
                     self._fail(job, self._cancelled_state(job))
             self._restart(ctx)
 
+    def log_lines(self, lines: tuple[Printed, ...]) -> None:
+        """Lines another part of the driver model printed (the emulated driver's buffers)."""
+        self._print(lines)
+
     def _print(self, lines: tuple[Printed, ...]) -> None:
         """The build's own lines for what just happened, as its tree prints them."""
         log = self.kernel_log
