@@ -149,6 +149,10 @@ class Observed:
     server_requests: list[dict[str, Any]] = field(default_factory=list)
     server_model: str | None = None
     xrt_smi: dict[str, Any] | None = None   # XRT's own deep-runlist control, where it ran
+    # trials that ran on a wedged device, by plan label (kept here: a plan that has only
+    # those answered nothing, and is left out of `arms`), and the device's state
+    wedged: dict[str, int] = field(default_factory=dict)
+    wedged_state: str | None = None
 
     @property
     def failures(self) -> int:
@@ -175,8 +179,7 @@ def observe(path: str | Path) -> Observed:
                        + (f"; {len(result.problems) - 3} more" if len(result.problems) > 3
                           else "") + "); diagnose reads only reports it can trust")
     observed: Observed = gathered["observed"]
-    observed.arms = [arm for arm in observed.arms if arm.answered or arm.no_answer
-                     or arm.setup_failed]
+    _keep_answered(observed)
     return observed
 
 
@@ -187,8 +190,7 @@ def observe_document(document: dict[str, Any], file: str) -> Observed:
     for position, plan in enumerate(document.get("plans") or []):
         for trial in plan.get("trials") or []:
             _trial(observed, TrialEntry(position, trial, None))
-    observed.arms = [arm for arm in observed.arms if arm.answered or arm.no_answer
-                     or arm.setup_failed]
+    _keep_answered(observed)
     return observed
 
 
@@ -233,6 +235,16 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
                                 else str(plan.get("frame") or "case")),
             runs=[int(c) * unit for c in plan.get("chunks") or []], submit_size=submit))
     return observed
+
+
+def _keep_answered(observed: Observed) -> None:
+    """The arms that got an answer (or none, or a failed set-up); what ran on a wedged
+    device is kept apart, by plan."""
+    observed.wedged = {arm.label: arm.wedged for arm in observed.arms if arm.wedged}
+    observed.wedged_state = next((a.wedged_state for a in observed.arms if a.wedged_state),
+                                 None)
+    observed.arms = [arm for arm in observed.arms if arm.answered or arm.no_answer
+                     or arm.setup_failed]
 
 
 def _label(plan: dict[str, Any]) -> str:
