@@ -174,3 +174,24 @@ def test_the_emulated_staging_heap_asks_for_growth_then_stops_at_its_maximum(mem
         memory.create(uapi.BO_DEV_HEAP, CHUNK, heap, rule)
     assert past.value.code == errno.ENOSPC
     assert past.value.lines[0].text == "Heap size 0x20000000 + 0x4000000 exceeds max 0x20000000"
+
+
+@pytest.mark.parametrize("profile, first", [
+    ("mainline", "Invalid dev bo size 0x25800000, limit 0x4000000"),
+    ("staging", "Invalid dev bo size 0x25800000, max heap 0x20000000"),
+])
+def test_the_emulated_driver_answers_create_bo_and_prints_as_the_tree_does(tmp_path, profile,
+                                                                           first):
+    from harness.emulator.device import EmulatedDevice
+    from harness.emulator.emulated_driver import EmulatedDriver
+    from harness.sim.profiles import parse_profile
+    driver = EmulatedDriver(EmulatedDevice(parse_profile(profile)), tmp_path)
+    file = driver.open(1)
+    cmd = uapi.iowr(uapi.CREATE_BO, uapi.CREATE_BO_ARGS.size)
+
+    def create(kind: int, size: int) -> int:
+        return driver.ioctl(file, cmd, uapi.CREATE_BO_ARGS.pack(0, 0, size, kind, 0),
+                            b"").ret
+    assert create(uapi.BO_DEV_HEAP, CHUNK) == 0
+    assert create(uapi.BO_DEV, 600 * MIB) == -errno.EINVAL
+    assert first in (tmp_path / "kmsg").read_text()
