@@ -19,6 +19,7 @@ evidence.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import sys
@@ -289,8 +290,9 @@ class SimulatedBackend(PlaysAProfile, Backend):
         tree = FLAVOURS[self.played.flavour].trace
         environment["trace_events"] = {
             "recording": True, "simulated": True, "system": tree.system,
-            "enabled": ["xdna_job"], "source": f"SIMULATED: {tree.source}",
-            "note": "the simulated driver's xdna_job events, kept with each failed trial"}
+            "enabled": ["xdna_job"], "source": tree.source,
+            "note": "SIMULATED: the simulated driver's own xdna_job events, kept with each "
+                    "failed trial"}
 
     def firmware_reports_health(self) -> bool | None:
         return self.played.app_health
@@ -331,11 +333,22 @@ class SimulatedBackend(PlaysAProfile, Backend):
     def simulated_trace(self, failed: bool) -> dict[str, Any] | None:
         if not failed:
             return None
-        from harness.logs.trace_events import parse_trace
+        from harness.logs.trace_events import MAX_KEPT_LINES, parse_trace
         from harness.logs.trace_events import trial_entry as trace_entry
         from harness.sim import control
-        lines = parse_trace(control.current().trace.text())
-        return trace_entry(lines, "simulated tracefs", simulated=True)
+        trace = control.current().trace
+        # only the lines a report keeps are printed; the counts are the whole buffer's. The
+        # collector pauses meanwhile, as for the trial: what this makes is freed by its
+        # reference counts, and a buffer of thousands of jobs would call it a dozen times
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            lines = parse_trace(trace.text(MAX_KEPT_LINES))
+            return trace_entry(lines, "simulated tracefs", simulated=True,
+                               total=len(trace.events()), timed_out=trace.timed_out())
+        finally:
+            if collecting:
+                gc.enable()
 
     def device_clock(self) -> Callable[[], float] | None:
         return self._clock

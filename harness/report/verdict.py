@@ -219,8 +219,9 @@ def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any],
     if not any(p.finished() for p in plans):
         return None, "inconclusive", f"inconclusive: no trial finished ({counts}){tag}"
     if not any(_failures(p) or _completions(p) for p in plans):
+        how = ", crashed or ran on a wedged device" if _on_wedged(plans) else " or crashed"
         return (None, "inconclusive", "inconclusive: no trial got an answer from the stack "
-                f"(each hit its deadline, crashed or ran on a wedged device): {counts}{tag}")
+                f"(each hit its deadline{how}): {counts}{tag}")
     if _case_facts(case)[1]:
         return _judge_capture(plans, counts, tag, backend, case or {})
     if expected_fail:

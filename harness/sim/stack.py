@@ -221,6 +221,7 @@ class Job:
     msg_id: int = 0               # the mailbox message that carried it to the firmware
     poll_step_us: float = 0.0     # device time the host's next read of its state lets pass
     sent: bool = False            # it reached the firmware (its fence signals when it ends)
+    traced_run: bool = False      # run_job traced it (harness.sim.trace_log)
 
     @property
     def count(self) -> int:
@@ -325,6 +326,7 @@ class Stack:
         self._ticks_done = 0              # periodic checks processed, counted from t=0
         self.pid = 4242
         self.trace = TraceLog(self.flavour.trace, self._now, self.pid)
+        self._run_first = self.flavour.trace.run_first
         self._heap: HeapSpace | None = None
         self.keeps_heap = True            # the emulated driver keeps its own memory
         self._firmware_hangs = self.life.firmware == HANGS
@@ -613,9 +615,8 @@ class Stack:
         ctx = job.ctx
         job.admitted_us = now = self._now()
         ctx.inflight.append(job)
-        trace = self.trace
-        if trace.tree.run_first:
-            trace.run(ctx.name, ctx.id, job.ctx_seq)
+        # run_job traces its job (the in-tree tree after checking for a firmware channel)
+        job.traced_run = self._run_first or not ctx.dead
         if ctx.dead:
             # run_job on a context the restart left without a firmware channel returns no
             # fence (aie2_sched_job_run, !mbox_chann): the job ends at once, the command as
@@ -628,8 +629,6 @@ class Stack:
         # where the build sends it as a one-slot list (force_cmdlist)
         problem = self._chain_problem(job) if job.chained or self.build.single_cmdlist \
             else None
-        if not trace.tree.run_first:
-            trace.run(ctx.name, ctx.id, job.ctx_seq)
         if problem:
             job.note = problem
             what = "chain" if job.chained else "command"
@@ -793,10 +792,8 @@ class Stack:
         job.end_us = now
         job.gen += 1
         self.completed_commands += len(job.finish)
-        trace = self.trace
-        if job.sent:
-            trace.fence(ctx.name, ctx.id, job.ctx_seq)
-        trace.free(ctx.name, ctx.id, job.ctx_seq)
+        self.trace.ended(ctx.name, ctx.id, job.ctx_seq,
+                         job.admitted_us if job.traced_run else None, job.sent)
         try:
             ctx.inflight.remove(job)
         except ValueError:

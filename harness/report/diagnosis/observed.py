@@ -277,15 +277,17 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
         return
     if status != "failed":
         return
+    # (the schema checked both: `observe` reads only reports that pass `report check`)
     wedged = trial.get("wedged_device")
-    if isinstance(wedged, dict):
+    if wedged:
         # what a device a wedge left unusable answered says nothing of depth or the cut
         arm.wedged += 1
         arm.wedged_state = arm.wedged_state or str(wedged.get("state"))
         return
-    trace = trial.get("trace_events") if isinstance(trial.get("trace_events"), dict) else {}
-    if isinstance(trace.get("timed_out"), int) and trace["timed_out"] > 0:
-        arm.events["job_timedout"] += trace["timed_out"]
+    trace = trial.get("trace_events")
+    timed_out = trace.get("timed_out") if trace else None
+    if timed_out:
+        arm.events["job_timedout"] += timed_out
     runlists = [r for r in trial.get("runlists") or [] if isinstance(r, dict)]
     failing = next((r for r in runlists if r.get("state") not in (None, COMPLETED_STATE)),
                    None)
