@@ -19,7 +19,6 @@ same buffer.
 
 from __future__ import annotations
 
-import bisect
 import errno
 import itertools
 import logging
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.emulator import uapi
-from harness.model.heap import HeapRule
+from harness.model.heap import HeapRule, give_range, take_range
 from harness.model.printed import Printed
 
 log = logging.getLogger("harness.emulator")
@@ -138,30 +137,13 @@ class Heap:
     def grow(self, chunk: BufferObject) -> None:
         start = self.size
         self.chunks.append(chunk)
-        self.free.append((start, HEAP_CHUNK))
-        self._merge()
+        give_range(self.free, start, HEAP_CHUNK)
 
     def take(self, size: int) -> int | None:
-        need = _round(max(size, 1), DEV_ALIGN)
-        for position, (start, length) in enumerate(self.free):
-            if length >= need:
-                rest = (start + need, length - need)
-                self.free[position:position + 1] = [rest] if rest[1] else []
-                return start
-        return None
+        return take_range(self.free, _round(max(size, 1), DEV_ALIGN))
 
     def give(self, start: int, size: int) -> None:
-        bisect.insort(self.free, (start, _round(max(size, 1), DEV_ALIGN)))
-        self._merge()
-
-    def _merge(self) -> None:
-        merged: list[tuple[int, int]] = []
-        for start, length in sorted(self.free):
-            if merged and merged[-1][0] + merged[-1][1] == start:
-                merged[-1] = (merged[-1][0], merged[-1][1] + length)
-            else:
-                merged.append((start, length))
-        self.free = merged
+        give_range(self.free, start, _round(max(size, 1), DEV_ALIGN))
 
 
 class Memory:

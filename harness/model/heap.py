@@ -184,28 +184,35 @@ class HeapSpace:
             self._commit()               # EAGAIN: the shim adds a heap object, asks again
 
     def release(self, offset: int, size: int) -> None:
-        bisect.insort(self.free, (offset, round_up(round_up(max(size, 1), PAGE), ALIGN)))
-        self._merge()
+        give_range(self.free, offset, round_up(round_up(max(size, 1), PAGE), ALIGN))
 
     def _commit(self) -> None:
-        self.free.append((self.committed, CHUNK))
+        give_range(self.free, self.committed, CHUNK)
         self.committed += CHUNK
         self.heap_objects += 1
-        self._merge()
 
     def _take(self, need: int) -> int | None:
-        for position, (start, length) in enumerate(self.free):
-            if length >= need:
-                rest = (start + need, length - need)
-                self.free[position:position + 1] = [rest] if rest[1] else []
-                return start
-        return None
+        return take_range(self.free, need)
 
-    def _merge(self) -> None:
-        merged: list[tuple[int, int]] = []
-        for start, length in sorted(self.free):
-            if merged and merged[-1][0] + merged[-1][1] == start:
-                merged[-1] = (merged[-1][0], merged[-1][1] + length)
-            else:
-                merged.append((start, length))
-        self.free = merged
+
+def take_range(free: list[tuple[int, int]], need: int) -> int | None:
+    """The offset of the first free range (offset, length) of `need` bytes or more, taken
+    from `free` (kept sorted); None if none is long enough."""
+    for position, (start, length) in enumerate(free):
+        if length >= need:
+            rest = (start + need, length - need)
+            free[position:position + 1] = [rest] if rest[1] else []
+            return start
+    return None
+
+
+def give_range(free: list[tuple[int, int]], start: int, length: int) -> None:
+    """Put a range back into `free`, merged with its neighbours."""
+    bisect.insort(free, (start, length))
+    merged: list[tuple[int, int]] = []
+    for begin, size in free:
+        if merged and merged[-1][0] + merged[-1][1] == begin:
+            merged[-1] = (merged[-1][0], merged[-1][1] + size)
+        else:
+            merged.append((begin, size))
+    free[:] = merged
