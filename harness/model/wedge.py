@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from harness.model.printed import DEV, DRM_ERR, ERR, WARN, Printed
 
-MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003
+MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003   # aie2_msg_priv.h
 # the errno each firmware state gives the driver's own restart: a refusal comes back
 # -EINVAL (aie2_send_mgmt_msg_wait on a status not SUCCESS), a silent firmware first
 # -ETIME (xdna_send_msg_wait) and then, with the management channel destroyed, -ENODEV

@@ -31,8 +31,14 @@ hypothesis of the profile (`harness.sim.profiles`):
   names run list entry 0 on a timeout (xdna-driver test/shim_test/io_test.cpp: "firmware
   leaves the runlist read index at 0") and leaves what the model cannot know unset
   ("not modelled").
-- After a hang the context (or every context) is reset and later submissions run. Every
-  line the driver prints on the way is kept in `kernel_log`, as the flavour prints it.
+- After a hang the context (or every context) is reset and later submissions run, unless
+  the firmware stopped taking contexts (`wedge:N`, `firmware-dead:N`): then the restart
+  fails as the tree's does (`harness.model.wedge`), and what outlives the trial is the
+  device's life (`harness.sim.device_life`). The legacy tree's check skips its detection
+  on a pass that swaps out an idle connected context. Cacheable buffers and each
+  context's command buffers come from the client's heap, bounded as the tree bounds it
+  (`harness.model.heap`). Every line the driver prints on the way is kept in
+  `kernel_log`, as the flavour prints it, and its `xdna_job` trace events in `trace`.
 
 Time is a virtual clock: a job's sub-command completion times are computed when it
 starts, so a healthy job costs one event however long it is, and a 60 s timeout costs no
@@ -47,7 +53,6 @@ import bisect
 import errno
 import heapq
 import itertools
-import os
 import random
 from collections import deque
 from collections.abc import Callable
@@ -67,19 +72,16 @@ from harness.model.drivers import (
 )
 from harness.model.ert import CmdState
 from harness.model.firmware import REPORT_SIZE, REPORT_VERSION
-from harness.model.heap import CONTEXT_BUFFERS, HeapRefused, HeapSpace
+from harness.model.heap import CONTEXT_BUFFERS, HeapSpace
 from harness.model.wedge import (
-    EXEC_EIO,
-    MAILBOX_TIMEOUT,
     MGMT_ERT_NOAVAIL,
-    NO_CHANNEL,
-    POWER_CYCLE,
+    MSG_OP_CREATE_CONTEXT,
     REFUSED,
-    TIMED_OUT,
 )
 from harness.sim.clock import RealClock, VirtualClock
-from harness.sim.device_life import HANGS, REFUSES, SILENT, WORKS, DeviceLife
+from harness.sim.device_life import HANGS, REFUSES, SILENT, DeviceLife
 from harness.sim.driver_log import KernelLog
+from harness.sim.firmware_faults import ContextRefused, FirmwareAndHeap, ioctl_error
 from harness.sim.profiles import Profile
 from harness.sim.trace_log import TraceLog
 
@@ -104,7 +106,6 @@ FF = 0xFFFFFFFF
 PREEMPT_OPCODES = {START_NPU_PREEMPT: "ERT_START_NPU_PREEMPT",
                    START_NPU_PREEMPT_ELF: "ERT_START_NPU_PREEMPT_ELF"}
 HEALTH_V1, NPU_GEN_AIE2 = 1, 0
-MSG_OP_CREATE_CONTEXT = 0x2
 # the legacy tree's aie2_ctx_runqueue.c: a connected context idle for this many checks is
 # swapped out, and the check that finds it skips its hang detection
 RQ_CTX_IDLE_COUNT = 3
@@ -122,28 +123,6 @@ COMPLETED, ERROR = int(CmdState.COMPLETED), int(CmdState.ERROR)
 ABORT, TIMEOUT = int(CmdState.ABORT), int(CmdState.TIMEOUT)
 STATES = {drivers.TIMEOUT: TIMEOUT, drivers.ABORT: ABORT, drivers.NEW: NEW}
 _WAIT, _SIGNALED = 0, 1          # enum aie2_tdr_status
-
-
-class ContextRefused(RuntimeError):
-    """The driver refused a hardware context: the text is what XRT's shim says of it, `code`
-    the errno the create ioctl returned (an emulated device returns it as such)."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class SubmitRefused(RuntimeError):
-    """The submit ioctl failed at once (the legacy tree's dead context: -EIO): the text is
-    what XRT's shim says of it, `code` the errno."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _ioctl_error(name: str, ret: int) -> str:
-    return f"DRM_IOCTL_AMDXDNA_{name} IOCTL failed (err={ret}): {os.strerror(-ret)}"
 
 
 class SimulatorStall(RuntimeError):
@@ -285,7 +264,7 @@ class Context:
         return ((1 << self.width) - 1) << self.start_column
 
 
-class Stack:
+class Stack(FirmwareAndHeap):
     """The driver, firmware and array of one simulated NPU."""
 
     def __init__(self, profile: Profile, latencies: dict[str, float] | None = None,
@@ -457,7 +436,7 @@ class Stack:
                                          MGMT_ERT_NOAVAIL if ret == REFUSED else None,
                                          solver=self._through_solver(), ret=ret)
             self.note(f"context refused: the device is {self.life.state_text()}")
-            raise ContextRefused(_ioctl_error("CREATE_HWCTX", ret), -ret)
+            raise ContextRefused(ioctl_error("CREATE_HWCTX", ret), -ret)
         buffers = self._context_buffers()
         ctx = Context(next(self._ids), label, start_column, width)
         ctx.name = f"{self.flavour.context_prefix}.{self.pid}.{ctx.id}"
@@ -471,48 +450,6 @@ class Stack:
         lines). AIE2_TEMPORAL_ONLY: npu4-class firmware from protocol 6.12 (npu4_regs.c),
         so every protocol the driver takes there; never npu1 (npu1_regs.c)."""
         return not (self.device.npu4_class and self.build.temporal_skips_solver)
-
-    # -- the device heap (harness.model.heap) -------------------------------------
-
-    @property
-    def heap(self) -> HeapSpace:
-        """The client's device heap (the simulated binding's process is the one client)."""
-        if self._heap is None:
-            self._heap = HeapSpace(self.flavour.heap(self.device.npu4_class))
-        return self._heap
-
-    def device_buffer(self, size: int) -> int:
-        """A cacheable buffer's place in the heap, as the driver and the shim give it;
-        HeapRefused (what XRT raises) after the driver's lines."""
-        try:
-            return self.heap.allocate(size)
-        except HeapRefused as refused:
-            self._print(refused.lines)
-            self.note(f"device buffer of {size} bytes refused: {refused}")
-            raise
-
-    def free_device_buffer(self, offset: int, size: int) -> None:
-        if self._heap is not None:
-            self._heap.release(offset, size)
-
-    def _context_buffers(self) -> tuple[int, ...]:
-        """aie2_hwctx_init's four command buffers, taken from the heap by the driver itself
-        (no heap object is added on its EAGAIN): a context that finds no room is refused with
-        the heap's errno. Not kept where the caller keeps the heap (the emulated driver)."""
-        if not self.keeps_heap:
-            return ()
-        taken: list[int] = []
-        try:
-            for size in CONTEXT_BUFFERS:
-                taken.append(self.heap.allocate(size, grow=False))
-        except HeapRefused as refused:
-            for offset, size in zip(taken, CONTEXT_BUFFERS, strict=False):
-                self.heap.release(offset, size)
-            self._print(refused.lines)
-            self.kernel_log.ioctl_refused(-refused.code)
-            raise ContextRefused(_ioctl_error("CREATE_HWCTX", -refused.code),
-                                 refused.code) from None
-        return tuple(taken)
 
     def _held_note(self) -> str:
         held = self.profile.held_contexts
@@ -558,40 +495,6 @@ class Stack:
         self._admit(job)
         self._dispatch()
         return job
-
-    def _refuse_submit(self, ctx: Context) -> None:
-        """The legacy tree's submit on a context that cannot connect (aie2_rq_submit_enter):
-        the first one connects it (part_ctx_start), the firmware refuses, and the context is
-        marked CTX_STATE_DEAD ("connect failed"); that submit, waiting in the slow path,
-        prints "fatal error", and it and every later one fail -EIO."""
-        rule = self.flavour.wedge
-        if not ctx.dead:
-            ret = self._mgmt_ret()
-            for line in rule.restart_failed:
-                self.kernel_log.line(line, ret=ret, name=ctx.name)
-            ctx.dead = True
-            for line in rule.dead_submit_lines:
-                self.kernel_log.line(line, name=ctx.name)
-            self.note(f"context {ctx.id}: connect failed on a wedged device, context dead")
-        raise SubmitRefused(EXEC_EIO, errno.EIO)
-
-    def _mgmt_ret(self, *, say_refusal: bool = True) -> int:
-        """What a management message gets from a wedged firmware, with what the driver
-        prints of it: a refusal -EINVAL (its mailbox line, unless the caller prints it), an
-        unanswered message -ETIME the first time ("Wait for completion timeout", the channel
-        then destroyed) and -ENODEV after (aie2_send_mgmt_msg_wait)."""
-        if self.life.firmware == REFUSES:
-            if not say_refusal:
-                return REFUSED
-            self.kernel_log.err(self.flavour.mailbox_function,
-                                f"command opcode 0x{MSG_OP_CREATE_CONTEXT:x} failed, status "
-                                f"0x{MGMT_ERT_NOAVAIL:x}")
-            return REFUSED
-        if not self._channel_gone:
-            self._channel_gone = True
-            self._print((MAILBOX_TIMEOUT,))
-            return TIMED_OUT
-        return NO_CHANNEL
 
     def slot_free(self, ctx: Context) -> bool:
         """Whether a submit on `ctx` would enter at once (fewer than CTX_MAX_CMDS jobs in
@@ -1052,75 +955,6 @@ class Stack:
         if self.life.firmware in (REFUSES, SILENT) and self.flavour.wedge.restarts_at_timeout:
             self._restart_fails(ctx)
         self._refill(ctx)
-
-    def _count_timeout(self) -> None:
-        """The driver's timer fired: counted over the device's life, where `wedge:N` and
-        `firmware-dead:N` take effect (the Nth one's restart is the first to meet it)."""
-        life = self.life
-        life.timeouts += 1
-        if life.firmware != WORKS:
-            return
-        wedge = self.profile.wedge
-        if wedge is not None and life.timeouts >= wedge[0]:
-            life.firmware = wedge[1]
-            life.since = f"the driver's timeout {life.timeouts} (wedge:{wedge[0]})"
-        elif self.profile.firmware_dead == life.timeouts:
-            life.firmware = SILENT
-            life.since = f"the driver's timeout {life.timeouts} (firmware-dead:{life.timeouts})"
-        else:
-            return
-        self._firmware_hangs = life.firmware == HANGS
-        self.note(f"the device is {life.state_text()}, since {life.since}")
-
-    def _restart_fails(self, ctx: Context) -> None:
-        """aie2_hwctx_restart on a firmware that takes no context: its lines, and the context
-        left without a firmware channel; staging then power-cycles a firmware that answers
-        nothing (its firmware-dead path) or says it will not (harness.model.wedge)."""
-        rule = self.flavour.wedge
-        ret = self._mgmt_ret()
-        for line in rule.restart_failed:
-            self.kernel_log.line(line, ret=ret, name=ctx.name)
-        ctx.dead = True
-        self.note(f"context {ctx.id}: the driver's restart failed ({ret}), no firmware channel")
-        if not rule.power_cycles:
-            return
-        if self.life.firmware != SILENT:
-            for line in rule.rejected_note:
-                self.kernel_log.line(line, ret=ret)
-            return
-        for line in POWER_CYCLE:
-            self.kernel_log.line(line, ret=ret)
-        # aie2_hw_reset: the SMU power-cycles the NPU, the firmware is loaded again and
-        # every context resumed (aie2_hwctx_resume)
-        life = self.life
-        life.firmware, life.power_cycles = WORKS, life.power_cycles + 1
-        self._channel_gone = False
-        for each in self.contexts:
-            each.dead = False
-        self.note("staging power-cycled the NPU (aie2_hw_reset): the firmware answers again")
-
-    def reload_module(self) -> None:
-        """The driver removed and loaded again (`modprobe -r` and `modprobe`, or the PCI
-        function removed and the bus rescanned: the same remove and probe). Every context
-        goes. On a device `wedge:N` wedged (unless it plays `reloads`) the probe's SMU
-        power-off is refused and the probe fails: no device until a reboot; otherwise the
-        firmware is loaded afresh and the device works."""
-        for ctx in list(self.contexts):
-            self.destroy_context(ctx)
-        life = self.life
-        wedge = self.profile.wedge
-        if life.firmware in (REFUSES, HANGS) and wedge is not None and not wedge[2] \
-                or life.gone:
-            lines = self.flavour.wedge.reload_failed()
-            self._print(lines)
-            life.gone = True
-            self.refused = lines
-            self.note("module reload: the probe failed in the SMU; no device until a reboot")
-            return
-        life.firmware, life.since = WORKS, ""
-        self._firmware_hangs = self._channel_gone = False
-        self._heap = None
-        self.note("module reload: the firmware was loaded afresh")
 
     # -- latencies ---------------------------------------------------------------
 
