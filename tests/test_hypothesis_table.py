@@ -86,7 +86,8 @@ def test_every_hypothesis_is_one_entry():
     diagnosis, and its token round-trips through the canonical name."""
     samples = {"inflight-cap": "40", "xrt-chain": "12", "hang-at": "3", "work-hang": "8",
                "reject-at": "5", "slow": "layer:3000000", "flaky": "0.25",
-               "held-contexts": "13", "serve-fault": "error"}
+               "held-contexts": "13", "serve-fault": "error", "wedge": "2:hang",
+               "firmware-dead": "1"}
     assert set(samples) == set(HYPOTHESES)
     for head, entry in HYPOTHESES.items():
         assert entry.cause is None or entry.cause in IDS

@@ -328,6 +328,9 @@ def test_hardware_title_has_no_simulated(reports, tmp_path):
     data["backend"] = {"kind": "xrt", "simulated": False, "pyxrt": "/opt/xilinx/pyxrt.so"}
     data["environment"]["npu"] = {"present": True, "generation": "NPU5 Strix Halo",
                                   "nodes": []}
+    # a machine records its own tracefs state (a simulated run, its driver's own events)
+    data["environment"]["trace_events"] = {"recording": False, "why": "tracefs is not "
+                                           "mounted here", "fix": "mount it"}
     data["verdict"] = rejudged(data)
     path = tmp_path / "hw.yaml"
     path.write_text(dump_yaml(data))

@@ -35,8 +35,14 @@ CORE_ROWS, MEM_ROWS, SHIM_ROWS = 4, 1, 1
 COLUMN_SIZE = 1 << 25
 CLOCK_MHZ = 1800
 NODE_MODE = 0o660
-UNREADABLE = 0o000                        # a 0400/0600 parameter, as a normal user sees it
-READABLE = 0o444
+
+
+
+def as_a_user_sees(mode: int) -> int:
+    """A root-owned sysfs file's mode as the file this user owns must have it for the user
+    to be let in as a normal user is: what the mode grants others (0444 and 0644 read,
+    0400 and 0600 nothing), for owner, group and others alike."""
+    return (mode & 0o007) * 0o111
 
 
 
@@ -133,11 +139,10 @@ class EmulatedDevice:
         module = root / "sys/module/amdxdna"
         flavour = FLAVOURS[self.profile.flavour]
         build = self.build
-        for name, value, readable in flavour.parameters:
+        for name, value, mode in flavour.parameters:
             shown = value.format(force_cmdlist="Y" if build.single_cmdlist else "N",
                                  hwctx_limit=model.hwctx_limit, ctx_limit=model.ctx_limit)
-            _write(module / "parameters" / name, shown + "\n",
-                   READABLE if readable else UNREADABLE)
+            _write(module / "parameters" / name, shown + "\n", as_a_user_sees(mode))
         if flavour.module_version is not None:
             _write(module / "version", flavour.module_version + "\n")
         if bound:

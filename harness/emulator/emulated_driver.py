@@ -41,6 +41,7 @@ from harness.emulator.objects import ClientFile, HwContext
 from harness.emulator.packets import Submission, read_submission
 from harness.emulator.replies import IoctlReply, Pending, copied_back, patch, wait
 from harness.emulator.syncobjs import Syncobjs
+from harness.model.drivers import FLAVOURS
 from harness.sim.clock import RealClock
 from harness.sim.stack import (
     CTX_MAX_CMDS,
@@ -75,6 +76,9 @@ class EmulatedDriver:
         # as on the simulated clock: XRT's own time between its calls is not the device's
         self.clock = RealClock(clock_rate, host_paced=True)
         self.stack = Stack(self.profile, clock=self.clock)
+        self.stack.keeps_heap = False        # the buffers are this driver's (memory.py)
+        # the client's heap as the flavour keeps it (harness.model.heap)
+        self.heap_rule = FLAVOURS[self.profile.flavour].heap(self.profile.device_model.npu4_class)
         self.kmsg = folder / "kmsg"
         self.kmsg.touch()
         self.stack.kernel_log.sink = self.kmsg
@@ -175,6 +179,7 @@ class EmulatedDriver:
                                        extra), given)
         except DriverError as err:
             log.debug("%s: %s", uapi.NAMES.get(uapi.ioc_nr(cmd), hex(cmd)), err)
+            self.stack.log_lines(err.lines)
             if err.code == errno.EOPNOTSUPP or err.unanswered:
                 self._unanswered(str(err))
             return IoctlReply(-err.code, args)
@@ -202,7 +207,11 @@ class EmulatedDriver:
             if start is None:
                 for offset in taken:
                     heap.give(offset, MAX_CHAIN_CMDBUF_SIZE)
-                raise DriverError(errno.ENOMEM, "no heap left for the command buffers")
+                # the driver allocates them itself: nobody adds a heap object on EAGAIN
+                full = self.memory.heap_full(heap, self.heap_rule)
+                self.stack.log_lines(full.lines)
+                self.stack.kernel_log.ioctl_refused(-full.code)
+                raise DriverError(full.code, "no heap left for the command buffers")
             taken.append(start)
         self.stack.pid = file.pid
         try:
@@ -286,7 +295,7 @@ class EmulatedDriver:
         if vaddr:
             # a user-pointer BO pins the program's own pages, which the model cannot see
             raise DriverError(errno.EOPNOTSUPP, "CREATE_BO of user memory")
-        buffer = self.memory.create(kind, size, file.handles.heap)
+        buffer = self.memory.create(kind, size, file.handles.heap, self.heap_rule)
         handle = file.handles.add(buffer)
         return IoctlReply(0, patch(args, uapi.CREATE_BO_ARGS, flags, vaddr, size, kind, handle))
 
@@ -360,7 +369,8 @@ class EmulatedDriver:
                 sub.job = self.stack.submit(ctx.sim, latencies, sub.arg_bytes,
                                             sub.opcodes, sub.faults, hangs, sub.chained)
             except RuntimeError as err:
-                raise DriverError(errno.EINVAL, str(err)) from None
+                # the legacy tree's dead context fails the submit -EIO (SubmitRefused)
+                raise DriverError(getattr(err, "code", errno.EINVAL), str(err)) from None
             # the job holds its command BO and argument BOs until it ends (amdxdna_ctx.c
             # amdxdna_cmd_submit: amdxdna_gem_get_obj, amdxdna_arg_bos_lookup; put in
             # amdxdna_sched_job_cleanup): a GEM_CLOSE meanwhile drops the handle only

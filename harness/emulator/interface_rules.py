@@ -7,6 +7,7 @@ tests/test_emulator.py pin each rule.
 
 from __future__ import annotations
 
+from harness.model import heap
 from harness.model.drivers import MAINLINE_DRM_SOURCE
 from harness.sim.rules import Rule
 
@@ -22,15 +23,22 @@ RULES = (
          "naming /dev/accel/accel0 (a character device, major 261), vendor, device, "
          "revision, subsystem ids, vbnv and fw_version",
          f"{XRT_PCI} scan_devices; {SHIM} host/pcidrv_amdxdna.cpp, pcidrv.cpp, device.cpp"),
-    Rule("discovery", "module parameters by flavour, with their modes: staging "
-         "tdr_timeout_ms 0400, force_cmdlist (Y), aie2_max_col, force_iova and "
-         "/sys/module/amdxdna/version; the legacy tree timeout_in_sec 0644, force_cmdlist "
-         "(Y), hwctx_limit and context_limit 0444 as it settled them (16 and 32, 6 and 6 on "
-         "npu1); mainline aie2_max_col and force_cmdlist (Y from c68a6af400ca: 7.0, 6.19.7; "
-         "N before)",
-         f"{DRIVER} module_param, MODULE_VERSION (856409ca); amd/xdna-driver "
-         "src/driver/amdxdna aie2_ctx.c, aie2_ctx_runqueue.c aie2_rq_init; Linux 7.0 as "
-         "xdna-driver 234824b1 imports it (aie2_ctx.c force_cmdlist = true)"),
+    Rule("discovery", "module parameters by flavour, each with its default and as its mode "
+         "lets a normal user read it (0444/0644 readable, 0400/0600 not): staging "
+         "tdr_timeout_ms 0400, force_cmdlist (Y) 0600, aie2_max_col 0600, force_iova 0600 and "
+         "/sys/module/amdxdna/version; the legacy tree all 31 its PCI build defines "
+         "(aie2_control_flags and time_quantum_ms 0400; timeout_in_sec, tdr_dump_ctx, "
+         "autosuspend_ms, priv_load and six aie4 switches 0644; hwctx_limit and "
+         "context_limit 0444 as it settled them, 16 and 32, 6 and 6 on npu1; the fw_log_*, "
+         "fw_trace_*, carvedout_*, mailbox_polling and sys_eff_factor 0444; force_cmdlist, "
+         "force_iova, aie2_max_col, aie4_max_col and four more 0600); mainline aie2_max_col "
+         "and force_cmdlist (Y from c68a6af400ca: 7.0, 6.19.7; N before), both 0600",
+         f"{DRIVER} module_param, MODULE_VERSION (856409ca); amd/xdna-driver 856409ca "
+         "src/driver/amdxdna module_param in aie2_ctx.c, aie2_ctx_runqueue.c (aie2_rq_init), "
+         "aie2_pci.c, aie2_pm.c, aie2_tdr.c, aie4_hwctx.c, aie4_pci.c, amdxdna_carvedout_buf.c, "
+         "amdxdna_devel.c, amdxdna_dpt.c, amdxdna_iommu.c, amdxdna_mailbox.c (AMDXDNA_DEVEL, "
+         "always defined by its Makefile), amdxdna_pm.c, and Kbuild (the PCI objects); Linux "
+         "7.0 as xdna-driver 234824b1 imports it (aie2_ctx.c force_cmdlist = true)"),
     Rule("discovery", "DRM_IOCTL_VERSION names amdxdna_accel_driver, 'AMD XDNA DRM "
          "implementation', and the flavour's version for its kernel: staging 0.16, mainline "
          "0.0 before 6.18, 0.1 on 6.18, 0.6 on 6.19 and 7.0, 0.8 on 7.1 (kernel.org's; a "
@@ -51,10 +59,16 @@ RULES = (
          f"drv_size), memset past in_size, copy_to_user of out_size); {DRIVER} "
          "amdxdna_pci_drv.c amdxdna_drm_ioctls (DRM_IOCTL_DEF_DRV)"),
     Rule("interface", "a client's device heap is a 64 MiB DEV_HEAP object at device address "
-         "0x4000000, growing up to 512 MiB; device BOs come from it 32 KiB aligned (EAGAIN "
-         "when it is full, so the shim grows it) and have no mmap offset of their own",
+         "0x4000000; device BOs come from it 32 KiB aligned and have no mmap offset of their "
+         "own; as the flavour keeps it (harness.model.heap): staging grows it by further "
+         "heap objects up to 512 MiB (64 MiB on npu1), answering a BO that does not fit "
+         "EAGAIN so the shim adds one, and a heap object past the maximum ENOSPC; the "
+         "in-tree and legacy drivers keep the one heap: a BO larger than it EINVAL, one that "
+         "does not fit ENOSPC, a second heap object EBUSY; each with the lines the tree "
+         "prints. A heap object of any size but 64 MiB is refused EINVAL (the legacy tree "
+         "would take a multiple of it: the shim's Debug.num_heap_pages is not emulated)",
          f"{DRIVER} aie2_pci.h AIE2_DEVM_*, npu4_regs.c dev_mem_buf_shift; {SHIM} "
-         "kmq/pcidev.cpp, buffer.cpp"),
+         "kmq/pcidev.cpp, buffer.cpp; " + heap.IN_TREE.source + "; " + heap.LEGACY.source),
     Rule("interface", "a hardware context needs the client's heap (ENOENT without), takes "
          "four 4 KiB command buffers from it, and returns its id and a timeline syncobj; "
          "over the device's hwctx_limit it fails with EINVAL",
@@ -101,7 +115,7 @@ RULES = (
          "amdxdna_arg_bos_lookup), amdxdna_sched_job_cleanup, amdxdna_cmd_set_error; Linux "
          "drivers/gpu/drm/drm_gem.c drm_gem_handle_delete"),
     Rule("interface", "CREATE_BO: nonzero flags EINVAL; a DEV BO whose size PAGE_ALIGN wraps "
-         "to 0 (within a page of 2^64) or past the 512 MiB heap EINVAL; a SHARE or CMD BO of "
+         "to 0 (within a page of 2^64) or past the flavour's heap EINVAL; a SHARE or CMD BO of "
          "0 pages ENOSPC (no mmap offset), of a size negative as a file size EINVAL, of more "
          "pages than the device's mmap offset space (about 1 TiB) ENOSPC; a failed create "
          "changes nothing. The emulator maps one buffer within 4 GiB and answers a larger "

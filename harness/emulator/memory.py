@@ -4,18 +4,21 @@ the command packets XRT writes and writes back what the driver would.
 
 As amd/xdna-driver `amdxdna_gem.c` and `aie2_pci.h` have it: a client first creates its
 device heap (AMDXDNA_BO_DEV_HEAP, 64 MiB, `AIE2_DEVM_SIZE`, at device address
-`AIE2_DEVM_BASE` 0x4000000, growing by further heap objects up to `AIE2_DEVM_MAX_SIZE`
-512 MiB); device buffers (AMDXDNA_BO_DEV) are carved out of it, 32 KiB aligned
-(`dev_mem_buf_shift` 15 of npu4/5/6), have no mmap offset of their own and live at the
-heap's mapping plus their offset; when the heap is full the create fails with EAGAIN so
-the shim adds a heap object and retries. Shared and command buffers (SHARE, CMD) are
-their own mappings. Handles are per open file, as DRM's are; an exported buffer is
-its backing file, and importing it in another file names the same buffer.
+`AIE2_DEVM_BASE` 0x4000000); device buffers (AMDXDNA_BO_DEV) are carved out of it, 32 KiB
+aligned (`dev_mem_buf_shift` 15), have no mmap offset of their own and live at the heap's
+mapping plus their offset. How far the heap goes is the flavour's (`harness.model.heap`):
+staging grows it by further heap objects up to 512 MiB (64 MiB on npu1), answering a
+device buffer that does not fit EAGAIN so the shim adds one and retries; the in-tree and
+legacy drivers keep the one heap, and refuse a buffer larger than it (EINVAL), one that
+does not fit what is left (ENOSPC) and a second heap object (EBUSY), printing their lines
+(`DriverError.lines`, which the emulated driver prints to its kernel log). Shared and
+command buffers (SHARE, CMD) are their own mappings. Handles are per open file, as DRM's
+are; an exported buffer is its backing file, and importing it in another file names the
+same buffer.
 """
 
 from __future__ import annotations
 
-import bisect
 import errno
 import itertools
 import logging
@@ -25,13 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.emulator import uapi
+from harness.model.heap import HeapRule, give_range, take_range
+from harness.model.printed import Printed
 
 log = logging.getLogger("harness.emulator")
 
 PAGE = 4096
 HEAP_BASE = 0x4000000
 HEAP_CHUNK = 64 << 20
-HEAP_MAX = 512 << 20
 DEV_ALIGN = 1 << 15
 HOST_BASE = 0x1_0000_0000      # where shared and command buffers appear to the device
 U64 = 1 << 64
@@ -47,10 +51,12 @@ class DriverError(Exception):
     """An ioctl's failure: the errno the program sees; `unanswered` when the emulator
     fails it for want of a model the driver has (counted, and said by `emulate`)."""
 
-    def __init__(self, code: int, why: str = "", *, unanswered: bool = False) -> None:
+    def __init__(self, code: int, why: str = "", *, unanswered: bool = False,
+                 lines: tuple[Printed, ...] = ()) -> None:
         super().__init__(why or os.strerror(code))
         self.code = code
         self.unanswered = unanswered
+        self.lines = lines               # what the driver prints refusing it
 
 
 def _round(size: int, to: int) -> int:
@@ -131,30 +137,13 @@ class Heap:
     def grow(self, chunk: BufferObject) -> None:
         start = self.size
         self.chunks.append(chunk)
-        self.free.append((start, HEAP_CHUNK))
-        self._merge()
+        give_range(self.free, start, HEAP_CHUNK)
 
     def take(self, size: int) -> int | None:
-        need = _round(max(size, 1), DEV_ALIGN)
-        for position, (start, length) in enumerate(self.free):
-            if length >= need:
-                rest = (start + need, length - need)
-                self.free[position:position + 1] = [rest] if rest[1] else []
-                return start
-        return None
+        return take_range(self.free, _round(max(size, 1), DEV_ALIGN))
 
     def give(self, start: int, size: int) -> None:
-        bisect.insort(self.free, (start, _round(max(size, 1), DEV_ALIGN)))
-        self._merge()
-
-    def _merge(self) -> None:
-        merged: list[tuple[int, int]] = []
-        for start, length in sorted(self.free):
-            if merged and merged[-1][0] + merged[-1][1] == start:
-                merged[-1] = (merged[-1][0], merged[-1][1] + length)
-            else:
-                merged.append((start, length))
-        self.free = merged
+        give_range(self.free, start, _round(max(size, 1), DEV_ALIGN))
 
 
 class Memory:
@@ -180,8 +169,9 @@ class Memory:
             os.close(fd)
         return path
 
-    def create(self, kind: int, size: int, heap: Heap) -> BufferObject:
-        """A new buffer (CREATE_BO), its heap ranges taken from `heap` for DEV.
+    def create(self, kind: int, size: int, heap: Heap, rule: HeapRule) -> BufferObject:
+        """A new buffer (CREATE_BO), its heap ranges taken from `heap` for DEV, as the
+        flavour's heap `rule` bounds it.
 
         Sizes are judged as amd/xdna-driver drivers/accel/amdxdna/amdxdna_gem.c and the DRM
         core judge them (a u64 from the program, whatever it holds): PAGE_ALIGN wraps a
@@ -194,20 +184,32 @@ class Memory:
             raise DriverError(errno.EINVAL, f"unknown BO type {kind}")
         aligned = _round(size, PAGE) % U64
         if kind == uapi.BO_DEV:
-            if aligned == 0 or aligned > HEAP_MAX:     # amdxdna_gem_heap_alloc: past the
-                raise DriverError(errno.EINVAL, f"Invalid BO size {size:#x}")  # max heap
+            if aligned == 0:
+                raise DriverError(errno.EINVAL, f"Invalid BO size {size:#x}")
             if not heap.chunks:
                 raise DriverError(errno.EINVAL, "device BO before the client's heap")
+            limit = rule.most if rule.grows else heap.size
+            if aligned > limit:                       # amdxdna_gem_heap_alloc
+                raise DriverError(errno.EINVAL, f"Invalid dev bo size {aligned:#x}", lines=tuple(
+                    Printed(p.level, p.function, p.text.format(size=aligned, limit=limit))
+                    for p in rule.too_big))
             start = heap.take(aligned)
             if start is None:
-                raise DriverError(errno.EAGAIN if heap.size < HEAP_MAX else errno.ENOMEM,
-                                  "device heap full")
+                raise self.heap_full(heap, rule)
             buffer_id = self.newest = next(self._ids)
             chunk = heap.chunks[start // HEAP_CHUNK]
             buffer = BufferObject(buffer_id, kind, size, HEAP_BASE + start, heap=chunk,
                                   heap_offset=start % HEAP_CHUNK)
         elif kind == uapi.BO_DEV_HEAP:
-            if heap.size + HEAP_CHUNK > HEAP_MAX or size != HEAP_CHUNK:
+            if heap.chunks and not rule.grows:   # amdxdna_drm_create_dev_heap(_bo): one heap
+                raise DriverError(rule.extra_heap_errno, "the client has its heap",
+                                  lines=rule.extra_heap)
+            if heap.size + HEAP_CHUNK > rule.most:
+                raise DriverError(rule.extra_heap_errno, "past the heap's maximum", lines=tuple(
+                    Printed(p.level, p.function,
+                            p.text.format(used=heap.size, size=size, limit=rule.most))
+                    for p in rule.extra_heap))
+            if size != HEAP_CHUNK:
                 raise DriverError(errno.EINVAL, f"heap object of {size} bytes")
             buffer_id = self.newest = next(self._ids)
             buffer = BufferObject(buffer_id, kind, size, HEAP_BASE + heap.size,
@@ -234,6 +236,14 @@ class Memory:
             buffer = BufferObject(buffer_id, kind, size, address, path=path)
         self.buffers[buffer_id] = buffer
         return buffer
+
+    @staticmethod
+    def heap_full(heap: Heap, rule: HeapRule) -> DriverError:
+        """A device buffer the heap has no room for: EAGAIN where the flavour lets the shim
+        add a heap object (debug only), else ENOSPC with its lines."""
+        if rule.grows and heap.size < rule.most:
+            return DriverError(errno.EAGAIN, "device heap full: add a heap object")
+        return DriverError(errno.ENOSPC, "device heap full", lines=rule.full)
 
     def drop(self, buffer: BufferObject, heap: Heap) -> None:
         buffer.refs -= 1

@@ -19,6 +19,7 @@ evidence.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import sys
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.logs.driver_lines import trial_entry
 from harness.logs.kernel_log import reading_of
-from harness.model.drivers import driver_build, slowest_seconds, timeout_seconds
+from harness.model.drivers import FLAVOURS, driver_build, slowest_seconds, timeout_seconds
 from harness.model.errors import BadInput, EnvironmentNotReady
 from harness.model.ert import NO_STATE_IN_MESSAGE, STATE_IN_MESSAGE, expected_message_form
 from harness.model.firmware import NOT_MODELLED, NOT_MODELLED_WORD
@@ -98,8 +99,31 @@ class Backend(ABC):
         legacy driver copies its context's zeroed health data)."""
 
     @abstractmethod
-    def prepare_trial(self, seed: int) -> None:
-        """Make ready for one trial with its own seed."""
+    def prepare_trial(self, seed: int, device: dict[str, Any] | None = None) -> None:
+        """Make ready for one trial with its own seed (`device`: what earlier trials left
+        on a simulated device, `device_life`)."""
+
+    def device_life(self) -> dict[str, Any] | None:
+        """What the device keeps from one trial to the next where the stack is a model that
+        plays it (harness.sim.device_life), to hand to the next trial; None otherwise."""
+        return None
+
+    def adopt_device_life(self, life: dict[str, Any] | None) -> None:
+        """Take what a trial (in a worker too) left on the device: nothing to take where
+        the device is a machine's, which keeps its own state."""
+        return None
+
+    def wedged_device(self) -> dict[str, Any] | None:
+        """The device's wedged state, where the stack knows it (the simulated one): what a
+        trial that runs now is marked with. None on a machine: there the recovery check
+        after a failure says it, and the run stops."""
+        return None
+
+    def simulated_trace(self, failed: bool) -> dict[str, Any] | None:
+        """The driver's trace events the simulated driver emitted during this trial, read
+        as tracefs's buffer is (`harness.logs.trace_events`); None where the run reads its
+        own, or nothing failed."""
+        return None
 
     def recorded_health(self, health: dict[str, Any] | None) -> dict[str, Any] | None:
         """The health fields read from XRT's message, as a report records them: none where
@@ -202,7 +226,7 @@ class HardwareBackend(Backend):
     def firmware_reports_health(self) -> bool | None:
         return self.hardware_app_health
 
-    def prepare_trial(self, seed: int) -> None:
+    def prepare_trial(self, seed: int, device: dict[str, Any] | None = None) -> None:
         """Nothing: the device is the machine's, and a seed changes nothing on it."""
 
     def driver_timeout_s(self) -> float:
@@ -232,6 +256,8 @@ class SimulatedBackend(PlaysAProfile, Backend):
 
     # the current trial's simulated device clock (prepare_trial sets it)
     _clock: Callable[[], float] | None = field(default=None, repr=False, compare=False)
+    # what the simulated device carries from trial to trial (harness.sim.device_life)
+    _life: Any = field(default=None, repr=False, compare=False)
 
     kind: ClassVar[BackendKind] = BackendKind.SIM
     hardware: ClassVar[bool] = False
@@ -258,18 +284,71 @@ class SimulatedBackend(PlaysAProfile, Backend):
         return _simulated_release(self.played)
 
     def adopt_environment(self, environment: dict[str, Any]) -> None:
-        """Nothing: the simulated stack's driver, firmware and XRT are its profile's."""
+        """The simulated stack's driver, firmware and XRT are its profile's; what records
+        its driver's trace events is the simulated driver itself, not this machine's
+        tracefs (whose state and advice would say nothing of it)."""
+        tree = FLAVOURS[self.played.flavour].trace
+        environment["trace_events"] = {
+            "recording": True, "simulated": True, "system": tree.system,
+            "enabled": ["xdna_job"], "source": tree.source,
+            "note": "SIMULATED: the simulated driver's own xdna_job events, kept with each "
+                    "failed trial"}
 
     def firmware_reports_health(self) -> bool | None:
         return self.played.app_health
 
-    def prepare_trial(self, seed: int) -> None:
+    def prepare_trial(self, seed: int, device: dict[str, Any] | None = None) -> None:
         """Give each trial a fresh simulated device and its own seed (from the trial's and
-        the profile's `seed:S`)."""
+        the profile's `seed:S`), with what earlier trials left on it (`device`, or this
+        backend's own record of it)."""
         from harness.sim import control
+        from harness.sim.device_life import DeviceLife
+        if device is not None:
+            self._life = DeviceLife.from_json(device)
+        elif self._life is None or not self._plays_life():
+            self._life = DeviceLife()
         mixed = (seed + self.played.seed * 1_000_003) % 2**32
         self._clock = control.configure(self.played.with_seed(mixed),
-                                        latencies=self.latencies).clock.now
+                                        latencies=self.latencies, life=self._life).clock.now
+
+    def _plays_life(self) -> bool:
+        return self.played.wedge is not None or self.played.firmware_dead is not None
+
+    def device_life(self) -> dict[str, Any] | None:
+        if self._life is None or not self._plays_life():
+            return None
+        return self._life.to_json()
+
+    def adopt_device_life(self, life: dict[str, Any] | None) -> None:
+        if life is not None:
+            from harness.sim.device_life import DeviceLife
+            self._life = DeviceLife.from_json(life)
+
+    def wedged_device(self) -> dict[str, Any] | None:
+        life = self._life
+        if life is None or not life.wedged:
+            return None
+        return {"state": life.state_text(), "since": life.since, "simulated": True}
+
+    def simulated_trace(self, failed: bool) -> dict[str, Any] | None:
+        if not failed:
+            return None
+        from harness.logs.trace_events import MAX_KEPT_LINES, parse_trace
+        from harness.logs.trace_events import trial_entry as trace_entry
+        from harness.sim import control
+        trace = control.current().trace
+        # only the lines a report keeps are printed; the counts are the whole buffer's. The
+        # collector pauses meanwhile, as for the trial: what this makes is freed by its
+        # reference counts, and a buffer of thousands of jobs would call it a dozen times
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            lines = parse_trace(trace.text(MAX_KEPT_LINES))
+            return trace_entry(lines, "simulated tracefs", simulated=True,
+                               total=len(trace.events()), timed_out=trace.timed_out())
+        finally:
+            if collecting:
+                gc.enable()
 
     def device_clock(self) -> Callable[[], float] | None:
         return self._clock

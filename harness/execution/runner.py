@@ -384,7 +384,9 @@ class Runner:
     def spec(self, plan: PlanRecord, index: int) -> TrialSpec:
         case, pack, options = self._workload(plan)
         programs = case_programs(case, pack, options, simulated=not self.backend.hardware)
-        return trial_spec(case, pack, plan.name, plan.chunks, index, options, programs)
+        spec = trial_spec(case, pack, plan.name, plan.chunks, index, options, programs)
+        spec.device = self.backend.device_life()     # what earlier trials left on it
+        return spec
 
     def _workload(self, plan: PlanRecord) -> tuple[Case, ResolvedPack, RunOptions]:
         if plan.work == STAND_IN:
@@ -484,6 +486,7 @@ class Runner:
                                      "xrt_libraries": own_libraries()}
             stop.raise_if_requested()      # a stop swallowed during the trial stops here
             result.started = placeholder.started
+            self.backend.adopt_device_life(result.device_life)
             result.time_to_failure = time_to_failure(result, self.timers)
             for outcome in result.runlists:
                 outcome.health = self.backend.recorded_health(outcome.health)
@@ -514,7 +517,8 @@ class Runner:
             raise EnvironmentNotReady(
                 f"the NPU did not answer after {plan.label} trial {index + 1} failed "
                 f"({recovery.attempts} attempts over {recovery.waited_s:g} s: "
-                f"{recovery.last_error}); {recovery.fix}. Everything so far is in "
+                f"{recovery.last_error}); it is {recovery.state}; {recovery.fix}. "
+                "Everything so far is in "
                 f"{self.handle.path}; continue with "
                 f"`{continue_command(self.report.command, self.handle.path)}`")
         return result

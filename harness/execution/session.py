@@ -368,7 +368,7 @@ def warm(spec: TrialSpec, backend: Backend) -> None:
     filled. Never on hardware: the server must not open the device."""
     if backend.hardware:
         return
-    backend.prepare_trial(spec.seed)
+    backend.prepare_trial(spec.seed, spec.device)
     _Loaded(backend.xrt, spec)
 
 
@@ -393,7 +393,9 @@ def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
     """Run every chunk of one trial; never raises for what the stack does."""
     result = TrialResult(spec.trial, TrialStatus.COMPLETED, seed=spec.seed)
     started = time.perf_counter()
-    backend.prepare_trial(spec.seed)
+    backend.prepare_trial(spec.seed, spec.device)
+    # a trial that begins on a wedged device is marked so (the simulated stack knows it)
+    result.wedged_device = backend.wedged_device()
     loaded = None
     # The cyclic collector pauses for the trial: what a trial makes is freed by reference
     # counts (tests/test_hot_path.py holds that it leaves no cycle behind), and collections
@@ -414,8 +416,11 @@ def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
                 outcomes.append(RunlistOutcome(index, runs, chain_split(runs, submit_size),
                                                skipped=True))
                 continue
+            on_wedged = backend.wedged_device() is not None
             outcome = _run_chunk(loaded, index, units, start - units, device_clock,
                                  submit_size)
+            if on_wedged:
+                outcome.wedged_device = True
             outcomes.append(outcome)
             if outcome.state != COMPLETED_STATE:
                 failed = True
@@ -433,5 +438,8 @@ def run_trial(spec: TrialSpec, backend: Backend) -> TrialResult:
             # so the next trial does not start beside what a hang may have poisoned.
             gc.collect()
     result.wall_ms = round((time.perf_counter() - started) * 1000.0, 3)
-    result.kernel_log = backend.simulated_kernel_log(result.status is not TrialStatus.COMPLETED)
+    unfinished = result.status is not TrialStatus.COMPLETED
+    result.kernel_log = backend.simulated_kernel_log(unfinished)
+    result.trace_events = backend.simulated_trace(unfinished)
+    result.device_life = backend.device_life()
     return result

@@ -95,12 +95,14 @@ class TraceReader:
         return [x for x in self._lines() if x.timestamp > self.since and x.event in self.events]
 
 
-def trial_entry(lines: list[TraceLine], source: str, *, simulated: bool = False
-                ) -> dict[str, Any]:
+def trial_entry(lines: list[TraceLine], source: str, *, simulated: bool = False,
+                total: int | None = None, timed_out: int | None = None) -> dict[str, Any]:
     """What a trial keeps of the trace: its driver events (the first and last when many),
-    counted by event; a simulated run's marked as its kernel-log lines are."""
+    counted by event; a simulated run's marked as its kernel-log lines are. `total` and
+    `timed_out`: where `lines` are already only those kept (the simulated driver prints no
+    more), how many `xdna_job` events and "job timedout" ones there were in all."""
     shown = [x.line for x in lines]
-    omitted = max(0, len(shown) - MAX_KEPT_LINES)
+    omitted = max(0, len(shown) - MAX_KEPT_LINES) if total is None else total - len(shown)
     if omitted:
         half = MAX_KEPT_LINES // 2
         shown = shown[:half] + shown[len(shown) - (MAX_KEPT_LINES - half):]
@@ -109,12 +111,15 @@ def trial_entry(lines: list[TraceLine], source: str, *, simulated: bool = False
     counts: dict[str, int] = {}
     for x in lines:
         counts[x.event] = counts.get(x.event, 0) + 1
+    if total is not None:
+        counts = {"xdna_job": total} if total else {}
     entry: dict[str, Any] = {"source": source, "lines": shown, "counts": counts}
     if omitted:
         entry["omitted"] = omitted
-    timed_out = [x.line for x in lines if x.event == "xdna_job" and "job timedout" in x.text]
+    if timed_out is None:
+        timed_out = sum(x.event == "xdna_job" and "job timedout" in x.text for x in lines)
     if timed_out:
-        entry["timed_out"] = len(timed_out)
+        entry["timed_out"] = timed_out
     if simulated:
         entry["simulated"] = True
     return entry

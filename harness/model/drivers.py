@@ -38,8 +38,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.model import heap, trace_tree, wedge
 from harness.model.firmware import Protocol, single_protocol_refusal
+from harness.model.heap import HeapRule
+from harness.model.printed import Printed
 from harness.model.text_enum import TextEnum
+from harness.model.trace_tree import TraceTree
+from harness.model.wedge import WedgeRule
 
 UNREADABLE = "unreadable"
 TIMEOUT, ABORT, NEW = "TIMEOUT", "ABORT", "NEW"
@@ -146,17 +151,6 @@ DRM, LEGACY = "drm", "legacy"
 
 
 @dataclass(frozen=True)
-class Printed:
-    """A line a driver prints: through XDNA_ERR ("err") or XDNA_WARN ("warn"), by
-    `function`, its text with {count} and {timeout} filled in where it has them; "dev" is
-    a line of the driver core's own (dev_err, no function name)."""
-
-    level: str
-    function: str
-    text: str
-
-
-@dataclass(frozen=True)
 class DriverBuild:
     """One flavour built for one kernel: how it notices a hang and what it leaves behind."""
 
@@ -188,6 +182,10 @@ class DriverBuild:
     # writes a timed-out or aborted chain's error_index; else the chain buffer keeps what
     # was there (XRT zeroes it once, when a runlist makes it, and reuses it)
     writes_timeout_index: bool = True
+    # the legacy tree's check is skipped on the pass where another connected context
+    # reaches RQ_CTX_IDLE_COUNT idle checks (aie2_tdr.c aie2_tdr_detect ->
+    # aie2_rq_handle_idle_ctx): a hang can be declared one check later
+    idle_context_skips: bool = False
 
     def refuses_firmware(self, npu4_class: bool, protocol: Protocol | None
                          ) -> tuple[Printed, ...]:
@@ -214,8 +212,12 @@ class DriverBuild:
     @property
     def worst_seconds(self) -> float:
         """The longest a hang goes unnoticed: one timer period, or three check periods
-        (the two silent ones after the one that saw the last signal)."""
-        return self.period_s * (3 if self.detection == DEVICE_TWO_CHECKS else 1)
+        (the two silent ones after the one that saw the last signal), and one more where
+        an idle connected context can make a check skip (the legacy tree: with several
+        contexts a hang lands a check late)."""
+        if self.detection != DEVICE_TWO_CHECKS:
+            return self.period_s
+        return self.period_s * (3 + (1 if self.idle_context_skips else 0))
 
     @property
     def earliest_seconds(self) -> float:
@@ -254,12 +256,18 @@ class Flavour:
     virtual_contexts: bool = False      # refuses contexts itself, past the device's ctx_limit
     mailbox_function: str = "aie2_send_mgmt_msg_wait"   # logs a refused mailbox command
     # its module parameters as it defines them (module_param): name, default as sysfs
-    # shows it, and whether a normal user may read it (mode 0444/0644; 0400/0600 is
-    # unreadable to one). A default may name {force_cmdlist} (Y or N, the build's),
+    # shows it, and its mode (0444/0644 a normal user may read; 0400/0600 only root).
+    # A default may name {force_cmdlist} (Y or N, the build's),
     # {hwctx_limit} or {ctx_limit} (the device's), which the legacy tree writes back into
     # its parameters once it knows them (aie2_ctx_runqueue.c aie2_rq_init)
-    parameters: tuple[tuple[str, str, bool], ...] = ()
+    parameters: tuple[tuple[str, str, int], ...] = ()
     module_version: str | None = None   # MODULE_VERSION, where it sets one
+    # its device heap (harness.model.heap), by whether the device is npu4-class
+    heap: Callable[[bool], HeapRule] = lambda npu4_class: heap.IN_TREE
+    # what it does when the firmware stops taking contexts (harness.model.wedge)
+    wedge: WedgeRule = wedge.IN_TREE
+    # the xdna_job trace events it emits (harness.model.trace_tree)
+    trace: TraceTree = trace_tree.IN_TREE
 
     def seconds(self, setting: float | None = None) -> float:
         """The longest the driver takes to notice a hang, for this parameter setting."""
@@ -358,10 +366,38 @@ def _legacy_build(row: Flavour, kernel: str, release: tuple[int, int, int]) -> D
         check_lines=(Printed("warn", "aie2_tdr_work", "Device isn't making progress... "
                                                       "Count {count} timeout {timeout} "
                                                       "dump_only 0"),),
-        dumps_contexts=True,
+        dumps_contexts=True, idle_context_skips=True,
         drm_version=(1, 0))              # src/include/uapi/drm_local/amdxdna_accel.h
 
 
+# The legacy tree's parameters as its PCI build defines them (856409ca src/driver/amdxdna,
+# Kbuild: the amdxdna-y and PCI objects; AMDXDNA_DEVEL, which the Makefile always defines,
+# adds mailbox_polling; the ve2 objects are the OF build's): name, sysfs default, mode
+LEGACY_PARAMETERS = (
+    ("aie2_control_flags", "0", 0o400), ("aie2_max_col", "128", 0o600),       # aie2_pci.c
+    ("aie4_ctx_hysteresis_us", "1000", 0o644), ("aie4_max_col", "128", 0o600),  # aie4_pci.c
+    ("autosuspend_ms", "5000", 0o644),                                     # amdxdna_pm.c
+    ("carvedout_addr", "0", 0o444), ("carvedout_size", "0", 0o444),  # amdxdna_carvedout_buf.c
+    ("context_limit", "{ctx_limit}", 0o444),                           # aie2_ctx_runqueue.c
+    ("disable_fine_preemption", "N", 0o600),                               # aie2_pci.c
+    ("enable_aie4_polling", "0", 0o644),                                   # aie4_pci.c
+    ("force_cmdlist", FORCE_CMDLIST_VALUE, 0o600),                         # aie2_ctx.c
+    ("force_iova", "N", 0o600),                                            # amdxdna_iommu.c
+    ("fw_log_level", "0", 0o444), ("fw_log_size", "4194304", 0o444),      # amdxdna_dpt.c
+    ("fw_reload", "0", 0o644),                                             # aie4_pci.c
+    ("fw_trace_categories", "0", 0o444), ("fw_trace_size", "4194304", 0o444),
+    ("hwctx_limit", "{hwctx_limit}", 0o444),                           # aie2_ctx_runqueue.c
+    ("hws_debug_mode", "0", 0o644),                                        # aie4_pci.c
+    ("kernel_mode_submission", "1", 0o600),                                # aie4_hwctx.c
+    ("mailbox_polling", "0", 0o444),                                       # amdxdna_mailbox.c
+    ("poll_fw_trace", "N", 0o444),                                         # amdxdna_dpt.c
+    ("priv_load", "N", 0o644), ("start_col_index", "-1", 0o600),          # amdxdna_devel.c
+    ("skip_fw_load", "0", 0o644), ("skip_work_buffer", "0", 0o644),       # aie4_pci.c
+    ("sys_eff_factor", "2", 0o444),                                        # aie2_pm.c
+    ("tdr_dump_ctx", "N", 0o644), ("timeout_in_sec", "2", 0o644),         # aie2_tdr.c
+    ("time_quantum_ms", "30", 0o400),                                      # aie2_pci.c
+    ("wait_update_parts", "Y", 0o600),                                 # aie2_ctx_runqueue.c
+)
 _STAGING = "amd/xdna-driver drivers/accel/amdxdna"
 _LEGACY = "amd/xdna-driver src/driver/amdxdna"
 _MAINLINE = "Linux drivers/accel/amdxdna"
@@ -396,8 +432,8 @@ FLAVOURS = {f.name: f for f in (
         "'[PATCH 6.17 143/507]' (6.17.13-rc1), '[PATCH 6.18 167/614]' (6.18.2-rc1), "
         "'[PATCH 6.19 208/311]' (6.19.7-rc1), each assumed to reach its release; no "
         "backport of 25854131c04a found",
-        parameters=(("aie2_max_col", "128", False),
-                    ("force_cmdlist", FORCE_CMDLIST_VALUE, False))),
+        parameters=(("aie2_max_col", "128", 0o600),
+                    ("force_cmdlist", FORCE_CMDLIST_VALUE, 0o600))),
     Flavour(
         "staging", "DKMS amdxdna.ko", "staging",
         "no job pushed or completed on the context for tdr_timeout_ms (default 2000 ms) "
@@ -421,23 +457,30 @@ FLAVOURS = {f.name: f for f in (
         "aie2_set_cmd_timeout; aie2_tdr.c aie2_legacy_tdr_detect, aie2_tdr_stop_hwctx; "
         "amdxdna_ctx.c amdxdna_cmd_set_error (856409ca)",
         dkms=True, mailbox_function="aie_send_mgmt_msg_wait",
-        parameters=(("aie2_max_col", "128", False), ("force_cmdlist", FORCE_CMDLIST_VALUE,
-                                                      False),
-                    ("force_iova", "N", False), ("tdr_timeout_ms", "2000", False)),
-        module_version="0.1"),
+        parameters=(("aie2_max_col", "128", 0o600), ("force_cmdlist", FORCE_CMDLIST_VALUE,
+                                                      0o600),
+                    ("force_iova", "N", 0o600), ("tdr_timeout_ms", "2000", 0o400)),
+        module_version="0.1", heap=heap.staging_rule, wedge=wedge.STAGING,
+        trace=trace_tree.STAGING),
     Flavour(
         "oot", "out-of-tree amdxdna_legacy.ko", "out-of-tree",
         "device-wide check every timeout_in_sec (default 2 s) that fires when no job was "
         "submitted or completed during two whole periods (4-6 s after the last submit or "
-        "completion, a first job after an idle spell included): every connected context (one "
-        "with work since it was made or last stopped) is dumped, stopped and restarted, "
-        "every chain in flight ends TIMEOUT",
+        "completion, a first job after an idle spell included; a check that swaps out a "
+        "connected context idle for three checks declares nothing, so with several contexts "
+        "a hang can land one check later): every connected context (one with work since it "
+        "was made or last stopped) is dumped, stopped and restarted, every chain in flight "
+        "ends TIMEOUT",
         "timeout_in_sec", 2.0, 1.0, 3, _legacy_build,
         "out-of-tree: a device check every timeout_in_sec (2 s from driver load) fires when "
         "no job was submitted or completed during the last two whole periods (a submit "
         "counts as progress: a first job after an idle spell times out 4-6 s later, not "
-        "0-2); every connected context (new contexts start disconnected and connect with "
-        "their first job; a stop disconnects; idle disconnection is not modelled) is dumped "
+        "0-2); each check first counts every connected context with no job in flight one "
+        "more idle check (one with work starts again from 0) and swaps out one that reaches "
+        "RQ_CTX_IDLE_COUNT, 3, and a check that swaps one out declares no hang, so with "
+        "several contexts a hang can be declared a check later, up to 8 s; every connected "
+        "context (new contexts start disconnected and connect with their first job; a stop "
+        "or a swap-out disconnects) is dumped "
         "(Dumping ctx, the capture block when the firmware gives a report, a JOB[seq % 4] "
         "block per pending job with its per-context seq and its mailbox message id, "
         "0x1D000000 | the channel's cyclic id, whose first id goes to aie2_config_cu on a "
@@ -447,7 +490,8 @@ FLAVOURS = {f.name: f for f in (
         "context's health data gets it over that sub-command, later ones have it marked "
         "ABORT; without a report the context's data is the zeros it was allocated with (a "
         "version-0 report XRT prints as six zero lines), carried once",
-        f"{_LEGACY} aie2_tdr.c, aie2_ctx_runqueue.c aie2_rq_is_all_context_stuck, aie2_rq_add "
+        f"{_LEGACY} aie2_tdr.c aie2_tdr_detect, aie2_ctx_runqueue.c aie2_rq_handle_idle_ctx, "
+        "part_handle_idle_ctx (RQ_CTX_IDLE_COUNT), aie2_rq_is_all_context_stuck, aie2_rq_add "
         "(disconn_list), aie2_rq_dump_all and aie2_rq_stop_all (conn_list), aie2_ctx.c "
         "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), "
         "aie2_ctx_connect and aie2_message.c aie2_config_cu (ctx->cus, set by XRT's "
@@ -457,10 +501,8 @@ FLAVOURS = {f.name: f for f in (
         "(kzalloc'd ctx)",
         module="amdxdna_legacy", dkms=True, log_tree=LEGACY, chain_cap=64,
         context_prefix="ctx", virtual_contexts=True,
-        parameters=(("aie2_max_col", "128", False), ("context_limit", "{ctx_limit}", True),
-                    ("force_cmdlist", FORCE_CMDLIST_VALUE, False),
-                    ("hwctx_limit", "{hwctx_limit}", True),
-                    ("tdr_dump_ctx", "N", True), ("timeout_in_sec", "2", True))),
+        parameters=LEGACY_PARAMETERS, heap=lambda npu4_class: heap.LEGACY,
+        wedge=wedge.LEGACY, trace=trace_tree.LEGACY),
 )}
 DEFAULT_FLAVOUR = "mainline"   # the #712 machine: in-tree amdxdna on Linux 7.0
 

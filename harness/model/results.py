@@ -41,8 +41,11 @@ class TrialStatus(str, Enum):
 
 FINISHED = frozenset({TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.DEADLINE,
                       TrialStatus.CRASHED})
-NO_ANSWER = frozenset(s.value for s in TrialStatus if not s.answered)
 COMPLETED_STATE = "COMPLETED"
+# a trial that ran on a device a wedge had left unusable (TrialResult.wedged_device): what
+# it answered says nothing of the plan, so counts and searches take it for no answer
+WEDGED_STATE = "wedged"
+NO_ANSWER = frozenset(s.value for s in TrialStatus if not s.answered) | {WEDGED_STATE}
 
 
 INSTR_BO, ELF_FLOW, FULL_ELF = "instr-bo", "elf", "full-elf"
@@ -131,6 +134,9 @@ class TrialSpec:
     programs: dict[str, list[str]] = field(default_factory=dict)
     # a captured context's configuration as pyxrt takes it (role -> QoS key -> number)
     context_cfg: dict[str, dict[str, int]] = field(default_factory=dict)
+    # the simulated device's life as the trial finds it (harness.sim.device_life): what an
+    # earlier trial left on it; None on hardware and where the profile plays nothing of it
+    device: dict[str, Any] | None = None
 
     @property
     def runs_per_unit(self) -> int:
@@ -177,6 +183,9 @@ class RunlistOutcome:
     # False: the device named no run, only the chain (a hang's TIMEOUT or ABORT at the
     # chain's read index 0, or a chain never run): XRT's failing run is its first
     failing_run_named: bool | None = None
+    # True: it ran on a device a wedge had already left unusable (said on the simulated
+    # stack, which knows it); what it answered is not evidence of its depth or cut
+    wedged_device: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _OUTCOME_FIELDS}
@@ -203,13 +212,22 @@ class TrialResult:
     # a failing trial: how long its answer took and which timer that matches
     # (harness.report.timing)
     time_to_failure: dict[str, Any] | None = None
+    # it began on a wedged device: its state and since when (the simulated stack says so;
+    # on a machine the recovery check after a failure stops the run instead)
+    wedged_device: dict[str, Any] | None = None
+    # the simulated device's life after the trial, handed to the next (harness.sim
+    # .device_life); only where the profile plays a wedge or a dead firmware
+    device_life: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.status = TrialStatus(self.status)
 
     @property
     def state(self) -> str:
-        """The trial's outcome in one word: the first failing runlist's state, or its status."""
+        """The trial's outcome in one word: the first failing runlist's state, or its status;
+        `wedged` for a trial that began on a wedged device."""
+        if self.wedged_device:
+            return WEDGED_STATE
         for outcome in self.runlists:
             if outcome.state not in (None, COMPLETED_STATE):
                 return outcome.state
@@ -266,7 +284,7 @@ _OUTCOME_FIELDS = tuple(f.name for f in fields(RunlistOutcome))
 TRIAL_FIELDS = tuple(f.name for f in fields(TrialResult) if f.name != "runlists")
 # what a brief trial keeps: the short fields (not the kernel log, worker, recovery, users)
 BRIEF_FIELDS = ("index", "status", "wall_ms", "seed", "error", "started", "deadline_s",
-                "time_to_failure")
+                "time_to_failure", "wedged_device")
 HEAVY_FIELDS = tuple(name for name in TRIAL_FIELDS if name not in BRIEF_FIELDS)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.model.plan import cut_text
-from harness.model.results import TrialStatus
+from harness.model.results import WEDGED_STATE, TrialStatus
 from harness.report.model import PlanRecord, is_simulated, source_tag
 
 # "verdict: " goes before it on the console: the whole line stays under 100 characters
@@ -20,6 +20,7 @@ CUT_AVOIDS = "the cut avoids it"
 CUT_DOES_NOT_AVOID = "the cut does not avoid it"
 NO_CUT = "no cut was run"
 CUT_UNFINISHED = "the cut did not finish"
+CUT_WEDGED = "the cut ran on a wedged device"
 
 
 def plan_phrase(plan: PlanRecord) -> str:
@@ -40,9 +41,13 @@ def cut_outcome(plans: Sequence[PlanRecord]) -> str:
     cuts = [p for p in plans if len(p.chunks) > 1 and p.finished()]
     if not cuts:
         return NO_CUT
-    if any(t.status is TrialStatus.FAILED for p in cuts for t in p.trials):
+    # a trial on a device a wedge left unusable says nothing of the cut
+    answered = [t for p in cuts for t in p.finished() if t.state != WEDGED_STATE]
+    if not answered:
+        return CUT_WEDGED
+    if any(t.status is TrialStatus.FAILED for t in answered):
         return CUT_DOES_NOT_AVOID
-    if all(t.status is TrialStatus.COMPLETED for p in cuts for t in p.finished()):
+    if all(t.status is TrialStatus.COMPLETED for t in answered):
         return CUT_AVOIDS
     return CUT_UNFINISHED
 
@@ -66,7 +71,8 @@ def answer_line(plans: Sequence[PlanRecord], outcome: str, backend: dict[str, An
     # one plan's counts are too long a list of states, or its cut too long a list of
     # runlists: say how many trials failed, and how deep in how many runlists
     plan = plans[0]
-    failed = sum(t.status is TrialStatus.FAILED for t in plan.trials)
+    failed = sum(t.status is TrialStatus.FAILED and t.state != WEDGED_STATE
+                 for t in plan.trials)
     more = f"; +{len(plans) - 1} more" if len(plans) > 1 else ""
     for phrase in (phrases[0], _depth_phrase(plan)):
         line = f"{phrase}: failed {failed}/{len(plan.finished())}{more}{tail}"

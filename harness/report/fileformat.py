@@ -19,10 +19,13 @@ changes):
   harness's source ``harness.commit``; what each run carried, ``case.workload`` and
   ``artifacts.control.workload``; ``failing_run_named`` on a runlist outcome (false: the
   device named only the chain); ``simulated`` on a trial's kernel log (its lines marked
-  SIMULATED); a trial's ``trace_events``; and ``xrt_smi_control``, XRT's runlist-latency
-  test run once after a failed case on hardware; and ``redaction``, a report written
-  redacted (the default since 0.3: `harness.report.redacted_writing`), with the tag that
-  tells a continued report the machine that began it.
+  SIMULATED); a trial's ``trace_events``; ``xrt_smi_control``, XRT's runlist-latency
+  test run once after a failed case on hardware; on the simulated stack, a trial's
+  ``wedged_device`` (it began on a wedged device: its state is ``wedged``), a runlist's
+  ``wedged_device``, and a trial's ``device_life`` (what the device carries to the next);
+  and ``redaction``, a report written redacted (the default since 0.3:
+  `harness.report.redacted_writing`), with the tag that tells a continued report the
+  machine that began it.
 
 Every reader sees one shape whatever the version: the nested document v1 was (plans
 holding their trials), which `report.schema.json` describes. `harness.report.reader`

@@ -349,6 +349,8 @@ def _trace_text(env: dict[str, Any]) -> str:
     trace = mapping(env.get("trace_events"))
     if not trace:
         return TRACE_FIX_DEFAULT
+    if trace.get("simulated"):       # the simulated driver's own events, as it said them
+        return f"{trace.get('note')} ({trace.get('system')})"
     if trace.get("recording"):
         return f"recorded around each trial ({', '.join(trace.get('enabled') or [])})"
     return f"{trace.get('why')}; {trace.get('fix')}"

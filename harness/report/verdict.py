@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.model.results import TrialStatus
+from harness.model.results import WEDGED_STATE, TrialResult, TrialStatus
 from harness.report.answer import (
     CUT_AVOIDS,
     CUT_DOES_NOT_AVOID,
     CUT_UNFINISHED,
+    CUT_WEDGED,
     NO_CUT,
     answer_line,
     cut_outcome,
@@ -95,7 +96,28 @@ def capture_how(engine: str) -> str:
 
 
 def _failures(plan: PlanRecord) -> list[str]:
-    return [t.state for t in plan.trials if t.status is TrialStatus.FAILED]
+    """The failed trials' states; a trial on a wedged device is none: what it answered
+    says nothing of its plan."""
+    return [t.state for t in plan.trials
+            if t.status is TrialStatus.FAILED and t.state != WEDGED_STATE]
+
+
+def _on_wedged(plans: list[PlanRecord]) -> list[TrialResult]:
+    return [t for p in plans for t in p.trials if t.state == WEDGED_STATE]
+
+
+def _wedged_line(plans: list[PlanRecord]) -> str | None:
+    """What the trials a wedge left without evidence are, and why none of them counts."""
+    wedged = _on_wedged(plans)
+    if not wedged:
+        return None
+    first = wedged[0].wedged_device or {}
+    since = f", since {first['since']}" if first.get("since") else ""
+    where = "; ".join(f"{p.label} {n}" for p in plans
+                      if (n := sum(t.state == WEDGED_STATE for t in p.trials)))
+    return (f"{len(wedged)} trials ran on a wedged device ({where}): the device was "
+            f"{first.get('state', 'wedged')}{since}, so what they answered is not evidence "
+            "of the depth, the cut or the control, and none is counted for them")
 
 
 def _completions(plan: PlanRecord) -> int:
@@ -111,6 +133,9 @@ def judge(plans: list[PlanRecord], backend: dict[str, Any],
     controls = [p for p in plans if p.control]
     case_plans = [p for p in plans if not p.control]
     verdict = _judge_case(case_plans, backend, case)
+    wedged = _wedged_line(plans)
+    if wedged:
+        verdict.reasons.append(wedged)
     if not controls:
         if control_missing is not None:
             verdict.reasons.append(_no_control(control_missing))
@@ -194,8 +219,9 @@ def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any],
     if not any(p.finished() for p in plans):
         return None, "inconclusive", f"inconclusive: no trial finished ({counts}){tag}"
     if not any(_failures(p) or _completions(p) for p in plans):
+        how = ", crashed or ran on a wedged device" if _on_wedged(plans) else " or crashed"
         return (None, "inconclusive", "inconclusive: no trial got an answer from the stack "
-                f"(each hit its deadline or crashed): {counts}{tag}")
+                f"(each hit its deadline{how}): {counts}{tag}")
     if _case_facts(case)[1]:
         return _judge_capture(plans, counts, tag, backend, case or {})
     if expected_fail:
@@ -212,7 +238,8 @@ def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any],
 
 CONCLUSIONS = {CUT_AVOIDS: "the cut avoids the failure",
                CUT_DOES_NOT_AVOID: "the cut does not avoid the failure",
-               NO_CUT: "no cut was run", CUT_UNFINISHED: "the cut did not finish every trial"}
+               NO_CUT: "no cut was run", CUT_UNFINISHED: "the cut did not finish every trial",
+               CUT_WEDGED: "the cut ran only on a wedged device, so nothing follows about it"}
 
 
 def _not_produced(backend: dict[str, Any]) -> str | None:

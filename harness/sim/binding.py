@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import sys
 import types
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -530,12 +531,18 @@ class bo:
     def _shim_bo(self, stack: Stack, size: int, flags: Any, group: int) -> None:
         """A buffer of the XDNA shim: host-only or cacheable, nothing else
         (amd/xdna-driver 856409ca src/shim device.cpp `alloc_bo`, buffer.cpp
-        `bo_flags_to_type`; XRT 2.26 over the emulated driver answered so)."""
+        `bo_flags_to_type`; XRT 2.26 over the emulated driver answered so). A cacheable one
+        is a device buffer in the client's heap, which each driver tree bounds as it does
+        (harness.model.heap): past it XRT raises the driver's errno."""
         if size != 0 and (flags is None or flags.value == 0):
             raise RuntimeError("unsupported buffer type: none flag (err=95): Operation not "
                                "supported")
         if size != 0 and flags.value not in (_HOST_ONLY, _CACHEABLE):
             raise RuntimeError("Bad BO type. (err=22): Invalid argument")
+        if size != 0 and flags.value == _CACHEABLE:
+            offset = stack.device_buffer(size)
+            # the heap range goes back when the buffer does (XRT's buffer destructor)
+            weakref.finalize(self, stack.free_device_buffer, offset, size)
         self._allocate(stack, size, flags, group)
 
     def _allocate(self, stack: Stack, size: int, flags: Any = None, group: int = 0) -> None:

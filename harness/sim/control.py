@@ -17,6 +17,7 @@ from pathlib import Path
 from harness.model.drivers import FLAVOURS
 from harness.model.firmware import FIRMWARE_REFUSED_FIX
 from harness.probe.xrt_loader import ROOT_ENV
+from harness.sim.device_life import DeviceLife
 from harness.sim.profiles import Profile, parse_profile
 from harness.sim.stack import Stack
 
@@ -26,13 +27,21 @@ _current: Stack | None = None
 
 
 def configure(profile: Profile | str | None = None, *,
-              latencies: dict[str, float] | None = None) -> Stack:
-    """Start a fresh simulated NPU (no contexts, time zero) with this profile."""
+              latencies: dict[str, float] | None = None,
+              life: DeviceLife | None = None) -> Stack:
+    """Start a fresh simulated NPU (no contexts, time zero) with this profile; `life`: what
+    an earlier trial left on the device (harness.sim.device_life), else a new device."""
     global _current
     if not isinstance(profile, Profile):
         profile = parse_profile(profile)
-    _current = Stack(profile, latencies)
+    _current = Stack(profile, latencies, life=life)
     return _current
+
+
+def reload_module() -> None:
+    """The driver reloaded on the simulated machine (`modprobe -r amdxdna && modprobe
+    amdxdna`): what that does to the device is the stack's (`Stack.reload_module`)."""
+    current().reload_module()
 
 
 def current() -> Stack:

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.logs.kernel_log import escape
+from harness.model import printed as levels
 from harness.model.drivers import LEGACY, Flavour
 from harness.model.firmware import NOT_MODELLED
+from harness.model.printed import Printed
 
 # An address and a clock no real machine has, so that a simulated line copied out of a
 # report cannot pass for a machine's: PCI function numbers run 0-7 (three bits of devfn,
@@ -115,20 +117,44 @@ class KernelLog:
     def warn(self, func: str, text: str) -> None:
         self._emit(WARNING, f"{DEVICE}{'' if self.legacy else '[drm] '}{func}: {text}")
 
-    def mgmt_failure(self, opcode: int, status: int, *, solver: bool = True) -> None:
+    def drm_err(self, text: str) -> None:
+        """drm_err called directly (no function name): the DRM core's own form in every
+        tree (staging's and the legacy tree's aie_smu.c print so)."""
+        self._emit(ERR, f"{DEVICE}[drm] *ERROR* {text}")
+
+    def line(self, printed: Printed, **values: object) -> None:
+        """One line of the model (`harness.model.printed`), its fields filled in."""
+        text = printed.text.format(**values) if values else printed.text
+        if printed.level == levels.DEV:
+            self.device_err(text)
+        elif printed.level == levels.DRM_ERR:
+            self.drm_err(text)
+        else:
+            (self.err if printed.level == levels.ERR else self.warn)(printed.function, text)
+
+    def mgmt_failure(self, opcode: int, status: int | None, *, solver: bool = True,
+                     ret: int = -22) -> None:
         """A context the firmware refused, as the in-tree and staging drivers log it on the
         way out: the mailbox's refusal (`aie_send_mgmt_msg_wait` in staging's aie.c,
-        `aie2_send_mgmt_msg_wait` in Linux's aie2_message.c), then, through the resource
-        solver, `aie2_xrs_load` and `aie2_alloc_resource`, and `aie2_hwctx_init`, each
-        passing -EINVAL on. Without the solver (Linux 7.0/7.1 with AIE2_TEMPORAL_ONLY
-        firmware, `aie2_alloc_resource` calling `aie2_create_context` itself) only the
-        first and the last."""
-        self.err(self.flavour.mailbox_function,
-                 f"command opcode 0x{opcode:x} failed, status 0x{status:x}")
+        `aie2_send_mgmt_msg_wait` in Linux's aie2_message.c; none where the management
+        channel is gone, `status` None), then, through the resource solver,
+        `aie2_xrs_load` and `aie2_alloc_resource`, then `aie2_hwctx_init` and the ioctl
+        itself (`amdxdna_drm_create_hwctx_ioctl` "Init hwctx failed": amdxdna_ctx.c at
+        234824b1, f13c7f41 and 856409ca), each passing `ret` on. Without the solver (Linux
+        7.0/7.1 with AIE2_TEMPORAL_ONLY firmware, `aie2_alloc_resource` calling
+        `aie2_create_context` itself) the solver's two lines are not printed."""
+        if status is not None:
+            self.err(self.flavour.mailbox_function,
+                     f"command opcode 0x{opcode:x} failed, status 0x{status:x}")
         if solver:
-            self.err("aie2_xrs_load", "create context failed, ret -22")
-            self.err("aie2_alloc_resource", "Allocate AIE resource failed, ret -22")
-        self.err("aie2_hwctx_init", "Alloc hw resource failed, ret -22")
+            self.err("aie2_xrs_load", f"create context failed, ret {ret}")
+            self.err("aie2_alloc_resource", f"Allocate AIE resource failed, ret {ret}")
+        self.err("aie2_hwctx_init", f"Alloc hw resource failed, ret {ret}")
+        self.ioctl_refused(ret)
+
+    def ioctl_refused(self, ret: int) -> None:
+        """The create-context ioctl's own line on its way out (amdxdna_ctx.c)."""
+        self.err("amdxdna_drm_create_hwctx_ioctl", f"Init hwctx failed, ret {ret}")
 
     def capture_block(self, func: str, health) -> None:
         """The "Firmware timeout state capture:" block (`aie2_set_cmd_timeout` in staging

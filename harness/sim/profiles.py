@@ -30,6 +30,8 @@ from harness.model.drivers import (
 )
 from harness.model.errors import BadInput
 from harness.model.firmware import Protocol
+from harness.model.wedge import WEDGE_SOURCES
+from harness.sim.device_life import HANGS, REFUSES
 from harness.sim.releases import DEFAULT as DEFAULT_XRT
 from harness.sim.releases import RELEASES, XrtRelease
 
@@ -173,6 +175,8 @@ class Profile:
     flaky: float = 0.0
     held_contexts: int = 0
     serve_fault: str | None = None
+    wedge: tuple[int, str, bool] | None = None     # (N, what the firmware does, reloads)
+    firmware_dead: int | None = None
     seed: int = 0
     realtime: bool = False
     xrt: str = DEFAULT_XRT
@@ -382,7 +386,47 @@ def _work_hang(n: int) -> str:
             f"(the {_ordinal(n)} of them never completes); NOOP runs never hang")
 
 
+def _wedge(token: str, parameter: str) -> tuple[int, str, bool]:
+    count, _, plays = parameter.partition(":")
+    n = _at_least_one(token, count)
+    mode, reloads = REFUSES, False
+    for word in plays.split("+") if plays else ():
+        if word in WEDGE_WORDS:
+            mode = WEDGE_WORDS[word]
+        elif word == "reloads":
+            reloads = True
+        else:
+            raise BadInput(f"profile token {token!r}: use wedge:N or wedge:N:PLAYS, PLAYS "
+                           f"'+'-joined from {', '.join(WEDGE_WORDS)} (what the firmware "
+                           "does) and reloads (a module reload clears it), e.g. "
+                           "wedge:1:hang+reloads")
+    return n, mode, reloads
+
+
+def _wedge_shown(value: tuple[int, str, bool]) -> str:
+    n, mode, reloads = value
+    words = ([] if mode == REFUSES else [next(w for w, m in WEDGE_WORDS.items() if m == mode)]) \
+        + (["reloads"] if reloads else [])
+    return f"{n}" + (":" + "+".join(words) if words else "")
+
+
+def _wedge_makes(value: tuple[int, str, bool]) -> str:
+    n, mode, reloads = value
+    what = "refuse every context" if mode == REFUSES else "complete no command"
+    return (f"wedge:{_wedge_shown(value)} makes the firmware {what} from the driver's "
+            f"{_ordinal(n)} timeout on: every later runlist and context fails, whatever its "
+            "depth or cut, and is marked as run on a wedged device; a module reload "
+            + ("clears it" if reloads else "fails in the SMU, and only a reboot clears it"))
+
+
+def _firmware_dead(n: int) -> str:
+    return (f"firmware-dead:{n} makes the firmware stop answering at the driver's "
+            f"{_ordinal(n)} timeout: staging power-cycles the NPU (aie2_hw_reset) and later "
+            "runs work again; a tree without that path keeps a dead device")
+
+
 _SIM = "harness.sim"
+WEDGE_WORDS = {"refuse": REFUSES, "hang": HANGS}
 SERVE_FAULTS = ("error", "drop")   # how the stand-in flm serve fails (sim.stand_in_server)
 HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
     Hypothesis(
@@ -477,6 +521,34 @@ HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
         _serve_fault_makes, f"{_SIM}.stand_in_server (the stand-in flm serve); nothing "
         "below it",
         cause="not-npu-path"),
+    Hypothesis(
+        "wedge", "N[:PLAYS]", "wedge", _wedge,
+        "from the driver's Nth timeout on the device (counted across the run's trials: a "
+        "wedge outlives them) the firmware refuses every context (PLAYS refuse, the "
+        "default) or takes contexts and completes nothing (hang); as each tree does then: "
+        "the driver's own restart fails (in-tree and staging: 'Create hwctx failed', the "
+        "context left without a firmware channel, its later chains NEW at once, new "
+        "contexts refused -EINVAL; legacy: the context dies at its next connect and every "
+        "submit fails -EIO, 'DRM_IOCTL_AMDXDNA_EXEC_CMD IOCTL failed (err=-5)'); a module "
+        "reload fails in the SMU ('smu cmd 4 failed, 0xff', 'Access power failed, ret "
+        "-22') and leaves no device, unless PLAYS adds reloads",
+        "hypothesis from public reports: amd/xdna-driver PR #1585 (7.0.0-29: contexts refused "
+        "MGMT_ERT_NOAVAIL once the device degraded), #1257 (the SMU lines), "
+        "1bit-MONSTER/1bit-MONSTER#1920 (reload and FLR did not clear it), #1645 (a PCI "
+        "rescan did); " + WEDGE_SOURCES,
+        _wedge_makes, f"{_SIM}.stack and {_SIM}.device_life (what outlives a trial), the "
+        "emulator through it", shown=_wedge_shown),
+    Hypothesis(
+        "firmware-dead", "N", "firmware_dead", _at_least_one,
+        "at the driver's Nth timeout the firmware stops answering its mailbox (assumed "
+        "trigger: nothing public says what kills it): the health query gets no answer "
+        "('Wait for completion timeout'), and staging takes its firmware-dead path, 'NPU "
+        "firmware unhealthy (ctx restart ret -19, health unresponsive) - power-cycling NPU', "
+        "aie2_hw_reset reloading the firmware (at most once a minute), after which runs work "
+        "again; the in-tree and legacy trees have no such path and keep a dead device",
+        "staging 856409ca aie2_ctx.c aie2_sched_job_timedout (fw_dead), aie2_pci.c "
+        "aie2_hw_reset (AIE2_HW_RESET_MIN_INTERVAL_MS); amd/xdna-driver PR #1585",
+        _firmware_dead, f"{_SIM}.stack and {_SIM}.device_life, the emulator through it"),
 )}
 
 

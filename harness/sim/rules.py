@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.model import heap, wedge
 from harness.model.drivers import FLAVOURS
 
 XRT_KERNEL = "Xilinx/XRT src/runtime_src/core/common/api/xrt_kernel.cpp"
@@ -173,10 +174,12 @@ RULES = (
          "logged 'command opcode 0x2 failed' by aie_send_mgmt_msg_wait (staging) or "
          "aie2_send_mgmt_msg_wait (mainline), then through the resource solver 'create "
          "context failed' (aie2_xrs_load) and 'Allocate AIE resource failed' "
-         "(aie2_alloc_resource), and 'Alloc hw resource failed' (aie2_hwctx_init), ret -22; "
+         "(aie2_alloc_resource), and 'Alloc hw resource failed' (aie2_hwctx_init), ret -22, "
+         "and the ioctl's own 'Init hwctx failed, ret -22' "
+         "(amdxdna_drm_create_hwctx_ioctl); "
          "mainline from 7818618a09a0 (7.0; 6.19.4 by stable backport) with "
-         "AIE2_TEMPORAL_ONLY firmware (npu4/5/6) skips the solver and prints only the first "
-         "line and the last (6.19.3 and earlier print all four); the ioctl fails -EINVAL and "
+         "AIE2_TEMPORAL_ONLY firmware (npu4/5/6) skips the solver and does not print its two "
+         "lines (6.19.3 and earlier print them); the ioctl fails -EINVAL and "
          "XRT's shim raises "
          "'DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument'",
          f"{STAGING} npu1_regs.c, npu4_regs.c .hwctx_limit, aie.c aie_send_mgmt_msg_wait, "
@@ -185,7 +188,8 @@ RULES = (
          "aie2_alloc_resource (AIE2_TEMPORAL_ONLY; also at 234824b1); stable review mail "
          "6.19 299/781 'accel/amdxdna: Enable temporal sharing only mode' (6.19.4-rc1); "
          "amd/xdna-driver "
-         "src/shim/host/platform_host.cpp ioctl, shim_debug.h shim_err"),
+         "src/shim/host/platform_host.cpp ioctl, shim_debug.h shim_err; amdxdna_ctx.c "
+         "amdxdna_drm_create_hwctx_ioctl at 234824b1, f13c7f41 and 856409ca"),
     Rule("driver", "out-of-tree: up to 32 virtual contexts (6 on npu1) multiplexed on the "
          "hardware contexts; the next is refused by aie2_rq_add, 'Not allow more than 32 "
          "context(s)', then 'Add ctx ctx.PID.ID failed, ret -2' (aie2_ctx_init) and 'Init "
@@ -232,7 +236,36 @@ RULES = (
          "with the feature)",
          "amd/xdna-driver#906 (captures seen upstream); aie2_msg_priv.h struct "
          "app_health_report at 856409ca"),
-    Rule("driver", "after a hang the context is reset and later submissions run", STAGING),
+    Rule("driver", "after a hang the context is reset and later submissions run (unless the "
+         "firmware stopped taking contexts: wedge:N, firmware-dead:N)", STAGING),
+    Rule("driver", "a firmware that stops taking contexts: the in-tree and staging trees' "
+         "restart in aie2_sched_job_timedout fails ('Create hwctx failed, ret -22' after the "
+         "mailbox's refusal; staging adds 'NPU context restart rejected ... not "
+         "power-cycling') and leaves the context without a firmware channel, so its later "
+         "jobs end at once, never sent, their commands NEW, and a new context is refused "
+         "-EINVAL ('Init hwctx failed'); the legacy tree reconnects a stopped context with "
+         "its next job, which fails ('Alloc hw resource failed', 'connect failed'), marks it "
+         "CTX_STATE_DEAD ('fatal error') and fails that submit and every later one -EIO; a "
+         "firmware that answers nothing gives -ETIME once ('Wait for completion timeout') "
+         "and -ENODEV after, and staging then power-cycles the NPU (aie2_hw_reset) and "
+         "resumes its contexts; a module reload on a wedged NPU fails in the SMU ('smu cmd 4 "
+         "failed, 0xff', 'Access power failed, ret -22', 'Hardware init failed'), leaving no "
+         "device", wedge.WEDGE_SOURCES),
+    Rule("driver", "each tree's xdna_job trace events, kept with a failed trial as tracefs "
+         "prints them and marked SIMULATED: in-tree 'sent to device', 'signaled fence', "
+         "'job free' and 'job timedout' (the one record 7.0 keeps of a timeout); staging "
+         "'job run' and 'job free' (', op=0'; no timeout event); legacy (amdxdna_trace) "
+         "'job run', 'signaling fence', 'job free'",
+         "; ".join(dict.fromkeys(row.trace.source for row in FLAVOURS.values()))),
+    Rule("driver", "a cacheable buffer is a device buffer in the client's heap, 32 KiB "
+         "aligned, each hardware context taking four 4 KiB command buffers from it; "
+         + "; ".join(f"{row.name} {row.heap(True).rule_text()} (npu1: "
+                     f"{row.heap(False).most // heap.MIB} MiB)" for row in FLAVOURS.values())
+         + "; XRT's shim grows the heap on EAGAIN and raises any other errno as "
+         "'DRM_IOCTL_AMDXDNA_CREATE_BO IOCTL failed (err=-N)'; a host-only buffer (the "
+         "driver's shmem) has no such bound",
+         "; ".join([*dict.fromkeys(row.heap(True).source for row in FLAVOURS.values()),
+                    heap.SHIM_SOURCE])),
     Rule("driver", "the kernel log: staging and mainline print XDNA_ERR as 'amdxdna BDF: [drm] "
          "*ERROR* func: text' and XDNA_WARN as '[drm] func: text'; the legacy tree prints "
          "'amdxdna BDF: func: text', errors rate-limited per call site (10 in 5 s, then 'N "

@@ -31,8 +31,14 @@ hypothesis of the profile (`harness.sim.profiles`):
   names run list entry 0 on a timeout (xdna-driver test/shim_test/io_test.cpp: "firmware
   leaves the runlist read index at 0") and leaves what the model cannot know unset
   ("not modelled").
-- After a hang the context (or every context) is reset and later submissions run. Every
-  line the driver prints on the way is kept in `kernel_log`, as the flavour prints it.
+- After a hang the context (or every context) is reset and later submissions run, unless
+  the firmware stopped taking contexts (`wedge:N`, `firmware-dead:N`): then the restart
+  fails as the tree's does (`harness.model.wedge`), and what outlives the trial is the
+  device's life (`harness.sim.device_life`). The legacy tree's check skips its detection
+  on a pass that swaps out an idle connected context. Cacheable buffers and each
+  context's command buffers come from the client's heap, bounded as the tree bounds it
+  (`harness.model.heap`). Every line the driver prints on the way is kept in
+  `kernel_log`, as the flavour prints it, and its `xdna_job` trace events in `trace`.
 
 Time is a virtual clock: a job's sub-command completion times are computed when it
 starts, so a healthy job costs one event however long it is, and a 60 s timeout costs no
@@ -66,9 +72,18 @@ from harness.model.drivers import (
 )
 from harness.model.ert import CmdState
 from harness.model.firmware import REPORT_SIZE, REPORT_VERSION
+from harness.model.heap import CONTEXT_BUFFERS, HeapSpace
+from harness.model.wedge import (
+    MGMT_ERT_NOAVAIL,
+    MSG_OP_CREATE_CONTEXT,
+    REFUSED,
+)
 from harness.sim.clock import RealClock, VirtualClock
+from harness.sim.device_life import HANGS, REFUSES, SILENT, DeviceLife
 from harness.sim.driver_log import KernelLog
+from harness.sim.firmware_faults import ContextRefused, FirmwareAndHeap, ioctl_error
 from harness.sim.profiles import Profile
+from harness.sim.trace_log import TraceLog
 
 CTX_MAX_CMDS = JOBS_IN_FLIGHT
 # the device time the first read of an unfinished command lets pass (Stack.poll); each
@@ -91,7 +106,9 @@ FF = 0xFFFFFFFF
 PREEMPT_OPCODES = {START_NPU_PREEMPT: "ERT_START_NPU_PREEMPT",
                    START_NPU_PREEMPT_ELF: "ERT_START_NPU_PREEMPT_ELF"}
 HEALTH_V1, NPU_GEN_AIE2 = 1, 0
-MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003
+# the legacy tree's aie2_ctx_runqueue.c: a connected context idle for this many checks is
+# swapped out, and the check that finds it skips its hang detection
+RQ_CTX_IDLE_COUNT = 3
 MAILBOX_MAGIC, MAILBOX_IDS = 0x1D000000, 256
 HWCTX_CREATE_FAILED = "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument"
 # the legacy tree's aie2_rq_add: -ENOENT, as XRT's shim reports it (shim_err, system_error)
@@ -106,15 +123,6 @@ COMPLETED, ERROR = int(CmdState.COMPLETED), int(CmdState.ERROR)
 ABORT, TIMEOUT = int(CmdState.ABORT), int(CmdState.TIMEOUT)
 STATES = {drivers.TIMEOUT: TIMEOUT, drivers.ABORT: ABORT, drivers.NEW: NEW}
 _WAIT, _SIGNALED = 0, 1          # enum aie2_tdr_status
-
-
-class ContextRefused(RuntimeError):
-    """The driver refused a hardware context: the text is what XRT's shim says of it, `code`
-    the errno the create ioctl returned (an emulated device returns it as such)."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class SimulatorStall(RuntimeError):
@@ -191,6 +199,8 @@ class Job:
     ctx_seq: int = 0              # its number in its context (job->seq = ctx->submitted++)
     msg_id: int = 0               # the mailbox message that carried it to the firmware
     poll_step_us: float = 0.0     # device time the host's next read of its state lets pass
+    sent: bool = False            # it reached the firmware (its fence signals when it ends)
+    traced_run: bool = False      # run_job traced it (harness.sim.trace_log)
 
     @property
     def count(self) -> int:
@@ -242,18 +252,27 @@ class Context:
     # DRM_AMDXDNA_HWCTX_CONFIG_CU); the legacy tree's aie2_ctx_connect then sends
     # aie2_config_cu on each new channel before any job
     cu_configured: bool = False
+    # the driver's restart failed on a firmware that no longer takes contexts: the in-tree
+    # and staging trees keep it without a firmware channel, the legacy tree marks it
+    # CTX_STATE_DEAD (harness.model.wedge)
+    dead: bool = False
+    idle_checks: int = 0          # the legacy tree's idle_cnt (aie2_rq_handle_idle_ctx)
+    cmd_buffers: tuple[int, ...] = ()   # its four command buffers' heap offsets
 
     @property
     def mask(self) -> int:
         return ((1 << self.width) - 1) << self.start_column
 
 
-class Stack:
+class Stack(FirmwareAndHeap):
     """The driver, firmware and array of one simulated NPU."""
 
     def __init__(self, profile: Profile, latencies: dict[str, float] | None = None,
-                 clock: RealClock | VirtualClock | None = None) -> None:
+                 clock: RealClock | VirtualClock | None = None,
+                 life: DeviceLife | None = None) -> None:
         self.profile = profile
+        # what outlives a trial: the driver's timeouts so far, a wedged firmware
+        self.life = life if life is not None else DeviceLife()
         self.device = profile.device_model
         # the flavour's row and its build for the kernel: every rule below asks them, by
         # what they say, never by the flavour's name
@@ -285,10 +304,20 @@ class Stack:
         self._tick_armed = False
         self._ticks_done = 0              # periodic checks processed, counted from t=0
         self.pid = 4242
+        self.trace = TraceLog(self.flavour.trace, self._now, self.pid)
+        self._run_first = self.flavour.trace.run_first
+        self._heap: HeapSpace | None = None
+        self.keeps_heap = True            # the emulated driver keeps its own memory
+        self._firmware_hangs = self.life.firmware == HANGS
+        # a silent firmware's management channel went with the first message it left
+        # unanswered (aie2_send_mgmt_msg_wait destroys it on -ETIME)
+        self._channel_gone = self.life.firmware == SILENT
         # a driver that refuses the firmware at probe leaves no device to open: what it
         # printed is in the kernel log from the start
         self.refused = profile.probe_refusal
         self._print(self.refused)
+        if self.life.gone:           # a reload failed on a wedged device, in an earlier trial
+            self.refused = self.flavour.wedge.reload_failed()
 
     # -- time ---------------------------------------------------------------
 
@@ -395,18 +424,32 @@ class Stack:
             # its way out and the ioctl fails with -EINVAL, which XRT's shim reports.
             # AIE2_TEMPORAL_ONLY: npu4-class firmware from protocol 6.12 (npu4_regs.c), so
             # every protocol the driver takes there; never npu1 (npu1_regs.c)
-            temporal = self.device.npu4_class
-            self.kernel_log.mgmt_failure(
-                MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL,
-                solver=not (temporal and self.build.temporal_skips_solver))
+            self.kernel_log.mgmt_failure(MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL,
+                                         solver=self._through_solver())
             self.note(f"context refused: {self.device.hwctx_limit} hardware contexts is the "
                       f"limit of {self.device.name}{self._held_note()}")
             raise ContextRefused(HWCTX_CREATE_FAILED, errno.EINVAL)
+        elif self.life.firmware in (REFUSES, SILENT):
+            # a wedged firmware: refused as over the limit (PR #1585), or never answered
+            ret = self._mgmt_ret(say_refusal=False)
+            self.kernel_log.mgmt_failure(MSG_OP_CREATE_CONTEXT,
+                                         MGMT_ERT_NOAVAIL if ret == REFUSED else None,
+                                         solver=self._through_solver(), ret=ret)
+            self.note(f"context refused: the device is {self.life.state_text()}")
+            raise ContextRefused(ioctl_error("CREATE_HWCTX", ret), -ret)
+        buffers = self._context_buffers()
         ctx = Context(next(self._ids), label, start_column, width)
         ctx.name = f"{self.flavour.context_prefix}.{self.pid}.{ctx.id}"
+        ctx.cmd_buffers = buffers
         self.contexts.append(ctx)
         self.note(f"context {ctx.id} ({label}) created, {width} columns at {start_column}")
         return ctx
+
+    def _through_solver(self) -> bool:
+        """Whether a context goes through the resource solver (so a refusal logs its two
+        lines). AIE2_TEMPORAL_ONLY: npu4-class firmware from protocol 6.12 (npu4_regs.c),
+        so every protocol the driver takes there; never npu1 (npu1_regs.c)."""
+        return not (self.device.npu4_class and self.build.temporal_skips_solver)
 
     def _held_note(self) -> str:
         held = self.profile.held_contexts
@@ -418,6 +461,8 @@ class Stack:
         ctx.alive = False
         for job in list(ctx.inflight):
             self._settle(job, ABORT, note="context destroyed")
+        for offset, size in zip(ctx.cmd_buffers, CONTEXT_BUFFERS, strict=False):
+            self.free_device_buffer(offset, size)
         if ctx in self.contexts:
             self.contexts.remove(ctx)
         self._dispatch()
@@ -432,6 +477,9 @@ class Stack:
         context's job semaphore), the simulated clock running meanwhile."""
         if not ctx.alive:
             raise RuntimeError("hardware context has been destroyed")
+        if self.flavour.wedge.dead_submit_errno is not None and (
+                ctx.dead or (not ctx.connected and self.life.firmware in (REFUSES, SILENT))):
+            self._refuse_submit(ctx)
         job = Job(next(self._seq), ctx, latencies, arg_bytes, opcodes, faults, hangs,
                   chained, self._now())
         if len(ctx.inflight) >= CTX_MAX_CMDS:
@@ -470,6 +518,16 @@ class Stack:
         ctx = job.ctx
         job.admitted_us = now = self._now()
         ctx.inflight.append(job)
+        # run_job traces its job (the in-tree tree after checking for a firmware channel)
+        job.traced_run = self._run_first or not ctx.dead
+        if ctx.dead:
+            # run_job on a context the restart left without a firmware channel returns no
+            # fence (aie2_sched_job_run, !mbox_chann): the job ends at once, the command as
+            # XRT wrote it (NEW)
+            job.note = "the context has no firmware channel (its restart failed)"
+            self.note(f"context {ctx.id}: job {job.seq} ends at once: {job.note}")
+            self._end(job, NEW)
+            return
         # run_job fills the chain's slots (aie2_cmdlist_fill_slot), a single command's too
         # where the build sends it as a one-slot list (force_cmdlist)
         problem = self._chain_problem(job) if job.chained or self.build.single_cmdlist \
@@ -488,6 +546,7 @@ class Stack:
             ctx.messages = 1 if ctx.cu_configured else 0
         job.msg_id = MAILBOX_MAGIC | (ctx.messages % MAILBOX_IDS)
         ctx.messages += 1
+        job.sent = True
         ctx.last_signal = now                   # drm_sched re-arms its timer on a push
         if self._device_checks:
             if not self._tick_armed:
@@ -576,7 +635,7 @@ class Stack:
         ctx = job.ctx
         ctx.running = job
         t = job.start_us = self._now()
-        if ctx.wedged:
+        if ctx.wedged or self._firmware_hangs:
             job.stuck_at = 0
             return
         finish = job.finish
@@ -636,6 +695,8 @@ class Stack:
         job.end_us = now
         job.gen += 1
         self.completed_commands += len(job.finish)
+        self.trace.ended(ctx.name, ctx.id, job.ctx_seq,
+                         job.admitted_us if job.traced_run else None, job.sent)
         try:
             ctx.inflight.remove(job)
         except ValueError:
@@ -712,18 +773,49 @@ class Stack:
 
     def _catch_up_idle_ticks(self) -> None:
         """The periodic check kept running while nothing was pending: apply those checks
-        (two are enough to reach a fixed point)."""
+        (two are enough to reach a fixed point; with idle contexts to swap out, three more,
+        each connected context's idle count reaching RQ_CTX_IDLE_COUNT within three)."""
         due = int(self._now() // self.period_us)
-        for _ in range(min(due - self._ticks_done, 2)):
-            self._idle_tick()
+        most = 5 if self.build.idle_context_skips else 2
+        for _ in range(min(due - self._ticks_done, most)):
+            if not self._idle_context_found():
+                self._idle_tick()
         self._ticks_done = max(self._ticks_done, due)
+
+    def _idle_context_found(self) -> bool:
+        """The legacy tree's check first swaps out idle contexts (aie2_tdr_detect ->
+        aie2_rq_handle_idle_ctx, part_handle_idle_ctx): a connected context with no job in
+        flight counts one more idle check, one with work starts again from 0, and one that
+        reaches RQ_CTX_IDLE_COUNT (3) is disconnected. A check that disconnects one declares
+        no hang this time, whatever else is stuck (nor updates its progress flags), so with
+        several contexts a hang can land a check late."""
+        if not self.build.idle_context_skips:
+            return False
+        found = False
+        for ctx in self.contexts:
+            if not ctx.connected:
+                continue
+            if ctx.inflight:
+                ctx.idle_checks = 0
+                continue
+            ctx.idle_checks += 1
+            if ctx.idle_checks == RQ_CTX_IDLE_COUNT:
+                ctx.idle_checks = 0
+                ctx.connected, ctx.messages = False, 0     # yielded: its channel goes
+                found = True
+        if found:
+            self.note("device check: an idle context was swapped out, so this check declares "
+                      "no hang (aie2_rq_handle_idle_ctx)")
+        return found
 
     def _device_tick(self, _: object) -> None:
         """The periodic device-wide check (aie2_tdr.c / aie2_rq_is_all_context_stuck)."""
         self._ticks_done += 1
         pending = any(c.inflight for c in self.contexts)
         tdr = self.tdr_status
-        if pending and tdr == _WAIT and self.tdr_progress == _WAIT:
+        if self._idle_context_found():
+            pass
+        elif pending and tdr == _WAIT and self.tdr_progress == _WAIT:
             self._reset_device()
         elif pending:
             if tdr != _WAIT:
@@ -743,6 +835,9 @@ class Stack:
         (xdna-driver test/shim_test/io_test.cpp)."""
         if not self._health_reported:
             return None
+        if self.life.firmware == SILENT:
+            self._mgmt_ret()             # the query unanswered (and the channel gone)
+            return None
         return Health(context_id=ctx.id, run_list_id=0)
 
     def _reset_context(self, ctx: Context) -> None:
@@ -751,8 +846,10 @@ class Stack:
         build = self.build
         hung = ctx.running or ctx.inflight[0]
         rest = [j for j in ctx.inflight if j is not hung]
-        health = self._health(ctx)
+        self.trace.timedout(ctx.name, ctx.id, hung.ctx_seq)
         self._print(build.timeout_lines)
+        self._count_timeout()
+        health = self._health(ctx)
         self.note(f"context {ctx.id}: {build.name} timeout, job {hung.seq} "
                   f"{build.hung_state}, {len(rest)} more {build.others_state}, context reset")
         self._fail_hung(hung, health)
@@ -782,6 +879,7 @@ class Stack:
         its jobs failed as the build does, and restarted (staging before 6.17, oot)."""
         build = self.build
         self.tdr_counter += 1
+        self._count_timeout()
         pending = [j for c in self.contexts for j in c.inflight]
         self.note(f"device check: two silent periods, {len(pending)} jobs in flight, every "
                   f"context reset ({build.name})")
@@ -799,15 +897,15 @@ class Stack:
                     self._fail(job, self._cancelled_state(job))
             self._restart(ctx)
 
+    def log_lines(self, lines: tuple[Printed, ...]) -> None:
+        """Lines another part of the driver model printed (the emulated driver's buffers)."""
+        self._print(lines)
+
     def _print(self, lines: tuple[Printed, ...]) -> None:
         """The build's own lines for what just happened, as its tree prints them."""
         log = self.kernel_log
         for line in lines:
-            text = line.text.format(count=self.tdr_counter, timeout=int(self.build.period_s))
-            if line.level == "dev":
-                log.device_err(text)
-            else:
-                (log.err if line.level == "err" else log.warn)(line.function, text)
+            log.line(line, count=self.tdr_counter, timeout=int(self.build.period_s))
 
     def _dump_and_stop(self, ctx: Context) -> None:
         """aie2_dump_ctx then the stop. The dump asks for the firmware's report: with one,
@@ -854,6 +952,8 @@ class Stack:
     def _restart(self, ctx: Context) -> None:
         ctx.wedged = False
         ctx.rearmed_at = ctx.last_signal = self._now()
+        if self.life.firmware in (REFUSES, SILENT) and self.flavour.wedge.restarts_at_timeout:
+            self._restart_fails(ctx)
         self._refill(ctx)
 
     # -- latencies ---------------------------------------------------------------

@@ -31,6 +31,7 @@ from harness.report.diagnosis.observed import (
     CONTEXT_EVENTS,
     NOOP,
     TIMER_EVENTS,
+    TRACE_TIMER_EVENTS,
     WORK,
     Arm,
     context_refused,
@@ -161,9 +162,12 @@ def _timer_lines(arms: list[Arm]) -> list[Arm]:
 
 def _timer_lines_cite(arm: Arm) -> Any:
     kinds = ", ".join(f"{kind} x{arm.events[kind]}" for kind in TIMER_EVENTS
-                      if arm.events.get(kind))
+                      if arm.events.get(kind) and kind not in TRACE_TIMER_EVENTS)
     if kinds:
         return arm.cite("trials[*].kernel_log.events", kinds)
+    traced = arm.events.get("job_timedout")
+    if traced:
+        return arm.cite("trials[*].trace_events.timed_out", traced)
     return arm.cite("trials[*].runlists[*].health", f"the firmware's report, {arm.health} "
                     "failing runlists")
 

@@ -31,7 +31,11 @@ NOOP, WORK = "noop", "work"
 CONTEXT_REFUSED = ("CREATE_HWCTX", "Failed to create hardware context",
                    "create context failed")
 CONTEXT_EVENTS = ("mailbox_failure",)
-TIMER_EVENTS = ("tdr_timeout", "no_progress", "timeout_capture", "context_dump")
+# the driver's trace events, read as its kernel-log lines are: in-tree 7.0 logs nothing on
+# a timeout, and "job timedout" is its one record (harness.logs.trace_events)
+TRACE_TIMER_EVENTS = ("job_timedout",)
+TIMER_EVENTS = ("tdr_timeout", "no_progress", "timeout_capture", "context_dump",
+                *TRACE_TIMER_EVENTS)
 SUBMIT_SIZE = 24                # XRT's runlist chain (STACK.md 2), unless the profile says
 
 
@@ -73,6 +77,10 @@ class Arm:
     setup_errors: list[str] = field(default_factory=list)
     events: Counter[str] = field(default_factory=Counter)  # kernel-log events, failed trials
     health: int = 0                # failing runlists with the firmware's health data
+    # trials that began on a wedged device: not evidence of the plan, so counted apart
+    # (neither answered nor set-up failures), with the device's state as the first said it
+    wedged: int = 0
+    wedged_state: str | None = None
 
     @property
     def where(self) -> str:
@@ -141,6 +149,10 @@ class Observed:
     server_requests: list[dict[str, Any]] = field(default_factory=list)
     server_model: str | None = None
     xrt_smi: dict[str, Any] | None = None   # XRT's own deep-runlist control, where it ran
+    # trials that ran on a wedged device, by plan label (kept here: a plan that has only
+    # those answered nothing, and is left out of `arms`), and the device's state
+    wedged: dict[str, int] = field(default_factory=dict)
+    wedged_state: str | None = None
 
     @property
     def failures(self) -> int:
@@ -167,8 +179,7 @@ def observe(path: str | Path) -> Observed:
                        + (f"; {len(result.problems) - 3} more" if len(result.problems) > 3
                           else "") + "); diagnose reads only reports it can trust")
     observed: Observed = gathered["observed"]
-    observed.arms = [arm for arm in observed.arms if arm.answered or arm.no_answer
-                     or arm.setup_failed]
+    _keep_answered(observed)
     return observed
 
 
@@ -179,8 +190,7 @@ def observe_document(document: dict[str, Any], file: str) -> Observed:
     for position, plan in enumerate(document.get("plans") or []):
         for trial in plan.get("trials") or []:
             _trial(observed, TrialEntry(position, trial, None))
-    observed.arms = [arm for arm in observed.arms if arm.answered or arm.no_answer
-                     or arm.setup_failed]
+    _keep_answered(observed)
     return observed
 
 
@@ -227,6 +237,16 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
     return observed
 
 
+def _keep_answered(observed: Observed) -> None:
+    """The arms that got an answer (or none, or a failed set-up); what ran on a wedged
+    device is kept apart, by plan."""
+    observed.wedged = {arm.label: arm.wedged for arm in observed.arms if arm.wedged}
+    observed.wedged_state = next((a.wedged_state for a in observed.arms if a.wedged_state),
+                                 None)
+    observed.arms = [arm for arm in observed.arms if arm.answered or arm.no_answer
+                     or arm.setup_failed]
+
+
 def _label(plan: dict[str, Any]) -> str:
     from harness.model.plan import plan_label
     return plan_label(str(plan.get("name")), plan.get("chunks") or [])
@@ -257,6 +277,17 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
         return
     if status != "failed":
         return
+    # (the schema checked both: `observe` reads only reports that pass `report check`)
+    wedged = trial.get("wedged_device")
+    if wedged:
+        # what a device a wedge left unusable answered says nothing of depth or the cut
+        arm.wedged += 1
+        arm.wedged_state = arm.wedged_state or str(wedged.get("state"))
+        return
+    trace = trial.get("trace_events")
+    timed_out = trace.get("timed_out") if trace else None
+    if timed_out:
+        arm.events["job_timedout"] += timed_out
     runlists = [r for r in trial.get("runlists") or [] if isinstance(r, dict)]
     failing = next((r for r in runlists if r.get("state") not in (None, COMPLETED_STATE)),
                    None)

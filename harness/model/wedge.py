@@ -1,0 +1,121 @@
+"""A device that stays wedged: what each driver tree does, and prints, when the firmware
+stops taking contexts after a timeout, and what clears it.
+
+Each tree restarts a context after a hang; the restart goes through the firmware's
+management mailbox, so it cannot work where the firmware no longer answers as it should:
+
+- in-tree (Linux 7.0/7.1 as amd/xdna-driver 234824b1 and f13c7f41 import it, `aie2_ctx.c`):
+  `aie2_sched_job_timedout` stops the context and calls `aie2_hwctx_restart`, which prints
+  "Create hwctx failed, ret %d" (or "Map host buf failed", "Config cu failed") and leaves
+  the context without a firmware channel; `aie2_sched_job_run` then returns no fence for
+  every later job on it (`!hwctx->priv->mbox_chann`), so the job ends at once and its
+  command keeps the NEW XRT wrote. A new context is refused by the firmware
+  (`aie2_send_mgmt_msg_wait` "command opcode 0x2 failed, status 0x2000003", `aie2_hwctx_init`
+  "Alloc hw resource failed, ret -22", `amdxdna_drm_create_hwctx_ioctl` "Init hwctx
+  failed, ret -22"), as amd/xdna-driver PR #1585 shows on 7.0.0-29 once the device had
+  degraded.
+- staging (856409ca `aie2_ctx.c` `aie2_sched_job_timedout`): the same restart, and when it
+  fails without a fatal report, "NPU context restart rejected (ret %d) without fatal report -
+  not power-cycling"; when the firmware does not answer the health query at all it
+  power-cycles the NPU instead ("NPU firmware unhealthy (ctx restart ret %d, health
+  unresponsive) - power-cycling NPU", `aie2_pci.c` `aie2_hw_reset`, at most once per
+  AIE2_HW_RESET_MIN_INTERVAL_MS, 60 s).
+- legacy (856409ca `src/driver/amdxdna`): the device check stops every connected context;
+  a context connects again with its next job (`aie2_ctx_runqueue.c` `part_ctx_start` ->
+  `aie2_ctx_connect` -> `aie2_hwctx_start`), and when that fails it is marked
+  CTX_STATE_DEAD ("%s connect failed, err %d"): every later submit on it fails -EIO
+  (`aie2_rq_submit_enter`, "%s fatal error" from the slow path), which XRT's shim raises as
+  "DRM_IOCTL_AMDXDNA_EXEC_CMD IOCTL failed (err=-5): Input/output error".
+
+A module reload does not clear it where the firmware is wedged: the probe's SMU power-off
+is refused ("smu cmd 4 failed, 0xff", "Access power failed, ret -22", then "failed to init
+smu", "start npu failed", "Hardware init failed": the probe fails and /dev/accel goes, as
+amd/xdna-driver#1257 and #1193 print it); removing and rescanning the PCI function runs
+the same remove and probe. Public reports: a reload "only reloads firmware and does not
+reset the stuck AIE cores" and a PCI function reset left the device "not ready after FLR"
+(1bit-MONSTER/1bit-MONSTER#1920, in-tree amdxdna 0.7); only a reboot cleared it there. One
+report (amd/xdna-driver#1645) cleared a wedge by PCI remove and rescan: `wedge:N:reloads`
+plays that.
+"""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass
+
+from harness.model.printed import DEV, DRM_ERR, ERR, WARN, Printed
+
+MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003   # aie2_msg_priv.h
+# the errno each firmware state gives the driver's own restart: a refusal comes back
+# -EINVAL (aie2_send_mgmt_msg_wait on a status not SUCCESS), a silent firmware first
+# -ETIME (xdna_send_msg_wait) and then, with the management channel destroyed, -ENODEV
+REFUSED, TIMED_OUT, NO_CHANNEL = -errno.EINVAL, -errno.ETIME, -errno.ENODEV
+EXEC_EIO = "DRM_IOCTL_AMDXDNA_EXEC_CMD IOCTL failed (err=-5): Input/output error"
+WEDGE_SOURCES = (
+    "amd/xdna-driver 234824b1 drivers/accel/amdxdna/aie2_ctx.c aie2_sched_job_timedout, "
+    "aie2_hwctx_restart, aie2_sched_job_run; 856409ca drivers/accel/amdxdna/aie2_ctx.c "
+    "aie2_sched_job_timedout, aie2_pci.c aie2_hw_reset; 856409ca src/driver/amdxdna/"
+    "aie2_ctx_runqueue.c part_ctx_start, aie2_rq_submit_enter; aie2_smu.c / aie_smu.c; "
+    "public reports amd/xdna-driver PR #1585 (7.0.0-29, refused contexts), #1257 and #1193 "
+    "(the SMU lines), #1645 (cleared by PCI rescan), 1bit-MONSTER/1bit-MONSTER#1920 "
+    "(reload and FLR did not clear it; reboot did)")
+
+
+@dataclass(frozen=True)
+class WedgeRule:
+    """What one driver tree does with a firmware that stopped taking contexts: whether it
+    restarts the hung context in its timeout handler (else with the context's next job),
+    the lines that restart prints when the firmware refuses it ({ret}, {name} filled in),
+    the errno a submit on the dead context gets (None: it is taken and the job ends at
+    once, never sent), and what a module reload prints on the wedged device."""
+
+    restarts_at_timeout: bool
+    restart_failed: tuple[Printed, ...]
+    rejected_note: tuple[Printed, ...] = ()    # after a refused restart with no fatal report
+    dead_submit_errno: int | None = None
+    dead_submit_lines: tuple[Printed, ...] = ()
+    smu_function: str | None = "aie2_smu_exec"     # None: drm_err, no function name
+    access_power_function: str | None = "aie2_smu_init"
+    power_cycles: bool = False      # staging: an unanswered health query power-cycles
+
+    def reload_failed(self) -> tuple[Printed, ...]:
+        """A module reload on the wedged device: the probe's SMU power-off refused, and the
+        probe failing on its way out (/dev/accel goes)."""
+        def line(function: str | None, text: str) -> Printed:
+            return Printed(DRM_ERR, "", text) if function is None else Printed(ERR, function,
+                                                                               text)
+        return (line(self.smu_function, "smu cmd 4 failed, 0xff"),
+                line(self.access_power_function, "Access power failed, ret -22"),
+                Printed(ERR, "aie2_hw_start", "failed to init smu, ret -22"),
+                Printed(ERR, "aie2_init", "start npu failed, ret -22"),
+                Printed(ERR, "amdxdna_probe", "Hardware init failed, ret -22"),
+                Printed(DEV, "", "probe with driver amdxdna failed with error -22"))
+
+
+IN_TREE = WedgeRule(True, (Printed(ERR, "aie2_hwctx_restart", "Create hwctx failed, ret {ret}"),))
+STAGING = WedgeRule(
+    True, (Printed(ERR, "aie2_hwctx_restart", "Create hwctx failed, ret {ret}"),),
+    rejected_note=(Printed(WARN, "aie2_sched_job_timedout",
+                           "NPU context restart rejected (ret {ret}) without fatal report - "
+                           "not power-cycling"),),
+    smu_function=None, access_power_function=None, power_cycles=True)
+LEGACY = WedgeRule(
+    False, (Printed(ERR, "aie2_hwctx_start", "Alloc hw resource failed, ret {ret}"),
+            Printed(ERR, "part_ctx_start", "{name} connect failed, err {ret}")),
+    dead_submit_errno=errno.EIO,
+    dead_submit_lines=(Printed(ERR, "rq_submit_enter_slow", "{name} fatal error"),),
+    smu_function=None, access_power_function="aie2_smu_start")
+
+# staging's power-cycle (aie2_sched_job_timedout, aie2_pci.c aie2_hw_reset)
+POWER_CYCLE = (Printed(WARN, "aie2_sched_job_timedout",
+                       "NPU firmware unhealthy (ctx restart ret {ret}, health unresponsive) - "
+                       "power-cycling NPU"),
+               Printed(WARN, "aie2_hw_reset", "NPU firmware unhealthy: power-cycling NPU"))
+# amdxdna_mailbox_helper.c xdna_send_msg_wait: a message the firmware never answers
+MAILBOX_TIMEOUT = Printed(ERR, "xdna_send_msg_wait", "Wait for completion timeout")
+
+# What clears a wedged device, for the harness's advice (the sources above)
+REBOOT_FIX = ("reboot the machine (a full power-off if a reboot does not clear it): a "
+              "module reload or a PCI remove and rescan runs the same SMU power-off the "
+              "wedged firmware refuses (\"smu cmd 4 failed, 0xff\"), and public reports saw "
+              "neither clear it (1bit-MONSTER/1bit-MONSTER#1920)")
