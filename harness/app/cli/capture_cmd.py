@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from harness.app.cli import SuggestingGroup
 from harness.formats.capture_origin import EMULATED, SIMULATED
 from harness.formats.printable import escape_controls
 from harness.formats.yamlio import dump_yaml, write_atomic
@@ -18,7 +19,7 @@ from harness.sources.case import CaseKind
 from harness.sources.load import load_case, parse_case
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def capture() -> None:
     """XRT captures (xrt-capture): record what a program submits, import one as a case, see
     what it holds."""

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from harness.app import exits
+from harness.app.cli import SuggestingGroup
 from harness.formats.printable import escape_controls
 from harness.formats.yamlio import write_atomic
 from harness.model.errors import ReportError
@@ -25,7 +26,7 @@ from harness.report.digest import Digest
 from harness.report.reader import REWRITTEN_NOTE, ReportReader, TrialEntry
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def report() -> None:
     """Turn reports into Markdown for upstream issues, compare them, check them."""
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from harness.app import exits
+from harness.app.cli import SuggestingGroup
 from harness.app.cli.options import Seconds
 from harness.formats.printable import escape_controls
 from harness.probe.checks import Check
@@ -99,7 +100,7 @@ def _request_line(request: dict) -> str:
             f"{request['wall_ms']:.0f} ms{speeds}{detail}")
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def pack() -> None:
     """FastFlowLM model folders (model.q4nx, config.json)."""
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import click
 
+from harness.app.cli import SuggestingGroup
 from harness.model.errors import EnvironmentNotReady, ExitCode
 from harness.sources.load import load_case
 from harness.sources.packs import resolve_pack
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def xclbins() -> None:
     """Model packs: import them into xclbins/<pack>/, and see where a case's come from."""
 
