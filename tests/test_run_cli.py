@@ -164,9 +164,19 @@ def test_out_is_never_overwritten_without_force(tmp_path):
                                        "--out", str(out)])
     assert result.exit_code == 2 and "exists" in result.output
     assert out.read_text() == "precious\n"
-    forced = invoke("run", "nop-depth", "--no-isolate", "--trials", "1", "--out", str(out),
-                    "--force")
-    assert forced.exit_code == 0 and load_report(out).case["name"] == "nop-depth"
+    # --force replaces a report only: a file of the user's is no report, and stays
+    forced = CliRunner().invoke(main, ["run", "nop-depth", "--no-isolate", "--trials", "1",
+                                       "--out", str(out), "--force"])
+    assert forced.exit_code == 2, forced.output
+    assert f"--out {out} exists and is not a report of the harness; --force replaces only a " \
+        "report of the harness" in forced.output
+    assert out.read_text() == "precious\n"
+    first = invoke("run", "qwen3-1.7b-decode", "--no-isolate", "--trials", "1", "--out",
+                   str(tmp_path / "r.yaml"))
+    assert first.exit_code == 0
+    forced = invoke("run", "nop-depth", "--no-isolate", "--trials", "1", "--out",
+                    str(tmp_path / "r.yaml"), "--force")
+    assert forced.exit_code == 0 and load_report(tmp_path / "r.yaml").case["name"] == "nop-depth"
 
 
 @pytest.mark.parametrize("args, code, words", [

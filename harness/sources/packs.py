@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.formats.ar import read_ar_member
 from harness.formats.cache import cache_dir
+from harness.formats.output_paths import make_folder
 from harness.formats.xclbin import read_xclbin, read_xclbin_cached
 from harness.formats.xclbin_view import identity, known_as
 from harness.formats.xclbin_writer import flm_spec, synthesize, validate_spec
@@ -270,6 +271,7 @@ def import_pack(source: str, *, pack: str | None = None, dest_root: str = "xclbi
         entries.append({"file": file.name, "size": meta.size, "sha256": meta.sha256,
                         "uuid": meta.uuid, "kernels": [k.name for k in meta.kernels],
                         "known_as": known_as(meta), "source": str(file.resolve())})
+    make_folder(Path(dest_root), what="--dest")     # the pack's own folder is made below it
     for file in files:
         write_atomic(target / file.name, file.read_bytes())
     manifest = {"pack": name, "imported_from": str(src.resolve()), "files": entries}
