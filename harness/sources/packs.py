@@ -37,27 +37,6 @@ VALIDATE_PACK = "xrt-validate"
 PROJECT = Path(__file__).resolve().parents[2]
 
 
-def other_packs_files(pack: ResolvedPack) -> str | None:
-    """Whose files a pack's xclbins are, when FastFlowLM's table of known files says they
-    are other packs' and not this one's: a warning in words, or None."""
-    if pack.stand_ins:
-        return None
-    named: list[str] = []
-    owners: set[str] = set()
-    for path in sorted(pack.files.values()):
-        names = known_as(read_xclbin_cached(path))
-        if names and not any(name.startswith(f"{pack.name}/") for name in names):
-            more = f" (and {len(names) - 1} more packs)" if len(names) > 1 else ""
-            named.append(f"{Path(path).name} is {names[0]}{more}")
-            owners.add(names[0].split("/")[0])
-    if not named:
-        return None
-    return (f"the xclbins found for {pack.name} ({pack.source}) are "
-            f"{' and '.join(sorted(owners))}'s, by sha256: " + "; ".join(named)
-            + f"; the run uses them as given (`runlist-harness xclbins import` puts "
-            f"{pack.name}'s own in xclbins/{pack.name}/)")
-
-
 class PackNotFound(EnvironmentNotReady):
     """A case's xclbins are not on this machine: `summary` says which in a few words (what
     a verdict quotes), the message also where they were looked for and the fix."""

@@ -95,6 +95,7 @@ class RunRequest:
     # None: not given; True: also xrt-smi validate before the trials; False: no control
     xrt_smi_validate: bool | None = None
     allow_outside_paths: bool = False
+    allow_other_pack: bool = False
     as_json: bool = False
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -174,6 +175,10 @@ def _request_options(command: str, trials_default: str) -> list[Callable]:
                           "--xrt-smi-validate also runs the whole `xrt-smi validate` before "
                           "the trials (up to 5 minutes). `xrt-smi examine` is always kept."),
         ALLOW_OUTSIDE_PATHS,
+        click.option("--allow-other-pack", "allow_other_pack", is_flag=True,
+                     help="Run with xclbins that FastFlowLM's table of shipped files knows as "
+                          "another pack's folder than the case's (refused otherwise); the "
+                          "report names each file that differs."),
         click.option("--json", "as_json", is_flag=True,
                      help="Print the report as JSON instead of the summary."),
     ]
@@ -244,7 +249,8 @@ def start_run(request: RunRequest, case: Case, plans: list[Plan] | None, command
     runner = open_run(case, plans, run_options(case, request, trials=trials), backend=backend,
                       xclbins_dir=request.xclbins_dir, out=request.out, force=request.force,
                       command=command, progress=progress,
-                      xrt_smi_validate=bool(request.xrt_smi_validate))
+                      xrt_smi_validate=bool(request.xrt_smi_validate),
+                      allow_other_pack=request.allow_other_pack)
     if capturing():
         runner.warnings.append(
             "XRT's capture is on (Runtime.capture_frames): each isolated trial runs in a "
@@ -309,6 +315,7 @@ _KEPT_BESIDES_SETTINGS: dict[str, tuple[str, Callable[[Report], Any]]] = {
     "xclbins_dir": ("--xclbins", lambda r: "the recorded pack"),
     "out": ("--out", lambda r: "the report itself"),
     "force": ("--force", lambda r: "nothing to replace"),
+    "allow_other_pack": ("--allow-other-pack", lambda r: "the recorded pack"),
 }
 
 

@@ -7,6 +7,7 @@ any size renders in flat memory.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,9 @@ def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, check: 
     Nothing from outside the report's folder; xclbins are named, not shipped."""
     _check_out(out)
     target = Path(out) if out else bundling.bundle_path(Path(file))
-    if force and target.is_file() and bundling.README not in (bundling.bundle_names(target) or []):
+    # (the report itself is refused as such by write_bundle, whatever --force says)
+    if force and target.is_file() and not _same_file(target, Path(file)) \
+            and bundling.README not in (bundling.bundle_names(target) or []):
         raise BadInput(f"{target} exists and is not a bundle of the harness; --force replaces "
                        "only a bundle, never another file: move it away or choose another "
                        "--out")
@@ -172,6 +175,13 @@ def compare_cmd(files: tuple[str, ...], fmt: str, do_redact: bool | None,
     matrix = comparing.build(headers)
     text = comparing.render_markdown(matrix) if fmt == "md" else comparing.render_text(matrix)
     _emit(text, out)
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return False
 
 
 def _check_out(out: str | None) -> None:

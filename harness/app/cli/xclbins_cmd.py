@@ -44,7 +44,9 @@ def import_pack_cmd(source: str, pack: str | None, dest: str, force: bool) -> No
 @click.option("--xclbins", "xclbins_dir", type=click.Path(file_okay=False),
               help="Folder to look in first.")
 def where(case_ref: str, xclbins_dir: str | None) -> ExitCode | None:
-    """Show where CASE's xclbins would be taken from on hardware, and every place searched."""
+    """Show where CASE's xclbins would be taken from on hardware, and every place searched;
+    and whether they are the files the case expects, by FastFlowLM's table of shipped
+    xclbins (a run refuses another pack's folder without --allow-other-pack)."""
     case = load_case(case_ref)
     try:
         pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=False)
@@ -54,4 +56,11 @@ def where(case_ref: str, xclbins_dir: str | None) -> ExitCode | None:
     click.echo(f"pack {pack.name}: {pack.source}")
     for role, path in pack.files.items():
         click.echo(f"  {role:<8} {path}")
+    from harness.sources.pack_identity import ALLOW_OPTION, pack_identity
+    identity = pack_identity(case, pack)
+    if identity is not None and identity.differing:
+        if identity.folder_of:
+            click.echo(f"a run refuses these without {ALLOW_OPTION}: {identity.refusal()}")
+        else:
+            click.echo(f"a run warns: {identity.text(allowed=False)}")
     return None
