@@ -54,7 +54,13 @@ from harness.probe.xrt_loader import own_libraries
 from harness.report.header import Timers, read_timers
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import STAND_IN, PlanRecord, Report, continue_command, utc_now
-from harness.report.timing import duration_text, stack_timers, time_to_failure, ttf_text
+from harness.report.timing import (
+    duration_text,
+    stack_timers,
+    time_to_failure,
+    ttf_text,
+    waits_on,
+)
 from harness.report.verdict import Verdict, report_verdict
 from harness.sources.capture_case import captured_commands
 from harness.sources.case import Case, CaseKind
@@ -454,14 +460,17 @@ class Runner:
             else:
                 plan.trials.append(placeholder)
             self.handle.record_trial(plan.name, placeholder)
-            self.progress(f"{counter} {plan.label}: trial {index + 1} running", False)
-            self._mark_kernel_log()
-            stop.raise_if_requested()
+            deadline = None
             if self.options.isolate:
                 case = self._workload(plan)[0]
                 deadline = self.options.deadline_s or case.deadline_s or \
                     derive_deadline(case, Plan(plan.name, plan.spec, tuple(plan.chunks)),
                                     self.backend)
+            self.progress(f"{counter} {plan.label}: trial {index + 1} running, waiting on "
+                          f"{waits_on(self.timers, deadline)}", False)
+            self._mark_kernel_log()
+            stop.raise_if_requested()
+            if deadline is not None:
                 from harness.execution.isolation import run_isolated
                 result = run_isolated(spec, self.backend.as_report(), deadline,
                                       self.backend.latencies)
