@@ -34,7 +34,7 @@ MAX_BUDGET_MIN = 7 * 24 * 60      # a week of device time: past it is a typing s
 
 @click.command()
 @click.argument("case_ref", metavar="CASE|CAPTURE", required=False)
-@click.option("--budget", "budget_min", default=None,
+@click.option("--budget", "budget_min", default=None, metavar="MINUTES",
               type=Quantity(0, MAX_BUDGET_MIN, unit="minutes", above=True, note=" (a week)"),
               help=f"Device time the trials may take, in minutes, above 0 and at most "
                    f"{MAX_BUDGET_MIN:,} (a week; default {DEFAULT_BUDGET_MIN:g}):"
