@@ -65,9 +65,17 @@ def test_an_existing_folder_is_refused_without_force(pack, tmp_path):
     assert refused.exit_code == 2
     assert "cap exists; choose another --out or pass --force" in refused.output
     assert (tmp_path / "cap" / "kept").read_text() == "mine"
+    # --force replaces a capture only: a folder of the user's files is none, and stays
+    refused = invoke(*command[:2], "--force", *command[2:])
+    assert refused.exit_code == 2
+    assert "--out cap holds no replay.json: it is not a capture, and --force replaces only a " \
+        "capture folder" in refused.output
+    assert (tmp_path / "cap" / "kept").read_text() == "mine"
+    (tmp_path / "cap" / "kept").unlink()
+    assert invoke(*command).exit_code == 0
     replaced = invoke(*command[:2], "--force", *command[2:])
     assert replaced.exit_code == 0, replaced.output
-    assert not (tmp_path / "cap" / "kept").exists()
+    assert (tmp_path / "cap" / "replay.json").is_file()
 
 
 def test_a_program_that_is_not_there_is_one_line(tmp_path):

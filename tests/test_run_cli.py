@@ -164,9 +164,19 @@ def test_out_is_never_overwritten_without_force(tmp_path):
                                        "--out", str(out)])
     assert result.exit_code == 2 and "exists" in result.output
     assert out.read_text() == "precious\n"
-    forced = invoke("run", "nop-depth", "--no-isolate", "--trials", "1", "--out", str(out),
-                    "--force")
-    assert forced.exit_code == 0 and load_report(out).case["name"] == "nop-depth"
+    # --force replaces a report only: a file of the user's is no report, and stays
+    forced = CliRunner().invoke(main, ["run", "nop-depth", "--no-isolate", "--trials", "1",
+                                       "--out", str(out), "--force"])
+    assert forced.exit_code == 2, forced.output
+    assert f"--out {out} exists and is not a report of the harness; --force replaces only a " \
+        "report of the harness" in forced.output
+    assert out.read_text() == "precious\n"
+    first = invoke("run", "qwen3-1.7b-decode", "--no-isolate", "--trials", "1", "--out",
+                   str(tmp_path / "r.yaml"))
+    assert first.exit_code == 0
+    forced = invoke("run", "nop-depth", "--no-isolate", "--trials", "1", "--out",
+                    str(tmp_path / "r.yaml"), "--force")
+    assert forced.exit_code == 0 and load_report(tmp_path / "r.yaml").case["name"] == "nop-depth"
 
 
 @pytest.mark.parametrize("args, code, words", [
@@ -255,17 +265,21 @@ def test_real_pack_is_used_and_named(shared_xclbins):
 
 
 def test_another_packs_xclbins_are_named_as_that_packs(shared_xclbins, tmp_path):
-    # the MiniCPM5 case given Qwen3-1.7B's folder: it runs, and says whose the files are
+    # the MiniCPM5 case given Qwen3-1.7B's folder is that pack's: refused before anything
+    # runs; taken on request, it runs and says which files are not the case's
+    # (tests/test_pack_identity.py holds the rule)
     out = tmp_path / "r.yaml"
-    result = invoke("run", "minicpm5-2b-decode", "--plan", "42", "--no-isolate", "--trials",
-                    "1", "--xclbins", str(shared_xclbins / "Qwen3-1.7B-NPU2"), "--out", str(out))
+    args = ["run", "minicpm5-2b-decode", "--plan", "42", "--no-isolate", "--trials", "1",
+            "--xclbins", str(shared_xclbins / "Qwen3-1.7B-NPU2"), "--out", str(out)]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and not out.exists()
+    result = invoke(*args, "--allow-other-pack")
     assert result.exit_code == 0, result.output
     [warning] = [x for x in result.output.splitlines() if x.startswith("warning:")]
     assert warning.startswith("warning: the xclbins found for MiniCPM5-2B-NPU2 (")
-    assert "are Qwen3-1.7B-NPU2's, by sha256: " in warning
-    assert "layer.xclbin is Qwen3-1.7B-NPU2/layer.xclbin;" in warning
-    assert "`runlist-harness xclbins import` puts MiniCPM5-2B-NPU2's own in " \
-           "xclbins/MiniCPM5-2B-NPU2/" in warning
+    assert "are Qwen3-1.7B-NPU2's pack: attn.xclbin, mm.xclbin and dequant.xclbin are " \
+           "Qwen3-1.7B-NPU2's where the case expects MiniCPM5-2B-NPU2's own" in warning
+    assert "layer.xclbin is Qwen3-1.7B-NPU2/layer.xclbin, as the case expects" in warning
     assert warning[len("warning: "):] in out.read_text()        # the report keeps it too
 
 

@@ -67,7 +67,7 @@ def test_every_setting_an_option_sets_is_kept_on_resume_by_that_option():
             assert option in options[param] and param in kept
     assert set(kept) == {"trials", "no_isolate", "deadline", "continue_after_failure", "seed",
                          "flow", "profile", "backend_kind", "realtime", "xclbins_dir", "out",
-                         "force", "no_redact"}
+                         "force", "no_redact", "allow_other_pack"}
     # and the report's value is named as the refusal shows it
     assert kept["no_isolate"][1](SimpleNamespace(settings={"isolate": False})) == "in-process"
     assert kept["deadline"][1](SimpleNamespace(settings={"deadline_s": None})) == "the default"

@@ -51,7 +51,7 @@ def test_deviations_are_labelled():
     ("flaky:2", "probability"),
     ("slow:layer", "slow:KERNEL:US"),
     ("slow:layer:-5", "slow:KERNEL:US"),
-    ("device:npu9", "unknown profile token"),
+    ("device:npu9", "device does not take .npu9.; give device:npu1"),
     ("turbo", "unknown profile token 'turbo'"),
     ("inflight-cap:40,inflight-cap:30", "inflight-cap twice"),
     # at most 4 jobs (CTX_MAX_CMDS) of 24 commands (XRT's submit_size) are queued on a

@@ -246,7 +246,20 @@ def ending_of(err: BaseException) -> Ending | None:
     return None                  # SystemExit and the like: not ours to decide
 
 
+# What must give way before an error line is written: a live progress line that a thread
+# redraws in place (harness.app.cli.progress) would land on it, or be drawn over it.
+_BEFORE_SAYING: list[Callable[[], None]] = []
+
+
+def before_saying(give_way: Callable[[], None]) -> None:
+    """Have `give_way` run before an ending's line is written, once per registration."""
+    if give_way not in _BEFORE_SAYING:
+        _BEFORE_SAYING.append(give_way)
+
+
 def _say(ending: Ending, convention: str, as_json: bool) -> None:
+    for give_way in _BEFORE_SAYING:
+        give_way()
     if as_json:
         print(json.dumps({"error": {"kind": ending.label, "message": ending.message,
                                     "exit_code": translate(ending.code, convention)}}))

@@ -54,12 +54,19 @@ from harness.probe.xrt_loader import own_libraries
 from harness.report.header import Timers, read_timers
 from harness.report.journal import SIMULATED_SYNC_S, ReportFile
 from harness.report.model import STAND_IN, PlanRecord, Report, continue_command, utc_now
-from harness.report.timing import duration_text, stack_timers, time_to_failure, ttf_text
+from harness.report.timing import (
+    duration_text,
+    stack_timers,
+    time_to_failure,
+    ttf_text,
+    waits_on,
+)
 from harness.report.verdict import Verdict, report_verdict
 from harness.sources.capture_case import captured_commands
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
-from harness.sources.packs import PackNotFound, ResolvedPack, other_packs_files, resolve_pack
+from harness.sources.pack_identity import check_identity
+from harness.sources.packs import PackNotFound, ResolvedPack, resolve_pack
 from harness.sources.programs import Programs, check_programs, program_identity, programs_for
 from harness.sources.workload import describe as describe_workload
 from harness.sources.workload import with_stand_in_work
@@ -467,14 +474,17 @@ class Runner:
             else:
                 plan.trials.append(placeholder)
             self.handle.record_trial(plan.name, placeholder)
-            self.progress(f"{counter} {plan.label}: trial {index + 1} running", False)
-            self._mark_kernel_log()
-            stop.raise_if_requested()
+            deadline = None
             if self.options.isolate:
                 case = self._workload(plan)[0]
                 deadline = self.options.deadline_s or case.deadline_s or \
                     derive_deadline(case, Plan(plan.name, plan.spec, tuple(plan.chunks)),
                                     self.backend)
+            self.progress(f"{counter} {plan.label}: trial {index + 1} running, waiting on "
+                          f"{waits_on(self.timers, deadline)}", False)
+            self._mark_kernel_log()
+            stop.raise_if_requested()
+            if deadline is not None:
                 from harness.execution.isolation import run_isolated
                 result = run_isolated(spec, self.backend.as_report(), deadline,
                                       self.backend.latencies)
@@ -677,9 +687,10 @@ def _worker_start() -> str:
 def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
              backend: Backend, xclbins_dir: str | None, out: str | None, force: bool,
              command: str, progress: Progress | None = None,
-             xrt_smi_validate: bool = False) -> Runner:
+             xrt_smi_validate: bool = False, allow_other_pack: bool = False) -> Runner:
     """Probe the machine, find the pack, write the report's first version: a run ready to go.
-    `plans` None means the case's own plans; an empty list, plans added as a search goes."""
+    `plans` None means the case's own plans; an empty list, plans added as a search goes.
+    `allow_other_pack`: run with xclbins that are another pack's folder (refused else)."""
     if backend.hardware and case.absent:
         raise EnvironmentNotReady(f"{case.file} names {', '.join(case.absent)}, which is not "
                                   "there; the hardware path runs only real artefacts")
@@ -694,11 +705,12 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
         warnings.append(f"no full ELF for context {case.runlist_context!r}: a stand-in built "
                         "from the case's commands takes its place (simulated stack only)")
     warnings += check_pack(case, pack, programs) + profile_warnings(case, backend)
-    whose = other_packs_files(pack)
-    if whose:
-        warnings.append(whose)
+    said, identity = check_identity(case, pack, allowed=allow_other_pack)
+    warnings += said
     report = new_report(case, backend, pack, list(case.plans) if plans is None else plans,
                         options, command, environment, programs)
+    if identity:
+        report.artifacts["pack"]["identity"] = identity
     handle = ReportFile.create(report, out=out, name=case.name, force=force,
                                redact=options.redact)
     for warning in warnings:

@@ -8,6 +8,7 @@ in FastFlowLM's `src/xclbins` at one commit: size, hashes, uuid, and every
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
@@ -67,6 +68,13 @@ def lookup(sha256: str) -> KnownXclbin | None:
     if wanted not in _text():
         return None
     return _table()[1].get(wanted)
+
+
+def shipped_name(name: str) -> bool:
+    """Whether FastFlowLM shipped a file as `name` (`Qwen3-1.7B-NPU2/layer.xclbin`): an item
+    of a `known_as` list of the table's text, read without parsing the table (a case that
+    names one is read at every run, most of which never need the table)."""
+    return re.search(rf"^\s*- {re.escape(name)}\s*$", _text(), re.MULTILINE) is not None
 
 
 def table_source() -> str:

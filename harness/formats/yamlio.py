@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
+from harness.formats.output_paths import make_parent
 from harness.model.text_enum import TextEnum
 
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -285,7 +286,7 @@ def atomic_file(path: str | Path, *, overwrite: bool = True) -> Iterator[BinaryI
     clobbered either.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_parent(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, mode_for(target))

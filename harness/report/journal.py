@@ -23,61 +23,23 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import stat
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from harness.formats.output_paths import make_parent
 from harness.formats.yamlio import fsync_dir, mode_for
-from harness.model.errors import BadInput, DiskFault, EnvironmentNotReady, ReportError
+from harness.model.errors import DiskFault, EnvironmentNotReady, ReportError
 from harness.model.results import TrialResult
 from harness.report.fileformat import entry_line, header_text, load_report, trial_line
 from harness.report.lock import ReportLock
 from harness.report.model import JOURNAL, JOURNALED, PlanRecord, Report, utc_now
+from harness.report.output_file import check_output_path, check_report_name
 from harness.report.redacted_writing import SECTION as REDACTION
 from harness.report.redacted_writing import WriteRedaction, machine_tag
 
 SIMULATED_SYNC_S = 0.5
-
-
-def check_output_path(path: Path, *, force: bool, what: str = "--out") -> None:
-    """Refuse, before anything runs, an output that is not a file we may (re)place."""
-    for folder in path.parents:
-        if folder.exists():
-            if not folder.is_dir():
-                raise BadInput(f"{what} {path}: {folder} is a file, not a folder")
-            break
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        st = None
-    if st is not None:
-        if not stat.S_ISREG(st.st_mode):
-            kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO"
-                    if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode)
-                    or stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
-                    else "not a regular file")
-            raise BadInput(f"{what} {path} is {kind}; refusing to replace it, even with --force")
-        if not force:
-            raise BadInput(f"{what} {path} exists; choose another or pass --force to replace it")
-
-
-# suffixes that promise another format than the YAML a report is written in
-OTHER_FORMATS = {".json": "JSON", ".md": "Markdown", ".markdown": "Markdown", ".txt": "text",
-                 ".html": "HTML", ".csv": "CSV", ".xml": "XML", ".toml": "TOML",
-                 ".gz": "a compressed file", ".tgz": "a compressed file", ".tar": "a tar file",
-                 ".zip": "a zip file", ".png": "an image"}
-
-
-def check_report_name(path: Path, what: str = "--out") -> None:
-    """Refuse, before anything runs, a report file named for another format: the report is
-    YAML whatever it is called, so `--out rep.json` would hold YAML."""
-    other = OTHER_FORMATS.get(path.suffix.lower())
-    if other:
-        raise BadInput(f"{what} {path}: a report is written as YAML, not {other}; name it "
-                       f"{path.with_suffix('.yaml')} (`report render` gives Markdown or text, "
-                       "--json prints the report as JSON)")
 
 
 def _clean_temps(path: Path) -> list[str]:
@@ -203,7 +165,7 @@ class ReportFile:
             stamp = report.created.replace("-", "").replace(":", "")
             path = Path(folder) / f"{name}-{stamp}-{report.run_id[:6]}.yaml"
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_parent(path, "--out" if out else "")
         except OSError as err:
             raise disk_fault(path, err, started=False, resume=None) from None
         lock = ReportLock(path)

@@ -25,6 +25,7 @@ from typing import Any
 from harness.formats.capture_origin import MACHINE as MACHINE_XRT
 from harness.formats.capture_origin import CaptureOrigin
 from harness.model.drivers import DEFAULT_FLAVOUR
+from harness.report.header import mappings
 from harness.report.model import is_simulated, mapping, played_profile, source_tag
 
 MACHINE, MODEL = "machine", "model"
@@ -67,7 +68,22 @@ def _xclbin_text(xclbins: list[dict[str, Any]], pack: dict[str, Any], role: str 
     elif main.get("synthetic"):
         text += ", a synthesized file"
     others = len(xclbins) - 1
-    return text + (f"; {others} more loaded (xclbins below)" if others > 0 else "")
+    return (text + (f"; {others} more loaded (xclbins below)" if others > 0 else "")
+            + _differs_text(mapping(pack.get("identity")), name))
+
+
+def _differs_text(identity: dict[str, Any], pack: str) -> str:
+    """The pack's files that FastFlowLM's table knows as other packs' (`identity`, as
+    harness.sources.pack_identity records it), in a clause; "" for none."""
+    files = [str(d["file"]) for d in mappings(identity.get("differs")) if "file" in d]
+    if not files:
+        return ""
+    listed = files[0] if len(files) == 1 else ", ".join(files[:-1]) + " and " + files[-1]
+    owner = identity.get("folder_of")
+    whose = f"{owner}'s" if owner else "other packs' files"
+    taken = f", run with {identity['taken_with']}" if identity.get("taken_with") else ""
+    return (f"; by sha256 in FastFlowLM's table, {listed} {'is' if len(files) == 1 else 'are'} "
+            f"{whose}, not {pack}'s own{taken}")
 
 
 def what_ran_rows(data: dict[str, Any], labels: dict[str, str]) -> list[list[str]]:

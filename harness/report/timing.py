@@ -169,6 +169,13 @@ def timer_text(timers: Timers) -> str:
             f"{driver.kernel})")
 
 
+def waits_on(timers: Timers, deadline_s: float | None) -> str:
+    """What a trial under way waits on, for its progress line: the driver's timer, then the
+    harness's deadline on an isolated trial (None: in process, nothing cuts it off)."""
+    text = timer_text(timers)
+    return text + (f", then the harness's {deadline_s:g} s deadline" if deadline_s else "")
+
+
 def class_words(kind: str, timers: Timers | None = None) -> str:
     """A class in a few words: ``at the driver's 60 s timer`` (with the timers),
     ``well before any timer``."""

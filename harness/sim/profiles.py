@@ -334,15 +334,20 @@ def _default(name: str) -> Any:
 
 def _count(token: str, parameter: str) -> int:
     if not re.fullmatch(_INT, parameter):
-        raise BadInput(f"profile token {token!r}: {token.partition(':')[0]} takes a whole "
-                       f"number, e.g. {token.partition(':')[0]}:3")
+        raise _not_whole(token, 0)
     return _bounded(token, parameter, MAX_COUNT)
 
 
 def _at_least_one(token: str, parameter: str) -> int:
     if not re.fullmatch(_INT, parameter):
-        _count(token, parameter)
+        raise _not_whole(token, 1)
     return _positive(token, parameter)
+
+
+def _not_whole(token: str, least: int) -> BadInput:
+    head = token.partition(":")[0]
+    return BadInput(f"profile token {token!r}: {head} takes a whole number of {least} or "
+                    f"more, e.g. {head}:3")
 
 
 def _slow(token: str, parameter: str) -> tuple[str, float]:
@@ -601,9 +606,7 @@ def parse_profile(text: str | None) -> Profile:
             else:
                 values[hypothesis.field] = value
         else:
-            allowed = ", ".join(doc.syntax for doc in catalogue())
-            raise BadInput(f"unknown profile token {token!r} in {text!r}; allowed: {allowed} "
-                           "(see `runlist-harness sim profiles`)")
+            raise BadInput(_refusal(token, text))
     for name, given in many.items():
         # positions are a set, in order; other repeated tokens keep the order given
         values[name] = tuple(sorted(set(given)) if all(isinstance(one, int) for one in given)
@@ -611,6 +614,40 @@ def parse_profile(text: str | None) -> Profile:
     profile = Profile(**values)
     _cap_can_fire(profile, text)
     return _settled_firmware(profile, text)
+
+
+# what a parameter of one letter looks like, for the example a refusal gives
+_EXAMPLES = {"N": "3", "K": "3", "S": "7", "P": "0.1"}
+
+
+def _refusal(token: str, text: str) -> str:
+    """Why `token` is refused: a known token without its parameter, or with one it does not
+    take, is named with its form (`hang-at` lacks its :K); an unknown one gets the close
+    names and every form."""
+    head, _, rest = token.partition(":")
+    see = "(see `runlist-harness sim profiles`)"
+    forms: dict[str, str] = {}
+    for doc in catalogue():
+        forms.setdefault(doc.syntax.partition(":")[0], doc.syntax)
+    form = forms.get(head)
+    if form is None:
+        import difflib
+        close = difflib.get_close_matches(head, list(forms), n=1)
+        meant = f"did you mean {forms[close[0]]}? " if close else ""
+        return (f"unknown profile token {token!r} in {text!r}; {meant}allowed: "
+                f"{', '.join(forms.values())} {see}")
+    if ":" not in form:
+        return f"profile token {token!r}: {head} takes no parameter; give {head} alone"
+    wanted = form.partition(":")[2]
+    example = f", e.g. {head}:{_EXAMPLES[wanted]}" if wanted in _EXAMPLES else ""
+    if head == "kernel":
+        example = (f", RELEASE a series of {', '.join(KERNELS)} or a point release such as "
+                   "6.18.3")
+    elif head == "xrt":
+        example = f", RELEASE one of {', '.join(RELEASES)}"
+    if not rest:
+        return f"profile token {token!r} lacks its :{wanted}; give {form}{example} {see}"
+    return f"profile token {token!r}: {head} does not take {rest!r}; give {form}{example} {see}"
 
 
 def _cap_can_fire(profile: Profile, text: str) -> None:

@@ -102,6 +102,9 @@ class Case:
     # the command line that runs the case's engine (`flm run minicpm5:2b`): what a verdict
     # names to capture the engine's own commands
     engine: str | None = None
+    # files of the pack that are another pack's byte for byte (role -> the name FastFlowLM
+    # shipped it under, `Qwen3-1.7B-NPU2/layer.xclbin`): what its files are checked against
+    reuses: dict[str, str] = field(default_factory=dict)
 
     @property
     def model_tag(self) -> str | None:
@@ -314,7 +317,7 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
     """A decode case (a pack's xclbins and a per-layer program) from its document."""
     top = check.mapping(data, (), {"case", "description", "source", "pack", "xclbins",
                                    "decode", "plans", "expect", "trials", "deadline_s",
-                                   "flow", "programs", "engine"},
+                                   "flow", "programs", "engine", "reuses"},
                         {"case", "description", "pack", "xclbins", "decode", "plans"})
     name = check.string(top["case"], ("case",), NAME)
     description = check.string(top["description"], ("description",))
@@ -341,9 +344,31 @@ def decode_case(check: FieldChecker, data: Any, file: str, raw: bytes) -> Case:
     flow = _flow(check, top.get("flow", FULL_ELF if context in programs else INSTR_BO),
                  context in programs, context)
     engine = check.string(top["engine"], ("engine",)) if "engine" in top else None
+    reuses = _reuses(check, top["reuses"], xclbins) if "reuses" in top else {}
     return Case(name, description, source, pack, xclbins, layers, context, per_layer,
                 tuple(plans), expect, trials, deadline, file, hashlib.sha256(raw).hexdigest(),
-                flow, programs=programs, engine=engine)
+                flow, programs=programs, engine=engine, reuses=reuses)
+
+
+def _reuses(check: FieldChecker, raw: Any, xclbins: dict[str, str]) -> dict[str, str]:
+    """`reuses: {role: PACK/FILE}`: a role's file is another pack's, as FastFlowLM shipped
+    it (a name its table of shipped xclbins holds, as `xclbin inspect` shows it)."""
+    from harness.formats.known import shipped_name
+    if not isinstance(raw, dict):
+        raise check.error(("reuses",), "expected a mapping of role to the file it reuses, "
+                                       "e.g. {layer: Qwen3-1.7B-NPU2/layer.xclbin}")
+    reuses: dict[str, str] = {}
+    for role, name in raw.items():
+        if role not in xclbins:
+            raise check.error(("reuses", role), f"{role!r} is not one of the case's xclbins "
+                                                f"({', '.join(xclbins)})")
+        reuses[role] = check.string(name, ("reuses", role))
+        if not shipped_name(reuses[role]):
+            raise check.error(("reuses", role), f"{reuses[role]!r} is no file FastFlowLM's "
+                                                "table of shipped xclbins names; give "
+                                                "PACK/FILE as `xclbin inspect` shows it (known "
+                                                "as ...)")
+    return reuses
 
 
 def _xclbins(check: FieldChecker, raw: Any) -> dict[str, str]:

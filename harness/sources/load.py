@@ -5,6 +5,7 @@ of each other; only this module knows them all."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness.model.errors import CaseError
@@ -24,6 +25,8 @@ def load_case(ref: str | Path, recipe_profile: str | None = None, *,
     if path.name == REPLAY or path.is_dir() and (path / REPLAY).is_file():
         from harness.sources.capture_case import folder_case
         return folder_case(path.parent if path.name == REPLAY else path)
+    if path.is_dir():
+        raise CaseError(no_replay(path))
     if recipe_profile is not None:
         raise CaseError(f"--recipe-profile goes with a recipe; {ref} is a case")
     found = find_case(str(ref))
@@ -41,3 +44,15 @@ def parse_case(raw: bytes, file: str, *, allow_outside_paths: bool = False) -> C
         from harness.sources.capture_case import pointer_case
         return pointer_case(check, data, file, raw)
     return decode_case(check, data, file, raw)
+
+
+def no_replay(folder: Path) -> str:
+    """What a folder given as a case or capture is told when it holds no replay.json."""
+    held = any(folder.iterdir()) if os.access(folder, os.R_OK | os.X_OK) else False
+    why = (f"XRT writes {REPLAY} only when the captured program exits normally (a kill, a "
+           "crash or an os._exit leaves its other files and none), so this capture is "
+           "unfinished: record it again" if held else
+           "it is empty")
+    return (f"{folder} is a folder without {REPLAY}, so not an XRT capture: {why} "
+            f"(`runlist-harness capture record --out DIR -- PROGRAM` records one); a case is "
+            "a .yaml file")

@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.formats.ar import read_ar_member
 from harness.formats.cache import cache_dir
+from harness.formats.output_paths import make_folder
 from harness.formats.xclbin import read_xclbin, read_xclbin_cached
 from harness.formats.xclbin_view import identity, known_as
 from harness.formats.xclbin_writer import flm_spec, synthesize, validate_spec
@@ -38,27 +39,6 @@ Candidates = Callable[[str], list[str]]
 
 VALIDATE_PACK = "xrt-validate"
 PROJECT = Path(__file__).resolve().parents[2]
-
-
-def other_packs_files(pack: ResolvedPack) -> str | None:
-    """Whose files a pack's xclbins are, when FastFlowLM's table of known files says they
-    are other packs' and not this one's: a warning in words, or None."""
-    if pack.stand_ins:
-        return None
-    named: list[str] = []
-    owners: set[str] = set()
-    for path in sorted(pack.files.values()):
-        names = known_as(read_xclbin_cached(path))
-        if names and not any(name.startswith(f"{pack.name}/") for name in names):
-            more = f" (and {len(names) - 1} more packs)" if len(names) > 1 else ""
-            named.append(f"{Path(path).name} is {names[0]}{more}")
-            owners.add(names[0].split("/")[0])
-    if not named:
-        return None
-    return (f"the xclbins found for {pack.name} ({pack.source}) are "
-            f"{' and '.join(sorted(owners))}'s, by sha256: " + "; ".join(named)
-            + f"; the run uses them as given (`runlist-harness xclbins import` puts "
-            f"{pack.name}'s own in xclbins/{pack.name}/)")
 
 
 class PackNotFound(EnvironmentNotReady):
@@ -279,6 +259,7 @@ def import_pack(source: str, *, pack: str | None = None, dest_root: str = "xclbi
         entries.append({"file": file.name, "size": meta.size, "sha256": meta.sha256,
                         "uuid": meta.uuid, "kernels": [k.name for k in meta.kernels],
                         "known_as": known_as(meta), "source": str(file.resolve())})
+    make_folder(Path(dest_root), what="--dest")     # the pack's own folder is made below it
     for file in files:
         write_atomic(target / file.name, file.read_bytes())
     manifest = {"pack": name, "imported_from": str(src.resolve()), "files": entries}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.formats.output_paths import check_folder
 from harness.formats.regular import read_regular
 from harness.model.errors import BadInput
 from harness.model.plan import plan_file_stem
@@ -353,7 +354,7 @@ def _write_folder(folder: Path, files: dict[str, bytes]) -> None:
     """All files or none: written into a hidden sibling folder, then renamed into place."""
     if folder.exists():
         raise BadInput(f"{folder} exists; export writes a new folder (choose another)")
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    check_folder(folder)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         for name, data in files.items():

@@ -132,7 +132,39 @@ class Guarded(click.Command):
         return code
 
 
-class HarnessGroup(Guarded, click.Group):
+class SuggestingGroup(click.Group):
+    """A group that answers a mistyped command with the close names it has (`bisct`: did
+    you mean `bisect`?), or lists its commands: click before 8.4 names neither, and a group
+    whose commands load on use has none for click to compare with."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        # an option-like word is click's to answer (it parses `--help` there)
+        if name and not name.startswith("-") and not ctx.resilient_parsing \
+                and self.get_command(ctx, name) is None:
+            raise click.UsageError(unknown_command(name, self.list_commands(ctx),
+                                                   ctx.command_path), ctx)
+        return super().resolve_command(ctx, args)
+
+
+def unknown_command(name: str, commands: list[str], where: str) -> str:
+    """What a mistyped command is told: the close names, else every name there is."""
+    import difflib
+    # a name the group has with another case or separator (`Serve_Probe`) is the one meant
+    folded = {c.lower().replace("_", "-"): c for c in commands}
+    key = name.lower().replace("_", "-")
+    close = [folded[key]] if key in folded else \
+        difflib.get_close_matches(name, commands, n=3, cutoff=0.6)
+    if len(close) == 1:
+        return f"No such command {name!r}; did you mean `{where} {close[0]}`?"
+    if close:
+        return (f"No such command {name!r}; did you mean one of "
+                + ", ".join(f"`{where} {c}`" for c in close) + "?")
+    return f"No such command {name!r}; `{where}` has: {', '.join(commands)}"
+
+
+class HarnessGroup(Guarded, SuggestingGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 

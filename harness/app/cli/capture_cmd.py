@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from harness.app.cli import SuggestingGroup
 from harness.formats.capture_origin import EMULATED, SIMULATED
 from harness.formats.printable import escape_controls
 from harness.formats.yamlio import dump_yaml, write_atomic
@@ -18,7 +19,7 @@ from harness.sources.case import CaseKind
 from harness.sources.load import load_case, parse_case
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def capture() -> None:
     """XRT captures (xrt-capture): record what a program submits, import one as a case, see
     what it holds."""
@@ -36,6 +37,8 @@ def import_(folder: str, name: str | None, cases_dir: str, force: bool) -> None:
     """Check a capture folder (replay.json and every artefact it names) and write a case
     that points at it; its plans cut the deepest runlist frame unless --frame says
     another at run time."""
+    from harness.formats.output_paths import check_folder
+    check_folder(Path(cases_dir), what="--cases")
     loaded = load_capture(folder)
     name = name or "capture-" + re.sub(r"[^A-Za-z0-9._-]+", "-", loaded.folder.name).strip("-")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):

@@ -80,6 +80,7 @@ def record_command(frames: int, out: str | None, force: bool, deadline: float, p
                "of input")
     click.echo(f"frames: counted from {REPLAY}, which XRT writes when the program exits",
                err=True)
+    _made(folder, out is not None)
     try:
         ended = record(job, _progress(), lambda line: click.echo(
             "  | " + escape_controls(line), err=True))
@@ -103,17 +104,36 @@ def _program(command: tuple[str, ...]) -> str:
 
 
 def _folder(out: str | None, program: str, force: bool) -> Path:
+    """The capture folder, checked: a path into missing folders is refused (at most its
+    last folder is made, `harness.formats.output_paths`), and --force replaces only a
+    capture, never a file or a folder of something else."""
+    from harness.formats.output_paths import check_folder
     folder = Path(out) if out else Path("captures") / (
         f"{program}-{time.strftime('%Y%m%dT%H%M%S')}")
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+    if out:           # a file or a link there is refused too (click, then check_folder)
+        check_folder(folder, what="--out")
+    if folder.is_dir() and any(folder.iterdir()):
         if not force:
             raise BadInput(f"{folder} exists; choose another --out or pass --force to replace "
                            "it")
-        if folder.is_dir() and not folder.is_symlink():
-            shutil.rmtree(folder)
-        else:
-            folder.unlink()
+        if folder.is_symlink():
+            raise BadInput(f"--out {folder} is a link to a folder; --force replaces a capture "
+                           "folder itself, never through a link: give the folder's own path")
+        if not ((folder / REPLAY).is_file() or (folder / ORIGIN_FILE).is_file()):
+            raise BadInput(f"--out {folder} holds no {REPLAY}: it is not a capture, and "
+                           "--force replaces only a capture folder; move it away (remove it "
+                           "yourself if it is a capture its program cut short) or choose "
+                           "another --out")
+        shutil.rmtree(folder)
     return folder
+
+
+def _made(folder: Path, given: bool) -> None:
+    """Make the capture folder (and `captures/` for the default one) before XRT writes."""
+    from harness.formats.output_paths import make_folder
+    if not given:
+        make_folder(folder.parent)
+    make_folder(folder, what="--out" if given else "")
 
 
 def _recording(backend: Backend, command: tuple[str, ...], folder: Path, frames: int,

@@ -8,12 +8,13 @@ import textwrap
 import click
 
 from harness.app import exits
+from harness.app.cli import SuggestingGroup
 from harness.model.errors import CaseError
 from harness.sources.case import Case, case_dirs, case_files, shipped_cases
 from harness.sources.load import load_case
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def cases() -> None:
     """List, show and check experiment definitions (cases/*.yaml)."""
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
+from harness.app.cli import SuggestingGroup
 from harness.app.cli.inspection import show_each
 from harness.formats.elf import read_elf
 from harness.formats.elf_view import render_text, summary
 from harness.model.errors import ExitCode
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def elf() -> None:
     """Look inside control-code ELFs (XRT's nop.elf, FastFlowLM's, the harness's own)."""
 

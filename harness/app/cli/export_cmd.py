@@ -38,6 +38,8 @@ def export(case_ref, folder, plan_refs, recipe_profile, flow, xclbins_dir,
     runlist context's xclbin is copied when found; the README in FOLDER names what is
     missing and where the scripts differ from the harness's trial.
     """
+    from harness.formats.output_paths import check_folder
+    check_folder(Path(folder), what="FOLDER")     # before the case is read and the pack found
     case = load_case(case_ref, recipe_profile, allow_outside_paths=allow_outside_paths)
     plans = [(p.name, list(p.chunks)) for p in case.plans_for(plan_refs)]
     # The stand-ins of a missing pack give the partition the control code is sized to;

@@ -10,6 +10,7 @@ import click
 
 from harness.app import exits
 from harness.app.cli.options import (
+    Quantity,
     RunRequest,
     allow_different_machine_option,
     diagnose_pointer,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from harness.search.investigate import InvestigateSettings
 
 DEFAULT_BUDGET_MIN = 30.0
+MAX_BUDGET_MIN = 7 * 24 * 60      # a week of device time: past it is a typing slip
 
 
 def _redacting(request: RunRequest, resume_path: str | None) -> bool:
@@ -66,9 +68,10 @@ def _servers_of_this_command_line(settings: InvestigateSettings, serve_url: str 
 
 @click.command()
 @click.argument("case_ref", metavar="CASE|CAPTURE", required=False)
-@click.option("--budget", "budget_min", type=click.FloatRange(0, 10_080, min_open=True),
-              default=None,
-              help=f"Device time the trials may take, in minutes (default {DEFAULT_BUDGET_MIN:g}):"
+@click.option("--budget", "budget_min", default=None, metavar="MINUTES",
+              type=Quantity(0, MAX_BUDGET_MIN, unit="minutes", above=True, note=" (a week)"),
+              help=f"Device time the trials may take, in minutes, above 0 and at most "
+                   f"{MAX_BUDGET_MIN:,} (a week; default {DEFAULT_BUDGET_MIN:g}):"
                    " the simulated clock on the simulated stack, wall time on hardware. An "
                    "experiment under way stops at the first trial past it.")
 @click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False),

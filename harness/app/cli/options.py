@@ -28,31 +28,50 @@ if TYPE_CHECKING:
 MAX_WAIT_S = (2**31 - 1) // 1000
 
 
-class Seconds(click.ParamType):
-    """A finite number at or above a minimum and at most a maximum: nan and inf are
-    refused by name (a plain FloatRange lets nan through, as nan compares false with
-    everything)."""
+class Quantity(click.ParamType):
+    """A finite number of `unit` at or above a minimum (above it, with `above`) and at most
+    a maximum, every refusal naming the unit and both bounds: nan and inf are refused by
+    name (a plain FloatRange lets nan through, as nan compares false with everything)."""
 
     name = "number"
 
-    def __init__(self, minimum: float, maximum: float = MAX_WAIT_S) -> None:
+    def __init__(self, minimum: float, maximum: float = MAX_WAIT_S, *, unit: str = "seconds",
+                 above: bool = False, note: str = "") -> None:
         self.minimum = minimum
         self.maximum = maximum
+        self.unit = unit
+        self.above = above
+        # e.g. "a number of minutes above 0 and at most 10,080 (one week)"
+        self.bounds = (f"a number of {unit} {'above' if above else 'at least'} {minimum:g} "
+                       f"and at most {_number(maximum)}{note}")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
                 ) -> float:
         try:
             number = float(value)
         except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number", param, ctx)
+            self.fail(f"{value!r} is not a number; give {self.bounds}", param, ctx)
         if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        if number < self.minimum:
-            self.fail(f"{value!r} is below the minimum {self.minimum:g}", param, ctx)
+            self.fail(f"{value!r} is not a finite number; give {self.bounds}", param, ctx)
+        if number < self.minimum or (self.above and number == self.minimum):
+            self.fail(f"{value} {self.unit} is {'not above' if self.above else 'below'} the "
+                      f"minimum {self.minimum:g}; give {self.bounds}", param, ctx)
         if number > self.maximum:
-            self.fail(f"{value!r} is past {self.maximum:,g}, the most the harness can use",
-                      param, ctx)
+            self.fail(f"{value} {self.unit} is past the maximum {_number(self.maximum)}; "
+                      f"give {self.bounds}", param, ctx)
         return number
+
+
+def _number(value: float) -> str:
+    """``10,080``, ``0.5``: a bound as a person reads it."""
+    return f"{int(value):,}" if value == int(value) else f"{value:g}"
+
+
+class Seconds(Quantity):
+    """A number of seconds within bounds (`Quantity`)."""
+
+    def __init__(self, minimum: float, maximum: float = MAX_WAIT_S) -> None:
+        super().__init__(minimum, maximum, unit="seconds")
 
 
 def declared_settings() -> list[Setting]:
@@ -76,6 +95,7 @@ class RunRequest:
     # None: not given; True: also xrt-smi validate before the trials; False: no control
     xrt_smi_validate: bool | None = None
     allow_outside_paths: bool = False
+    allow_other_pack: bool = False
     as_json: bool = False
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -155,6 +175,10 @@ def _request_options(command: str, trials_default: str) -> list[Callable]:
                           "--xrt-smi-validate also runs the whole `xrt-smi validate` before "
                           "the trials (up to 5 minutes). `xrt-smi examine` is always kept."),
         ALLOW_OUTSIDE_PATHS,
+        click.option("--allow-other-pack", "allow_other_pack", is_flag=True,
+                     help="Run with xclbins that FastFlowLM's table of shipped files knows as "
+                          "another pack's folder than the case's (refused otherwise); the "
+                          "report names each file that differs."),
         click.option("--json", "as_json", is_flag=True,
                      help="Print the report as JSON instead of the summary."),
     ]
@@ -216,12 +240,17 @@ def start_run(request: RunRequest, case: Case, plans: list[Plan] | None, command
     """Open the run the command line asked for: its backend (the one asked for, unless the
     caller has one), its options, the machine probed, the pack found and the report's first
     version written. `plans` None: the case's own; an empty list: added as a search goes."""
+    if request.out:             # refused before the machine is probed, as it is after
+        from harness.report.output_file import check_output_path, check_report_name
+        check_report_name(Path(request.out))
+        check_output_path(Path(request.out), force=request.force)
     backend = backend or make_backend(request.backend_kind, request.profile, request.realtime,
                                       no_isolate=request.no_isolate)
     runner = open_run(case, plans, run_options(case, request, trials=trials), backend=backend,
                       xclbins_dir=request.xclbins_dir, out=request.out, force=request.force,
                       command=command, progress=progress,
-                      xrt_smi_validate=bool(request.xrt_smi_validate))
+                      xrt_smi_validate=bool(request.xrt_smi_validate),
+                      allow_other_pack=request.allow_other_pack)
     if capturing():
         runner.warnings.append(
             "XRT's capture is on (Runtime.capture_frames): each isolated trial runs in a "
@@ -286,6 +315,7 @@ _KEPT_BESIDES_SETTINGS: dict[str, tuple[str, Callable[[Report], Any]]] = {
     "xclbins_dir": ("--xclbins", lambda r: "the recorded pack"),
     "out": ("--out", lambda r: "the report itself"),
     "force": ("--force", lambda r: "nothing to replace"),
+    "allow_other_pack": ("--allow-other-pack", lambda r: "the recorded pack"),
 }
 
 

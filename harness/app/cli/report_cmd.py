@@ -7,6 +7,7 @@ any size renders in flat memory.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,10 @@ from typing import Any
 import click
 
 from harness.app import exits
+from harness.app.cli import SuggestingGroup
 from harness.formats.printable import escape_controls
 from harness.formats.yamlio import write_atomic
-from harness.model.errors import ReportError
+from harness.model.errors import BadInput, ReportError
 from harness.report import bundle as bundling
 from harness.report import compare as comparing
 from harness.report import render as rendering
@@ -25,7 +27,7 @@ from harness.report.digest import Digest
 from harness.report.reader import REWRITTEN_NOTE, ReportReader, TrialEntry
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def report() -> None:
     """Turn reports into Markdown for upstream issues, compare them, check them."""
 
@@ -93,6 +95,7 @@ def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: 
     """Render a report: Markdown that pastes into a GitHub issue, or plain text."""
     if do_redact is None:
         do_redact = fmt == "md"
+    _check_out(out)
     if not check:
         click.echo(f"warning: rendering {file} without checking it", err=True)
     reader, digest = _read(file, check, anyway="--no-check renders it anyway")
@@ -121,6 +124,14 @@ def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, check: 
     """One .tar.gz to attach to an upstream issue: README for the maintainer, the rendered
     report, the report, every trial's kernel log, xrt-smi output and the XRT recipes.
     Nothing from outside the report's folder; xclbins are named, not shipped."""
+    _check_out(out)
+    target = Path(out) if out else bundling.bundle_path(Path(file))
+    # (the report itself is refused as such by write_bundle, whatever --force says)
+    if force and target.is_file() and not _same_file(target, Path(file)) \
+            and bundling.README not in (bundling.bundle_names(target) or []):
+        raise BadInput(f"{target} exists and is not a bundle of the harness; --force replaces "
+                       "only a bundle, never another file: move it away or choose another "
+                       "--out")
     reader, digest = _read(file, check, kernel_log=True,
                            anyway="--no-check bundles it anyway")
     try:
@@ -160,9 +171,24 @@ def compare_cmd(files: tuple[str, ...], fmt: str, do_redact: bool | None,
         reader.close()
         headers.append((file, digest.view(do_redact).header))
         digest.close()
+    _check_out(out)
     matrix = comparing.build(headers)
     text = comparing.render_markdown(matrix) if fmt == "md" else comparing.render_text(matrix)
     _emit(text, out)
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return False
+
+
+def _check_out(out: str | None) -> None:
+    """An --out into missing folders is refused before any report is read."""
+    if out is not None:
+        from harness.formats.output_paths import check_folder
+        check_folder(Path(out).parent, path=Path(out), what="--out")
 
 
 def _emit(text: str, out: str | None) -> None:

@@ -226,6 +226,15 @@ def reproduce(case_ref, no_control, capture_ref, frame, plan_refs,
 def engine_case(capture_ref: str, frame: str | None, plan_refs: tuple[str, ...]) -> Case:
     """A capture's frame (the deepest runlist unless `frame`) as reproduce runs it: the frame
     as captured (plan `captured`), and its cut (`cut`, even:2 unless `plan_refs`)."""
+    if not Path(capture_ref).exists():
+        from harness.model.errors import CaseError
+        from harness.sources.case import find_case
+        try:
+            find_case(capture_ref)
+        except CaseError:
+            raise BadInput(f"--capture {capture_ref}: no such folder, nor a case of that name; "
+                           "give the folder `capture record` wrote (it holds replay.json) or "
+                           "the case `capture import` made") from None
     case = with_frame(load_case(capture_ref), frame)
     if case.kind is not CaseKind.CAPTURE:
         raise BadInput(f"--capture {capture_ref}: {case.name} is a {case.kind}, not an XRT "

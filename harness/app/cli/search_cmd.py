@@ -27,7 +27,7 @@ from harness.execution.runner import Runner
 from harness.model.errors import BadInput, PlanError, ReportError
 from harness.model.plan import MAX_LAYERS
 from harness.report.fileformat import load_report
-from harness.report.journal import check_output_path
+from harness.report.output_file import check_output_path
 from harness.report.verdict import verdict_lines
 from harness.search.bisect import BisectSettings, bisection_from_log, run_bisect
 from harness.search.boundary import FLAKY_CHOICES
@@ -50,6 +50,7 @@ from harness.search.sweep import (
 from harness.sources.case import CaseKind
 from harness.sources.load import load_case
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"     # what --force may replace with a plot
 MAX_TRIALS = 2**31 - 1        # a budget past any search: past it is a typing slip
 
 
@@ -251,7 +252,10 @@ def sweep(case_ref, depths_text, frames_text, chunks_text, plot_path, max_trials
     """
     if plot_path:
         require_matplotlib()
-        check_output_path(Path(plot_path), force=request.force, what="--plot")
+        from harness.formats.output_paths import Replaceable
+        check_output_path(Path(plot_path), force=request.force, what="--plot",
+                          replaces=Replaceable("a PNG image (a plot)",
+                                               lambda head: head.startswith(PNG_SIGNATURE)))
     if replay_path:
         refuse_given(click.get_current_context(),
                      {"case_ref": "CASE", "depths_text": "--depths", "frames_text": "--frames",

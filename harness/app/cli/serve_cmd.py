@@ -8,14 +8,16 @@ from pathlib import Path
 import click
 
 from harness.app import exits
-from harness.app.cli.options import Seconds
+from harness.app.cli import SuggestingGroup
+from harness.app.cli.options import Quantity, Seconds
 from harness.app.cli.urls import recorded_url_option
 from harness.formats.printable import escape_controls
 from harness.probe.checks import Check
 from harness.probe.fingerprint import probe
 from harness.probe.npu import GENERATIONS
 from harness.probe.readers import Sources
-from harness.report.journal import ReportFile, check_output_path, check_report_name
+from harness.report.journal import ReportFile
+from harness.report.output_file import check_output_path, check_report_name
 from harness.serve.modelpack import inspect_pack
 from harness.serve.reproduce import Probe, ServeOptions, request_failed
 
@@ -45,7 +47,7 @@ GENERATION_NAMES = {name.split()[0].lower(): name for name in GENERATIONS.values
               help="The model's folder (its model.q4nx gives the size).")
 @click.option("--npu", type=click.Choice(sorted(GENERATION_NAMES)), default=None,
               help="NPU generation for the bandwidth ceiling (default: this machine's).")
-@click.option("--bandwidth-ceiling", "ceiling", type=Seconds(1), default=None,
+@click.option("--bandwidth-ceiling", "ceiling", type=Quantity(1, 10_000, unit="GB/s"), default=None,
               help="GB/s the NPU can stream (default: ~65-88 by generation, see docs/hardware.md).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None)
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
@@ -108,7 +110,7 @@ def _request_line(request: dict) -> str:
             f"{request['wall_ms']:.0f} ms{speeds}{detail}")
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def pack() -> None:
     """FastFlowLM model folders (model.q4nx, config.json)."""
 

@@ -8,12 +8,13 @@ import textwrap
 
 import click
 
+from harness.app.cli import SuggestingGroup
 from harness.sim.host_script import run_host_script
 from harness.sim.profiles import DEFAULT_STACK, catalogue, parse_profile
 from harness.sim.rules import rules
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def sim() -> None:
     """The simulated XDNA stack: its profiles, and running your own pyxrt scripts on it."""
 

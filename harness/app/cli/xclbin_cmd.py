@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
+from harness.app.cli import SuggestingGroup
 from harness.app.cli.inspection import show_each
 from harness.formats.xclbin import read_xclbin
 from harness.formats.xclbin_view import render_text, summary
 from harness.model.errors import ExitCode
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def xclbin() -> None:
     """Look inside xclbin files (no XRT needed)."""
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import click
 
+from harness.app.cli import SuggestingGroup
 from harness.model.errors import EnvironmentNotReady, ExitCode
 from harness.sources.load import load_case
 from harness.sources.packs import resolve_pack
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def xclbins() -> None:
     """Model packs: import them into xclbins/<pack>/, and see where a case's come from."""
 
@@ -43,7 +44,9 @@ def import_pack_cmd(source: str, pack: str | None, dest: str, force: bool) -> No
 @click.option("--xclbins", "xclbins_dir", type=click.Path(file_okay=False),
               help="Folder to look in first.")
 def where(case_ref: str, xclbins_dir: str | None) -> ExitCode | None:
-    """Show where CASE's xclbins would be taken from on hardware, and every place searched."""
+    """Show where CASE's xclbins would be taken from on hardware, and every place searched;
+    and whether they are the files the case expects, by FastFlowLM's table of shipped
+    xclbins (a run refuses another pack's folder without --allow-other-pack)."""
     case = load_case(case_ref)
     try:
         pack = resolve_pack(case, xclbins_dir=xclbins_dir, simulated=False)
@@ -53,4 +56,11 @@ def where(case_ref: str, xclbins_dir: str | None) -> ExitCode | None:
     click.echo(f"pack {pack.name}: {pack.source}")
     for role, path in pack.files.items():
         click.echo(f"  {role:<8} {path}")
+    from harness.sources.pack_identity import ALLOW_OPTION, pack_identity
+    identity = pack_identity(case, pack)
+    if identity is not None and identity.differing:
+        if identity.folder_of:
+            click.echo(f"a run refuses these without {ALLOW_OPTION}: {identity.refusal()}")
+        else:
+            click.echo(f"a run warns: {identity.text(allowed=False)}")
     return None
