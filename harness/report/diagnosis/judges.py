@@ -35,6 +35,7 @@ from harness.report.diagnosis.observed import (
     Arm,
     context_refused,
 )
+from harness.report.diagnosis.stack_judges import resources_of_demand
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
 
 CAUGHT = (AT_TIMER, PAST_TIMER)           # a hang the driver's detection caught
@@ -337,6 +338,7 @@ def judge_resources(ev: Evidence) -> Findings:
         out.add(FOR, WEAK, f"{blocked[0].label} needs more than {JOBS_IN_FLIGHT} chains in "
                 "flight and failed past the timer: its 5th submit waited for a slot",
                 ttf_cite(blocked[0]))
+    resources_of_demand(out, ev)
     answered = [a for a in ev.failing if a.failed]
     if answered and not refused and not mailbox:
         out.add(AGAINST, SUPPORT, "every context was made and the device answered each "

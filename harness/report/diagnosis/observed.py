@@ -29,7 +29,7 @@ from harness.report.diagnosis.vocabulary import (
     Observed,
     quote,
 )
-from harness.report.header import Timers, read_header, read_timers
+from harness.report.header import Timers, read_header, read_timers, section
 from harness.report.model import is_simulated, played_profile, source_tag
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.timing import stack_timers, time_to_failure
@@ -39,6 +39,7 @@ from harness.report.timing import stack_timers, time_to_failure
 CONTEXT_REFUSED = ("CREATE_HWCTX", "Failed to create hardware context",
                    "create context failed")
 CONTEXT_EVENTS = ("mailbox_failure",)
+MAX_LINES = 2000               # texts kept a report for the known defects' symptoms
 TIMER_EVENTS = ("tdr_timeout", "no_progress", "timeout_capture", "context_dump")
 __all__ = ["CONTEXT_EVENTS", "HARDWARE", "NOOP", "TIMER_EVENTS", "WORK", "Arm", "Cite",
            "Observed", "context_refused", "observe", "observe_document"]
@@ -155,6 +156,7 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
     failing = next((r for r in runlists if r.get("state") not in (None, COMPLETED_STATE)),
                    None)
     log = trial.get("kernel_log") if isinstance(trial.get("kernel_log"), dict) else {}
+    _keep_lines(observed, arm, trial, log)
     for event in log.get("events") or []:
         if isinstance(event, dict):
             arm.events[str(event.get("event"))] += 1
@@ -195,6 +197,19 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
         if outcome.get("state") == COMPLETED_STATE and isinstance(ms, (int, float)) \
                 and outcome.get("runs"):
             arm.run_ms.append(float(ms) / int(outcome["runs"]))
+
+
+def _keep_lines(observed: Observed, arm: Arm, trial: dict[str, Any],
+                log: dict[str, Any]) -> None:
+    """The trial's texts a known defect's symptoms may show in: its error, its runlists'
+    messages and its kernel-log lines (up to MAX_LINES a report)."""
+    where = f"{arm.where}.trials[{trial.get('index')}]"
+    texts = [("error", str(trial["error"]))] if trial.get("error") else []
+    texts += [("runlists[*].message", str(r["message"])) for r in
+              map(section, trial.get("runlists") or []) if r.get("message")]
+    texts += [("kernel_log.lines", str(line)) for line in log.get("lines") or []]
+    room = MAX_LINES - len(observed.lines)
+    observed.lines += [(f"{where}.{name}", None, text) for name, text in texts[:max(room, 0)]]
 
 
 def context_refused(arm: Arm) -> list[str]:

@@ -273,6 +273,8 @@ class Observed:
     signs: list[Sign] = field(default_factory=list)
     stack: StackFacts = field(default_factory=StackFacts)
     contexts: int | None = None    # the hardware contexts the run asks (one per xclbin)
+    # the texts a known defect's symptoms are looked for in: (field, line, text)
+    lines: list[tuple[str, int | None, str]] = field(default_factory=list)
 
     @property
     def failures(self) -> int:

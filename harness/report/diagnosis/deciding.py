@@ -1,0 +1,57 @@
+"""The one experiment that separates the causes the evidence leaves open, with the device
+time it costs, for an `undetermined` answer.
+
+Where nothing ran through the harness (a user's kernel log and the engine's error) the
+causes of the runlist itself (depth, the work, work that outlasts the timer, chance) are
+not tested at all: the NOOP depth test beside the case's cut decides between them
+(`reproduce_ert_timeout`: the case's one runlist, its cut and the depth-only NOOP control,
+three trials each). Where NOOPs ran and completed and the engine's commands never ran,
+capturing them decides. Otherwise the leader's own experiment does.
+
+Device time is what those trials would take on the driver the evidence shows: every
+trial of a plan that fails held until the driver's timer, at most (its latest window);
+where the driver is not known, the slowest timer any flavour has (the in-tree driver's
+60 s), said as such.
+"""
+
+from __future__ import annotations
+
+from harness.model.drivers import slowest_seconds
+from harness.report.diagnosis.findings import Evidence
+from harness.report.verdict import capture_how
+
+TRIALS = 3                     # the shipped cases' trials per plan
+PLANS = 3                      # the case's runlist, its cut, the depth-only control
+RUNLIST_CAUSES = ("depth-limit", "work-hang", "slow-work", "nondeterministic")
+
+
+def device_time(ev: Evidence, trials: int = TRIALS * PLANS) -> str:
+    """`trials` that may each be held until the driver's timer, in words."""
+    windows = [r.timers.driver.window for r in ev.reports if r.timers.driver.window]
+    if windows:
+        latest = max(w[1] for w in windows)
+        driver = next(r.timers.driver for r in ev.reports if r.timers.driver.window)
+        timer = f"the {driver.flavour} driver's {latest:g} s timer on Linux {driver.kernel}"
+    else:
+        latest = slowest_seconds()
+        timer = (f"the slowest driver timer, {latest:g} s (the driver these files show is "
+                 "not known)")
+    total = trials * latest
+    shown = f"{total / 60:.1f} min" if total >= 60 else f"{total:.0f} s"
+    return f"at most {shown} of device time: {trials} trials, each held at most until {timer}"
+
+
+def deciding_experiment(ev: Evidence, leaders: list[str], fallback: str) -> str:
+    """The experiment that separates `leaders` (cause ids; none: nothing fits yet)."""
+    open_runlist = not leaders or any(cause in RUNLIST_CAUSES for cause in leaders)
+    if open_runlist and not ev.noop() and not ev.work():
+        return ("reproduce_ert_timeout on the machine (the NOOP depth test: the case's one "
+                "runlist, its cut and the depth-only NOOP control, three trials each; it "
+                "separates depth from the work and tells which timer fires), "
+                + device_time(ev))
+    noop_ok = [a for a in ev.noop() if a.never_fails]
+    if open_runlist and noop_ok and not ev.work():
+        engine = next((r.engine for r in ev.reports if r.engine), None) or "flm run MODEL"
+        return (capture_how(engine) + " (the engine's own commands where NOOPs complete), "
+                + device_time(ev))
+    return fallback
