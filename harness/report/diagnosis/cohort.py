@@ -172,6 +172,8 @@ def cohort_lines(found: list[Machine], unattributed: list[str]) -> list[str]:
     rows = factor_rows(found)
     lines.append("factors (failing machines against working ones):")
     for row in rows:
+        if set(row.failing) | set(row.working) <= {NOT_KNOWN}:
+            continue
         lines.append(f"  {FACTOR_WORDS[row.factor]}: failing {_counts(row.failing)}; "
                      f"working {_counts(row.working)}"
                      + (" -> separates them" if row.separates else ""))
@@ -212,8 +214,15 @@ def cohort_json(found: list[Machine], unattributed: list[str]) -> dict[str, Any]
 
 
 def run_factor_lines(arms: list[Arm]) -> list[str]:
-    """Within one machine's outcomes (a table's rows with a model column): whether the
+    """Within each machine's outcomes (a table's rows with a model column): whether the
     plans that fail differ from those that complete in depth and model at once."""
+    lines: list[str] = []
+    for machine in dict.fromkeys(a.machine for a in arms):
+        lines += _one_machine([a for a in arms if a.machine == machine])
+    return lines
+
+
+def _one_machine(arms: list[Arm]) -> list[str]:
     failing = [a for a in arms if a.failed and not a.completed and a.model]
     working = [a for a in arms if a.completed and not a.failed and a.model]
     if not failing or not working:

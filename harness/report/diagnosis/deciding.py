@@ -1,12 +1,13 @@
 """The one experiment that separates the causes the evidence leaves open, with the device
 time it costs, for an `undetermined` answer.
 
-Where nothing ran through the harness (a user's kernel log and the engine's error) the
-causes of the runlist itself (depth, the work, work that outlasts the timer, chance) are
-not tested at all: the NOOP depth test beside the case's cut decides between them
-(`reproduce_ert_timeout`: the case's one runlist, its cut and the depth-only NOOP control,
-three trials each). Where NOOPs ran and completed and the engine's commands never ran,
-capturing them decides. Otherwise the leader's own experiment does.
+Where no NOOP runlist ran (a user's kernel log and the engine's error, a table of the
+engine's own runs) the causes of the runlist itself (depth, the work, work that outlasts
+the timer, chance) cannot be told apart: the NOOP depth test beside the case's cut
+decides between them (`reproduce_ert_timeout`: the case's one runlist, its cut and the
+depth-only NOOP control, three trials each). Where NOOPs ran and every one completed
+and the engine's commands never ran, capturing them decides. Otherwise the leader's own
+experiment does.
 
 Device time is what those trials would take on the driver the evidence shows: every
 trial of a plan that fails held until the driver's timer, at most (its latest window);
@@ -44,13 +45,13 @@ def device_time(ev: Evidence, trials: int = TRIALS * PLANS) -> str:
 def deciding_experiment(ev: Evidence, leaders: list[str], fallback: str) -> str:
     """The experiment that separates `leaders` (cause ids; none: nothing fits yet)."""
     open_runlist = not leaders or any(cause in RUNLIST_CAUSES for cause in leaders)
-    if open_runlist and not ev.noop() and not ev.work():
+    if open_runlist and not ev.noop():
         return ("reproduce_ert_timeout on the machine (the NOOP depth test: the case's one "
                 "runlist, its cut and the depth-only NOOP control, three trials each; it "
                 "separates depth from the work and tells which timer fires), "
                 + device_time(ev))
-    noop_ok = [a for a in ev.noop() if a.never_fails]
-    if open_runlist and noop_ok and not ev.work():
+    noops = ev.noop()
+    if open_runlist and noops and all(a.never_fails for a in noops) and not ev.work():
         engine = next((r.engine for r in ev.reports if r.engine), None) or "flm run MODEL"
         return (capture_how(engine) + " (the engine's own commands where NOOPs complete), "
                 + device_time(ev))

@@ -79,15 +79,15 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
     taken: list[tuple[int, str]] = []
     forms: Counter[str] = Counter()
     for index in sorted(free):
-        found = record_text(text.lines[index])
+        line = text.lines[index]
+        if line.startswith(SIMULATED_MARK + " "):
+            # a simulated driver's line (harness.logs.kernel_log.mark_simulated)
+            line = line[len(SIMULATED_MARK) + 1:]
+            observed.source = SIMULATED
+        found = record_text(line)
         if found is None:
             continue
         form, body = found
-        if body.startswith(SIMULATED_MARK + " "):
-            observed.source = SIMULATED
-            body = body[len(SIMULATED_MARK) + 1:]
-            again = record_text(body)
-            body = again[1] if again else body
         taken.append((index, body))
         forms[form] += 1
     driver = [(i, body) for i, body in taken if driver_lines.split_line(body) is not None]

@@ -25,6 +25,7 @@ RUNLIST_TESTS = ("runlist-latency", "runlist-throughput", "cmd-chain-latency",
                  "cmd-chain-throughput")
 _DEVICE = re.compile(r"^Validate Device\s*: \[(?P<bdf>[^\]]+)\]")
 _PLATFORM = re.compile(r"^\s+Platform\s*: (?P<name>.+?)\s*$")
+_DEVICE_ROW = re.compile(r"^\s{4}(?:SC Version|Platform ID|Power Mode|Estimated Power)\s*: ")
 _TEST = re.compile(r"^Test \d{1,3} \[[^\]]*\]\s*: (?P<name>\S+)")
 _LOG = re.compile(r"^\s{4}(?P<label>Details|Warning\(s\)|Error\(s\)|Description|Xclbin|"
                   r"Testcase|DPU-Sequence|Benchmarks)?\s*:?\s+(?P<text>.*)$")
@@ -48,6 +49,9 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
             claim.lines.add(index)
             test = None
             continue
+        if _DEVICE_ROW.match(line) and test is None:
+            claim.lines.add(index)
+            continue
         platform = _PLATFORM.match(line)
         if platform and test is None:
             claim.lines.add(index)
@@ -69,9 +73,14 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
         log = _LOG.match(line) if test is not None else None
         if log:
             claim.lines.add(index)
+            if log["label"] == "Error(s)" or (not log["label"] and label == "Error(s)"
+                                               and errors):
+                # XRT wraps a log line at 60 characters: a continuation joins its line
+                if log["label"]:
+                    errors.append((index, log["text"]))
+                else:
+                    errors[-1] = (errors[-1][0], f"{errors[-1][1]} {log['text']}")
             label = log["label"] or label
-            if label == "Error(s)":
-                errors.append((index, log["text"]))
     return claim if claim.lines else None
 
 
