@@ -224,3 +224,33 @@ def test_a_run_whose_own_contexts_exceed_the_device_s_is_resources(tmp_path):
     assert first(diagnosis) == "resources"
     assert any("asks 7 contexts and the device gives 6" in f.text
                for f in diagnosis.top.supports)
+
+
+# -- the runlist causes, from what artefacts say -------------------------------------------
+
+VALIDATE = ("Validate Device           : [0000:c6:00.1]\n    Platform              : NPU Strix\n"
+            "Test 1 [0000:c6:00.1]     : runlist-latency\n"
+            "    Test Status           : [{status}]\n")
+
+
+def test_xrt_smi_validate_s_deep_runlist_test_speaks_to_a_depth_limit(tmp_path):
+    failed = diagnosis_of(tmp_path, VALIDATE.format(status="FAILED"))
+    assert failed.entry("depth-limit").supports and failed.top.id == "undetermined"
+    passed = diagnosis_of(tmp_path, VALIDATE.format(status="PASSED"), TIMEOUT_JSON)
+    assert "completes there" in passed.entry("depth-limit").against[0].text
+
+
+def test_an_error_state_supports_a_refusal_and_a_timed_out_job_weighs_against_it(tmp_path):
+    error = diagnosis_of(tmp_path, '{"error":"runlist failed execution (ERT_CMD_STATE_ERROR)"}')
+    assert "ended ERROR" in error.entry("refused").supports[0].text
+    timed = diagnosis_of(tmp_path, f"[  50.000000] {ERR}aie2_tdr_detect: TDR timeout detected\n",
+                         TIMEOUT_JSON)
+    assert timed.entry("refused").against
+
+
+def test_the_deciding_experiment_names_how_this_driver_s_timer_is_lengthened(tmp_path):
+    legacy = diagnosis_of(tmp_path, f"[  50.0] amdxdna {BDF}: aie2_tdr_work: Device isn't making "
+                          "progress... Count 2 timeout 2 dump_only 0\n", TIMEOUT_JSON)
+    experiment = legacy.top.experiment
+    assert "sudo modprobe amdxdna_legacy timeout_in_sec=20" in experiment
+    assert "changes the machine" in experiment and "at most 54 s of device time" in experiment

@@ -311,3 +311,27 @@ def judge_wrong_binary(ev: Evidence) -> Findings:
         out.add(AGAINST, SUPPORT, "runs of the case's own commands completed on this device",
                 rate_cite(done[0]))
     return out
+
+
+def deep_runlist_tests(out: Findings, ev: Evidence) -> None:
+    """xrt-smi validate's deep-runlist test as an artefact shows it (a report's own run of
+    it is its `xrt_smi_control`, read beside): for a depth limit when it fails, against
+    one when it passes."""
+    _first(out, FOR, SUPPORT, signs(ev, "runlist-test-failed"), "XRT's own deep runlist "
+           "(xrt-smi validate's runlist test, 1000 NOOP runs in one runlist) fails there too")
+    _first(out, AGAINST, SUPPORT, signs(ev, "runlist-test-passed"), "XRT's own deep runlist "
+           "(xrt-smi validate's runlist test, 1000 NOOP runs in one runlist) completes there")
+
+
+def refusal_states(out: Findings, ev: Evidence) -> None:
+    """What XRT's text says of a refusal where no trial ran through the harness: a runlist
+    ended ERROR (the firmware rejected a command), or TIMEOUT beside the driver's timeout
+    lines (it waited for a hang to be noticed)."""
+    if ev.arms:
+        return
+    failed = signs(ev, "runlist-failed")
+    _first(out, FOR, SUPPORT, [s for s in failed if s.facts.get("state") == "ERROR"],
+           "XRT says a runlist ended ERROR: the firmware rejected a command")
+    if [s for s in failed if s.facts.get("state") == "TIMEOUT"]:
+        _first(out, AGAINST, SUPPORT, signs(ev, "driver-timeout"), "the driver timed the job "
+               "out: it waited for a hang to be noticed, nothing refused it at once")

@@ -27,7 +27,7 @@ from harness.logs.kernel_log import KEEP, SIMULATED_MARK, LogRecord
 from harness.model.drivers import LEGACY
 from harness.report.diagnosis.artefacts.artefact_text import ArtefactText, Claim
 from harness.report.diagnosis.sign_rules import signs_of_event
-from harness.report.diagnosis.vocabulary import Observed
+from harness.report.diagnosis.vocabulary import Cite, Observed, quote
 from harness.report.model import SIMULATED
 
 KIND = "kernel-log"
@@ -75,6 +75,12 @@ def record_text(line: str) -> tuple[str, str] | None:
     return None
 
 
+def record_cite(text: ArtefactText, index: int, body: str) -> Cite:
+    """A kernel-log line cited by its record's text: its time stamp and a journal's host
+    name are the user's, not the evidence."""
+    return Cite(text.file, "line", quote(body), index + 1)
+
+
 def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | None:
     taken: list[tuple[int, str]] = []
     forms: Counter[str] = Counter()
@@ -108,11 +114,11 @@ def _driver_signs(text: ArtefactText, lines: list[tuple[int, str]], observed: Ob
     records = [LogRecord(3, 0, body) for _, body in lines]
     for position, event in driver_lines.indexed_events(records):
         for kind, facts in signs_of_event(event):
-            observed.sign(kind, text.cite(lines[position][0]), **facts)
+            observed.sign(kind, record_cite(text, *lines[position]), **facts)
 
 
 def _kernel_line(text: ArtefactText, index: int, body: str, observed: Observed) -> None:
-    cite = text.cite(index)
+    cite = record_cite(text, index, body)
     stack = observed.stack
     version = _VERSION.match(body)
     if version:
@@ -157,4 +163,4 @@ def _tree(text: ArtefactText, driver: list[tuple[int, str]], observed: Observed)
     if driver and observed.stack.value("driver") is None:
         name = "amdxdna (legacy tree)" if observed.stack.flavour == "oot" else \
             "amdxdna ([drm] lines: staging or in-tree)"
-        observed.stack.set("driver", name, text.cite(driver[0][0]))
+        observed.stack.set("driver", name, record_cite(text, *driver[0]))
