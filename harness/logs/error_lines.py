@@ -30,8 +30,8 @@ The texts recognised are the sources' own format strings:
   call last):``, the frames, then ``Type: message`` (pyxrt raises RuntimeError with
   XRT's text).
 
-`capture record` keeps a recorded program's error lines with it; the diagnosis reads the
-same lines out of artefacts a user already has.
+The diagnosis reads these lines out of the artefacts a user already has; a reader of a
+recorded program's output (`capture record`'s) reads them the same way.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.formats.known_defects import KnownDefect, known_defects
+from harness.model.drivers import DRM, LEGACY
 from harness.report.diagnosis.cohort import Machine, machines
 from harness.report.diagnosis.findings import (
     AGAINST,
@@ -29,7 +30,7 @@ from harness.report.diagnosis.findings import (
     rate_cite,
 )
 from harness.report.diagnosis.observed import context_refused
-from harness.report.diagnosis.vocabulary import WORK, Cite, Sign, quote
+from harness.report.diagnosis.vocabulary import WORK, Cite, Sign, is_flavour, quote
 
 NPU1_CONTEXTS = 6              # npu1_regs.c hwctx_limit: the fewest any XDNA device gives
 CONTEXTS = 16                  # npu4/5/6_regs.c hwctx_limit
@@ -47,6 +48,12 @@ def _first(out: Findings, kind: str, weight: int, found: list[Sign], text: str) 
                 found[0].cite)
 
 
+def _each(out: Findings, ev: Evidence, rows: tuple[tuple[str, int, str], ...]) -> None:
+    """For the cause, each kind of sign the files show: (kind, weight, what it says)."""
+    for kind, weight, text in rows:
+        _first(out, FOR, weight, signs(ev, kind), text)
+
+
 def device_answered(ev: Evidence) -> list[Cite]:
     """Where the NPU ran commands: runlists that completed, a state the device gave a
     runlist, a job the driver timed out, an xrt-smi test that passed."""
@@ -62,13 +69,13 @@ def device_answered(ev: Evidence) -> list[Cite]:
 def judge_firmware_mismatch(ev: Evidence) -> Findings:
     out = Findings()
     refused = signs(ev, "firmware-refused")
-    _first(out, FOR, STRONG, refused, "the driver refused the firmware's mailbox protocol")
-    _first(out, FOR, STRONG, signs(ev, "firmware-missing"),
-           "the driver could not load its firmware file")
-    _first(out, FOR, SUPPORT, signs(ev, "firmware-boot-failed"),
-           "the firmware did not come up (the PSP, the mailbox or its alive check failed)")
-    _first(out, FOR, SUPPORT, signs(ev, "firmware-too-old"),
-           "FastFlowLM's check refused the firmware version (it needs 1.1 or later)")
+    _each(out, ev, (
+        ("firmware-refused", STRONG, "the driver refused the firmware's mailbox protocol"),
+        ("firmware-missing", STRONG, "the driver could not load its firmware file"),
+        ("firmware-boot-failed", SUPPORT, "the firmware did not come up (the PSP, the mailbox "
+                                          "or its alive check failed)"),
+        ("firmware-too-old", SUPPORT, "FastFlowLM's check refused the firmware version (it "
+                                      "needs 1.1 or later)")))
     for hit in defect_hits(ev):
         if hit.line is not None and any(hit.defect.shown_in(s.cite.value) for s in refused):
             out.add(AGAINST, SUPPORT, f"the refusal is a known defect of the release, fixed "
@@ -101,10 +108,12 @@ def component_version(machine: Machine, component: str) -> tuple[str, Cite] | No
     driver = fact("driver")
     dkms = driver is not None and ("DKMS" in driver[0] or "_" in driver[0])
     if component == "amdxdna-mainline":
-        return fact("kernel") if machine.flavour in (None, "mainline") and not dkms else None
+        built_in = machine.flavour is None or is_flavour(machine.flavour, dkms=False)
+        return fact("kernel") if built_in and not dkms else None
     if component in ("amdxdna-staging", "amdxdna-legacy"):
-        wanted = "staging" if component == "amdxdna-staging" else "oot"
-        return driver if dkms and machine.flavour in (None, wanted) else None
+        tree = DRM if component == "amdxdna-staging" else LEGACY
+        wanted = machine.flavour is None or is_flavour(machine.flavour, dkms=True, tree=tree)
+        return driver if dkms and wanted else None
     return fact({"xrt": "xrt", "firmware": "firmware", "fastflowlm": "flm"}[component])
 
 
@@ -188,10 +197,10 @@ def judge_iommu(ev: Evidence) -> Findings:
 
 def judge_power_management(ev: Evidence) -> Findings:
     out = Findings()
-    _first(out, FOR, STRONG, signs(ev, "smu-failed"), "the SMU refused or timed out a power "
-           "or clock command")
-    _first(out, FOR, STRONG, signs(ev, "suspend-resume-failed"), "suspending or resuming the "
-           "NPU (or its firmware) failed")
+    _each(out, ev, (("smu-failed", STRONG, "the SMU refused or timed out a power or clock "
+                                           "command"),
+                    ("suspend-resume-failed", STRONG, "suspending or resuming the NPU (or its "
+                                                      "firmware) failed")))
     for sleep in signs(ev, "system-suspend"):
         after = [s for r in ev.reports if r.file == sleep.cite.file for s in r.signs
                  if s.failure and (s.cite.line or 0) > (sleep.cite.line or 0)]
@@ -227,14 +236,13 @@ def judge_device_access(ev: Evidence) -> Findings:
 
 def judge_host_memory(ev: Evidence) -> Findings:
     out = Findings()
-    _first(out, FOR, STRONG, signs(ev, "host-map-failed"), "the driver could not pin or map "
-           "host memory for the NPU")
-    _first(out, FOR, STRONG, signs(ev, "buffer-alloc-failed"), "a buffer could not be "
-           "allocated (or the shim refused it)")
-    _first(out, FOR, SUPPORT, signs(ev, "oom"), "the kernel's out-of-memory killer ended a "
-           "process")
-    _first(out, FOR, SUPPORT, signs(ev, "memlock-low"), "the memlock limit is below what "
-           "the engine needs (100 MiB for FastFlowLM)")
+    _each(out, ev, (("host-map-failed", STRONG, "the driver could not pin or map host memory "
+                                                "for the NPU"),
+                    ("buffer-alloc-failed", STRONG, "a buffer could not be allocated (or the "
+                                                    "shim refused it)"),
+                    ("oom", SUPPORT, "the kernel's out-of-memory killer ended a process"),
+                    ("memlock-low", SUPPORT, "the memlock limit is below what the engine "
+                                             "needs (100 MiB for FastFlowLM)")))
     return out
 
 
@@ -294,10 +302,9 @@ def judge_contention(ev: Evidence) -> Findings:
 
 def judge_wrong_binary(ev: Evidence) -> Findings:
     out = Findings()
-    _first(out, FOR, STRONG, signs(ev, "wrong-columns"), "a partition does not fit the "
-           "device's columns")
-    _first(out, FOR, STRONG, signs(ev, "xclbin-mismatch"), "the shim found no kernel or PDI "
-           "it needs in the xclbin")
+    _each(out, ev, (("wrong-columns", STRONG, "a partition does not fit the device's columns"),
+                    ("xclbin-mismatch", STRONG, "the shim found no kernel or PDI it needs in "
+                                                "the xclbin")))
     for machine in machines(ev.reports)[0]:
         npu, model = machine.value("model"), ""
         for observed in machine.observed:

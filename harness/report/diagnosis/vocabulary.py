@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.formats.printable import escape_controls
 from harness.logs.error_lines import plain
+from harness.model.drivers import DRM, FLAVOURS
 from harness.report.header import Timers
 
 HARDWARE = "hardware"          # a machine's source; a model's is its `source_tag`
@@ -29,6 +30,19 @@ NOOP, WORK = "noop", "work"
 UNKNOWN_WORK = "unknown"       # an outcomes row that does not say what its runs carried
 SUBMIT_SIZE = 24                # XRT's runlist chain (STACK.md 2), unless the profile says
 QUOTE_LIMIT = 200
+
+
+def flavour_of(*, dkms: bool, tree: str = DRM) -> str | None:
+    """The flavour row built in or out of the kernel (`dkms`) whose lines look like `tree`
+    (harness.model.drivers: the table names flavours, nothing else does)."""
+    found = [row.name for row in FLAVOURS.values() if row.dkms == dkms and
+             (not dkms or row.log_tree == tree)]
+    return found[0] if len(found) == 1 else None
+
+
+def is_flavour(name: str | None, *, dkms: bool, tree: str = DRM) -> bool:
+    row = FLAVOURS.get(name or "")
+    return row is not None and row.dkms == dkms and (not dkms or row.log_tree == tree)
 
 
 def quote(text: str, limit: int = QUOTE_LIMIT) -> str:

@@ -24,10 +24,10 @@ from collections import Counter
 
 from harness.logs import driver_lines
 from harness.logs.kernel_log import KEEP, SIMULATED_MARK, LogRecord
-from harness.model.drivers import LEGACY
+from harness.model.drivers import DRM, LEGACY
 from harness.report.diagnosis.artefacts.artefact_text import ArtefactText, Claim
 from harness.report.diagnosis.sign_rules import signs_of_event
-from harness.report.diagnosis.vocabulary import Cite, Observed, quote
+from harness.report.diagnosis.vocabulary import Cite, Observed, flavour_of, quote
 from harness.report.model import SIMULATED
 
 KIND = "kernel-log"
@@ -105,7 +105,7 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
         _kernel_line(text, index, body, observed)
     if not driver:
         claim.notes.append("it holds no amdxdna line")
-    _tree(text, driver, observed)
+    _tree(text, driver, observed, any(_TAINT.match(body) for _, body in taken))
     return claim
 
 
@@ -141,26 +141,24 @@ def _kernel_line(text: ArtefactText, index: int, body: str, observed: Observed) 
         observed.sign("oom", cite)
     if _GPU.match(body):
         observed.sign("gpu-fault", cite)
-    if _TAINT.match(body):
-        stack.flavour = stack.flavour or "out-of-tree"
     initialized = _INITIALIZED.search(body)
     if initialized:
         stack.set("driver", f"{initialized['name']} {initialized['version']}", cite)
 
 
-def _tree(text: ArtefactText, driver: list[tuple[int, str]], observed: Observed) -> None:
+def _tree(text: ArtefactText, driver: list[tuple[int, str]], observed: Observed,
+          out_of_tree: bool) -> None:
     """The driver's tree its lines show: legacy (no [drm] prefix, or the amdxdna_legacy
     module's name) is the out-of-tree legacy driver; [drm] with an out-of-tree module is
     staging; [drm] alone is staging or in-tree (which one the log does not say)."""
     records = [LogRecord(3, 0, body) for _, body in driver]
     trees = driver_lines.trees(records)
-    if trees == {LEGACY} or any(body.startswith("amdxdna_legacy ") for _, body in driver):
-        observed.stack.flavour = "oot"
-    elif trees and observed.stack.flavour == "out-of-tree":
-        observed.stack.flavour = "staging"
-    elif observed.stack.flavour == "out-of-tree":
-        observed.stack.flavour = None
+    legacy = trees == {LEGACY} or any(body.startswith("amdxdna_legacy ") for _, body in driver)
+    if legacy:
+        observed.stack.flavour = flavour_of(dkms=True, tree=LEGACY)
+    elif trees and out_of_tree:
+        observed.stack.flavour = flavour_of(dkms=True, tree=DRM)
     if driver and observed.stack.value("driver") is None:
-        name = "amdxdna (legacy tree)" if observed.stack.flavour == "oot" else \
+        name = "amdxdna (legacy tree)" if legacy else \
             "amdxdna ([drm] lines: staging or in-tree)"
         observed.stack.set("driver", name, record_cite(text, *driver[0]))

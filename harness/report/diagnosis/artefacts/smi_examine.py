@@ -20,7 +20,7 @@ import hashlib
 import re
 
 from harness.report.diagnosis.artefacts.artefact_text import ArtefactText, Claim
-from harness.report.diagnosis.vocabulary import Fact, Observed
+from harness.report.diagnosis.vocabulary import Fact, Observed, flavour_of
 
 KIND = "xrt-smi-examine"
 _SECTIONS = ("System Configuration", "XRT", "Device(s) Present")
@@ -86,7 +86,7 @@ def _facts(text: ArtefactText, rows: dict[tuple[str, str], tuple[int, str]],
             built = "DKMS"
         elif release and value == release[1]:
             built = "in-tree"
-            stack.flavour = "mainline"
+            stack.flavour = flavour_of(dkms=False)
         else:
             built = None
         stack.set("driver", f"amdxdna {value}" + (f" ({built})" if built else ""),
