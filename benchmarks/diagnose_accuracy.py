@@ -42,7 +42,7 @@ from harness.sim.profiles import DEVICES
 from harness.sources.load import load_case
 
 CASE = "minicpm5-2b-decode"          # 42 layers, one run each; the cut 21+21
-CAUSES = ("depth-limit", "work-hang", "slow-work", "refused", "resources",
+CAUSES = ("depth-limit", "work-hang", "slow-work", "refused", "contention",
           "nondeterministic", "not-npu-path", "nothing-fails")
 CASE_CONTEXTS = 4                    # attn, mm, layer, dequant: one context each
 # the stacks drawn: a flavour, a kernel release, and what else it needs to come up (the
@@ -80,7 +80,7 @@ def hypothesis(cause: str, flavour: str, kernel: str, rng: random.Random) -> str
         return f"work-hang:{rng.randint(2, 42)}"
     if cause == "refused":
         return f"reject-at:{rng.randint(1, 41)}"
-    if cause == "resources":
+    if cause == "contention":
         # other processes hold enough of the device's contexts that the case's do not fit
         # (some of them may): the flavour's limit, virtual or the firmware's
         device = DEVICES["npu5"]

@@ -121,7 +121,9 @@ def test_json_is_the_ranking_as_a_list_with_stable_ids(tmp_path):
     assert [entry["id"] for entry in ranking][0] == "depth-limit"
     assert sorted(entry["id"] for entry in ranking) == sorted(IDS)
     assert set(IDS) == {"depth-limit", "work-hang", "slow-work", "refused", "resources",
-                        "nondeterministic", "not-npu-path"}
+                        "nondeterministic", "not-npu-path", "firmware-mismatch", "driver-bug",
+                        "iommu", "power-management", "device-access", "host-memory",
+                        "contention", "wrong-binary"}
     top = ranking[0]
     assert top["status"] == "first" and top["for"] and top["falsifier"] and top["experiment"]
     assert top["reports"][0]["source"] == "SIMULATED"
@@ -200,13 +202,18 @@ def test_a_firmware_error_that_names_its_run_at_once_reads_as_refused(tmp_path):
     assert first(of(report)) == "refused"
 
 
-def test_a_refused_context_at_set_up_reads_as_resources(tmp_path):
+def test_a_refused_context_the_run_s_own_demand_cannot_explain_reads_as_contention(tmp_path):
+    """The run asks four contexts (one per xclbin) and every XDNA device gives six at least
+    (npu1_regs.c hwctx_limit; 16 on npu4/5/6): a context refused with none left means
+    other clients held them (contention), not the run's own demand (resources)."""
     refused = [setup_refused(i, "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): "
                                 "Invalid argument") for i in range(3)]
     report = hardware_report(tmp_path, "hw", [plan("monolithic", "42", [42], refused)])
     diagnosis = of(report)
-    assert first(diagnosis) == "resources"
-    assert "CREATE_HWCTX" in str(diagnosis.top.supports[0].cites[0])
+    assert first(diagnosis) == "contention"
+    assert "asks 4" in diagnosis.top.supports[0].text
+    assert "CREATE_HWCTX" in " ".join(str(c) for f in diagnosis.top.supports for c in f.cites)
+    assert any("cannot use them up" in f.text for f in diagnosis.entry("resources").against)
 
 
 def test_a_capture_that_completes_where_flm_serve_fails_reads_as_not_the_npu_path(tmp_path):

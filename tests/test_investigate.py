@@ -35,8 +35,8 @@ def investigate(tmp_path, profile: str | None, *more: str):
     ("flaky:0.3", "nondeterministic"),
     ("staging,inflight-cap:30", "depth-limit"),
     ("oot,work-hang:5", "work-hang"),
-    ("held-contexts:13", "resources"),
-    ("oot,held-contexts:30", "resources"),
+    ("held-contexts:13", "contention"),
+    ("oot,held-contexts:30", "contention"),
     ("serve-fault:error", "not-npu-path"),
     ("oot,serve-fault:drop", "not-npu-path"),
 ])

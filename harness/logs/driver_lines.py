@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.logs.kernel_log import LogRecord, Reading, Unreadable, limit_lines
+from harness.logs.stack_lines import STACK_EVENTS
 from harness.model.drivers import DRM, FLAVOURS, LEGACY
 
 _PREFIX = re.compile(r"^(?P<driver>amdxdna(?:_legacy)?) (?P<bdf>[0-9a-fA-F:.]+): "
@@ -212,19 +213,25 @@ def _block_field(event: dict[str, Any], names: dict[str, str], message: str) -> 
 
 def events(records: Iterable[LogRecord]) -> list[dict[str, Any]]:
     """The driver's and IOMMU's events in `records`, each with its fields."""
-    found: list[dict[str, Any]] = []
+    return [event for _, event in indexed_events(records)]
+
+
+def indexed_events(records: Iterable[LogRecord]) -> list[tuple[int, dict[str, Any]]]:
+    """The events of `records`, each with the position of the record that starts it."""
+    found: list[tuple[int, dict[str, Any]]] = []
     block: tuple[dict[str, str], dict[str, Any]] | None = None
-    for record in records:
+    for index, record in enumerate(records):
         page_fault = _PAGE_FAULT.search(record.text)
         if page_fault:
-            found.append({"event": "iommu_page_fault", "usec": record.usec,
-                          **{k: v for k, v in page_fault.groupdict().items() if v}})
+            found.append((index, {"event": "iommu_page_fault", "usec": record.usec,
+                                  **{k: v for k, v in page_fault.groupdict().items() if v}}))
             block = None
             continue
         suppressed = _SUPPRESSED.match(record.text)
         if suppressed:
-            found.append({"event": "callbacks_suppressed", "usec": record.usec,
-                          "function": suppressed["func"], "count": int(suppressed["count"])})
+            found.append((index, {"event": "callbacks_suppressed", "usec": record.usec,
+                                  "function": suppressed["func"],
+                                  "count": int(suppressed["count"])}))
             continue
         line = split_line(record.text)
         if line is None:
@@ -234,26 +241,26 @@ def events(records: Iterable[LogRecord]) -> list[dict[str, Any]]:
         block = None
         event: dict[str, Any] = {"usec": record.usec, "function": line.func}
         if line.message == CAPTURE_HEADER:
-            found.append({"event": "timeout_capture", **event})
-            block = (_CAPTURE_FIELDS, found[-1])
+            found.append((index, {"event": "timeout_capture", **event}))
+            block = (_CAPTURE_FIELDS, found[-1][1])
             continue
         if line.message == "AIE error:":
-            found.append({"event": "aie_error", **event})
-            block = (_AIE_FIELDS, found[-1])
+            found.append((index, {"event": "aie_error", **event}))
+            block = (_AIE_FIELDS, found[-1][1])
             continue
         job = re.match(r"^JOB\[(\d{1,20})\]:$", line.message)
         if job:
-            found.append({"event": "job", **event, "slot": int(job[1])})
-            block = (_JOB_FIELDS, found[-1])
+            found.append((index, {"event": "job", **event, "slot": int(job[1])}))
+            block = (_JOB_FIELDS, found[-1][1])
             continue
-        for kind, pattern, _ in _SINGLE:
+        for kind, pattern, _ in _SINGLE + STACK_EVENTS:
             match = re.match(pattern, line.message)
             if match:
                 fields = {k: _value(v) if k not in ("file", "health", "context", "what") else v
                           for k, v in match.groupdict().items() if v is not None}
-                found.append({"event": kind, **event, **fields})
+                found.append((index, {"event": kind, **event, **fields}))
                 break
-    for event in found:
+    for _, event in found:
         if event["event"] == "mailbox_failure":
             event["opcode_name"] = OPCODES.get(event["opcode"], "unknown")
             event["status_name"] = STATUSES.get(event["status"], "unknown")

@@ -514,7 +514,7 @@ HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
         "aie2_ctx_runqueue.c aie2_rq_add counts rq->ctx_cnt over the device; the firmware "
         "refuses past hwctx_limit whoever asks)",
         _held_contexts, f"{_SIM}.stack (create_context), the emulator through it",
-        cause="resources"),
+        cause="contention"),
     Hypothesis(
         "serve-fault", "KIND", "serve_fault", _serve_fault,
         "the server fails a request outside the NPU path, before any NPU call: KIND error "

@@ -74,8 +74,8 @@ COMMANDS: dict[str, Entry] = {
     "export": Entry("export_cmd", "export", "Write CASE's plans as XRT run recipes + profile "
                     "+ artefacts into FOLDER (new), runnable with XRT's own `xrt-runner "
                     "--recipe R --profile P` and no Python."),
-    "diagnose": Entry("diagnose_cmd", "diagnose", "Rank the causes the evidence of one or "
-                      "more reports supports."),
+    "diagnose": Entry("diagnose_cmd", "diagnose", "Rank the causes the evidence of reports "
+                      "and of a user's own artefacts supports."),
     "emulate": Entry("emulate_cmd", "emulate", "Run COMMAND against the XRT installed on "
                      "this machine with one emulated NPU of the profile's device, firmware "
                      "and driver flavour: XRT's own libraries, pyxrt and XDNA shim answer, "

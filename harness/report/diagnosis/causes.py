@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report.diagnosis import judges
+from harness.model.firmware import FIRMWARE_REFUSED_FIX
+from harness.report.diagnosis import judges, stack_judges
 from harness.report.diagnosis.findings import Evidence, Findings
 from harness.report.diagnosis.judges import CANNOT
 from harness.report.verdict import ENGINE_DEFAULT, capture_how
@@ -185,6 +186,111 @@ CAUSES: tuple[Cause, ...] = (
                    f"pyxrt), and runlist-harness serve-probe --model {_server_model(ev)} "
                    "again"),
 )
+# the causes below the runlist: each predicts the same of NOOPs and the engine's commands,
+# of depth and of the cut (none of them helps), so its own lines and versions tell it
+_BELOW = {"NOOPs vs the engine's commands": "both fail alike (the stack, not the runlist)",
+          "depth": "none: shallow runlists fail too",
+          "the cut": "does not help"}
+STACK_CAUSES: tuple[Cause, ...] = (
+    Cause(
+        "firmware-mismatch", "the driver refuses or misreads the loaded firmware (its "
+        "protocol, its version, a missing file)",
+        {**_BELOW, "time to failure": "at load or set-up: no runlist reaches the NPU",
+         "rate": "every trial, every boot", "kernel log and firmware":
+             "'Incompatible firmware protocol', 'failed to request_firmware', 'firmware is "
+             "not alive'; flm validate: 'NPU firmware version ... is incompatible'"},
+        "the NPU runs commands (any runlist answered by the device), or the firmware lines "
+        "are a known defect of the driver's release",
+        stack_judges.judge_firmware_mismatch,
+        lambda ev: "runlist-harness probe (the firmware the driver loaded, its version, and "
+                   "the driver's lines at load); then install firmware this driver takes, "
+                   "e.g. " + FIRMWARE_REFUSED_FIX + " (this changes the machine)"),
+    Cause(
+        "driver-bug", "a defect of a named driver, XRT or firmware release that a later "
+        "release fixes (harness/data/known_defects.yaml)",
+        {**_BELOW, "time to failure": "as the defect does",
+         "rate": "on the affected releases, as the defect does",
+         "kernel log and firmware": "the defect's own lines (its symptoms), on a release "
+                                    "its entry names"},
+        "the same failure on a release the entry says is fixed, or none of the defect's "
+        "lines where it has some",
+        stack_judges.judge_driver_bug, stack_judges.driver_bug_experiment),
+    Cause(
+        "iommu", "the IOMMU: binding the process's memory (SVA/PASID) fails, or page faults",
+        {**_BELOW, "time to failure": "at open (SVA) or during work (page faults)",
+         "rate": "every trial (SVA), or as often as the faults",
+         "kernel log and firmware": "'SVA bind device failed', 'Can not assign PASID', "
+                                    "AMD-Vi IO_PAGE_FAULT; amd_iommu=off or iommu=off on the "
+                                    "kernel command line"},
+        "runs complete with no IOMMU line, or the faults name another device",
+        stack_judges.judge_iommu,
+        lambda ev: "runlist-harness probe (the NPU's IOMMU group and its type, the kernel "
+                   "command line); then boot without amd_iommu=off or iommu=off (edit "
+                   "GRUB_CMDLINE_LINUX in /etc/default/grub and run `sudo update-grub`: this "
+                   "changes the machine and needs a reboot)"),
+    Cause(
+        "power-management", "power management: the SMU, suspend and resume, runtime PM",
+        {**_BELOW, "time to failure": "at power-up or after a resume",
+         "rate": "after a suspend, or at random with runtime PM",
+         "kernel log and firmware": "'smu cmd N failed', 'Power on failed', 'Resume "
+                                    "firmware failed', PM: ... failed"},
+        "the failure comes after a fresh boot with the NPU kept powered",
+        stack_judges.judge_power_management,
+        lambda ev: f"runlist-harness run {_case(ev)} --plan 1 --trials 3 after a fresh boot "
+                   "with no suspend since; to keep the NPU powered meanwhile: `echo on | sudo "
+                   "tee /sys/bus/pci/devices/BDF/power/control` (this changes the machine "
+                   "until reboot)"),
+    Cause(
+        "device-access", "the device cannot be reached: no /dev/accel/accel0, the driver not "
+        "bound, permissions, XRT's plug-in missing, a VM without pass-through",
+        {**_BELOW, "time to failure": "at open: nothing runs",
+         "rate": "every trial",
+         "kernel log and firmware": "a probe that failed, 'Running under hypervisor not "
+                                    "supported'; XRT: 'No such device', xrt-smi: '0 devices "
+                                    "found'; FastFlowLM: 'No NPU device found'"},
+        "the NPU was opened and ran commands",
+        stack_judges.judge_device_access,
+        lambda ev: "runlist-harness probe (the device node and its permissions, the render "
+                   "group, the driver bound, XRT's XDNA plug-in); for permission: `sudo "
+                   "usermod -aG render $USER`, then log in again (this changes the machine)"),
+    Cause(
+        "host-memory", "host memory: the memlock limit, the heap, a buffer the driver cannot "
+        "allocate, pin or map",
+        {**_BELOW, "time to failure": "at set-up (a buffer) or at once",
+         "rate": "every trial at that size",
+         "kernel log and firmware": "'Map host buffer failed', 'Failed to pin pages'; the "
+                                    "shim's CREATE_BO failing (-ENOMEM); FastFlowLM: "
+                                    "'Memlock limit is too low'"},
+        "the same buffers allocate with an unlimited memlock limit and the run still fails",
+        stack_judges.judge_host_memory,
+        lambda ev: f"ulimit -l unlimited (this shell only), then runlist-harness run "
+                   f"{_case(ev)} --plan 1 --trials 1; runlist-harness probe reads the limit"),
+    Cause(
+        "contention", "other clients hold or share the device (other processes' contexts, "
+        "a server, the GPU)",
+        {**_BELOW, "time to failure": "at set-up (no context left), or whenever they run",
+         "rate": "while the others run",
+         "kernel log and firmware": "a context refused though the run asks fewer than the "
+                                    "device gives (MGMT_ERT_NOAVAIL, 'Not allow more than N "
+                                    "context(s)'); other holders of /dev/accel"},
+        "the failure stays with no other process on the device",
+        stack_judges.judge_contention,
+        lambda ev: f"runlist-harness probe (who else holds the NPU); stop them, then "
+                   f"runlist-harness run {_case(ev)} --plan 1 --trials 1"),
+    Cause(
+        "wrong-binary", "an xclbin or kernel built for another NPU generation",
+        {**_BELOW, "time to failure": "at set-up (the context) or at once",
+         "rate": "every trial with that binary",
+         "kernel log and firmware": "'Invalid num_col', a partition outside the device; "
+                                    "the shim: 'No valid DPU kernel found in xclbin'; an "
+                                    "XDNA 2 pack on an XDNA 1 NPU"},
+        "runs of the same binary complete on this NPU",
+        stack_judges.judge_wrong_binary,
+        lambda ev: "runlist-harness xclbin inspect XCLBIN (its partition's columns and the "
+                   "device it was built for) beside runlist-harness probe (this NPU's "
+                   "generation and columns)"),
+)
+CAUSES = CAUSES + STACK_CAUSES
 IDS = tuple(cause.id for cause in CAUSES)
 
 

@@ -36,6 +36,12 @@ from harness.report.diagnosis.observed import (
     Arm,
     context_refused,
 )
+from harness.report.diagnosis.stack_judges import (
+    deep_runlist_tests,
+    refusal_states,
+    resources_of_demand,
+    signs,
+)
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
 
 CAUGHT = (AT_TIMER, PAST_TIMER)           # a hang the driver's detection caught
@@ -96,7 +102,7 @@ def _against_a_fixed_cause(out: Findings, ev: Evidence, what: str) -> None:
 
 def judge_depth_limit(ev: Evidence) -> Findings:
     out = Findings()
-    if not ev.noop():
+    if not ev.noop() and not signs(ev, "runlist-test-failed", "runlist-test-passed"):
         out.untested = "no plan ran NOOP runs: depth alone was not tested"
         return out
     failing = sorted((a for a in ev.failing if a.workload == NOOP), key=_failing_depth)
@@ -134,6 +140,7 @@ def judge_depth_limit(ev: Evidence) -> Findings:
         elif result == "PASSED":
             out.add(AGAINST, SUPPORT, "XRT's own deep runlist (xrt-smi validate's "
                     "runlist-latency, 1000 NOOP runs in one runlist) completes here", cite)
+    deep_runlist_tests(out, ev)
     _against_a_fixed_cause(out, ev, "a limit")
     named = [a for a in ev.failing if a.named_runs and at_once(a)]
     if named:
@@ -315,6 +322,7 @@ def judge_refused(ev: Evidence) -> Findings:
     if errors:
         out.add(FOR, WEAK, "the kernel log has the firmware's AIE error lines",
                 errors[0].cite("trials[*].kernel_log.events", "aie_error"))
+    refusal_states(out, ev)
     _against_a_fixed_cause(out, ev, "a refusal")
     return out
 
@@ -341,6 +349,7 @@ def judge_resources(ev: Evidence) -> Findings:
         out.add(FOR, WEAK, f"{blocked[0].label} needs more than {JOBS_IN_FLIGHT} chains in "
                 "flight and failed past the timer: its 5th submit waited for a slot",
                 ttf_cite(blocked[0]))
+    resources_of_demand(out, ev)
     answered = [a for a in ev.failing if a.failed]
     if answered and not refused and not mailbox:
         out.add(AGAINST, SUPPORT, "every context was made and the device answered each "

@@ -10,157 +10,44 @@ trusted to mean what the diagnosis reads them to mean.
 
 from __future__ import annotations
 
-import statistics
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.logs.error_lines import find_error_lines
 from harness.model.errors import BadInput, ReportError
 from harness.model.results import COMPLETED_STATE
 from harness.report.check import check_report_file
-from harness.report.header import Timers, read_header, read_timers
+from harness.report.diagnosis.sign_rules import signs_of_error, signs_of_event
+from harness.report.diagnosis.stack_of_report import fill_stack
+from harness.report.diagnosis.vocabulary import (
+    HARDWARE,
+    NOOP,
+    SUBMIT_SIZE,
+    WORK,
+    Arm,
+    Cite,
+    Observed,
+    quote,
+)
+from harness.report.header import Timers, read_header, read_timers, section
 from harness.report.model import is_simulated, played_profile, source_tag
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.timing import stack_timers, time_to_failure
 
-HARDWARE = "hardware"          # a machine's source; a model's is its `source_tag`
-NOOP, WORK = "noop", "work"
 # what a refused context looks like, in a trial's error (XRT's shim on the create ioctl,
 # the simulated binding) and in the kernel log (harness.logs.driver_lines)
 CONTEXT_REFUSED = ("CREATE_HWCTX", "Failed to create hardware context",
                    "create context failed")
 CONTEXT_EVENTS = ("mailbox_failure",)
+MAX_LINES = 2000               # texts kept a report for the known defects' symptoms
 # the driver's trace events, read as its kernel-log lines are: in-tree 7.0 logs nothing on
 # a timeout, and "job timedout" is its one record (harness.logs.trace_events)
 TRACE_TIMER_EVENTS = ("job_timedout",)
 TIMER_EVENTS = ("tdr_timeout", "no_progress", "timeout_capture", "context_dump",
                 *TRACE_TIMER_EVENTS)
-SUBMIT_SIZE = 24                # XRT's runlist chain (STACK.md 2), unless the profile says
-
-
-@dataclass(frozen=True)
-class Cite:
-    """Where a fact was read: a report file and a field in it, with what it held."""
-
-    file: str
-    field: str
-    value: str
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.field} = {self.value}"
-
-
-@dataclass
-class Arm:
-    """One plan of one report, as observed."""
-
-    file: str
-    position: int
-    name: str
-    label: str
-    workload: str                  # NOOP or WORK
-    stand_in: bool                 # WORK stood in for by the simulator (not an engine's)
-    group: str                     # runs of the same commands share a group
-    runs: list[int]                # each runlist's runs
-    submit_size: int = SUBMIT_SIZE
-    completed: int = 0
-    failed: int = 0
-    no_answer: int = 0
-    setup_failed: int = 0
-    states: Counter[str] = field(default_factory=Counter)
-    ttf: list[tuple[float, str]] = field(default_factory=list)     # (ms, class)
-    named_runs: list[int] = field(default_factory=list)   # runs the device named in failing
-    failing_chain_runs: list[int] = field(default_factory=list)
-    failing_depths: list[int] = field(default_factory=list)   # the failing runlists' runs
-    run_ms: list[float] = field(default_factory=list)      # completed runlists, per run
-    setup_errors: list[str] = field(default_factory=list)
-    events: Counter[str] = field(default_factory=Counter)  # kernel-log events, failed trials
-    health: int = 0                # failing runlists with the firmware's health data
-    # trials that began on a wedged device: not evidence of the plan, so counted apart
-    # (neither answered nor set-up failures), with the device's state as the first said it
-    wedged: int = 0
-    wedged_state: str | None = None
-
-    @property
-    def where(self) -> str:
-        return f"plans[{self.position}] ({self.label})"
-
-    def cite(self, what: str, value: Any) -> Cite:
-        return Cite(self.file, f"{self.where}.{what}", str(value))
-
-    @property
-    def deepest(self) -> int:
-        return max(self.runs) if self.runs else 0
-
-    @property
-    def answered(self) -> int:
-        return self.completed + self.failed
-
-    @property
-    def rate(self) -> float | None:
-        """The failing share of the trials the device answered."""
-        return self.failed / self.answered if self.answered else None
-
-    @property
-    def always_fails(self) -> bool:
-        return self.failed > 0 and self.completed == 0
-
-    @property
-    def never_fails(self) -> bool:
-        return self.completed > 0 and self.failed == 0 and self.no_answer == 0 \
-            and self.setup_failed == 0
-
-    @property
-    def mixed(self) -> bool:
-        return self.failed > 0 and self.completed > 0
-
-    def ttf_classes(self) -> Counter[str]:
-        return Counter(kind for _, kind in self.ttf)
-
-    @property
-    def median_run_ms(self) -> float | None:
-        return statistics.median(self.run_ms) if self.run_ms else None
-
-    @property
-    def longest_failing_chain(self) -> int | None:
-        return max(self.failing_chain_runs) if self.failing_chain_runs else None
-
-    def chains_of(self, runs: int) -> int:
-        return -(-runs // self.submit_size)
-
-
-@dataclass
-class Observed:
-    """One report, as observed."""
-
-    file: str
-    command: str
-    source: str                    # HARDWARE, SIMULATED or EMULATED
-    profile: str | None
-    by_construction: list[str]
-    documented: bool
-    timers: Timers
-    case: str
-    case_kind: str
-    layers: int | None
-    engine: str | None = None      # the command line that runs the case's engine
-    arms: list[Arm] = field(default_factory=list)
-    server_requests: list[dict[str, Any]] = field(default_factory=list)
-    server_model: str | None = None
-    xrt_smi: dict[str, Any] | None = None   # XRT's own deep-runlist control, where it ran
-    # trials that ran on a wedged device, by plan label (kept here: a plan that has only
-    # those answered nothing, and is left out of `arms`), and the device's state
-    wedged: dict[str, int] = field(default_factory=dict)
-    wedged_state: str | None = None
-
-    @property
-    def failures(self) -> int:
-        return sum(a.failed + a.no_answer + a.setup_failed for a in self.arms) + \
-            sum(1 for r in self.server_requests if r.get("outcome") != "success")
-
-    def cite(self, what: str, value: Any) -> Cite:
-        return Cite(self.file, what, str(value))
+__all__ = ["CONTEXT_EVENTS", "HARDWARE", "NOOP", "TIMER_EVENTS", "TRACE_TIMER_EVENTS",
+           "WORK", "Arm", "Cite", "Observed", "context_refused", "observe",
+           "observe_document"]
 
 
 def observe(path: str | Path) -> Observed:
@@ -221,6 +108,7 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
                                     if isinstance(r, dict)]
         # serve-probe keeps the tag in its settings; investigate beside its server's answers
         observed.server_model = server.get("model") or header.settings.model
+    fill_stack(observed, doc, header)
     case_noop = case.nop_only and observed.case_kind == "case"
     per_layer = case.runs_per_layer if observed.case_kind == "case" else 1
     for position, plan in enumerate(doc.get("plans") or []):
@@ -292,11 +180,19 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
     failing = next((r for r in runlists if r.get("state") not in (None, COMPLETED_STATE)),
                    None)
     log = trial.get("kernel_log") if isinstance(trial.get("kernel_log"), dict) else {}
+    _keep_lines(observed, arm, trial, log)
     for event in log.get("events") or []:
         if isinstance(event, dict):
             arm.events[str(event.get("event"))] += 1
+            for kind, facts in signs_of_event(event):
+                observed.sign(kind, arm.cite(f"trials[{trial.get('index')}].kernel_log.events",
+                                             event.get("event")), **facts)
     if failing is None:
         error = str(trial.get("error") or "")
+        for found in find_error_lines(error.splitlines()[:1]):
+            for kind, facts in signs_of_error(found):
+                observed.sign(kind, arm.cite(f"trials[{trial.get('index')}].error",
+                                             quote(found.message)), **facts)
         arm.setup_failed += 1
         arm.setup_errors.append(error.splitlines()[0][:200] if error else "set-up failed")
         arm.states["set-up failed"] += 1
@@ -325,6 +221,19 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
         if outcome.get("state") == COMPLETED_STATE and isinstance(ms, (int, float)) \
                 and outcome.get("runs"):
             arm.run_ms.append(float(ms) / int(outcome["runs"]))
+
+
+def _keep_lines(observed: Observed, arm: Arm, trial: dict[str, Any],
+                log: dict[str, Any]) -> None:
+    """The trial's texts a known defect's symptoms may show in: its error, its runlists'
+    messages and its kernel-log lines (up to MAX_LINES a report)."""
+    where = f"{arm.where}.trials[{trial.get('index')}]"
+    texts = [("error", str(trial["error"]))] if trial.get("error") else []
+    texts += [("runlists[*].message", str(r["message"])) for r in
+              map(section, trial.get("runlists") or []) if r.get("message")]
+    texts += [("kernel_log.lines", str(line)) for line in log.get("lines") or []]
+    room = MAX_LINES - len(observed.lines)
+    observed.lines += [(f"{where}.{name}", None, text) for name, text in texts[:max(room, 0)]]
 
 
 def context_refused(arm: Arm) -> list[str]:

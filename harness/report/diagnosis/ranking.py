@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.report.diagnosis.artefacts import Unread
 from harness.report.diagnosis.causes import CAUSES, Cause, engine_of, predictions
+from harness.report.diagnosis.deciding import deciding_experiment
 from harness.report.diagnosis.findings import AGAINST, CONTRADICTS, FOR, Evidence, Finding
 from harness.report.diagnosis.observed import HARDWARE, NOOP, Observed
+from harness.report.diagnosis.sources_text import evidence_lines, sources_json, stack_lines
 from harness.report.model import EMULATED, SIMULATED
 from harness.report.verdict import capture_how
 
@@ -73,6 +76,7 @@ class Diagnosis:
 
     reports: list[Observed]
     entries: list[Ranked]
+    unread: list[Unread] = field(default_factory=list)    # files it could not read
 
     @property
     def top(self) -> Ranked:
@@ -87,10 +91,8 @@ class Diagnosis:
         return next(e for e in self.entries if e.id == cause)
 
     def to_json(self) -> list[dict[str, Any]]:
-        sources = [{"file": r.file, "command": r.command, "source": r.source,
-                    "profile": r.profile, "by_construction": r.by_construction}
-                   for r in self.reports]
-        return [dict(entry.to_dict(), **({"reports": sources} if i == 0 else {}))
+        sources = sources_json(self.reports, self.unread)
+        return [dict(entry.to_dict(), **(sources if i == 0 else {}))
                 for i, entry in enumerate(self.entries)]
 
 
@@ -110,8 +112,9 @@ def rank(ev: Evidence) -> Diagnosis:
         top = Ranked(UNDETERMINED, "undetermined", FIRST,
                     why="something failed, but no cause in the table fits it without an "
                         "observation against it",
-                    experiment="runlist-harness investigate on the case, for the experiments "
-                               "that tell the rows apart")
+                    experiment=deciding_experiment(
+                        ev, [], "runlist-harness investigate on the case, for the experiments "
+                                "that tell the rows apart"))
         return Diagnosis(ev.reports, [top, *ranked])
     best = leaders[0]
     second = leaders[1] if len(leaders) > 1 else None
@@ -124,7 +127,8 @@ def rank(ev: Evidence) -> Diagnosis:
                          if second is not None else
                          f"only weak evidence for {best.id} (score {best.score}; a lead needs "
                          f"{MIN_SCORE})"),
-                    experiment=best.experiment)
+                    experiment=deciding_experiment(ev, [e.id for e in close],
+                                                   best.experiment))
         return Diagnosis(ev.reports, [top, *ranked])
     best.status = FIRST
     return Diagnosis(ev.reports, ranked)
@@ -179,17 +183,7 @@ def text_lines(diagnosis: Diagnosis) -> list[str]:
     """The diagnosis as a person reads it: where the evidence comes from, the answer with
     the observations for and against it (each with its report and field), its falsifier
     and the next experiment, then every other cause in a line."""
-    lines = []
-    for report in diagnosis.reports:
-        origin = report.source if report.source != HARDWARE else "hardware"
-        note = ""
-        if report.source != HARDWARE:
-            note = f", profile {report.profile}: not hardware evidence"
-            if report.by_construction:
-                note += ("; by construction, " + "; ".join(report.by_construction)
-                         + ": a diagnosis of it recovers the hypothesis, it finds nothing "
-                         "about a machine")
-        lines.append(f"evidence: {report.file} ({report.command}, {origin}{note})")
+    lines = evidence_lines(diagnosis.reports, diagnosis.unread)
     top = diagnosis.top
     if top.id in (NOTHING_FAILS, UNDETERMINED):
         lines.append(f"diagnosis: {top.id}: {top.why}")
@@ -209,7 +203,7 @@ def text_lines(diagnosis: Diagnosis) -> list[str]:
         width = max(len(e.id) for e in rest)
         for entry in rest:
             lines.append(f"  {entry.id:<{width}}  {_summary(entry)}")
-    return lines
+    return lines + stack_lines(diagnosis.reports)
 
 
 def diagnosis_experiment(diagnosis: Diagnosis) -> str:
