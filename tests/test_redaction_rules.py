@@ -225,3 +225,19 @@ def test_a_name_is_replaced_whatever_joins_it_to_other_text(text, kept):
 def test_short_or_common_names_follow_the_documented_rule(name, text, kept):
     kind = "serial" if name.isdigit() else "user"
     assert redacted(text, **{kind: name}) == kept
+
+
+@pytest.mark.parametrize("text, kept, gone", [
+    # the factor table of several machines (harness.report.diagnosis.cohort)
+    ("  firmware: failing 1.1.2.65 x2; working 1.0.0.63 x2 -> separates them",
+     ["1.1.2.65", "1.0.0.63"], []),
+    # a firmware release the harness knows, wherever it stands
+    ("machine 3: working; kernel 6.18.9, firmware 1.0.0.63, XRT 2.21.75", ["1.0.0.63"], []),
+    ("npu.sbin 1.1.2.64 loaded", ["1.1.2.64"], []),
+    # ... but a line that speaks of firmware still hides an address in a URL or with a port
+    ("fetching firmware from http://10.1.2.3/npu.sbin", [], ["10.1.2.3"]),
+    ("firmware server 192.168.7.9:8080 answered", [], ["192.168.7.9"]),
+])
+def test_firmware_versions_are_kept_and_addresses_beside_them_go(text, kept, gone):
+    out = redacted(text)
+    assert all(k in out for k in kept) and not any(g in out for g in gone), out

@@ -258,4 +258,4 @@ def test_the_deciding_experiment_names_how_this_driver_s_timer_is_lengthened(tmp
                           "progress... Count 2 timeout 2 dump_only 0\n", TIMEOUT_JSON)
     experiment = legacy.top.experiment
     assert "sudo modprobe amdxdna_legacy timeout_in_sec=20" in experiment
-    assert "changes the machine" in experiment and "at most 54 s of device time" in experiment
+    assert "changes the machine" in experiment and "at most 1.2 min of device time" in experiment

@@ -121,8 +121,6 @@ _SINGLE: tuple[tuple[str, str, str], ...] = (
         ("restart_failed", r"^(?P<what>Create hwctx|Map host buf|Config cu) failed, ret "
                            r"(?P<ret>-?\d{1,20})$",
          "in-tree (234824b1) and staging (856409ca) aie2_ctx.c aie2_hwctx_restart"),
-        ("hw_resource_failed", r"^Alloc hw resource failed, ret (?P<ret>-?\d{1,20})$",
-         "aie2_ctx.c aie2_hwctx_init; legacy aie2_hwctx.c aie2_hwctx_start"),
         ("context_init_failed", r"^Init (?:hwctx|ctx) failed, ret (?P<ret>-?\d{1,20})$",
          "amdxdna_ctx.c amdxdna_drm_create_hwctx_ioctl (every tree)"),
         ("context_connect_failed", r"^(?P<context>\S+) connect failed, err (?P<ret>-?\d{1,20})$",
@@ -131,31 +129,9 @@ _SINGLE: tuple[tuple[str, str, str], ...] = (
          "legacy aie2_ctx_runqueue.c rq_submit_enter_slow (the submit fails -EIO)"),
         ("mailbox_timeout", r"^Wait for completion timeout$",
          "amdxdna_mailbox_helper.c xdna_send_msg_wait (every tree)"),
-        ("power_cycle_failed", r"^NPU power-cycle start failed: (?P<ret>-?\d{1,20})$",
-         "staging aie2_pci.c aie2_hw_reset"),
         ("reset_skipped", r"^NPU reset skipped: last reset (?P<ms>\d{1,20}) ms ago$",
          "staging aie2_pci.c aie2_hw_reset (one power-cycle a minute)"),
-        # the SMU refusing power commands (a probe, a reload or a resume on a wedged NPU)
-        ("smu_failure", r"^smu cmd (?P<command>\d{1,10}) (?:failed, (?P<response>0x[0-9a-f]{1,8})"
-                        r"|timed out)$",
-         "in-tree aie2_smu.c aie2_smu_exec; staging and legacy aie_smu.c aie_smu_exec"),
-        ("power_access_failed", r"^Access power failed, ret (?P<ret>-?\d{1,20})$",
-         "in-tree aie2_smu.c aie2_smu_init, legacy aie2_smu.c aie2_smu_start, staging "
-         "aie_smu.c aie_smu_init"),
-        ("hardware_init_failed", r"^Hardware init failed, ret (?P<ret>-?\d{1,20})$",
-         "amdxdna_pci_drv.c amdxdna_probe (every tree)"),
-        ("probe_failed", r"^probe with driver amdxdna failed with error (?P<ret>-?\d{1,20})$",
-         "Linux drivers/base/dd.c (the driver core, on the device)"),
-        # the device heap (harness.model.heap)
-        ("dev_bo_size_invalid", r"^Invalid dev bo size (?P<size>0x[0-9a-f]{1,16}), (?:limit|max "
-                                r"heap) (?P<limit>0x[0-9a-f]{1,16})$",
-         "amdxdna_gem.c amdxdna_gem_heap_alloc (every tree)"),
-        ("dev_bo_alloc_failed", r"^Failed to alloc dev bo memory, ret (?P<ret>-?\d{1,20})$",
-         "amdxdna_gem.c amdxdna_gem_heap_alloc, amdxdna_drm_alloc_dev_bo (in-tree), "
-         "amdxdna_drm_create_dev_bo (legacy)"),
-        ("heap_past_max", r"^Heap size (?P<used>0x[0-9a-f]{1,16}) \+ (?P<size>0x[0-9a-f]{1,16}) "
-                          r"exceeds max (?P<limit>0x[0-9a-f]{1,16})$",
-         "staging amdxdna_gem.c amdxdna_drm_create_dev_heap_bo"),
+        # the device heap (harness.model.heap; its other lines are stack_lines')
         ("heap_exists", r"^dev heap is already created$",
          "legacy amdxdna_gem.c amdxdna_drm_create_dev_heap_bo"),
 )

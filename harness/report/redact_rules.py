@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import unquote
 
+from harness.model.firmware import DEVICE_FIRMWARE, RELEASES
+
 
 class RuleHost(Protocol):
     """What a rule asks of the redactor that runs it (`harness.report.redact.Redactor`)."""
@@ -140,6 +142,11 @@ VERSION_BEFORE = re.compile(r"(?i)(?<![a-z])(?:version|firmware|fw|ver|release|v
 # a continued report records what changed)
 VERSION_ARROW = re.compile(r"\d+(?:\.\d+){2,}\s*->\s*\Z")
 KEEP_IPS = {"127.0.0.1", "0.0.0.0", "::1", "::"}
+# NPU firmware releases read as dotted quads; the ones the harness knows are public names of
+# a release, never a machine's address ("firmware: failing 1.1.2.65 x2" in a factor table)
+FIRMWARE_VERSIONS = frozenset(RELEASES) | frozenset(DEVICE_FIRMWARE.values())
+# ... and so is any dotted quad on a line that speaks of firmware before it
+FIRMWARE_LINE = re.compile(r"(?i)(?<![a-z])(?:firmware|fw)(?![a-z])")
 
 
 @dataclass(frozen=True)
@@ -287,6 +294,13 @@ def _ipv6(r: RuleHost, text: str, _: bool) -> str:
                     else r.placeholder("ip", m.group(0).lower()), text)
 
 
+def _in_address(text: str, match: re.Match[str]) -> bool:
+    """The dotted quad is a URL's host or a peer with its port (//10.1.2.3/, @10.1.2.3,
+    10.1.2.3:8080), not a version."""
+    return text[max(0, match.start() - 1):match.start()] in ("/", "@") or \
+        text[match.end():match.end() + 1] == ":"
+
+
 def _ipv4(r: RuleHost, text: str, versioned: bool) -> str:
     if versioned and VERSION_VALUE.match(text):
         return text
@@ -294,7 +308,10 @@ def _ipv4(r: RuleHost, text: str, versioned: bool) -> str:
     def one(match: re.Match[str]) -> str:
         address = match.group(0)
         before = text[max(0, match.start() - 24):match.start()]
+        line = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
         if address in KEEP_IPS or address.startswith("127.") or \
+                address in FIRMWARE_VERSIONS or (FIRMWARE_LINE.search(line) and not
+                                                 _in_address(text, match)) or \
                 VERSION_BEFORE.search(before[-16:]) or VERSION_ARROW.search(before):
             return address          # loopback, or a version number ("firmware 1.1.2.65")
         return r.placeholder("ip", address)

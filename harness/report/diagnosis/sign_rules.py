@@ -34,6 +34,10 @@ EVENT_SIGNS = {
     "map_host_buffer_failed": "host-map-failed", "host_memory_failed": "host-map-failed",
     "context_refused": "context-unavailable", "partition_refused": "wrong-columns",
     "hypervisor_refused": "hypervisor", "hardware_init_failed": "driver-probe-failed",
+    "context_init_failed": "context-unavailable",
+    "restart_failed": "restart-failed", "context_connect_failed": "restart-failed",
+    "context_dead": "restart-failed", "mailbox_timeout": "mailbox-error",
+    "reset_skipped": "firmware-recovery", "heap_exists": "host-map-failed",
 }
 EACCES, EPERM, ENOENT = -13, -1, -2
 _BUFFER_IOCTLS = ("CREATE_BO", "SYNC_BO", "GET_BO_INFO")

@@ -91,7 +91,12 @@ SIGNS: dict[str, SignKind] = {
     "firmware-recovery": SignKind("the driver power-cycled or reset the NPU after its "
                                   "firmware stopped answering"),
     "aie-error": SignKind("the firmware reported an AIE error (tile, module, event)"),
-    "mailbox-error": SignKind("the firmware refused a management command (its status)"),
+    "mailbox-error": SignKind("the firmware refused a management command (its status) or "
+                              "did not answer it in time"),
+    "restart-failed": SignKind("the driver could not bring a context back after a hang (its "
+                               "restart's create, map or configure failed; a legacy context "
+                               "dead): the device stays wedged, later runs say nothing of "
+                               "the runlist"),
     "validate-failed": SignKind("an xrt-smi validate test failed"),
     "runlist-test-failed": SignKind("xrt-smi validate's deep-runlist test "
                                     "(runlist-latency/-throughput, cmd-chain-*) failed"),
