@@ -127,8 +127,12 @@ class Investigation:
         journal has each trial as soon as it ended."""
         path = self.runner.handle.path
         if any(isinstance(t, BriefTrial) for p in self.report.plans for t in p.trials):
-            return diagnose_observed([observe(path)])
-        return diagnose_observed([observe_document(self.report.to_dict(), str(path))])
+            observed = observe(path)
+        else:
+            observed = observe_document(self.report.to_dict(), str(path))
+        # the run is this one, going on: not a report that stopped
+        observed.finished, observed.resume = True, None
+        return diagnose_observed([observed])
 
     def run(self) -> Diagnosis:
         """Experiments until the diagnosis settles, nothing is left to try or the budget

@@ -20,7 +20,7 @@ from harness.model.errors import BadInput, ReportError
 from harness.model.results import COMPLETED_STATE
 from harness.report.check import check_report_file
 from harness.report.header import Timers, read_header, read_timers
-from harness.report.model import is_simulated, played_profile, source_tag
+from harness.report.model import continue_command, is_simulated, played_profile, source_tag
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.timing import stack_timers, time_to_failure
 
@@ -141,6 +141,12 @@ class Observed:
     server_requests: list[dict[str, Any]] = field(default_factory=list)
     server_model: str | None = None
     xrt_smi: dict[str, Any] | None = None   # XRT's own deep-runlist control, where it ran
+    finished: bool = True          # the run ended on its own (not Ctrl-C, not a kill)
+    resume: str | None = None      # the command that goes on with it, where it did not
+
+    @property
+    def answered(self) -> int:
+        return sum(a.answered for a in self.arms)
 
     @property
     def failures(self) -> int:
@@ -204,7 +210,8 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
         case=str(case.name or "?"), case_kind=case.kind, layers=case.layers,
         engine=case.engine,
         xrt_smi=doc.get("xrt_smi_control") if isinstance(doc.get("xrt_smi_control"), dict)
-        else None)
+        else None, finished=bool(doc.get("finished")),
+        resume=None if doc.get("finished") else continue_command(str(header.command), file))
     server = doc.get("server")
     if isinstance(server, dict):
         observed.server_requests = [r for r in server.get("requests") or []

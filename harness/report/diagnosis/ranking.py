@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.report.diagnosis.causes import CAUSES, Cause, engine_of, predictions
-from harness.report.diagnosis.findings import AGAINST, CONTRADICTS, FOR, Evidence, Finding
+from harness.report.diagnosis.causes import _case as case_of
+from harness.report.diagnosis.findings import (
+    AGAINST,
+    CONSISTENT_COMPLETIONS,
+    CONTRADICTS,
+    FOR,
+    Evidence,
+    Finding,
+)
 from harness.report.diagnosis.observed import HARDWARE, NOOP, Observed
 from harness.report.model import EMULATED, SIMULATED
 from harness.report.verdict import capture_how
@@ -104,7 +112,7 @@ def rank(ev: Evidence) -> Diagnosis:
                   key=lambda e: (order[e.status], -(e.score or 0)))
     ranked = leaders + rest
     if not ev.anything_failed:
-        top = _nothing_fails(ev)
+        top = _too_few(ev) or _nothing_fails(ev)
         return Diagnosis(ev.reports, [top, *ranked])
     if not leaders:
         top = Ranked(UNDETERMINED, "undetermined", FIRST,
@@ -145,12 +153,38 @@ def _entry(cause: Cause, findings: Any, experiment: str) -> Ranked:
     return entry
 
 
+def _too_few(ev: Evidence) -> Ranked | None:
+    """Nothing failed, but too few trials answered to say that nothing fails (fewer than
+    it takes to say a plan completes, as when Ctrl-C stopped the first trial): undetermined,
+    with the command that finishes the run. None when enough answered."""
+    answered = sum(r.answered for r in ev.reports)
+    if answered >= CONSISTENT_COMPLETIONS:
+        return None
+    stopped = [r for r in ev.reports if r.resume]
+    why = (f"too few trials answered to say anything ({answered} answered in "
+           f"{_reports_text(ev)}, {CONSISTENT_COMPLETIONS} at least to say a plan "
+           "completes)")
+    if stopped:
+        why += ("; the run stopped before its trials were done" if len(stopped) == 1 else
+                f"; {len(stopped)} runs stopped before their trials were done")
+        experiment = "; ".join(r.resume for r in stopped if r.resume)
+    else:
+        experiment = (f"runlist-harness run {case_of(ev)} --trials "
+                      f"{CONSISTENT_COMPLETIONS} (each plan, enough trials to say it "
+                      "completes)")
+    return Ranked(UNDETERMINED, "undetermined", FIRST, why=why, experiment=experiment)
+
+
+def _reports_text(ev: Evidence) -> str:
+    return f"{len(ev.reports)} report" + ("s" if len(ev.reports) != 1 else "")
+
+
 def _nothing_fails(ev: Evidence) -> Ranked:
     trials = sum(a.answered for a in ev.arms)
     sources = {r.source for r in ev.reports}
     noop_only = bool(ev.arms) and all(a.workload == NOOP for a in ev.arms)
-    why = f"no trial failed ({trials} answered in {len(ev.reports)} report" + \
-        ("s" if len(ev.reports) != 1 else "") + ")"
+    why = f"no trial failed ({trials} answered in {_reports_text(ev)})"
+    stopped = [r.resume for r in ev.reports if r.resume]
     if sources & {SIMULATED, EMULATED} and all(r.documented for r in ev.reports
                                                 if r.source != HARDWARE):
         decide = ("the " + "/".join(sorted(sources & {SIMULATED, EMULATED})).lower()
@@ -172,6 +206,9 @@ def _nothing_fails(ev: Evidence) -> Ranked:
     else:
         decide = ("nothing failed in these trials; a failure rarer than that needs more "
                   "trials (--trials 20)")
+    if stopped:
+        # what ran says nothing failed; what the run was to run is not all in
+        decide += "; the run stopped before its trials were done: " + "; ".join(stopped)
     return Ranked(NOTHING_FAILS, "nothing fails", FIRST, why=why, experiment=decide)
 
 
