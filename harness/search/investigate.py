@@ -31,6 +31,7 @@ from harness.execution.xrt_smi_control import SECTION as XRT_SMI_SECTION
 from harness.model.errors import EnvironmentNotReady
 from harness.model.plan import plan_for_depth
 from harness.model.results import BriefTrial, TrialResult
+from harness.report.answer import could_not_start_line
 from harness.report.diagnosis import (
     NOTHING_FAILS,
     UNDETERMINED,
@@ -43,7 +44,7 @@ from harness.report.diagnosis.observed import observe
 from harness.report.header import read_timers
 from harness.report.model import STAND_IN, PlanRecord
 from harness.report.timing import DEVICE
-from harness.report.verdict import Verdict, by_construction, with_xrt_smi
+from harness.report.verdict import Verdict, by_construction, could_not_start, with_xrt_smi
 
 SECTION = "investigate"
 SERVER_SECTION = "server"     # where serve-probe keeps a server's answers: diagnose reads it
@@ -166,8 +167,15 @@ class Investigation:
             reasons.append(f"stopped early: {stopped}")
         reasons.append(f"next: {top.experiment}")
         control = self.report.sections.get(XRT_SMI_SECTION)
-        return with_xrt_smi(Verdict(None, f"{top.id}: {said}"[:99], reasons),
+        refused = self._could_not_start()
+        # a run that could not start says so first: no runlist of the case's ran
+        answer = could_not_start_line(refused, self.report.backend) if refused else \
+            f"{top.id}: {said}"[:99]
+        return with_xrt_smi(Verdict(None, answer, reasons),
                             control if isinstance(control, dict) else None)
+
+    def _could_not_start(self) -> str | None:
+        return could_not_start([p for p in self.report.plans if not p.control])
 
     # -- choosing the next experiment ------------------------------------------------------
 
@@ -180,6 +188,11 @@ class Investigation:
             return Step("three-way", "the case's one runlist, its cut and the depth-only "
                         "control of NOOPs at the same depth", [
                             (plan, self.settings.first_trials) for plan in plans])
+        if self._could_not_start() is not None:
+            # nothing this loop runs changes a refused set-up: is it refused every time?
+            return self._cheapest(self._top_ups(
+                "confirm", "the case's plans could not start: is the set-up refused every "
+                "time?", lambda plan: 0 if plan.control else CONFIRM_TRIALS))
         work = self._stand_in_work(diagnosis)
         if work is not None:
             return work            # only NOOPs ran: the work is where a decode fails first

@@ -116,8 +116,8 @@ def rank(ev: Evidence) -> Diagnosis:
         return Diagnosis(ev.reports, [top, *ranked])
     if not leaders:
         top = Ranked(UNDETERMINED, "undetermined", FIRST,
-                    why="something failed, but no cause in the table fits it without an "
-                        "observation against it",
+                    why=_not_started(ev) + "something failed, but no cause in the table fits "
+                        "it without an observation against it",
                     experiment="runlist-harness investigate on the case, for the experiments "
                                "that tell the rows apart")
         return Diagnosis(ev.reports, [top, *ranked])
@@ -127,7 +127,7 @@ def rank(ev: Evidence) -> Diagnosis:
                                          (best.score or 0) - (second.score or 0) < MARGIN):
         close = [best] + ([second] if second is not None else [])
         top = Ranked(UNDETERMINED, "undetermined", FIRST, leading=[e.id for e in close],
-                    why=("the evidence does not separate "
+                    why=_not_started(ev) + ("the evidence does not separate "
                          + " from ".join(f"{e.id} (score {e.score})" for e in close)
                          if second is not None else
                          f"only weak evidence for {best.id} (score {best.score}; a lead needs "
@@ -151,6 +151,19 @@ def _entry(cause: Cause, findings: Any, experiment: str) -> Ranked:
     elif findings.supported:
         entry.status = CANDIDATE
     return entry
+
+
+def _not_started(ev: Evidence) -> str:
+    """Where every failure was a refused set-up (no runlist failed): that the run could not
+    start, before the rest of why the answer is open; else ""."""
+    if ev.failing:
+        return ""
+    refused = [(a, e) for a in ev.arms for e in a.setup_errors]
+    if not refused:
+        return ""
+    return (f"the run could not start ({len(refused)} trial" + ("s" if len(refused) != 1
+                                                                  else "")
+            + f" refused at set-up: {refused[0][1]}), so no runlist ran; ")
 
 
 def _too_few(ev: Evidence) -> Ranked | None:
