@@ -108,7 +108,8 @@ def _setup_errors(plans: list[PlanRecord]) -> list[tuple[PlanRecord, str]]:
             if t.setup_failed]
 
 
-def _and(items: list[str]) -> str:
+def and_listed(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
@@ -128,7 +129,7 @@ def _setup_note(plans: list[PlanRecord], backend: dict[str, Any]) -> tuple[str, 
     if not refused:
         return None
     first = refused[0][1]
-    where = _and(sorted({p.label for p, _ in refused}, key=[p.label for p in plans].index))
+    where = and_listed(sorted({p.label for p, _ in refused}, key=[p.label for p in plans].index))
     trials = f"{len(refused)} trial" + ("s" if len(refused) != 1 else "")
     if could_not_start(plans) is None:
         return "", (f"set-up failed in {trials} ({where}: {first}): those ran no "

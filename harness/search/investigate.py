@@ -63,7 +63,8 @@ class InvestigateSettings:
     first_trials: int = 1          # trials of each plan when an experiment adds it
     rate_trials: int = 4           # each plan, once something failed and the cause is open
     mixed_trials: int = 12         # a plan that failed in some trials and not others
-    quiet_trials: int = 10         # each plan, while nothing has failed: a rare failure
+    quiet_trials: int = 30         # each plan, while nothing has failed: a rare failure
+    rare_trials: int = 100         # a plan that failed rarely, while the answer is open
     stand_in: bool = False         # the simulated stack: the stand-in work and server may run
     serve_url: str | None = None   # a running flm serve to ask (any stack)
     serve_model: str | None = None  # the tag it serves the case's model by
@@ -211,14 +212,25 @@ class Investigation:
         shallower = self._shallower()
         if shallower is not None:
             options.append(shallower)
-        return self._cheapest(options)
+        if options or nothing:
+            return self._cheapest(options)
+        # still open, and every plan has the trials its rate was to rest on: the failure is
+        # rarer than they show (the same runlists failing in some trials and completing in
+        # most), and what separates an intermittent failure from a one-off is its rate
+        return self._cheapest(self._top_ups(
+            "a rate", "the answer is open and a plan fails only at times: more trials of it, "
+            "until its failure recurs", lambda plan: self.settings.rare_trials
+            if _mixed(plan) else 0))
 
     def _wanted(self, plan: PlanRecord, nothing: bool) -> int:
         """How many trials a plan's rate needs: many while nothing failed (a rare failure),
         more for one that failed in some trials and not others, three to say a plan
         completes, two to say it fails."""
         if nothing:
-            return self.settings.quiet_trials
+            # a rare failure needs many trials; where each costs a minute (slow work that
+            # just fits the timer), enough to say the plan completes
+            return self.settings.quiet_trials if self._cost(plan) < EXPENSIVE_S else \
+                CONSISTENT_COMPLETIONS
         if _mixed(plan):
             return self.settings.mixed_trials
         # three trials say "completes" or "fails"; where a trial costs a minute of device

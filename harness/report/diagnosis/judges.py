@@ -12,6 +12,7 @@ from typing import Any
 from harness.model.drivers import JOBS_IN_FLIGHT
 from harness.report.diagnosis.findings import (
     AGAINST,
+    CONSISTENT_FAILURES,
     CONTRADICTS,
     FOR,
     MIN_TRIALS_FOR_A_RATE,
@@ -36,6 +37,7 @@ from harness.report.diagnosis.observed import (
     context_refused,
 )
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
+from harness.report.verdict import and_listed
 
 CAUGHT = (AT_TIMER, PAST_TIMER)           # a hang the driver's detection caught
 MOSTLY = 0.5                              # a plan failing this share of its trials or more
@@ -66,6 +68,49 @@ def _complete_at_or_past(failing: Arm, ev: Evidence, workload: str | None, *,
     return [a for a in ev.arms if a is not failing and _same_stack(a, failing, ev)
             and (workload is None or a.workload == workload) and completing(a)
             and a.deepest >= max(failing.failing_depths or [0])]
+
+
+def mostly_completes(arm: Arm) -> bool:
+    """Completed in most of its trials, two at least."""
+    return arm.completed >= 2 and arm.completed >= arm.answered / 2
+
+
+def _completes_where_it_fails(failing: Arm, ev: Evidence, same: str) -> Arm | None:
+    """The plan whose runlists complete, mostly, where `failing`'s failed: itself (its own
+    runlists, in its other trials), or one of the same stack at its depth or deeper, of
+    NOOPs (`same` NOOP) or of the same commands (`same` "commands"). A cause that fails
+    every trial of a runlist it fails (a depth limit, a hang at the Nth run, work that
+    outlasts the timer) cannot explain `failing`'s failures then; None where it may."""
+    if same == NOOP:
+        past = _complete_at_or_past(failing, ev, NOOP, mostly=True)
+    else:
+        past = [a for a in _complete_at_or_past(failing, ev, None, mostly=True)
+                if a.group == failing.group]
+    if past:                     # another plan, deeper: what a reader checks first
+        return max(past, key=lambda a: (a.deepest, a.completed))
+    return failing if mostly_completes(failing) else None
+
+
+def _unexplained(arms: list[Arm], ev: Evidence, same: str) -> list[Arm]:
+    """The failing arms a fixed cause may explain (see `_completes_where_it_fails`)."""
+    return [a for a in arms if _completes_where_it_fails(a, ev, same) is None]
+
+
+def _contradict_fixed(out: Findings, arms: list[Arm], ev: Evidence, same: str,
+                      what: str) -> None:
+    """Where every failing arm of `arms` completes, mostly, at its depth or deeper: the
+    fixed cause `what` contradicted, by the first of them."""
+    if not arms or _unexplained(arms, ev, same):
+        return
+    arm = arms[0]
+    done = _completes_where_it_fails(arm, ev, same)
+    assert done is not None
+    where = (f"and completed the other {done.completed}" if done is arm else
+             f"while {done.label} completes {done.completed} of {done.answered} trials at "
+             f"{done.deepest} runs")
+    out.add(CONTRADICTS, STRONG, f"{arm.label} failed {arm.failed} of {arm.answered} trials "
+            f"at {_depth_text(arm)} {where}: {what} fails every runlist that deep",
+            rate_cite(arm), *([] if done is arm else [rate_cite(done)]))
 
 
 def _shallower_complete(failing: Arm, ev: Evidence) -> list[Arm]:
@@ -140,11 +185,16 @@ def judge_depth_limit(ev: Evidence) -> Findings:
                 f"{named[0].label} and failed it at once: a refusal of that run, not a limit "
                 "on what was queued", named[0].cite("trials[*].runlists[*].failing_run",
                                                     named[0].named_runs[0]), ttf_cite(named[0]))
-    caught = ev.timed(failing, *CAUGHT)
+    # a NOOP runlist that completes at a depth where another failed says the failure was
+    # not the depth's: what those failures show is not read for a limit
+    if not out.contradicted:
+        _contradict_fixed(out, failing, ev, NOOP, "a depth limit")
+    unexplained = _unexplained(failing, ev, NOOP)
+    caught = ev.timed(unexplained, *CAUGHT)
     if caught:
         out.add(FOR, WEAK, "the NOOP failures came at the driver's timer (a wedge its "
                 "detection caught)", ttf_cite(caught[0]))
-    logged = _timer_lines(failing)
+    logged = _timer_lines(unexplained)
     if logged:
         out.add(FOR, WEAK, "the driver logged its timeout, or the firmware reported one",
                 _timer_lines_cite(logged[0]))
@@ -226,7 +276,8 @@ def judge_work_hang(ev: Evidence) -> Findings:
                     f"({noop_fail[0].label}): depth alone explains it",
                     rate_cite(noop_fail[0]))
             break
-    caught = ev.timed(failing, *CAUGHT, AT_DEADLINE)
+    _contradict_fixed(out, failing, ev, "commands", "a hang at the Nth run of the work")
+    caught = ev.timed(_unexplained(failing, ev, "commands"), *CAUGHT, AT_DEADLINE)
     if caught:
         out.add(FOR, WEAK, "the failures came at the driver's timer or found no answer: a "
                 "hang", ttf_cite(caught[0]))
@@ -252,7 +303,9 @@ def judge_work_hang(ev: Evidence) -> Findings:
 def judge_slow_work(ev: Evidence) -> Findings:
     out = Findings()
     failing = ev.failing
-    caught = ev.timed(failing, AT_TIMER)
+    # runlists of the same commands that complete where these failed did not outlast it
+    _contradict_fixed(out, failing, ev, "commands", "work that outlasts the timer")
+    caught = ev.timed(_unexplained(failing, ev, "commands"), AT_TIMER)
     if caught:
         out.add(FOR, SUPPORT, "the failures came at the driver's timer", ttf_cite(caught[0]))
     quick = [a for a in ev.timed(failing, AT_ONCE, BEFORE_TIMER) if fails_consistently(a)]
@@ -354,7 +407,18 @@ def judge_nondeterministic(ev: Evidence) -> Findings:
                 f"{arm.label}: {arm.failed} of {arm.answered} trials failed and "
                 f"{arm.completed} completed, the same runlists each time", rate_cite(arm))
     rare = [a for a in ev.arms if rarely_fails(a)]
-    if rare:
+    fixed = [a for a in ev.failing if fails_consistently(a)]
+    if rare and not fixed and not tosses:
+        # no plan fails every trial: a rare failure is not noise beside a fixed cause, it is
+        # the failure, and the same runlists completing otherwise make it intermittent; one
+        # failure may be a one-off, two are a rate
+        failures = sum(a.failed for a in rare)
+        out.add(FOR, STRONG if failures >= CONSISTENT_FAILURES else SUPPORT,
+                f"{and_listed([a.label for a in rare])}: {failures} of "
+                f"{sum(a.answered for a in rare)} trials failed, the same runlists "
+                "completing in the others, and no plan fails every trial", *[
+                    rate_cite(a) for a in rare])
+    elif rare:
         out.add(FOR, WEAK, f"{rare[0].label} fails rarely ({rare[0].failed} of "
                 f"{rare[0].answered} trials)", rate_cite(rare[0]))
     failing = ev.failing
