@@ -37,7 +37,8 @@ from harness.execution.backend import choose_backend
 from harness.execution.runner import Runner, RunOptions, open_run
 from harness.model.drivers import FLAVOURS, driver_build
 from harness.report.diagnosis import diagnose
-from harness.search.investigate import InvestigateSettings, Investigation, begin, trial_cost_s
+from harness.search.accounting import Clock
+from harness.search.investigate import InvestigateSettings, Investigation, begin
 from harness.sim.profiles import DEVICES
 from harness.sources.load import load_case
 
@@ -138,7 +139,7 @@ def three_way(scenario: Scenario, folder: Path) -> Answer:
     runner.add_control()
     report = runner.run()
     runner.handle.close()
-    spent = sum(trial_cost_s(t, "device") for p in report.plans for t in p.trials)
+    spent = sum(Clock("device").device_s(t) for p in report.plans for t in p.trials)
     return Answer(diagnose([runner.handle.path]).top.id, spent)
 
 

@@ -21,6 +21,7 @@ stack, wall time on hardware and under emulation (harness.report.timing).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from harness.report.header import read_timers
 from harness.report.model import STAND_IN, PlanRecord
 from harness.report.timing import DEVICE
 from harness.report.verdict import Verdict, by_construction, could_not_start, with_xrt_smi
+from harness.search.accounting import Clock, Spent, spent
 
 SECTION = "investigate"
 SERVER_SECTION = "server"     # where serve-probe keeps a server's answers: diagnose reads it
@@ -93,14 +95,6 @@ class BudgetSpent(Exception):
     """The budget of device time is spent; everything so far is kept."""
 
 
-def trial_cost_s(trial: TrialResult, clock: str) -> float:
-    """What one trial cost the device: its runlists' device time on the simulated clock,
-    its wall time otherwise."""
-    if clock == DEVICE:
-        return sum(r.device_ms or 0.0 for r in trial.runlists) / 1000.0
-    return (trial.wall_ms or 0.0) / 1000.0
-
-
 class Investigation:
     """One investigation, on a runner whose report holds the case's plans and control."""
 
@@ -112,16 +106,20 @@ class Investigation:
         self.section: dict[str, Any] = report.sections.setdefault(
             SECTION, {"settings": settings.to_dict(), "steps": []})
         timers = read_timers(report.sections.get("timers"))
-        self.clock = timers.clock if timers else DEVICE
+        self.clock = Clock.of(timers.clock if timers else DEVICE, report.backend)
 
     @property
     def report(self) -> Any:
         return self.runner.report
 
     @property
+    def spent(self) -> Spent:
+        return spent([t for p in self.report.plans for t in p.trials], self.clock)
+
+    @property
     def spent_s(self) -> float:
-        return sum(trial_cost_s(t, self.clock) for p in self.report.plans for t in p.trials
-                   if t.status.finished)
+        """Device time so far: what the budget is spent in."""
+        return self.spent.device_s
 
     def diagnosis(self) -> Diagnosis:
         """The diagnosis of what ran so far: from memory while it holds every trial whole,
@@ -148,10 +146,13 @@ class Investigation:
                        "spent")
             self.say(f"stopped: {stopped}")
         diagnosis = self.diagnosis()
+        used = self.spent
         self.section["answer"] = {"top": diagnosis.top.id, "determined": diagnosis.determined,
-                                  "device_s": round(self.spent_s, 3),
+                                  "device_s": round(used.device_s, 3),
+                                  "wall_s": round(used.wall_s, 3),
                                   "ranking": [e.id for e in diagnosis.entries],
-                                  **({"stopped": stopped} if stopped else {})}
+                                  **({"stopped": stopped, "go_on": self._go_on()}
+                                     if stopped else {})}
         self.runner.conclude(lambda: self.verdict(diagnosis, stopped))
         return diagnosis
 
@@ -162,11 +163,13 @@ class Investigation:
         reasons = [sentence for sentence in (by_construction(self.report.backend),) if sentence]
         reasons.append(f"investigated: {top.id}: {said} "
                        f"({len(self.section['steps'])} experiments, "
-                       f"{self.spent_s:.1f} s of device time)")
+                       f"{self.spent.text(self.clock)})")
         reasons += [f"for: {f.text}" for f in top.supports]
         if stopped:
-            reasons.append(f"stopped early: {stopped}")
-        reasons.append(f"next: {top.experiment}")
+            reasons.append(f"stopped early: {stopped}; {self._go_on()}")
+        # an open answer the budget ended: more of the same investigation decides it first
+        reasons.append(f"next: {self._resume_with_more()}" if stopped and not
+                       diagnosis.determined else f"next: {top.experiment}")
         control = self.report.sections.get(XRT_SMI_SECTION)
         refused = self._could_not_start()
         # a run that could not start says so first: no runlist of the case's ran
@@ -174,6 +177,22 @@ class Investigation:
             f"{top.id}: {said}"[:99]
         return with_xrt_smi(Verdict(None, answer, reasons),
                             control if isinstance(control, dict) else None)
+
+    def _resume_with_more(self) -> str:
+        """The command that goes on with this investigation with a budget that pays for
+        five more of its dearest trials (a hang at the driver's timer, as a rule), or twice
+        the budget, whichever is more."""
+        dearest = max((self.clock.device_s(t) for p in self.report.plans
+                       for t in p.finished()), default=0.0)
+        more = max(2 * self.settings.budget_s, self.spent_s + 5 * dearest)
+        return (f"runlist-harness investigate --resume {self.runner.handle.path} --budget "
+                f"{math.ceil(more / 60):d}")
+
+    def _go_on(self) -> str:
+        dearest = max((self.clock.device_s(t) for p in self.report.plans
+                       for t in p.finished()), default=0.0)
+        return (f"its dearest trial cost {dearest:.1f} s of device time; to go on: "
+                f"{self._resume_with_more()}")
 
     def _could_not_start(self) -> str | None:
         return could_not_start([p for p in self.report.plans if not p.control])
@@ -185,7 +204,8 @@ class Investigation:
         each plan to CONFIRM_TRIALS trials; else the cheapest of what could move it (more
         trials of a plan whose rate is unclear, the work stood in, a shallower depth)."""
         plans = self.report.plans
-        if not self.section["steps"]:
+        steps = self.section["steps"]
+        if not steps or (len(steps) == 1 and steps[0].get("stopped")):
             return Step("three-way", "the case's one runlist, its cut and the depth-only "
                         "control of NOOPs at the same depth", [
                             (plan, self.settings.first_trials) for plan in plans])
@@ -255,7 +275,7 @@ class Investigation:
     def _cost(self, plan: PlanRecord) -> float:
         """What a trial of `plan` costs the device, as its trials so far did."""
         done = plan.finished()
-        return sum(trial_cost_s(t, self.clock) for t in done) / len(done) if done else 0.0
+        return sum(self.clock.device_s(t) for t in done) / len(done) if done else 0.0
 
     def _stand_in_work(self, diagnosis: Diagnosis) -> Step | None:
         """Where only NOOPs ran and the work is untested: on the simulated stack, the case's
@@ -334,29 +354,56 @@ class Investigation:
             decoded = self._ask_server()
             if decoded is not None:               # its trial is the step's
                 step.plans.append((decoded, len(decoded.finished())))
-        for plan, wanted in step.plans:
-            while len(plan.finished()) < wanted:
-                if self.spent_s >= self.settings.budget_s:
-                    raise BudgetSpent
-                count = sum(len(p.finished()) for p in self.report.plans) + 1
-                self.runner.trial(plan, count, 0)
+        ran: list[str] = []
+        try:
+            for plan, wanted in step.plans:
+                while len(plan.finished()) < wanted:
+                    self._within_budget(plan)
+                    count = sum(len(p.finished()) for p in self.report.plans) + 1
+                    self.runner.trial(plan, count, 0)
+                    ran.append(plan.name)
+        except BudgetSpent:
+            if ran:            # what it ran is kept, said to be cut short
+                self._record(step, ran, before, stopped=True)
+            raise
+        diagnosis = self._record(step, [plan.name for plan, _ in step.plans], before)
+        self.runner.handle.rewrite()
+        self.say(f"  -> {diagnosis.top.id}" + ("" if diagnosis.determined else
+                                               f" ({diagnosis.top.why})"))
+
+    def _record(self, step: Step, names: list[str], before: float, *,
+                stopped: bool = False) -> Diagnosis:
+        """The step in the report's investigate section: one entry for a run of steps of one
+        name (one trial more of a plan, again), with the device time it took and the answer
+        after it; `stopped`: the budget cut it short."""
         diagnosis = self.diagnosis()
         steps = self.section["steps"]
         last = steps[-1] if steps else None
-        names = [plan.name for plan, _ in step.plans]
+        names = list(dict.fromkeys(names))
         if last is not None and last["experiment"] == step.name and not step.add:
-            # one trial more of a plan, again: one entry for the run of them
             last["plans"] += [name for name in names if name not in last["plans"]]
             last["trials"] = last.get("trials", 1) + 1
             last["device_s"] = round(last["device_s"] + self.spent_s - before, 3)
             last["after"] = diagnosis.top.id
+            last.pop("stopped", None)
+            entry = last
         else:
-            steps.append({"experiment": step.name, "why": step.why, "plans": names,
-                          "trials": sum(1 for _ in names), "device_s":
-                          round(self.spent_s - before, 3), "after": diagnosis.top.id})
-        self.runner.handle.rewrite()
-        self.say(f"  -> {diagnosis.top.id}" + ("" if diagnosis.determined else
-                                               f" ({diagnosis.top.why})"))
+            entry = {"experiment": step.name, "why": step.why, "plans": names,
+                     "trials": len(names), "device_s": round(self.spent_s - before, 3),
+                     "after": diagnosis.top.id}
+            steps.append(entry)
+        if stopped:
+            entry["stopped"] = "the budget"
+        return diagnosis
+
+    def _within_budget(self, plan: PlanRecord) -> None:
+        """Every trial starts here: none once the budget is spent, nor one its plan's
+        trials so far say would take the spend past it. So the most the budget is
+        overspent by is the one trial started inside it (a plan's first, or one dearer
+        than its plan's before it)."""
+        if self.spent_s >= self.settings.budget_s or \
+                self.spent_s + self._cost(plan) > self.settings.budget_s:
+            raise BudgetSpent
 
     # -- the server ---------------------------------------------------------------------------
 
@@ -403,6 +450,7 @@ class Investigation:
         plan = None
         if fault is None:
             plan = self._engine_plan()
+            self._within_budget(plan)      # its decode is a trial like any other
             count = sum(len(p.finished()) for p in self.report.plans) + 1
             trial = self.runner.trial(plan, count, 0)
             decoded_by = {"plan": plan.name, "trial": trial.index, "state": trial.state}

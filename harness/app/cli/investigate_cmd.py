@@ -35,8 +35,9 @@ DEFAULT_BUDGET_MIN = 30.0
 @click.option("--budget", "budget_min", type=click.FloatRange(0, 10_080, min_open=True),
               default=None,
               help=f"Device time the trials may take, in minutes (default {DEFAULT_BUDGET_MIN:g}):"
-                   " the simulated clock on the simulated stack, wall time on hardware. An "
-                   "experiment under way stops at the first trial past it.")
+                   " the simulated clock on the simulated stack, wall time on hardware. No "
+                   "trial starts once it is spent, nor one its plan's trials so far say would "
+                   "pass it.")
 @click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False),
               help="Go on with a stopped investigation (Ctrl-C, or its budget: --budget "
                    "raises it).")
