@@ -10,12 +10,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.model.plan import plan_for_depth
+from harness.model.plan import cut_text, plan_for_depth
+from harness.model.results import TrialStatus
 from harness.report.diagnosis import NOTHING_FAILS, Diagnosis
 from harness.report.diagnosis.findings import CONSISTENT_COMPLETIONS, CONSISTENT_FAILURES
+from harness.report.diagnosis.observed import SUBMIT_SIZE
 from harness.report.model import STAND_IN, PlanRecord
+from harness.report.timing import AT_TIMER, PAST_TIMER
 from harness.report.verdict import could_not_start
 from harness.search.accounting import Clock
+from harness.search.machine_change import (
+    FIRMWARE,
+    TIMER,
+    MachineChange,
+    longer_timeout,
+    other_firmware,
+)
 
 CONFIRM_TRIALS = 2     # a determined answer rests on at least this many trials of each plan
 EXPENSIVE_S = 10.0     # a completing trial past this much device time is not repeated lightly
@@ -34,6 +44,12 @@ class InvestigateSettings:
     stand_in: bool = False         # the simulated stack: the stand-in work and server may run
     serve_url: str | None = None   # a running flm serve to ask (any stack)
     serve_model: str | None = None  # the tag it serves the case's model by
+    # what the user allows that changes the machine (asked again before the step): a
+    # longer driver timeout, in seconds of its parameter's period; a second firmware; and
+    # a second kernel, which a reboot brings, so it is named for after this run
+    longer_timeout_s: float | None = None
+    firmware: str | None = None
+    kernel: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -53,6 +69,8 @@ class Step:
     plans: list[tuple[PlanRecord, int]]
     add: list[PlanRecord] = field(default_factory=list)
     server: bool = False           # ask the server (no plans of its own)
+    change: MachineChange | None = None   # the machine change it needs, asked first
+    add_trials: int | None = None  # the trials each added plan gets (None: the first trials)
 
 
 class Chooser:
@@ -94,6 +112,9 @@ class Chooser:
         server = self._server(diagnosis)
         if server is not None:
             return server
+        machine = self._machine_step()
+        if machine is not None:
+            return machine
         if diagnosis.determined:
             return self._cheapest(self._top_ups(
                 "confirm", f"the answer ({diagnosis.top.id}) rests on the trials each plan's "
@@ -103,9 +124,9 @@ class Chooser:
             "more trials", "nothing has failed: a failure rarer than that needs more trials"
             if nothing else "rates unclear: each plan's rate over more trials",
             lambda plan: self._wanted(plan, nothing))
-        shallower = self._shallower()
-        if shallower is not None:
-            options.append(shallower)
+        for option in (self._shallower(), self._chain_size()):
+            if option is not None:
+                options.append(option)
         if options or nothing:
             return self._cheapest(options)
         # still open, and every plan has the trials its rate was to rest on: the failure is
@@ -139,8 +160,10 @@ class Chooser:
     def _top_ups(self, name: str, why: str, wanted: Callable[[PlanRecord], int]
                  ) -> list[tuple[float, Step]]:
         """For each plan short of the trials it wants: one trial more, and its cost."""
+        # a plan run under a change of the machine has its trials from its step alone
         return [(self._cost(plan), Step(name, why, [(plan, len(plan.finished()) + 1)]))
-                for plan in self.report.plans if len(plan.finished()) < wanted(plan)]
+                for plan in self.report.plans
+                if not plan.changed and len(plan.finished()) < wanted(plan)]
 
     @staticmethod
     def _cheapest(options: list[tuple[float, Step]]) -> Step | None:
@@ -173,9 +196,11 @@ class Chooser:
         at half its depth, so the threshold and their per-run time show; its cost, half
         the failing plan's."""
         for plan in self.report.plans:
-            if plan.control or all(t.state == "COMPLETED" for t in plan.finished()):
+            if plan.control or plan.changed or \
+                    all(t.state == "COMPLETED" for t in plan.finished()):
                 continue
-            group = [p for p in self.report.plans if p.work == plan.work and not p.control]
+            group = [p for p in self.report.plans if p.work == plan.work and not p.control
+                     and not p.changed]
             if any(t.state == "COMPLETED" for p in group for t in p.finished()):
                 continue
             depth = max(plan.chunks) // 2
@@ -189,6 +214,93 @@ class Chooser:
             return self._cost(plan) / 2, step
         return None
 
+
+    def _chain_size(self) -> tuple[float, Step] | None:
+        """Where one runlist deeper than XRT's chain fails every trial and no runlist of
+        its commands cut at the chain's size has run: the same commands as runlists of 24
+        (max:24), the same chains with fewer commands queued. Work that outlasts the timer
+        fails in them as before; a limit on what one runlist queues does not."""
+        for plan in self.report.plans:
+            if plan.control or plan.changed or len(plan.chunks) != 1 or \
+                    plan.chunks[0] <= SUBMIT_SIZE or not _fails_every_time(plan):
+                continue
+            made = plan_for_depth(plan.chunks[0], SUBMIT_SIZE)
+            name = made.name if not plan.work else f"work {made.name}"
+            if any(p.name == name or (p.work == plan.work and list(p.chunks) ==
+                                      list(made.chunks)) for p in self.report.plans):
+                continue
+            step = Step("chunk sizes", f"{plan.label} fails every trial: the same commands "
+                        f"as runlists of XRT's chain size ({cut_text(made.chunks)}), the "
+                        "same chains with fewer queued", [])
+            step.add = [PlanRecord(name, made.spec, list(made.chunks), work=plan.work,
+                                   frame=plan.frame)]
+            return self._cost(plan), step
+        return None
+
+    def _machine_step(self) -> Step | None:
+        """A change of the machine the user allowed, once each, where it separates: a
+        longer driver timer where a plan of the case fails at the timer every trial (work
+        that ran long then completes; a hang or a wedge does not), another firmware where
+        one fails every trial. The plans that failed run again after it, named for it."""
+        settings, taken = self.settings, {e.get("kind") for e in self.machine_log}
+        failing = [p for p in self.report.plans if not p.control and not p.changed
+                   and _fails_every_time(p)]
+        if not failing or self.settings.stand_in:
+            return None
+        change: MachineChange | str | None = None
+        if settings.longer_timeout_s and TIMER not in taken and \
+                any(self._at_the_timer(p) for p in failing):
+            change = longer_timeout(self.driver_facts, settings.longer_timeout_s)
+            if isinstance(change, str):
+                self.machine_log.append({"kind": TIMER, "not_possible": change})
+                return None
+            failing = [p for p in failing if self._at_the_timer(p)]
+        elif settings.firmware and FIRMWARE not in taken:
+            change = other_firmware(settings.firmware, self.firmware_now, self.driver_facts)
+        if not isinstance(change, MachineChange):
+            return None
+        step = Step(f"{change.kind} changed", f"{change.what}: "
+                    + ", ".join(p.label for p in failing) + " again", [], change=change)
+        step.add = [PlanRecord(f"{p.name} @ {change.label}", p.spec, list(p.chunks),
+                               work=p.work, frame=p.frame, changed={
+                                   "kind": change.kind, "label": change.label, "of": p.name,
+                                   **({"timer_s": change.timer_s} if change.timer_s
+                                      else {})}) for p in failing]
+        return step
+
+    @property
+    def machine_log(self) -> list[dict[str, Any]]:
+        """The machine changes asked for so far, in the report's investigate section."""
+        log: list[dict[str, Any]] = self.section.setdefault("machine", [])
+        return log
+
+    @property
+    def driver_facts(self) -> dict[str, Any]:
+        environment = self.report.environment if isinstance(self.report.environment,
+                                                             dict) else {}
+        driver = environment.get("driver")
+        return driver if isinstance(driver, dict) else {}
+
+    @property
+    def firmware_now(self) -> str | None:
+        environment = self.report.environment if isinstance(self.report.environment,
+                                                             dict) else {}
+        npu = environment.get("npu")
+        sysfs = npu.get("sysfs") if isinstance(npu, dict) else None
+        found = sysfs.get("fw_version") if isinstance(sysfs, dict) else None
+        return str(found) if found else None
+
+    def _at_the_timer(self, plan: PlanRecord) -> bool:
+        """Every failed trial of `plan` ended at the driver's timer (or past it)."""
+        kinds = [(t.time_to_failure or {}).get("class") for t in plan.finished()
+                 if t.status is TrialStatus.FAILED]
+        return bool(kinds) and all(kind in (AT_TIMER, PAST_TIMER) for kind in kinds)
+
+
+def _fails_every_time(plan: PlanRecord) -> bool:
+    done = plan.finished()
+    return len(done) >= CONSISTENT_FAILURES and all(
+        t.status is TrialStatus.FAILED and not t.setup_failed for t in done)
 
 
 def _mixed(plan: PlanRecord) -> bool:

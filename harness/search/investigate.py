@@ -26,10 +26,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from harness.execution.backend import HardwareBackend
 from harness.execution.runner import Runner
 from harness.execution.xrt_smi_control import SECTION as XRT_SMI_SECTION
 from harness.model.errors import EnvironmentNotReady
 from harness.model.results import BriefTrial, TrialResult
+from harness.probe.readers import Sources
 from harness.report.answer import could_not_start_line
 from harness.report.diagnosis import (
     NOTHING_FAILS,
@@ -46,7 +48,8 @@ from harness.report.verdict import Verdict, by_construction, with_xrt_smi
 from harness.search.accounting import Clock, Spent, spent
 
 # the commands take InvestigateSettings from here, beside Investigation
-from harness.search.choosing import Chooser, InvestigateSettings, Step
+from harness.search.choosing import CONFIRM_TRIALS, Chooser, InvestigateSettings, Step
+from harness.search.machine_change import Ask
 
 SECTION = "investigate"
 SERVER_SECTION = "server"     # where serve-probe keeps a server's answers: diagnose reads it
@@ -62,10 +65,13 @@ class BudgetSpent(Exception):
 class Investigation(Chooser):
     """One investigation, on a runner whose report holds the case's plans and control."""
 
-    def __init__(self, runner: Runner, settings: InvestigateSettings, say: Say) -> None:
+    def __init__(self, runner: Runner, settings: InvestigateSettings, say: Say,
+                 ask: Ask | None = None) -> None:
         self.runner = runner
         self.settings = settings
         self.say = say
+        # a question to the user before a step that changes the machine; none: "no"
+        self.ask: Ask = ask or (lambda question: False)
         report = runner.report
         self.section: dict[str, Any] = report.sections.setdefault(
             SECTION, {"settings": settings.to_dict(), "steps": []})
@@ -129,6 +135,7 @@ class Investigation(Chooser):
                        f"({len(self.section['steps'])} experiments, "
                        f"{self.spent.text(self.clock)})")
         reasons += [f"for: {f.text}" for f in top.supports]
+        reasons += self._machine_lines()
         if stopped:
             reasons.append(f"stopped early: {stopped}; {self._go_on()}")
         # an open answer the budget ended: more of the same investigation decides it first
@@ -141,6 +148,26 @@ class Investigation(Chooser):
             f"{top.id}: {said}"[:99]
         return with_xrt_smi(Verdict(None, answer, reasons),
                             control if isinstance(control, dict) else None)
+
+    def _machine_lines(self) -> list[str]:
+        """What each change of the machine showed, or why it was not made."""
+        lines = []
+        by_name = {p.name: p for p in self.report.plans}
+        for entry in self.section.get("machine") or []:
+            label = entry.get("label") or entry.get("kind")
+            if entry.get("not_possible"):
+                lines.append(f"not tried: {entry['not_possible']}")
+            elif not entry.get("taken"):
+                lines.append(f"not tried: {label}: {entry.get('why_not')}")
+            else:
+                for plan in self.report.plans:
+                    if (plan.changed or {}).get("label") != label:
+                        continue
+                    of = by_name.get(str((plan.changed or {}).get("of")))
+                    before = f" (before the change: {of.counts_text()})" if of else ""
+                    lines.append(f"with {label}: {plan.label}: {plan.counts_text()}{before}; "
+                                 f"{entry.get('read')}")
+        return lines
 
     def _resume_with_more(self) -> str:
         """The command that goes on with this investigation with a budget that pays for
@@ -187,9 +214,11 @@ class Investigation(Chooser):
 
     def take(self, step: Step) -> None:
         before = self.spent_s
+        if step.change is not None and not self._changed(step):
+            return
         for record in step.add:
             self.runner.handle.add_plan(record)
-            step.plans.append((record, self.settings.first_trials))
+            step.plans.append((record, step.add_trials or self.settings.first_trials))
         steps = self.section["steps"]
         if not steps or steps[-1]["experiment"] != step.name or step.add:
             self.say(f"{step.name}: {step.why}")
@@ -214,8 +243,39 @@ class Investigation(Chooser):
         self.say(f"  -> {diagnosis.top.id}" + ("" if diagnosis.determined else
                                                f" ({diagnosis.top.why})"))
 
+    def _changed(self, step: Step) -> bool:
+        """Ask before a step that changes the machine, and see that the change is made;
+        whether the step goes on. Every answer is kept in the report."""
+        change = step.change
+        assert change is not None
+        self.say(f"{step.name}: {step.why}")
+        entry: dict[str, Any] = change.to_dict()
+        self.machine_log.append(entry)
+        if not self.ask(change.question()):
+            entry["taken"] = False
+            entry["why_not"] = "the user did not agree (or no one could be asked)"
+            self.say(f"  skipped: {entry['why_not']}")
+            self._record(step, [], self.spent_s, skipped=entry["why_not"])
+            return False
+        made, read = change.verified(Sources.live())
+        entry.update(taken=made is not False, verified=made, read=read)
+        if made is False:
+            entry["why_not"] = f"the machine does not show the change ({read})"
+            self.say(f"  skipped: {entry['why_not']}")
+            self._record(step, [], self.spent_s, skipped=entry["why_not"])
+            return False
+        for record in step.add:
+            assert record.changed is not None
+            record.changed["verified"] = made
+        if change.timer_s is not None and isinstance(self.runner.backend, HardwareBackend):
+            # the deadlines of the trials after it allow for the longer timer
+            self.runner.backend.hardware_timeout_s = change.timer_s
+        self.say(f"  {read}; to undo it afterwards: " + " && ".join(change.restore))
+        step.add_trials = CONFIRM_TRIALS
+        return True
+
     def _record(self, step: Step, names: list[str], before: float, *,
-                stopped: bool = False) -> Diagnosis:
+                stopped: bool = False, skipped: str | None = None) -> Diagnosis:
         """The step in the report's investigate section: one entry for a run of steps of one
         name (one trial more of a plan, again), with the device time it took and the answer
         after it; `stopped`: the budget cut it short."""
@@ -237,6 +297,8 @@ class Investigation(Chooser):
             steps.append(entry)
         if stopped:
             entry["stopped"] = "the budget"
+        if skipped:
+            entry["skipped"] = skipped
         return diagnosis
 
     def _within_budget(self, plan: PlanRecord) -> None:

@@ -86,11 +86,13 @@ def longer_timeout(driver: dict[str, Any], seconds: float) -> MachineChange | st
     if writable:
         # mode 0644: root writes it in place, and the next check reads it
         commands: tuple[str, ...] = (f"echo {shown} > {path}",)
-        restore: tuple[str, ...] = (f"echo {row.default:g} > {path}",)
+        restore: tuple[str, ...] = (
+            f"echo {was if was not in (None, UNREADABLE) else f'{row.default:g}'} > {path}",)
     else:
         # mode 0400: read-only once loaded, so the module is loaded again with it
         commands = (f"modprobe -r {module}", f"modprobe {module} {row.parameter}={shown}")
-        restore = (f"modprobe -r {module}", f"modprobe {module}")
+        restore = (f"modprobe -r {module}", f"modprobe {module}" + (
+            f" {row.parameter}={was}" if was not in (None, UNREADABLE) else ""))
     return MachineChange(
         TIMER, f"{row.parameter}={shown}",
         f"the {row.called} driver's {row.parameter} from {before} to {shown} (a hang is then "
@@ -100,16 +102,20 @@ def longer_timeout(driver: dict[str, Any], seconds: float) -> MachineChange | st
                                    "(flm serve, other runs) first",))
 
 
-def other_firmware(version: str, current: str | None) -> MachineChange:
+def other_firmware(version: str, current: str | None,
+                   driver: dict[str, Any] | None = None) -> MachineChange:
     """The NPU firmware `version` loaded in place of `current`: the user installs its file
-    where the driver loads it from and reloads the driver."""
+    where the driver loads it from and reloads the probed driver's module."""
+    row = FLAVOURS.get(str((driver or {}).get("flavour") or ""))
+    module = (row.module if row is not None else None) or "amdxdna"
     return MachineChange(
         FIRMWARE, f"firmware {version}",
         f"the NPU firmware from {current or 'the one loaded'} to {version} (its npu.sbin "
         "under /lib/firmware/amdnpu/<device>_<revision>/, then the driver reloaded)",
         (f"put firmware {version}'s npu.sbin in place of the one under "
-         "/lib/firmware/amdnpu/<device>_<revision>/", "modprobe -r amdxdna",
-         "modprobe amdxdna"),
-        ("put the npu.sbin that was there back", "modprobe -r amdxdna", "modprobe amdxdna"),
+         "/lib/firmware/amdnpu/<device>_<revision>/", f"modprobe -r {module}",
+         f"modprobe {module}"),
+        ("put the npu.sbin that was there back", f"modprobe -r {module}",
+         f"modprobe {module}"),
         FW_VERSION, version,
         notes=("reloading the module stops every other user of the NPU first",))

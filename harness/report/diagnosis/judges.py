@@ -21,12 +21,26 @@ from harness.report.diagnosis.findings import (
     WEAK,
     Evidence,
     Findings,
-    coin_toss,
-    completes_consistently,
     fails_consistently,
     rarely_fails,
     rate_cite,
     ttf_cite,
+)
+from harness.report.diagnosis.fixed import (
+    CANNOT,
+    CAUGHT,
+    MOSTLY,
+    OUTLASTS,
+    against_a_fixed_cause,
+    coin_tosses,
+    complete_at_or_past,
+    contradict_fixed,
+    depth_text,
+    failing_depth,
+    longer_timer_findings,
+    same_stack,
+    shallower_complete,
+    unexplained,
 )
 from harness.report.diagnosis.observed import (
     CONTEXT_EVENTS,
@@ -39,120 +53,22 @@ from harness.report.diagnosis.observed import (
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
 from harness.report.verdict import and_listed
 
-CAUGHT = (AT_TIMER, PAST_TIMER)           # a hang the driver's detection caught
-MOSTLY = 0.5                              # a plan failing this share of its trials or more
-# slow work: the commands of the failing chain must take at least this share of the
-# timer to outlast it, and under the lower share they cannot
-OUTLASTS, CANNOT = 0.9, 0.5
-
-
-def _same_stack(a: Arm, b: Arm, ev: Evidence) -> bool:
-    one, other = ev.report_of(a), ev.report_of(b)
-    return (one.source, one.profile, one.timers.driver.flavour) == \
-        (other.source, other.profile, other.timers.driver.flavour)
-
-
-def _failing_depth(arm: Arm) -> int:
-    return min(arm.failing_depths or [arm.deepest])
-
-
-def _complete_at_or_past(failing: Arm, ev: Evidence, workload: str | None, *,
-                         mostly: bool = False) -> list[Arm]:
-    """Arms of the same stack, of `workload` (any: None), whose runlists are as deep as the
-    failing one's or deeper and that complete consistently (`mostly`: in most of their
-    trials, two at least: a fixed depth limit lets no runlist past it complete, ever)."""
-    def completing(arm: Arm) -> bool:
-        if mostly:
-            return arm.completed >= 2 and arm.completed >= arm.answered / 2
-        return completes_consistently(arm)
-    return [a for a in ev.arms if a is not failing and _same_stack(a, failing, ev)
-            and (workload is None or a.workload == workload) and completing(a)
-            and a.deepest >= max(failing.failing_depths or [0])]
-
-
-def mostly_completes(arm: Arm) -> bool:
-    """Completed in most of its trials, two at least."""
-    return arm.completed >= 2 and arm.completed >= arm.answered / 2
-
-
-def _completes_where_it_fails(failing: Arm, ev: Evidence, same: str) -> Arm | None:
-    """The plan whose runlists complete, mostly, where `failing`'s failed: itself (its own
-    runlists, in its other trials), or one of the same stack at its depth or deeper, of
-    NOOPs (`same` NOOP) or of the same commands (`same` "commands"). A cause that fails
-    every trial of a runlist it fails (a depth limit, a hang at the Nth run, work that
-    outlasts the timer) cannot explain `failing`'s failures then; None where it may."""
-    if same == NOOP:
-        past = _complete_at_or_past(failing, ev, NOOP, mostly=True)
-    else:
-        past = [a for a in _complete_at_or_past(failing, ev, None, mostly=True)
-                if a.group == failing.group]
-    if past:                     # another plan, deeper: what a reader checks first
-        return max(past, key=lambda a: (a.deepest, a.completed))
-    return failing if mostly_completes(failing) else None
-
-
-def _unexplained(arms: list[Arm], ev: Evidence, same: str) -> list[Arm]:
-    """The failing arms a fixed cause may explain (see `_completes_where_it_fails`)."""
-    return [a for a in arms if _completes_where_it_fails(a, ev, same) is None]
-
-
-def _contradict_fixed(out: Findings, arms: list[Arm], ev: Evidence, same: str,
-                      what: str) -> None:
-    """Where every failing arm of `arms` completes, mostly, at its depth or deeper: the
-    fixed cause `what` contradicted, by the first of them."""
-    if not arms or _unexplained(arms, ev, same):
-        return
-    arm = arms[0]
-    done = _completes_where_it_fails(arm, ev, same)
-    assert done is not None
-    where = (f"and completed the other {done.completed}" if done is arm else
-             f"while {done.label} completes {done.completed} of {done.answered} trials at "
-             f"{done.deepest} runs")
-    out.add(CONTRADICTS, STRONG, f"{arm.label} failed {arm.failed} of {arm.answered} trials "
-            f"at {_depth_text(arm)} {where}: {what} fails every runlist that deep",
-            rate_cite(arm), *([] if done is arm else [rate_cite(done)]))
-
-
-def _shallower_complete(failing: Arm, ev: Evidence) -> list[Arm]:
-    return [a for a in ev.arms if _same_stack(a, failing, ev) and completes_consistently(a)
-            and a.deepest < _failing_depth(failing)]
-
-
-def _depth_text(arm: Arm) -> str:
-    return f"runlists of {_failing_depth(arm)} runs"
-
-
-def _coin_tosses(ev: Evidence, near: Arm | None = None) -> list[Arm]:
-    return [a for a in ev.arms if coin_toss(a) and (near is None or _same_stack(a, near, ev))]
-
-
-def _against_a_fixed_cause(out: Findings, ev: Evidence, what: str) -> None:
-    """A cause that fails the same way each time, against plans that fail at random: more
-    against one that mostly fails yet completes at times (a fixed cause never lets a run
-    complete), less against one that mostly completes (noise beside a fixed cause)."""
-    tosses = sorted(_coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
-    if tosses:
-        arm = tosses[0]
-        out.add(AGAINST, SUPPORT if (arm.rate or 0.0) >= MOSTLY else WEAK,
-                f"{arm.label} fails in some trials and completes in others, the same "
-                f"runlists each time: {what} fails the same way every time", rate_cite(arm))
-
 
 def judge_depth_limit(ev: Evidence) -> Findings:
     out = Findings()
     if not ev.noop():
         out.untested = "no plan ran NOOP runs: depth alone was not tested"
         return out
-    failing = sorted((a for a in ev.failing if a.workload == NOOP), key=_failing_depth)
+    failing = sorted((a for a in ev.failing if a.workload == NOOP), key=failing_depth)
     for arm in [a for a in failing if fails_consistently(a)][:1]:
-        shallower = _shallower_complete(arm, ev)
+        shallower = shallower_complete(arm, ev)
         if shallower:
             ok = max(shallower, key=lambda a: a.deepest)
-            out.add(FOR, STRONG, f"NOOP {_depth_text(arm)} fail in every trial, while "
+            out.add(FOR, STRONG, f"NOOP {depth_text(arm)} fail in every trial, while "
                     f"runlists of {ok.deepest} complete: a threshold in depth",
                     rate_cite(arm), rate_cite(ok))
         else:
-            out.add(FOR, WEAK, f"NOOP {_depth_text(arm)} fail in every trial (no shallower "
+            out.add(FOR, WEAK, f"NOOP {depth_text(arm)} fail in every trial (no shallower "
                     "runlist has completed yet: no threshold shows)", rate_cite(arm))
     control = [a for a in failing if a.group.endswith("#control") and fails_consistently(a)]
     if control:
@@ -160,11 +76,11 @@ def judge_depth_limit(ev: Evidence) -> Findings:
                 "validate.xclbin at the same depth, so no kernel of the case is needed",
                 rate_cite(control[0]))
     for arm in [a for a in ev.failing if fails_consistently(a)]:
-        past = _complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None,
+        past = complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None,
                                     mostly=True)
         if past:
             done = past[0]
-            out.add(CONTRADICTS, STRONG, f"{arm.label} fails at {_depth_text(arm)}, yet "
+            out.add(CONTRADICTS, STRONG, f"{arm.label} fails at {depth_text(arm)}, yet "
                     f"{done.label} completes {done.completed} of {done.answered} trials at "
                     f"{done.deepest}: depth alone does not fail there", rate_cite(arm),
                     rate_cite(done))
@@ -178,7 +94,7 @@ def judge_depth_limit(ev: Evidence) -> Findings:
         elif result == "PASSED":
             out.add(AGAINST, SUPPORT, "XRT's own deep runlist (xrt-smi validate's "
                     "runlist-latency, 1000 NOOP runs in one runlist) completes here", cite)
-    _against_a_fixed_cause(out, ev, "a limit")
+    against_a_fixed_cause(out, ev, "a limit")
     named = [a for a in ev.failing if a.named_runs and at_once(a)]
     if named:
         out.add(AGAINST, STRONG, f"the device named run {named[0].named_runs[0]} of "
@@ -188,16 +104,17 @@ def judge_depth_limit(ev: Evidence) -> Findings:
     # a NOOP runlist that completes at a depth where another failed says the failure was
     # not the depth's: what those failures show is not read for a limit
     if not out.contradicted:
-        _contradict_fixed(out, failing, ev, NOOP, "a depth limit")
-    unexplained = _unexplained(failing, ev, NOOP)
-    caught = ev.timed(unexplained, *CAUGHT)
+        contradict_fixed(out, failing, ev, NOOP, "a depth limit")
+    open_to_it = unexplained(failing, ev, NOOP)
+    caught = ev.timed(open_to_it, *CAUGHT)
     if caught:
         out.add(FOR, WEAK, "the NOOP failures came at the driver's timer (a wedge its "
                 "detection caught)", ttf_cite(caught[0]))
-    logged = _timer_lines(unexplained)
+    logged = _timer_lines(open_to_it)
     if logged:
         out.add(FOR, WEAK, "the driver logged its timeout, or the firmware reported one",
                 _timer_lines_cite(logged[0]))
+    longer_timer_findings(out, ev, outlasts=False)
     return out
 
 
@@ -248,7 +165,7 @@ def judge_work_hang(ev: Evidence) -> Findings:
     failing = [a for a in ev.failing if a.workload == WORK]
     if not failing:
         for arm in [a for a in ev.failing if a.workload == NOOP and fails_consistently(a)]:
-            ok = _complete_at_or_past(arm, ev, WORK)
+            ok = complete_at_or_past(arm, ev, WORK)
             if ok:
                 out.add(CONTRADICTS, STRONG, f"the engine's commands complete at "
                         f"{ok[0].deepest} runs ({ok[0].label}) where NOOPs fail: the work "
@@ -256,28 +173,28 @@ def judge_work_hang(ev: Evidence) -> Findings:
                 break
         return out
     for arm in [a for a in failing if fails_consistently(a)][:1]:
-        ok = _complete_at_or_past(arm, ev, NOOP)
-        loose = [a for a in ev.arms if a.workload == NOOP and _same_stack(a, arm, ev)
-                 and a.never_fails and a.deepest >= _failing_depth(arm)]
+        ok = complete_at_or_past(arm, ev, NOOP)
+        loose = [a for a in ev.arms if a.workload == NOOP and same_stack(a, arm, ev)
+                 and a.never_fails and a.deepest >= failing_depth(arm)]
         if ok:
-            out.add(FOR, STRONG, f"the engine's commands fail at {_depth_text(arm)} "
+            out.add(FOR, STRONG, f"the engine's commands fail at {depth_text(arm)} "
                     f"({arm.label}) while NOOPs complete at {ok[0].deepest} "
                     f"({ok[0].label})", rate_cite(arm), rate_cite(ok[0]))
         elif loose:
-            out.add(FOR, WEAK, f"the engine's commands fail at {_depth_text(arm)} "
+            out.add(FOR, WEAK, f"the engine's commands fail at {depth_text(arm)} "
                     f"({arm.label}); NOOPs completed at {loose[0].deepest} in "
                     f"{loose[0].completed} trial(s) ({loose[0].label})", rate_cite(arm),
                     rate_cite(loose[0]))
     for arm in failing:
-        noop_fail = [a for a in ev.failing if a.workload == NOOP and _same_stack(a, arm, ev)
+        noop_fail = [a for a in ev.failing if a.workload == NOOP and same_stack(a, arm, ev)
                      and fails_consistently(a) and a.deepest <= max(arm.failing_depths or [0])]
         if noop_fail:
             out.add(AGAINST, STRONG, f"NOOPs fail too, at {noop_fail[0].deepest} runs "
                     f"({noop_fail[0].label}): depth alone explains it",
                     rate_cite(noop_fail[0]))
             break
-    _contradict_fixed(out, failing, ev, "commands", "a hang at the Nth run of the work")
-    caught = ev.timed(_unexplained(failing, ev, "commands"), *CAUGHT, AT_DEADLINE)
+    contradict_fixed(out, failing, ev, "commands", "a hang at the Nth run of the work")
+    caught = ev.timed(unexplained(failing, ev, "commands"), *CAUGHT, AT_DEADLINE)
     if caught:
         out.add(FOR, WEAK, "the failures came at the driver's timer or found no answer: a "
                 "hang", ttf_cite(caught[0]))
@@ -296,7 +213,8 @@ def judge_work_hang(ev: Evidence) -> Findings:
             out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
                     f"{ms / 1000:.1f} s: long enough to outlast the {timer:g} s timer "
                     "without hanging", cite)
-    _against_a_fixed_cause(out, ev, "a hang at the Nth run")
+    against_a_fixed_cause(out, ev, "a hang at the Nth run")
+    longer_timer_findings(out, ev, outlasts=False)
     return out
 
 
@@ -304,8 +222,8 @@ def judge_slow_work(ev: Evidence) -> Findings:
     out = Findings()
     failing = ev.failing
     # runlists of the same commands that complete where these failed did not outlast it
-    _contradict_fixed(out, failing, ev, "commands", "work that outlasts the timer")
-    caught = ev.timed(_unexplained(failing, ev, "commands"), AT_TIMER)
+    contradict_fixed(out, failing, ev, "commands", "work that outlasts the timer")
+    caught = ev.timed(unexplained(failing, ev, "commands"), AT_TIMER)
     if caught:
         out.add(FOR, SUPPORT, "the failures came at the driver's timer", ttf_cite(caught[0]))
     quick = [a for a in ev.timed(failing, AT_ONCE, BEFORE_TIMER) if fails_consistently(a)]
@@ -327,7 +245,8 @@ def judge_slow_work(ev: Evidence) -> Findings:
         else:
             out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
                     f"{ms / 1000:.1f} s, short of the {timer:g} s timer", cite)
-    _against_a_fixed_cause(out, ev, "work that outlasts the timer")
+    against_a_fixed_cause(out, ev, "work that outlasts the timer")
+    longer_timer_findings(out, ev, outlasts=True)
     return out
 
 
@@ -364,7 +283,7 @@ def judge_refused(ev: Evidence) -> Findings:
     if errors:
         out.add(FOR, WEAK, "the kernel log has the firmware's AIE error lines",
                 errors[0].cite("trials[*].kernel_log.events", "aie_error"))
-    _against_a_fixed_cause(out, ev, "a refusal")
+    against_a_fixed_cause(out, ev, "a refusal")
     return out
 
 
@@ -399,7 +318,7 @@ def judge_resources(ev: Evidence) -> Findings:
 
 def judge_nondeterministic(ev: Evidence) -> Findings:
     out = Findings()
-    tosses = sorted(_coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
+    tosses = sorted(coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
     for arm in tosses[:3]:
         # a plan that mostly fails yet completes at times: no fixed cause does that; one
         # that mostly completes and fails at times may be noise beside one

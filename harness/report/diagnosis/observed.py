@@ -73,6 +73,7 @@ class Arm:
     setup_errors: list[str] = field(default_factory=list)
     events: Counter[str] = field(default_factory=Counter)  # kernel-log events, failed trials
     health: int = 0                # failing runlists with the firmware's health data
+    changed: dict[str, Any] | None = None   # the machine changed for it (investigate)
 
     @property
     def where(self) -> str:
@@ -230,7 +231,8 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
             label=_label(plan), workload=NOOP if noop else WORK, stand_in=stand_in,
             group=f"{file}#" + ("control" if control else "stand-in" if stand_in
                                 else str(plan.get("frame") or "case")),
-            runs=[int(c) * unit for c in plan.get("chunks") or []], submit_size=submit))
+            runs=[int(c) * unit for c in plan.get("chunks") or []], submit_size=submit,
+            changed=plan.get("changed") or None))     # an object, by `report check`
     return observed
 
 
