@@ -75,16 +75,20 @@ def judge_depth_limit(ev: Evidence) -> Findings:
         out.add(FOR, SUPPORT, "the depth-only control fails too: NOOPs on XRT's "
                 "validate.xclbin at the same depth, so no kernel of the case is needed",
                 rate_cite(control[0]))
-    for arm in [a for a in ev.failing if fails_consistently(a)]:
-        past = complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None,
-                                    mostly=True)
-        if past:
-            done = past[0]
-            out.add(CONTRADICTS, STRONG, f"{arm.label} fails at {depth_text(arm)}, yet "
-                    f"{done.label} completes {done.completed} of {done.answered} trials at "
-                    f"{done.deepest}: depth alone does not fail there", rate_cite(arm),
-                    rate_cite(done))
-            break
+    # a plan failing where runlists as deep complete is not failing for its depth; where
+    # every plan that fails every trial is so, no depth limit is at work (where some are
+    # not, it may be beside another cause: against it, not a contradiction)
+    consistent = [a for a in ev.failing if fails_consistently(a)]
+    passed = [(arm, past[0]) for arm in consistent
+              if (past := complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None,
+                                              mostly=True))]
+    if passed:
+        arm, done = passed[0]
+        out.add(CONTRADICTS if len(passed) == len(consistent) else AGAINST,
+                STRONG if len(passed) == len(consistent) else SUPPORT,
+                f"{arm.label} fails at {depth_text(arm)}, yet {done.label} completes "
+                f"{done.completed} of {done.answered} trials at {done.deepest}: depth alone "
+                "does not fail there", rate_cite(arm), rate_cite(done))
     for report in ev.reports:
         result = str((report.xrt_smi or {}).get("result"))
         cite = report.cite("xrt_smi_control.result", result)
@@ -95,7 +99,7 @@ def judge_depth_limit(ev: Evidence) -> Findings:
             out.add(AGAINST, SUPPORT, "XRT's own deep runlist (xrt-smi validate's "
                     "runlist-latency, 1000 NOOP runs in one runlist) completes here", cite)
     against_a_fixed_cause(out, ev, "a limit")
-    named = [a for a in ev.failing if a.named_runs and at_once(a)]
+    named = [a for a in ev.failing if a.named_runs and any(k == AT_ONCE for _, k in a.ttf)]
     if named:
         out.add(AGAINST, STRONG, f"the device named run {named[0].named_runs[0]} of "
                 f"{named[0].label} and failed it at once: a refusal of that run, not a limit "
@@ -172,23 +176,29 @@ def judge_work_hang(ev: Evidence) -> Findings:
                         "does not hang", rate_cite(ok[0]), rate_cite(arm))
                 break
         return out
-    for arm in [a for a in failing if fails_consistently(a)][:1]:
-        ok = complete_at_or_past(arm, ev, NOOP)
+    consistent = [a for a in failing if fails_consistently(a)]
+    # the shallowest failing plan of the work where NOOPs as deep complete says most
+    beside = [(arm, ok) for arm in sorted(consistent, key=failing_depth)
+              if (ok := complete_at_or_past(arm, ev, NOOP))]
+    if beside:
+        arm, ok = beside[0]
+        out.add(FOR, STRONG, f"the engine's commands fail at {depth_text(arm)} "
+                f"({arm.label}) while NOOPs complete at {ok[0].deepest} ({ok[0].label})",
+                rate_cite(arm), rate_cite(ok[0]))
+    for arm in consistent[:1] if not beside else []:
         loose = [a for a in ev.arms if a.workload == NOOP and same_stack(a, arm, ev)
                  and a.never_fails and a.deepest >= failing_depth(arm)]
-        if ok:
-            out.add(FOR, STRONG, f"the engine's commands fail at {depth_text(arm)} "
-                    f"({arm.label}) while NOOPs complete at {ok[0].deepest} "
-                    f"({ok[0].label})", rate_cite(arm), rate_cite(ok[0]))
-        elif loose:
+        if loose:
             out.add(FOR, WEAK, f"the engine's commands fail at {depth_text(arm)} "
                     f"({arm.label}); NOOPs completed at {loose[0].deepest} in "
                     f"{loose[0].completed} trial(s) ({loose[0].label})", rate_cite(arm),
                     rate_cite(loose[0]))
+    # NOOPs failing as shallow explain the work's failures by depth: against a hang, unless
+    # the work also fails where NOOPs as deep complete (then both may be at work)
     for arm in failing:
         noop_fail = [a for a in ev.failing if a.workload == NOOP and same_stack(a, arm, ev)
                      and fails_consistently(a) and a.deepest <= max(arm.failing_depths or [0])]
-        if noop_fail:
+        if noop_fail and not beside:
             out.add(AGAINST, STRONG, f"NOOPs fail too, at {noop_fail[0].deepest} runs "
                     f"({noop_fail[0].label}): depth alone explains it",
                     rate_cite(noop_fail[0]))
@@ -271,9 +281,12 @@ def judge_refused(ev: Evidence) -> Findings:
                 ttf_cite(quick[0]))
     caught = [a for a in ev.timed(failing, *CAUGHT) if fails_consistently(a)]
     if caught:
-        out.add(CONTRADICTS, STRONG, f"{caught[0].label} failed at the driver's timer, every "
-                "time: it waited for a hang to be noticed; nothing refused it at once",
-                ttf_cite(caught[0]))
+        # where another plan was refused at once, naming its run, this one's hang is beside
+        # the refusal, not against it having happened
+        refusal = [a for a in named + quick if fails_consistently(a)]
+        out.add(AGAINST if refusal else CONTRADICTS, SUPPORT if refusal else STRONG,
+                f"{caught[0].label} failed at the driver's timer, every time: it waited for "
+                "a hang to be noticed; nothing refused it at once", ttf_cite(caught[0]))
     logged = [a for a in _timer_lines(ev.timed(failing, *CAUGHT)) if fails_consistently(a)]
     if logged:
         out.add(AGAINST, SUPPORT, "the driver logged a timeout for these failures, or the "
