@@ -17,8 +17,15 @@ scenarios (seed, seed + 1, ...); printed: top-1 per cause over every round, then
 named that is not the one drawn) and the median simulated device time a diagnosis took,
 each beside its target: top-1 >= 95%, no confident wrong answer, median under 5 minutes.
 
-Usage: python benchmarks/diagnose_accuracy.py [--per-cause N] [--rounds R] [--seed S]
-[--budget MIN] [--quick] (--quick: one scenario per cause, to check that it runs)
+Then the families the rows were not tuned on (benchmarks/held_out.py: two causes at once,
+a work hang every cut holds, rates of 3-30%, slow work at the timer, refusals at the first
+and last run, a budget below one hung trial), each with the answers right for it, per
+family and per round; the same three figures over every scenario, tuned and held out; and
+the incident corpus's figure where its runner is in the tree (`incident_corpus_figure`).
+
+Usage: python benchmarks/diagnose_accuracy.py [--per-cause N] [--per-family N] [--rounds R]
+[--seed S] [--budget MIN] [--quick] (--quick: one scenario per cause and per family, to
+check that it runs)
 """
 
 from __future__ import annotations
