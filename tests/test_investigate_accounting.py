@@ -103,3 +103,17 @@ def test_a_budget_too_small_for_one_hung_trial_says_what_would_go_on(tmp_path):
     text = report.verdict["text"]
     assert "its dearest trial cost 60.0 s of device time" in text
     assert f"next: runlist-harness investigate --resume {out} --budget 6" in text
+
+
+def test_the_bundle_states_device_time_beside_wall_time(tmp_path):
+    import tarfile
+    out = tmp_path / "inv.yaml"
+    invoke("investigate", "--no-isolate", "--profile", "reject-at:30", "--out", str(out))
+    bundled = invoke("report", "bundle", str(out))
+    assert bundled.exit_code == 0, bundled.output
+    archive = next(tmp_path.glob("*.tar.gz"))
+    with tarfile.open(archive) as tar:
+        texts = [tar.extractfile(m).read().decode() for m in tar.getmembers()
+                 if m.isfile() and m.name.endswith(".md")]
+    said = [t for t in texts if "s of device time (the simulated clock" in t]
+    assert said and all("s of wall time" in t for t in said)

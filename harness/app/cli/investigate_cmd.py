@@ -88,8 +88,11 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, plan_
     commands and investigate the capture), the server (--serve; on the simulated stack
     its stand-in, where the engine's commands do not fail every trial), a shallower depth
     where no runlist of the failing commands completed, more trials where a rate is
-    unclear. Stops when the
-    answer settles, nothing is left to try or the budget is spent, and prints the
+    unclear, chunk sizes, and the changes of the machine you allow (--longer-timeout,
+    --firmware; asked again before each). Prints the plan with each step's device time
+    against the timer in force before it starts (--plan-only: and stops). On the hardware
+    path nothing is injected: a simulator hypothesis in --profile is refused. Stops when
+    the answer settles, nothing is left to try or the budget is spent, and prints the
     diagnosis with the evidence it rests on. Everything is in one report; Ctrl-C keeps
     what ran and --resume goes on.
     """
