@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conftest import SHARED_REFERENCE
 
 from harness.app.cli import main
-from harness.model.results import TrialResult, TrialStatus
+from harness.model.results import RunlistOutcome, TrialResult, TrialStatus
 from harness.report.fileformat import load_report
 from harness.report.model import PlanRecord
 from harness.report.verdict import (
@@ -133,8 +133,11 @@ def test_a_stopped_reproduce_resumes_its_control_with_the_controls_runs(tmp_path
 
 
 def plan(name, states, control=None, chunks=(42,)):
+    # a failed trial carries the runlist that failed (without one its set-up failed)
     trials = [TrialResult(i, TrialStatus.COMPLETED if s == "COMPLETED" else
-                          TrialStatus.FAILED if s != "deadline" else TrialStatus.DEADLINE)
+                          TrialStatus.FAILED if s != "deadline" else TrialStatus.DEADLINE,
+                          runlists=[RunlistOutcome(0, chunks[0], [chunks[0]], state=s)]
+                          if s not in ("COMPLETED", "deadline") else [])
               for i, s in enumerate(states)]
     record = PlanRecord(name, "-", list(chunks), None, trials, control)
     return record

@@ -315,7 +315,9 @@ def test_no_cause_an_observation_contradicts_is_ever_first_and_a_lead_is_clear()
         top = diagnosis.top
         assert top.status == FIRST
         if not report.failures:
-            assert top.id == "nothing-fails"
+            # nothing-fails rests on enough answered trials; fewer say nothing yet
+            enough = sum(a.answered for a in report.arms) >= 3
+            assert top.id == ("nothing-fails" if enough else "undetermined")
         elif top.id not in ("undetermined", "nothing-fails"):
             assert not top.contradictions and top.supports
             assert top.score >= MIN_SCORE

@@ -57,7 +57,11 @@ def test_each_cause_s_hypothesis_is_named_first_with_its_evidence_and_falsifier(
     assert section["steps"][0]["experiment"] == "three-way"
     assert section["answer"]["top"] == cause and section["answer"]["determined"]
     assert diagnose([out]).top.id == cause
-    assert report.verdict["answer"].startswith(f"{cause}: ")
+    # a context refused at set-up: no runlist ran, which the first line says before all
+    said = "could not start: " if cause == "resources" else f"{cause}: "
+    assert report.verdict["answer"].startswith(said)
+    assert report.verdict["text"].splitlines()[1 if "SIMULATED: " in report.verdict["text"]
+                                               else 0].startswith(f"investigated: {cause}: ")
 
 
 def test_work_hang_is_found_in_the_work_stood_in_where_noops_complete(tmp_path):

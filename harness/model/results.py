@@ -46,6 +46,8 @@ COMPLETED_STATE = "COMPLETED"
 # it answered says nothing of the plan, so counts and searches take it for no answer
 WEDGED_STATE = "wedged"
 NO_ANSWER = frozenset(s.value for s in TrialStatus if not s.answered) | {WEDGED_STATE}
+# a failed trial none of whose runlists answered: the stack refused its set-up
+SETUP_FAILED = "set-up failed"
 
 
 INSTR_BO, ELF_FLOW, FULL_ELF = "instr-bo", "elf", "full-elf"
@@ -224,14 +226,23 @@ class TrialResult:
 
     @property
     def state(self) -> str:
-        """The trial's outcome in one word: the first failing runlist's state, or its status;
-        `wedged` for a trial that began on a wedged device."""
+        """The trial's outcome in one word: the first failing runlist's state, `set-up
+        failed` where it failed before any runlist answered, or its status; `wedged` for a
+        trial that began on a wedged device."""
         if self.wedged_device:
             return WEDGED_STATE
         for outcome in self.runlists:
             if outcome.state not in (None, COMPLETED_STATE):
                 return outcome.state
+        if self.status is TrialStatus.FAILED:
+            return SETUP_FAILED
         return COMPLETED_STATE if self.status is TrialStatus.COMPLETED else self.status.value
+
+    @property
+    def setup_failed(self) -> bool:
+        """Failed before any runlist answered (a buffer, an xclbin or a context refused):
+        the run could not start, which says nothing about a runlist."""
+        return self.state == SETUP_FAILED
 
     def to_json(self) -> dict[str, Any]:
         # By hand, not dataclasses.asdict: its deep copy made a long report's save and

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.model.plan import cut_text
-from harness.model.results import WEDGED_STATE, TrialStatus
+from harness.model.results import WEDGED_STATE, TrialResult, TrialStatus
 from harness.report.model import PlanRecord, is_simulated, source_tag
 
 # "verdict: " goes before it on the console: the whole line stays under 100 characters
@@ -21,6 +21,15 @@ CUT_DOES_NOT_AVOID = "the cut does not avoid it"
 NO_CUT = "no cut was run"
 CUT_UNFINISHED = "the cut did not finish"
 CUT_WEDGED = "the cut ran on a wedged device"
+CUT_NOT_STARTED = "the cut could not start"
+COULD_NOT_START = "could not start"
+
+
+def runlist_failed(trial: TrialResult) -> bool:
+    """A trial a runlist of which the stack failed (not one whose set-up it refused, nor one
+    that began on a device a wedge left unusable: that says nothing of the plan)."""
+    return trial.status is TrialStatus.FAILED and not trial.setup_failed \
+        and trial.state != WEDGED_STATE
 
 
 def plan_phrase(plan: PlanRecord) -> str:
@@ -45,8 +54,10 @@ def cut_outcome(plans: Sequence[PlanRecord]) -> str:
     answered = [t for p in cuts for t in p.finished() if t.state != WEDGED_STATE]
     if not answered:
         return CUT_WEDGED
-    if any(t.status is TrialStatus.FAILED for t in answered):
+    if any(runlist_failed(t) for t in answered):
         return CUT_DOES_NOT_AVOID
+    if all(t.setup_failed for t in answered):
+        return CUT_NOT_STARTED
     if all(t.status is TrialStatus.COMPLETED for t in answered):
         return CUT_AVOIDS
     return CUT_UNFINISHED
@@ -71,14 +82,27 @@ def answer_line(plans: Sequence[PlanRecord], outcome: str, backend: dict[str, An
     # one plan's counts are too long a list of states, or its cut too long a list of
     # runlists: say how many trials failed, and how deep in how many runlists
     plan = plans[0]
-    failed = sum(t.status is TrialStatus.FAILED and t.state != WEDGED_STATE
-                 for t in plan.trials)
+    failed = sum(runlist_failed(t) for t in plan.trials)
     more = f"; +{len(plans) - 1} more" if len(plans) > 1 else ""
     for phrase in (phrases[0], _depth_phrase(plan)):
         line = f"{phrase}: failed {failed}/{len(plan.finished())}{more}{tail}"
         if len(line) <= ANSWER_WIDTH:
             break
     return line
+
+
+def could_not_start_line(error: str, backend: dict[str, Any]) -> str:
+    """``could not start: unsupported buffer type: none flag (err=95) [SIMULATED]``: the
+    refusal in as many of its clauses as fit."""
+    tail = short_tag(backend)
+    said = error.removeprefix("set-up failed: ").splitlines()[0] if error else "set-up failed"
+    clauses = said.split(": ")
+    for shown in range(len(clauses), 0, -1):
+        line = f"{COULD_NOT_START}: " + ": ".join(clauses[:shown]) + tail
+        if len(line) <= ANSWER_WIDTH:
+            return line
+    room = ANSWER_WIDTH - len(f"{COULD_NOT_START}: ...{tail}")
+    return f"{COULD_NOT_START}: {clauses[0][:room]}...{tail}"
 
 
 def _depth_phrase(plan: PlanRecord) -> str:

@@ -22,7 +22,7 @@ from harness.formats.jsonread import gc_paused
 from harness.formats.yamlio import KeyPath
 from harness.model.errors import PlanError, ReportError
 from harness.model.plan import parse_plan
-from harness.model.results import COMPLETED_STATE, WEDGED_STATE, TrialResult
+from harness.model.results import COMPLETED_STATE, SETUP_FAILED, WEDGED_STATE, TrialResult
 from harness.report.header import read_environment
 from harness.report.model import (
     JOURNAL,
@@ -222,10 +222,13 @@ def _status(trial: dict[str, Any]) -> list[str]:
         problems.append(f"status completed, but a runlist ended {failing[0]}")
     if status == "failed" and not failing and not trial.get("error"):
         problems.append("status failed, but every runlist completed and no error is recorded")
-    told = failing[0] if failing else (COMPLETED_STATE if status == "completed" else status)
+    told = failing[0] if failing else (COMPLETED_STATE if status == "completed" else
+                                       SETUP_FAILED if status == "failed" else status)
     if trial.get("wedged_device"):
         told = WEDGED_STATE             # it began on a wedged device: it says nothing
-    if "state" in trial and trial["state"] != told:
+    # earlier reports wrote a set-up failure's state as its status, "failed"
+    if "state" in trial and trial["state"] != told and \
+            (told, trial["state"]) != (SETUP_FAILED, "failed"):
         problems.append(f"state {trial['state']!r}, but its status and runlists say {told!r}")
     return problems
 

@@ -130,6 +130,9 @@ class PlanRecord:
     control: str | None = None       # a control plan: what it runs instead of the case
     frame: str | None = None         # a capture's frame it cuts, if not the case's own
     work: str | None = None          # STAND_IN: runs carry the simulator's stand-in work
+    # the change of the machine in force while it ran (investigate's machine steps:
+    # harness.search.machine_change): kind, label, the plan it repeats, the timer then
+    changed: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -153,14 +156,16 @@ class PlanRecord:
         return counts_text(by_state) if by_state else "no finished trials"
 
     def declaration(self) -> dict[str, Any]:
-        out = {"name": self.name, "spec": self.spec, "chunks": list(self.chunks),
-               "expect": self.expect}
+        out: dict[str, Any] = {"name": self.name, "spec": self.spec,
+                               "chunks": list(self.chunks), "expect": self.expect}
         if self.control:
             out["control"] = self.control
         if self.frame:
             out["frame"] = self.frame
         if self.work:
             out["work"] = self.work
+        if self.changed:
+            out["changed"] = dict(self.changed)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -171,7 +176,8 @@ class PlanRecord:
     def from_dict(cls, data: dict[str, Any]) -> PlanRecord:
         trials = [TrialResult.from_json(raw) for raw in data.get("trials") or []]
         return cls(data["name"], str(data["spec"]), list(data["chunks"]), data.get("expect"),
-                   trials, data.get("control"), data.get("frame"), data.get("work"))
+                   trials, data.get("control"), data.get("frame"), data.get("work"),
+                   data.get("changed"))
 
 
 def trial_dict(trial: TrialResult, *, runlists: bool = True) -> dict[str, Any]:

@@ -18,11 +18,14 @@ from harness.model.results import WEDGED_STATE, TrialResult, TrialStatus
 from harness.report.answer import (
     CUT_AVOIDS,
     CUT_DOES_NOT_AVOID,
+    CUT_NOT_STARTED,
     CUT_UNFINISHED,
     CUT_WEDGED,
     NO_CUT,
     answer_line,
+    could_not_start_line,
     cut_outcome,
+    runlist_failed,
     short_tag,
 )
 from harness.report.model import (
@@ -96,10 +99,9 @@ def capture_how(engine: str) -> str:
 
 
 def _failures(plan: PlanRecord) -> list[str]:
-    """The failed trials' states; a trial on a wedged device is none: what it answered
-    says nothing of its plan."""
-    return [t.state for t in plan.trials
-            if t.status is TrialStatus.FAILED and t.state != WEDGED_STATE]
+    """The states of the trials a runlist of which failed (a refused set-up is not one, nor a
+    trial on a wedged device: what it answered says nothing of its plan)."""
+    return [t.state for t in plan.trials if runlist_failed(t)]
 
 
 def _on_wedged(plans: list[PlanRecord]) -> list[TrialResult]:
@@ -118,6 +120,44 @@ def _wedged_line(plans: list[PlanRecord]) -> str | None:
     return (f"{len(wedged)} trials ran on a wedged device ({where}): the device was "
             f"{first.get('state', 'wedged')}{since}, so what they answered is not evidence "
             "of the depth, the cut or the control, and none is counted for them")
+
+
+def _setup_errors(plans: list[PlanRecord]) -> list[tuple[PlanRecord, str]]:
+    """Each trial that failed before any runlist answered: its plan and what refused it."""
+    return [(p, str(t.error or "set-up failed")) for p in plans for t in p.trials
+            if t.setup_failed and t.state != WEDGED_STATE]
+
+
+def and_listed(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def could_not_start(plans: list[PlanRecord]) -> str | None:
+    """What refused the set-up, where no runlist of `plans` answered and some trial's
+    set-up failed (the run could not start); None where one answered or none was refused."""
+    refused = _setup_errors(plans)
+    if not refused or any(_failures(p) or _completions(p) for p in plans):
+        return None
+    return refused[0][1]
+
+
+def _setup_note(plans: list[PlanRecord], backend: dict[str, Any]) -> tuple[str, str] | None:
+    """Where set-up failed: the answer line (when no runlist of the case's plans answered
+    at all, the run could not start) or "" (it did in some), and the line that says so."""
+    refused = _setup_errors(plans)
+    if not refused:
+        return None
+    first = refused[0][1]
+    where = and_listed(sorted({p.label for p, _ in refused}, key=[p.label for p in plans].index))
+    trials = f"{len(refused)} trial" + ("s" if len(refused) != 1 else "")
+    if could_not_start(plans) is None:
+        return "", (f"set-up failed in {trials} ({where}: {first}): those ran no "
+                    "runlist and are not counted as the runlist failing")
+    return could_not_start_line(first, backend), (
+        f"the run could not start: every trial of {where} failed at set-up, "
+        f"before any runlist ran ({first}); nothing was submitted, so nothing here says "
+        "whether the runlist fails: fix what refused the set-up and run again")
 
 
 def _completions(plan: PlanRecord) -> int:
@@ -202,10 +242,13 @@ def search_verdict(answer: str, backend: dict[str, Any], reasons: list[str]
 
 def _judge_case(plans: list[PlanRecord], backend: dict[str, Any],
                 case: dict[str, Any] | None) -> Verdict:
-    reproduced, outcome, judgement = _judge_counts(plans, backend, case)
     made = by_construction(backend)
+    setup = _setup_note(plans, backend)
+    if setup is not None and setup[0]:         # no runlist ran: that, before anything
+        return Verdict(None, setup[0], ([made] if made else []) + [setup[1]])
+    reproduced, outcome, judgement = _judge_counts(plans, backend, case)
     return Verdict(reproduced, answer_line(plans, outcome, backend),
-                   ([made] if made else []) + [judgement])
+                   ([made] if made else []) + [judgement] + ([setup[1]] if setup else []))
 
 
 def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any],
@@ -239,7 +282,8 @@ def _judge_counts(plans: list[PlanRecord], backend: dict[str, Any],
 CONCLUSIONS = {CUT_AVOIDS: "the cut avoids the failure",
                CUT_DOES_NOT_AVOID: "the cut does not avoid the failure",
                NO_CUT: "no cut was run", CUT_UNFINISHED: "the cut did not finish every trial",
-               CUT_WEDGED: "the cut ran only on a wedged device, so nothing follows about it"}
+               CUT_WEDGED: "the cut ran only on a wedged device, so nothing follows about it",
+               CUT_NOT_STARTED: "the cut's set-up failed, so it says nothing"}
 
 
 def _not_produced(backend: dict[str, Any]) -> str | None:

@@ -21,16 +21,18 @@ stack, wall time on hardware and under emulation (harness.report.timing).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
+from harness.execution.backend import HardwareBackend
 from harness.execution.runner import Runner
 from harness.execution.xrt_smi_control import SECTION as XRT_SMI_SECTION
-from harness.model.errors import EnvironmentNotReady, ReportError
-from harness.model.plan import plan_for_depth
+from harness.model.errors import EnvironmentNotReady
 from harness.model.results import BriefTrial, TrialResult
+from harness.probe.readers import Sources
+from harness.report.answer import could_not_start_line
 from harness.report.diagnosis import (
     NOTHING_FAILS,
     UNDETERMINED,
@@ -38,111 +40,56 @@ from harness.report.diagnosis import (
     diagnose_observed,
     observe_document,
 )
-from harness.report.diagnosis.findings import CONSISTENT_COMPLETIONS, CONSISTENT_FAILURES
 from harness.report.diagnosis.observed import observe
 from harness.report.header import read_timers
-from harness.report.model import STAND_IN, PlanRecord
+from harness.report.model import PlanRecord
 from harness.report.timing import DEVICE
 from harness.report.verdict import Verdict, by_construction, with_xrt_smi
+from harness.search.accounting import Clock, Spent, spent
+
+# the commands take InvestigateSettings from here, beside Investigation
+from harness.search.choosing import CONFIRM_TRIALS, Chooser, InvestigateSettings, Step
+from harness.search.machine_change import Ask
 
 SECTION = "investigate"
 SERVER_SECTION = "server"     # where serve-probe keeps a server's answers: diagnose reads it
 SERVER_STEP = "the server"
 SERVER_TIMEOUT_S = 180.0      # a request that meets the in-tree driver's 60 s timer, twice
 Say = Callable[[str], None]
-CONFIRM_TRIALS = 2     # a determined answer rests on at least this many trials of each plan
-EXPENSIVE_S = 10.0     # a completing trial past this much device time is not repeated lightly
-
-
-@dataclass
-class InvestigateSettings:
-    """How an investigation spends its budget."""
-
-    budget_s: float                # device time the trials may take, in all
-    first_trials: int = 1          # trials of each plan when an experiment adds it
-    rate_trials: int = 4           # each plan, once something failed and the cause is open
-    mixed_trials: int = 12         # a plan that failed in some trials and not others
-    quiet_trials: int = 10         # each plan, while nothing has failed: a rare failure
-    stand_in: bool = False         # the simulated stack: the stand-in work and server may run
-    serve_url: str | None = None   # a running flm serve to ask (any stack)
-    serve_model: str | None = None  # the tag it serves the case's model by
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> InvestigateSettings:
-        """The settings a report recorded, each refused unless of its kind and within its
-        bounds: a report is text anyone can edit (a count of a million trials, a budget
-        that is a word)."""
-        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        for name, value in values.items():
-            if not _recorded_fits(name, value):
-                raise ReportError(f"the report's investigate.settings.{name} is {value!r}, "
-                                  "not one an investigation records; start a new one")
-        return cls(**values)
-
-
-MAX_RECORDED_TRIALS = 1000      # the most trials of a plan --trials takes
-
-
-def _recorded_fits(name: str, value: Any) -> bool:
-    if name == "budget_s":
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and \
-            0 < value <= 10_080 * 60
-    if name == "stand_in":
-        return isinstance(value, bool)
-    if name in ("serve_url", "serve_model"):
-        return value is None or isinstance(value, str)
-    return isinstance(value, int) and not isinstance(value, bool) and \
-        1 <= value <= MAX_RECORDED_TRIALS
-
-
-@dataclass
-class Step:
-    """One experiment: why, the plans it brings to a number of trials, and the plans it
-    adds to the report (each to the first trials) when it is taken."""
-
-    name: str
-    why: str
-    plans: list[tuple[PlanRecord, int]]
-    add: list[PlanRecord] = field(default_factory=list)
-    server: bool = False           # ask the server (no plans of its own)
 
 
 class BudgetSpent(Exception):
     """The budget of device time is spent; everything so far is kept."""
 
 
-def trial_cost_s(trial: TrialResult, clock: str) -> float:
-    """What one trial cost the device: its runlists' device time on the simulated clock,
-    its wall time otherwise."""
-    if clock == DEVICE:
-        return sum(r.device_ms or 0.0 for r in trial.runlists) / 1000.0
-    return (trial.wall_ms or 0.0) / 1000.0
-
-
-class Investigation:
+class Investigation(Chooser):
     """One investigation, on a runner whose report holds the case's plans and control."""
 
-    def __init__(self, runner: Runner, settings: InvestigateSettings, say: Say) -> None:
+    def __init__(self, runner: Runner, settings: InvestigateSettings, say: Say,
+                 ask: Ask | None = None) -> None:
         self.runner = runner
         self.settings = settings
         self.say = say
+        # a question to the user before a step that changes the machine; none: "no"
+        self.ask: Ask = ask or (lambda question: False)
         report = runner.report
         self.section: dict[str, Any] = report.sections.setdefault(
             SECTION, {"settings": settings.to_dict(), "steps": []})
         timers = read_timers(report.sections.get("timers"))
-        self.clock = timers.clock if timers else DEVICE
+        self.clock = Clock.of(timers.clock if timers else DEVICE, report.backend)
 
     @property
     def report(self) -> Any:
         return self.runner.report
 
     @property
+    def spent(self) -> Spent:
+        return spent([t for p in self.report.plans for t in p.trials], self.clock)
+
+    @property
     def spent_s(self) -> float:
-        return sum(trial_cost_s(t, self.clock) for p in self.report.plans for t in p.trials
-                   if t.status.finished)
+        """Device time so far: what the budget is spent in."""
+        return self.spent.device_s
 
     def diagnosis(self) -> Diagnosis:
         """The diagnosis of what ran so far: from memory while it holds every trial whole,
@@ -150,8 +97,12 @@ class Investigation:
         journal has each trial as soon as it ended."""
         path = self.runner.handle.path
         if any(isinstance(t, BriefTrial) for p in self.report.plans for t in p.trials):
-            return diagnose_observed([observe(path)])
-        return diagnose_observed([observe_document(self.report.to_dict(), str(path))])
+            observed = observe(path)
+        else:
+            observed = observe_document(self.report.to_dict(), str(path))
+        # the run is this one, going on: not a report that stopped
+        observed.finished, observed.resume = True, None
+        return diagnose_observed([observed])
 
     def run(self) -> Diagnosis:
         """Experiments until the diagnosis settles, nothing is left to try or the budget
@@ -165,10 +116,13 @@ class Investigation:
                        "spent")
             self.say(f"stopped: {stopped}")
         diagnosis = self.diagnosis()
+        used = self.spent
         self.section["answer"] = {"top": diagnosis.top.id, "determined": diagnosis.determined,
-                                  "device_s": round(self.spent_s, 3),
+                                  "device_s": round(used.device_s, 3),
+                                  "wall_s": round(used.wall_s, 3),
                                   "ranking": [e.id for e in diagnosis.entries],
-                                  **({"stopped": stopped} if stopped else {})}
+                                  **({"stopped": stopped, "go_on": self._go_on()}
+                                     if stopped else {})}
         self.runner.conclude(lambda: self.verdict(diagnosis, stopped))
         return diagnosis
 
@@ -179,94 +133,57 @@ class Investigation:
         reasons = [sentence for sentence in (by_construction(self.report.backend),) if sentence]
         reasons.append(f"investigated: {top.id}: {said} "
                        f"({len(self.section['steps'])} experiments, "
-                       f"{self.spent_s:.1f} s of device time)")
+                       f"{self.spent.text(self.clock)})")
         reasons += [f"for: {f.text}" for f in top.supports]
+        reasons += self._machine_lines()
         if stopped:
-            reasons.append(f"stopped early: {stopped}")
-        reasons.append(f"next: {top.experiment}")
+            reasons.append(f"stopped early: {stopped}; {self._go_on()}")
+        # an open answer the budget ended: more of the same investigation decides it first
+        reasons.append(f"next: {self._resume_with_more()}" if stopped and not
+                       diagnosis.determined else f"next: {top.experiment}")
         control = self.report.sections.get(XRT_SMI_SECTION)
-        return with_xrt_smi(Verdict(None, f"{top.id}: {said}"[:99], reasons),
+        refused = self._could_not_start()
+        # a run that could not start says so first: no runlist of the case's ran
+        answer = could_not_start_line(refused, self.report.backend) if refused else \
+            f"{top.id}: {said}"[:99]
+        return with_xrt_smi(Verdict(None, answer, reasons),
                             control if isinstance(control, dict) else None)
 
-    # -- choosing the next experiment ------------------------------------------------------
+    def _machine_lines(self) -> list[str]:
+        """What each change of the machine showed, or why it was not made."""
+        lines = []
+        by_name = {p.name: p for p in self.report.plans}
+        for entry in self.section.get("machine") or []:
+            label = entry.get("label") or entry.get("kind")
+            if entry.get("not_possible"):
+                lines.append(f"not tried: {entry['not_possible']}")
+            elif not entry.get("taken"):
+                lines.append(f"not tried: {label}: {entry.get('why_not')}")
+            else:
+                for plan in self.report.plans:
+                    if (plan.changed or {}).get("label") != label:
+                        continue
+                    of = by_name.get(str((plan.changed or {}).get("of")))
+                    before = f" (before the change: {of.counts_text()})" if of else ""
+                    lines.append(f"with {label}: {plan.label}: {plan.counts_text()}{before}; "
+                                 f"{entry.get('read')}")
+        return lines
 
-    def next_step(self, diagnosis: Diagnosis) -> Step | None:
-        """The experiment to run next: the three-way first; once the answer is determined,
-        each plan to CONFIRM_TRIALS trials; else the cheapest of what could move it (more
-        trials of a plan whose rate is unclear, the work stood in, a shallower depth)."""
-        plans = self.report.plans
-        if not self.section["steps"]:
-            return Step("three-way", "the case's one runlist, its cut and the depth-only "
-                        "control of NOOPs at the same depth", [
-                            (plan, self.settings.first_trials) for plan in plans])
-        work = self._stand_in_work(diagnosis)
-        if work is not None:
-            return work            # only NOOPs ran: the work is where a decode fails first
-        server = self._server(diagnosis)
-        if server is not None:
-            return server
-        if diagnosis.determined:
-            return self._cheapest(self._top_ups(
-                "confirm", f"the answer ({diagnosis.top.id}) rests on the trials each plan's "
-                "rate needs", lambda plan: self._wanted(plan, False)))
-        nothing = diagnosis.top.id == NOTHING_FAILS
-        options = self._top_ups(
-            "more trials", "nothing has failed: a failure rarer than that needs more trials"
-            if nothing else "rates unclear: each plan's rate over more trials",
-            lambda plan: self._wanted(plan, nothing))
-        shallower = self._shallower()
-        if shallower is not None:
-            options.append(shallower)
-        return self._cheapest(options)
+    def _resume_with_more(self) -> str:
+        """The command that goes on with this investigation with a budget that pays for
+        five more of its dearest trials (a hang at the driver's timer, as a rule), or twice
+        the budget, whichever is more."""
+        dearest = max((self.clock.device_s(t) for p in self.report.plans
+                       for t in p.finished()), default=0.0)
+        more = max(2 * self.settings.budget_s, self.spent_s + 5 * dearest)
+        return (f"runlist-harness investigate --resume {self.runner.handle.path} --budget "
+                f"{math.ceil(more / 60):d}")
 
-    def _wanted(self, plan: PlanRecord, nothing: bool) -> int:
-        """How many trials a plan's rate needs: many while nothing failed (a rare failure),
-        more for one that failed in some trials and not others, three to say a plan
-        completes, two to say it fails."""
-        if nothing:
-            return self.settings.quiet_trials
-        if _mixed(plan):
-            return self.settings.mixed_trials
-        # three trials say "completes" or "fails"; where a trial costs a minute of device
-        # time (a 60 s timer, slow work), two, and the rates rest on the cheaper plans,
-        # unless a plan fails at times: then two failures in a row may be chance
-        if self._cost(plan) >= EXPENSIVE_S and not any(_mixed(p) for p in self.report.plans):
-            return CONFIRM_TRIALS
-        if all(t.state == "COMPLETED" for t in plan.finished()):
-            return max(self.settings.rate_trials, CONSISTENT_COMPLETIONS)
-        return max(self.settings.rate_trials, CONSISTENT_FAILURES)
-
-    def _top_ups(self, name: str, why: str, wanted: Callable[[PlanRecord], int]
-                 ) -> list[tuple[float, Step]]:
-        """For each plan short of the trials it wants: one trial more, and its cost."""
-        return [(self._cost(plan), Step(name, why, [(plan, len(plan.finished()) + 1)]))
-                for plan in self.report.plans if len(plan.finished()) < wanted(plan)]
-
-    @staticmethod
-    def _cheapest(options: list[tuple[float, Step]]) -> Step | None:
-        return min(options, key=lambda option: option[0])[1] if options else None
-
-    def _cost(self, plan: PlanRecord) -> float:
-        """What a trial of `plan` costs the device, as its trials so far did."""
-        done = plan.finished()
-        return sum(trial_cost_s(t, self.clock) for t in done) / len(done) if done else 0.0
-
-    def _stand_in_work(self, diagnosis: Diagnosis) -> Step | None:
-        """Where only NOOPs ran and the work is untested: on the simulated stack, the case's
-        plans again with the stand-in work stream, once (never on hardware: a capture is
-        the engine's own, and `capture record` makes one)."""
-        if not self.settings.stand_in or any(p.work == STAND_IN for p in self.report.plans):
-            return None
-        if diagnosis.entry("work-hang").status != "not tested":
-            return None
-        originals = [p for p in self.report.plans if not p.control and not p.work]
-        if not originals:
-            return None
-        return Step("the work, stood in", "only NOOPs ran: the case's plans again with the "
-                    "simulator's stand-in work stream (not the engine's commands: a capture "
-                    "gives those), to tell a hang in the work from depth", [],
-                    [PlanRecord(f"work {plan.name}", plan.spec, list(plan.chunks),
-                                work=STAND_IN) for plan in originals])
+    def _go_on(self) -> str:
+        dearest = max((self.clock.device_s(t) for p in self.report.plans
+                       for t in p.finished()), default=0.0)
+        return (f"its dearest trial cost {dearest:.1f} s of device time; to go on: "
+                f"{self._resume_with_more()}")
 
     def _server(self, diagnosis: Diagnosis) -> Step | None:
         """Once, the server: a running flm serve the user named (whatever the diagnosis so
@@ -293,34 +210,15 @@ class Investigation:
         return Step(SERVER_STEP, f"{said}: does flm serve (the simulated stack's stand-in) "
                     "fail where the NPU path completes?", [], server=True)
 
-    def _shallower(self) -> tuple[float, Step] | None:
-        """A failing plan none of whose commands' runlists completed: the same commands
-        at half its depth, so the threshold and their per-run time show; its cost, half
-        the failing plan's."""
-        for plan in self.report.plans:
-            if plan.control or all(t.state == "COMPLETED" for t in plan.finished()):
-                continue
-            group = [p for p in self.report.plans if p.work == plan.work and not p.control]
-            if any(t.state == "COMPLETED" for p in group for t in p.finished()):
-                continue
-            depth = max(plan.chunks) // 2
-            made = plan_for_depth(max(depth, 1))
-            name = made.name if not plan.work else f"work {made.name}"
-            if depth < 1 or any(p.name == name for p in self.report.plans):
-                continue
-            step = Step("a shallower depth", f"no runlist of {plan.label}'s commands has "
-                        f"completed: the same at {depth}, by halves", [])
-            step.add = [PlanRecord(name, made.spec, list(made.chunks), work=plan.work)]
-            return self._cost(plan) / 2, step
-        return None
-
     # -- running one ------------------------------------------------------------------------
 
     def take(self, step: Step) -> None:
         before = self.spent_s
+        if step.change is not None and not self._changed(step):
+            return
         for record in step.add:
             self.runner.handle.add_plan(record)
-            step.plans.append((record, self.settings.first_trials))
+            step.plans.append((record, step.add_trials or self.settings.first_trials))
         steps = self.section["steps"]
         if not steps or steps[-1]["experiment"] != step.name or step.add:
             self.say(f"{step.name}: {step.why}")
@@ -328,29 +226,89 @@ class Investigation:
             decoded = self._ask_server()
             if decoded is not None:               # its trial is the step's
                 step.plans.append((decoded, len(decoded.finished())))
-        for plan, wanted in step.plans:
-            while len(plan.finished()) < wanted:
-                if self.spent_s >= self.settings.budget_s:
-                    raise BudgetSpent
-                count = sum(len(p.finished()) for p in self.report.plans) + 1
-                self.runner.trial(plan, count, 0)
+        ran: list[str] = []
+        try:
+            for plan, wanted in step.plans:
+                while len(plan.finished()) < wanted:
+                    self._within_budget(plan)
+                    count = sum(len(p.finished()) for p in self.report.plans) + 1
+                    self.runner.trial(plan, count, 0)
+                    ran.append(plan.name)
+        except BudgetSpent:
+            if ran:            # what it ran is kept, said to be cut short
+                self._record(step, ran, before, stopped=True)
+            raise
+        diagnosis = self._record(step, [plan.name for plan, _ in step.plans], before)
+        self.runner.handle.rewrite()
+        self.say(f"  -> {diagnosis.top.id}" + ("" if diagnosis.determined else
+                                               f" ({diagnosis.top.why})"))
+
+    def _changed(self, step: Step) -> bool:
+        """Ask before a step that changes the machine, and see that the change is made;
+        whether the step goes on. Every answer is kept in the report."""
+        change = step.change
+        assert change is not None
+        self.say(f"{step.name}: {step.why}")
+        entry: dict[str, Any] = change.to_dict()
+        self.machine_log.append(entry)
+        if not self.ask(change.question()):
+            entry["taken"] = False
+            entry["why_not"] = "the user did not agree (or no one could be asked)"
+            self.say(f"  skipped: {entry['why_not']}")
+            self._record(step, [], self.spent_s, skipped=entry["why_not"])
+            return False
+        made, read = change.verified(Sources.live())
+        entry.update(taken=made is not False, verified=made, read=read)
+        if made is False:
+            entry["why_not"] = f"the machine does not show the change ({read})"
+            self.say(f"  skipped: {entry['why_not']}")
+            self._record(step, [], self.spent_s, skipped=entry["why_not"])
+            return False
+        for record in step.add:
+            assert record.changed is not None
+            record.changed["verified"] = made
+        if change.timer_s is not None and isinstance(self.runner.backend, HardwareBackend):
+            # the deadlines of the trials after it allow for the longer timer
+            self.runner.backend.hardware_timeout_s = change.timer_s
+        self.say(f"  {read}; to undo it afterwards: " + " && ".join(change.restore))
+        step.add_trials = CONFIRM_TRIALS
+        return True
+
+    def _record(self, step: Step, names: list[str], before: float, *,
+                stopped: bool = False, skipped: str | None = None) -> Diagnosis:
+        """The step in the report's investigate section: one entry for a run of steps of one
+        name (one trial more of a plan, again), with the device time it took and the answer
+        after it; `stopped`: the budget cut it short."""
         diagnosis = self.diagnosis()
         steps = self.section["steps"]
         last = steps[-1] if steps else None
-        names = [plan.name for plan, _ in step.plans]
+        names = list(dict.fromkeys(names))
         if last is not None and last["experiment"] == step.name and not step.add:
-            # one trial more of a plan, again: one entry for the run of them
             last["plans"] += [name for name in names if name not in last["plans"]]
             last["trials"] = last.get("trials", 1) + 1
             last["device_s"] = round(last["device_s"] + self.spent_s - before, 3)
             last["after"] = diagnosis.top.id
+            last.pop("stopped", None)
+            entry = last
         else:
-            steps.append({"experiment": step.name, "why": step.why, "plans": names,
-                          "trials": sum(1 for _ in names), "device_s":
-                          round(self.spent_s - before, 3), "after": diagnosis.top.id})
-        self.runner.handle.rewrite()
-        self.say(f"  -> {diagnosis.top.id}" + ("" if diagnosis.determined else
-                                               f" ({diagnosis.top.why})"))
+            entry = {"experiment": step.name, "why": step.why, "plans": names,
+                     "trials": len(names), "device_s": round(self.spent_s - before, 3),
+                     "after": diagnosis.top.id}
+            steps.append(entry)
+        if stopped:
+            entry["stopped"] = "the budget"
+        if skipped:
+            entry["skipped"] = skipped
+        return diagnosis
+
+    def _within_budget(self, plan: PlanRecord) -> None:
+        """Every trial starts here: none once the budget is spent, nor one its plan's
+        trials so far say would take the spend past it. So the most the budget is
+        overspent by is the one trial started inside it (a plan's first, or one dearer
+        than its plan's before it)."""
+        if self.spent_s >= self.settings.budget_s or \
+                self.spent_s + self._cost(plan) > self.settings.budget_s:
+            raise BudgetSpent
 
     # -- the server ---------------------------------------------------------------------------
 
@@ -397,6 +355,7 @@ class Investigation:
         plan = None
         if fault is None:
             plan = self._engine_plan()
+            self._within_budget(plan)      # its decode is a trial like any other
             count = sum(len(p.finished()) for p in self.report.plans) + 1
             trial = self.runner.trial(plan, count, 0)
             decoded_by = {"plan": plan.name, "trial": trial.index, "state": trial.state}
@@ -429,11 +388,6 @@ def _answer_text(answer: dict[str, Any]) -> str:
     said = answer.get("state") or answer.get("error") or ""
     return f"flm serve: {answer.get('outcome')}" + (f" ({str(said).splitlines()[0][:120]})"
                                                      if said else "")
-
-
-def _mixed(plan: PlanRecord) -> bool:
-    states = {t.state for t in plan.finished()}
-    return "COMPLETED" in states and len(states) > 1
 
 
 def begin(runner: Runner, settings: InvestigateSettings) -> str | None:

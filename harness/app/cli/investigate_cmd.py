@@ -4,6 +4,9 @@ into one report that ends with the diagnosis (harness.search.investigate)."""
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
 
 DEFAULT_BUDGET_MIN = 30.0
 MAX_BUDGET_MIN = 7 * 24 * 60      # a week of device time: past it is a typing slip
+MAX_LONGER_TIMEOUT_S = 3600       # an hour per job (harness.search.choosing reads a report so)
 
 
 def _redacting(request: RunRequest, resume_path: str | None) -> bool:
@@ -72,8 +76,9 @@ def _servers_of_this_command_line(settings: InvestigateSettings, serve_url: str 
               type=Quantity(0, MAX_BUDGET_MIN, unit="minutes", above=True, note=" (a week)"),
               help=f"Device time the trials may take, in minutes, above 0 and at most "
                    f"{MAX_BUDGET_MIN:,} (a week; default {DEFAULT_BUDGET_MIN:g}):"
-                   " the simulated clock on the simulated stack, wall time on hardware. An "
-                   "experiment under way stops at the first trial past it.")
+                   " the simulated clock on the simulated stack, wall time on hardware. No "
+                   "trial starts once it is spent, nor one its plan's trials so far say would "
+                   "pass it.")
 @click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False),
               help="Go on with a stopped investigation (Ctrl-C, or its budget: --budget "
                    "raises it).")
@@ -87,12 +92,29 @@ def _servers_of_this_command_line(settings: InvestigateSettings, serve_url: str 
 @click.option("--serve-model", "serve_model", metavar="TAG",
               help="The tag the server serves the case's model by (default: the TAG of the "
                    "case's `engine: flm run TAG`).")
+@click.option("--plan-only", is_flag=True,
+              help="Print the plan (each experiment it may run, when, and its device time "
+                   "against the timer in force here) and exit 0, running no trial.")
+@click.option("--longer-timeout", "longer_timeout_s", metavar="SECONDS",
+              type=Quantity(0, MAX_LONGER_TIMEOUT_S, unit="seconds", above=True),
+              help="Allow one step that sets the driver's timeout parameter to SECONDS (its "
+                   "period: tdr_timeout_ms, timeout_in_sec), where a plan fails at the timer "
+                   "every trial: slow work then completes, a hang does not. Asked again "
+                   "before the step, which you make as root; the hardware path only.")
+@click.option("--firmware", "firmware", metavar="VERSION",
+              help="Allow one step on another NPU firmware (as fw_version reads it) where a "
+                   "plan fails every trial. Asked again before the step, which you make as "
+                   "root; the hardware path only.")
+@click.option("--kernel", "kernel", metavar="RELEASE",
+              help="Name a second kernel to try after this investigation (a reboot brings "
+                   "it): the plan says how.")
 @frame_option
 @allow_different_machine_option
 @run_request_options(trials_default="1 per plan at first; more where rates are unclear")
 @exit_codes_option
-def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame,
-                allow_different_machine, request: RunRequest) -> exits.TrialsEnded:
+def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, plan_only,
+                longer_timeout_s, firmware, kernel, frame, allow_different_machine,
+                request: RunRequest) -> exits.TrialsEnded:
     """Investigate a failure within a budget, the way a careful engineer does by hand.
 
     Runs the three-way (the case's one runlist, its cut, the depth-only control of NOOPs
@@ -104,8 +126,11 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
     commands and investigate the capture), the server (--serve; on the simulated stack
     its stand-in, where the engine's commands do not fail every trial), a shallower depth
     where no runlist of the failing commands completed, more trials where a rate is
-    unclear. Stops when the
-    answer settles, nothing is left to try or the budget is spent, and prints the
+    unclear, chunk sizes, and the changes of the machine you allow (--longer-timeout,
+    --firmware; asked again before each). Prints the plan with each step's device time
+    against the timer in force before it starts (--plan-only: and stops). On the hardware
+    path nothing is injected: a simulator hypothesis in --profile is refused. Stops when
+    the answer settles, nothing is left to try or the budget is spent, and prints the
     diagnosis with the evidence it rests on. Everything is in one report; Ctrl-C keeps
     what ran and --resume goes on.
     """
@@ -117,7 +142,11 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
         progress_line(pasted.text(text), done)
     if resume_path:
         refuse_given(click.get_current_context(), {"case_ref": "CASE|CAPTURE",
-                                                   "frame": "--frame"},
+                                                   "frame": "--frame",
+                                                   "plan_only": "--plan-only",
+                                                   "longer_timeout_s": "--longer-timeout",
+                                                   "firmware": "--firmware",
+                                                   "kernel": "--kernel"},
                      "--resume takes its case and plans from the report")
         if serve_url:
             serve_url = recorded_url_option(serve_url, "--serve")
@@ -169,19 +198,43 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
             if not (serve_model or case.model_tag):
                 raise BadInput(f"--serve: {case.name} names no `engine: flm run TAG`, so the "
                                "model's tag is unknown; give --serve-model TAG")
+        refuse_a_hypothesis_on_hardware(request)
+        if plan_only:
+            # the plan is made as the run would make it, into a report nobody keeps
+            scratch = tempfile.TemporaryDirectory(prefix="harness-plan-")
+            request = dataclasses.replace(request, out=str(Path(scratch.name) / "plan.yaml"),
+                                          force=True)
         runner = start_run(request, case, None, "investigate", trials=request.trials or 1,
                            progress=progress)
         settings = InvestigateSettings(
             (budget_min or DEFAULT_BUDGET_MIN) * 60.0,
             first_trials=request.trials or 1, stand_in=not runner.backend.hardware,
-            serve_url=serve_url, serve_model=serve_model or case.model_tag)
+            serve_url=serve_url, serve_model=serve_model or case.model_tag,
+            longer_timeout_s=longer_timeout_s, firmware=firmware, kernel=kernel)
+        if (longer_timeout_s or firmware) and not runner.backend.hardware:
+            runner.warnings.append("--longer-timeout and --firmware change a machine: on the "
+                                   "simulated stack they are not offered")
         begin(runner, settings)
         pasted.learn_document(runner.report.header_dict())
+        if plan_only:
+            from harness.search.plan_preview import plan_lines
+            announce(pasted.text(runner.backend.describe()),
+                     [pasted.text(w) for w in runner.warnings], False)
+            click.echo(escape_controls(pasted.text("\n".join(
+                plan_lines(Investigation(runner, settings, lambda text: None))))))
+            runner.handle.close()
+            scratch.cleanup()
+            return exits.trials_ended([])
         announce(pasted.text(runner.backend.describe()),
                  [pasted.text(w) for w in runner.warnings], request.as_json)
     say = (lambda text: None) if request.as_json else \
         (lambda text: click.echo(escape_controls(pasted.text(text)), err=True))
-    diagnosis = Investigation(runner, settings, say).run()
+    investigation = Investigation(runner, settings, say, ask_the_user)
+    if not resume_path and not request.as_json:
+        from harness.search.plan_preview import plan_lines
+        for line in plan_lines(investigation):
+            say(line)
+    diagnosis = investigation.run()
     if request.as_json:
         from harness.app.cli.options import echo_json
         echo_json(runner.handle.path, pasted.data)
@@ -195,3 +248,32 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, frame
     if request_failed(report):
         statuses.append(TrialStatus.FAILED)      # the server failed: exit 1, as serve-probe
     return exits.trials_ended(statuses)
+
+
+def refuse_a_hypothesis_on_hardware(request: RunRequest) -> None:
+    """On the hardware path (an NPU and pyxrt here, and no --backend sim) nothing can be
+    injected: a profile's simulator hypothesis is refused by name, before any trial."""
+    if not request.profile or request.backend_kind == "sim":
+        return
+    from harness.probe.xrt_loader import load_pyxrt, npu_nodes
+    from harness.sim.profiles import parse_profile
+    hypotheses = parse_profile(request.profile).deviations
+    if not hypotheses:
+        return
+    module, _ = load_pyxrt()
+    if request.backend_kind == "auto" and (module is None or not npu_nodes()):
+        return          # no NPU here: the profile picks the simulated stack, as it says
+    named = ", ".join(hypotheses)
+    raise BadInput(f"--profile {request.profile}: {named} is a simulator hypothesis, and "
+                   "this is the hardware path, where nothing can be injected: investigate "
+                   "runs only real experiments on a machine (see --plan-only); to rehearse "
+                   f"{named} on the simulated stack add --backend sim")
+
+
+def ask_the_user(question: str) -> bool:
+    """A yes or no before a step that changes the machine; no answer (no terminal, end of
+    input) is no."""
+    try:
+        return bool(click.confirm(escape_controls(question), default=False, err=True))
+    except click.exceptions.Abort:
+        return False

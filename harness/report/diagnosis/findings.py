@@ -98,7 +98,11 @@ class Evidence:
 
     def __init__(self, reports: list[Observed]) -> None:
         self.reports = reports
-        self.arms = [arm for report in reports for arm in report.arms]
+        every = [arm for report in reports for arm in report.arms]
+        # a plan run after the machine was changed (a longer timer, another firmware) is
+        # another stack: it is read only beside the plan it repeats (`changed`)
+        self.arms = [arm for arm in every if not arm.changed]
+        self.changed = [arm for arm in every if arm.changed]
         self._by_file = {report.file: report for report in reports}
 
     def report_of(self, arm: Arm) -> Observed:

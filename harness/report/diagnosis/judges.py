@@ -12,6 +12,7 @@ from typing import Any
 from harness.model.drivers import JOBS_IN_FLIGHT
 from harness.report.diagnosis.findings import (
     AGAINST,
+    CONSISTENT_FAILURES,
     CONTRADICTS,
     FOR,
     MIN_TRIALS_FOR_A_RATE,
@@ -20,12 +21,26 @@ from harness.report.diagnosis.findings import (
     WEAK,
     Evidence,
     Findings,
-    coin_toss,
-    completes_consistently,
     fails_consistently,
     rarely_fails,
     rate_cite,
     ttf_cite,
+)
+from harness.report.diagnosis.fixed import (
+    CANNOT,
+    CAUGHT,
+    MOSTLY,
+    OUTLASTS,
+    against_a_fixed_cause,
+    coin_tosses,
+    complete_at_or_past,
+    contradict_fixed,
+    depth_text,
+    failing_depth,
+    longer_timer_findings,
+    same_stack,
+    shallower_complete,
+    unexplained,
 )
 from harness.report.diagnosis.observed import (
     CONTEXT_EVENTS,
@@ -43,61 +58,7 @@ from harness.report.diagnosis.stack_judges import (
     signs,
 )
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
-
-CAUGHT = (AT_TIMER, PAST_TIMER)           # a hang the driver's detection caught
-MOSTLY = 0.5                              # a plan failing this share of its trials or more
-# slow work: the commands of the failing chain must take at least this share of the
-# timer to outlast it, and under the lower share they cannot
-OUTLASTS, CANNOT = 0.9, 0.5
-
-
-def _same_stack(a: Arm, b: Arm, ev: Evidence) -> bool:
-    one, other = ev.report_of(a), ev.report_of(b)
-    return (one.source, one.profile, one.timers.driver.flavour) == \
-        (other.source, other.profile, other.timers.driver.flavour)
-
-
-def _failing_depth(arm: Arm) -> int:
-    return min(arm.failing_depths or [arm.deepest])
-
-
-def _complete_at_or_past(failing: Arm, ev: Evidence, workload: str | None, *,
-                         mostly: bool = False) -> list[Arm]:
-    """Arms of the same stack, of `workload` (any: None), whose runlists are as deep as the
-    failing one's or deeper and that complete consistently (`mostly`: in most of their
-    trials, two at least: a fixed depth limit lets no runlist past it complete, ever)."""
-    def completing(arm: Arm) -> bool:
-        if mostly:
-            return arm.completed >= 2 and arm.completed >= arm.answered / 2
-        return completes_consistently(arm)
-    return [a for a in ev.arms if a is not failing and _same_stack(a, failing, ev)
-            and (workload is None or a.workload == workload) and completing(a)
-            and a.deepest >= max(failing.failing_depths or [0])]
-
-
-def _shallower_complete(failing: Arm, ev: Evidence) -> list[Arm]:
-    return [a for a in ev.arms if _same_stack(a, failing, ev) and completes_consistently(a)
-            and a.deepest < _failing_depth(failing)]
-
-
-def _depth_text(arm: Arm) -> str:
-    return f"runlists of {_failing_depth(arm)} runs"
-
-
-def _coin_tosses(ev: Evidence, near: Arm | None = None) -> list[Arm]:
-    return [a for a in ev.arms if coin_toss(a) and (near is None or _same_stack(a, near, ev))]
-
-
-def _against_a_fixed_cause(out: Findings, ev: Evidence, what: str) -> None:
-    """A cause that fails the same way each time, against plans that fail at random: more
-    against one that mostly fails yet completes at times (a fixed cause never lets a run
-    complete), less against one that mostly completes (noise beside a fixed cause)."""
-    tosses = sorted(_coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
-    if tosses:
-        arm = tosses[0]
-        out.add(AGAINST, SUPPORT if (arm.rate or 0.0) >= MOSTLY else WEAK,
-                f"{arm.label} fails in some trials and completes in others, the same "
-                f"runlists each time: {what} fails the same way every time", rate_cite(arm))
+from harness.report.verdict import and_listed
 
 
 def judge_depth_limit(ev: Evidence) -> Findings:
@@ -105,32 +66,36 @@ def judge_depth_limit(ev: Evidence) -> Findings:
     if not ev.noop() and not signs(ev, "runlist-test-failed", "runlist-test-passed"):
         out.untested = "no plan ran NOOP runs: depth alone was not tested"
         return out
-    failing = sorted((a for a in ev.failing if a.workload == NOOP), key=_failing_depth)
+    failing = sorted((a for a in ev.failing if a.workload == NOOP), key=failing_depth)
     for arm in [a for a in failing if fails_consistently(a)][:1]:
-        shallower = _shallower_complete(arm, ev)
+        shallower = shallower_complete(arm, ev)
         if shallower:
             ok = max(shallower, key=lambda a: a.deepest)
-            out.add(FOR, STRONG, f"NOOP {_depth_text(arm)} fail in every trial, while "
+            out.add(FOR, STRONG, f"NOOP {depth_text(arm)} fail in every trial, while "
                     f"runlists of {ok.deepest} complete: a threshold in depth",
                     rate_cite(arm), rate_cite(ok))
         else:
-            out.add(FOR, WEAK, f"NOOP {_depth_text(arm)} fail in every trial (no shallower "
+            out.add(FOR, WEAK, f"NOOP {depth_text(arm)} fail in every trial (no shallower "
                     "runlist has completed yet: no threshold shows)", rate_cite(arm))
     control = [a for a in failing if a.group.endswith("#control") and fails_consistently(a)]
     if control:
         out.add(FOR, SUPPORT, "the depth-only control fails too: NOOPs on XRT's "
                 "validate.xclbin at the same depth, so no kernel of the case is needed",
                 rate_cite(control[0]))
-    for arm in [a for a in ev.failing if fails_consistently(a)]:
-        past = _complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None,
-                                    mostly=True)
-        if past:
-            done = past[0]
-            out.add(CONTRADICTS, STRONG, f"{arm.label} fails at {_depth_text(arm)}, yet "
-                    f"{done.label} completes {done.completed} of {done.answered} trials at "
-                    f"{done.deepest}: depth alone does not fail there", rate_cite(arm),
-                    rate_cite(done))
-            break
+    # a plan failing where runlists as deep complete is not failing for its depth; where
+    # every plan that fails every trial is so, no depth limit is at work (where some are
+    # not, it may be beside another cause: against it, not a contradiction)
+    consistent = [a for a in ev.failing if fails_consistently(a)]
+    passed = [(arm, past[0]) for arm in consistent
+              if (past := complete_at_or_past(arm, ev, NOOP if arm.workload == NOOP else None,
+                                              mostly=True))]
+    if passed:
+        arm, done = passed[0]
+        out.add(CONTRADICTS if len(passed) == len(consistent) else AGAINST,
+                STRONG if len(passed) == len(consistent) else SUPPORT,
+                f"{arm.label} fails at {depth_text(arm)}, yet {done.label} completes "
+                f"{done.completed} of {done.answered} trials at {done.deepest}: depth alone "
+                "does not fail there", rate_cite(arm), rate_cite(done))
     for report in ev.reports:
         result = str((report.xrt_smi or {}).get("result"))
         cite = report.cite("xrt_smi_control.result", result)
@@ -141,21 +106,27 @@ def judge_depth_limit(ev: Evidence) -> Findings:
             out.add(AGAINST, SUPPORT, "XRT's own deep runlist (xrt-smi validate's "
                     "runlist-latency, 1000 NOOP runs in one runlist) completes here", cite)
     deep_runlist_tests(out, ev)
-    _against_a_fixed_cause(out, ev, "a limit")
-    named = [a for a in ev.failing if a.named_runs and at_once(a)]
+    against_a_fixed_cause(out, ev, "a limit")
+    named = [a for a in ev.failing if a.named_runs and any(k == AT_ONCE for _, k in a.ttf)]
     if named:
         out.add(AGAINST, STRONG, f"the device named run {named[0].named_runs[0]} of "
                 f"{named[0].label} and failed it at once: a refusal of that run, not a limit "
                 "on what was queued", named[0].cite("trials[*].runlists[*].failing_run",
                                                     named[0].named_runs[0]), ttf_cite(named[0]))
-    caught = ev.timed(failing, *CAUGHT)
+    # a NOOP runlist that completes at a depth where another failed says the failure was
+    # not the depth's: what those failures show is not read for a limit
+    if not out.contradicted:
+        contradict_fixed(out, failing, ev, NOOP, "a depth limit")
+    open_to_it = unexplained(failing, ev, NOOP)
+    caught = ev.timed(open_to_it, *CAUGHT)
     if caught:
         out.add(FOR, WEAK, "the NOOP failures came at the driver's timer (a wedge its "
                 "detection caught)", ttf_cite(caught[0]))
-    logged = _timer_lines(failing)
+    logged = _timer_lines(open_to_it)
     if logged:
         out.add(FOR, WEAK, "the driver logged its timeout, or the firmware reported one",
                 _timer_lines_cite(logged[0]))
+    longer_timer_findings(out, ev, outlasts=False)
     return out
 
 
@@ -209,35 +180,42 @@ def judge_work_hang(ev: Evidence) -> Findings:
     failing = [a for a in ev.failing if a.workload == WORK]
     if not failing:
         for arm in [a for a in ev.failing if a.workload == NOOP and fails_consistently(a)]:
-            ok = _complete_at_or_past(arm, ev, WORK)
+            ok = complete_at_or_past(arm, ev, WORK)
             if ok:
                 out.add(CONTRADICTS, STRONG, f"the engine's commands complete at "
                         f"{ok[0].deepest} runs ({ok[0].label}) where NOOPs fail: the work "
                         "does not hang", rate_cite(ok[0]), rate_cite(arm))
                 break
         return out
-    for arm in [a for a in failing if fails_consistently(a)][:1]:
-        ok = _complete_at_or_past(arm, ev, NOOP)
-        loose = [a for a in ev.arms if a.workload == NOOP and _same_stack(a, arm, ev)
-                 and a.never_fails and a.deepest >= _failing_depth(arm)]
-        if ok:
-            out.add(FOR, STRONG, f"the engine's commands fail at {_depth_text(arm)} "
-                    f"({arm.label}) while NOOPs complete at {ok[0].deepest} "
-                    f"({ok[0].label})", rate_cite(arm), rate_cite(ok[0]))
-        elif loose:
-            out.add(FOR, WEAK, f"the engine's commands fail at {_depth_text(arm)} "
+    consistent = [a for a in failing if fails_consistently(a)]
+    # the shallowest failing plan of the work where NOOPs as deep complete says most
+    beside = [(arm, ok) for arm in sorted(consistent, key=failing_depth)
+              if (ok := complete_at_or_past(arm, ev, NOOP))]
+    if beside:
+        arm, ok = beside[0]
+        out.add(FOR, STRONG, f"the engine's commands fail at {depth_text(arm)} "
+                f"({arm.label}) while NOOPs complete at {ok[0].deepest} ({ok[0].label})",
+                rate_cite(arm), rate_cite(ok[0]))
+    for arm in consistent[:1] if not beside else []:
+        loose = [a for a in ev.arms if a.workload == NOOP and same_stack(a, arm, ev)
+                 and a.never_fails and a.deepest >= failing_depth(arm)]
+        if loose:
+            out.add(FOR, WEAK, f"the engine's commands fail at {depth_text(arm)} "
                     f"({arm.label}); NOOPs completed at {loose[0].deepest} in "
                     f"{loose[0].completed} trial(s) ({loose[0].label})", rate_cite(arm),
                     rate_cite(loose[0]))
+    # NOOPs failing as shallow explain the work's failures by depth: against a hang, unless
+    # the work also fails where NOOPs as deep complete (then both may be at work)
     for arm in failing:
-        noop_fail = [a for a in ev.failing if a.workload == NOOP and _same_stack(a, arm, ev)
+        noop_fail = [a for a in ev.failing if a.workload == NOOP and same_stack(a, arm, ev)
                      and fails_consistently(a) and a.deepest <= max(arm.failing_depths or [0])]
-        if noop_fail:
+        if noop_fail and not beside:
             out.add(AGAINST, STRONG, f"NOOPs fail too, at {noop_fail[0].deepest} runs "
                     f"({noop_fail[0].label}): depth alone explains it",
                     rate_cite(noop_fail[0]))
             break
-    caught = ev.timed(failing, *CAUGHT, AT_DEADLINE)
+    contradict_fixed(out, failing, ev, "commands", "a hang at the Nth run of the work")
+    caught = ev.timed(unexplained(failing, ev, "commands"), *CAUGHT, AT_DEADLINE)
     if caught:
         out.add(FOR, WEAK, "the failures came at the driver's timer or found no answer: a "
                 "hang", ttf_cite(caught[0]))
@@ -256,14 +234,17 @@ def judge_work_hang(ev: Evidence) -> Findings:
             out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
                     f"{ms / 1000:.1f} s: long enough to outlast the {timer:g} s timer "
                     "without hanging", cite)
-    _against_a_fixed_cause(out, ev, "a hang at the Nth run")
+    against_a_fixed_cause(out, ev, "a hang at the Nth run")
+    longer_timer_findings(out, ev, outlasts=False)
     return out
 
 
 def judge_slow_work(ev: Evidence) -> Findings:
     out = Findings()
     failing = ev.failing
-    caught = ev.timed(failing, AT_TIMER)
+    # runlists of the same commands that complete where these failed did not outlast it
+    contradict_fixed(out, failing, ev, "commands", "work that outlasts the timer")
+    caught = ev.timed(unexplained(failing, ev, "commands"), AT_TIMER)
     if caught:
         out.add(FOR, SUPPORT, "the failures came at the driver's timer", ttf_cite(caught[0]))
     quick = [a for a in ev.timed(failing, AT_ONCE, BEFORE_TIMER) if fails_consistently(a)]
@@ -285,7 +266,8 @@ def judge_slow_work(ev: Evidence) -> Findings:
         else:
             out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
                     f"{ms / 1000:.1f} s, short of the {timer:g} s timer", cite)
-    _against_a_fixed_cause(out, ev, "work that outlasts the timer")
+    against_a_fixed_cause(out, ev, "work that outlasts the timer")
+    longer_timer_findings(out, ev, outlasts=True)
     return out
 
 
@@ -310,9 +292,12 @@ def judge_refused(ev: Evidence) -> Findings:
                 ttf_cite(quick[0]))
     caught = [a for a in ev.timed(failing, *CAUGHT) if fails_consistently(a)]
     if caught:
-        out.add(CONTRADICTS, STRONG, f"{caught[0].label} failed at the driver's timer, every "
-                "time: it waited for a hang to be noticed; nothing refused it at once",
-                ttf_cite(caught[0]))
+        # where another plan was refused at once, naming its run, this one's hang is beside
+        # the refusal, not against it having happened
+        refusal = [a for a in named + quick if fails_consistently(a)]
+        out.add(AGAINST if refusal else CONTRADICTS, SUPPORT if refusal else STRONG,
+                f"{caught[0].label} failed at the driver's timer, every time: it waited for "
+                "a hang to be noticed; nothing refused it at once", ttf_cite(caught[0]))
     logged = [a for a in _timer_lines(ev.timed(failing, *CAUGHT)) if fails_consistently(a)]
     if logged:
         out.add(AGAINST, SUPPORT, "the driver logged a timeout for these failures, or the "
@@ -323,7 +308,7 @@ def judge_refused(ev: Evidence) -> Findings:
         out.add(FOR, WEAK, "the kernel log has the firmware's AIE error lines",
                 errors[0].cite("trials[*].kernel_log.events", "aie_error"))
     refusal_states(out, ev)
-    _against_a_fixed_cause(out, ev, "a refusal")
+    against_a_fixed_cause(out, ev, "a refusal")
     return out
 
 
@@ -359,7 +344,7 @@ def judge_resources(ev: Evidence) -> Findings:
 
 def judge_nondeterministic(ev: Evidence) -> Findings:
     out = Findings()
-    tosses = sorted(_coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
+    tosses = sorted(coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
     for arm in tosses[:3]:
         # a plan that mostly fails yet completes at times: no fixed cause does that; one
         # that mostly completes and fails at times may be noise beside one
@@ -367,7 +352,18 @@ def judge_nondeterministic(ev: Evidence) -> Findings:
                 f"{arm.label}: {arm.failed} of {arm.answered} trials failed and "
                 f"{arm.completed} completed, the same runlists each time", rate_cite(arm))
     rare = [a for a in ev.arms if rarely_fails(a)]
-    if rare:
+    fixed = [a for a in ev.failing if fails_consistently(a)]
+    if rare and not fixed and not tosses:
+        # no plan fails every trial: a rare failure is not noise beside a fixed cause, it is
+        # the failure, and the same runlists completing otherwise make it intermittent; one
+        # failure may be a one-off, two are a rate
+        failures = sum(a.failed for a in rare)
+        out.add(FOR, STRONG if failures >= CONSISTENT_FAILURES else SUPPORT,
+                f"{and_listed([a.label for a in rare])}: {failures} of "
+                f"{sum(a.answered for a in rare)} trials failed, the same runlists "
+                "completing in the others, and no plan fails every trial", *[
+                    rate_cite(a) for a in rare])
+    elif rare:
         out.add(FOR, WEAK, f"{rare[0].label} fails rarely ({rare[0].failed} of "
                 f"{rare[0].answered} trials)", rate_cite(rare[0]))
     failing = ev.failing

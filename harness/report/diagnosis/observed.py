@@ -30,7 +30,7 @@ from harness.report.diagnosis.vocabulary import (
     quote,
 )
 from harness.report.header import Timers, read_header, read_timers, section
-from harness.report.model import is_simulated, played_profile, source_tag
+from harness.report.model import continue_command, is_simulated, played_profile, source_tag
 from harness.report.reader import ReportReader, TrialEntry
 from harness.report.timing import stack_timers, time_to_failure
 
@@ -101,7 +101,8 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
         case=str(case.name or "?"), case_kind=case.kind, layers=case.layers,
         engine=case.engine,
         xrt_smi=doc.get("xrt_smi_control") if isinstance(doc.get("xrt_smi_control"), dict)
-        else None)
+        else None, finished=bool(doc.get("finished")),
+        resume=None if doc.get("finished") else continue_command(str(header.command), file))
     server = doc.get("server")
     if isinstance(server, dict):
         observed.server_requests = [r for r in server.get("requests") or []
@@ -121,7 +122,8 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
             label=_label(plan), workload=NOOP if noop else WORK, stand_in=stand_in,
             group=f"{file}#" + ("control" if control else "stand-in" if stand_in
                                 else str(plan.get("frame") or "case")),
-            runs=[int(c) * unit for c in plan.get("chunks") or []], submit_size=submit))
+            runs=[int(c) * unit for c in plan.get("chunks") or []], submit_size=submit,
+            changed=plan.get("changed") or None))     # an object, by `report check`
     return observed
 
 

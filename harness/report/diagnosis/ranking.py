@@ -14,8 +14,16 @@ from typing import Any
 
 from harness.report.diagnosis.artefacts import Unread
 from harness.report.diagnosis.causes import CAUSES, Cause, engine_of, predictions
+from harness.report.diagnosis.causes import _case as case_of
 from harness.report.diagnosis.deciding import deciding_experiment
-from harness.report.diagnosis.findings import AGAINST, CONTRADICTS, FOR, Evidence, Finding
+from harness.report.diagnosis.findings import (
+    AGAINST,
+    CONSISTENT_COMPLETIONS,
+    CONTRADICTS,
+    FOR,
+    Evidence,
+    Finding,
+)
 from harness.report.diagnosis.observed import HARDWARE, NOOP, Observed
 from harness.report.diagnosis.sources_text import evidence_lines, sources_json, stack_lines
 from harness.report.model import EMULATED, SIMULATED
@@ -106,12 +114,12 @@ def rank(ev: Evidence) -> Diagnosis:
                   key=lambda e: (order[e.status], -(e.score or 0)))
     ranked = leaders + rest
     if not ev.anything_failed:
-        top = _nothing_fails(ev)
+        top = _too_few(ev) or _nothing_fails(ev)
         return Diagnosis(ev.reports, [top, *ranked])
     if not leaders:
         top = Ranked(UNDETERMINED, "undetermined", FIRST,
-                    why="something failed, but no cause in the table fits it without an "
-                        "observation against it",
+                    why=_not_started(ev) + "something failed, but no cause in the table fits "
+                        "it without an observation against it",
                     experiment=deciding_experiment(
                         ev, [], "runlist-harness investigate on the case, for the experiments "
                                 "that tell the rows apart"))
@@ -122,7 +130,7 @@ def rank(ev: Evidence) -> Diagnosis:
                                          (best.score or 0) - (second.score or 0) < MARGIN):
         close = [best] + ([second] if second is not None else [])
         top = Ranked(UNDETERMINED, "undetermined", FIRST, leading=[e.id for e in close],
-                    why=("the evidence does not separate "
+                    why=_not_started(ev) + ("the evidence does not separate "
                          + " from ".join(f"{e.id} (score {e.score})" for e in close)
                          if second is not None else
                          f"only weak evidence for {best.id} (score {best.score}; a lead needs "
@@ -149,12 +157,51 @@ def _entry(cause: Cause, findings: Any, experiment: str) -> Ranked:
     return entry
 
 
+def _not_started(ev: Evidence) -> str:
+    """Where every failure was a refused set-up (no runlist failed): that the run could not
+    start, before the rest of why the answer is open; else ""."""
+    if ev.failing:
+        return ""
+    refused = [(a, e) for a in ev.arms for e in a.setup_errors]
+    if not refused:
+        return ""
+    return (f"the run could not start ({len(refused)} trial" + ("s" if len(refused) != 1
+                                                                  else "")
+            + f" refused at set-up: {refused[0][1]}), so no runlist ran; ")
+
+
+def _too_few(ev: Evidence) -> Ranked | None:
+    """Nothing failed, but too few trials answered to say that nothing fails (fewer than
+    it takes to say a plan completes, as when Ctrl-C stopped the first trial): undetermined,
+    with the command that finishes the run. None when enough answered."""
+    answered = sum(r.answered for r in ev.reports)
+    if answered >= CONSISTENT_COMPLETIONS:
+        return None
+    stopped = [r for r in ev.reports if r.resume]
+    why = (f"too few trials answered to say anything ({answered} answered in "
+           f"{_reports_text(ev)}, {CONSISTENT_COMPLETIONS} at least to say a plan "
+           "completes)")
+    if stopped:
+        why += ("; the run stopped before its trials were done" if len(stopped) == 1 else
+                f"; {len(stopped)} runs stopped before their trials were done")
+        experiment = "; ".join(r.resume for r in stopped if r.resume)
+    else:
+        experiment = (f"runlist-harness run {case_of(ev)} --trials "
+                      f"{CONSISTENT_COMPLETIONS} (each plan, enough trials to say it "
+                      "completes)")
+    return Ranked(UNDETERMINED, "undetermined", FIRST, why=why, experiment=experiment)
+
+
+def _reports_text(ev: Evidence) -> str:
+    return f"{len(ev.reports)} report" + ("s" if len(ev.reports) != 1 else "")
+
+
 def _nothing_fails(ev: Evidence) -> Ranked:
     trials = sum(a.answered for a in ev.arms)
     sources = {r.source for r in ev.reports}
     noop_only = bool(ev.arms) and all(a.workload == NOOP for a in ev.arms)
-    why = f"no trial failed ({trials} answered in {len(ev.reports)} report" + \
-        ("s" if len(ev.reports) != 1 else "") + ")"
+    why = f"no trial failed ({trials} answered in {_reports_text(ev)})"
+    stopped = [r.resume for r in ev.reports if r.resume]
     if sources & {SIMULATED, EMULATED} and all(r.documented for r in ev.reports
                                                 if r.source != HARDWARE):
         decide = ("the " + "/".join(sorted(sources & {SIMULATED, EMULATED})).lower()
@@ -176,6 +223,9 @@ def _nothing_fails(ev: Evidence) -> Ranked:
     else:
         decide = ("nothing failed in these trials; a failure rarer than that needs more "
                   "trials (--trials 20)")
+    if stopped:
+        # what ran says nothing failed; what the run was to run is not all in
+        decide += "; the run stopped before its trials were done: " + "; ".join(stopped)
     return Ranked(NOTHING_FAILS, "nothing fails", FIRST, why=why, experiment=decide)
 
 

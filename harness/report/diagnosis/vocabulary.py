@@ -217,6 +217,7 @@ class Arm:
     # (neither answered nor set-up failures), with the device's state as the first said it
     wedged: int = 0
     wedged_state: str | None = None
+    changed: dict[str, Any] | None = None   # the machine changed for it (investigate)
     machine: str | None = None     # the machine an outcomes row names
     model: str | None = None       # the model an outcomes row names
     line: int | None = None        # the outcomes row's line (artefacts)
@@ -295,6 +296,8 @@ class Observed:
     # those answered nothing, and is left out of `arms`), and the device's state
     wedged: dict[str, int] = field(default_factory=dict)
     wedged_state: str | None = None
+    finished: bool = True          # the run ended on its own (not Ctrl-C, not a kill)
+    resume: str | None = None      # the command that goes on with it, where it did not
     kind: str = "report"
     read_as: list[str] = field(default_factory=list)
     signs: list[Sign] = field(default_factory=list)
@@ -302,6 +305,10 @@ class Observed:
     contexts: int | None = None    # the hardware contexts the run asks (one per xclbin)
     # the texts a known defect's symptoms are looked for in: (field, line, text)
     lines: list[tuple[str, int | None, str]] = field(default_factory=list)
+
+    @property
+    def answered(self) -> int:
+        return sum(a.answered for a in self.arms)
 
     @property
     def failures(self) -> int:
