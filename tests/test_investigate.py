@@ -58,7 +58,7 @@ def test_each_cause_s_hypothesis_is_named_first_with_its_evidence_and_falsifier(
     assert section["answer"]["top"] == cause and section["answer"]["determined"]
     assert diagnose([out]).top.id == cause
     # a context refused at set-up: no runlist ran, which the first line says before all
-    said = "could not start: " if cause == "resources" else f"{cause}: "
+    said = "could not start: " if cause in ("resources", "contention") else f"{cause}: "
     assert report.verdict["answer"].startswith(said)
     assert report.verdict["text"].splitlines()[1 if "SIMULATED: " in report.verdict["text"]
                                                else 0].startswith(f"investigated: {cause}: ")

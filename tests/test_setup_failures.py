@@ -47,19 +47,23 @@ def test_a_capture_whose_buffers_the_shim_refuses_could_not_start(tmp_path):
     assert report.plans[0].counts_text() == "set-up failed 3/3"
     assert check_report_file(str(out)).problems == []
     # the diagnosis says so before why its answer is open
-    top = of(out).top
+    diagnosis = of(out)
+    top = diagnosis.top
     assert top.id == "undetermined"
     assert top.why.startswith("the run could not start (6 trials refused at set-up: ")
+    # the shim refused the buffer's kind (its flags), not memory: host-memory has no support
+    assert not diagnosis.entry("host-memory").supports
 
 
-def test_a_refused_context_could_not_start_and_is_still_resources(tmp_path):
+def test_a_refused_context_could_not_start_and_is_still_contention(tmp_path):
     out = tmp_path / "r.yaml"
     result = invoke("reproduce", "--no-isolate", "--profile", "held-contexts:13", "--out",
                     str(out))
     assert result.stdout.splitlines()[1] == ("verdict: could not start: "
                                              "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed "
                                              "(err=-22) [SIMULATED]")
-    assert of(out).top.id == "resources"
+    # four contexts of its own cannot use up 16: other holders took them (contention)
+    assert of(out).top.id == "contention"
 
 
 def test_investigate_of_a_run_that_cannot_start_confirms_it_and_stops(tmp_path):

@@ -81,7 +81,8 @@ def longer_timeout(driver: dict[str, Any], seconds: float) -> MachineChange | st
     shown = f"{value:g}" if value != int(value) else str(int(value))
     was = driver.get("timeout_setting")
     before = f"{was}" if was not in (None, UNREADABLE) else f"{row.default:g} (its default)"
-    writable = any(name == row.parameter and readable for name, _, readable in row.parameters)
+    # its mode as the flavour row gives it: 0644 is written in place, 0400 is not
+    writable = any(name == row.parameter and mode & 0o200 for name, _, mode in row.parameters)
     path = f"/sys/module/{module}/parameters/{row.parameter}"
     if writable:
         # mode 0644: root writes it in place, and the next check reads it

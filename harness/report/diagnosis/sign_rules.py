@@ -42,9 +42,13 @@ EVENT_SIGNS = {
 EACCES, EPERM, ENOENT = -13, -1, -2
 _BUFFER_IOCTLS = ("CREATE_BO", "SYNC_BO", "GET_BO_INFO")
 # the shim's own refusals of a buffer (amd/xdna-driver src/shim buffer.cpp, device.cpp)
-_BUFFER_TEXT = re.compile(r"mmap_alloc|mmap_range|Heap at max size|unsupported buffer type|"
-                          r"Bad BO type|User pointer|Failed to allocate|bad_alloc|"
-                          r"Cannot allocate memory", re.IGNORECASE)
+_BUFFER_TEXT = re.compile(r"mmap_alloc|mmap_range|Heap at max size|Failed to allocate|"
+                          r"bad_alloc|Cannot allocate memory", re.IGNORECASE)
+# ... and its refusals of a buffer's kind or flags: the program asked for a buffer the shim
+# does not make (a capture's flagless buffer: "unsupported buffer type: none flag"), which
+# no amount of memory changes
+_BUFFER_KIND_TEXT = re.compile(r"unsupported buffer type|Bad BO type|User pointer",
+                               re.IGNORECASE)
 _XCLBIN_TEXT = re.compile(r"No valid DPU kernel found in xclbin|PDI for kernel ID|"
                           r"CU name \(.*\) not found")
 # FastFlowLM's own checks (ROCm/FastFlowLM src/src/main.cpp sanity_check_npu_stack)
@@ -92,6 +96,8 @@ def signs_of_error(error: el.ErrorLine) -> Signs:
         if pattern.search(error.message):
             return [(kind, facts)] if kind != "memlock-low" else \
                 [("memlock-low", facts), ("exception", facts)]
+    if _BUFFER_KIND_TEXT.search(error.message):
+        return [("buffer-refused", facts)]
     if _BUFFER_TEXT.search(error.message) or error.exception == "std::bad_alloc":
         return [("buffer-alloc-failed", facts)]
     return [("exception", facts)]
@@ -116,6 +122,8 @@ def _of_shim(error: el.ErrorLine, facts: dict[str, Any]) -> Signs:
         return [("no-device", facts)]
     if _XCLBIN_TEXT.search(message):
         return [("xclbin-mismatch", facts)]
+    if _BUFFER_KIND_TEXT.search(message):
+        return [("buffer-refused", facts)]
     if _BUFFER_TEXT.search(message):
         return [("buffer-alloc-failed", facts)]
     return []

@@ -240,9 +240,14 @@ def judge_host_memory(ev: Evidence) -> Findings:
                                                 "for the NPU"),
                     ("buffer-alloc-failed", STRONG, "a buffer could not be allocated (or the "
                                                     "shim refused it)"),
-                    ("oom", SUPPORT, "the kernel's out-of-memory killer ended a process"),
-                    ("memlock-low", SUPPORT, "the memlock limit is below what the engine "
-                                             "needs (100 MiB for FastFlowLM)")))
+                    ("oom", SUPPORT, "the kernel's out-of-memory killer ended a process")))
+    # a low memlock limit is a condition, not a failure: it bites where a buffer or the
+    # heap's mmap is refused, at set-up; where the device ran the commands and nothing
+    # about memory failed, the failure came later and the limit says nothing of it
+    memory_failed = signs(ev, "host-map-failed", "buffer-alloc-failed", "oom")
+    if memory_failed or any(a.setup_failed for a in ev.arms) or not device_answered(ev):
+        _first(out, FOR, SUPPORT, signs(ev, "memlock-low"), "the memlock limit is below what "
+               "the engine needs (100 MiB for FastFlowLM)")
     return out
 
 

@@ -121,7 +121,10 @@ SIGNS: dict[str, SignKind] = {
     "hypervisor": SignKind("the driver refuses to run under a hypervisor"),
     "driver-probe-failed": SignKind("the driver did not bind to the NPU (probe failed)"),
     "plugin-missing": SignKind("XRT could not load its XDNA driver plug-in"),
-    "buffer-alloc-failed": SignKind("a buffer could not be allocated or was refused"),
+    "buffer-alloc-failed": SignKind("a buffer could not be allocated (memory, the device "
+                                    "heap)"),
+    "buffer-refused": SignKind("the XDNA shim refused a buffer of a kind or flags it does "
+                               "not make (the program's request, not memory)"),
     "host-map-failed": SignKind("the driver could not pin or map host memory for the NPU"),
     "memlock-low": SignKind("the memlock limit is below what the engine needs", False),
     "oom": SignKind("the kernel's out-of-memory killer ended a process"),
