@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.model.firmware import FIRMWARE_REFUSED_FIX
-from harness.report.diagnosis import judges, stack_judges
+from harness.report.diagnosis import defect_judge, judges, stack_judges
 from harness.report.diagnosis.findings import Evidence, Findings
 from harness.report.diagnosis.judges import CANNOT
 from harness.report.verdict import ENGINE_DEFAULT, capture_how
@@ -214,7 +214,7 @@ STACK_CAUSES: tuple[Cause, ...] = (
                                     "its entry names"},
         "the same failure on a release the entry says is fixed, or none of the defect's "
         "lines where it has some",
-        stack_judges.judge_driver_bug, stack_judges.driver_bug_experiment),
+        defect_judge.judge_driver_bug, defect_judge.driver_bug_experiment),
     Cause(
         "iommu", "the IOMMU: binding the process's memory (SVA/PASID) fails, or page faults",
         {**_BELOW, "time to failure": "at open (SVA) or during work (page faults)",
@@ -223,11 +223,7 @@ STACK_CAUSES: tuple[Cause, ...] = (
                                     "AMD-Vi IO_PAGE_FAULT; amd_iommu=off or iommu=off on the "
                                     "kernel command line"},
         "runs complete with no IOMMU line, or the faults name another device",
-        stack_judges.judge_iommu,
-        lambda ev: "runlist-harness probe (the NPU's IOMMU group and its type, the kernel "
-                   "command line); then boot without amd_iommu=off or iommu=off (edit "
-                   "GRUB_CMDLINE_LINUX in /etc/default/grub and run `sudo update-grub`: this "
-                   "changes the machine and needs a reboot)"),
+        stack_judges.judge_iommu, stack_judges.iommu_experiment),
     Cause(
         "power-management", "power management: the SMU, suspend and resume, runtime PM",
         {**_BELOW, "time to failure": "at power-up or after a resume",

@@ -40,6 +40,7 @@ from harness.report.diagnosis.stack_judges import (
     deep_runlist_tests,
     refusal_states,
     resources_of_demand,
+    server_path,
     signs,
 )
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
@@ -256,6 +257,10 @@ def judge_work_hang(ev: Evidence) -> Findings:
             out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
                     f"{ms / 1000:.1f} s: long enough to outlast the {timer:g} s timer "
                     "without hanging", cite)
+    for slow, done in ev.under_longer_timers()[:1]:
+        out.add(CONTRADICTS, STRONG, f"{slow.label} failed and {done.label} completed: the "
+                "same commands complete under a longer driver timer, and a hang outlasts "
+                "any timer", rate_cite(slow), rate_cite(done))
     _against_a_fixed_cause(out, ev, "a hang at the Nth run")
     return out
 
@@ -285,6 +290,10 @@ def judge_slow_work(ev: Evidence) -> Findings:
         else:
             out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
                     f"{ms / 1000:.1f} s, short of the {timer:g} s timer", cite)
+    for slow, done in ev.under_longer_timers()[:1]:
+        out.add(FOR, STRONG, f"{slow.label} failed in every trial and {done.label} completed: "
+                "the same commands outlast the shorter driver timer and finish within the "
+                "longer one", rate_cite(slow), rate_cite(done))
     _against_a_fixed_cause(out, ev, "work that outlasts the timer")
     return out
 
@@ -381,6 +390,8 @@ def judge_nondeterministic(ev: Evidence) -> Findings:
 def judge_not_npu_path(ev: Evidence) -> Findings:
     out = Findings()
     servers = [r for r in ev.reports if r.server_requests]
+    if not servers and server_path(out, ev):
+        return out
     if not servers:
         out.untested = ("no serve-probe report: flm serve was not compared with pyxrt "
                         "(investigate --serve URL, or serve-probe)")
