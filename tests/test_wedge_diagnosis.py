@@ -138,3 +138,14 @@ def test_a_recovery_check_that_found_the_device_wedged(tmp_path):
 @pytest.mark.parametrize("pattern, state, wedged", recovery._STATES)
 def test_every_wedged_state_the_recovery_check_names_is_read_as_one(pattern, state, wedged):
     assert state.startswith(WEDGED_STATES) == wedged
+
+
+def test_every_submit_refused_eio_after_a_timeout_is_the_legacy_dead_context(tmp_path):
+    """What an application prints on the legacy tree once the context died (harness.model
+    .wedge EXEC_EIO): a wedge, whose later refusals are no evidence of their own."""
+    console = (TIMEOUT_JSON + "".join("RuntimeError: DRM_IOCTL_AMDXDNA_EXEC_CMD IOCTL failed "
+                                      "(err=-5): Input/output error\n" for _ in range(3)))
+    diagnosis = diagnosis_of(tmp_path, console)
+    (finding,) = diagnosis.wedged
+    assert "refused -EIO" in finding.text
+    _no_reload_offered(diagnosis.top.experiment)

@@ -46,7 +46,7 @@ EVENT_SIGNS = {
     "reset_skipped": "firmware-recovery", "heap_exists": "host-map-failed",
     "unsupported_path": "unsupported-path",
 }
-EACCES, EPERM, ENOENT, EAGAIN = -13, -1, -2, -11
+EACCES, EPERM, ENOENT, EAGAIN, EIO = -13, -1, -2, -11, -5
 MAP_LOCKED = 0x2000             # Linux uapi asm-generic/mman.h
 _MMAP = re.compile(r"\bmmap\((?:.*\bflags=(?P<flags>\d{1,10}))?")
 _BUFFER_IOCTLS = ("CREATE_BO", "SYNC_BO", "GET_BO_INFO")
@@ -160,6 +160,10 @@ def _of_ioctl(error: el.ErrorLine, facts: dict[str, Any]) -> Signs:
     if errno in (EACCES, EPERM):
         # an ioctl runs on a node already open: the driver gives this one to root only
         return [("ioctl-not-permitted", facts)]
+    if "EXEC_CMD" in ioctl and errno == EIO:
+        # the legacy tree's dead context: its restart after a hang failed, and it refuses
+        # every submit (src/driver/amdxdna aie2_ctx_runqueue.c aie2_rq_submit_enter)
+        return [("restart-failed", facts)]
     if "CREATE_HWCTX" in ioctl:
         return [("context-unavailable", facts)]
     if any(name in ioctl for name in _BUFFER_IOCTLS):

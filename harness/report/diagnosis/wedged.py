@@ -84,6 +84,9 @@ def _said(sign: Sign) -> str:
     if sign.kind == "smu-failed":
         return (f"{FIRST}: the SMU refused the power-off after the timeout, as it does on "
                 "a reload of a wedged NPU")
+    if sign.facts.get("ioctl"):
+        return (f"{FIRST}: every submit on the context is refused -EIO, as the legacy "
+                "driver refuses it once its restart after a hang failed")
     return (f"{FIRST}: the driver could not bring the context back after the hang (its "
             "restart failed)")
 
