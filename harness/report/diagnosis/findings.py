@@ -164,6 +164,16 @@ class Evidence:
             f"{median:.3f} ms per run")
 
 
+def longer_timer(out: Findings, ev: Evidence, kind: str, what: str) -> None:
+    """A strong finding of `kind` where the same commands failed under one driver timer
+    and completed under a longer one (`Evidence.under_longer_timers`), ending with `what`
+    that says of the cause."""
+    for slow, done in ev.under_longer_timers()[:1]:
+        out.add(kind, STRONG, f"{slow.label} failed in every trial and {done.label} "
+                f"completed: the same commands complete under a longer driver timer, {what}",
+                rate_cite(slow), rate_cite(done))
+
+
 def ttf_cite(arm: Arm) -> Cite:
     classes = arm.ttf_classes()
     times = sorted(ms for ms, _ in arm.ttf)

@@ -23,6 +23,7 @@ from harness.report.diagnosis.findings import (
     coin_toss,
     completes_consistently,
     fails_consistently,
+    longer_timer,
     rarely_fails,
     rate_cite,
     ttf_cite,
@@ -257,10 +258,7 @@ def judge_work_hang(ev: Evidence) -> Findings:
             out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
                     f"{ms / 1000:.1f} s: long enough to outlast the {timer:g} s timer "
                     "without hanging", cite)
-    for slow, done in ev.under_longer_timers()[:1]:
-        out.add(CONTRADICTS, STRONG, f"{slow.label} failed and {done.label} completed: the "
-                "same commands complete under a longer driver timer, and a hang outlasts "
-                "any timer", rate_cite(slow), rate_cite(done))
+    longer_timer(out, ev, CONTRADICTS, "and a hang outlasts any timer")
     _against_a_fixed_cause(out, ev, "a hang at the Nth run")
     return out
 
@@ -290,10 +288,7 @@ def judge_slow_work(ev: Evidence) -> Findings:
         else:
             out.add(AGAINST, SUPPORT, f"a chain of {chain} of these commands takes "
                     f"{ms / 1000:.1f} s, short of the {timer:g} s timer", cite)
-    for slow, done in ev.under_longer_timers()[:1]:
-        out.add(FOR, STRONG, f"{slow.label} failed in every trial and {done.label} completed: "
-                "the same commands outlast the shorter driver timer and finish within the "
-                "longer one", rate_cite(slow), rate_cite(done))
+    longer_timer(out, ev, FOR, "so they outlast the shorter timer, they do not hang")
     _against_a_fixed_cause(out, ev, "work that outlasts the timer")
     return out
 
