@@ -230,3 +230,21 @@ def test_version_matches_without_lines_weigh_one_weak_finding_together(tmp_path)
     entry = diagnosis.entry("driver-bug")
     assert entry.score == 1 and len(entry.supports) == 1
     assert "staging-" not in entry.supports[0].text and "legacy-" in entry.supports[0].text
+
+
+@pytest.mark.parametrize("month", ["Nov", "nov", "mär", "déc."])
+def test_journalctl_s_month_in_the_user_s_locale(tmp_path, month):
+    """journalctl's short form prints the month by strftime's %b, in the locale."""
+    observed = read(tmp_path, f"{month} 04 13:18:03 box kernel: {LEGACY}aie2_init: Enable "
+                              "PASID failed, ret -19\n")
+    assert kinds(observed) == ["sva-failed"]
+
+
+def test_a_probe_that_fails_after_a_named_start_failure_is_its_unwinding(tmp_path):
+    """amd/xdna-driver#299's log: PASID could not be enabled, then the probe fails: the
+    IOMMU's, not a device the user cannot reach."""
+    log = (f"nov 04 13:18:03 box kernel: {LEGACY}aie2_init: Enable PASID failed, ret -19\n"
+           f"nov 04 13:18:03 box kernel: {LEGACY}amdxdna_probe: Hardware init failed, ret -19\n")
+    diagnosis = diagnosis_of(tmp_path, log)
+    assert diagnosis.top.id == "iommu" and diagnosis.top.status == "first"
+    assert "the IOMMU's PASID or SVA" in diagnosis.entry("device-access").against[0].text

@@ -47,6 +47,9 @@ CONTEXTS = 16                  # npu4/5/6_regs.c hwctx_limit
 STORM = 3                      # IO_PAGE_FAULTs that make a storm, not a stray fault
 ANSWERED_STATES = ("TIMEOUT", "ERROR", "ABORT", "COMPLETED")
 FIRMWARE_FAILED = ("firmware-refused", "firmware-missing", "firmware-boot-failed")
+# what stops the driver's start before its device appears, by what it is
+START_FAILED = {**{kind: "its firmware" for kind in FIRMWARE_FAILED},
+                "sva-failed": "the IOMMU's PASID or SVA", "smu-failed": "the SMU"}
 # errnos of memory the stack lacked (asm-generic/errno-base.h): ENOMEM, EAGAIN (a locked
 # mapping past the memlock limit), ENOSPC (a full heap), EFAULT (pages it could not pin)
 SHORT_OF_MEMORY = (-12, -11, -28, -14)
@@ -197,11 +200,11 @@ def judge_device_access(ev: Evidence) -> Findings:
             weight = WEAK
     _first(out, FOR, SUPPORT, signs(ev, "ioctl-not-permitted"), "an ioctl was refused to this "
            "user: the driver gives it to root only (the device node itself was open)")
-    firmware = signs(ev, "firmware-refused", "firmware-missing", "firmware-boot-failed")
-    if firmware and signs(ev, "no-device", "driver-probe-failed") and \
+    stopped = signs(ev, *START_FAILED)
+    if stopped and signs(ev, "no-device", "driver-probe-failed") and \
             not signs(ev, "permission-denied", "hypervisor", "plugin-missing"):
-        out.add(AGAINST, STRONG, "the driver stopped at its firmware, so no device follows "
-                "from that, not from access", firmware[0].cite)
+        out.add(AGAINST, STRONG, f"the driver stopped at {START_FAILED[stopped[0].kind]} in "
+                "its start, so no device follows from that, not from access", stopped[0].cite)
     answered = device_answered(ev)
     if answered and out.supported:
         out.add(AGAINST, STRONG, "the NPU was opened and ran commands", answered[0])

@@ -33,7 +33,9 @@ from harness.report.model import SIMULATED
 KIND = "kernel-log"
 _STAMP = r"\[\s*(?P<sec>\d{1,10})\.(?P<frac>\d{1,9})\]"
 _DATE_T = r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]"
-_SYSLOG_TIME = (r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"
+# journalctl's short form prints the month with strftime's %b, in the user's locale
+# ("Nov", "nov", "mär", "déc."): any short word of letters
+_SYSLOG_TIME = (r"(?:[^\W\d_]{3,5}\.? [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"
                 r"(?:\.\d{1,9})?(?:[+-]\d\d:?\d\d|Z)?|" + _STAMP + ")")
 # (form, pattern giving the record's text); the first that matches names the line's form
 _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
