@@ -248,3 +248,9 @@ def test_a_probe_that_fails_after_a_named_start_failure_is_its_unwinding(tmp_pat
     diagnosis = diagnosis_of(tmp_path, log)
     assert diagnosis.top.id == "iommu" and diagnosis.top.status == "first"
     assert "the IOMMU's PASID or SVA" in diagnosis.entry("device-access").against[0].text
+
+
+def test_a_rust_program_s_panic_is_how_it_ended(tmp_path):
+    observed = read(tmp_path, "FW Version: 1.0.0.166\nthread 'main' panicked at src/dump.rs:20:"
+                              "35:\ncalled `Result::unwrap()` on an `Err` value\n")
+    assert kinds(observed) == ["app-crash"]

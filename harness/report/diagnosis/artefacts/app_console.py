@@ -3,7 +3,8 @@
 ended when it crashed: the shell's ``Segmentation fault (core dumped)``, ``Aborted``,
 ``Killed``, ``Bus error``, ``Illegal instruction``, ``Floating point exception`` (bash
 `siglist.c`; zsh prints them in lower case after ``zsh:``), CPython's ``Fatal Python
-error: ...``, and xrt-capture's ``Application exited with code N``; a tool that found no NPU
+error: ...``, a Rust program's ``thread 'main' panicked at`` (its default panic hook), and
+xrt-capture's ``Application exited with code N``; a tool that found no NPU
 (``No NPU device found``, amdgpu_top's ``There are no the XDNA NPU devices found.``), and a
 client that could not reach its server (`sign_rules.signs_of_text`: curl's, glibc's and the
 Python clients' own texts).
@@ -23,7 +24,7 @@ _CRASH = re.compile(r"^(?:.*\s)?(?:Segmentation fault|Aborted|Bus error|Illegal 
                     r"Floating point exception|Killed)(?: \(core dumped\))?(?:\s.*)?$|"
                     r"^zsh: (?:segmentation fault|abort|bus error|illegal hardware "
                     r"instruction|floating point exception|killed)\b|^Fatal Python error: |"
-                    r"\(core dumped\)")
+                    r"\(core dumped\)|^thread '[^']{0,80}' panicked at ")
 _EXITED = re.compile(r"^Application exited with code (?P<code>-?\d{1,4})$")
 _NO_NPU = re.compile(r"\b[Nn]o (?:the )?(?:AMD )?(?:XDNA\d? )?NPU devices? (?:was )?(?:found|"
                      r"present|detected)")
