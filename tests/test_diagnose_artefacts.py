@@ -72,11 +72,28 @@ def test_content_decides_never_the_name(tmp_path):
 
 
 def test_an_engine_timeout_alone_is_undetermined_with_the_deciding_experiment(tmp_path):
+    """The engine's own commands failed and no NOOP ran: what separates depth, a hang in
+    the work and work that outlasts the timer is those commands captured and run beside
+    NOOPs at the same depth (NOOPs alone tell only depth from the rest)."""
     (tmp_path / "a").write_text('{"error":"runlist failed execution (ERT_CMD_STATE_TIMEOUT)"}')
     lines = invoke("diagnose", str(tmp_path / "a")).stdout.splitlines()
     assert lines[1].startswith("diagnosis: undetermined: ")
+    assert lines[2].startswith("  next: the failing program's own commands beside NOOPs at "
+                               "the same depth: runlist-harness capture record ")
+    assert "-- flm run MODEL, then reproduce_ert_timeout --capture DIR" in lines[2]
+    assert "the depth-only NOOP control" in lines[2]
+    assert "at most 9.0 min of device time" in lines[2]
+    assert "reproduce_ert_timeout on the machine (the NOOP depth test" in lines[2]
+
+
+def test_a_failure_that_names_no_program_s_commands_gets_the_noop_depth_test(tmp_path):
+    """A kernel log's timeout alone says nothing of what ran: the NOOP depth test."""
+    (tmp_path / "a").write_text("[  5.0] amdxdna 0000:c5:00.1: [drm] *ERROR* "
+                                "aie2_tdr_detect: TDR timeout detected\n")
+    lines = invoke("diagnose", str(tmp_path / "a")).stdout.splitlines()
+    assert lines[1].startswith("diagnosis: undetermined: ")
     assert lines[2].startswith("  next: reproduce_ert_timeout on the machine (the NOOP depth "
-                               "test") and "at most 9.0 min of device time" in lines[2]
+                               "test")
 
 
 def test_the_help_names_the_artefacts_it_reads():

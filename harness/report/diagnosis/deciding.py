@@ -3,11 +3,16 @@ time it costs, for an `undetermined` answer.
 
 Where no NOOP runlist ran (a user's kernel log and the engine's error, a table of the
 engine's own runs) the causes of the runlist itself (depth, the work, work that outlasts
-the timer, chance) cannot be told apart: the NOOP depth test beside the case's cut
-decides between them (`reproduce_ert_timeout`: the case's one runlist, its cut and the
-depth-only NOOP control, three trials each). Where NOOPs ran and every one completed
-and the engine's commands never ran, capturing them decides. Otherwise the leader's own
-experiment does.
+the timer, chance) cannot be told apart. Where the program's own commands are what failed
+(XRT's state in its output, a table of its runs), the one experiment that separates them
+all is those commands captured and run beside NOOPs at the same depth (`capture record`,
+then `reproduce_ert_timeout --capture`: the frame as captured, a cut of it and the
+depth-only NOOP control, three trials each), as the maintainers of Xilinx/mlir-air#1969 and
+ROCm/FastFlowLM#712 put it: NOOPs alone tell depth from the rest, not a hang in the work
+from work that outlasts the timer. Where nothing says what ran, the NOOP depth test
+(`reproduce_ert_timeout`: the case's one runlist, its cut and the depth-only NOOP
+control) does. Where NOOPs ran and every one completed and the engine's commands never
+ran, capturing them decides. Otherwise the leader's own experiment does.
 
 Device time is what those trials would take on the driver the evidence shows: every
 trial of a plan that fails held until the driver's timer, at most (its latest window);
@@ -19,11 +24,17 @@ from __future__ import annotations
 
 from harness.model.drivers import FLAVOURS, KERNELS, driver_build, slowest_seconds
 from harness.report.diagnosis.findings import Evidence
-from harness.report.verdict import capture_how
+from harness.report.diagnosis.observed import WORK
+from harness.report.diagnosis.wedged import wedge_findings
+from harness.report.verdict import ENGINE_DEFAULT, capture_how
 
 TRIALS = 3                     # the shipped cases' trials per plan
 PLANS = 3                      # the case's runlist, its cut, the depth-only control
 RUNLIST_CAUSES = ("depth-limit", "work-hang", "slow-work", "nondeterministic")
+# a program's own words that its commands failed (vocabulary.SIGNS)
+PROGRAM_FAILED = ("runlist-failed", "unexpected-state")
+UNKNOWN_PROGRAM = "PROGRAM ARGS"      # the failing program, where no file names it
+_FLM = ("FastFlowLM",)
 
 
 def device_time(ev: Evidence, trials: int = TRIALS * PLANS) -> str:
@@ -46,8 +57,9 @@ def device_time(ev: Evidence, trials: int = TRIALS * PLANS) -> str:
     return f"at most {shown} of device time: {trials} trials, each held at most until {timer}"
 
 
-def longer_timer(flavour: str | None) -> str:
-    """How this driver's timer is lengthened (from its flavour row), in a command."""
+def longer_timer(flavour: str | None, *, at_boot: bool = False) -> str:
+    """How this driver's timer is lengthened (from its flavour row), in a command; at the
+    next boot where the device is wedged (a reload does not clear a wedge)."""
     row = FLAVOURS.get(flavour or "")
     if row is None:
         return ("lengthen the driver's timer (the DKMS drivers' tdr_timeout_ms or "
@@ -57,8 +69,33 @@ def longer_timer(flavour: str | None) -> str:
                 "(amd/xdna-driver) for one that can be lengthened")
     module = row.module or "amdxdna"
     longer = f"{row.default * 10:g}"
+    if at_boot:
+        return (f"`echo 'options {module} {row.parameter}={longer}' | sudo tee "
+                f"/etc/modprobe.d/{module}-timer.conf` before the reboot (this changes the "
+                "machine until the file is removed)")
     return (f"`sudo modprobe -r {module} && sudo modprobe {module} {row.parameter}={longer}` "
             "(this changes the machine until the module is loaded again)")
+
+
+def _program_failed(ev: Evidence) -> bool:
+    """Whether what failed is a program's own commands: a table's runs of the engine, or
+    XRT's state in a program's output."""
+    return any(a.workload == WORK for a in ev.failing) or any(
+        s.kind in PROGRAM_FAILED for r in ev.reports for s in r.signs)
+
+
+def program_of(ev: Evidence) -> str:
+    """The command that runs the failing program: the reports' case engine, FastFlowLM's
+    where its output shows (the model a table names, where it gives a tag), else a
+    placeholder."""
+    named = next((r.engine for r in ev.reports if r.engine), None)
+    if named:
+        return named
+    if any(part.startswith(_FLM) for r in ev.reports for part in r.read_as) or any(
+            r.stack.value("flm") for r in ev.reports):
+        tags = [a.model.split()[0] for a in ev.failing if a.model and ":" in a.model]
+        return f"flm run {tags[0]}" if tags else ENGINE_DEFAULT
+    return UNKNOWN_PROGRAM
 
 
 def deciding_experiment(ev: Evidence, leaders: list[str], fallback: str) -> str:
@@ -70,12 +107,19 @@ def deciding_experiment(ev: Evidence, leaders: list[str], fallback: str) -> str:
         timed = [s for r in ev.reports for s in r.signs if s.kind == "driver-timeout"]
         flavour = next((r.stack.flavour for r in ev.reports if r.stack.flavour), None)
         then = (f"; where only the engine's commands fail at the driver's timer, a longer "
-                f"timer tells work that outlasts it from a hang: {longer_timer(flavour)}"
-                if timed else "")
-        return (f"reproduce_ert_timeout on the machine (the NOOP depth test: one runlist of "
-                f"{shown}, its cut and the depth-only NOOP control, three trials each; it "
-                "separates depth from the work and tells which timer fires), "
-                + device_time(ev) + then)
+                f"timer tells work that outlasts it from a hang: "
+                f"{longer_timer(flavour, at_boot=bool(wedge_findings(ev)))}" if timed else "")
+        noop_test = (f"reproduce_ert_timeout on the machine (the NOOP depth test: one runlist "
+                     f"of {shown}, its cut and the depth-only NOOP control, three trials "
+                     "each; it separates depth from the work and tells which timer fires)")
+        if not _program_failed(ev):
+            return noop_test + ", " + device_time(ev) + then
+        return ("the failing program's own commands beside NOOPs at the same depth: "
+                + capture_how(program_of(ev)) + f" (its frame as captured at {shown}, a cut "
+                "of it and the depth-only NOOP control, three trials each: it separates "
+                "depth, a hang in the work and work that outlasts the timer, and tells which "
+                "timer fires), " + device_time(ev) + then + "; where it cannot be captured, "
+                + noop_test + " separates depth alone")
     noops = ev.noop()
     if open_runlist and noops and all(a.never_fails for a in noops) and not ev.work():
         engine = next((r.engine for r in ev.reports if r.engine), None) or "flm run MODEL"

@@ -128,8 +128,9 @@ def against_a_fixed_cause(out: Findings, ev: Evidence, what: str) -> None:
 
 def with_longer_timer(ev: Evidence) -> list[tuple[Arm, Arm, float]]:
     """Plans run again after the user gave the driver a longer timer, each beside the plan
-    it repeats, which failed at the timer every time: (the repeat, the original, the
-    timer then in seconds)."""
+    it repeats, which failed at the timer every time, and a table's runs of the same
+    commands under a longer timer beside those that failed under a shorter one: (the
+    repeat, the original, the timer then in seconds)."""
     out = []
     for again in ev.changed:
         changed = again.changed or {}
@@ -141,6 +142,10 @@ def with_longer_timer(ev: Evidence) -> list[tuple[Arm, Arm, float]]:
         if original is not None and fails_consistently(original) and \
                 ev.timed([original], *CAUGHT) and again.answered:
             out.append((again, original, float(timer)))
+    # ... and the same commands a table shows under two timers (its timer column)
+    for slow, done in ev.under_longer_timers():
+        if done.timer_s is not None:
+            out.append((done, slow, float(done.timer_s)))
     return out
 
 
@@ -148,7 +153,7 @@ def longer_timer_findings(out: Findings, ev: Evidence, *, outlasts: bool) -> Non
     """What a longer driver timer showed, for a cause that outlasts the timer (`outlasts`:
     slow work, which then completes) or one that never ends (a wedge, a hang)."""
     for again, original, timer in with_longer_timer(ev):
-        label = (again.changed or {}).get("label")
+        label = (again.changed or {}).get("label") or again.label
         if mostly_completes(again):
             out.add(FOR if outlasts else CONTRADICTS, STRONG,
                     f"with the driver's timer at {timer:g} s ({label}) {original.label} "

@@ -55,6 +55,7 @@ from harness.report.diagnosis.stack_judges import (
     deep_runlist_tests,
     refusal_states,
     resources_of_demand,
+    server_path,
     signs,
 )
 from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
@@ -377,6 +378,8 @@ def judge_nondeterministic(ev: Evidence) -> Findings:
 def judge_not_npu_path(ev: Evidence) -> Findings:
     out = Findings()
     servers = [r for r in ev.reports if r.server_requests]
+    if not servers and server_path(out, ev):
+        return out
     if not servers:
         out.untested = ("no serve-probe report: flm serve was not compared with pyxrt "
                         "(investigate --serve URL, or serve-probe)")

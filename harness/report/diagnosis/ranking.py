@@ -26,6 +26,7 @@ from harness.report.diagnosis.findings import (
 )
 from harness.report.diagnosis.observed import HARDWARE, NOOP, Observed
 from harness.report.diagnosis.sources_text import evidence_lines, sources_json, stack_lines
+from harness.report.diagnosis.wedged import cited, cleared_first, wedge_findings
 from harness.report.model import EMULATED, SIMULATED
 from harness.report.verdict import capture_how
 
@@ -85,6 +86,7 @@ class Diagnosis:
     reports: list[Observed]
     entries: list[Ranked]
     unread: list[Unread] = field(default_factory=list)    # files it could not read
+    wedged: list[Finding] = field(default_factory=list)   # where the device stayed wedged
 
     @property
     def top(self) -> Ranked:
@@ -100,11 +102,22 @@ class Diagnosis:
 
     def to_json(self) -> list[dict[str, Any]]:
         sources = sources_json(self.reports, self.unread)
+        if self.wedged:
+            sources["wedged"] = [f.to_dict() for f in self.wedged]
         return [dict(entry.to_dict(), **(sources if i == 0 else {}))
                 for i, entry in enumerate(self.entries)]
 
 
 def rank(ev: Evidence) -> Diagnosis:
+    """The ranking; where the device stayed wedged, that as findings of their own and the
+    next experiment after what clears it (harness.report.diagnosis.wedged)."""
+    diagnosis = _ranked(ev)
+    diagnosis.wedged = wedge_findings(ev)
+    diagnosis.top.experiment = cleared_first(diagnosis.wedged, diagnosis.top.experiment)
+    return diagnosis
+
+
+def _ranked(ev: Evidence) -> Diagnosis:
     judged = [(cause, cause.judge(ev)) for cause in CAUSES]
     entries = [_entry(cause, findings, cause.experiment(ev)) for cause, findings in judged]
     leaders = sorted((e for e in entries if e.status == CANDIDATE),
@@ -237,6 +250,7 @@ def text_lines(diagnosis: Diagnosis) -> list[str]:
     top = diagnosis.top
     if top.id in (NOTHING_FAILS, UNDETERMINED):
         lines.append(f"diagnosis: {top.id}: {top.why}")
+        lines += cited(diagnosis.wedged)
         if top.leading:
             lines.append("  leading: " + ", ".join(top.leading))
         lines.append(f"  {'what would decide' if top.id == NOTHING_FAILS else 'next'}: "
@@ -244,6 +258,7 @@ def text_lines(diagnosis: Diagnosis) -> list[str]:
         rest = diagnosis.entries[1:]
     else:
         lines.append(f"diagnosis: {top.id}: {top.title} (score {top.score})")
+        lines += cited(diagnosis.wedged)
         lines += _findings(top)
         lines.append(f"  falsified by: {top.falsifier}")
         lines.append(f"  next: {diagnosis_experiment(diagnosis)}")

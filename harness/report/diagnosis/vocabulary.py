@@ -97,6 +97,8 @@ SIGNS: dict[str, SignKind] = {
                                "restart's create, map or configure failed; a legacy context "
                                "dead): the device stays wedged, later runs say nothing of "
                                "the runlist"),
+    "device-wedged": SignKind("the device stayed wedged: trials began on it, or the "
+                              "recovery check after a failed trial found it so"),
     "validate-failed": SignKind("an xrt-smi validate test failed"),
     "runlist-test-failed": SignKind("xrt-smi validate's deep-runlist test "
                                     "(runlist-latency/-throughput, cmd-chain-*) failed"),
@@ -118,6 +120,8 @@ SIGNS: dict[str, SignKind] = {
     "system-suspend": SignKind("the system suspended and resumed during the log", False),
     "no-device": SignKind("no NPU device was found (no node, XRT sees no device)"),
     "permission-denied": SignKind("the NPU's device node could not be opened: permission"),
+    "ioctl-not-permitted": SignKind("an ioctl the driver gives root only was refused to this "
+                                    "user (the device node itself was open)"),
     "hypervisor": SignKind("the driver refuses to run under a hypervisor"),
     "driver-probe-failed": SignKind("the driver did not bind to the NPU (probe failed)"),
     "plugin-missing": SignKind("XRT could not load its XDNA driver plug-in"),
@@ -127,11 +131,19 @@ SIGNS: dict[str, SignKind] = {
                                "not make (the program's request, not memory)"),
     "host-map-failed": SignKind("the driver could not pin or map host memory for the NPU"),
     "memlock-low": SignKind("the memlock limit is below what the engine needs", False),
+    "memlock-refused": SignKind("the kernel refused a locked mapping (EAGAIN): past the "
+                                "process's memlock limit"),
+    "unsupported-path": SignKind("the driver refused a request its build does not support "
+                                 "on this platform (the device heap on its CMA path)"),
     "oom": SignKind("the kernel's out-of-memory killer ended a process"),
     "context-unavailable": SignKind("a hardware context was refused: none left to give"),
     "other-holders": SignKind("other processes hold the NPU or the GPU's compute node",
                               False),
     "no-other-holders": SignKind("the probe saw no other process holding the NPU", False),
+    "server-unreachable": SignKind("a client could not reach its server, or the server "
+                                   "dropped the connection"),
+    "server-stopped": SignKind("FastFlowLM left its serve loop and stopped its server",
+                               False),
     "gpu-fault": SignKind("the GPU's driver reported a hang or reset beside the NPU run",
                           False),
     "wrong-columns": SignKind("a partition did not fit the device's columns"),
@@ -221,6 +233,11 @@ class Arm:
     wedged: int = 0
     wedged_state: str | None = None
     changed: dict[str, Any] | None = None   # the machine changed for it (investigate)
+    # the driver's timer these trials ran under, where it differs by plan (an outcomes
+    # table's timer column; None: the file's), and whether it was only "longer than" it
+    timers: Timers | None = None
+    timer_s: float | None = None
+    timer_longer: bool = False
     machine: str | None = None     # the machine an outcomes row names
     model: str | None = None       # the model an outcomes row names
     line: int | None = None        # the outcomes row's line (artefacts)

@@ -11,8 +11,9 @@ infinity``, ``raised to N MB``), and its refusals as ``[ERROR]  ...``; a failed 
 ``[ERROR]  Error code: -1 on /dev/accel/accelN`` followed by perror's ``Failed to get
 firmware version: <strerror>``. `flm serve`/`flm run` print ``[FLM]  Loading model:
 <folder>``, ``FLM v<version>`` for `--version`, and errors as ``[ERROR]  Failed to load
-model: <what()>`` or ``Error: <what()>``. Only the last part of a model folder is kept
-(the rest is the user's path).
+model: <what()>`` or ``Error: <what()>``, and ``[FLM]  Stopping server...`` when `flm
+serve` leaves its serve loop (told to exit: `main.cpp` before a0306cd, 2026-03). Only the
+last part of a model folder is kept (the rest is the user's path, `/` or Windows' `\\`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _NPU = re.compile(r"^NPU: (?P<node>/dev/accel/accel\d+) with (?P<cols>\d+) columns|"
                   r"^Found AMD NPU at (?P<found>/dev/accel/accel\d+)")
 _MEMLOCK = re.compile(r"^Memlock Limit: (?P<mb>\d+) MB")
+_STOPPING = re.compile(r"^Stopping server\.\.\.$")
+_FOLDERS = re.compile(r"[\\/]")
 
 
 def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | None:
@@ -60,12 +63,14 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
         for factor, pattern in _FACTS:
             fact = pattern.match(message)
             if fact:
-                value = fact["v"].rstrip("/").rsplit("/", 1)[-1] if factor == "model" \
+                value = _FOLDERS.split(fact["v"].rstrip("/\\"))[-1] if factor == "model" \
                     else ("DRM " + fact["v"] if factor == "driver" else fact["v"])
                 stack.set(factor, value, cite)
         npu = _NPU.match(message)
         if npu and stack.npu is None:
             stack.npu = Fact(f"{npu['cols']} columns" if npu["cols"] else "present", cite)
+        if match["header"] == "FLM" and _STOPPING.match(message):
+            observed.sign("server-stopped", cite)
         memlock = _MEMLOCK.match(message)
         if memlock and int(memlock["mb"]) < MEMLOCK_NEEDED_MB:
             observed.sign("memlock-low", cite, limit_mb=int(memlock["mb"]))

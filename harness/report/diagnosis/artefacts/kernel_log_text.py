@@ -33,7 +33,9 @@ from harness.report.model import SIMULATED
 KIND = "kernel-log"
 _STAMP = r"\[\s*(?P<sec>\d{1,10})\.(?P<frac>\d{1,9})\]"
 _DATE_T = r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]"
-_SYSLOG_TIME = (r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"
+# journalctl's short form prints the month with strftime's %b, in the user's locale
+# ("Nov", "nov", "mär", "déc."): any short word of letters
+_SYSLOG_TIME = (r"(?:[^\W\d_]{3,5}\.? [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"
                 r"(?:\.\d{1,9})?(?:[+-]\d\d:?\d\d|Z)?|" + _STAMP + ")")
 # (form, pattern giving the record's text); the first that matches names the line's form
 _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -45,6 +47,13 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("kernel: prefix", re.compile(r"^\s*kernel: (?P<text>.*)$")),
 )
 _BARE = re.compile(KEEP + r"|^amdxdna(?:_legacy)?: ")
+# a syslog file's line (rsyslog's kern.log, a journal exported with the kernel's own stamp)
+# keeps dmesg's stamp after the "kernel:" prefix
+_INNER_STAMP = re.compile(rf"^{_STAMP} ?")
+BARE_FORM = "driver lines without their prefix"
+# what a driver line that lost its prefix is read with (harness.logs.driver_lines needs one;
+# the address is never shown: such a line is cited as it was pasted)
+_STAND_IN_PREFIX = "amdxdna 0000:00:00.0: "
 # the kernel's own lines (module docstring)
 _VERSION = re.compile(r"^Linux version (?P<release>\S+)")
 _CMDLINE = re.compile(r"^(?:Kernel )?[Cc]ommand line: (?P<cmdline>.*)$")
@@ -68,10 +77,12 @@ def record_text(line: str) -> tuple[str, str] | None:
     for form, pattern in _FORMS:
         match = pattern.match(line)
         if match:
-            return form, match["text"]
+            return form, _INNER_STAMP.sub("", match["text"], count=1)
     text = line.strip()
     if _BARE.search(text):
         return "driver lines", text
+    if driver_lines.known_message(text):
+        return BARE_FORM, text
     return None
 
 
@@ -97,13 +108,15 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
         taken.append((index, body))
         forms[form] += 1
     driver = [(i, body) for i, body in taken if driver_lines.split_line(body) is not None]
-    if not taken or (forms.keys() == {"driver lines"} and not driver):
+    bare = [(i, body) for i, body in taken if driver_lines.split_line(body) is None
+            and driver_lines.known_message(body)]
+    if not taken or (forms.keys() <= {"driver lines", BARE_FORM} and not driver and not bare):
         return None
     claim = Claim(f"kernel log ({forms.most_common(1)[0][0]})", {i for i, _ in taken})
-    _driver_signs(text, driver + [(i, b) for i, b in taken if "AMD-Vi" in b], observed)
+    _driver_signs(text, driver + bare + [(i, b) for i, b in taken if "AMD-Vi" in b], observed)
     for index, body in taken:
         _kernel_line(text, index, body, observed)
-    if not driver:
+    if not driver and not bare:
         claim.notes.append("it holds no amdxdna line")
     _tree(text, driver, observed, any(_TAINT.match(body) for _, body in taken))
     return claim
@@ -111,7 +124,8 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
 
 def _driver_signs(text: ArtefactText, lines: list[tuple[int, str]], observed: Observed) -> None:
     lines = sorted(set(lines))
-    records = [LogRecord(3, 0, body) for _, body in lines]
+    records = [LogRecord(3, 0, body if driver_lines.split_line(body) or "AMD-Vi" in body
+                         else _STAND_IN_PREFIX + body) for _, body in lines]
     for position, event in driver_lines.indexed_events(records):
         for kind, facts in signs_of_event(event):
             observed.sign(kind, record_cite(text, *lines[position]), **facts)

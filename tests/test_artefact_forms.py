@@ -1,0 +1,256 @@
+"""More of the forms the artefacts users post take, each pinned to its source's format:
+the legacy tree's no-progress line before bc31fafa (amd/xdna-driver e3dca66f amdxdna_tdr.c,
+7a1be8d3 aie2_tdr.c: "Device isn't making progress... Count %d"), the first driver's
+suspend line (adfbafd4 amdxdna_drv.c: "suspend NPU firmware failed"), the CMA path's
+refusal (52f63182 amdxdna_gem.c: "Heap BO is not supported on CMA platform", -EINVAL), a
+syslog file's kernel lines with dmesg's stamp kept, a driver line quoted without its
+prefix, XRT's console header and messages (Xilinx/XRT message.cpp console_dispatch), a
+command state in a program's own words (pyxrt's ert_cmd_state enum), an ioctl refused to a
+user with the errno printed positive (older shims), a locked mapping refused -EAGAIN
+(Linux mm/mmap.c: MAP_LOCKED past RLIMIT_MEMLOCK), a client that cannot reach its server
+(libcurl's CURLE_COULDNT_CONNECT text, glibc's ECONNREFUSED), FastFlowLM stopping its
+server (ROCm/FastFlowLM main.cpp before a0306cd) and a Windows model folder. Files get
+neutral names: a parser recognises content, never a name."""
+
+from __future__ import annotations
+
+import pytest
+from test_artefacts import kinds, read
+from test_stack_causes import TIMEOUT_JSON, diagnosis_of
+
+from harness.formats.known_defects import package_component
+from harness.logs.error_lines import STATE_NAMED, find_error_lines
+from harness.report.diagnosis.artefacts import read_artefact
+from harness.report.diagnosis.vocabulary import Observed
+
+BDF = "0000:c5:00.1"
+STAGING = f"amdxdna {BDF}: [drm] *ERROR* "
+LEGACY = f"amdxdna {BDF}: "
+
+
+@pytest.mark.parametrize("line", [
+    "Device isn't making progress... Count 243",                       # e3dca66f .. bc31fafa
+    "Device isn't making progress... Count 9 timeout 2 dump_only 0",    # bc31fafa on
+    "Device isn't making progress"])                                     # staging aie2_tdr.c
+def test_the_legacy_no_progress_line_in_each_of_its_forms(tmp_path, line):
+    observed = read(tmp_path, f"[ 10.5] {LEGACY}aie2_tdr_work: {line}\n")
+    assert kinds(observed) == ["driver-timeout"]
+
+
+@pytest.mark.parametrize("line", ["amdxdna_do_suspend: suspend NPU firmware failed",
+                                  "amdxdna_do_resume: resume IPU firmware failed",
+                                  "aie2_resume: resume NPU firmware failed"])
+def test_the_early_driver_s_suspend_and_resume_lines(tmp_path, line):
+    assert kinds(read(tmp_path, f"[ 5.0] {LEGACY}{line}\n")) == ["suspend-resume-failed"]
+
+
+def test_a_syslog_file_keeps_dmesg_s_stamp_after_its_kernel_prefix(tmp_path):
+    text = ("2024-02-16T10:00:26.051836-08:00 box kernel: [  668.382497] "
+            f"{LEGACY}amdxdna_do_suspend: suspend NPU firmware failed\n"
+            "Feb 16 10:00:26 box kernel: [  668.478472] PM: suspend entry (s2idle)\n")
+    observed = read(tmp_path, text)
+    assert kinds(observed) == ["suspend-resume-failed", "system-suspend"]
+    assert observed.read_as[0].startswith("kernel log (journalctl -k)")
+    # cited by the record's text: no host name, no time stamp
+    assert observed.signs[0].cite.value.startswith("amdxdna ")
+
+
+def test_a_driver_line_quoted_without_its_prefix_is_read_by_its_format(tmp_path):
+    observed = read(tmp_path, "aie2_init: Enable PASID failed, ret -19\n")
+    assert kinds(observed) == ["sva-failed"]
+    assert observed.read_as == ["kernel log (driver lines without their prefix): 1 line"]
+    assert observed.stack.flavour is None          # the tree is not told by such a line
+    # any other "name: message" line is no driver's
+    (tmp_path / "other").write_text("main: could not open the config file\n")
+    assert not isinstance(read_artefact(tmp_path / "other"), Observed)
+
+
+def test_the_cma_path_s_refusal_weighs_against_host_memory(tmp_path):
+    diagnosis = diagnosis_of(
+        tmp_path, f"{LEGACY}amdxdna_gem_create_cma_object: Heap BO is not supported on CMA "
+        "platform\n", "[xrt-smi] ERROR: DRM_IOCTL_AMDXDNA_CREATE_BO IOCTL failed (err=-22): "
+        "Invalid argument\n")
+    memory = diagnosis.entry("host-memory")
+    assert memory.against and "does not take the request" in memory.against[0].text
+    assert diagnosis.top.id == "undetermined" and "driver-bug" in diagnosis.top.leading
+    assert "another build of the driver" in diagnosis.top.experiment
+
+
+@pytest.mark.parametrize("errno, short", [(-12, True), (-11, True), (-28, True), (-22, False)])
+def test_a_buffer_refused_as_invalid_is_not_memory_the_stack_lacked(tmp_path, errno, short):
+    diagnosis = diagnosis_of(tmp_path, "[xrt-smi] ERROR: DRM_IOCTL_AMDXDNA_CREATE_BO IOCTL "
+                                       f"failed (err={errno}): whatever\n")
+    memory = diagnosis.entry("host-memory")
+    assert (memory.supports[0].weight == 3) is short
+    assert (diagnosis.top.id == "host-memory") is short
+
+
+def test_xrt_s_console_header_gives_its_version_and_xrt_smi_s_subcommand(tmp_path):
+    header = ("XRT build version: 2.19.0\nBuild hash: 090e3fac\nBuild date: 2024-11-13 "
+              "18:03:48\nGit branch: HEAD\nPID: 211877\nUID: 1000\n[Wed Nov 13 16:22:04 2024 "
+              "GMT]\nHOST: somebox\nEXE: /opt/xilinx/xrt/bin/unwrapped/xrt-smi\n")
+    error = ("[xrt-smi] ERROR: DRM_IOCTL_AMDXDNA_SET_STATE IOCTL failed (err=13): Permission "
+             "denied\n")
+    observed = read(tmp_path, "$ xrt-smi validate -d 0000:6a:00.1\n" + header + error)
+    assert observed.stack.value("xrt") == "2.19.0"
+    assert observed.read_as == ["xrt-smi validate (XRT's header and messages; no report "
+                                "followed): 11 lines"]
+    assert kinds(observed) == ["ioctl-failed", "ioctl-not-permitted"]
+    # without its command line the subcommand is not known, and said so
+    bare = read(tmp_path, header + error, "f2")
+    assert bare.read_as[0].startswith("xrt-smi (its subcommand not shown")
+    # the header's host and path are read, never quoted back
+    assert all("somebox" not in s.cite.value for s in bare.signs)
+    # another program's XRT messages are XRT's, not xrt-smi's
+    other = read(tmp_path, header.replace("unwrapped/xrt-smi", "python3.12") +
+                 "[XRT] ERROR: Failed to allocate host memory buffer (mmap(len=16777216, "
+                 "prot=3, flags=8193, offset=4294967296) failed (err=11): Resource "
+                 "temporarily unavailable)\n", "f3")
+    assert other.read_as[0].startswith("XRT's messages")
+    assert "memlock-refused" in kinds(other)
+
+
+def test_a_root_only_ioctl_refused_to_a_user_is_a_known_defect_of_its_xrt(tmp_path):
+    """amd/xdna-driver#307's form: XRT 2.19.0's validate stops at SET_STATE (EACCES, errno
+    printed positive): the known defect fixed in 2.19.194 is first; the node was open, so
+    no 'could not open' is claimed."""
+    diagnosis = diagnosis_of(tmp_path, "XRT build version: 2.19.0\nEXE: /usr/bin/xrt-smi\n"
+                             "[xrt-smi] ERROR: DRM_IOCTL_AMDXDNA_SET_STATE IOCTL failed "
+                             "(err=13): Permission denied\n")
+    assert diagnosis.top.id == "driver-bug" and "2.19.194" in diagnosis.top.experiment
+    access = diagnosis.entry("device-access")
+    assert access.supports and "root only" in access.supports[0].text
+    assert all("could not be opened" not in f.text for f in access.supports)
+
+
+@pytest.mark.parametrize("flags, memlock", [(8209, True), (1, False)])
+def test_a_locked_mapping_refused_eagain_is_the_memlock_limit(tmp_path, flags, memlock):
+    text = (f"[xrt-smi] ERROR: mmap(addr=0x7f2dd0000000, len=67108864, prot=3, flags={flags}, "
+            "offset=4294967296) failed (err=-11): Resource temporarily unavailable\n")
+    observed = read(tmp_path, text)
+    assert ("memlock-refused" in kinds(observed)) is memlock
+    assert "buffer-alloc-failed" in kinds(observed)
+
+
+def test_a_state_in_a_program_s_own_words_is_a_failed_run_of_its_console(tmp_path):
+    line = "RuntimeError: decode dispatch pos6 state=ert_cmd_state.ERT_CMD_STATE_TIMEOUT"
+    found = find_error_lines([line, "state=ert_cmd_state.ERT_CMD_STATE_COMPLETED"])
+    assert [(e.xrt, e.state) for e in found] == [(STATE_NAMED, "TIMEOUT")]
+    observed = read(tmp_path, line + "\n")
+    assert observed.read_as == ["an application's console: 1 line"]
+    assert observed.signs[0].kind == "runlist-failed"
+    assert observed.signs[0].facts["state"] == "TIMEOUT"
+
+
+@pytest.mark.parametrize("line", [
+    "[HttpClient ERROR] CURL error: Could not connect to server",
+    "curl: (7) Failed to connect to 127.0.0.1 port 52625 after 0 ms: Couldn't connect to server",
+    "requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=52625): "
+    "Max retries exceeded (Caused by NewConnectionError('Failed to establish a new "
+    "connection: [Errno 111] Connection refused'))"])
+def test_a_client_that_cannot_reach_its_server(tmp_path, line):
+    assert "server-unreachable" in kinds(read(tmp_path, line + "\n"))
+
+
+def test_a_server_that_stopped_itself_is_not_the_npu_path(tmp_path):
+    """FastFlowLM printing that it stops its server, then a client that cannot reach it,
+    and no XRT state anywhere: not the NPU path. An XRT state beside it weighs against."""
+    console = ("[FLM]  Loading model: /home/u/models/Qwen3-4B-NPU2\n[FLM]  Stopping server...\n"
+               "[HttpClient ERROR] CURL error: Could not connect to server\n")
+    diagnosis = diagnosis_of(tmp_path, console)
+    assert diagnosis.top.id == "not-npu-path" and diagnosis.top.status == "first"
+    with_state = diagnosis_of(tmp_path, console, TIMEOUT_JSON)
+    assert with_state.top.id != "not-npu-path"
+    assert with_state.entry("not-npu-path").against
+
+
+def test_a_windows_model_folder_keeps_only_its_last_part(tmp_path):
+    observed = read(tmp_path, "[FLM]  Loading model: D:\\env\\flm-models\\models\\"
+                              "Qwen3.5-9B-NPU2\n")
+    assert observed.stack.value("model") == "Qwen3.5-9B-NPU2"
+
+
+def test_a_context_refused_for_an_xdna2_pack_on_an_npu_no_file_names(tmp_path):
+    """A context refused on another OS's shim ("Failed to create context"): resources,
+    contention and a pack built for another generation stay open; the probe decides."""
+    diagnosis = diagnosis_of(tmp_path, "[FLM]  Loading model: C:\\m\\Qwen3.5-9B-NPU2\n"
+                             "[ERROR]  Failed to load model: Failed to create context virtual "
+                             "(0xc01e0009): There was an error while creating context\n")
+    assert diagnosis.top.id == "undetermined" and "probe" in diagnosis.top.experiment
+    assert diagnosis.entry("wrong-binary").supports
+    assert {"resources", "contention"} <= set(diagnosis.top.leading)
+
+
+@pytest.mark.parametrize("text", ["No NPU device found.",
+                                  "There are no the XDNA NPU devices found."])
+def test_a_tool_that_found_no_npu(tmp_path, text):
+    assert kinds(read(tmp_path, f"$ some-tool\n{text}\n")) == ["no-device"]
+
+
+def test_smu_lines_after_a_firmware_that_did_not_come_up_are_its_unwinding(tmp_path):
+    """amd/xdna-driver#389's shape: the first error is the firmware's; the SMU's power-off
+    and the probe fail after it, as the driver leaves its start (aie2_hw_start, then
+    aie2_smu_fini, amdxdna_probe)."""
+    log = "\n".join(f"[    5.{i}] {line}" for i, line in enumerate([
+        f"{STAGING}aie2_get_mgmt_chann_info: Invalid mbox magic 0x30ec000",
+        f"{STAGING}aie2_hw_start: firmware is not alive",
+        f"{STAGING}aie2_smu_exec: smu cmd 4 failed, 0xff",
+        f"{STAGING}aie2_smu_fini: Power off failed, ret -22",
+        f"{STAGING}amdxdna_probe: Hardware init failed, ret -22",
+        f"amdxdna {BDF}: probe with driver amdxdna failed with error -22"])) + "\n"
+    diagnosis = diagnosis_of(tmp_path, log)
+    assert diagnosis.top.id == "firmware-mismatch"
+    assert diagnosis.entry("power-management").against
+    # the SMU failing first, with no firmware failure before it, is power management's
+    alone = diagnosis_of(tmp_path, f"[ 5.0] {STAGING}aie2_smu_exec: smu cmd 4 failed, 0xff\n"
+                         f"[ 5.1] {STAGING}aie2_smu_fini: Power off failed, ret -22\n")
+    assert alone.top.id == "power-management"
+
+
+@pytest.mark.parametrize("version, tree", [
+    ("amdxdna 2.21.0_20251207 (DKMS)", "amdxdna-legacy"),       # branch 1.7 and before
+    ("amdxdna 2.26.1_20260801 (DKMS)", "amdxdna-staging"),      # branch 1.9
+    ("amdxdna_legacy 2.26.1_20260801", "amdxdna-legacy"),       # its legacy module beside
+    ("amdxdna 2.23.0_20260301", "amdxdna-legacy"),              # main before e9a3bef5
+    ("amdxdna 2.23.0_20260601", "amdxdna-staging"),             # main after it
+    ("amdxdna 0.1", None)])
+def test_a_dkms_build_s_tree_is_told_by_its_version_and_module(version, tree):
+    assert package_component(version) == tree
+
+
+def test_version_matches_without_lines_weigh_one_weak_finding_together(tmp_path):
+    """amd/xdna-driver#903's stack (XRT 2.21.0, a DKMS legacy build of 2025-12) matches
+    several symptomless defects: together they weigh one weak finding, and the staging
+    tree's are not held against a legacy build."""
+    examine = ("System Configuration\n  Release              : 6.18.0-5-cachyos\n\nXRT\n"
+               "  Version              : 2.21.0\n  amdxdna              : 2.21.0_20251207, "
+               "71dd5c67\n  NPU Firmware Version : 255.0.5.35\n\nDevice(s) Present\n"
+               "|[0000:05:00.1]  |NPU Krackan  |\n")
+    diagnosis = diagnosis_of(tmp_path, examine, TIMEOUT_JSON)
+    entry = diagnosis.entry("driver-bug")
+    assert entry.score == 1 and len(entry.supports) == 1
+    assert "staging-" not in entry.supports[0].text and "legacy-" in entry.supports[0].text
+
+
+@pytest.mark.parametrize("month", ["Nov", "nov", "mär", "déc."])
+def test_journalctl_s_month_in_the_user_s_locale(tmp_path, month):
+    """journalctl's short form prints the month by strftime's %b, in the locale."""
+    observed = read(tmp_path, f"{month} 04 13:18:03 box kernel: {LEGACY}aie2_init: Enable "
+                              "PASID failed, ret -19\n")
+    assert kinds(observed) == ["sva-failed"]
+
+
+def test_a_probe_that_fails_after_a_named_start_failure_is_its_unwinding(tmp_path):
+    """amd/xdna-driver#299's log: PASID could not be enabled, then the probe fails: the
+    IOMMU's, not a device the user cannot reach."""
+    log = (f"nov 04 13:18:03 box kernel: {LEGACY}aie2_init: Enable PASID failed, ret -19\n"
+           f"nov 04 13:18:03 box kernel: {LEGACY}amdxdna_probe: Hardware init failed, ret -19\n")
+    diagnosis = diagnosis_of(tmp_path, log)
+    assert diagnosis.top.id == "iommu" and diagnosis.top.status == "first"
+    assert "the IOMMU's PASID or SVA" in diagnosis.entry("device-access").against[0].text
+
+
+def test_a_rust_program_s_panic_is_how_it_ended(tmp_path):
+    observed = read(tmp_path, "FW Version: 1.0.0.166\nthread 'main' panicked at src/dump.rs:20:"
+                              "35:\ncalled `Result::unwrap()` on an `Err` value\n")
+    assert kinds(observed) == ["app-crash"]
