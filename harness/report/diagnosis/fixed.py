@@ -154,14 +154,19 @@ def longer_timer_findings(out: Findings, ev: Evidence, *, outlasts: bool) -> Non
     slow work, which then completes) or one that never ends (a wedge, a hang)."""
     for again, original, timer in with_longer_timer(ev):
         label = (again.changed or {}).get("label") or again.label
-        if mostly_completes(again):
+        # a plan the investigation ran again is read by its rate; a table's rows as typed
+        # (one run under each timer is what a user tried by hand, amd/xdna-driver#1083)
+        completes = mostly_completes(again) if again.changed else again.never_fails
+        still = fails_consistently(again) if again.changed else again.always_fails
+        if completes:
             out.add(FOR if outlasts else CONTRADICTS, STRONG,
                     f"with the driver's timer at {timer:g} s ({label}) {original.label} "
                     f"completes {again.completed} of {again.answered} trials, where it failed "
                     "at the timer every time: it " + ("ran long, and outlasted the timer"
-                                                      if outlasts else "did not hang"),
+                                                      if outlasts else "did not hang (a hang "
+                                                      "outlasts any timer)"),
                     rate_cite(again), rate_cite(original))
-        elif fails_consistently(again):
+        elif still:
             out.add(AGAINST if outlasts else FOR, STRONG if outlasts else SUPPORT,
                     f"with the driver's timer at {timer:g} s ({label}) {original.label} "
                     f"still fails every trial ({again.failed} of {again.answered}): it "
