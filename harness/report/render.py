@@ -374,7 +374,14 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     elif data.get("plans"):
         lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected",
                                                "time to failure"], plan_rows(view)) + [""]
-    lines += timers_markdown(typed)
+    engine = data.get("engine_run")
+    if isinstance(engine, dict):          # capture record's report: its own timers' words
+        from harness.report import engine_run_render
+        lines += engine_run_render.markdown(engine, typed.timers, is_simulated(backend),
+                                            cell=_cell, table=md_table,
+                                            longest=_longest_backticks)
+    else:
+        lines += timers_markdown(typed)
     stopped = stopped_text(view)
     if stopped:
         lines += [_cell(stopped) + ".", ""]
@@ -473,9 +480,10 @@ def first_screen_markdown(view: ReportView) -> list[str]:
         lines += ["### What ran", *md_table(["plans", "control code", "buffers", "xclbins"],
                                             rows), ""]
     sequence = sequence_note(data, _labels(view))
-    lines += [f"Submitted as {_cell(flow_text(_flow(view.typed)))}."
-              + (f" {_cell(sequence[0].upper() + sequence[1:])}." if sequence else "")
-              + "".join(f" The {_cell(n)}." for n in control_notes(data)), ""]
+    if not data.get("engine_run"):        # a recorded program's submissions are its own
+        lines += [f"Submitted as {_cell(flow_text(_flow(view.typed)))}."
+                  + (f" {_cell(sequence[0].upper() + sequence[1:])}." if sequence else "")
+                  + "".join(f" The {_cell(n)}." for n in control_notes(data)), ""]
     for table in stack_tables(data, worker_libraries(view)):
         lines += [f"### {_cell(table.title)}", *md_table(["", "", "from"],
                                                          [list(r) for r in table.rows]), ""]
@@ -723,7 +731,11 @@ def render_text(view: ReportView) -> str:
                                                             if r[3] != "-" else "")
                                    + (f"; {r[4]}" if r[4] != "-" else "")
                                    for r in plan_rows(view)]
-    if typed.timers is not None:
+    engine = data.get("engine_run")
+    if isinstance(engine, dict):
+        from harness.report import engine_run_render
+        lines += engine_run_render.text(engine, typed.timers, is_simulated(typed.backend.raw))
+    elif typed.timers is not None:
         lines += ["", "timers:"] + [f"  {line}" for line in timers_lines(typed.timers)]
     stopped = stopped_text(view)
     if stopped:

@@ -5,9 +5,10 @@ Where no NOOP runlist ran (a user's kernel log and the engine's error, a table o
 engine's own runs) the causes of the runlist itself (depth, the work, work that outlasts
 the timer, chance) cannot be told apart: the NOOP depth test beside the case's cut
 decides between them (`reproduce_ert_timeout`: the case's one runlist, its cut and the
-depth-only NOOP control, three trials each). Where NOOPs ran and every one completed
-and the engine's commands never ran, capturing them decides. Otherwise the leader's own
-experiment does.
+depth-only NOOP control, three trials each), on the engine's own commands where XRT
+captured them beside the evidence (`reproduce_ert_timeout --capture DIR`). Where NOOPs ran
+and every one completed and the engine's commands never ran, capturing them decides.
+Otherwise the leader's own experiment does.
 
 Device time is what those trials would take on the driver the evidence shows: every
 trial of a plan that fails held until the driver's timer, at most (its latest window);
@@ -64,6 +65,12 @@ def longer_timer(flavour: str | None) -> str:
 def deciding_experiment(ev: Evidence, leaders: list[str], fallback: str) -> str:
     """The experiment that separates `leaders` (cause ids; none: nothing fits yet)."""
     open_runlist = not leaders or any(cause in RUNLIST_CAUSES for cause in leaders)
+    captured = next((r.capture for r in ev.reports if r.capture), None)
+    if open_runlist and not ev.noop() and captured:
+        return (f"reproduce_ert_timeout --capture {captured} (the engine's own commands as "
+                "captured: its deepest runlist, its cut and the depth-only NOOP control at "
+                "the same depth, three trials each; it separates depth from the work and "
+                "tells which timer fires), " + device_time(ev))
     if open_runlist and not ev.noop():
         depth = min((d for a in ev.failing for d in a.failing_depths), default=None)
         shown = f"{depth} runs" if depth else "the case's depth"
