@@ -36,7 +36,7 @@ from harness.model.errors import BadInput, EnvironmentNotReady, HarnessError, Re
 from harness.report import render as rendering
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
-from harness.report.header import ReportHeader, read_header
+from harness.report.header import ReportHeader, read_header, section
 from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
 from harness.report.placeholders import file_safe, garbled
 from harness.report.provenance import captured_note
@@ -280,12 +280,12 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
     if isinstance(control, dict) and "output" in control:
         smi.append((f"{control.get('command')} (the control: {control.get('result')})",
                     control))
-    engine = view.header.get("engine_run")
-    if smi and not isinstance(engine, dict):
+    engine = section(view.header.get("engine_run"))
+    if smi and not engine:
         contents.files[XRT_SMI] = escape_controls("\n".join(
             f"== {name} (exit {run.get('exit_status')})\n{run['output']}\n"
             for name, run in smi)).encode()
-    if isinstance(engine, dict):          # capture record's: its window, not trials' recipes
+    if engine:                            # capture record's: its window, not trials' recipes
         from harness.report.engine_run_files import run_files
         found = run_files(report, engine, is_simulated(view.typed.backend.raw), shown)
         contents.files.update(found.files)
@@ -318,8 +318,8 @@ def _readme(view: ReportView, member: str, contents: Contents, redacted: bool,
              *([f"What ran: {captured}", ""] if (captured := captured_note(data)) else []),
              f"Harness: {rendering.harness_made_by(typed)}.", "",
              (f"Start with `{REPORT_MD}` (what GitHub shows), then `{KERNEL_LOG}` for what "
-              "the driver said over the recorded window." if isinstance(
-                  data.get("engine_run"), dict) else
+              "the driver said over the recorded window." if section(
+                  data.get("engine_run")) else
               f"{view.failed} failed trial(s). Start with `{REPORT_MD}` (what GitHub shows), "
               f"then `{KERNEL_LOG}` for the driver's lines of every trial."), "",
              "## Files", "",
@@ -328,7 +328,7 @@ def _readme(view: ReportView, member: str, contents: Contents, redacted: bool,
              + (" (host name, user, home folders, serials and addresses replaced by "
                 "placeholders)" if redacted else ""),
              ]
-    if isinstance(data.get("engine_run"), dict):
+    if section(data.get("engine_run")):
         from harness.report.engine_run_files import readme_lines
         lines += readme_lines(list(contents.files))
     elif KERNEL_LOG in contents.files:

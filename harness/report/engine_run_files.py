@@ -76,7 +76,7 @@ def run_files(report: Path, run: dict[str, Any], simulated: bool,
     smi = section(section(run.get("device_after")).get("xrt_smi_examine"))
     said = [f"== xrt-smi examine {when} (exit {entry.get('exit_status')})\n"
             f"{entry['output']}" for when, entry in smi.items()
-            if isinstance(entry, dict) and "output" in entry]
+            if "output" in section(entry)]
     if said:
         contents.files[XRT_SMI] = text(said)
     capture = section(run.get("capture"))

@@ -115,7 +115,7 @@ def markdown(run: dict[str, Any], timers: Timers | None, simulated: bool, *,
                         for e in errors[:MAX_ERRORS]]) + [""]
     times = section(run.get("times"))
     stamps = [[name, stamp_text(times[key]), str(times[key].get("what") or "")]
-              for key, name in TIMES if isinstance(times.get(key), dict)]
+              for key, name in TIMES if section(times.get(key))]
     if stamps:
         lines += ["Times, from the program's start:", ""] + table(["", "at", "what"], stamps)
         lines += ["", cell(times.get("clock")) + "."
@@ -171,7 +171,7 @@ def text(run: dict[str, Any], timers: Timers | None, simulated: bool) -> list[st
                      f" s): {str(error.get('message')).splitlines()[0][:200]}")
     times = section(run.get("times"))
     for key, name in TIMES:
-        if isinstance(times.get(key), dict):
+        if section(times.get(key)):
             lines.append(f"  {name}: {stamp_text(times[key])}")
     ttf = section(run.get("time_to_failure"))
     if ttf:

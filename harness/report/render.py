@@ -40,7 +40,13 @@ from harness.report.header import (
     read_environment,
     section,
 )
-from harness.report.model import is_emulated, is_simulated, played_profile, source_tag
+from harness.report.model import (
+    is_emulated,
+    is_simulated,
+    mapping,
+    played_profile,
+    source_tag,
+)
 from harness.report.placeholders import file_safe
 from harness.report.provenance import (
     captured_note,
@@ -374,8 +380,8 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     elif data.get("plans"):
         lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected",
                                                "time to failure"], plan_rows(view)) + [""]
-    engine = data.get("engine_run")
-    if isinstance(engine, dict):          # capture record's report: its own timers' words
+    engine = mapping(data.get("engine_run"))
+    if engine:                            # capture record's report: its own timers' words
         from harness.report import engine_run_render
         lines += engine_run_render.markdown(engine, typed.timers, is_simulated(backend),
                                             cell=_cell, table=md_table,
@@ -731,8 +737,8 @@ def render_text(view: ReportView) -> str:
                                                             if r[3] != "-" else "")
                                    + (f"; {r[4]}" if r[4] != "-" else "")
                                    for r in plan_rows(view)]
-    engine = data.get("engine_run")
-    if isinstance(engine, dict):
+    engine = mapping(data.get("engine_run"))
+    if engine:
         from harness.report import engine_run_render
         lines += engine_run_render.text(engine, typed.timers, is_simulated(typed.backend.raw))
     elif typed.timers is not None:

@@ -23,7 +23,7 @@ from harness.logs.error_lines import ErrorLine
 from harness.model.results import COMPLETED_STATE
 from harness.report.diagnosis.sign_rules import signs_of_error, signs_of_event
 from harness.report.diagnosis.vocabulary import WORK, Arm, Observed, quote
-from harness.report.header import section
+from harness.report.header import mappings, section
 
 SECTION = "engine_run"
 MAX_LINES = 2000
@@ -41,7 +41,7 @@ def observe_engine_run(observed: Observed, run: dict[str, Any]) -> None:
         folder = str(Path(observed.file).parent)
         observed.capture = folder
         observed.case, observed.case_kind = folder, "capture"
-    errors = [e for e in run.get("errors") or [] if isinstance(e, dict)]
+    errors = list(mappings(run.get("errors")))
     for index, error in enumerate(errors):
         found = _error_line(error)
         for kind, facts in signs_of_error(found):
@@ -80,9 +80,7 @@ def _error_line(error: dict[str, Any]) -> ErrorLine:
 def _events(observed: Observed, log: dict[str, Any], where: str) -> int:
     """Signs of the driver's events in `log`; how many say its timer fired."""
     timeouts = 0
-    for event in log.get("events") or []:
-        if not isinstance(event, dict):
-            continue
+    for event in mappings(log.get("events")):
         timeouts += event.get("event") in TIMER_EVENTS
         for kind, facts in signs_of_event(event):
             observed.sign(kind, observed.cite(where, event.get("event")), **facts)
@@ -90,8 +88,8 @@ def _events(observed: Observed, log: dict[str, Any], where: str) -> int:
 
 
 def _server_is_no_other_holder(observed: Observed, server: dict[str, Any]) -> None:
-    watched = {p.get("pid") for p in server.get("processes") or [] if isinstance(p, dict)}
-    holders = {u.get("pid") for u in server.get("npu_holders") or [] if isinstance(u, dict)}
+    watched = {p.get("pid") for p in mappings(server.get("processes"))}
+    holders = {u.get("pid") for u in mappings(server.get("npu_holders"))}
     if watched and holders <= watched:
         observed.signs = [s for s in observed.signs if s.kind != "other-holders"]
 
