@@ -333,3 +333,29 @@ def test_attach_refuses_a_command_and_the_simulated_stack(tmp_path):
     assert "the simulated stack runs nothing beside the harness" in simulated.output
     seconds = record("--seconds", "1", "--", sys.executable, "-c", "pass")
     assert seconds.exit_code == 2 and "--seconds and --url go with --attach" in seconds.output
+
+
+def test_check_refuses_a_recorded_run_whose_lines_class_or_verdict_were_changed(tmp_path):
+    """What a schema cannot see (harness.report.engine_run_check): a simulated line without
+    its mark, a class its time does not make against the report's timer, a verdict that
+    does not say what the run shows."""
+    from harness.formats.yamlio import dump_yaml
+    from harness.report.check import check_report_file
+    xclbin = tmp_path / "layer.xclbin"
+    xclbin.write_bytes(synthesize(flm_spec("Checked/layer")))
+    assert record("--no-capture", "--no-recovery-check", "--profile", "staging,hang-at:30",
+                  "--out", "run", "--", *sim_exec(xclbin)).exit_code == 0
+    whole = load_report(tmp_path / "run" / "report.yaml").to_dict()
+    assert check_report_file(str(tmp_path / "run" / "report.yaml")).valid
+    run = whole["engine_run"]
+    run["kernel_log"]["lines"][0] = run["kernel_log"]["lines"][0].removeprefix("SIMULATED ")
+    run["time_to_failure"]["class"] = "at-once"
+    whole["verdict"]["reproduced"] = False
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(dump_yaml(whole))
+    problems = check_report_file(str(edited)).problems
+    assert any(p.startswith("engine_run.kernel_log.lines: 1 line(s) of a simulated run "
+                            "without the SIMULATED mark") for p in problems), problems
+    assert any("time_to_failure.class: 'at-once', but" in p and "'driver-timer'" in p
+               for p in problems), problems
+    assert "verdict.reproduced: False, but the run's section shows a failure" in problems

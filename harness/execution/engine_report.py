@@ -25,8 +25,9 @@ from harness.execution.evidence_window import WindowLogs
 from harness.execution.program_output import ProgramOutput
 from harness.formats.git_head import harness_commit
 from harness.logs.driver_lines import trial_entry
+from harness.logs.kernel_log import Reading
 from harness.logs.trace_events import trial_entry as trace_entry
-from harness.report.engine_run_render import ttf_line
+from harness.report.engine_run_verdict import verdict
 from harness.report.header import Timers, read_timers
 from harness.report.model import Report
 from harness.report.timing import stack_timers
@@ -83,7 +84,7 @@ def engine_report(seen: RunSeen, backend: Backend, environment: dict[str, Any],
     kernel = trial_entry(logs.kernel, flavour, True, simulated=logs.simulated) or {}
     if kernel.get("note") and not kernel.get("lines"):
         kernel["note"] = NOTHING_PRINTED
-    records = [] if not hasattr(logs.kernel, "records") else logs.kernel.records
+    records = logs.kernel.records if isinstance(logs.kernel, Reading) else []
     errors = seen.output.errors_json()
     ttf = time_to_failure(records, logs.trace, timers, trace_clock=trace_clock,
                           trace_why=logs.trace_facts.get("why"))
@@ -133,50 +134,3 @@ def _trace(logs: WindowLogs) -> dict[str, Any]:
     if logs.trace_error:
         entry["unreadable"] = logs.trace_error
     return {"recording": True, **entry}
-
-
-def failed(section: dict[str, Any]) -> bool:
-    """Whether the run failed: an error it printed, a timeout the driver named, or a
-    program that did not exit with status 0."""
-    program = section.get("program") or {}
-    return bool(section.get("errors")) or bool((section.get("times") or {}).get("timeout")) \
-        or program.get("signal") is not None or program.get("exit_status") not in (None, 0)
-
-
-def verdict(section: dict[str, Any], timers: Timers) -> dict[str, Any]:
-    """The report's verdict: what failed (or that nothing did), its time to failure, and
-    the device afterwards."""
-    errors = section.get("errors") or []
-    program = section.get("program") or {}
-    times = section.get("times") or {}
-    if errors:
-        first = errors[0]
-        message = str(first.get("message") or first.get("carrier")).splitlines()[0]
-        answer = f"the program failed: {message}"
-    elif times.get("timeout"):
-        answer = f"the driver timed out during the run ({times['timeout']['what']})"
-    elif program.get("signal"):
-        answer = f"the program was ended by {program['signal']}"
-    elif program.get("exit_status") not in (None, 0):
-        answer = f"the program exited with status {program['exit_status']}"
-    elif section.get("mode") == "attach":
-        answer = "nothing failed in the window: no error the driver logged or traced"
-    else:
-        answer = "nothing failed: the program exited with status 0 and printed no error"
-    reasons = []
-    if program.get("ended"):
-        reasons.append(f"it {program['ended']}")
-    ttf = section.get("time_to_failure")
-    if ttf and "ms" in ttf:
-        reasons.append(f"time to failure: {ttf_line(ttf, timers)}")
-    elif ttf:
-        reasons.append(f"time to failure not measured: {ttf['not_measured']}")
-    device = section.get("device_after") or {}
-    if device.get("answers") is True:
-        reasons.append("afterwards the device answered a NOP run on a fresh context")
-    elif device.get("answers") is False:
-        reasons.append(f"afterwards the device did not answer: it is {device.get('state')}; "
-                       f"cleared by {device.get('clears')}")
-    elif device.get("not_checked"):
-        reasons.append(f"the device afterwards was not checked: {device['not_checked']}")
-    return {"reproduced": failed(section), "answer": answer, "text": "\n".join(reasons)}
