@@ -134,7 +134,7 @@ def test_the_window_takes_kmsg_as_it_goes_and_keeps_only_what_came_after_it_open
     assert logs.trace is None and logs.trace_facts["why"] == "off"
 
 
-def _program(folder: Path, body: str, profile: str) -> subprocess.CompletedProcess[str]:
+def _program(folder: Path, args: list[str], profile: str) -> subprocess.CompletedProcess[str]:
     """A pyxrt program on the simulated binding, given the machine folder."""
     from harness.sim.host_script import simulated_pyxrt_environment
     from harness.sim.machine_folder import MACHINE_ENV
@@ -142,40 +142,15 @@ def _program(folder: Path, body: str, profile: str) -> subprocess.CompletedProce
     env = simulated_pyxrt_environment(dict(os.environ), parse_profile(profile),
                                       folder / "pyxrt")
     env[MACHINE_ENV] = str(folder / "machine")
-    return subprocess.run([sys.executable, "-c", body], env=env, capture_output=True,
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True,
                           text=True, timeout=120)
 
 
-HANGS_THEN_DIES = """
-import os, signal
-import numpy as np
-import pyxrt
-from harness.formats.xclbin_writer import flm_spec, synthesize
-open("layer.xclbin", "wb").write(synthesize(flm_spec("machine/layer")))
-d = pyxrt.device(0)
-x = pyxrt.xclbin("layer.xclbin")
-ctx = pyxrt.hw_context(d, d.register_xclbin(x))
-k = pyxrt.kernel(ctx, "MLIR_AIE")
-words = np.array([0x06040100, 0x00000108, 1, 0x14, 5], dtype=np.uint32)
-instr = pyxrt.bo(d, words.nbytes, pyxrt.bo.cacheable, k.group_id(1))
-instr.write(words, 0)
-instr.sync(pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
-bos = [pyxrt.bo(d, 4096, pyxrt.bo.host_only, k.group_id(3 + i)) for i in range(5)]
-runlist = pyxrt.runlist(ctx)
-runs = []
-for _ in range(2):
-    run = pyxrt.run(k)
-    for i, arg in enumerate([3, instr, len(words), *bos]):
-        run.set_arg(i, arg)
-    runlist.add(run)
-    runs.append(run)
-runlist.execute()
-try:
-    runlist.wait()
-except RuntimeError as err:
-    print(err, flush=True)
-os.kill(os.getpid(), signal.SIGKILL)
-"""
+IRON = Path(__file__).resolve().parent / "scripts" / "iron_host.py"
+# tests/scripts/iron_host.py, its runlist failed, then killed where it would have exited
+KILLED_AFTER = ("import os, runpy, signal, sys\nsys.argv = sys.argv[1:]\ntry:\n"
+                "    runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit:\n"
+                "    pass\nos.kill(os.getpid(), signal.SIGKILL)\n")
 
 
 def test_a_killed_program_leaves_the_simulated_driver_s_log_trace_and_wedged_device(
@@ -184,13 +159,17 @@ def test_a_killed_program_leaves_the_simulated_driver_s_log_trace_and_wedged_dev
     device as the driver's timer left it), the simulated machine folder keeps too: written
     as the driver prints (harness.sim.machine_folder), so a SIGKILL loses nothing of the
     timeout; a second program on the folder finds the device wedged (wedge:1)."""
-    done = _program(tmp_path, HANGS_THEN_DIES, "staging,hang-at:1,wedge:1")
+    from harness.formats.xclbin_writer import flm_spec, synthesize
+    xclbin = tmp_path / "layer.xclbin"
+    xclbin.write_bytes(synthesize(flm_spec("machine/layer")))
+    run = [str(IRON), str(xclbin), "42"]
+    done = _program(tmp_path, ["-c", KILLED_AFTER, *run], "staging,hang-at:30,wedge:1")
     assert done.returncode == -signal.SIGKILL, done.stderr
     machine = tmp_path / "machine"
     assert "TDR timeout detected" in (machine / KMSG).read_text()
     assert "job run" in (machine / TRACE).read_text()
     life = saved_life(machine)
     assert life is not None and life.timeouts == 1 and life.wedged
-    again = _program(tmp_path, HANGS_THEN_DIES.split("runlist =")[0], "staging,wedge:1")
+    again = _program(tmp_path, run, "staging,wedge:1")
     assert again.returncode != 0 and "CREATE_HWCTX" in again.stderr + again.stdout
     assert json.loads((machine / LIFE).read_text())["firmware"] == "refuses"

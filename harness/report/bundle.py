@@ -287,7 +287,8 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
             for name, run in smi)).encode()
     if engine:                            # capture record's: its window, not trials' recipes
         from harness.report.engine_run_files import run_files
-        found = run_files(report, engine, is_simulated(view.typed.backend.raw), shown)
+        found = run_files(report, engine, is_simulated(view.typed.backend.raw), shown,
+                          _sha256_of)
         contents.files.update(found.files)
         contents.left_out += [LeftOut(name, why) for name, why in found.left_out]
     else:

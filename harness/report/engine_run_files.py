@@ -15,7 +15,6 @@ Text is redacted as the report is (`shown`).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +31,6 @@ OUTPUT = "output.txt"
 XRT_SMI = "xrt-smi.txt"
 CAPTURE = "capture"
 MAX_CAPTURE_BYTES = 64 << 20
-BLOCK = 1 << 20
 
 
 @dataclass
@@ -45,8 +43,9 @@ class RunFiles:
 
 
 def run_files(report: Path, run: dict[str, Any], simulated: bool,
-              shown: Callable[[str], str]) -> RunFiles:
-    """The run's evidence as the bundle holds it."""
+              shown: Callable[[str], str], sha256: Callable[[Path], str]) -> RunFiles:
+    """The run's evidence as the bundle holds it (`sha256`: a file's, as the bundle
+    hashes what it names)."""
     contents = RunFiles()
     def text(lines: list[str]) -> bytes:
         return escape_controls("\n".join(shown(line) for line in lines) + "\n").encode()
@@ -81,24 +80,17 @@ def run_files(report: Path, run: dict[str, Any], simulated: bool,
         contents.files[XRT_SMI] = text(said)
     capture = section(run.get("capture"))
     if capture.get("written"):
-        _capture(report.parent, capture, contents)
+        _capture(report.parent, capture, contents, sha256)
     return contents
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as source:
-        for block in iter(lambda: source.read(BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _capture(folder: Path, recorded: dict[str, Any], contents: RunFiles) -> None:
+def _capture(folder: Path, recorded: dict[str, Any], contents: RunFiles,
+             sha256: Callable[[Path], str]) -> None:
     from harness.formats.capture_origin import ORIGIN_FILE
     from harness.sources.capture import REPLAY, CaptureError, load_capture
     replay = folder / REPLAY
     if not replay.is_file() or replay.is_symlink() or \
-            _sha256(replay) != recorded.get("sha256"):
+            sha256(replay) != recorded.get("sha256"):
         contents.left_out.append((CAPTURE, f"the report's folder holds no {REPLAY} "
                                          "whose sha256 is the one the report recorded"))
         return
@@ -123,7 +115,7 @@ def _capture(folder: Path, recorded: dict[str, Any], contents: RunFiles) -> None
             continue
         if name in xclbins:
             contents.left_out.append((member, f"an xclbin, not shipped (sha256 "
-                                             f"{_sha256(path)}); copy the pack's own in"))
+                                             f"{sha256(path)}); copy the pack's own in"))
             continue
         size = path.stat().st_size
         if name not in named and size > room:
