@@ -117,6 +117,9 @@ def test_the_report_is_one_kind_render_bundle_check_and_diagnose_read(machine, t
     assert "### The run the harness recorded" in body and TDR in body
     assert "Submitted as" not in body          # the program's submissions are its own
     assert "| the driver's timeout | +" in body
+    text = runner.invoke(main, ["report", "render", "--format", "text", "run/report.yaml"])
+    assert "the run the harness recorded:" in text.output and "\nplans:" not in text.output
+    assert "  the driver's timeout: +" in text.output
     bundled = runner.invoke(main, ["report", "bundle", "run/report.yaml"])
     assert bundled.exit_code == 0, bundled.output
     with tarfile.open(tmp_path / "run" / "report.bundle.tar.gz") as tar:
@@ -359,3 +362,28 @@ def test_check_refuses_a_recorded_run_whose_lines_class_or_verdict_were_changed(
     assert any("time_to_failure.class: 'at-once', but" in p and "'driver-timer'" in p
                for p in problems), problems
     assert "verdict.reproduced: False, but the run's section shows a failure" in problems
+
+
+def test_attach_ends_its_window_at_ctrl_c_and_writes_the_report(machine, tmp_path):
+    """Until Ctrl-C (no --seconds): the user's Ctrl-C is how the window ends; the report is
+    written, then the command exits 130 as every command does after a Ctrl-C. Run as a
+    real process, as a user presses it."""
+    import os
+    import signal
+    import subprocess
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "capture", "record", "--attach",
+                             "--no-recovery-check", "--out", str(tmp_path / "watch")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ))
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("watching: "):
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, "".join(seen) + out + err
+    run = engine_run(tmp_path / "watch")
+    assert run["program"]["window"].startswith("at your Ctrl-C after ")
+    assert "window closed at your Ctrl-C" in out and "the evidence is in" in err

@@ -710,10 +710,11 @@ def render_text(view: ReportView) -> str:
     data = view.header
     typed = view.typed
     answer, *reasons = verdict_lines(data.get("verdict"))
+    engine = mapping(data.get("engine_run"))    # capture record's: no plans, its own runs
     lines = [title(typed), "verdict: " + answer, *[f"  - {reason}" for reason in reasons],
              "command: " + command_line(typed),
              "harness: " + harness_made_by(typed),
-             "runs: " + flow_text(_flow(typed))]
+             *([] if engine else ["runs: " + flow_text(_flow(typed))])]
     lines += [f"ran ({r[0]}): {r[1]}; {r[2]}; xclbins: {r[3]}"
               for r in what_ran_rows(data, _labels(view))]
     sequence = sequence_note(data, _labels(view))
@@ -732,12 +733,11 @@ def render_text(view: ReportView) -> str:
     elif data.get("sweep"):
         header, rows = sweep_table(data["sweep"])
         lines += ["", "  ".join(header)] + ["  ".join(r) for r in rows]
-    else:
+    elif not engine:
         lines += ["", "plans:"] + [f"  {r[0]:<24} {r[2]}" + (f"   (expected {r[3]})"
                                                             if r[3] != "-" else "")
                                    + (f"; {r[4]}" if r[4] != "-" else "")
                                    for r in plan_rows(view)]
-    engine = mapping(data.get("engine_run"))
     if engine:
         from harness.report import engine_run_render
         lines += engine_run_render.text(engine, typed.timers, is_simulated(typed.backend.raw))

@@ -108,7 +108,8 @@ def record_command(frames: int, out: str | None, force: bool, no_capture: bool, 
     it beside a program already running.
 
     Exits 0 once recorded, 3 when the capture asked for was not written or the device no
-    longer answers afterwards, 130 at Ctrl-C (the report is written in every case)."""
+    longer answers afterwards, 130 at Ctrl-C (the report is written in every case; an
+    --attach window without --seconds ends at Ctrl-C)."""
     if attach:
         _attach_options(command, no_capture, frames, seconds)
     elif seconds is not None or url is not None:

@@ -284,8 +284,8 @@ def record_attached(backend: Backend, folder: Path, settings: dict[str, Any],
     if answers is False:
         raise EnvironmentNotReady(f"the NPU did not answer after the window; the evidence is "
                                   f"in {path}")
-    if interrupted and seconds is not None:
-        raise Interrupted(f"stopped by your Ctrl-C ({how}); the evidence is in {path}")
+    if interrupted:         # the window's end, yet a Ctrl-C: 130, as every command exits
+        raise Interrupted(f"the window closed {how}; the evidence is in {path}")
 
 
 def _smi(environment: dict[str, Any]) -> dict[str, Any] | None:
