@@ -100,7 +100,7 @@ def _short(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Job:
+class TracedJob:
     """A job the trace saw: its fence, when it was sent and when it ended (kernel seconds)."""
 
     key: tuple[str, str]
@@ -108,7 +108,10 @@ class Job:
     ended_s: float | None
 
 
-def trace_jobs(lines: list[TraceLine]) -> tuple[list[Job], list[tuple[float, tuple[str, str]]]]:
+Fence = tuple[str, str]                 # (fence context, seqno), as the trace prints them
+
+
+def trace_jobs(lines: list[TraceLine]) -> tuple[list[TracedJob], list[tuple[float, Fence]]]:
     """Each job the `xdna_job`/`xdna_job_queue` events show (by its fence), and each "job
     timedout" with the fence it names."""
     sent: dict[tuple[str, str], float] = {}
@@ -126,7 +129,7 @@ def trace_jobs(lines: list[TraceLine]) -> tuple[list[Job], list[tuple[float, tup
             ended[key] = min(ended.get(key, line.timestamp), line.timestamp)
         elif what in timed:
             timeouts.append((line.timestamp, key))
-    return ([Job(key, at, ended.get(key)) for key, at in sorted(sent.items(),
+    return ([TracedJob(key, at, ended.get(key)) for key, at in sorted(sent.items(),
                                                                 key=lambda kv: kv[1])],
             timeouts)
 
@@ -177,7 +180,7 @@ def time_to_failure(records: list[LogRecord], lines: list[TraceLine] | None,
             "to": named, "class": classify(ms, timers)}
 
 
-def _hung(jobs: list[Job], at: float, key: tuple[str, str] | None) -> Job | None:
+def _hung(jobs: list[TracedJob], at: float, key: tuple[str, str] | None) -> TracedJob | None:
     if key is not None:
         named = next((job for job in jobs if job.key == key), None)
         if named is not None:

@@ -39,7 +39,7 @@ REPORT_NAME = "report.yaml"
 
 
 @dataclass(frozen=True)
-class Evidence:
+class EvidenceSources:
     """How the evidence of one recording is taken: from the machine, or from the simulated
     driver's own folder (`machine`), what the probe found before, and what to ask after."""
 
@@ -82,7 +82,7 @@ def settle(window: EvidenceWindow, seconds: float) -> None:
         click.echo("your Ctrl-C: the window closes now", err=True)
 
 
-def device_after(evidence: Evidence, smi_before: dict[str, Any] | None) -> dict[str, Any]:
+def device_after(evidence: EvidenceSources, smi_before: dict[str, Any] | None) -> dict[str, Any]:
     """xrt-smi examine again, then the NOOP check (its kernel log kept apart)."""
     backend, environment = evidence.backend, evidence.environment
     smi_after = None
@@ -124,7 +124,7 @@ def write_report(report: Report, folder: Path, redact: bool) -> Path:
     return handle.path
 
 
-def build(seen: RunSeen, evidence: Evidence, settings: dict[str, Any], logs: WindowLogs,
+def build(seen: RunSeen, evidence: EvidenceSources, settings: dict[str, Any], logs: WindowLogs,
           capture: dict[str, Any] | None, device: dict[str, Any]) -> Report:
     return engine_report(seen, evidence.backend, evidence.environment, settings, logs,
                          capture=capture, device_after=device,
@@ -224,7 +224,7 @@ def record_program(backend: Backend, job: Recording, folder: Path, settings: dic
     (`capture` makes its capture section from how the program ended)."""
     from harness.execution.capture_record import record
     environment = _fingerprint(backend)
-    evidence = Evidence(backend, environment, machine, float(settings["after_s"]),
+    evidence = EvidenceSources(backend, environment, machine, float(settings["after_s"]),
                         bool(settings["recovery_check"]))
     window = evidence.window()
     started, started_s = utc_now(), time.monotonic()
@@ -252,7 +252,7 @@ def record_attached(backend: Backend, folder: Path, settings: dict[str, Any],
     from harness.execution.attached import server_section, watch
     from harness.model.errors import EnvironmentNotReady, Interrupted
     environment = _fingerprint(backend)
-    evidence = Evidence(backend, environment, None, float(settings["after_s"]),
+    evidence = EvidenceSources(backend, environment, None, float(settings["after_s"]),
                         bool(settings["recovery_check"]))
     window = evidence.window()
     src = Sources.live()
