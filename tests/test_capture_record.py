@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from machines import engine_pack
 
 from harness.app.cli import main
-from harness.app.cli.capture_record_cmd import _why_no_replay
+from harness.app.cli.capture_conclusion import why_no_replay as _why_no_replay
 from harness.execution.capture_record import Recorded, Recording, record
 from harness.sources.capture import load_capture
 

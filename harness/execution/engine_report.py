@@ -29,7 +29,7 @@ from harness.logs.kernel_log import Reading
 from harness.logs.trace_events import trial_entry as trace_entry
 from harness.report.engine_run_verdict import verdict
 from harness.report.header import Timers, read_timers
-from harness.report.model import Report
+from harness.report.model import Report, source_tag
 from harness.report.timing import stack_timers
 
 COMMAND = "capture record"
@@ -115,8 +115,9 @@ def _evidence_from(logs: WindowLogs, backend: Backend) -> str:
         return ("the SIMULATED stack: the simulated driver the program ran on printed these "
                 "lines and events (not hardware evidence)")
     if logs.simulated:
-        return ("this machine's kernel log and tracefs, beside the SIMULATED binding standing "
-                "in for pyxrt (not hardware evidence)")
+        tag = source_tag(backend.as_report())
+        return (f"this machine's kernel log and tracefs, beside the {tag} stack that answered "
+                "the harness's own check (not hardware evidence)")
     return "this machine: its kernel log and tracefs"
 
 
