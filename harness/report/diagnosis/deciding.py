@@ -7,9 +7,10 @@ the timer, chance) cannot be told apart. Where the program's own commands are wh
 (XRT's state in its output, a table of its runs), the one experiment that separates them
 all is those commands captured and run beside NOOPs at the same depth (`capture record`,
 then `reproduce_ert_timeout --capture`: the frame as captured, a cut of it and the
-depth-only NOOP control, three trials each), as the maintainers of Xilinx/mlir-air#1969 and
-ROCm/FastFlowLM#712 put it: NOOPs alone tell depth from the rest, not a hang in the work
-from work that outlasts the timer. Where nothing says what ran, the NOOP depth test
+depth-only NOOP control, three trials each; where XRT captured them beside the evidence,
+`reproduce_ert_timeout --capture DIR` at once), as the maintainers of Xilinx/mlir-air#1969
+and ROCm/FastFlowLM#712 put it: NOOPs alone tell depth from the rest, not a hang in the
+work from work that outlasts the timer. Where nothing says what ran, the NOOP depth test
 (`reproduce_ert_timeout`: the case's one runlist, its cut and the depth-only NOOP
 control) does. Where NOOPs ran and every one completed and the engine's commands never
 ran, capturing them decides. Otherwise the leader's own experiment does.
@@ -101,6 +102,12 @@ def program_of(ev: Evidence) -> str:
 def deciding_experiment(ev: Evidence, leaders: list[str], fallback: str) -> str:
     """The experiment that separates `leaders` (cause ids; none: nothing fits yet)."""
     open_runlist = not leaders or any(cause in RUNLIST_CAUSES for cause in leaders)
+    captured = next((r.capture for r in ev.reports if r.capture), None)
+    if open_runlist and not ev.noop() and captured:
+        return (f"reproduce_ert_timeout --capture {captured} (the engine's own commands as "
+                "captured: its deepest runlist, its cut and the depth-only NOOP control at "
+                "the same depth, three trials each; it separates depth from the work and "
+                "tells which timer fires), " + device_time(ev))
     if open_runlist and not ev.noop():
         depth = min((d for a in ev.failing for d in a.failing_depths), default=None)
         shown = f"{depth} runs" if depth else "the case's depth"

@@ -117,6 +117,10 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
         # serve-probe keeps the tag in its settings; investigate beside its server's answers
         observed.server_model = server.get("model") or header.settings.model
     fill_stack(observed, doc, header)
+    run = section(doc.get("engine_run"))
+    if run:                              # capture record's report: the engine's own run
+        from harness.report.diagnosis.engine_run import observe_engine_run
+        observe_engine_run(observed, run)
     case_noop = case.nop_only and observed.case_kind == "case"
     per_layer = case.runs_per_layer if observed.case_kind == "case" else 1
     for position, plan in enumerate(doc.get("plans") or []):

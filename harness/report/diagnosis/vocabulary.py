@@ -323,6 +323,7 @@ class Observed:
     signs: list[Sign] = field(default_factory=list)
     stack: StackFacts = field(default_factory=StackFacts)
     contexts: int | None = None    # the hardware contexts the run asks (one per xclbin)
+    capture: str | None = None     # an XRT capture of the engine beside it (its folder)
     # the texts a known defect's symptoms are looked for in: (field, line, text)
     lines: list[tuple[str, int | None, str]] = field(default_factory=list)
 
