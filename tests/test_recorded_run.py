@@ -132,9 +132,12 @@ def test_the_report_is_one_kind_render_bundle_check_and_diagnose_read(machine, t
     diagnosed = runner.invoke(main, ["diagnose", "run/report.yaml"])
     assert diagnosed.exit_code == 0, diagnosed.output
     said = diagnosed.output
-    # the engine's own commands failed: which runlist cause is not separated without NOOPs
+    # the engine's own commands failed and XRT captured none: which runlist cause is not
+    # separated without them captured and run beside NOOPs at the same depth
     assert "diagnosis: undetermined" in said
-    assert "next: reproduce_ert_timeout on the machine (the NOOP depth test" in said
+    assert "next: the failing program's own commands beside NOOPs at the same depth: " \
+        "runlist-harness capture record" in said
+    assert "then reproduce_ert_timeout --capture DIR" in said
     from harness.report.diagnosis import diagnose
     observed = diagnose(["run/report.yaml"]).reports[0]
     signs = {(s.kind, s.cite.field) for s in observed.signs}
@@ -234,8 +237,8 @@ def test_a_pyxrt_program_timing_out_on_the_simulated_stack(xclbin, tmp_path):
     assert run["times"]["timeout"]["clock"] == "simulated device"
     assert run["device_after"]["answers"] is True
     diagnosed = CliRunner().invoke(main, ["diagnose", "run/report.yaml"])
-    assert "next: reproduce_ert_timeout on the machine (the NOOP depth test" in \
-        diagnosed.output
+    assert "next: the failing program's own commands beside NOOPs at the same depth: " \
+        "runlist-harness capture record" in diagnosed.output
 
 
 def test_a_device_left_wedged_is_named_with_what_clears_it(xclbin, tmp_path):
