@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.model.drivers import JOBS_IN_FLIGHT
+from harness.report.diagnosis.deciding import PROGRAM_FAILED
 from harness.report.diagnosis.findings import (
     AGAINST,
     CONSISTENT_FAILURES,
@@ -172,11 +173,24 @@ def _chain_against_timer(failing: list[Arm], ev: Evidence
     return None
 
 
+def _no_work_ran(ev: Evidence) -> str:
+    """Why the files cannot show a hang in the work: what ran were NOOPs, or no runlist ran
+    here at all and a program's failure says nothing of which of its runs hung."""
+    if ev.arms:
+        return ("no plan ran the engine's own commands (every run carried NOOPs): a hang in "
+                "the work cannot show")
+    failed = [s for r in ev.reports for s in r.signs if s.kind in PROGRAM_FAILED]
+    if failed:
+        return (f"the program's own runlist failed ({failed[0].cite}), but no runlist of its "
+                "commands ran where the harness could see its runs: which of them hung, and "
+                "whether they would complete given longer, cannot show")
+    return "no runlist of the engine's commands ran: a hang in the work cannot show"
+
+
 def judge_work_hang(ev: Evidence) -> Findings:
     out = Findings()
     if not ev.work():
-        out.untested = ("no plan ran the engine's own commands (every run carried NOOPs): a "
-                        "hang in the work cannot show")
+        out.untested = _no_work_ran(ev)
         return out
     failing = [a for a in ev.failing if a.workload == WORK]
     if not failing:

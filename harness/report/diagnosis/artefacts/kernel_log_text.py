@@ -19,12 +19,13 @@ log is the simulated stack's, never a machine's.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 
 from harness.logs import driver_lines
 from harness.logs.kernel_log import KEEP, SIMULATED_MARK, LogRecord
-from harness.model.drivers import DRM, LEGACY
+from harness.model.drivers import DRM, KERNELS, LEGACY, driver_build
 from harness.report.diagnosis.artefacts.artefact_text import ArtefactText, Claim
 from harness.report.diagnosis.sign_rules import signs_of_event
 from harness.report.diagnosis.vocabulary import Cite, Observed, flavour_of, quote
@@ -160,19 +161,43 @@ def _kernel_line(text: ArtefactText, index: int, body: str, observed: Observed) 
         stack.set("driver", f"{initialized['name']} {initialized['version']}", cite)
 
 
+def _staging_lines(driver: list[tuple[int, str]]) -> bool:
+    functions = _staging_only_functions()
+    return any((line := driver_lines.split_line(body)) is not None and line.func in functions
+               for _, body in driver)
+
+
+@functools.cache
+def _staging_only_functions() -> frozenset[str]:
+    """The functions whose timeout lines only the staging tree prints, on any kernel the
+    flavour rows know: the in-tree driver prints none on a timeout (7.0: the trace event
+    only; 7.1: the capture block, which staging prints too), so a [drm] log with one of
+    them is staging's."""
+    staging: set[str] = set()
+    mainline: set[str] = set()
+    for kernel in KERNELS:
+        for flavour, into in (("staging", staging), ("mainline", mainline)):
+            build = driver_build(flavour, kernel)
+            into.update(p.function for p in (*build.timeout_lines, *build.check_lines))
+    return frozenset(staging - mainline)
+
+
 def _tree(text: ArtefactText, driver: list[tuple[int, str]], observed: Observed,
           out_of_tree: bool) -> None:
     """The driver's tree its lines show: legacy (no [drm] prefix, or the amdxdna_legacy
-    module's name) is the out-of-tree legacy driver; [drm] with an out-of-tree module is
-    staging; [drm] alone is staging or in-tree (which one the log does not say)."""
+    module's name) is the out-of-tree legacy driver; [drm] with an out-of-tree module, or
+    with a timeout line only staging prints (`_staging_only_functions`), is staging; [drm]
+    alone is staging or in-tree (which one the log does not say)."""
     records = [LogRecord(3, 0, body) for _, body in driver]
     trees = driver_lines.trees(records)
     legacy = trees == {LEGACY} or any(body.startswith("amdxdna_legacy ") for _, body in driver)
     if legacy:
         observed.stack.flavour = flavour_of(dkms=True, tree=LEGACY)
-    elif trees and out_of_tree:
+    staging = not legacy and bool(trees) and _staging_lines(driver)
+    if not legacy and trees and (out_of_tree or staging):
         observed.stack.flavour = flavour_of(dkms=True, tree=DRM)
     if driver and observed.stack.value("driver") is None:
         name = "amdxdna (legacy tree)" if legacy else \
+            "amdxdna (staging: its TDR lines)" if staging else \
             "amdxdna ([drm] lines: staging or in-tree)"
         observed.stack.set("driver", name, record_cite(text, *driver[0]))
