@@ -189,9 +189,14 @@ def test_force_replaces_the_recipes_too_and_nothing_else_is_overwritten(tmp_path
     stale.write_text("old")
     refused, _ = reproduce(tmp_path)
     assert refused.exit_code == 2 and stale.exists()
+    # a file the export did not write is the user's: --force names it and removes nothing
+    refused, _ = reproduce(tmp_path, "--force")
+    assert refused.exit_code == 2 and stale.read_text() == "old"
+    assert "r.recipes/stale.txt, which the harness did not write" in refused.output
+    stale.unlink()
     again, _ = reproduce(tmp_path, "--force")
     assert again.exit_code == 0, again.output
-    assert not stale.exists() and (tmp_path / "r.recipes" / "profile.json").is_file()
+    assert (tmp_path / "r.recipes" / "profile.json").is_file()
 
 
 def test_the_control_s_buffers_are_compared_as_sizes_not_as_the_words_for_them():

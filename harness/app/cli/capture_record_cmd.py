@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import sys
@@ -197,20 +198,39 @@ def _folder(out: str | None, program: str, force: bool) -> Path:
             raise BadInput(f"--out {folder} is a link to a folder; --force replaces a capture "
                            "folder itself, never through a link: give the folder's own path")
         if not ((folder / REPLAY).is_file() or (folder / ORIGIN_FILE).is_file()
-                or _recorded(folder)):
+                or _recorded(folder / _report_name())):
             raise BadInput(f"--out {folder} holds no {REPLAY}: it is not a capture, and "
                            "--force replaces only a capture folder; move it away (remove it "
                            "yourself if it is a capture its program cut short) or choose "
                            "another --out")
-        shutil.rmtree(folder)
+        from harness.formats.owned_folder import clear_owned
+        clear_owned(folder, _captured, what="--out", kind="a capture folder")
     return folder
 
 
-def _recorded(folder: Path) -> bool:
-    """A folder `capture record` wrote: its report.yaml is a harness report."""
+# what XRT's capture writes beside replay.json (capture_artifacts.h: capture_N.bin)
+_ARTEFACT = re.compile(r"capture_\d{1,9}\.bin\Z")
+
+
+def _captured(path: Path) -> bool:
+    """A file of a capture folder that XRT or the harness wrote: replay.json and XRT's
+    artefacts, the harness's mark and report (with its lock and temporary files)."""
+    name, report = path.name, _report_name()
+    if name in (REPLAY, ORIGIN_FILE) or _ARTEFACT.match(name):
+        return True
+    if name == f".{report}.lock" or (name.startswith(f".{report}.") and name.endswith(".tmp")):
+        return True
+    return name == report and _recorded(path)
+
+
+def _report_name() -> str:
     from harness.app.cli.recorded_run import REPORT_NAME
+    return REPORT_NAME
+
+
+def _recorded(report: Path) -> bool:
+    """A report.yaml `capture record` wrote: a harness report."""
     from harness.report.output_file import REPORT_FILE
-    report = folder / REPORT_NAME
     return report.is_file() and not report.is_symlink() and \
         REPORT_FILE.refusal(report, "--out") is None
 

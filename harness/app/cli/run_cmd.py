@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -213,6 +212,8 @@ def reproduce(case_ref, no_control, capture_ref, frame, plan_refs,
         refuse_given(ctx, {"case_ref": "CASE"},
                      "--capture runs the engine's own commands instead of a case")
         case = engine_case(capture_ref, frame, plan_refs)
+    if request.out:            # refused before the report is written, as it is after
+        _replaceable_recipes(_recipes_of(Path(request.out)), request.force)
     runner = start_run(request, case, None, "reproduce", progress=progress_line)
     if not no_control:
         why_not = runner.add_control()
@@ -255,10 +256,10 @@ def engine_case(capture_ref: str, frame: str | None, plan_refs: tuple[str, ...])
 def _export_beside(runner: Runner, force: bool) -> None:
     """The case's plans as XRT run recipes in REPORT.recipes/, so XRT and driver developers
     can reproduce with `xrt-runner` and no Python; the report records where."""
-    path = runner.handle.path
-    folder = path.with_name(path.stem + ".recipes")
-    if folder.exists() and force:
-        shutil.rmtree(folder)
+    folder = _recipes_of(runner.handle.path)
+    if _replaceable_recipes(folder, force):
+        from harness.sources.export_owned import clear_export
+        clear_export(folder, "--force:")
     case, pack = runner.case, runner.pack
     plans = [(p.name, list(p.chunks)) for p in runner.report.plans if not p.control]
     done = export_plans(case, plans, pack.files[case.runlist_context], not pack.stand_ins,
@@ -267,3 +268,27 @@ def _export_beside(runner: Runner, force: bool) -> None:
                                          "plans": [name for name, _ in plans],
                                          "missing": done.missing}
     runner.handle.rewrite()
+
+
+def _recipes_of(report: Path) -> Path:
+    """REPORT.recipes/ beside a report (the file a linked report name points at)."""
+    import os
+    real = Path(os.path.realpath(report)) if report.is_symlink() else report
+    return real.with_name(real.stem + ".recipes")
+
+
+def _replaceable_recipes(folder: Path, force: bool) -> bool:
+    """Whether an earlier export is there to replace; refused (BadInput) without --force,
+    or with it when the folder holds anything the export did not write."""
+    if not folder.exists() and not folder.is_symlink():
+        return False
+    if not force:
+        raise BadInput(f"{folder} exists (the recipes of an earlier run); choose another "
+                       "--out, remove the folder, or pass --force, which replaces it when it "
+                       "holds only what the harness wrote")
+    from harness.sources.export_owned import refusal
+    why = refusal(folder, "--force:") if folder.is_dir() or folder.is_symlink() else \
+        f"--force: {folder} is a file, not the recipes folder an export writes; move it away"
+    if why:
+        raise BadInput(why)
+    return True
