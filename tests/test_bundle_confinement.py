@@ -167,7 +167,13 @@ def test_an_xclbin_left_out_is_named_whole_whatever_its_name_holds(tmp_path):
     assert done.exit_code == 0, done.output
     recipes = tmp_path / "r.recipes"
     recipes.mkdir()
-    (recipes / "run_42.sh").write_text("xrt-runner --recipe recipe_42.json\n")
+    script = b"xrt-runner --recipe recipe_42.json\n"
+    (recipes / "run_42.sh").write_bytes(script)
+    # the README an export writes, listing the script (only what it lists is shipped)
+    from harness.sources.export_owned import listing_line
+    (recipes / "README.md").write_text("# r for XRT's own runner\n\nWritten by "
+                                       "xdna-runlist-harness from r.\n\n## Files\n\n"
+                                       + listing_line("run_42.sh", script) + "\n")
     (recipes / "odd: name.xclbin").write_bytes(b"xclbin2\0")
     (recipes / "linked.xclbin").symlink_to(recipes / "odd: name.xclbin")
     result = invoke("report", "bundle", str(report))

@@ -77,5 +77,11 @@ def shipped_name(name: str) -> bool:
     return re.search(rf"^\s*- {re.escape(name)}\s*$", _text(), re.MULTILINE) is not None
 
 
+def known_packs() -> set[str]:
+    """The names of the packs the table's files shipped in (`Qwen3-1.7B-NPU2`), read from
+    its text as `shipped_name` reads it."""
+    return set(re.findall(r"^\s*- ([^/\s]+)/", _text(), re.MULTILINE))
+
+
 def table_source() -> str:
     return _table()[0]

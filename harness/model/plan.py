@@ -23,7 +23,8 @@ from harness.model.errors import PlanError
 
 # ASCII digits only: int() also reads "４２" and "٤٢", which would name one plan twice
 _EXPLICIT = re.compile(r"[0-9]+(\s*\+\s*[0-9]+)*", re.ASCII)
-_NAMED = re.compile(r"(even|max)\s*:\s*([0-9]+)", re.ASCII)
+PLAN_WORDS = ("even", "max")      # the named forms, even:K and max:N
+_NAMED = re.compile(rf"({'|'.join(PLAN_WORDS)})\s*:\s*([0-9]+)", re.ASCII)
 _DIGITS = re.compile(r"[0-9]+", re.ASCII)
 # The deepest plan the harness builds: XRT's own deepest runlist test is 1,000 runs, and
 # every layer is a run object held in memory while the trial runs.

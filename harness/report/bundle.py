@@ -18,14 +18,12 @@ archive is written beside its target and renamed into place once whole.
 from __future__ import annotations
 
 import errno
-import hashlib
 import io
 import os
 import shutil
 import tarfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,63 +32,21 @@ from harness.formats.scratch import make_owned
 from harness.formats.yamlio import atomic_file, dump_yaml
 from harness.model.errors import BadInput, EnvironmentNotReady, HarnessError, RedactionFault
 from harness.report import render as rendering
+from harness.report.bundle_contents import RECIPES, Contents, LeftOut
+from harness.report.bundle_recipes import add_recipes
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
 from harness.report.header import ReportHeader, read_header, section
-from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
-from harness.report.placeholders import file_safe, garbled
+from harness.report.model import JOURNAL, continue_command, is_simulated, source_tag
+from harness.report.placeholders import file_safe, garbled, garbled_entry
 from harness.report.provenance import captured_note
 from harness.report.reader import ReportReader, parse_entry
-from harness.report.recorded_paths import on_this_machine
 from harness.report.verdict import verdict_lines
 
 README = "README.md"
 REPORT_MD = "report.md"
 KERNEL_LOG = "kernel-log.txt"
 XRT_SMI = "xrt-smi.txt"
-RECIPES = "recipes"
-NOT_SHIPPED = (".xclbin",)
-MAX_SEARCH_RECIPES = 8
-MAX_CASE_BYTES = 16 << 20       # a case is a page of YAML; a bigger "case" is not one
-MAX_XCLBIN_BYTES = 1 << 30
-COPY_BLOCK = 1 << 20
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    """A file or folder the bundle does not ship (its name, or the path the report named),
-    and why."""
-
-    name: str
-    why: str
-    xclbin: bool = False          # an xclbin of the recipes: someone copies it in
-
-    def __str__(self) -> str:
-        return f"{self.name}: {self.why}"
-
-
-@dataclass
-class Contents:
-    """What goes in: name inside the top folder -> its bytes, or a file holding them; what
-    was left out and why."""
-
-    files: dict[str, bytes | Path] = field(default_factory=dict)
-    left_out: list[LeftOut] = field(default_factory=list)
-    xclbins_to_copy: list[str] = field(default_factory=list)   # recipes name, nobody ships
-    unfinished_command: str | None = None   # a report that did not finish: what wrote it
-
-    def names(self) -> list[str]:
-        """Top-level names, a folder once (``recipes/``)."""
-        seen: list[str] = []
-        for name in self.files:
-            top = name.split("/", 1)[0] + ("/" if "/" in name else "")
-            if top not in seen:
-                seen.append(top)
-        return seen
-
-    def text(self, name: str) -> str:
-        held = self.files[name]
-        return held.read_text("utf-8") if isinstance(held, Path) else held.decode("utf-8")
 
 
 def bundle_path(report: Path, shown: Callable[[str], str] = str) -> Path:
@@ -102,119 +58,6 @@ def bundle_path(report: Path, shown: Callable[[str], str] = str) -> Path:
 def shipped_name(name: str, shown: Callable[[str], str] = str) -> str:
     """A file's name as what is attached names it: redacted, and safe as a file name."""
     return file_safe(shown(name))
-
-
-def _recipes(report: Path, digest: Digest, contents: Contents, scratch: Path) -> None:
-    """The plans as recipes: REPORT.recipes/ beside the report when it is there, else
-    written afresh from the case. Paths are read as the report recorded them (redaction
-    changes what is written, never where it is read from)."""
-    data = digest.document
-    # Only the folder named after the report itself: a header is text anyone can edit, and
-    # its `exports.folder` naming ~/.ssh or another folder beside the report must not
-    # make us ship what is in there.
-    folder = report.with_name(report.stem + ".recipes")
-    exports = mapping(data.get("exports"))
-    named = exports.get("folder")
-    if named and (not isinstance(named, str) or Path(named).name != folder.name
-                  or os.path.realpath(Path(named).parent) != os.path.realpath(folder.parent)):
-        contents.left_out.append(LeftOut(str(named), "the report names it as its recipes "
-                                         f"folder; only {folder.name}/ beside the report is "
-                                         "read"))
-    if folder.is_dir() and not folder.is_symlink():
-        _take_folder(folder, contents)
-        return
-    target = scratch / "recipes"
-    why = _export_afresh(data, digest.failed_plans, target, contents)
-    if why:
-        contents.left_out.append(LeftOut("recipes", why))
-        return
-    _take_folder(target, contents)
-
-
-def _take_folder(folder: Path, contents: Contents) -> None:
-    root = folder.resolve()
-    for path in sorted(folder.rglob("*")):
-        name = f"{RECIPES}/{path.relative_to(folder).as_posix()}"
-        if path.is_symlink():
-            contents.left_out.append(LeftOut(name, "a symlink (not followed)",
-                                             xclbin=path.suffix in NOT_SHIPPED))
-            continue
-        if not path.is_file() or root not in path.resolve().parents:
-            continue
-        if path.suffix in NOT_SHIPPED:
-            contents.left_out.append(LeftOut(name, f"an xclbin, not shipped (sha256 "
-                                             f"{_sha256_of(path)}); put your pack's copy "
-                                             "there", xclbin=True))
-            continue
-        contents.files[name] = path
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as source:
-        for block in iter(lambda: source.read(COPY_BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def recorded_file(recorded: Any, sha256: Any, limit: int) -> Path | None:
-    """The file a report names, when it is still the very file the run used: a plain file
-    (no FIFO nor device), at most `limit` bytes, whose sha256 is the one the report
-    recorded. Anything else is never read further, so a header edited to name a private
-    file yields nothing of it (hashing reads it, and says only that it differs)."""
-    if not isinstance(recorded, str) or not recorded or "\0" in recorded or \
-            not isinstance(sha256, str):
-        return None
-    # a redacted report's path: with this machine's names put back, the one that matches
-    for candidate in on_this_machine(recorded):
-        path = Path(candidate)
-        try:
-            if path.is_file() and path.stat().st_size <= limit and \
-                    _sha256_of(path) == sha256:
-                return path
-        except OSError:
-            continue
-    return None
-
-
-def _export_afresh(data: dict[str, Any], failed_plans: list[str], target: Path,
-                   contents: Contents) -> str | None:
-    """The report's plans as recipes, written now; None, or why they could not be. A case
-    or xclbin the report names is read only when it is the file the run used (sha256):
-    the report may lie, and what it names otherwise is never read, nor quoted."""
-    from harness.sources.load import parse_case
-    from harness.sources.recipe_export import export_plans
-    case_info = mapping(data.get("case"))
-    if case_info.get("kind") not in (None, "case"):
-        return f"a {case_info.get('kind')} report is XRT's own format already"
-    shown = case_info.get("file")
-    file = recorded_file(shown, case_info.get("sha256"), MAX_CASE_BYTES)
-    if file is None:
-        return (f"the case {shown} is not here as the run used it (missing, or its sha256 "
-                "is not the one the report recorded); run `runlist-harness export` with it")
-    try:
-        case = parse_case(file.read_bytes(), str(file))
-    except (HarnessError, OSError) as err:
-        # the very file the run used (its sha256 says so): its own errors may be told
-        return f"the case {shown} cannot be read here ({err})"
-    plans = [(str(p.get("name")), list(p.get("chunks") or [])) for p in data.get("plans") or []
-             if isinstance(p, dict) and not p.get("control")]
-    if data.get("command") in ("bisect", "sweep"):
-        # a search's plans run to thousands: the ones that failed say what to reproduce
-        failed = set(failed_plans)
-        plans = ([p for p in plans if p[0] in failed] or plans)[:MAX_SEARCH_RECIPES]
-    header = read_header(data)
-    xclbin = next((found for x in header.artifacts.xclbins
-                   if x.get("role") == case.runlist_context
-                   and (found := recorded_file(x.get("path"), x.get("sha256"),
-                                               MAX_XCLBIN_BYTES)) is not None), None)
-    flow = header.settings.flow or case.flow
-    try:
-        done = export_plans(case, plans, xclbin, False, flow, target)
-    except (HarnessError, OSError) as err:
-        return f"they could not be written ({err})"
-    contents.xclbins_to_copy += done.missing
-    return None
 
 
 def _redacted_copy(reader: ReportReader, digest: Digest, target: Path) -> None:
@@ -241,13 +84,15 @@ def _redacted_copy(reader: ReportReader, digest: Digest, target: Path) -> None:
                 continue
             entry = redactor.data(parse_entry("- " + raw.decode("utf-8")))
             kind = next(iter(entry))
+            _not_garbled(entry[kind], kind)
             out.write(entry_line(kind, entry[kind]))
 
 
-def _not_garbled(shown: Any) -> None:
-    """The redacted report is still the report: its own fields hold no placeholder
-    (`report check` refuses one that does)."""
-    problems = garbled(shown) if isinstance(shown, dict) else []
+def _not_garbled(shown: Any, entry: str | None = None) -> None:
+    """The redacted report (or one `entry` of its journal) is still the report: its own
+    fields hold no placeholder (`report check` refuses one that does)."""
+    problems = garbled_entry(entry, shown) if entry else \
+        garbled(shown) if isinstance(shown, dict) else []
     if problems:
         raise RedactionFault(f"the redacted report would be garbled ({problems[0]}); nothing "
                             "was written. This is a bug of the harness's redaction: please "
@@ -255,9 +100,13 @@ def _not_garbled(shown: Any) -> None:
 
 
 def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
-            scratch: Path, *, archive: str | None = None) -> Contents:
+            scratch: Path, *, archive: str | None = None,
+            with_buffers: bool = False) -> Contents:
     """Everything the bundle of `report` holds, from one pass's `digest` (made with its
-    kernel log); `archive`: the bundle's file name, which its report.md names."""
+    kernel log); `archive`: the bundle's file name, which its report.md names;
+    `with_buffers`: the buffers' data too (as a program filled them: they may hold its
+    input; shipped also when not redacting)."""
+    with_buffers = with_buffers or not do_redact
     view = digest.view(do_redact)
     contents = Contents()
     contents.files[README] = b""                 # written last: it lists the rest
@@ -288,11 +137,13 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
     if engine:                            # capture record's: its window, not trials' recipes
         from harness.report.engine_run_files import run_files
         found = run_files(report, engine, is_simulated(view.typed.backend.raw), shown,
-                          _sha256_of)
+                          scratch, with_buffers)
         contents.files.update(found.files)
         contents.left_out += [LeftOut(name, why) for name, why in found.left_out]
+        contents.buffers_left_out += found.buffers_left_out
+        contents.buffers_shipped += found.buffers_shipped
     else:
-        _recipes(report, digest, contents, scratch)
+        add_recipes(report, digest, contents, scratch, shown, with_buffers)
     top = archive or bundle_path(report, shown).name       # the file report.md names
     contents.files[REPORT_MD] = rendering.render_markdown(
         view, bundle=[shipped_name(top, shown), *contents.names()]).encode()
@@ -331,7 +182,7 @@ def _readme(view: ReportView, member: str, contents: Contents, redacted: bool,
              ]
     if section(data.get("engine_run")):
         from harness.report.engine_run_files import readme_lines
-        lines += readme_lines(list(contents.files))
+        lines += readme_lines(list(contents.files), bool(contents.buffers_left_out))
     elif KERNEL_LOG in contents.files:
         lines.append(f"- `{KERNEL_LOG}`: the amdxdna and IOMMU kernel-log lines of each "
                      "trial" + (" (simulated lines, each marked SIMULATED)"
@@ -443,7 +294,8 @@ NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path | None = None,
-                 *, do_redact: bool = True, force: bool = False) -> tuple[Path, Contents]:
+                 *, do_redact: bool = True, force: bool = False,
+                 with_buffers: bool = False) -> tuple[Path, Contents]:
     """Write the bundle atomically; an existing file is replaced only with `force`, and
     never the report itself. Its parts are made in a scratch folder of the temporary
     folder, which a killed bundle leaves to the next to remove (`harness.formats.scratch`)."""
@@ -460,7 +312,8 @@ def write_bundle(report: Path, reader: ReportReader, digest: Digest, out: Path |
     contents = Contents()
     writing = scratch
     try:
-        contents = collect(report, reader, digest, do_redact, scratch, archive=target.name)
+        contents = collect(report, reader, digest, do_redact, scratch, archive=target.name,
+                           with_buffers=with_buffers)
         writing = target
         try:
             with atomic_file(target, overwrite=force) as handle, \

@@ -8,9 +8,11 @@ beside XRT's files), taken only when its replay.json is the one the report recor
 sha256): a header is text anyone can edit. Of it, only what replay.json names is shipped
 (replay.json, the harness's origin mark, the control-code ELFs and the buffers' data),
 never a symlink, never an xclbin (FastFlowLM's binaries: named with their sha256 for the
-maintainer to copy in), and the buffers' data only up to MAX_CAPTURE_BYTES in all (a
-capture holds about the model's weights): what is left out is named with its size.
-Text is redacted as the report is (`shown`).
+maintainer to copy in), and the buffers' data only when asked (`with_buffers`: they hold
+what the program was given, the prompt among it, as tokens or as text, which the report
+itself withholds) and then only up to MAX_CAPTURE_BYTES in all (a capture holds about the
+model's weights): what is left out is named with its size and sha256.
+Text is redacted as the report is (`shown`), replay.json and the origin mark included.
 """
 
 from __future__ import annotations
@@ -40,12 +42,14 @@ class RunFiles:
 
     files: dict[str, bytes | Path] = field(default_factory=dict)
     left_out: list[tuple[str, str]] = field(default_factory=list)
+    buffers_left_out: int = 0          # buffers' data not shipped (they may hold the input)
+    buffers_shipped: int = 0
 
 
 def run_files(report: Path, run: dict[str, Any], simulated: bool,
-              shown: Callable[[str], str], sha256: Callable[[Path], str]) -> RunFiles:
-    """The run's evidence as the bundle holds it (`sha256`: a file's, as the bundle
-    hashes what it names)."""
+              shown: Callable[[str], str], scratch: Path, with_buffers: bool) -> RunFiles:
+    """The run's evidence as the bundle holds it (`scratch`: where redacted copies are
+    made)."""
     contents = RunFiles()
     def text(lines: list[str]) -> bytes:
         return escape_controls("\n".join(shown(line) for line in lines) + "\n").encode()
@@ -80,13 +84,31 @@ def run_files(report: Path, run: dict[str, Any], simulated: bool,
         contents.files[XRT_SMI] = text(said)
     capture = section(run.get("capture"))
     if capture.get("written"):
-        _capture(report.parent, capture, contents, sha256)
+        _capture(report.parent, capture, contents, _Shipping(shown, scratch, with_buffers))
     return contents
 
 
+@dataclass(frozen=True)
+class _Shipping:
+    """How the capture's files are shipped: texts redacted (`shown`) into `scratch`, its
+    buffers' data only `with_buffers`."""
+
+    shown: Callable[[str], str]
+    scratch: Path
+    with_buffers: bool
+
+    def text(self, path: Path) -> Path:
+        from harness.report.bundle_recipes import redacted_text
+        target = self.scratch / f"capture-{path.name}"
+        target.write_bytes(redacted_text(path.read_bytes(), self.shown, {}))
+        return target
+
+
 def _capture(folder: Path, recorded: dict[str, Any], contents: RunFiles,
-             sha256: Callable[[Path], str]) -> None:
+             shipping: _Shipping) -> None:
     from harness.formats.capture_origin import ORIGIN_FILE
+    from harness.report.bundle_contents import sha256_of as sha256
+    from harness.report.bundle_recipes import buffer_left_out
     from harness.sources.capture import REPLAY, CaptureError, load_capture
     replay = folder / REPLAY
     if not replay.is_file() or replay.is_symlink() or \
@@ -102,9 +124,9 @@ def _capture(folder: Path, recorded: dict[str, Any], contents: RunFiles,
     xclbins = {Path(p).name for p in capture.hwctxs.values()}
     named = {Path(k.ctrlcode).name for k in capture.kernels.values() if k.ctrlcode}
     data = {Path(file).name for frame in capture.frames for _, file in frame.data}
-    contents.files[f"{CAPTURE}/{REPLAY}"] = replay
+    contents.files[f"{CAPTURE}/{REPLAY}"] = shipping.text(replay)
     if (folder / ORIGIN_FILE).is_file() and not (folder / ORIGIN_FILE).is_symlink():
-        contents.files[f"{CAPTURE}/{ORIGIN_FILE}"] = folder / ORIGIN_FILE
+        contents.files[f"{CAPTURE}/{ORIGIN_FILE}"] = shipping.text(folder / ORIGIN_FILE)
     room = MAX_CAPTURE_BYTES
     for name in sorted(xclbins | named | data):
         path = folder / name
@@ -118,6 +140,10 @@ def _capture(folder: Path, recorded: dict[str, Any], contents: RunFiles,
                                              f"{sha256(path)}); copy the pack's own in"))
             continue
         size = path.stat().st_size
+        if name not in named and not shipping.with_buffers:
+            contents.left_out.append((member, buffer_left_out(path)))
+            contents.buffers_left_out += 1
+            continue
         if name not in named and size > room:
             contents.left_out.append((member, f"{size} bytes of a buffer's data, past "
                                              f"the {MAX_CAPTURE_BYTES >> 20} MiB the bundle "
@@ -125,10 +151,11 @@ def _capture(folder: Path, recorded: dict[str, Any], contents: RunFiles,
             continue
         if name not in named:
             room -= size
+            contents.buffers_shipped += 1
         contents.files[member] = path
 
 
-def readme_lines(names: list[str]) -> list[str]:
+def readme_lines(names: list[str], buffers_left_out: bool) -> list[str]:
     """The README's lines for the files `run_files` ships (`names`: the bundle's)."""
     lines = []
     if KERNEL_LOG in names:
@@ -140,8 +167,11 @@ def readme_lines(names: list[str]) -> list[str]:
         lines.append(f"- `{OUTPUT}`: the program's output as the report kept it (its first "
                      "and last lines)")
     if any(name.startswith(CAPTURE + "/") for name in names):
+        buffers = not buffers_left_out
         lines.append(f"- `{CAPTURE}/`: XRT's capture of the program (replay.json, its "
-                     "control code and buffers; `reproduce_ert_timeout --capture capture` "
-                     "once the xclbins are copied in)")
+                     "control code" + (" and buffers" if buffers else "; its buffers' data "
+                                       "is left out, see below") +
+                     "; `reproduce_ert_timeout --capture capture` once the xclbins are "
+                     "copied in" + ("" if buffers else " and the buffers attached") + ")")
     return lines
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.report.redact_rules import PLACEHOLDER
 
-__all__ = ["PLACEHOLDER", "file_safe", "garbled", "placeholders_in"]
+__all__ = ["PLACEHOLDER", "file_safe", "garbled", "garbled_entry", "placeholders_in"]
 
 
 def file_safe(name: str) -> str:
@@ -18,23 +18,39 @@ def file_safe(name: str) -> str:
 
 def _own_fields(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     """The harness's own words in a report: what it ran and how (a profile, a flavour, a
-    plan's name), never a machine's or a user's."""
+    plan's name), never a machine's or a user's (a case's name is its author's)."""
     backend = _section(doc.get("backend"))
     driver = _section(backend.get("driver"))
     case = _section(doc.get("case"))
     settings = _section(doc.get("settings"))
     fields = [("command", doc.get("command")), ("backend.kind", backend.get("kind")),
               ("backend.profile", backend.get("profile")),
-              ("backend.driver.flavour", driver.get("flavour")), ("case.name", case.get("name")),
-              ("settings.flow", settings.get("flow"))]
+              ("backend.driver.flavour", driver.get("flavour")),
+              ("case.kind", case.get("kind")), ("settings.flow", settings.get("flow"))]
     deviations = backend.get("deviations")
     if isinstance(deviations, list):
         fields += [(f"backend.deviations[{i}]", d) for i, d in enumerate(deviations)]
     plans = doc.get("plans")
     if isinstance(plans, list):
-        fields += [(f"plans[{i}].name", p.get("name")) for i, p in enumerate(plans)
-                   if isinstance(p, dict)]
+        for i, plan in enumerate(plans):
+            if isinstance(plan, dict):
+                fields += [(f"plans[{i}].{key}", plan.get(key)) for key in _PLAN_OWN]
     return fields
+
+
+# a plan's fields that are the harness's words (its name, the spec it was made from) and a
+# trial's (the plan it belongs to, how it ended)
+_PLAN_OWN = ("name", "spec")
+_TRIAL_OWN = ("plan", "status", "state")
+
+
+def garbled_entry(kind: str, value: Any) -> list[str]:
+    """`garbled` for one journal entry (`kind`: trial, plan, ...) as it is written."""
+    own = _TRIAL_OWN if kind == "trial" else _PLAN_OWN if kind == "plan" else ()
+    body = _section(value)
+    return [f"a {kind} entry's {key}: {body[key]!r} holds a redaction placeholder where the "
+            "harness wrote its own word: the redaction garbled this report"
+            for key in own if isinstance(body.get(key), str) and placeholders_in(body[key])]
 
 
 def garbled(doc: dict[str, Any]) -> list[str]:

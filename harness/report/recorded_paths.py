@@ -35,6 +35,19 @@ def on_this_machine(recorded: str) -> list[str]:
     return list(dict.fromkeys(found))[:MAX_CANDIDATES]
 
 
+def fits(recorded: str, name: str) -> bool:
+    """Whether the name `name` (of a file or folder here) is one `recorded` (a name as a
+    redacted report holds it) may stand for: itself, or its placeholders standing for any
+    name."""
+    return recorded == name or (PLACEHOLDER.search(recorded) is not None
+                                and _shape(recorded).match(name) is not None)
+
+
+def _shape(part: str) -> re.Pattern[str]:
+    return re.compile("".join(".+" if piece is None else re.escape(piece)
+                              for piece in _pieces(part)) + r"\Z", re.DOTALL)
+
+
 def _fitting(path: Path) -> list[Path]:
     """The existing paths whose every part fits `path`'s, its placeholders standing for
     any name."""
@@ -43,8 +56,7 @@ def _fitting(path: Path) -> list[Path]:
         if not PLACEHOLDER.search(part):
             bases = [base / part for base in bases]
             continue
-        shape = re.compile("".join(".+" if piece is None else re.escape(piece)
-                                   for piece in _pieces(part)) + r"\Z", re.DOTALL)
+        shape = _shape(part)
         bases = [base / name for base in bases for name in _entries(base)
                  if shape.match(name)][:MAX_CANDIDATES]
         if not bases:

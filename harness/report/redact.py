@@ -19,12 +19,13 @@ folder or two lines the same host.
 
 Names are matched in any letter case, with Unicode case folding (`Jörg`, `JÖRG`; `ß` and
 `ss`), wherever they stand joined to other text (`quill5_jupyter`, `r_quill5.yaml`: the
-rule is `harness.report.redact_names`'s). A user or host whose name is a word the report
-itself uses (`staging`, `xrt`, `test`: `VOCABULARY`) is replaced only where it stands as a
-name (a home folder, `~name`, `name@host`, `@host`, `user=name`, `host: name`), never as
-that word elsewhere, and no
-name is replaced inside the harness's own fields (a profile, a flavour, a state:
-`STRUCTURED_KEYS`), which `report check` and the bundle hold free of placeholders.
+rule is `harness.report.redact_names`'s). A user or host whose name is a word the harness
+itself writes (`staging`, `max`, `sim`: `harness.report.vocabulary`) is replaced only where
+it stands as a name (a home folder, `~name`, `name@host`, `@host`, `user=name`, `host:
+name`), never as that word elsewhere, and no name is replaced inside the harness's own
+fields (a profile, a flavour, a state, a plan's name: `STRUCTURED_KEYS`), which `report
+check`, the report's writer and the bundle hold free of placeholders. A case's name is
+its author's, redacted as any text.
 
 Values come from the report itself (`environment.system`, keys naming a serial, home
 folders and serial numbers in its text) and from the machine doing the rendering (host
@@ -52,10 +53,12 @@ from harness.report.redact_rules import (
     NAMES,
     PERCENT,
     RULES,
+    SECRET_OPTION,
     SERIAL_TEXT,
     VERSION_VALUE,
     RedactionRule,
 )
+from harness.report.vocabulary import VOCABULARY, is_harness_word
 
 __all__ = ["HOME", "VERSION_VALUE", "Redactor", "redact"]
 
@@ -72,32 +75,19 @@ IDENTITY_KEYS = {"hostname": "hostname", "machine_id": "machine-id", "user": "us
 # the harness's own fields: its words, never a name to replace (a profile `staging,...`)
 # (`command` is not one: a process's name under `device_users` is another program's, and
 # the report's own command is a word of VOCABULARY)
+# (a `name` is one only as a plan's, `PLAN_NAME`: a case's, a pack's or a process's name is
+# its author's)
+PLAN_NAME = "plan name"
 STRUCTURED_KEYS = frozenset({"profile", "flavour", "kind", "status", "state",
                              "schema", "deviations", "flow", "message_form", "role", "opcode",
-                             "outcome", "name"})
+                             "outcome", "plan", "spec", PLAN_NAME})
+# where a mapping is a plan: the header's list and a journal's plan entry
+_PLAN_SECTIONS = ("plans", "plan")
 # what is withheld whole: a prompt the user typed (`serve-probe --prompt`)
 WITHHELD_KEYS = {"prompt": "prompt"}
 # a serve-probe request's error is the server's own text when its outcome says so
 SERVER_OUTCOMES = frozenset({"error-body", "http-error", "bad-json", "unexpected", "redirect"})
 NOT_NAMES = {"root", "unknown", "localhost", "nobody", "user", "users", "home"}
-# Words the report itself uses (its profiles, XRT's and the driver's names, the words of
-# its verdicts and tables): a user or host of that name is replaced only where it stands
-# as a name. Profile words are held here by tests/test_redaction_rules.py.
-_VOCABULARY_WORDS = """
-    amd amdxdna accel aie aie2 aie2p admin arch at bin bisect boot build bundle cap capture
-    case cases chain chains check checks ci client command commands config context core cpu
-    cuda debian default dev diagnose emulate export investigate probe reproduce render
-    serve-probe sweep
-    device devices docker driver drivers elf emulated emulator ert error event events
-    fastflowlm fedora firmware flaky flm flow guest hang hardware harness host inflight
-    jenkins job jobs kernel kernels layer layers legacy lib linux local mainline main master
-    model models npu npu1 npu4 npu5 npu6 oot opt plan plans profile protocol pyxrt
-    realtime release report reports rocm run runlist runlists runner runs seed server share
-    simulated slow smi staging stable state status sudo system test tests testing timeout
-    trace trial trials ubuntu us usr vagrant validate version worker xclbin xclbins xdna
-    xilinx xrt
-"""
-VOCABULARY = frozenset(_VOCABULARY_WORDS.split())
 # where a valid trial may hold keys of its own choosing (everything else is fixed by the
 # schema): the only places a serial number's key can be
 TRIAL_FREE_FORM = ("worker", "device_users", "recovery", "kernel_log")
@@ -223,10 +213,10 @@ class Redactor:
                 shown = host
                 self.literals.setdefault(host, self.placeholder(kind, host))
                 self.hosts.add(host)
-                if host in VOCABULARY:
+                if is_harness_word(host, VOCABULARY):
                     self.positional.add(host)
             self.hosts.add(folded)
-        if kind in ("user", "hostname") and folded in VOCABULARY:
+        if kind in ("user", "hostname") and is_harness_word(folded, VOCABULARY):
             self.positional.add(folded)
         self.literals[folded] = self.placeholder(kind, shown)
         self._names = None
@@ -454,6 +444,7 @@ class Redactor:
             # the bulk of a report: mappings of numbers and short strings, walked inline
             identities, text, out = self._identities, self.text, {}
             server = value.get("outcome") in SERVER_OUTCOMES and "wall_ms" in value
+            plan = key in _PLAN_SECTIONS
             for k, v in value.items():
                 inner = v.__class__
                 if inner is str and (k in WITHHELD_KEYS or (server and k == "error")):
@@ -465,7 +456,8 @@ class Redactor:
                 if identity or inner not in _SCALARS:
                     out[k] = self.data(v, k if k.__class__ is str else key)
                 elif inner is str:
-                    out[k] = text(v, k if k.__class__ is str else key)
+                    out[k] = text(v, PLAN_NAME if plan and k == "name" else
+                                  k if k.__class__ is str else key)
                 else:
                     out[k] = v
             return out
@@ -474,6 +466,8 @@ class Redactor:
                 return [self.data(v, key) for v in value]
             if key == "argv":
                 value = _argv_withheld(value)
+            if any(v.__class__ is str and v[:1] == "-" for v in value):
+                value = _secret_options(value)
             # lists of numbers (chains, indices) are kept as they are
             return [v if v.__class__ in _PLAIN else self.data(v, key) for v in value]
         if isinstance(value, (dict, list)):        # a subclass: as its plain kind
@@ -504,6 +498,18 @@ def _argv_withheld(argv: list[Any]) -> list[Any]:
         option, eq, given = item.partition("=") if isinstance(item, str) else ("", "", "")
         out.append(f"{option}={withheld(WITHHELD_OPTIONS[option], given)}"
                    if eq and option in WITHHELD_OPTIONS else item)
+    return out
+
+
+def _secret_options(command: list[Any]) -> list[Any]:
+    """A command line (a list of its words) with the value after an option named like a
+    secret (`--password X`, `--hf-token X`) replaced; `--token=X` in one word is the
+    text rule's."""
+    out: list[Any] = []
+    for item in command:
+        last = out[-1] if out else None
+        secret = isinstance(last, str) and SECRET_OPTION.match(last) is not None
+        out.append("<secret>" if secret and isinstance(item, str) else item)
     return out
 
 

@@ -61,6 +61,25 @@ SECRET_WORDS = ("token", "secret", "passw", "pwd", "key", "sig", "auth", "sessio
                 "credential", "cookie")
 SECRET_PARAM = re.compile(r"(?i)([&;][\w.\-\[\]]*(?:" + "|".join(SECRET_WORDS) +
                           r")[\w.\-\[\]]*=)([^&\s#'\"<>]+)")
+# a value named as a secret anywhere, as configuration, environments and command lines
+# name one: `password=x`, `HF_TOKEN=x`, `PASSWORD: x`, `"api_key": "x"`, `--token x`,
+# `--client-secret=x`. The key's last part is a secret's word (`max_tokens`, `author`
+# and `signal` are not), so the text around it is kept.
+SECRET_KEY = (r"(?:[A-Za-z0-9]+[_.-])*(?:passw(?:or)?d|passphrase|pwd|secret|token|"
+              r"(?:api|access|private|secret|client|ssh|auth|encryption|master|signing)"
+              r"[_-]?key|apikey|auth|credentials?|cookie|session(?:[_-]?id)?|signature)")
+NAMED_SECRET = re.compile(
+    rf"(?i)(?<![A-Za-z0-9_.-])(?P<dash>--?)?(?P<key>{SECRET_KEY})(?P<sep>[\"']?\s*[=:]\s*|"
+    r"[ \t]+(?=[^\s=:-]))"
+    r"(?!<secret>)(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&'\"<>)\]}]+)")
+# secret words that are also words of prose and arithmetic ("GB per token = 12 GB/s"):
+# alone and lowercase, one names a secret only where nothing stands before its = or :
+PROSE_KEYS = frozenset({"token", "session", "auth", "cookie", "signature", "credential",
+                        "credentials"})
+# an option named like a secret, alone in a command line's list (its value the next item)
+SECRET_OPTION = re.compile(rf"(?i)--?{SECRET_KEY}\Z")
+NAMED_SECRET_WORDS = ("passw", "passphrase", "pwd", "secret", "token", "key", "auth",
+                      "credential", "cookie", "session", "signature")
 # Every value of a URL's query (or of a fragment made of parameters, as OAuth's
 # `#access_token=`) is private unless its name is one of these: how a listing is paged,
 # ordered or shown, which names nothing of anyone's. `?code=`, `?jwt=`, `?q=` go.
@@ -80,11 +99,9 @@ TOKEN = re.compile(r"(?<![\w-])(?:hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{16,}
 # AWS access key ids: a documented four-letter prefix (AKIA an IAM user's long-term key,
 # ASIA a temporary STS key, ABIA an STS bearer token, ACCA a context-specific credential:
 # AWS IAM User Guide, "IAM identifiers", unique ID prefixes) and 16 capitals or digits,
-# 20 characters in all (AKIAIOSFODNN7EXAMPLE); and the values the AWS CLI's credentials
-# file and environment name (aws_secret_access_key, aws_session_token)
+# 20 characters in all (AKIAIOSFODNN7EXAMPLE); the values the AWS CLI's credentials file
+# and environment name (aws_secret_access_key, aws_session_token) are named secrets
 AWS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])")
-AWS_SECRET = re.compile(r"(?i)(\baws_(?:secret_access_key|session_token|security_token)"
-                        r"[\"']?\s*[=:]\s*[\"']?)([A-Za-z0-9/+=]{16,})")
 # a JSON Web Token (RFC 7519 section 3): the JWS or JWE compact serialization (RFC 7515
 # section 7.1, RFC 7516 section 7.1), base64url parts joined by dots, the first a JSON
 # object's encoding, which starts `{"` and so `eyJ`
@@ -190,6 +207,18 @@ def _secret_param(r: RuleHost, text: str, _: bool) -> str:
     return SECRET_PARAM.sub(lambda m: m.group(1) + "<secret>", text)
 
 
+def _named_secret(r: RuleHost, text: str, _: bool) -> str:
+    def one(match: re.Match[str]) -> str:
+        dash, key, sep, value = match.group("dash", "key", "sep", "value")
+        if not dash and not ("=" in sep or ":" in sep):
+            return match.group(0)     # `--token x` only as an option, never `the token x`
+        if not dash and key in PROSE_KEYS and sep[:1].isspace():
+            return match.group(0)
+        quote = value[0] if value[0] in "'\"" else ""
+        return f"{match.group(0)[:match.start('value') - match.start()]}{quote}<secret>{quote}"
+    return NAMED_SECRET.sub(one, text)
+
+
 def _query(r: RuleHost, text: str, _: bool) -> str:
     def one(match: re.Match[str]) -> str:
         return match.group(1) + QUERY_PARAM.sub(_param_value, match.group(2))
@@ -203,7 +232,6 @@ def _param_value(match: re.Match[str]) -> str:
 
 
 def _aws(r: RuleHost, text: str, _: bool) -> str:
-    text = AWS_SECRET.sub(lambda m: m.group(1) + "<secret>", text)
     return AWS_KEY_ID.sub(lambda m: r.placeholder("token", m.group(0)), text)
 
 
@@ -337,17 +365,23 @@ RULES: tuple[RedactionRule, ...] = (
     RedactionRule("secret-parameter", tuple(rf"\{c}[\w.\-\[\]]*=" for c in "&;"),
          _secret_param,
          ("x&X-Amz-Signature=9f8e7d", "a;private_token=p1", "a=1&api_token=abc123",
-          "a=1&client_secret=s3cr3t", "k;session=42f", "u&access_key=AK1", "u&passwd=pw1",
+          "a=1&client_secret=s3cr3t", "k;session=42f", "k;sig=42f", "u&access_key=AK1",
+          "u&passwd=pw1",
           "u&pwd=pw2", "u&sig=zz1", "u&auth=zz2", "u&credential=c1", "u&cookie=c2")),
+    RedactionRule("named-secret", NAMED_SECRET_WORDS, _named_secret,
+         ("echo password=hunter2", "token=abcQ1", "HF_TOKEN=L12345", "PASSWORD: K77",
+          "--password J88", "--client-secret=M99", '{"api_key": "N11"}',
+          "passphrase='two words'", "pwd=x1", "auth: y2", "credentials=c3", "cookie: c4",
+          "session_id=s5", "signature=s6",
+          "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+          "AWS_SESSION_TOKEN=FwoGZXIvYXdzEBYaDGH0wJalrXUtnFEMI")),
     RedactionRule("query-value", (r"\?[^\s?#'\"<>=]*=", r"#[^\s?#'\"<>=]*="), _query,
          ("GET /cb?code=QVSECRET1&state=QVSECRET2", "https://h/x?jwt=QVSECRET3",
           "https://h/#id=QVSECRET4", "https://h/s?q=my+private+search&page=2",
           "GET /v1?api_token=abc123", "page#session=42f", "/?passwd=pw1")),
-    RedactionRule("aws", ("akia", "asia", "abia", "acca", "aws_se"), _aws,
+    RedactionRule("aws", ("akia", "asia", "abia", "acca"), _aws,
          ("key AKIAIOSFODNN7EXAMPLE", "ASIAIOSFODNN7EXAMPLE", "ABIAIOSFODNN7EXAMPLE",
-          "ACCAIOSFODNN7EXAMPLE",
-          "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-          "AWS_SESSION_TOKEN=FwoGZXIvYXdzEBYaDGH0wJalrXUtnFEMI")),
+          "ACCAIOSFODNN7EXAMPLE")),
     RedactionRule("jwt", ("eyj",), _jwt,
          ("Authorization eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ6ZWxkYTkifQ.c2lnbmF0dXJl",)),
     RedactionRule("wwn", ("wwn", "naa.", "eui."), _wwn,

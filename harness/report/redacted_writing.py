@@ -28,13 +28,15 @@ from typing import Any
 
 from harness.model.errors import RedactionFault
 from harness.report.model import mapping
-from harness.report.placeholders import garbled
+from harness.report.placeholders import garbled, garbled_entry
 from harness.report.redact import Redactor
 
 SECTION = "redaction"
 _PLACED = re.compile(rb"<(hostname|domain|user|machine-id|serial|uuid|mac|ip|email|token|wwn|"
                      rb"ssid)(?:-(\d{1,9}))?>")
 _BLOCK = 1 << 20
+_GARBLED = ("the redacted report would be garbled ({}); this is a bug of the harness's "
+            "redaction: please report it, and run with --no-redact meanwhile")
 # what a key naming a serial holds (harness.report.redact SERIAL_KEY), lowercased
 _SERIAL_KEYS = (b"serial", b"service_tag", b"asset_tag")
 
@@ -89,9 +91,7 @@ class WriteRedaction:
         shown = self.redactor.data(header)
         problems = garbled(shown)
         if problems:
-            raise RedactionFault(f"the redacted report would be garbled ({problems[0]}); "
-                                 "this is a bug of the harness's redaction: please report "
-                                 "it, and run with --no-redact meanwhile")
+            raise RedactionFault(_GARBLED.format(problems[0]))
         return shown
 
     def line(self, line: bytes) -> bytes:
@@ -116,6 +116,9 @@ class WriteRedaction:
         from harness.report.fileformat import entry_line
         shown = redactor.data(entry)
         kind = next(iter(shown))
+        problems = garbled_entry(kind, shown[kind])
+        if problems:
+            raise RedactionFault(_GARBLED.format(problems[0]))
         return entry_line(kind, shown[kind])
 
     def journal(self, lines: bytes) -> bytes:

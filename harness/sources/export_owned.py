@@ -22,13 +22,28 @@ README = "README.md"
 MARK = "Written by xdna-runlist-harness from "
 # a file line of the README's Files section: - `name` (N bytes, sha256 HEX)
 _LISTED = re.compile(r"^- `([^`/]+)` \((\d+) bytes, sha256 ([0-9a-f]{64})\)$", re.MULTILINE)
+
+
+def listing_line(name: str, data: bytes) -> str:
+    """A file's line in the README's Files section."""
+    return f"- `{name}` ({len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()})"
+
+
+def relisted(readme: str, shipped: dict[str, tuple[str, bytes]]) -> str:
+    """The README with the lines of the files in `shipped` (listed name -> the name and
+    bytes it is shipped under, redacted) saying what is shipped."""
+    def one(match: re.Match[str]) -> str:
+        found = shipped.get(match.group(1))
+        return match.group(0) if found is None else listing_line(*found)
+    return _LISTED.sub(one, readme)
 MAX_README = 4 << 20
 KIND = "the recipes an export wrote"
 
 
-def listed_files(folder: Path) -> dict[str, tuple[int, str]] | None:
+def listed_files(folder: Path, *, strict: bool = True) -> dict[str, tuple[int, str]] | None:
     """The files the export's README lists (name -> size, sha256), or None when the
-    folder has no README an export wrote."""
+    folder has no README an export wrote (`strict`: none with words of a user's among its
+    list either)."""
     readme = folder / README
     if readme.is_symlink() or not readme.is_file():
         return None
@@ -45,7 +60,7 @@ def listed_files(folder: Path) -> dict[str, tuple[int, str]] | None:
     # a README with a line of its own after the list has a user's words in it
     own = [line for line in section.splitlines()
            if line and not _LISTED.match(line) and "**not included**" not in line]
-    return None if own else listed
+    return None if own and strict else listed
 
 
 def _owner(folder: Path):

@@ -11,7 +11,6 @@ which XRT's runner cannot run: see `_readme`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -25,8 +24,11 @@ from harness.model.errors import BadInput
 from harness.model.plan import plan_file_stem
 from harness.model.results import ELF_FLOW, FULL_ELF
 from harness.sources.case import Case, CaseKind, Command
+from harness.sources.export_owned import listing_line
 from harness.sources.recipe import RUNLIST_THRESHOLD, c_int_refusal, fits_c_int
 
+# a buffer's content, as a recipe's or capture's run filled it: data_NAME.bin
+DATA_PREFIX = "data_"
 # A run as a recipe names its arguments: (argidx, "bo" | "int", buffer name | value).
 Args = tuple[tuple[int, str, Any], ...]
 
@@ -185,7 +187,7 @@ class _Recipes:
         for name, spec in self.case.buffers.items():
             if spec.data:
                 self._bound(name, read_regular(spec.data, f"buffer {name}", limit=spec.size),
-                            f"data_{name}.bin", spec.flags, spec.memgrp)
+                            f"{DATA_PREFIX}{name}.bin", spec.flags, spec.memgrp)
             else:
                 self.buffers.append({"name": name, "type": "internal", "size": spec.size})
                 self.replay_buffers[name] = ReplayBuffer(spec.size, spec.flags, spec.memgrp)
@@ -341,9 +343,7 @@ def _readme(case: Case, plans: list[tuple[str, list[int]]], flow: str,
     lines += [f"sh run_{plan_file_stem(name)}.sh      # {name}: {'+'.join(map(str, chunks))}"
               for name, chunks in plans]
     lines += ["```", "", "## Files", ""]
-    for name in sorted(files):
-        lines.append(f"- `{name}` ({len(files[name])} bytes, sha256 "
-                     f"{hashlib.sha256(files[name]).hexdigest()})")
+    lines += [listing_line(name, files[name]) for name in sorted(files)]
     for name in missing:
         lines.append(f"- `{name}`: **not included** (not found where the harness looked); "
                      "copy it here before running")

@@ -119,11 +119,18 @@ def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: 
               help="Replace host name, user, home folders, machine id, serials, MAC and IP "
                    "addresses with placeholders in everything the bundle holds.")
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@click.option("--with-buffers", "with_buffers", is_flag=True,
+              help="Ship the buffers' data of a capture and its recipes too: as the program "
+                   "filled them, they hold what it was given (the prompt among it, in "
+                   "whatever form the engine encodes it). Default: named with their sha256, "
+                   "not shipped (--no-redact ships them).")
 @_CHECK_OPTION
-def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, check: bool) -> None:
+def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, with_buffers: bool,
+               check: bool) -> None:
     """One .tar.gz to attach to an upstream issue: README for the maintainer, the rendered
     report, the report, every trial's kernel log, xrt-smi output and the XRT recipes.
-    Nothing from outside the report's folder; xclbins are named, not shipped."""
+    Nothing from outside the report's folder; xclbins are named, not shipped, and so are
+    the buffers' data (--with-buffers)."""
     _check_out(out)
     target = Path(out) if out else bundling.bundle_path(Path(file))
     # (the report itself is refused as such by write_bundle, whatever --force says)
@@ -137,7 +144,8 @@ def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, check: 
     try:
         target, contents = bundling.write_bundle(Path(file), reader, digest,
                                                  Path(out) if out else None,
-                                                 do_redact=do_redact, force=force)
+                                                 do_redact=do_redact, force=force,
+                                                 with_buffers=with_buffers)
     finally:
         reader.close()
         digest.close()
@@ -148,6 +156,11 @@ def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, check: 
                    f"says so; {bundling.finish_hint(contents.unfinished_command, file)}")
     for item in contents.left_out:
         click.echo(f"  not included: {item}")
+    if contents.buffers_shipped:
+        click.echo("warning: the bundle ships the buffers' data as the program filled them: "
+                   "they hold what it was given (the prompt among it), which no redaction "
+                   "can find in an engine's encoding; attach it only if you accept that",
+                   err=True)
 
 
 @report.command("compare")
