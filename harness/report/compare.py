@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.model.results import counts_text
-from harness.report.header import read_header
+from harness.report.header import System, read_header
 from harness.report.model import is_simulated, source_label
 from harness.report.render import md_table, record_label
 
@@ -28,12 +28,23 @@ def attributes(data: dict[str, Any]) -> dict[str, str]:
         "firmware": str(env.npu.firmware or "-"),
         "driver": f"{driver.flavour or '-'} {driver.version or ''}".strip(),
         "XRT": str(env.xrt.pyxrt.xrt_version or "-"),
-        "machine": str(system.hostname or (system.machine_id or "-")[:8]),
+        "machine": _machine(system),
         "case": str(header.case.name),
     }
     for name, value in driver.parameters.items():
         out[f"param {name}"] = str(value)
     return out
+
+
+def _machine(system: System) -> str:
+    """The machine as a column names it: its host name where the report keeps one, else
+    its tag (a redacted report's host name is a placeholder every report shares)."""
+    hostname = system.hostname if system.hostname and \
+        not str(system.hostname).startswith("<") else None
+    if hostname:
+        return str(hostname)
+    identity = system.identity()
+    return f"machine {identity[:8]}" if identity else str(system.hostname or "-")
 
 
 def row_outcomes(data: dict[str, Any]) -> dict[str, dict[str, int]]:

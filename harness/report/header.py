@@ -76,6 +76,15 @@ class System:
     distribution: Any = None
     hostname: Any = None
     machine_id: Any = None
+    machine_tag: Any = None       # tells machines apart without naming one (the probe's)
+
+    def identity(self) -> str | None:
+        """What tells this machine from another: its tag, else its machine id or host name
+        where a redaction left them (a placeholder tells no machine apart)."""
+        for value in (self.machine_tag, self.machine_id, self.hostname):
+            if value and not str(value).startswith("<"):
+                return str(value)
+        return None
 
 
 @dataclass(frozen=True)
@@ -243,7 +252,8 @@ def read_environment(value: Any) -> Environment:
     system, memlock = section(env.get("system")), section(env.get("memlock"))
     return Environment(
         system=System(kernel=system.get("kernel"), distribution=system.get("distribution"),
-                      hostname=system.get("hostname"), machine_id=system.get("machine_id")),
+                      hostname=system.get("hostname"), machine_id=system.get("machine_id"),
+                      machine_tag=system.get("machine_tag")),
         npu=Npu(present=npu.get("present"), generation=npu.get("generation"),
                 ioctl=Ioctl(firmware=ioctl.get("firmware"),
                             power_mode=ioctl.get("power_mode"),

@@ -32,7 +32,7 @@ def fill_stack(observed: Observed, doc: dict[str, Any], header: ReportHeader) ->
         stack.set("xrt", xrt, observed.cite("backend.xrt.release", xrt))
         flm = section(env.raw.get("flm")).get("version")
         stack.set("flm", flm, observed.cite("environment.flm.version", flm))
-        identity = env.system.machine_id or env.system.hostname
+        identity = env.system.identity()
         if identity:
             stack.identity = "report:" + hashlib.sha256(str(identity).encode()).hexdigest()
         if env.npu.generation:
