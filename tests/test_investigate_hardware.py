@@ -195,3 +195,42 @@ def test_a_longer_timer_tells_work_that_ran_long_from_a_hang(tmp_path):
     assert any("still fails every trial" in f.text for f in hangs.entry("slow-work").against)
     assert any("still fails every trial" in f.text
                for f in hangs.entry("work-hang").supports)
+
+
+@pytest.mark.parametrize("given", [(), ("--firmware", "1.1.2.70")])
+def test_a_resumed_report_changes_the_machine_only_as_this_command_line_allows(
+        tmp_path, monkeypatch, given):
+    """A budget-stopped report whose investigate.settings a stranger set to firmware
+    1.1.2.70 and a 20 s driver timer: resumed without --firmware, the harness asked to
+    change the firmware and went on when answered yes. Only this command line allows a
+    change of the machine, as only it names a server."""
+    import yaml
+    _, pack = _refused_on_the_hardware_path(tmp_path, monkeypatch)
+    asked: list[str] = []
+    monkeypatch.setattr(investigate_cmd, "ask_the_user",
+                        lambda question: asked.append(question) or True)
+    out = tmp_path / "invhw.yaml"
+    stopped = CliRunner().invoke(main, ["investigate", "--no-isolate", "--xclbins", str(pack),
+                                        "--budget", "0.0001", "--out", str(out)])
+    assert load_report(out).sections["investigate"]["answer"]["stopped"], stopped.output
+    head, journal = out.read_text().split("\njournal:\n")
+    header = yaml.safe_load(head)
+    header["investigate"]["settings"].update(firmware="1.1.2.70", longer_timeout_s=20.0)
+    out.write_text(head.split("\n", 1)[0] + "\n" + yaml.safe_dump(header, sort_keys=False)
+                   + "journal:\n" + journal)
+    resumed = CliRunner().invoke(main, ["investigate", "--resume", str(out), "--budget", "5",
+                                        *given])
+    settings = load_report(out).sections["investigate"]["settings"]
+    assert settings["longer_timeout_s"] is None
+    if given:       # the change this command line allows is offered, and asked first
+        assert len(asked) == 1, resumed.output
+        assert "the NPU firmware from 1.1.2.65 to 1.1.2.70" in asked[0]
+        assert "a driver timer of 20.0 s (--longer-timeout SECONDS): not taken" in \
+            resumed.stderr
+        return
+    assert asked == [], asked
+    assert "allows what this command line does not: a driver timer of 20.0 s " \
+        "(--longer-timeout SECONDS); firmware 1.1.2.70 (--firmware VERSION): not taken" in \
+        resumed.stderr
+    assert settings["firmware"] is None
+    assert not load_report(out).sections["investigate"].get("machine")

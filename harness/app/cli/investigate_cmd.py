@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 DEFAULT_BUDGET_MIN = 30.0
 MAX_BUDGET_MIN = 7 * 24 * 60      # a week of device time: past it is a typing slip
 MAX_LONGER_TIMEOUT_S = 3600       # an hour per job (harness.search.choosing reads a report so)
+_NOT_OFFERED = ("--longer-timeout and --firmware change a machine: on the simulated stack "
+                "they are not offered")
 
 
 def _redacting(request: RunRequest, resume_path: str | None) -> bool:
@@ -57,17 +59,41 @@ def _redacting(request: RunRequest, resume_path: str | None) -> bool:
     return not request.setting("no_redact")
 
 
-def _servers_of_this_command_line(settings: InvestigateSettings, serve_url: str | None,
-                                  serve_model: str | None, hardware: bool) -> str | None:
-    """A continued investigation asks only a server this command line names (--serve): a
-    report is text anyone can edit, and the server it names would be sent requests whose
-    answers decide the diagnosis. The stand-in runs only off hardware, whatever the report
-    says. Returns the server the report named and this command line did not."""
+# what a continued investigation takes only from its own command line: the server it asks,
+# and the changes of the machine it may make (and the kernel it names), each with how the
+# report's value is said and the option that gives it
+_THIS_COMMAND_LINE = {"longer_timeout_s": ("a driver timer of {} s", "--longer-timeout SECONDS"),
+                      "firmware": ("firmware {}", "--firmware VERSION"),
+                      "kernel": ("kernel {}", "--kernel RELEASE")}
+
+
+def _only_this_command_line(settings: InvestigateSettings, given: dict[str, Any],
+                            serve_model: str | None, hardware: bool) -> list[str]:
+    """A continued investigation asks only a server this command line names (--serve) and
+    makes only the changes of the machine it allows (--longer-timeout, --firmware; and
+    names only its --kernel): a report is text anyone can edit, and what it names would be
+    sent requests whose answers decide the diagnosis, or change this machine as root. The
+    stand-in runs only off hardware, whatever the report says. Returns what to say of
+    what the report named and this command line did not."""
+    said = []
     named = settings.serve_url
-    settings.serve_url = serve_url
+    settings.serve_url = given.get("serve_url")
+    if named and named != settings.serve_url:
+        said.append(f"names a server to ask ({named}): not asked, as a report may come from "
+                    "anywhere; give --serve URL to ask it")
+    dropped = []
+    for name, (shown, option) in _THIS_COMMAND_LINE.items():
+        recorded = getattr(settings, name)
+        setattr(settings, name, given.get(name))
+        if recorded is not None and recorded != given.get(name):
+            dropped.append(f"{shown.format(recorded)} ({option})")
+    if dropped:
+        said.append(f"allows what this command line does not: {'; '.join(dropped)}: not "
+                    "taken, as a report may come from anywhere and the machine is changed "
+                    "only as you allow it here; give the option again to allow it")
     settings.serve_model = serve_model or settings.serve_model
     settings.stand_in = not hardware
-    return named if named and named != serve_url else None
+    return said
 
 
 @click.command()
@@ -100,11 +126,13 @@ def _servers_of_this_command_line(settings: InvestigateSettings, serve_url: str 
               help="Allow one step that sets the driver's timeout parameter to SECONDS (its "
                    "period: tdr_timeout_ms, timeout_in_sec), where a plan fails at the timer "
                    "every trial: slow work then completes, a hang does not. Asked again "
-                   "before the step, which you make as root; the hardware path only.")
+                   "before the step, which you make as root; the hardware path only. With "
+                   "--resume, give it again: a report's is not taken.")
 @click.option("--firmware", "firmware", metavar="VERSION",
               help="Allow one step on another NPU firmware (as fw_version reads it) where a "
                    "plan fails every trial. Asked again before the step, which you make as "
-                   "root; the hardware path only.")
+                   "root; the hardware path only. With --resume, give it again: a report's "
+                   "is not taken.")
 @click.option("--kernel", "kernel", metavar="RELEASE",
               help="Name a second kernel to try after this investigation (a reboot brings "
                    "it): the plan says how.")
@@ -143,10 +171,7 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, plan_
     if resume_path:
         refuse_given(click.get_current_context(), {"case_ref": "CASE|CAPTURE",
                                                    "frame": "--frame",
-                                                   "plan_only": "--plan-only",
-                                                   "longer_timeout_s": "--longer-timeout",
-                                                   "firmware": "--firmware",
-                                                   "kernel": "--kernel"},
+                                                   "plan_only": "--plan-only"},
                      "--resume takes its case and plans from the report")
         if serve_url:
             serve_url = recorded_url_option(serve_url, "--serve")
@@ -169,12 +194,13 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, plan_
         if not recorded:
             raise ReportError(f"{resume_path} holds no investigation settings")
         settings = InvestigateSettings.from_dict(recorded)
-        unasked = _servers_of_this_command_line(settings, serve_url, serve_model,
-                                                runner.backend.hardware)
-        if unasked:
-            runner.warnings.append(f"{resume_path} names a server to ask ({unasked}): not "
-                                   "asked, as a report may come from anywhere; give --serve "
-                                   "URL to ask it")
+        dropped = _only_this_command_line(
+            settings, {"serve_url": serve_url, "longer_timeout_s": longer_timeout_s,
+                       "firmware": firmware, "kernel": kernel}, serve_model,
+            runner.backend.hardware)
+        runner.warnings += [f"{resume_path} {text}" for text in dropped]
+        if (longer_timeout_s or firmware) and not runner.backend.hardware:
+            runner.warnings.append(_NOT_OFFERED)
         if budget_min is not None:
             settings.budget_s = budget_min * 60.0
         report.sections["investigate"]["settings"] = settings.to_dict()
@@ -212,8 +238,7 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, plan_
             serve_url=serve_url, serve_model=serve_model or case.model_tag,
             longer_timeout_s=longer_timeout_s, firmware=firmware, kernel=kernel)
         if (longer_timeout_s or firmware) and not runner.backend.hardware:
-            runner.warnings.append("--longer-timeout and --firmware change a machine: on the "
-                                   "simulated stack they are not offered")
+            runner.warnings.append(_NOT_OFFERED)
         begin(runner, settings)
         pasted.learn_document(runner.report.header_dict())
         if plan_only:
