@@ -55,7 +55,12 @@ PIECES = ["http://", "https://", "bob", ":", "p@ss", "@", "example.org", "?", "&
           "192.168.1.20", "10.", "1.", "version ", " ", "-", ".", "/", "\t", "é", "Z",
           "%40", "%2F", "%71", "AKIAIOSFODNN7EXAMPLE", "aws_secret_access_key=",
           "eyJhbGciOiJIUzI1NiJ9", "wwn-0x", "5002538e40a1b2c3", "naa.", "SSID ", "'Net'",
-          "?code=", "#id=", "page=", "="]
+          "?code=", "#id=", "page=", "=",
+          # round 6: named secrets, grouped and labelled WWNs, connection names, disk ids
+          "password", "HF_TOKEN", ": ", "--token ", "api_key", "'", '"', "WWN ", "0x",
+          "LU WWN Device Id: ", "5 002538 e4ca1ab88", "connection ", "by-id/nvme-",
+          "Samsung_SSD_", "S7KHNJ0X123456Z", "-part1", "serial ", "ID_SERIAL_SHORT=",
+          "mailto:", "%2540"]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -241,3 +246,29 @@ def test_short_or_common_names_follow_the_documented_rule(name, text, kept):
 def test_firmware_versions_are_kept_and_addresses_beside_them_go(text, kept, gone):
     out = redacted(text)
     assert all(k in out for k in kept) and not any(g in out for g in gone), out
+
+
+@pytest.mark.parametrize("text, secret, kept", [
+    # smartctl groups a WWN as NAA, OUI and id; lsblk's WWN column prints it with 0x
+    ("LU WWN Device Id: 5 002538 e4ca1ab88", "e4ca1ab88", "LU WWN Device Id: <wwn-1>"),
+    ("WWN 0x5002538e4ca1ab99", "e4ca1ab99", "WWN 0x<wwn-1>"),
+    # NetworkManager names a connection by its SSID unless it was renamed
+    ("device (wlan0): Activation: starting connection 'CanaryBetaNet' (a1b2)", "CanaryBeta",
+     "Activation: starting connection '<ssid-1>'"),
+    # an address encoded twice, after mailto: (no user-info: the address goes whole)
+    ("mailto:quill5%2540corp-canary.example", "corp-canary", "mailto:<email-1>"),
+    # udev's persistent names hold the disk's serial; nvme-cli prints one without a colon
+    ("/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_1TB_S7KHNJ0X123456Z-part1", "S7KHNJ0X",
+     "by-id/nvme-Samsung_SSD_980_PRO_1TB_<serial-1>-part1"),
+    ("serial S7KHNJ0X123456Z", "S7KHNJ0X", "serial <serial-1>"),
+    ("ID_SERIAL_SHORT=S7KHNJ0X123456Z", "S7KHNJ0X", "ID_SERIAL_SHORT=<serial-1>"),
+])
+def test_the_forms_that_survived_round_five(text, secret, kept):
+    out = redacted(text)
+    assert secret not in out and kept in out, out
+
+
+@pytest.mark.parametrize("text", ["serial console on ttyS0", "serial8250: ttyS0 at I/O",
+                                  "a connection to the server", "WWN unknown"])
+def test_words_beside_those_forms_stay(text):
+    assert redacted(text) == text

@@ -47,7 +47,11 @@ def test_deviations_are_labelled():
 
 @pytest.mark.parametrize("text, words", [
     ("staging,mainline", "two driver flavours"),
-    ("inflight-cap:0", "N must be >= 1"),
+    # 0 is told as -5 and 1.5 are: one message for every number it does not take
+    ("inflight-cap:0", "inflight-cap takes a whole number of 1 or more, e.g. inflight-cap:3"),
+    ("inflight-cap:-5", "inflight-cap takes a whole number of 1 or more, e.g. inflight-cap:3"),
+    # tokens are lowercase: a capitalised one is the token mistyped
+    ("HANG-AT:3", "unknown profile token 'HANG-AT:3' in 'HANG-AT:3'; did you mean hang-at:K"),
     ("flaky:2", "probability"),
     ("slow:layer", "slow:KERNEL:US"),
     ("slow:layer:-5", "slow:KERNEL:US"),

@@ -35,6 +35,28 @@ def describe(value: Any) -> str:
     return f"{type(value).__name__} {shown}"
 
 
+TOP = "(top level)"
+
+
+def kind_of(value: Any) -> str:
+    """What a whole document turned out to be, without a word of it: a file that is no
+    document of the kind asked for (a `.env`, a private key) may hold anything, and an
+    error message is read and pasted where the file's text must not go."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "a lone true or false"
+    if isinstance(value, (int, float)):
+        return "a lone number"
+    if isinstance(value, str):
+        lines = value.count("\n") + 1
+        return f"a text of {len(value):,} characters" + (f" on {lines} lines" if lines > 1
+                                                          else "")
+    if isinstance(value, list):
+        return f"a list of {len(value):,} items"
+    return f"a {type(value).__name__}"
+
+
 @dataclass(frozen=True)
 class JsonReader:
     """Checks of a parsed JSON document's shapes, each failure the reader's error naming
@@ -48,7 +70,8 @@ class JsonReader:
 
     def mapping(self, value: Any, where: str) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise self.fail(where, f"expected an object, got {describe(value)}")
+            raise self.fail(where, "expected an object, got " + (
+                kind_of(value) if where == TOP else describe(value)))
         return value
 
     def array(self, value: Any, where: str) -> list[Any]:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.formats.printable import escape_controls
 from harness.model.errors import HarnessError
 from harness.report.bundle_contents import RECIPES, Contents, LeftOut, sha256_of
 from harness.report.digest import Digest
@@ -158,7 +159,7 @@ def redacted_text(data: bytes, shown: Callable[[str], str],
     another name (`renamed`: as the redaction writes the name -> as the file is called)
     named as shipped."""
     lines = data.decode("utf-8", "replace").split("\n")
-    text = "\n".join(shown(line) for line in lines)
+    text = "\n".join(escape_controls(shown(line)) for line in lines)
     for written, member in renamed.items():
         text = text.replace(written, member)
     return text.encode("utf-8")

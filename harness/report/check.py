@@ -232,6 +232,22 @@ def _status(trial: dict[str, Any]) -> list[str]:
     if "state" in trial and trial["state"] != told and \
             (told, trial["state"]) != (SETUP_FAILED, "failed"):
         problems.append(f"state {trial['state']!r}, but its status and runlists say {told!r}")
+    return problems + _chained(runlists)
+
+
+def _chained(runlists: list[Any]) -> list[str]:
+    """XRT cuts a runlist's runs into its chains (`chain_split`): the chains add up to the
+    runs, and a runlist whose do not (runs 10^30 in chains 24+18) was not run so."""
+    problems = []
+    for at, runlist in enumerate(runlists):
+        if not isinstance(runlist, dict):
+            continue
+        runs, chains = runlist.get("runs"), runlist.get("chains")
+        if isinstance(runs, int) and isinstance(chains, list) and \
+                all(isinstance(c, int) for c in chains) and sum(chains) != runs:
+            shown = runs if len(str(runs)) <= 12 else f"a number of {len(str(runs))} digits"
+            problems.append(f"runlists[{at}]: runs is {shown}, but its chains "
+                            f"{'+'.join(map(str, chains)) or '(none)'} add up to {sum(chains)}")
     return problems
 
 

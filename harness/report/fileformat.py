@@ -53,6 +53,7 @@ from harness.report.model import (
     Report,
     Summary,
     brief_from_dict,
+    malformed,
     outcome_dict,
     source_tag,
     trial_dict,
@@ -195,8 +196,7 @@ def load_report(path: str | Path, *, detail: bool = True, trials: bool = True) -
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             if isinstance(err, ReportError):
                 raise
-            raise ReportError(f"{path}: malformed report ({type(err).__name__}: {err})") \
-                from None
+            raise ReportError(f"{path}: malformed report ({malformed(err)})") from None
         report.torn_line = reader.torn_line
         report.read_whole = reader.whole
         if report.schema in JOURNALED:

@@ -336,6 +336,11 @@ class Report:
             raise ReportError(f"{where}: unknown report schema {schema!r}; this harness "
                               f"reads {', '.join(KNOWN_SCHEMAS)} (a newer harness may have "
                               "written it)")
+        missing = [key for key in REQUIRED_KEYS if key not in data]
+        if missing:
+            raise ReportError(f"{where}: its header has no {', '.join(missing)}: the report "
+                              "is cut short or was edited; a report the harness wrote has "
+                              "every one (start a new run, or restore the file)")
         try:
             return cls(
                 command=data["command"], harness=data["harness"], backend=data["backend"],
@@ -350,5 +355,15 @@ class Report:
                 finished=data.get("finished"), schema=schema,
                 notes=list(data.get("notes") or []))
         except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise ReportError(f"{where}: malformed report ({type(err).__name__}: {err})") \
-                from None
+            raise ReportError(f"{where}: malformed report ({malformed(err)})") from None
+
+
+# the header's keys every report has (Report.from_dict reads each)
+REQUIRED_KEYS = ("command", "harness", "backend", "case", "settings", "run_id", "created")
+
+
+def malformed(err: Exception) -> str:
+    """What a report's reader tripped on, in words (a missing key by its name)."""
+    if isinstance(err, KeyError):
+        return f"a part it needs is missing: {err.args[0] if err.args else err}"
+    return f"{type(err).__name__}: {err}"

@@ -7,10 +7,17 @@ of artefacts adds later is redacted without its author doing anything. `Pasted` 
 what a render learns: this machine's names, and each report's (its header: host, user,
 serials, home folders) or, for a plain artefact file, the names its text gives away;
 `pasteable` is the same for one text. `--no-redact` makes it print everything as it is.
+
+A line that is a command for the user to run (`report: PATH`, `diagnose: runlist-harness
+diagnose PATH`, `next: runlist-harness run --resume PATH`) names the files they gave and
+the report they got as they are called (`own`): a placeholder in it would name a file
+that does not exist, and a shell reads `<user-1>` as a redirection. Everything else, the
+evidence, is redacted.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,6 +28,9 @@ from harness.report.redact import Redactor
 
 # an artefact file is read this far for the names it gives away (a kernel log is smaller)
 MAX_LEARNED_BYTES = 16 << 20
+# a line that tells the user what to run or open: where a report is, the next command
+COMMAND_LINE = re.compile(r"\s*(?:report|diagnose|next|bundle|run|then):\s|"
+                          r".*\b(?:runlist-harness|reproduce_ert_timeout) ")
 
 
 class Pasted:
@@ -30,10 +40,18 @@ class Pasted:
     def __init__(self, redact: bool = True, files: Iterable[str | Path] = ()) -> None:
         self.redact = redact
         self.redactor = Redactor()
+        self.own: list[str] = []          # the user's own paths, as commands name them
         if redact:
             self.redactor.learn_machine()
             for file in files:
                 self.learn_file(file)
+                self.keep_in_commands(file)
+
+    def keep_in_commands(self, path: str | Path) -> None:
+        """Name `path` (a file the user gave, a report this command wrote) as it is in the
+        lines that are commands for them."""
+        if str(path) not in self.own:
+            self.own.append(str(path))
 
     def learn_file(self, path: str | Path) -> None:
         """The names a file given to the command gives away: a report's header, else the
@@ -60,11 +78,23 @@ class Pasted:
             self.redactor.learn(document)
 
     def text(self, text: str) -> str:
-        """`text` as it may be pasted: every line redacted, names it gives away included."""
+        """`text` as it may be pasted: every line redacted, names it gives away included,
+        but the user's own paths in a command for them."""
         if not self.redact or not text:
             return text
         self.redactor.learn_text(text)
-        return "\n".join(self.redactor.text(line) for line in text.split("\n"))
+        return "\n".join(self._line(line) for line in text.split("\n"))
+
+    def _line(self, line: str) -> str:
+        shown = self.redactor.text(line)
+        if shown == line or not self.own or not COMMAND_LINE.match(line):
+            return shown
+        # longest first: a path that holds another is put back whole
+        for path in sorted(self.own, key=len, reverse=True):
+            redacted = self.redactor.text(path)
+            if redacted != path:
+                shown = shown.replace(redacted, path)
+        return shown
 
     def data(self, data: Any) -> Any:
         """JSON-able `data` as it may be pasted (`--json`)."""

@@ -20,7 +20,7 @@ folder or two lines the same host.
 Names are matched in any letter case, with Unicode case folding (`Jörg`, `JÖRG`; `ß` and
 `ss`), wherever they stand joined to other text (`quill5_jupyter`, `r_quill5.yaml`: the
 rule is `harness.report.redact_names`'s). A user or host whose name is a word the harness
-itself writes (`staging`, `max`, `sim`: `harness.report.vocabulary`) is replaced only where
+itself writes (`staging`, `max`, `sim`: `harness.report.harness_words`) is replaced only where
 it stands as a name (a home folder, `~name`, `name@host`, `@host`, `user=name`, `host:
 name`), never as that word elsewhere, and no name is replaced inside the harness's own
 fields (a profile, a flavour, a state, a plan's name: `STRUCTURED_KEYS`), which `report
@@ -47,6 +47,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness.report.harness_words import VOCABULARY, is_harness_word
 from harness.report.redact_names import NameMatcher, fold
 from harness.report.redact_rules import (
     HOME,
@@ -58,7 +59,6 @@ from harness.report.redact_rules import (
     VERSION_VALUE,
     RedactionRule,
 )
-from harness.report.vocabulary import VOCABULARY, is_harness_word
 
 __all__ = ["HOME", "VERSION_VALUE", "Redactor", "redact"]
 

@@ -10,7 +10,7 @@ for the serial `987654321`) are one word or one number, not a name and its neigh
 that is the rule for short and common names, which would otherwise be found inside
 ordinary words. A name all of hexadecimal digits inside a longer run of them (a sha256,
 a commit, a UUID) is part of that identity, not the name. Names that are words of the
-harness writes (`harness.report.vocabulary`) are replaced only where they stand
+harness writes (`harness.report.harness_words`) are replaced only where they stand
 as names (a home folder, `~name`, `name@host`, `user=name`).
 
 A host name takes the dotted labels after it (its domain: `box.lab.example.com` is one

@@ -51,7 +51,7 @@ URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s'\"<>]+)@(?=[^/?
 # a token's leading `user:password@` (the password running to the last @ before the
 # host, so one holding @ goes whole), or a `user@` before a host and a port (an e-mail
 # address has no port)
-BARE_USERINFO = re.compile(r"(?:(?<![^\s'\"<>=(\[{,;])|(?<=(?<!:)//))"
+BARE_USERINFO = re.compile(r"(?:(?<![^\s'\"<>=(\[{,;])|(?<=(?<!:)//))(?!(?i:mailto):)"
                            r"([A-Za-z0-9._~%!$&*+-]+:[^\s/?#'\"<>]*|"
                            r"[A-Za-z0-9._~%!$&*+-]+(?=@[^\s/?#@'\"<>:]+:\d))"
                            r"@(?=[^\s/?#@'\"<>]+)")
@@ -109,14 +109,21 @@ JWT = re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z
 # a disk's World Wide Name, as udev names it (/dev/disk/by-id/wwn-0x..., ID_WWN=0x...),
 # lsblk and smartctl label it (WWN: ...), and SCSI and NVMe designators give it (naa.,
 # eui.: SPC-4 NAA, the NVMe EUI-64 and NGUID): 16 or 32 hex digits
-WWN = re.compile(r"(?i)(\bwwn-0x|\bwwn(?:[ _]?(?:id|number))?\s*[:=]\s*(?:0x)?|"
+WWN = re.compile(r"(?i)(\bwwn-0x|\bwwn(?:[ _]?(?:id|number))?\s*[:=]\s*(?:0x)?|\bwwn\s+0x|"
                  r"\bid_wwn(?:_with_extension)?=(?:0x)?|\b(?:naa|eui)\.)"
                  r"([0-9a-f]{32}|[0-9a-f]{16})(?![0-9a-f])")
+# smartctl's "LU WWN Device Id: 5 002538 e4ca1ab88": the NAA, the OUI and the vendor's id
+# in groups (ataprint.cpp prints "%x %06x %09llx"), 16 or 32 hex digits in all
+WWN_GROUPED = re.compile(r"(?i)(\bwwn device id:\s*)([0-9a-f]{1,16}(?: [0-9a-f]{1,16}){1,3})"
+                         r"(?![0-9a-f])")
 # a Wi-Fi network's name in a log line: after SSID or ESSID (wpa_supplicant's "SSID
 # 'home'", "SSID='home'", iw's "SSID: home", iwconfig's ESSID:"home"), or a quoted network
 # name (NetworkManager's "wireless network 'home'"); an SSID is 0 to 32 octets (IEEE
-# 802.11 SSID element)
-SSID = re.compile(r"(?i)(\be?ssid\s*[:=]?\s*|\b(?:wireless|wi-?fi) network\s+)"
+# 802.11 SSID element); and a NetworkManager connection's name ("Activation: starting
+# connection 'home'"), which for a Wi-Fi network is its SSID unless renamed (nmcli's
+# `connection.id` defaults to the SSID)
+SSID = re.compile(r"(?i)(\be?ssid\s*[:=]?\s*|\b(?:wireless|wi-?fi) network\s+|"
+                  r"\bconnection (?=['\"]))"
                   r"(\"[^\"\n]{1,32}\"|'[^'\n]{1,32}'|(?<=[:=\s])[^\s\"',;()\[\]]{1,32})")
 # percent-encoding (RFC 3986 section 2.1) hides any of the forms above (quill5%40corp.example
 # is an e-mail address): a token holding it is decoded and redacted again, after every
@@ -132,11 +139,21 @@ DISK_UUID = re.compile(r"(?i)(\b(?:part)?uuid=|by-(?:part)?uuid/|\bluks-|rd\.luk
 UUID = re.compile(rf"(?<![\w-]){UUID_TEXT}(?![\w-])")
 # a serial where text labels one: "Serial Number: X", "S/N X", "SN: X", "Service Tag: X";
 # its value holds a digit or is a run of capitals (a service tag), one word
-SERIAL_TEXT = re.compile(r"(?i)\b(serial(?:[ _-]?(?:number|num|no\.?))?|s/n|"
+SERIAL_TEXT = re.compile(r"(?i)(?<![a-z0-9])(serial(?:[ _-]?(?:number|num|no\.?|short))?|s/n|"
                          r"service[ _-]?tag|asset[ _-]?tag|sn(?=[:=#]))"
                          r"(\s*[\"']?\s*[:=#]\s*[\"']?\s*|(?<=number)\s+|(?<=no)\s+|"
                          r"(?<=s/n)\s+|(?<=tag)\s+)"
                          r"((?=[\w.:-]*\d|(?-i:[A-Z0-9]{5,}\b))[A-Za-z0-9][\w.:-]*[A-Za-z0-9])")
+# a serial labelled without a colon ("serial S7KHNJ0X123456Z", as nvme-cli and lsblk's
+# SERIAL column print one): a word of capitals and digits, both, of 6 or more
+SERIAL_WORD = re.compile(r"(?i)\b(serial(?:[ _-]?(?:number|no\.?))?[ \t]+)"
+                         r"((?-i:(?=[A-Z0-9]*[0-9])(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,}))\b")
+# a disk's persistent name, as udev makes it of its bus, model and serial
+# (60-persistent-storage.rules: ID_BUS-ID_SERIAL, ID_SERIAL being MODEL_SERIAL):
+# /dev/disk/by-id/nvme-Samsung_SSD_980_PRO_1TB_S7KHNJ0X123456Z-part1
+DISK_ID = re.compile(r"(?i)(\bby-id/(?:ata|nvme|scsi|usb|mmc|sata|virtio|ieee1394|memstick|"
+                     r"cciss|ide)-[^\s/'\"]*_)([A-Za-z0-9.]{4,}?)"
+                     r"(?=(?:-part\d+|-\d+:\d+)?(?![\w.-]))")
 MAC = re.compile(rf"(?<![\w:.-])(?:{HEX}{{2}}([:-]){HEX}{{2}}(?:\1{HEX}{{2}}){{4}}|"
                  rf"{HEX}{{4}}\.{HEX}{{4}}\.{HEX}{{4}})(?![\w:.-])")
 # twelve hex digits are a MAC only where named one (`link/ether`, `HWaddr`, `MAC: `) or in
@@ -240,7 +257,14 @@ def _jwt(r: RuleHost, text: str, _: bool) -> str:
 
 
 def _wwn(r: RuleHost, text: str, _: bool) -> str:
-    return WWN.sub(lambda m: m.group(1) + r.placeholder("wwn", m.group(2).lower()), text)
+    text = WWN.sub(lambda m: m.group(1) + r.placeholder("wwn", m.group(2).lower()), text)
+
+    def grouped(match: re.Match[str]) -> str:
+        digits = match.group(2).replace(" ", "").lower()
+        if len(digits) not in (16, 32):
+            return match.group(0)
+        return match.group(1) + r.placeholder("wwn", digits)
+    return WWN_GROUPED.sub(grouped, text)
 
 
 def _ssid(r: RuleHost, text: str, _: bool) -> str:
@@ -302,8 +326,10 @@ def _uuid(r: RuleHost, text: str, _: bool) -> str:
 
 
 def _serial(r: RuleHost, text: str, _: bool) -> str:
-    return SERIAL_TEXT.sub(lambda m: m.group(1) + m.group(2) + r.placeholder("serial",
+    text = SERIAL_TEXT.sub(lambda m: m.group(1) + m.group(2) + r.placeholder("serial",
                                                                            m.group(3)), text)
+    text = SERIAL_WORD.sub(lambda m: m.group(1) + r.placeholder("serial", m.group(2)), text)
+    return DISK_ID.sub(lambda m: m.group(1) + r.placeholder("serial", m.group(2)), text)
 
 
 def _mac(r: RuleHost, text: str, _: bool) -> str:
@@ -386,11 +412,14 @@ RULES: tuple[RedactionRule, ...] = (
          ("Authorization eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ6ZWxkYTkifQ.c2lnbmF0dXJl",)),
     RedactionRule("wwn", ("wwn", "naa.", "eui."), _wwn,
          ("/dev/disk/by-id/wwn-0x5002538e40a1b2c3", "WWN: 5002538e40a1b2c3",
-          "ID_WWN=0x5002538e40a1b2c3", "naa.5002538e40a1b2c3", "eui.0025388b91b2c3d4")),
-    RedactionRule("ssid", ("ssid", "network '", 'network "'), _ssid,
+          "ID_WWN=0x5002538e40a1b2c3", "naa.5002538e40a1b2c3", "eui.0025388b91b2c3d4",
+          "WWN 0x5002538e4ca1ab99", "LU WWN Device Id: 5 002538 e4ca1ab88")),
+    RedactionRule("ssid", ("ssid", "network '", 'network "', "connection '",
+                           'connection "'), _ssid,
          ("wlan0: Trying to associate with SSID 'CanaryNet'", "SSID=CanaryNet freq=5180",
           'ESSID:"Canary Net"', "Connected to wireless network 'CanaryNet'",
-          'joined Wi-Fi network "CanaryNet"')),
+          'joined Wi-Fi network "CanaryNet"', "Activation: starting connection 'CanaryBeta'",
+          'policy: auto-activating connection "CanaryGamma"')),
     RedactionRule("authorization", ("bearer", "basic"), _authorization,
          ("Authorization: Bearer abcdefgh12345678", "basic dXNlcjpwYXNzd29yZA==")),
     RedactionRule("token", (r"_[a-z0-9_]{16}", r"-[a-z0-9_-]{10}"), _token,
@@ -410,11 +439,12 @@ RULES: tuple[RedactionRule, ...] = (
          ("product 3f1c2b9a-7e4d-4a21-9c0b-5d6e7f801234",)),
     RedactionRule("serial", ("serial", "s/n", "sn:", "sn=", "sn#", "service tag", "service_tag",
                     "service-tag", "servicetag", "asset tag", "asset_tag", "asset-tag",
-                    "assettag"), _serial,
+                    "assettag", "by-id/"), _serial,
          ("Serial Number: PF4X7K2Q", "S/N PF4X7K2Q", "SN: 8812345", "sn=8812345",
           "SN#8812345", "Service Tag: JXQ4Z53", "service_tag JXQ4Z53", "Service-Tag JXQ4Z53",
           "ServiceTag: JXQ4Z53", "asset tag=A12345", "asset_tag A12345", "Asset-Tag A12345",
-          "AssetTag: A12345")),
+          "AssetTag: A12345", "serial S7KHNJ0X123456Z", "ID_SERIAL_SHORT=S7KHNJ0X123456Z",
+          "/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_1TB_S7KHNJ0X123456Z-part1")),
     RedactionRule("mac", (rf":{LOW_HEX}{{2}}:{LOW_HEX}{{2}}:", rf"-{LOW_HEX}{{2}}-{LOW_HEX}{{2}}-",
                  rf"\.{LOW_HEX}{{4}}\.{LOW_HEX}{{4}}", "mac ", "mac:", "mac=", "mac\t",
                  "macaddr", "mac_addr", "mac-addr", "ether", "hwaddr", "lladdr", "enx", "wlx"),

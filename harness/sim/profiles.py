@@ -632,7 +632,8 @@ def _refusal(token: str, text: str) -> str:
     form = forms.get(head)
     if form is None:
         import difflib
-        close = difflib.get_close_matches(head, list(forms), n=1)
+        # tokens are lowercase: `HANG-AT:3` is hang-at:3 mistyped, as `hangat:3` is
+        close = difflib.get_close_matches(head.lower(), list(forms), n=1)
         meant = f"did you mean {forms[close[0]]}? " if close else ""
         return (f"unknown profile token {token!r} in {text!r}; {meant}allowed: "
                 f"{', '.join(forms.values())} {see}")
@@ -699,7 +700,7 @@ def _settled_firmware(profile: Profile, text: str) -> Profile:
 def _positive(token: str, digits: str) -> int:
     value = _bounded(token, digits, MAX_COUNT)
     if value < 1:
-        raise BadInput(f"profile token {token!r}: N must be >= 1")
+        raise _not_whole(token, 1)        # as `:-5` and `:1.5` are told
     return value
 
 

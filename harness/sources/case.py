@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from harness.formats.jsonread import MAX_BUFFER_BYTES, describe
+from harness.formats.jsonread import MAX_BUFFER_BYTES, describe, kind_of
 from harness.formats.txn import file_problem
 from harness.formats.yamlio import KeyPath, ShapeError, load_yaml_with_lines
 from harness.model.errors import CaseError, PlanError
@@ -225,7 +225,7 @@ def find_case(ref: str) -> Path:
     path = Path(ref)
     if path.suffix in (".yaml", ".yml") or os.sep in ref or path.exists():
         if not path.is_file():
-            raise CaseError(f"case file {ref} does not exist")
+            raise CaseError(f"case file {ref} {_not_a_file(path)}")
         return path
     for candidate in shipped_cases():
         if candidate.stem == ref:
@@ -233,6 +233,19 @@ def find_case(ref: str) -> Path:
     names = ", ".join(p.stem for p in shipped_cases()) or "none found"
     raise CaseError(f"no case named {ref!r}; shipped cases: {names} "
                     "(or give a path to a case file)")
+
+
+def _not_a_file(path: Path) -> str:
+    """What a path that is no regular file is, said of a case file ("does not exist",
+    "is a FIFO (named pipe), not a file")."""
+    from harness.formats.regular import kind_of as kind_of_mode
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "is a link to nothing" if path.is_symlink() else "does not exist"
+    except OSError as err:
+        return f"cannot be looked at ({err.strerror or err})"
+    return f"is {kind_of_mode(mode)}, not a file: give the case's YAML file"
 
 
 # -- validation ----------------------------------------------------------------
@@ -261,6 +274,9 @@ class FieldChecker:
     def mapping(self, value: Any, path: KeyPath, allowed: set[str],
                 required: set[str]) -> dict:
         if not isinstance(value, dict):
+            if not path:        # no case at all: say what it is, never a word of it
+                raise self.error(path, f"expected a mapping (a case starts `case: NAME`), "
+                                       f"got {kind_of(value)}: is this the file you meant?")
             raise self.error(path, f"expected a mapping, got {describe(value)}")
         for key in value:
             if not isinstance(key, str) or key not in allowed:

@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from harness.formats.cache import cache_dir
-from harness.formats.jsonread import JsonReader, describe, parse_json
+from harness.formats.jsonread import JsonReader, describe, kind_of, parse_json
 from harness.formats.regular import check_regular
 from harness.formats.yamlio import write_atomic
 from harness.model.errors import BadInput, CaseError
@@ -102,7 +102,8 @@ def _read(path: Path) -> bytes:
 def _json(raw: bytes, file: str) -> dict[str, Any]:
     data = parse_json(raw, file, RecipeError)
     if not isinstance(data, dict):
-        raise RecipeError(f"{file}: expected a JSON object at the top, got {describe(data)}")
+        raise RecipeError(f"{file}: expected a JSON object at the top (an XRT run recipe), "
+                          f"got {kind_of(data)}: is this the file you meant?")
     return data
 
 

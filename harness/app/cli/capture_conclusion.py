@@ -6,6 +6,7 @@ a capture asked and not written or a device that no longer answers, 130 after Ct
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,10 @@ def capture_section(ended: Recorded, folder: Path, asked: bool) -> dict[str, Any
     return out
 
 
-def conclude(ended: Recorded, folder: Path, report: Report, path: Path) -> None:
+def conclude(ended: Recorded, folder: Path, report: Report, path: Path,
+             shown: Callable[[str], str] = str) -> None:
+    """What the console says once the program ended (`shown`: the program's own lines as
+    they may be pasted, redacted as the report is)."""
     from harness.app.cli.recorded_run import summary_lines
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
@@ -61,7 +65,7 @@ def conclude(ended: Recorded, folder: Path, report: Report, path: Path) -> None:
                f"{folder}, {approx_size(ended.free)} free" if captured.get("asked")
                else f"ended: {ended.ended_by}")
     for line in ended.errors[:5]:
-        click.echo(f"the program reported: {escape_controls(line)}")
+        click.echo(f"the program reported: {escape_controls(shown(line))}")
     for line in summary_lines(report, path):
         click.echo(line)
     if captured.get("asked") and not captured.get("written"):

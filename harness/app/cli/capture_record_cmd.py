@@ -122,10 +122,13 @@ def record_command(frames: int, out: str | None, force: bool, no_capture: bool, 
                 "recovery_check": not no_recovery,
                 **({"seconds": seconds, "url": url} if attach else
                    {"deadline_s": deadline, "prompt": prompt, "end_with": end_with})}
+    # what the program and the server say is echoed as it may be pasted (--no-redact)
+    from harness.report.pasted import Pasted
+    shown = Pasted(not no_redact).text
     if attach:
         _made(folder, out is not None)
         from harness.app.cli.recorded_run import record_attached
-        record_attached(backend, folder, settings, seconds, url, not no_redact)
+        record_attached(backend, folder, settings, seconds, url, not no_redact, shown)
         return
     job, banner, scratch = _recording(backend, command, folder, frames, deadline,
                                       [prompt] + ([end_with] if end_with else []), pack,
@@ -142,11 +145,11 @@ def record_command(frames: int, out: str | None, force: bool, no_capture: bool, 
         ended, report, path = record_program(
             backend, job, folder, settings, machine=_machine(scratch, backend),
             redact=not no_redact, progress=_progress(job.capture),
-            capture=lambda ended: capture_section(ended, folder, job.capture))
+            capture=lambda ended: capture_section(ended, folder, job.capture), shown=shown)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    conclude(ended, folder, report, path)
+    conclude(ended, folder, report, path, shown)
 
 
 def _attach_options(command: tuple[str, ...], no_capture: bool, frames: int,

@@ -259,6 +259,9 @@ def investigate(case_ref, budget_min, resume_path, serve_url, serve_model, plan_
         from harness.search.plan_preview import plan_lines
         for line in plan_lines(investigation):
             say(line)
+    pasted.keep_in_commands(runner.handle.path)
+    if resume_path:
+        pasted.keep_in_commands(resume_path)
     diagnosis = investigation.run()
     if request.as_json:
         from harness.app.cli.options import echo_json

@@ -218,10 +218,11 @@ def _fingerprint(backend: Backend) -> dict[str, Any]:
 
 def record_program(backend: Backend, job: Recording, folder: Path, settings: dict[str, Any],
                    *, machine: Path | None, redact: bool, progress: Callable[[Snapshot], None],
-                   capture: Callable[[Recorded], dict[str, Any]]
-                   ) -> tuple[Recorded, Report, Path]:
+                   capture: Callable[[Recorded], dict[str, Any]],
+                   shown: Callable[[str], str] = str) -> tuple[Recorded, Report, Path]:
     """Record `job`: the fingerprint, the window around it, the device after, the report
-    (`capture` makes its capture section from how the program ended)."""
+    (`capture` makes its capture section from how the program ended; `shown`: the
+    program's lines as the console echoes them, redacted as the report is)."""
     from harness.execution.capture_record import record
     environment = _fingerprint(backend)
     evidence = EvidenceSources(backend, environment, machine, float(settings["after_s"]),
@@ -229,8 +230,8 @@ def record_program(backend: Backend, job: Recording, folder: Path, settings: dic
     window = evidence.window()
     started, started_s = utc_now(), time.monotonic()
     window.open()
-    ended = record(job, progress, lambda line: click.echo("  | " + escape_controls(line),
-                                                          err=True),
+    ended = record(job, progress, lambda line: click.echo(
+                       "  | " + escape_controls(shown(line)), err=True),
                    tick=window.poll, started=started_s)
     if not ended.interrupted:
         settle(window, evidence.after_s)
@@ -246,7 +247,8 @@ def record_program(backend: Backend, job: Recording, folder: Path, settings: dic
 
 
 def record_attached(backend: Backend, folder: Path, settings: dict[str, Any],
-                    seconds: float | None, url: str | None, redact: bool) -> None:
+                    seconds: float | None, url: str | None, redact: bool,
+                    shown: Callable[[str], str] = str) -> None:
     """`--attach`: the window beside a program already running, the device after, the
     report; the server named where it can be seen."""
     from harness.execution.attached import server_section, watch
@@ -261,8 +263,8 @@ def record_attached(backend: Backend, folder: Path, settings: dict[str, Any],
     click.echo(f"{backend.describe()}\nwatching this machine's kernel log and trace events "
                + (f"for {seconds:g} s" if seconds else "until Ctrl-C"))
     for process in server["processes"]:
-        click.echo(escape_controls(f"server: pid {process['pid']} {process['command']} "
-                                   + " ".join(process["args"])))
+        click.echo(escape_controls(shown(f"server: pid {process['pid']} "
+                                         f"{process['command']} " + " ".join(process["args"]))))
     if server.get("note"):
         click.echo(f"server: {server['note']}")
     started, started_s = utc_now(), time.monotonic()

@@ -93,9 +93,11 @@ def serve_probe(url, tag, prompt, max_tokens, requests, timeout_s, total_s, no_m
         lines += [_request_line(request) for request in server["requests"]]
         if server["made_up_tag"]:
             lines.append(_request_line(server["made_up_tag"]))
-        lines += ["checks:", *(f"  {Check(**check).line()}" for check in server["checks"]),
-                  f"report: {handle.path}"]
-        click.echo(escape_controls("\n".join(lines)))
+        lines += ["checks:", *(f"  {Check(**check).line()}" for check in server["checks"])]
+        # what the server said is pasted as the report holds it (redacted, as --no-redact
+        # says); the report's path is the user's own, to open
+        shown = handle.redaction.redactor.text if handle.redaction else str
+        click.echo(escape_controls("\n".join([*map(shown, lines), f"report: {handle.path}"])))
     return exits.for_requests(request_failed(report))
 
 

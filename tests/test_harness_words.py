@@ -1,4 +1,4 @@
-"""Every word the harness writes is its vocabulary (harness.report.vocabulary): a user or
+"""Every word the harness writes is its vocabulary (harness.report.harness_words): a user or
 host of that name loses the name where it stands as one, never the harness's word. A user
 `max` left the report's own plan `max:24` as `<user-1>:24`, which `report check` then
 refused, and a user `sim` the option `--backend sim` and the path harness/sim/pyxrt.py
@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from privacy_kit import as_private_user
 
 from harness.app.cli import main
-from harness.report.vocabulary import VOCABULARY, is_harness_word, words_of
+from harness.report.harness_words import VOCABULARY, is_harness_word, words_of
 
 
 def _command_line_words() -> set[str]:
