@@ -130,3 +130,17 @@ def test_new_names_of_a_continued_report_are_numbered_after_its_own(tmp_path, mo
     elsewhere = WriteRedaction.for_continued(
         path, {"run_id": "abc123", "redaction": {"redacted": True, "machine": "0" * 32}})
     assert elsewhere.redactor.text(f"by {USER}") == "by <user-4>"
+
+
+def test_the_control_s_xclbin_keeps_its_uuid_on_disk(tmp_path):
+    """The depth-only control's xclbin is added to the header after it was first written:
+    its UUID (an artefact's identity, which XRT's messages quote) became `<uuid-1>` on disk,
+    while --no-redact and the bundle kept it."""
+    out = tmp_path / "u.yaml"
+    done = CliRunner().invoke(main, ["reproduce", "--trials", "1", "--no-isolate", "--out",
+                                     str(out)])
+    assert done.exit_code in (0, 1), done.output
+    report = load_report(out)
+    control = report.artifacts["control"]["xclbins"][0]
+    assert control["uuid"] != "<uuid-1>" and len(control["uuid"]) == 36
+    assert "<uuid-" not in out.read_text()

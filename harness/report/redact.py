@@ -262,8 +262,9 @@ class Redactor:
             if item.__class__ is dict:
                 for key, value in item.items():
                     if isinstance(key, str) and "uuid" in key.lower() and \
-                            isinstance(value, str):
+                            isinstance(value, str) and value.lower() not in self.kept_uuids:
                         self.kept_uuids.add(value.lower())
+                        self._done.clear()        # a text worked out may hold it
                     elif value.__class__ in _CONTAINERS:
                         stack.append(value)
             elif item.__class__ is list:
