@@ -26,6 +26,11 @@ LEGACY = "amd/xdna-driver src/driver/amdxdna"
 MAINLINE_TREE = "amd/xdna-driver f13c7f41 drivers/accel/amdxdna"
 
 
+def _tree_label(flavour: str, tree: str) -> str:
+    """``mainline (in-tree)``; a flavour named as its tree once: ``staging``."""
+    return flavour if flavour == tree else f"{flavour} ({tree})"
+
+
 @dataclass(frozen=True)
 class Rule:
     layer: str          # XRT | pyxrt | driver | firmware | format
@@ -259,8 +264,9 @@ RULES = (
          "; ".join(dict.fromkeys(row.trace.source for row in FLAVOURS.values()))),
     Rule("driver", "a cacheable buffer is a device buffer in the client's heap, 32 KiB "
          "aligned, each hardware context taking four 4 KiB command buffers from it; "
-         + "; ".join(f"{row.name} {row.heap(True).rule_text()} (npu1: "
-                     f"{row.heap(False).most // heap.MIB} MiB)" for row in FLAVOURS.values())
+         + "; ".join(f"{_tree_label(row.name, row.heap(True).tree)}: "
+                     f"{row.heap(True).rule_text(row.heap(False))}"
+                     for row in FLAVOURS.values())
          + "; XRT's shim grows the heap on EAGAIN and raises any other errno as "
          "'DRM_IOCTL_AMDXDNA_CREATE_BO IOCTL failed (err=-N)'; a host-only buffer (the "
          "driver's shmem) has no such bound",
