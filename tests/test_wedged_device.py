@@ -82,6 +82,7 @@ def test_the_legacy_tree_kills_the_context_at_its_next_connect_and_every_submit_
     # the first submit connects, fails and waits in the slow path; later ones fail at once
     assert rig.kernel_lines()[seen:] == [
         f"{PLAIN}aie2_send_mgmt_msg_wait: command opcode 0x2 failed, status 0x2000003",
+        f"{PLAIN}aie2_load_hwctx: create context failed, ret -22",
         f"{PLAIN}aie2_hwctx_start: Alloc hw resource failed, ret -22",
         f"{PLAIN}part_ctx_start: {name} connect failed, err -22",
         f"{PLAIN}rq_submit_enter_slow: {name} fatal error"]
@@ -136,8 +137,9 @@ def test_a_wedge_that_a_reload_clears_works_again_after_it(tmp_path):
 def test_staging_power_cycles_a_firmware_that_answers_nothing_and_runs_again(tmp_path):
     rig = Rig(tmp_path, "staging,firmware-dead:1,hang-at:30")
     lines = hung_then(rig)
-    assert lines[-4:] == [
+    assert lines[-5:] == [
         f"{DRM}xdna_send_msg_wait: Wait for completion timeout",     # the health query
+        f"{DRM}aie2_query_app_health: Get app health failed, ret -62 status 0xffffffff",
         f"{DRM}aie2_hwctx_restart: Create hwctx failed, ret -19",     # its channel gone
         f"{WARN}aie2_sched_job_timedout: NPU firmware unhealthy (ctx restart ret -19, health "
         "unresponsive) - power-cycling NPU",
@@ -147,12 +149,51 @@ def test_staging_power_cycles_a_firmware_that_answers_nothing_and_runs_again(tmp
     assert rig.stack.life.power_cycles == 1
 
 
-def test_the_in_tree_driver_has_no_firmware_dead_path(tmp_path):
-    rig = Rig(tmp_path, "mainline,firmware-dead:1,hang-at:30")
-    assert hung_then(rig)[-2:] == [f"{DRM}xdna_send_msg_wait: Wait for completion timeout",
-                                   f"{DRM}aie2_hwctx_restart: Create hwctx failed, ret -62"]
+def test_staging_does_not_power_cycle_a_firmware_it_could_not_ask_for_health(tmp_path):
+    """Without AIE2_APP_HEALTH (protocol 6.17) the query is not sent (-EOPNOTSUPP), so
+    fw_dead stays false: the stop's DESTROY_CONTEXT is the message that times out, and the
+    refused restart is only logged (856409ca aie2_ctx.c aie2_sched_job_timedout)."""
+    rig = Rig(tmp_path, "staging,firmware:protocol:6.17,firmware-dead:1,hang-at:30")
+    assert hung_then(rig)[-4:] == [
+        f"{DRM}xdna_send_msg_wait: Wait for completion timeout",
+        f"{WARN}aie2_destroy_context_req: Destroy context failed, ret -62",
+        f"{DRM}aie2_hwctx_restart: Create hwctx failed, ret -19",
+        f"{WARN}aie2_sched_job_timedout: NPU context restart rejected (ret -19) without fatal "
+        "report - not power-cycling"]
+    assert rig.stack.life.power_cycles == 0
+
+
+@pytest.mark.parametrize("profile, first", [
+    # 7.0 asks no health: the stop's DESTROY_CONTEXT is the first message (234824b1
+    # aie2_hwctx_stop -> aie2_destroy_context_req, XDNA_WARN)
+    ("mainline,firmware-dead:1,hang-at:30",
+     f"{WARN}aie2_destroy_context_req: Destroy context failed, ret -62"),
+    # 7.1 asks first (f13c7f41 aie2_query_app_health, status MAX_AIE2_STATUS_CODE); the
+    # destroy then finds no channel, -ENODEV, a debug line only
+    ("mainline,kernel:7.1,firmware-dead:1,hang-at:30",
+     f"{DRM}aie2_query_app_health: Get app health failed, ret -62 status 0x4000009")])
+def test_the_in_tree_driver_has_no_firmware_dead_path(tmp_path, profile, first):
+    rig = Rig(tmp_path, profile)
+    assert hung_then(rig)[-3:] == [f"{DRM}xdna_send_msg_wait: Wait for completion timeout",
+                                   first,
+                                   f"{DRM}aie2_hwctx_restart: Create hwctx failed, ret -19"]
     with pytest.raises(RuntimeError, match=r"\(err=-19\): No such device"):
         rig.context("another")
+
+
+def test_the_legacy_tree_asks_a_silent_firmware_for_health_after_its_dump_line(tmp_path):
+    """aie2_dump_ctx prints "Dumping ctx" and then asks aie2_get_app_health, which prints the
+    status it started with (MAX_AIE2_STATUS_CODE, 0x400000d in src/driver/amdxdna); the stop
+    that follows prints every failed DESTROY_CONTEXT (856409ca src/driver/amdxdna)."""
+    rig = Rig(tmp_path, "oot,firmware-dead:1,hang-at:30")
+    lines = hung_then(rig)
+    dump = next(i for i, line in enumerate(lines) if "Dumping ctx" in line)
+    name = rig.stack.contexts[0].name
+    assert lines[dump + 1:dump + 3] == [
+        f"{PLAIN}xdna_send_msg_wait: Wait for completion timeout",
+        f"{PLAIN}aie2_get_app_health: Get app health got status 0x400000d"]
+    assert lines[-2:] == [f"{PLAIN}aie2_destroy_context: {name} destroy context failed, ret -19",
+                          f"{PLAIN}aie2_unload_hwctx: destroy context failed, ret -19"]
 
 
 # -- the runs after a wedge, as the harness reads them ----------------------------------------

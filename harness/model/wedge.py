@@ -77,6 +77,14 @@ class WedgeRule:
     smu_function: str | None = "aie2_smu_exec"     # None: drm_err, no function name
     access_power_function: str | None = "aie2_smu_init"
     power_cycles: bool = False      # staging: an unanswered health query power-cycles
+    # an app health query the firmware left unanswered ({ret} filled in): the status is
+    # the response's initial value, which the firmware never overwrote (the tree's
+    # DECLARE_*_MSG)
+    health_failed: Printed | None = None
+    # the stop's DESTROY_CONTEXT message failing ({ret}, {name}); `quiet_nodev`: a channel
+    # already gone (-ENODEV) prints only a debug line
+    destroy_failed: tuple[Printed, ...] = ()
+    quiet_nodev: bool = True
 
     def reload_failed(self) -> tuple[Printed, ...]:
         """A module reload on the wedged device: the probe's SMU power-off refused, and the
@@ -92,19 +100,40 @@ class WedgeRule:
                 Printed(DEV, "", "probe with driver amdxdna failed with error -22"))
 
 
-IN_TREE = WedgeRule(True, (Printed(ERR, "aie2_hwctx_restart", "Create hwctx failed, ret {ret}"),))
+# aie2_destroy_context_req (234824b1 aie2_message.c, 856409ca drivers/accel/amdxdna
+# aie2_message.c): XDNA_WARN unless the channel was already gone (-ENODEV: XDNA_DBG only)
+_DESTROY_FAILED = (Printed(WARN, "aie2_destroy_context_req", "Destroy context failed, ret {ret}"),)
+# aie2_query_app_health: 7.1's DECLARE_AIE2_MSG starts the status at MAX_AIE2_STATUS_CODE
+# (0x4000009, f13c7f41 aie2_msg_priv.h); staging's DECLARE_AIE_MSG at -1 (856409ca aie.h)
+IN_TREE = WedgeRule(
+    True, (Printed(ERR, "aie2_hwctx_restart", "Create hwctx failed, ret {ret}"),),
+    health_failed=Printed(ERR, "aie2_query_app_health",
+                          "Get app health failed, ret {ret} status 0x4000009"),
+    destroy_failed=_DESTROY_FAILED)
 STAGING = WedgeRule(
     True, (Printed(ERR, "aie2_hwctx_restart", "Create hwctx failed, ret {ret}"),),
     rejected_note=(Printed(WARN, "aie2_sched_job_timedout",
                            "NPU context restart rejected (ret {ret}) without fatal report - "
                            "not power-cycling"),),
-    smu_function=None, access_power_function=None, power_cycles=True)
+    smu_function=None, access_power_function=None, power_cycles=True,
+    health_failed=Printed(ERR, "aie2_query_app_health",
+                          "Get app health failed, ret {ret} status 0xffffffff"),
+    destroy_failed=_DESTROY_FAILED)
+# 856409ca src/driver/amdxdna: aie2_hwctx.c aie2_load_hwctx / aie2_hwctx_start and
+# aie2_unload_hwctx, aie2_message.c aie2_destroy_context (any error) and
+# aie2_get_app_health (its DECLARE_AIE2_MSG's MAX_AIE2_STATUS_CODE is 0x400000d there)
 LEGACY = WedgeRule(
-    False, (Printed(ERR, "aie2_hwctx_start", "Alloc hw resource failed, ret {ret}"),
+    False, (Printed(ERR, "aie2_load_hwctx", "create context failed, ret {ret}"),
+            Printed(ERR, "aie2_hwctx_start", "Alloc hw resource failed, ret {ret}"),
             Printed(ERR, "part_ctx_start", "{name} connect failed, err {ret}")),
     dead_submit_errno=errno.EIO,
     dead_submit_lines=(Printed(ERR, "rq_submit_enter_slow", "{name} fatal error"),),
-    smu_function=None, access_power_function="aie2_smu_start")
+    smu_function=None, access_power_function="aie2_smu_start",
+    health_failed=Printed(ERR, "aie2_get_app_health", "Get app health got status 0x400000d"),
+    destroy_failed=(Printed(WARN, "aie2_destroy_context",
+                            "{name} destroy context failed, ret {ret}"),
+                    Printed(ERR, "aie2_unload_hwctx", "destroy context failed, ret {ret}")),
+    quiet_nodev=False)
 
 # staging's power-cycle (aie2_sched_job_timedout, aie2_pci.c aie2_hw_reset)
 POWER_CYCLE = (Printed(WARN, "aie2_sched_job_timedout",

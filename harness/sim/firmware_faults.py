@@ -75,6 +75,7 @@ class _Driver(Protocol):
     _heap: HeapSpace | None
     _firmware_hangs: bool
     _channel_gone: bool
+    _query_unanswered: bool
 
     @property
     def heap(self) -> HeapSpace: ...
@@ -90,6 +91,8 @@ class _Driver(Protocol):
 
     def _restart_fails(self, ctx: _Context) -> None: ...
 
+    def _stop_message(self, ctx: _Context) -> None: ...
+
     def destroy_context(self, ctx: Any) -> None: ...
 
 
@@ -97,6 +100,8 @@ class FirmwareAndHeap:
     """The stack's heap and its firmware's life (see the module's note)."""
 
     _heap: HeapSpace | None = None
+    # this timeout's app health query went unanswered (staging's fw_dead)
+    _query_unanswered: bool = False
 
     # -- the device heap (harness.model.heap) -------------------------------------
 
@@ -175,6 +180,29 @@ class FirmwareAndHeap:
             return TIMED_OUT
         return NO_CHANNEL
 
+    def _health_unanswered(self: _Driver) -> None:
+        """The app health query a silent firmware never answers: the mailbox's timeout
+        (then -ENODEV, the channel gone) and the query's own line (harness.model.wedge)."""
+        ret = self._mgmt_ret()
+        failed = self.flavour.wedge.health_failed
+        if failed is not None:
+            self.kernel_log.line(failed, ret=ret)
+        self._query_unanswered = True
+
+    def _stop_message(self: _Driver, ctx: _Context) -> None:
+        """The stop's DESTROY_CONTEXT on a silent firmware (aie2_hwctx_stop ->
+        aie2_destroy_context): the first unanswered message times out and takes the
+        management channel with it, so the restart after it finds none (-ENODEV). A context
+        left without a firmware channel sends nothing."""
+        if self.life.firmware != SILENT or ctx.dead:
+            return
+        rule = self.flavour.wedge
+        ret = self._mgmt_ret()
+        if ret == NO_CHANNEL and rule.quiet_nodev:
+            return
+        for line in rule.destroy_failed:
+            self.kernel_log.line(line, ret=ret, name=ctx.name)
+
     def _count_timeout(self: _Driver) -> None:
         """The driver's timer fired: counted over the device's life, where `wedge:N` and
         `firmware-dead:N` take effect (the Nth one's restart is the first to meet it)."""
@@ -206,7 +234,9 @@ class FirmwareAndHeap:
         self.note(f"context {ctx.id}: the driver's restart failed ({ret}), no firmware channel")
         if not rule.power_cycles:
             return
-        if self.life.firmware != SILENT:
+        # aie2_sched_job_timedout's fw_dead: the health query went unanswered (a firmware
+        # without AIE2_APP_HEALTH is not asked, -EOPNOTSUPP, so it is not power-cycled)
+        if not self._query_unanswered:
             for line in rule.rejected_note:
                 self.kernel_log.line(line, ret=ret)
             return

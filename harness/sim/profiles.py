@@ -546,13 +546,22 @@ HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
     Hypothesis(
         "firmware-dead", "N", "firmware_dead", _at_least_one,
         "at the driver's Nth timeout the firmware stops answering its mailbox (assumed "
-        "trigger: nothing public says what kills it): the health query gets no answer "
-        "('Wait for completion timeout'), and staging takes its firmware-dead path, 'NPU "
-        "firmware unhealthy (ctx restart ret -19, health unresponsive) - power-cycling NPU', "
+        "trigger: nothing public says what kills it): its first unanswered message times "
+        "out ('Wait for completion timeout', -ETIME) and takes the management channel, so "
+        "every later one gets -ENODEV; staging's health query gets no answer ('Get app "
+        "health failed, ret -62'), and it takes its firmware-dead path, 'NPU firmware "
+        "unhealthy (ctx restart ret -19, health unresponsive) - power-cycling NPU', "
         "aie2_hw_reset reloading the firmware (at most once a minute), after which runs work "
-        "again; the in-tree and legacy trees have no such path and keep a dead device",
-        "staging 856409ca aie2_ctx.c aie2_sched_job_timedout (fw_dead), aie2_pci.c "
-        "aie2_hw_reset (AIE2_HW_RESET_MIN_INTERVAL_MS); amd/xdna-driver PR #1585",
+        "again (without an app health report to ask for, the stop's 'Destroy context failed, "
+        "ret -62' and 'not power-cycling'); the in-tree and legacy trees have no such path "
+        "and keep a dead device (7.0: the stop's 'Destroy context failed, ret -62', then "
+        "'Create hwctx failed, ret -19')",
+        "amd/xdna-driver 856409ca drivers/accel/amdxdna/aie2_ctx.c aie2_sched_job_timedout "
+        "(fw_dead), aie2_message.c aie2_query_app_health, aie2_destroy_context_req, aie.c "
+        "aie_send_mgmt_msg_wait, aie2_pci.c aie2_hw_reset (AIE2_HW_RESET_MIN_INTERVAL_MS); "
+        "234824b1 and f13c7f41 aie2_ctx.c aie2_hwctx_stop, aie2_message.c "
+        "aie2_send_mgmt_msg_wait; 856409ca src/driver/amdxdna aie2_ctx.c aie2_dump_ctx, "
+        "aie2_message.c aie2_get_app_health, aie2_destroy_context; amd/xdna-driver PR #1585",
         _firmware_dead, f"{_SIM}.stack and {_SIM}.device_life, the emulator through it"),
 )}
 
