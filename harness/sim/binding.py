@@ -14,15 +14,17 @@ import itertools
 import sys
 import types
 import weakref
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.formats.elf import ElfError, parse_elf
 from harness.formats.xclbin import Xclbin, read_xclbin_cached
 from harness.model.errors import XclbinError
+from harness.model.heap import HeapRefused
 from harness.sim import control
 from harness.sim.driver_log import BDF
+from harness.sim.firmware_faults import ContextRefused, SubmitRefused
 from harness.sim.pybind import (
     SIZE_T,
     UINT,
@@ -47,8 +49,6 @@ from harness.sim.releases import (
     HW_CONTEXT_ELF,
     XrtRelease,
 )
-from harness.model.heap import HeapRefused
-from harness.sim.firmware_faults import ContextRefused, SubmitRefused
 from harness.sim.stack import Context, Stack
 
 T = TypeVar("T")

@@ -254,22 +254,21 @@ class FirmwareAndHeap:
     def reload_module(self: _Driver) -> None:
         """The driver removed and loaded again (`modprobe -r` and `modprobe`, or the PCI
         function removed and the bus rescanned: the same remove and probe). Every context
-        goes. On a device `wedge:N` wedged (unless it plays `reloads`) the probe's SMU
-        power-off is refused and the probe fails: no device until a reboot; otherwise the
-        firmware is loaded afresh and the device works."""
+        goes, and the probe loads the firmware afresh (a new management channel, a new
+        heap). A device `wedge:N` wedged stays wedged, as 1bit-MONSTER/1bit-MONSTER#1920's
+        did ("only reloads firmware and does not reset the stuck AIE cores"), unless it
+        plays `reloads` (amd/xdna-driver#1645: a PCI rescan cleared one); a firmware that
+        only stopped answering (`firmware-dead:N`) works again."""
         for ctx in list(self.contexts):
             self.destroy_context(ctx)
         life = self.life
         wedge = self.profile.wedge
-        if life.firmware in (REFUSES, HANGS) and wedge is not None and not wedge[2] \
-                or life.gone:
-            lines = self.flavour.wedge.reload_failed()
-            self._print(lines)
-            life.gone = True
-            self.refused = lines
-            self.note("module reload: the probe failed in the SMU; no device until a reboot")
+        self._channel_gone = False
+        self._heap = None
+        if life.firmware in (REFUSES, HANGS) and wedge is not None and not wedge[2]:
+            self.note(f"module reload: the firmware was loaded again, and the device is "
+                      f"still {life.state_text()} (the stuck array is not reset)")
             return
         life.firmware, life.since = WORKS, ""
-        self._firmware_hangs = self._channel_gone = False
-        self._heap = None
+        self._firmware_hangs = False
         self.note("module reload: the firmware was loaded afresh")

@@ -403,7 +403,8 @@ def _wedge(token: str, parameter: str) -> tuple[int, str, bool]:
         else:
             raise BadInput(f"profile token {token!r}: use wedge:N or wedge:N:PLAYS, PLAYS "
                            f"'+'-joined from {', '.join(WEDGE_WORDS)} (what the firmware "
-                           "does) and reloads (a module reload clears it), e.g. "
+                           "does) and reloads (a module reload or a PCI rescan clears it), "
+                           "e.g. "
                            "wedge:1:hang+reloads")
     return n, mode, reloads
 
@@ -421,7 +422,8 @@ def _wedge_makes(value: tuple[int, str, bool]) -> str:
     return (f"wedge:{_wedge_shown(value)} makes the firmware {what} from the driver's "
             f"{_ordinal(n)} timeout on: every later runlist and context fails, whatever its "
             "depth or cut, and is marked as run on a wedged device; a module reload "
-            + ("clears it" if reloads else "fails in the SMU, and only a reboot clears it"))
+            + ("clears it" if reloads else "goes through and leaves it wedged: only a reboot "
+               "clears it"))
 
 
 def _firmware_dead(n: int) -> str:
@@ -535,12 +537,13 @@ HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
         "context left without a firmware channel, its later chains NEW at once, new "
         "contexts refused -EINVAL; legacy: the context dies at its next connect and every "
         "submit fails -EIO, 'DRM_IOCTL_AMDXDNA_EXEC_CMD IOCTL failed (err=-5)'); a module "
-        "reload fails in the SMU ('smu cmd 4 failed, 0xff', 'Access power failed, ret "
-        "-22') and leaves no device, unless PLAYS adds reloads",
+        "reload goes through, loading the firmware again, and leaves the device wedged (the "
+        "stuck array is not reset), unless PLAYS adds reloads (a reload or a PCI rescan "
+        "clears it)",
         "hypothesis from public reports: amd/xdna-driver PR #1585 (7.0.0-29: contexts refused "
-        "MGMT_ERT_NOAVAIL once the device degraded), #1257 (the SMU lines), "
-        "1bit-MONSTER/1bit-MONSTER#1920 (reload and FLR did not clear it), #1645 (a PCI "
-        "rescan did); " + WEDGE_SOURCES,
+        "MGMT_ERT_NOAVAIL once the device degraded), 1bit-MONSTER/1bit-MONSTER#1920 (a reload "
+        "went through and did not clear it; an FLR left it 'not ready after FLR'), #1645 (a "
+        "PCI remove and rescan cleared one: reloads); " + WEDGE_SOURCES,
         _wedge_makes, f"{_SIM}.stack and {_SIM}.device_life (what outlives a trial), the "
         "emulator through it", shown=_wedge_shown),
     Hypothesis(

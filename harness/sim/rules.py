@@ -255,9 +255,10 @@ RULES = (
          "for completion timeout': the health query's 'Get app health failed', or on 7.0 "
          "the stop's 'Destroy context failed, ret -62') and -ENODEV after (the restart's "
          "'Create hwctx failed, ret -19'), and staging, whose health query went unanswered, "
-         "then power-cycles the NPU (aie2_hw_reset) and resumes its contexts; a module reload on a wedged NPU fails in the SMU ('smu cmd 4 "
-         "failed, 0xff', 'Access power failed, ret -22', 'Hardware init failed'), leaving no "
-         "device", wedge.WEDGE_SOURCES),
+         "then power-cycles the NPU (aie2_hw_reset) and resumes its contexts; a module "
+         "reload on a wedged NPU goes through, loading the firmware again, and the device stays "
+         "wedged (1bit-MONSTER/1bit-MONSTER#1920: 'only reloads firmware and does not reset "
+         "the stuck AIE cores')", wedge.WEDGE_SOURCES),
     Rule("driver", "each tree's xdna_job trace events, kept with a failed trial as tracefs "
          "prints them and marked SIMULATED: in-tree 'sent to device', 'signaled fence', "
          "'job free' and 'job timedout' (the one record 7.0 keeps of a timeout); staging "

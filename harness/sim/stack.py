@@ -316,8 +316,6 @@ class Stack(FirmwareAndHeap):
         # printed is in the kernel log from the start
         self.refused = profile.probe_refusal
         self._print(self.refused)
-        if self.life.gone:           # a reload failed on a wedged device, in an earlier trial
-            self.refused = self.flavour.wedge.reload_failed()
 
     # -- time ---------------------------------------------------------------
 
