@@ -234,6 +234,32 @@ def _cli(tmp_path, *args):
                                      str(tmp_path / "r.yaml"), *args])
 
 
+@pytest.mark.parametrize("flavour", ["mainline", "staging", "oot"])
+def test_the_answer_line_counts_the_wedged_trials_of_every_plan(tmp_path, flavour):
+    """After a wedge the runs' real counts are a timeout and wedged trials: the answer says
+    both, for the depth and for the cut, rather than "failed 1/3; +1 more"."""
+    from harness.report.answer import ANSWER_WIDTH
+    done = _cli(tmp_path, "--trials", "3", "--profile", f"{flavour},wedge:1,hang-at:30")
+    answer = next(line for line in done.output.splitlines() if line.startswith("verdict:"))
+    assert answer == ("verdict: 42: TIMEOUT 1/3, wedged 2; 21+21: wedged 3/3 -> "
+                      f"{CUT_WEDGED} [SIMULATED]")
+    assert len(answer.removeprefix("verdict: ")) <= ANSWER_WIDTH
+    assert "more" not in answer and "failed 1/3" not in answer
+
+
+def test_an_answer_too_long_for_its_states_still_says_the_wedged_trials():
+    """One plan's counts too long a list of states: the answer says how many failed and
+    how many ran on a wedged device, never only the failures."""
+    from harness.report.answer import ANSWER_WIDTH, answer_line
+    states = ["TIMEOUT", "ERROR", "ABORT", "NORESPONSE", "SKCRASHED"]
+    plan = PlanRecord("monolithic", "42", [42], trials=[
+        *(_trial(i, state) for i, state in enumerate(states)),
+        _trial(5, "NEW", wedged=True), _trial(6, "NEW", wedged=True)])
+    line = answer_line([plan], "failures", {"kind": "sim", "simulated": True})
+    assert line == "42 in one runlist: failed 5/7, wedged 2 -> failures [SIMULATED]"
+    assert len(line) <= ANSWER_WIDTH
+
+
 @pytest.mark.parametrize("isolate", [[], ["--no-isolate"]])
 def test_a_wedge_outlives_its_trial_and_the_cut_is_never_read_as_failing(tmp_path, isolate):
     from harness.report.diagnosis.observed import observe
