@@ -474,8 +474,8 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
             return HardwareBackend(module, reason=reason, stand_in=is_stand_in(module))
         if kind == "xrt" or module is None and nodes:
             # an NPU without pyxrt is a missing `source`, not a wish for the simulator
-            if module is None and nodes and (emulated := _emulated_node(nodes[0], why)):
-                raise EnvironmentNotReady(emulated)
+            if module is None and nodes and (theirs := _emulated_node(nodes[0], why)):
+                raise EnvironmentNotReady(theirs)
             if module is None:
                 raise EnvironmentNotReady(
                     (f"this machine has an NPU ({nodes[0]}) but " if nodes else "")
