@@ -28,6 +28,7 @@ from harness.report.answer import (
     runlist_failed,
     short_tag,
 )
+from harness.report.header import section
 from harness.report.model import (
     PlanRecord,
     Report,
@@ -224,8 +225,7 @@ VALIDATE_ARCHIVES = ("XRT's validate artefacts are per device family, xrt_smi_ph
 def _control_refused(plans: list[PlanRecord], backend: dict[str, Any]) -> str:
     """The control line for a control the stack refused at its first run."""
     counts = "; ".join(f"{p.label}: {p.counts_text()}" for p in plans)
-    device = backend.get("device")
-    name = str(device.get("name") or "") if isinstance(device, dict) else ""
+    name = str(section(backend.get("device")).get("name") or "")
     why = f"; {VALIDATE_ARCHIVES}" if name.upper().startswith("NPU1") else ""
     return (f"control {counts} -> {INCONCLUSIVE}: its first run failed (ERROR at run 0), "
             "as it would in a runlist of any depth: the stack refused the control's "
