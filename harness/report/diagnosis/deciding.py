@@ -15,6 +15,13 @@ work from work that outlasts the timer. Where nothing says what ran, the NOOP de
 control) does. Where NOOPs ran and every one completed and the engine's commands never
 ran, capturing them decides. Otherwise the leader's own experiment does.
 
+Where a submit was refused -EIO with no hang before it (the legacy tree's context that
+could not connect to the firmware at its first job: `wedged`), nothing of the runlist ran:
+the driver's own lines of that moment name the step of the connect that failed (the
+firmware refusing the context, the heap's mapping, the xclbin's kernels: src/driver/amdxdna
+aie2_ctx.c aie2_ctx_connect, aie2_hwctx.c aie2_hwctx_start), so where no file holds them the
+experiment is the kernel log of the failing run, beside the xclbin's target against this NPU.
+
 Device time is what those trials would take on the driver the evidence shows: every
 trial of a plan that fails held until the driver's timer, at most (its latest window);
 where the driver is not known, the slowest timer any flavour has (the in-tree driver's
@@ -26,7 +33,7 @@ from __future__ import annotations
 from harness.model.drivers import FLAVOURS, KERNELS, driver_build, slowest_seconds
 from harness.report.diagnosis.findings import Evidence
 from harness.report.diagnosis.observed import WORK
-from harness.report.diagnosis.wedged import wedge_findings
+from harness.report.diagnosis.wedged import wedge_findings, wedge_signs
 from harness.report.verdict import ENGINE_DEFAULT, capture_how
 
 TRIALS = 3                     # the shipped cases' trials per plan
@@ -36,6 +43,10 @@ RUNLIST_CAUSES = ("depth-limit", "work-hang", "slow-work", "nondeterministic")
 PROGRAM_FAILED = ("runlist-failed", "unexpected-state")
 UNKNOWN_PROGRAM = "PROGRAM ARGS"      # the failing program, where no file names it
 _FLM = ("FastFlowLM",)
+# what the driver prints of a context's connect that failed (the module docstring)
+CONNECT_LINES = ("context-unavailable", "context-refused", "host-map-failed",
+                 "wrong-columns", "xclbin-mismatch", "restart-failed", "mailbox-error",
+                 "firmware-refused", "firmware-boot-failed")
 
 
 def device_time(ev: Evidence, trials: int = TRIALS * PLANS) -> str:
@@ -99,8 +110,48 @@ def program_of(ev: Evidence) -> str:
     return UNKNOWN_PROGRAM
 
 
+def _shown_depth(ev: Evidence) -> str:
+    depth = min((d for a in ev.failing for d in a.failing_depths), default=None)
+    return f"{depth} runs" if depth else "the case's depth"
+
+
+def noop_test(ev: Evidence, *, timed: bool = True) -> str:
+    """The NOOP depth test at the failing depth, with its device time (`timed`)."""
+    return (f"reproduce_ert_timeout on the machine (the NOOP depth test: one runlist of "
+            f"{_shown_depth(ev)}, its cut and the depth-only NOOP control, three trials each; "
+            "it separates depth from the work and tells which timer fires)"
+            + (", " + device_time(ev) if timed else ""))
+
+
+def _not_connected(ev: Evidence) -> bool:
+    """A submit refused -EIO that is no wedge's (no hang before it), with no driver line
+    in any file saying which step of connecting the context failed."""
+    dead = [s for r in ev.reports for s in r.signs
+            if s.kind == "context-dead" and s not in wedge_signs(r)]
+    return bool(dead) and not any(s.kind in CONNECT_LINES for r in ev.reports for s in r.signs)
+
+
+def connect_experiment(ev: Evidence) -> str:
+    """The kernel log of a run whose context the legacy driver could not connect."""
+    return ("the driver's kernel log of the failing run: runlist-harness capture record "
+            f"--no-capture --out DIR -- {program_of(ev)} (it keeps the kernel log over the "
+            "run), or `sudo dmesg` right after it: the legacy driver names the step of "
+            "connecting the context that failed ('Alloc hw resource failed': the firmware "
+            "refused the context; 'Map host buffer failed'; 'Config cu failed': the xclbin's "
+            "kernels), then '... connect failed, err N'; beside it runlist-harness xclbin "
+            "inspect XCLBIN and runlist-harness probe (the NPU generation the xclbin was built "
+            "for, against this one's)")
+
+
 def deciding_experiment(ev: Evidence, leaders: list[str], fallback: str) -> str:
     """The experiment that separates `leaders` (cause ids; none: nothing fits yet)."""
+    if _not_connected(ev) and not ev.arms:
+        return connect_experiment(ev)
+    if "wrong-binary" in leaders and {"resources", "contention"} & set(leaders):
+        # a refused context: the device's generation and its other holders, both the probe's
+        return ("runlist-harness probe (this NPU's generation and columns, and who else holds "
+                "it) beside runlist-harness xclbin inspect XCLBIN (the NPU its partition was "
+                "built for): a binary for another generation, or contexts others hold")
     open_runlist = not leaders or any(cause in RUNLIST_CAUSES for cause in leaders)
     captured = next((r.capture for r in ev.reports if r.capture), None)
     if open_runlist and not ev.noop() and captured:
@@ -109,24 +160,20 @@ def deciding_experiment(ev: Evidence, leaders: list[str], fallback: str) -> str:
                 "the same depth, three trials each; it separates depth from the work and "
                 "tells which timer fires), " + device_time(ev))
     if open_runlist and not ev.noop():
-        depth = min((d for a in ev.failing for d in a.failing_depths), default=None)
-        shown = f"{depth} runs" if depth else "the case's depth"
+        shown = _shown_depth(ev)
         timed = [s for r in ev.reports for s in r.signs if s.kind == "driver-timeout"]
         flavour = next((r.stack.flavour for r in ev.reports if r.stack.flavour), None)
         then = (f"; where only the engine's commands fail at the driver's timer, a longer "
                 f"timer tells work that outlasts it from a hang: "
                 f"{longer_timer(flavour, at_boot=bool(wedge_findings(ev)))}" if timed else "")
-        noop_test = (f"reproduce_ert_timeout on the machine (the NOOP depth test: one runlist "
-                     f"of {shown}, its cut and the depth-only NOOP control, three trials "
-                     "each; it separates depth from the work and tells which timer fires)")
         if not _program_failed(ev):
-            return noop_test + ", " + device_time(ev) + then
+            return noop_test(ev) + then
         return ("the failing program's own commands beside NOOPs at the same depth: "
                 + capture_how(program_of(ev)) + f" (its frame as captured at {shown}, a cut "
                 "of it and the depth-only NOOP control, three trials each: it separates "
                 "depth, a hang in the work and work that outlasts the timer, and tells which "
                 "timer fires), " + device_time(ev) + then + "; where it cannot be captured, "
-                + noop_test + " separates depth alone")
+                + noop_test(ev, timed=False) + " separates depth alone")
     noops = ev.noop()
     if open_runlist and noops and all(a.never_fails for a in noops) and not ev.work():
         engine = next((r.engine for r in ev.reports if r.engine), None) or "flm run MODEL"
