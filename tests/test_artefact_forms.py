@@ -329,3 +329,22 @@ def test_drm_s_driver_version_is_not_a_dkms_package_s(tmp_path):
                                  "amdxdna_drm_open: SVA bind device failed, ret -28\n")
         assert not diagnosis.entry("driver-bug").supports, log
         assert diagnosis.top.id == "iommu"
+
+
+def test_the_lines_no_parser_took_are_named(tmp_path):
+    observed = read(tmp_path, "$ flm run llama3.2:1b\nsome words of the shell\n"
+                              "[FLM]  Loading model: /m/Llama-3.2-1B-NPU2\n\nmore words\n")
+    assert observed.read_as[-1] == "3 lines not read (lines 1-2, 5)"
+
+
+def test_a_single_run_that_fails_is_decided_by_a_longer_timer_not_a_cut(tmp_path):
+    """Xilinx/mlir-air#1824's table: one run, failing every attempt at the same time: no
+    runlist to cut and no depth to vary; the longer timer tells work that outlasts it from a
+    hang (amd/xdna-driver#1083), by the driver the log's prefix names."""
+    table = ("attempt | depth | result  | seconds | workload\n1 | 1 | timeout | 6.144 | engine\n"
+             "2 | 1 | timeout | 6.144 | engine\n")
+    log = f"[ 10.5] {LEGACY}aie2_tdr_work: Device isn't making progress... Count 2\n"
+    experiment = diagnosis_of(tmp_path, table, log).top.experiment
+    assert experiment.startswith("the failing run alone under a longer driver timer")
+    assert "a cut of it" not in experiment and "1 runs" not in experiment
+    assert "sudo modprobe amdxdna timeout_in_sec=20" in experiment

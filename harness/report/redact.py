@@ -51,6 +51,7 @@ from harness.report.redact_rules import (
     HOME,
     NAMES,
     PERCENT,
+    PLACEHOLDER,
     RULES,
     SERIAL_TEXT,
     VERSION_VALUE,
@@ -255,6 +256,9 @@ class Redactor:
         if system is None and isinstance(data, dict) and isinstance(data.get("system"), dict):
             system = data["system"]           # a probe's fingerprint, not a report
         system = system if isinstance(system, dict) else {}
+        # a report redacted already keeps its placeholders: what is learned now is numbered
+        # after them, so two names never share one (`continue_numbering`)
+        self.continue_numbering(placeholder_numbers_in(data))
         for key, kind in IDENTITY_KEYS.items():
             self.add_literal(kind, system.get(key))
         self.learn_machine()
@@ -480,6 +484,8 @@ class Redactor:
             return self.data(dict(value) if isinstance(value, dict) else list(value), key)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and \
                 self._identity(key):
+            if isinstance(value, str) and PLACEHOLDER.fullmatch(value):
+                return value       # redacted already (a redacted report read again): kept
             # A field that *is* an identity is replaced whole, however short its value.
             kind_name = IDENTITY_KEYS.get(key, "serial")
             return self.literals.get(fold(str(value))) or \
@@ -516,6 +522,30 @@ def withheld(what: str, value: str) -> str:
     if WITHHELD.match(value):
         return value
     return f"<{what} withheld: {len(value)} characters>"
+
+
+_NUMBERED = re.compile(r"<([a-z-]+?)(?:-(\d{1,9}))?>")
+
+
+def placeholder_numbers_in(data: Any) -> dict[str, int]:
+    """The highest number of each kind of placeholder the strings of `data` hold
+    (`<hostname>` counts 1)."""
+    numbers: dict[str, int] = {}
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is str:
+            if "<" in item:
+                for found in PLACEHOLDER.finditer(item):
+                    parts = _NUMBERED.fullmatch(found.group(0))
+                    if parts:
+                        kind, number = parts.group(1), int(parts.group(2) or 1)
+                        numbers[kind] = max(numbers.get(kind, 0), number)
+        elif item.__class__ is dict:
+            stack += item.values()
+        elif item.__class__ is list:
+            stack += [v for v in item if v.__class__ not in _PLAIN]
+    return numbers
 
 
 def redact(data: Any) -> Any:

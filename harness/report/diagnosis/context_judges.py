@@ -108,9 +108,11 @@ def resources_of_demand(out: Findings, ev: Evidence) -> None:
                     f"{limit}: its own demand cannot use them up", cite)
         return
     if not any(context_refused(a) for a in ev.arms):
-        _first(out, FOR, SUPPORT, signs(ev, "context-unavailable"), "a hardware context was "
-               "refused with none left (whose demand used them up the files do not say)")
-        _first(out, FOR, WEAK, signs(ev, "context-refused"), REFUSED_UNTOLD)
+        unavailable = signs(ev, "context-unavailable")
+        _first(out, FOR, SUPPORT, unavailable, "a hardware context was refused with none left "
+               "(whose demand used them up the files do not say)")
+        if not unavailable:
+            _first(out, FOR, WEAK, signs(ev, "context-refused"), REFUSED_UNTOLD)
 
 
 

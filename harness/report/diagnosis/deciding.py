@@ -69,9 +69,12 @@ def device_time(ev: Evidence, trials: int = TRIALS * PLANS) -> str:
     return f"at most {shown} of device time: {trials} trials, each held at most until {timer}"
 
 
-def longer_timer(flavour: str | None, *, at_boot: bool = False) -> str:
-    """How this driver's timer is lengthened (from its flavour row), in a command; at the
-    next boot where the device is wedged (a reload does not clear a wedge)."""
+def longer_timer(flavour: str | None, *, at_boot: bool = False,
+                 module: str | None = None) -> str:
+    """How this driver's timer is lengthened (from its flavour row), in a command, naming
+    the module the files show by its name where they show one (the legacy tree loads as
+    amdxdna up to the package's 2.21, as amdxdna_legacy from 2.25); at the next boot where
+    the device is wedged (a reload does not clear a wedge)."""
     row = FLAVOURS.get(flavour or "")
     if row is None:
         return ("lengthen the driver's timer (the DKMS drivers' tdr_timeout_ms or "
@@ -79,7 +82,7 @@ def longer_timer(flavour: str | None, *, at_boot: bool = False) -> str:
     if row.parameter is None:
         return (f"the {row.called} driver's timer is fixed: install the DKMS driver "
                 "(amd/xdna-driver) for one that can be lengthened")
-    module = row.module or "amdxdna"
+    module = module or row.module or "amdxdna"
     longer = f"{row.default * 10:g}"
     if at_boot:
         return (f"`echo 'options {module} {row.parameter}={longer}' | sudo tee "
@@ -110,9 +113,31 @@ def program_of(ev: Evidence) -> str:
     return UNKNOWN_PROGRAM
 
 
+def _failing_depth(ev: Evidence) -> int | None:
+    return min((d for a in ev.failing for d in a.failing_depths), default=None)
+
+
 def _shown_depth(ev: Evidence) -> str:
-    depth = min((d for a in ev.failing for d in a.failing_depths), default=None)
-    return f"{depth} runs" if depth else "the case's depth"
+    depth = _failing_depth(ev)
+    return f"{depth} run{'s' if depth != 1 else ''}" if depth else "the case's depth"
+
+
+def single_run_experiment(ev: Evidence, flavour: str | None, module: str | None) -> str:
+    """What decides a failure of one run alone (a runlist of one, or a run): no cut and no
+    depth to test, so the same run under a longer driver timer, which work that outlasts
+    the timer completes and a hang does not (amd/xdna-driver#1083, Xilinx/mlir-air#1969)."""
+    row = FLAVOURS.get(flavour or "")
+    if row is not None and row.parameter is not None:
+        seconds = row.seconds(row.default * 10)       # its silent checks included
+        cost = (f"at most {TRIALS * seconds:g} s of device time: {TRIALS} trials, each held "
+                f"at most until the longer timer, {seconds:g} s")
+    else:
+        cost = device_time(ev, TRIALS)
+    return ("the failing run alone under a longer driver timer (one run: no cut and no depth "
+            "to test): " + longer_timer(flavour, at_boot=bool(wedge_findings(ev)),
+                                        module=module)
+            + f", then {program_of(ev)} again, three times: work that outlasts the timer "
+            "completes under the longer one, a hang does not; " + cost)
 
 
 def noop_test(ev: Evidence, *, timed: bool = True) -> str:
@@ -163,9 +188,14 @@ def deciding_experiment(ev: Evidence, leaders: list[str], fallback: str) -> str:
         shown = _shown_depth(ev)
         timed = [s for r in ev.reports for s in r.signs if s.kind == "driver-timeout"]
         flavour = next((r.stack.flavour for r in ev.reports if r.stack.flavour), None)
+        module = next((r.stack.module for r in ev.reports if r.stack.module
+                       and r.stack.flavour == flavour), None)
         then = (f"; where only the engine's commands fail at the driver's timer, a longer "
                 f"timer tells work that outlasts it from a hang: "
-                f"{longer_timer(flavour, at_boot=bool(wedge_findings(ev)))}" if timed else "")
+                f"{longer_timer(flavour, at_boot=bool(wedge_findings(ev)), module=module)}"
+                if timed else "")
+        if _failing_depth(ev) == 1 and _program_failed(ev):
+            return single_run_experiment(ev, flavour, module)
         if not _program_failed(ev):
             return noop_test(ev) + then
         return ("the failing program's own commands beside NOOPs at the same depth: "

@@ -197,6 +197,7 @@ class StackFacts:
     facts: dict[str, Fact] = field(default_factory=dict)
     npu: Fact | None = None
     flavour: str | None = None       # a driver flavour row's name, where the file tells it
+    module: str | None = None        # the driver module's name its lines or probe show
     identity: str | None = None
     label: str | None = None
 
