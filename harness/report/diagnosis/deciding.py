@@ -30,9 +30,10 @@ where the driver is not known, the slowest timer any flavour has (the in-tree dr
 
 from __future__ import annotations
 
-from harness.model.drivers import FLAVOURS, KERNELS, driver_build, slowest_seconds
+from harness.model.drivers import FLAVOURS, KERNELS, LEGACY, driver_build, slowest_seconds
 from harness.report.diagnosis.findings import Evidence
 from harness.report.diagnosis.observed import WORK
+from harness.report.diagnosis.vocabulary import is_flavour
 from harness.report.diagnosis.wedged import wedge_findings, wedge_signs
 from harness.report.verdict import ENGINE_DEFAULT, capture_how
 
@@ -157,8 +158,13 @@ def _not_connected(ev: Evidence) -> bool:
 
 
 def connect_experiment(ev: Evidence) -> str:
-    """The kernel log of a run whose context the legacy driver could not connect."""
-    return ("the driver's kernel log of the failing run: runlist-harness capture record "
+    """The kernel log of a run whose context the legacy driver could not connect (said so
+    where the files show another driver: only the legacy tree refuses a submit -EIO)."""
+    flavour = next((r.stack.flavour for r in ev.reports if r.stack.flavour), None)
+    other = "" if flavour is None or is_flavour(flavour, dkms=True, tree=LEGACY) else (
+        f"only the legacy tree refuses a submit -EIO, and these files show the "
+        f"{FLAVOURS[flavour].called if flavour in FLAVOURS else flavour} driver: ")
+    return (other + "the driver's kernel log of the failing run: runlist-harness capture record "
             f"--no-capture --out DIR -- {program_of(ev)} (it keeps the kernel log over the "
             "run), or `sudo dmesg` right after it: the legacy driver names the step of "
             "connecting the context that failed ('Alloc hw resource failed': the firmware "
