@@ -74,8 +74,9 @@ def recovery_check(backend: Backend, *, bdf: str | None, module: str | None
         if answer.status is TrialStatus.COMPLETED:
             return None
         return answer.error or answer.state
+    # the deadline is a bound on each attempt, not the time it took (recovery.waited_s)
     what = (f"one NOP run (nop.elf on {pack_words(pack.stand_ins)}) on a fresh context, "
-            f"in a worker stopped after {deadline:g} s")
+            f"in a worker held to a deadline of {deadline:g} s")
     delays = DELAYS_S if backend.hardware else (0.0,)
     recovery = check_recovery(attempt, what, recovery_fix(module, bdf), delays=delays)
     return Checked(recovery, answer=last[0] if last else None)
