@@ -219,17 +219,35 @@ def test_a_dkms_build_s_tree_is_told_by_its_version_and_module(version, tree):
 
 
 def test_version_matches_without_lines_weigh_one_weak_finding_together(tmp_path):
-    """amd/xdna-driver#903's stack (XRT 2.21.0, a DKMS legacy build of 2025-12) matches
-    several symptomless defects: together they weigh one weak finding, and the staging
-    tree's are not held against a legacy build."""
+    """A DKMS legacy build of the 2.20 package (the package's own version: amd/xdna-driver
+    CMake/pkg_driver_source.cmake) with XRT 2.20.0 matches symptomless defects: those that
+    make something fail weigh one weak finding together, the staging tree's are not held
+    against a legacy build, and those whose entry says they fail nothing (`fails: false`:
+    XRT leaving the state out of its message, the legacy tree naming run 0 on a timeout)
+    are not counted: a failure is not put down to them."""
     examine = ("System Configuration\n  Release              : 6.18.0-5-cachyos\n\nXRT\n"
-               "  Version              : 2.21.0\n  amdxdna              : 2.21.0_20251207, "
+               "  Version              : 2.20.0\n  amdxdna              : 2.20.0_20250901, "
                "71dd5c67\n  NPU Firmware Version : 255.0.5.35\n\nDevice(s) Present\n"
                "|[0000:05:00.1]  |NPU Krackan  |\n")
     diagnosis = diagnosis_of(tmp_path, examine, TIMEOUT_JSON)
     entry = diagnosis.entry("driver-bug")
     assert entry.score == 1 and len(entry.supports) == 1
-    assert "staging-" not in entry.supports[0].text and "legacy-" in entry.supports[0].text
+    text = entry.supports[0].text
+    assert "staging-" not in text and "legacy-context-churn-hang" in text
+    assert "legacy-timeout-blames-first-run" not in text
+    assert "xrt-runlist-error-omits-state" not in text
+
+
+def test_defects_that_fail_nothing_lend_no_support(tmp_path):
+    """amd/xdna-driver#903's stack (XRT 2.21.0, a DKMS legacy build of 2025-12): the only
+    defects its versions match are ones that garble a report (their entries: "The failure
+    itself is not caused by this"), so the cause has no observation for it."""
+    examine = ("System Configuration\n  Release              : 6.18.0-5-cachyos\n\nXRT\n"
+               "  Version              : 2.21.0\n  amdxdna              : 2.21.0_20251207, "
+               "71dd5c67\n\nDevice(s) Present\n|[0000:05:00.1]  |NPU Krackan  |\n")
+    diagnosis = diagnosis_of(tmp_path, examine, TIMEOUT_JSON)
+    assert not diagnosis.entry("driver-bug").supports
+    assert "driver-bug" not in diagnosis.top.leading
 
 
 @pytest.mark.parametrize("month", ["Nov", "nov", "mär", "déc."])
@@ -254,3 +272,79 @@ def test_a_rust_program_s_panic_is_how_it_ended(tmp_path):
     observed = read(tmp_path, "FW Version: 1.0.0.166\nthread 'main' panicked at src/dump.rs:20:"
                               "35:\ncalled `Result::unwrap()` on an `Err` value\n")
     assert kinds(observed) == ["app-crash"]
+
+
+@pytest.mark.parametrize("mark", ["*ERROR* ", "[drm] *ERROR* "])
+def test_driver_lines_grepped_without_the_device_keep_their_drm_marks(tmp_path, mark):
+    """A paste that kept drm_err's marks and lost `amdxdna <bdf>: ` (amdxdna_pci_drv.h
+    XDNA_ERR; hpenedones/fastflowlm-docker#4 posts it so): read by its format strings, the
+    [drm] tree told, cited as pasted."""
+    observed = read(tmp_path, f"{mark}aie2_check_protocol: Incompatible firmware protocol "
+                              f"major 7 minor 2\n{mark}aie2_hw_start: firmware is not alive\n")
+    assert kinds(observed) == ["firmware-refused", "firmware-boot-failed"]
+    assert observed.read_as == ["kernel log (driver lines without their prefix): 2 lines"]
+    assert observed.stack.value("driver") == "amdxdna ([drm] lines: staging or in-tree)"
+    assert all(s.cite.value.startswith(mark.strip()) for s in observed.signs)
+    assert not any("0000:00:00.0" in str(s.cite) for s in observed.signs)
+    diagnosis = diagnosis_of(tmp_path, f"{mark}aie2_check_protocol: Incompatible firmware "
+                                       "protocol major 7 minor 2\n")
+    assert diagnosis.top.id == "firmware-mismatch"
+
+
+def test_fastflowlm_s_header_with_its_two_spaces_collapsed_to_one(tmp_path):
+    """A thread's page collapses FastFlowLM's two spaces after the header
+    (debug_utils.hpp header_print) as ROCm/FastFlowLM#678 shows it."""
+    observed = read(tmp_path, "[FLM] Prefill chunk 1/1 with 13 tokens\n"
+                              "[Linux] NPU FW Version: 1.0.0.63\n")
+    assert observed.read_as[0] == "FastFlowLM output (flm serve, run or validate): 2 lines"
+    assert observed.stack.value("firmware") == "1.0.0.63"
+
+
+def test_xrt_s_own_error_message_and_a_program_s_error_line_are_failures(tmp_path):
+    """ROCm/FastFlowLM#555's Windows console: XRT's `[XRT] ERROR: ...` in words no rule
+    reads (message.cpp console_dispatch) and the program's own `ERROR: ...` line are
+    failures; what the answer says is not that too few trials answered."""
+    console = ("ERROR: Invalid Control Code. No block-write opcode present before the patch "
+               "opcode for address 0x601d1e0: Unzul ssige Funktion.\n"
+               "XRT build version: 2.19.0\nBuild hash: 77c7088d\nPID: 48780\n"
+               "[XRT] ERROR: Failed to destroy allocation (0xc000000d): Falscher Parameter.\n")
+    observed = read(tmp_path, console)
+    assert kinds(observed) == ["xrt-error", "exception"]
+    diagnosis = diagnosis_of(tmp_path, console)
+    assert "too few trials" not in diagnosis.top.why
+    assert "runlist-harness run CASE" not in diagnosis.top.experiment
+
+
+def test_drm_s_driver_version_is_not_a_dkms_package_s(tmp_path):
+    """DRM's "Initialized amdxdna_accel_driver 1.0.0" (amd/xdna-driver#62) or "0.6.0"
+    (ROCm/FastFlowLM#403, an out-of-tree build) is the DRM driver's own version, not the
+    package's (CMake/pkg_driver_source.cmake: <xrt version>_<date>): no package release is
+    held against the known defects by it."""
+    for log in ("[  255.101933] [drm] Initialized amdxdna_accel_driver 1.0.0 20240124 for "
+                "0000:65:00.1 on minor 0\n",
+                "[   12.785607] amdxdna: loading out-of-tree module taints kernel.\n"
+                "[   14.811460] [drm] Initialized amdxdna_accel_driver 0.6.0 for 0000:c4:00.1 on "
+                "minor 0\n"):
+        diagnosis = diagnosis_of(tmp_path, log + "[  278.109565] amdxdna 0000:65:00.1: "
+                                 "amdxdna_drm_open: SVA bind device failed, ret -28\n")
+        assert not diagnosis.entry("driver-bug").supports, log
+        assert diagnosis.top.id == "iommu"
+
+
+def test_the_lines_no_parser_took_are_named(tmp_path):
+    observed = read(tmp_path, "$ flm run llama3.2:1b\nsome words of the shell\n"
+                              "[FLM]  Loading model: /m/Llama-3.2-1B-NPU2\n\nmore words\n")
+    assert observed.read_as[-1] == "3 lines not read (lines 1-2, 5)"
+
+
+def test_a_single_run_that_fails_is_decided_by_a_longer_timer_not_a_cut(tmp_path):
+    """Xilinx/mlir-air#1824's table: one run, failing every attempt at the same time: no
+    runlist to cut and no depth to vary; the longer timer tells work that outlasts it from a
+    hang (amd/xdna-driver#1083), by the driver the log's prefix names."""
+    table = ("attempt | depth | result  | seconds | workload\n1 | 1 | timeout | 6.144 | engine\n"
+             "2 | 1 | timeout | 6.144 | engine\n")
+    log = f"[ 10.5] {LEGACY}aie2_tdr_work: Device isn't making progress... Count 2\n"
+    experiment = diagnosis_of(tmp_path, table, log).top.experiment
+    assert experiment.startswith("the failing run alone under a longer driver timer")
+    assert "a cut of it" not in experiment and "1 runs" not in experiment
+    assert "sudo modprobe amdxdna timeout_in_sec=20" in experiment

@@ -74,7 +74,7 @@ def test_the_incident_is_answered_as_its_thread_established(folder: Path, tmp_pa
         assert part in top["experiment"], top["experiment"]
     said = text + json.dumps(entries)
     for never in expect.get("never_says") or []:
-        assert never not in said
+        assert never not in said, f"says {never!r}"
     # the text says the same answer and experiment as the JSON
     assert f"diagnosis: {top['id']}: " in text
     assert any(line.strip() in (f"next: {top['experiment']}",

@@ -273,5 +273,8 @@ def test_the_deciding_experiment_names_how_this_driver_s_timer_is_lengthened(tmp
     legacy = diagnosis_of(tmp_path, f"[  50.0] amdxdna {BDF}: aie2_tdr_work: Device isn't making "
                           "progress... Count 2 timeout 2 dump_only 0\n", TIMEOUT_JSON)
     experiment = legacy.top.experiment
-    assert "sudo modprobe amdxdna_legacy timeout_in_sec=20" in experiment
-    assert "changes the machine" in experiment and "at most 1.2 min of device time" in experiment
+    # the prefix is the module's name (amdxdna_pci_drv.c: .name = KBUILD_MODNAME): amdxdna
+    assert "sudo modprobe amdxdna timeout_in_sec=20" in experiment
+    # nine trials, each held at most until the legacy check's longest (36 s: three checks
+    # and one per other connected idle context, 16 a device)
+    assert "changes the machine" in experiment and "at most 5.4 min of device time" in experiment

@@ -81,8 +81,8 @@ def test_a_kernel_log_s_failed_restart_leaves_what_follows_out(tmp_path):
 
 
 def test_the_smu_refusing_after_a_timeout_is_the_wedge_not_power_management(tmp_path):
-    """A reload on the wedged NPU: the probe's SMU power-off refused, then the probe fails
-    (harness.model.wedge WedgeRule.reload_failed, as #1257 and #1193 print it)."""
+    """A probe after the timeout: the SMU's power-off refused, then the probe fails (as
+    amd/xdna-driver#1257 and #1193 print such a probe)."""
     log = _log(f"{LEGACY}aie2_tdr_work: Device isn't making progress... Count 1",
                f"{DRM}aie2_smu_exec: smu cmd 4 failed, 0xff",
                f"{DRM}aie2_smu_init: Access power failed, ret -22",
@@ -112,7 +112,9 @@ def test_a_longer_timer_after_a_wedge_is_set_for_the_next_boot(tmp_path):
     assert diagnosis.top.id == "undetermined" and diagnosis.wedged
     experiment = diagnosis.top.experiment
     _no_reload_offered(experiment)
-    assert "options amdxdna_legacy timeout_in_sec=20" in experiment and "/etc/modprobe.d" in \
+    # the lines' prefix names the module "amdxdna" (the legacy tree's name up to the
+    # package's 2.21), so the option is set for that name
+    assert "options amdxdna timeout_in_sec=20" in experiment and "/etc/modprobe.d" in \
         experiment
 
 
@@ -149,3 +151,16 @@ def test_every_submit_refused_eio_after_a_timeout_is_the_legacy_dead_context(tmp
     (finding,) = diagnosis.wedged
     assert "refused -EIO" in finding.text
     _no_reload_offered(diagnosis.top.experiment)
+
+
+@pytest.mark.parametrize("module", ["amdxdna", "amdxdna_legacy"])
+def test_the_longer_timer_names_the_module_the_log_s_prefix_shows(tmp_path, module):
+    """The legacy tree prints through dev_err, so each line opens with its module's name:
+    amdxdna up to the package's 2.21, amdxdna_legacy from 2.25 (amd/xdna-driver e9a3bef5);
+    amd/xdna-driver#906's prefix is "amdxdna". A reload names the module that is loaded."""
+    log = _log(f"{module} {BDF}: aie2_tdr_work: Device isn't making progress... Count 17",
+               f"{module} {BDF}: aie2_dump_ctx: Dumping ctx ctx.903608.1, hwctx 15, sub=2, "
+               "comp=1")
+    experiment = diagnosis_of(tmp_path, log, TIMEOUT_JSON).top.experiment
+    assert f"sudo modprobe -r {module} && sudo modprobe {module} timeout_in_sec=20" in \
+        experiment

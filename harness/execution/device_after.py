@@ -8,8 +8,9 @@ it, in a worker the harness kills at a deadline (a pyxrt wait can block for ever
 again with a back-off on a machine (the driver restarts a hung context itself) and once on
 the simulated stack (its device does not change while nothing runs). What the device is
 when it does not answer is read from the check's own error (`recovery.device_state`); what
-clears it comes from `harness.model.wedge` (a wedge: a reboot, not a reload nor a PCI
-rescan; anything else: a reload or a rescan first).
+clears it comes from `harness.model.wedge`, the one account of the public reports (a wedge:
+a reboot, as a reload and a function-level reset did not clear one and a PCI rescan cleared
+one once; anything else: a reload or a rescan first).
 """
 
 from __future__ import annotations
@@ -28,17 +29,9 @@ from harness.execution.recovery import (
 from harness.model.errors import BadInput, EnvironmentNotReady
 from harness.model.plan import Plan
 from harness.model.results import TrialResult, TrialStatus
+from harness.model.wedge import WEDGE_CLEARS, WEDGE_DOES_NOT_CLEAR
 
 WORKING = "working: a NOP run on a fresh context completed"
-# what public reports say of a device that stays wedged (harness.model.wedge's sources)
-WEDGE_CLEARS = ("a reboot (a full power-off where a reboot does not): what cleared it in "
-                "1bit-MONSTER/1bit-MONSTER#1920; one report cleared it by removing the PCI "
-                "function and rescanning the bus (amd/xdna-driver#1645)")
-WEDGE_DOES_NOT_CLEAR = ("a module reload (`modprobe -r amdxdna && modprobe amdxdna`: its "
-                        "probe runs the SMU power-off the wedged firmware refuses, \"smu cmd "
-                        "4 failed, 0xff\", amd/xdna-driver#1257 and #1193) nor a PCI "
-                        "function reset (\"not ready after FLR\", 1bit-MONSTER/"
-                        "1bit-MONSTER#1920); waiting does not either")
 OTHER_CLEARS = ("the driver's own context restart, or a module reload or a PCI remove and "
                 "rescan (their remove and probe load the firmware afresh)")
 
@@ -81,8 +74,9 @@ def recovery_check(backend: Backend, *, bdf: str | None, module: str | None
         if answer.status is TrialStatus.COMPLETED:
             return None
         return answer.error or answer.state
+    # the deadline is a bound on each attempt, not the time it took (recovery.waited_s)
     what = (f"one NOP run (nop.elf on {pack_words(pack.stand_ins)}) on a fresh context, "
-            f"in a worker stopped after {deadline:g} s")
+            f"in a worker held to a deadline of {deadline:g} s")
     delays = DELAYS_S if backend.hardware else (0.0,)
     recovery = check_recovery(attempt, what, recovery_fix(module, bdf), delays=delays)
     return Checked(recovery, answer=last[0] if last else None)

@@ -43,6 +43,7 @@ class KnownDefect:
     fixed_in: str
     symptoms: tuple[re.Pattern[str], ...]
     source: str
+    fails: bool = True             # False: it garbles what a failure reports, fails nothing
 
     def affects_version(self, text: str | None) -> bool:
         version = version_of(text)
@@ -140,9 +141,13 @@ def read_defects(text: str, name: str = "known_defects.yaml") -> tuple[KnownDefe
             patterns = tuple(re.compile(str(s)) for s in symptoms)
         except re.error as err:
             raise BadInput(f"{where}: symptoms: {err}") from None
+        fails = entry.get("fails", True)
+        if not isinstance(fails, bool):
+            raise BadInput(f"{where}: fails: expected true or false")
         found.append(KnownDefect(ident, str(entry["component"]), " ".join(
             str(entry["summary"]).split()), parse_affects(entry["affects"], where),
-            str(entry["affects"]), str(entry["fixed_in"]), patterns, str(entry["source"])))
+            str(entry["affects"]), str(entry["fixed_in"]), patterns, str(entry["source"]),
+            fails))
     return tuple(found)
 
 

@@ -83,7 +83,7 @@ STACK_EVENTS: tuple[tuple[str, str, str], ...] = (
                         rf"create context failed, ret (?P<create>{_N})|"
                         rf"Create hwctx failed, ret (?P<hwctx>{_N})|"
                         r"Not allow more than (?P<limit>\d{1,6}) context\(s\)|"
-                        rf"Allocate XRS (?:col )?resource failed, ret {_N}|"
+                        rf"Allocate XRS (?:col )?resource failed, ret (?P<xrs>{_N})|"
                         r"AIE partition not available for hwctx_id=\d{1,10} .*|"
                         rf"(?:Add|Init) ctx .*failed, ret (?P<ctx>{_N}))$",
      "Linux aie2_ctx.c aie2_hwctx_init, staging aie2_pci.c aie2_create_context, "

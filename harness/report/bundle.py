@@ -152,6 +152,20 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
     return contents
 
 
+def _start_with(view: ReportView, data: dict[str, Any], contents: Contents) -> str:
+    """Where a maintainer starts: the render, then the driver's lines where the bundle
+    holds them (a run whose driver printed nothing has no kernel-log.txt)."""
+    recorded = bool(section(data.get("engine_run")))
+    start = ("" if recorded else f"{view.failed} failed trial(s). ") + \
+        f"Start with `{REPORT_MD}` (what GitHub shows)"
+    if KERNEL_LOG in contents.files:
+        return start + f", then `{KERNEL_LOG}` for " + (
+            "what the driver said over the recorded window." if recorded else
+            "the driver's lines of every trial.")
+    return start + ("; the driver printed nothing the report kept, so no kernel log is "
+                    "included." if recorded or view.failed else ".")
+
+
 def _readme(view: ReportView, member: str, contents: Contents, redacted: bool,
             shown: Callable[[str], str]) -> str:
     """The maintainer's README; `member`: the report's name in the bundle."""
@@ -169,14 +183,10 @@ def _readme(view: ReportView, member: str, contents: Contents, redacted: bool,
              f"Made by: {rendering.code_span(command)}", "",
              *([f"What ran: {captured}", ""] if (captured := captured_note(data)) else []),
              f"Harness: {rendering.harness_made_by(typed)}.", "",
-             (f"Start with `{REPORT_MD}` (what GitHub shows), then `{KERNEL_LOG}` for what "
-              "the driver said over the recorded window." if section(
-                  data.get("engine_run")) else
-              f"{view.failed} failed trial(s). Start with `{REPORT_MD}` (what GitHub shows), "
-              f"then `{KERNEL_LOG}` for the driver's lines of every trial."), "",
+             _start_with(view, data, contents), "",
              "## Files", "",
              f"- `{REPORT_MD}`: the report rendered for an issue",
-             f"- `{member}`: the report itself"
+             f"- `{member}`: a copy of the report"
              + (" (host name, user, home folders, serials and addresses replaced by "
                 "placeholders)" if redacted else ""),
              ]

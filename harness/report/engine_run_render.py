@@ -53,7 +53,11 @@ def ended_text(run: dict[str, Any]) -> str:
 def device_text(device: dict[str, Any]) -> str:
     if device.get("answers") is True:
         recovery = section(device.get("recovery"))
-        return f"it answered: {recovery.get('status')} ({recovery.get('what')})"
+        attempts, waited = recovery.get("attempts"), recovery.get("waited_s")
+        # how long the check took is its attempts and wait, not its worker's deadline
+        took = (f" after {attempts} attempt{'s' if attempts != 1 else ''} over {waited:g} s"
+                if isinstance(attempts, int) and isinstance(waited, (int, float)) else "")
+        return f"it answered: {recovery.get('status')}{took} ({recovery.get('what')})"
     if device.get("answers") is False:
         return (f"it did not answer: it is {device.get('state')}. What clears it: "
                 f"{device.get('clears')}. What does not: {device.get('does_not_clear')}")

@@ -16,7 +16,7 @@ given a folder (``HARNESS_SIM_MACHINE``) where its simulated driver keeps the sa
   are missing; what led to a timeout, which prints, is there);
 - ``device_life.json``: what the device carries past a trial (`harness.sim.device_life`), at
   the same moments, so that a check run on the device afterwards finds it as the program
-  left it (wedged, gone).
+  left it (wedged).
 
 Each is replaced atomically (written beside, then renamed) but the kernel log, which only
 grows. The clock of every record is the simulated device's (`harness.sim.driver_log`

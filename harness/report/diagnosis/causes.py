@@ -16,8 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.model.firmware import FIRMWARE_REFUSED_FIX
-from harness.report.diagnosis import defect_judge, judges, stack_judges
+from harness.report.diagnosis import (
+    context_judges,
+    defect_judge,
+    judges,
+    stack_experiments,
+    stack_judges,
+)
 from harness.report.diagnosis.findings import Evidence, Findings
 from harness.report.diagnosis.judges import CANNOT
 from harness.report.verdict import ENGINE_DEFAULT, capture_how
@@ -166,7 +171,7 @@ CAUSES: tuple[Cause, ...] = (
          "kernel log and firmware": "a refused context (MGMT_ERT_NOAVAIL, 'Not allow more "
                                     "than N context(s)')"},
         "every context is made and every runlist answered",
-        judges.judge_resources,
+        context_judges.judge_resources,
         lambda ev: f"runlist-harness probe (who else holds the NPU), then runlist-harness run "
                    f"{_case(ev)} --plan 1 --trials 1"),
     Cause(
@@ -208,10 +213,7 @@ STACK_CAUSES: tuple[Cause, ...] = (
              "not alive'; flm validate: 'NPU firmware version ... is incompatible'"},
         "the NPU runs commands (any runlist answered by the device), or the firmware lines "
         "are a known defect of the driver's release",
-        stack_judges.judge_firmware_mismatch,
-        lambda ev: "runlist-harness probe (the firmware the driver loaded, its version, and "
-                   "the driver's lines at load); then install firmware this driver takes, "
-                   "e.g. " + FIRMWARE_REFUSED_FIX + " (this changes the machine)"),
+        stack_judges.judge_firmware_mismatch, stack_experiments.firmware_experiment),
     Cause(
         "driver-bug", "a defect of a named driver, XRT or firmware release that a later "
         "release fixes (harness/data/known_defects.yaml)",
@@ -230,7 +232,7 @@ STACK_CAUSES: tuple[Cause, ...] = (
                                     "AMD-Vi IO_PAGE_FAULT; amd_iommu=off or iommu=off on the "
                                     "kernel command line"},
         "runs complete with no IOMMU line, or the faults name another device",
-        stack_judges.judge_iommu, stack_judges.iommu_experiment),
+        stack_judges.judge_iommu, stack_experiments.iommu_experiment),
     Cause(
         "power-management", "power management: the SMU, suspend and resume, runtime PM",
         {**_BELOW, "time to failure": "at power-up or after a resume",
@@ -277,7 +279,7 @@ STACK_CAUSES: tuple[Cause, ...] = (
                                     "device gives (MGMT_ERT_NOAVAIL, 'Not allow more than N "
                                     "context(s)'); other holders of /dev/accel"},
         "the failure stays with no other process on the device",
-        stack_judges.judge_contention,
+        context_judges.judge_contention,
         lambda ev: f"runlist-harness probe (who else holds the NPU); stop them, then "
                    f"runlist-harness run {_case(ev)} --plan 1 --trials 1"),
     Cause(

@@ -4,7 +4,8 @@
 A defect bites where a machine shows a version its entry says is affected and a line shows
 its symptom: that is the cause's one decisive observation. A version match with no symptom
 only supports it (all such matches together weigh one weak finding: a release carries many
-defects that make nothing fail), and so does a driver line that refuses what the stack asks
+defects that make nothing fail; one whose entry says it fails nothing, `fails: false`, is
+not counted at all), and so does a driver line that refuses what the stack asks
 by a path of its build on this platform (`unsupported-path`), which no release in the table
 names: neither ranks the cause first. Versions are read per component: the kernel release
 for the in-tree driver, the package's version for a DKMS build, whose tree (legacy or
@@ -49,7 +50,11 @@ def component_version(machine: Machine, component: str) -> tuple[str, Cite] | No
         found = machine.facts.get(factor)
         return (found.value, found.cite) if found else None
     driver = fact("driver")
-    dkms = driver is not None and ("DKMS" in driver[0] or "_" in driver[0])
+    # a DKMS build shows its package's version (2.21.75_20260209: package_component); a
+    # name like "amdxdna_accel_driver 1.0.0" is DRM's driver name and its own version
+    # (DRM's "Initialized" line), which says nothing of a package
+    dkms = driver is not None and ("DKMS" in driver[0]
+                                   or package_component(driver[0]) is not None)
     if component == "amdxdna-mainline":
         built_in = machine.flavour is None or is_flavour(machine.flavour, dkms=False)
         return fact("kernel") if built_in and not dkms else None
@@ -98,7 +103,9 @@ def judge_driver_bug(ev: Evidence) -> Findings:
                     f"({defect.affects_text}) and the line shows it", hit.version, hit.line)
             out.add(FOR, SUPPORT, f"a later release fixes it: {defect.fixed_in} "
                     f"({defect.source})", hit.version)
-    silent = [hit for hit in hits if hit.line is None and not hit.defect.symptoms]
+    # a defect that makes nothing fail (`fails: false`) explains no failure
+    silent = [hit for hit in hits if hit.line is None and not hit.defect.symptoms
+              and hit.defect.fails]
     if silent:
         out.add(FOR, WEAK, f"these releases carry {len(silent)} known defect(s) that show no "
                 "line of their own: " + "; ".join(

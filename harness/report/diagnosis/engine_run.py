@@ -7,7 +7,10 @@ deepest runlist where XRT captured it, failed or completed once, with its time t
 failure where the trace gave the submit).
 
 What the check afterwards made the driver print is read too (a restart that failed is
-the driver's account of the device); its own error is not a sign of the run. With
+the driver's account of the device); its own error is not a sign of the run, but what it
+found is: a device that answered it (no wedge, whatever the text implied) or one it found
+wedged. Within each kernel log the lines from where a wedge begins are the wedge's, as in
+a trial's log (`sign_rules.signs_of_events`). With
 `--attach`, the server the window watched holds the NPU by design: the probe's "other
 holders" that are only that server are not read as contention. The capture, where XRT
 wrote one, is the report's own folder: the next experiment replays it
@@ -16,13 +19,14 @@ wrote one, is the report's own folder: the next experiment replays it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.logs.error_lines import ErrorLine
 from harness.model.results import COMPLETED_STATE
-from harness.report.diagnosis.sign_rules import signs_of_error, signs_of_event
-from harness.report.diagnosis.vocabulary import WORK, Arm, Observed, quote
+from harness.report.diagnosis.sign_rules import signs_of_error, signs_of_events
+from harness.report.diagnosis.vocabulary import WORK, Arm, Cite, Observed, quote
 from harness.report.header import mappings, section
 
 SECTION = "engine_run"
@@ -48,9 +52,9 @@ def observe_engine_run(observed: Observed, run: dict[str, Any]) -> None:
             observed.sign(kind, observed.cite(f"{SECTION}.errors[{index}]",
                                               quote(found.message)), **facts)
     log = section(run.get("kernel_log"))
-    timeouts = _events(observed, log, f"{SECTION}.kernel_log.events")
-    _events(observed, section(section(run.get("device_after")).get("kernel_log")),
-            f"{SECTION}.device_after.kernel_log.events")
+    device = section(run.get("device_after"))
+    timeouts = _events(observed, log, section(device.get("kernel_log")))
+    _device_after(observed, device)
     trace = section(run.get("trace_events"))
     timed_out = trace.get("timed_out")
     timed_out = timed_out if isinstance(timed_out, int) else 0
@@ -77,14 +81,30 @@ def _error_line(error: dict[str, Any]) -> ErrorLine:
                      error.get("ioctl"), errno if isinstance(errno, int) else None)
 
 
-def _events(observed: Observed, log: dict[str, Any], where: str) -> int:
-    """Signs of the driver's events in `log`; how many say its timer fired."""
+def _events(observed: Observed, log: dict[str, Any], after: dict[str, Any]) -> int:
+    """Signs of the driver's events over the run (`log`) and then the check after it
+    (`after`), read in that order: from where a wedge begins, only its own lines; how many
+    of the run's say its timer fired."""
+    during = list(mappings(log.get("events")))
+    ordered = during + list(mappings(after.get("events")))
     timeouts = 0
-    for event in mappings(log.get("events")):
-        timeouts += event.get("event") in TIMER_EVENTS
-        for kind, facts in signs_of_event(event):
-            observed.sign(kind, observed.cite(where, event.get("event")), **facts)
+    for event, found in signs_of_events(ordered):
+        position = next(i for i, e in enumerate(ordered) if e is event)
+        where = "kernel_log" if position < len(during) else "device_after.kernel_log"
+        timeouts += position < len(during) and event.get("event") in TIMER_EVENTS
+        for kind, facts in found:
+            observed.sign(kind, observed.cite(f"{SECTION}.{where}.events", event.get("event")),
+                          **facts)
     return timeouts
+
+
+def _device_after(observed: Observed, device: dict[str, Any]) -> None:
+    """What the recovery check after the run found (harness.execution.device_after)."""
+    state = quote(str(device.get("state") or ""))
+    if device.get("answers") is True:
+        observed.sign("device-answered", observed.cite(f"{SECTION}.device_after.state", state))
+    elif device.get("answers") is False and device.get("wedged"):
+        observed.sign("device-wedged", observed.cite(f"{SECTION}.device_after.state", state))
 
 
 def _server_is_no_other_holder(observed: Observed, server: dict[str, Any]) -> None:
@@ -100,13 +120,17 @@ def _arm(observed: Observed, run: dict[str, Any], capture: dict[str, Any],
     failure, or the driver's timeout), or completed (it exited 0 with no error)."""
     deepest = section(capture.get("deepest")).get("runs")
     runs = [deepest] if isinstance(deepest, int) and deepest > 0 else []
-    arm = Arm(file=observed.file, position=0, name="engine", label="the engine's run",
-              workload=WORK, stand_in=False, group=f"{observed.file}#engine", runs=runs)
+    arm = EngineRunArm(file=observed.file, position=0, name="engine", label="the engine's run",
+                       workload=WORK, stand_in=False, group=f"{observed.file}#engine",
+                       runs=runs)
     device = [e for e in errors if e.get("xrt") in DEVICE_FAILURES]
     program = section(run.get("program"))
     if device or timeouts:
-        state = next((str(e["state"]) for e in device if e.get("state")), "TIMEOUT"
-                     if timeouts else "failed")
+        named = next((i for i, e in enumerate(errors) if e in device and e.get("state")), None)
+        state = str(errors[named]["state"]) if named is not None else \
+            "TIMEOUT" if timeouts else "failed"
+        arm.state_from = f"errors[{named}].state" if named is not None else \
+            "kernel_log.events" if timeouts else f"errors[{errors.index(device[0])}]"
         arm.failed, arm.states[state] = 1, 1
         arm.events["tdr_timeout"] += timeouts
         arm.failing_depths = list(runs)
@@ -118,3 +142,20 @@ def _arm(observed: Observed, run: dict[str, Any], capture: dict[str, Any],
     else:
         return
     observed.arms.append(arm)
+
+
+@dataclass
+class EngineRunArm(Arm):
+    """The engine's own run: one arm whose facts are fields of the report's `engine_run`
+    section, not of a plan's trials, and are cited where they are."""
+
+    state_from: str = "errors"
+
+    @property
+    def where(self) -> str:
+        return SECTION
+
+    def cite(self, what: str, value: Any) -> Cite:
+        field = self.state_from if what == "summary.by_state" else \
+            what.removeprefix("trials[*].")
+        return Cite(self.file, f"{SECTION}.{field}", str(value))

@@ -3,8 +3,17 @@ place for reports and artefacts alike: a driver line's event (`harness.logs.driv
 and an error a program printed (`harness.logs.error_lines`).
 
 The meaning of an errno follows the XDNA shim and the driver: a context create refused
-(CREATE_HWCTX: -EINVAL from the firmware's MGMT_ERT_NOAVAIL or the resource solver,
--ENOENT past the legacy tree's virtual context limit, -EBUSY), a buffer the driver could
+(CREATE_HWCTX: -ENOENT past the legacy tree's virtual context limit, -ENODEV where the
+resource solver finds no free partition, -EBUSY or -ENOSPC where the columns are taken:
+none left; -EINVAL says less, for every status the firmware refuses a command with becomes
+-EINVAL (staging aie.c aie_send_mgmt_msg_wait: its MGMT_ERT_NOAVAIL, none left, as much as
+any other) and so does a request the solver will not take (aie2_solver.c sanity_check: a
+partition wider than the device, a QoS it cannot meet), so only the kernel log's status
+tells them apart), a submit refused -EIO (only the legacy tree gives it, on a context it
+could not connect to the firmware: src/driver/amdxdna aie2_ctx_runqueue.c part_ctx_start
+marks it CTX_STATE_DEAD on any failed connect, its first one included, and
+aie2_rq_submit_enter refuses every submit on it; a wedge only where a hang came before),
+a buffer the driver could
 not allocate or map (CREATE_BO, SYNC_BO; -ENOMEM, -EFAULT), an ioctl the driver gives root
 only (-EACCES, -EPERM on an open node: DRM_ROOT_ONLY in amdxdna's ioctl table), a node
 the process may not open (-EACCES, -EPERM on open). Older shims printed the errno
@@ -47,6 +56,8 @@ EVENT_SIGNS = {
     "unsupported_path": "unsupported-path",
 }
 EACCES, EPERM, ENOENT, EAGAIN, EIO = -13, -1, -2, -11, -5
+# a context create refused with these says none was left (the module docstring)
+NONE_LEFT = (-2, -19, -16, -28)          # ENOENT, ENODEV, EBUSY, ENOSPC
 MAP_LOCKED = 0x2000             # Linux uapi asm-generic/mman.h
 _MMAP = re.compile(r"\bmmap\((?:.*\bflags=(?P<flags>\d{1,10}))?")
 _BUFFER_IOCTLS = ("CREATE_BO", "SYNC_BO", "GET_BO_INFO")
@@ -84,9 +95,21 @@ _FLM_TEXT: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 
 # A wedge in an ordered run of signs (harness.report.diagnosis.wedged): its own signs, and
-# the driver's timeout lines whose restart it is
+# the driver's timeout lines whose restart it is; a dead context (a submit refused -EIO) is
+# the wedge's only after a timeout (else its first connect failed: no hang, no wedge)
 WEDGE_KINDS = ("restart-failed", "device-wedged")
+DEAD_KINDS = ("context-dead",)
+WEDGE_OWN = WEDGE_KINDS + DEAD_KINDS
 TIMEOUT_KINDS = ("driver-timeout",)
+
+
+def ordering_kind(kind: str, facts: dict[str, Any]) -> str:
+    """The kind a sign counts as where a wedge is placed in its file: XRT's TIMEOUT (a
+    chain the driver timed out: xrt_kernel.cpp reads it from the packet the driver marked)
+    counts as the driver's timeout line does."""
+    if kind in ("runlist-failed", "unexpected-state") and facts.get("state") == "TIMEOUT":
+        return TIMEOUT_KINDS[0]
+    return kind
 
 
 def wedge_begins(kinds: Sequence[str]) -> int | None:
@@ -95,14 +118,25 @@ def wedge_begins(kinds: Sequence[str]) -> int | None:
     restart printed before it failed, the firmware refusing its context, is the wedge's
     too), or the first SMU refusal after a timeout (a reload on the wedged device); None
     where no wedge shows."""
-    restart = next((i for i, kind in enumerate(kinds) if kind in WEDGE_KINDS), None)
     timed = [i for i, kind in enumerate(kinds) if kind in TIMEOUT_KINDS]
+    restart = next((i for i, kind in enumerate(kinds) if kind in WEDGE_KINDS or (
+        kind in DEAD_KINDS and timed and timed[0] < i)), None)
     smu = next((i for i, kind in enumerate(kinds) if kind == "smu-failed" and timed
                 and i > timed[0]), None)
     if restart is not None and (smu is None or restart < smu):
         before = [i for i in timed if i < restart]
         return before[-1] + 1 if before else restart
     return smu
+
+
+def signs_of_events(events: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], Signs]]:
+    """Each of a log's events (in its order) with its signs, save the events from where a
+    wedge begins that are not the wedge's own: what a wedged device answered is no
+    evidence of a cause of its own."""
+    kinds = [next((kind for kind, _ in signs_of_event(e)), str(e.get("event"))) for e in events]
+    begins = wedge_begins(kinds)
+    return [(event, signs_of_event(event)) for position, event in enumerate(events)
+            if begins is None or position < begins or kinds[position] in WEDGE_OWN]
 
 
 def signs_of_event(event: dict[str, Any]) -> Signs:
@@ -112,6 +146,11 @@ def signs_of_event(event: dict[str, Any]) -> Signs:
         if event.get("status_name") == "MGMT_ERT_NOAVAIL":
             return [("context-unavailable", facts)]
         return [("mailbox-error", facts)]
+    if kind in ("context_refused", "context_init_failed") and "limit" not in event:
+        # "Alloc hw resource failed, ret %d" and the like: the errno says how much it knows
+        rets = [event[k] for k in ("ret", "aie", "create", "hwctx", "xrs", "ctx")
+                if isinstance(event.get(k), int)]
+        return [(_context_sign(rets[0] if rets else None), facts)]
     sign = EVENT_SIGNS.get(kind)
     return [(sign, facts)] if sign else []
 
@@ -145,7 +184,8 @@ def signs_of_error(error: el.ErrorLine) -> Signs:
     if _BUFFER_TEXT.search(error.message) or error.exception == "std::bad_alloc":
         return [("buffer-alloc-failed", facts)]
     if _CONTEXT_TEXT.search(error.message):
-        return [("context-unavailable", facts)]
+        # the words say it failed, not why: none left, or a request the driver refused
+        return [("context-refused", facts)]
     if _UNREACHABLE.search(error.message):
         return [("server-unreachable", facts)]
     return [("exception", facts)]
@@ -167,14 +207,23 @@ def _of_ioctl(error: el.ErrorLine, facts: dict[str, Any]) -> Signs:
         # an ioctl runs on a node already open: the driver gives this one to root only
         return [("ioctl-not-permitted", facts)]
     if "EXEC_CMD" in ioctl and errno == EIO:
-        # the legacy tree's dead context: its restart after a hang failed, and it refuses
-        # every submit (src/driver/amdxdna aie2_ctx_runqueue.c aie2_rq_submit_enter)
-        return [("restart-failed", facts)]
-    if "CREATE_HWCTX" in ioctl:
-        return [("context-unavailable", facts)]
+        # the legacy tree's dead context (the module docstring): its connect failed, the
+        # first one or the one after a hang
+        return [("context-dead", facts)]
+    if "CREATE_HWCTX" in ioctl or "CREATE_CTX" in ioctl:
+        return [(_context_sign(errno), facts)]
     if any(name in ioctl for name in _BUFFER_IOCTLS):
         return [("buffer-alloc-failed", facts)]
     return []
+
+
+def _context_sign(errno: int | None) -> str:
+    """A context the driver refused: none left where its errno says so (or where its line
+    says so and gives none: "AIE partition not available"), else refused with the reason
+    untold (the module docstring)."""
+    if errno is None or _negative(errno) in NONE_LEFT:
+        return "context-unavailable"
+    return "context-refused"
 
 
 def _of_shim(error: el.ErrorLine, facts: dict[str, Any]) -> Signs:

@@ -1,15 +1,10 @@
 """How the causes below the runlist read the observations: the firmware, a known defect
 of a release, the IOMMU, power management, access to the device, host memory, other
-holders of the device, and a binary built for another NPU. Each reads signs
+holders of the device (`context_judges`), and a binary built for another NPU. Each reads signs
 (`vocabulary.SIGNS`) and stacks (`cohort.machines`), never a line's absence alone: a
 cause leads only on what some file shows.
 
-Where `resources` ends and `contention` begins: a context refused with none left is
-`resources` when the run's own demand (one context per xclbin) exceeds what the device
-gives (`hwctx_limit`: 6 on npu1, 16 on npu4/5/6, `npu*_regs.c`; the legacy tree's 32
-virtual contexts, 6 on npu1), and `contention` when it does not, for then other clients
-held the rest. Where the demand is not known (a kernel log alone) both stay open and the
-probe (who holds the NPU) decides.
+Where `resources` ends and `contention` begins is `context_judges`'.
 
 Order within one log tells the first failure from its consequences: the driver's start-up
 stops at its first error and then unwinds (a firmware that did not come up is followed by
@@ -37,13 +32,10 @@ from harness.report.diagnosis.findings import (
     Findings,
     rate_cite,
 )
-from harness.report.diagnosis.observed import context_refused
 from harness.report.diagnosis.signs_seen import first_of as _first
 from harness.report.diagnosis.signs_seen import signs
 from harness.report.diagnosis.vocabulary import WORK, Cite, Sign
 
-NPU1_CONTEXTS = 6              # npu1_regs.c hwctx_limit: the fewest any XDNA device gives
-CONTEXTS = 16                  # npu4/5/6_regs.c hwctx_limit
 STORM = 3                      # IO_PAGE_FAULTs that make a storm, not a stray fault
 ANSWERED_STATES = ("TIMEOUT", "ERROR", "ABORT", "COMPLETED")
 FIRMWARE_FAILED = ("firmware-refused", "firmware-missing", "firmware-boot-failed")
@@ -150,21 +142,6 @@ def judge_iommu(ev: Evidence) -> Findings:
     return out
 
 
-def iommu_experiment(ev: Evidence) -> str:
-    """The IOMMU's setup where a file shows it at fault; where only faults show, what
-    separates the driver's mapping from the rest: another driver build."""
-    setup = ("runlist-harness probe (the NPU's IOMMU group and its type, the kernel command "
-             "line); then boot without amd_iommu=off or iommu=off (edit GRUB_CMDLINE_LINUX in "
-             "/etc/default/grub and run `sudo update-grub`: this changes the machine and needs "
-             "a reboot)")
-    if signs(ev, *IOMMU_SETUP) or not signs(ev, "iommu-page-fault"):
-        return setup
-    return ("the same run on another build of the driver (the DKMS package's release from "
-            "amd/xdna-driver, or the kernel's in-tree driver): faults that go with the build "
-            "are its mapping's; beside it, runlist-harness probe (the NPU's IOMMU group and "
-            "its type)")
-
-
 def judge_power_management(ev: Evidence) -> Findings:
     out = Findings()
     _each(out, ev, (("smu-failed", STRONG, "the SMU refused or timed out a power or clock "
@@ -242,60 +219,6 @@ def judge_host_memory(ev: Evidence) -> Findings:
     return out
 
 
-def context_demand(ev: Evidence) -> tuple[int, int, Cite] | None:
-    """The run's own demand for contexts, the device's limit, and where the demand was
-    read, from the first report that refused a context and knows both."""
-    for report in ev.reports:
-        refused = [a for a in report.arms if context_refused(a)]
-        if refused and report.contexts:
-            npu = (report.stack.npu.value if report.stack.npu else "").lower()
-            limit = NPU1_CONTEXTS if "npu1" in npu or "phoenix" in npu else CONTEXTS
-            return report.contexts, limit, report.cite("artifacts.xclbins", f"{report.contexts} "
-                                                       "xclbins, a context each")
-    return None
-
-
-def resources_of_demand(out: Findings, ev: Evidence) -> None:
-    """What the run's own demand for contexts says of `resources` (the boundary with
-    `contention`, above)."""
-    demand = context_demand(ev)
-    if demand is not None:
-        asked, limit, cite = demand
-        if asked > limit:
-            out.add(FOR, STRONG, f"the run asks {asked} contexts and the device gives "
-                    f"{limit}: its own demand meets the limit", cite)
-        else:
-            out.add(AGAINST, STRONG, f"the run asks {asked} contexts and the device gives "
-                    f"{limit}: its own demand cannot use them up", cite)
-        return
-    if not any(context_refused(a) for a in ev.arms):
-        _first(out, FOR, SUPPORT, signs(ev, "context-unavailable"), "a hardware context was "
-               "refused with none left (whose demand used them up the files do not say)")
-
-
-def judge_contention(ev: Evidence) -> Findings:
-    out = Findings()
-    demand = context_demand(ev)
-    if demand is not None:
-        asked, limit, cite = demand
-        if asked <= limit:
-            out.add(FOR, STRONG, f"a context was refused though the run asks {asked} and "
-                    f"the device gives {limit}: other clients held the rest", cite)
-            _first(out, FOR, SUPPORT, signs(ev, "context-unavailable"), "the driver or the "
-                   "firmware said no context was left to give")
-    else:
-        refused = signs(ev, "context-unavailable")
-        _first(out, FOR, SUPPORT, refused, "a hardware context was refused with none left "
-               "(whose demand used them up the files do not say)")
-    _first(out, FOR, SUPPORT, signs(ev, "other-holders"), "other processes held the NPU or "
-           "the GPU's compute node during the run")
-    _first(out, FOR, WEAK, signs(ev, "gpu-fault"), "the GPU's driver reported a hang or reset "
-           "beside the NPU run")
-    _first(out, AGAINST, SUPPORT, signs(ev, "no-other-holders"), "the probe saw no other "
-           "process holding the NPU")
-    return out
-
-
 def judge_wrong_binary(ev: Evidence) -> Findings:
     out = Findings()
     _each(out, ev, (("wrong-columns", STRONG, "a partition does not fit the device's columns"),
@@ -309,10 +232,11 @@ def judge_wrong_binary(ev: Evidence) -> Findings:
         if ("npu1" in model.lower() or "phoenix" in model.lower()) and "NPU2" in npu:
             out.add(FOR, STRONG, f"a pack built for XDNA 2 ({npu}) on an XDNA 1 NPU ({model})",
                     machine.facts["model"].cite)
-        elif "NPU2" in npu and not model and signs(ev, "context-unavailable"):
+        elif "NPU2" in npu and not model and (refused := signs(ev, "context-unavailable",
+                                                              "context-refused")):
             out.add(FOR, WEAK, f"a context was refused for a pack built for XDNA 2 ({npu}), "
                     "and no file shows this NPU's generation (an XDNA 1 NPU cannot take it)",
-                    machine.facts["model"].cite, signs(ev, "context-unavailable")[0].cite)
+                    machine.facts["model"].cite, refused[0].cite)
     done = [a for a in ev.arms if a.workload == WORK and a.completed]
     if done and out.supported:
         out.add(AGAINST, SUPPORT, "runs of the case's own commands completed on this device",

@@ -85,6 +85,9 @@ SIGNS: dict[str, SignKind] = {
     "ioctl-failed": SignKind("an amdxdna ioctl the XDNA shim issued failed, with its errno"),
     "shim-error": SignKind("the XDNA shim refused an operation, with its errno"),
     "exception": SignKind("the application stopped on an error that carries no XRT text"),
+    "xrt-error": SignKind("XRT reported an error in a message of its own ([tag] ERROR: ...)"),
+    "device-answered": SignKind("the check after the run found the device answering (a NOOP "
+                                "run on a fresh context completed)", False),
     "app-crash": SignKind("the application crashed or was killed (a signal, a core dump)"),
     "driver-timeout": SignKind("the driver's timeout lines: TDR timeout, no progress, the "
                                "firmware's timeout capture, a context dump"),
@@ -97,6 +100,9 @@ SIGNS: dict[str, SignKind] = {
                                "restart's create, map or configure failed; a legacy context "
                                "dead): the device stays wedged, later runs say nothing of "
                                "the runlist"),
+    "context-dead": SignKind("a submit refused -EIO: the legacy driver could not connect the "
+                             "context to the firmware (at its first job, or again after a "
+                             "hang) and refuses every submit on it"),
     "device-wedged": SignKind("the device stayed wedged: trials began on it, or the "
                               "recovery check after a failed trial found it so"),
     "validate-failed": SignKind("an xrt-smi validate test failed"),
@@ -137,6 +143,9 @@ SIGNS: dict[str, SignKind] = {
                                  "on this platform (the device heap on its CMA path)"),
     "oom": SignKind("the kernel's out-of-memory killer ended a process"),
     "context-unavailable": SignKind("a hardware context was refused: none left to give"),
+    "context-refused": SignKind("the driver refused to create a hardware context, with an "
+                                "errno that does not say whether none was left or the request "
+                                "was one it does not take (-EINVAL)"),
     "other-holders": SignKind("other processes hold the NPU or the GPU's compute node",
                               False),
     "no-other-holders": SignKind("the probe saw no other process holding the NPU", False),
@@ -188,6 +197,7 @@ class StackFacts:
     facts: dict[str, Fact] = field(default_factory=dict)
     npu: Fact | None = None
     flavour: str | None = None       # a driver flavour row's name, where the file tells it
+    module: str | None = None        # the driver module's name its lines or probe show
     identity: str | None = None
     label: str | None = None
 

@@ -3,8 +3,9 @@
 A wedge is the state a device is left in when its firmware stops taking contexts after a
 timeout (`harness.model.wedge`): every tree's restart of the hung context fails ("Create
 hwctx failed", the legacy tree's "connect failed" and "fatal error": the sign
-`restart-failed`), a reload on it is refused by the SMU ("smu cmd 4 failed, 0xff" after the
-timeout: amd/xdna-driver#1257 and #1193), and the harness's own reports mark each trial
+`restart-failed`), a probe after it may fail at the SMU ("smu cmd 4 failed, 0xff" after the
+timeout, as amd/xdna-driver#1257 and #1193 print such a probe), and the harness's own reports
+mark each trial
 that began on it (`wedged_device`) and name the state its recovery check found (a trial's
 `recovery.state`: the sign `device-wedged`).
 
@@ -13,17 +14,31 @@ other parts: a context refused, a probe that failed, a submit refused -EIO are t
 not a cause of their own. So every sign a file shows from its first wedge line on is left
 out of the evidence (`after_wedge`) save the wedge's own, reports already keep their
 wedged trials apart (`Observed.wedged`), and the answer says so as a finding and begins its
-next experiment with what clears a wedge: a reboot (`REBOOT_FIX`: a module reload or a PCI
-remove and rescan runs the SMU power-off the wedged firmware refuses, and public reports saw
-neither clear it).
+next experiment with what clears a wedge: a reboot (`harness.model.wedge.REBOOT_FIX`, the
+one account of what the public reports saw clear a wedge and what they saw not clear it).
+
+A submit refused -EIO (`context-dead`) is the legacy tree's context that did not connect
+to the firmware; the tree marks it dead on any failed connect, its first one included
+(src/driver/amdxdna aie2_ctx_runqueue.c part_ctx_start), so it is a wedge only after a
+timeout in the same file (its reconnect after the hang failed): in a log, a timeout line or
+XRT's TIMEOUT before it; in a report's fields, which keep no order, one anywhere in the
+report. A check after the run that found the device answering (`device-answered`: a NOOP
+run on a fresh context completed) outweighs what the text implied: no wedge then.
 """
 
 from __future__ import annotations
 
+from harness.model.drivers import FLAVOURS, LEGACY
 from harness.model.wedge import REBOOT_FIX
 from harness.report.diagnosis.findings import Evidence, Finding
-from harness.report.diagnosis.sign_rules import WEDGE_KINDS, wedge_begins
-from harness.report.diagnosis.vocabulary import Observed, Sign
+from harness.report.diagnosis.sign_rules import (
+    DEAD_KINDS,
+    TIMEOUT_KINDS,
+    WEDGE_OWN,
+    ordering_kind,
+    wedge_begins,
+)
+from harness.report.diagnosis.vocabulary import Observed, Sign, is_flavour
 
 FIRST = "the device stayed wedged"
 
@@ -33,21 +48,37 @@ def _ordered(observed: Observed) -> list[Sign]:
                   key=lambda s: s.cite.line or 0)
 
 
+def _begins(ordered: list[Sign]) -> int | None:
+    return wedge_begins([ordering_kind(s.kind, s.facts) for s in ordered])
+
+
+def _answered(observed: Observed) -> bool:
+    return any(s.kind == "device-answered" for s in observed.signs)
+
+
 def wedge_signs(observed: Observed) -> list[Sign]:
     """The signs of one file that show the device wedged: a report's own marks, and in a
-    log, from where its wedge begins, the failed restarts and the SMU's refusals."""
+    log, from where its wedge begins, the failed restarts, the dead contexts and the SMU's
+    refusals; in a report's fields, its failed restarts, and its dead contexts where it
+    shows a timeout; none where a check after the run found the device answering."""
     marks = [s for s in observed.signs if s.kind == "device-wedged"]
+    if _answered(observed):
+        return marks
     ordered = _ordered(observed)
-    begins = wedge_begins([s.kind for s in ordered])
+    begins = _begins(ordered)
     if begins is not None:
-        marks += [s for s in ordered[begins:] if s.kind in WEDGE_KINDS + ("smu-failed",)]
-    return marks + [s for s in observed.signs if s.kind == "restart-failed"
-                    and s.cite.line is None]
+        marks += [s for s in ordered[begins:] if s.kind in WEDGE_OWN + ("smu-failed",)]
+    unordered = [s for s in observed.signs if s.cite.line is None]
+    timed = any(ordering_kind(s.kind, s.facts) in TIMEOUT_KINDS for s in observed.signs)
+    return marks + [s for s in unordered if s.kind == "restart-failed"
+                    or (s.kind in DEAD_KINDS and timed)]
 
 
 def first_wedge_line(observed: Observed) -> int | None:
+    if _answered(observed):
+        return None
     ordered = _ordered(observed)
-    begins = wedge_begins([s.kind for s in ordered])
+    begins = _begins(ordered)
     return ordered[begins].cite.line if begins is not None else None
 
 
@@ -55,7 +86,7 @@ def after_wedge(first: int | None, sign: Sign) -> bool:
     """Whether `sign` comes from a wedged device: at or after `first`, the line where its
     file's wedge begins (`first_wedge_line`), and not one of the wedge's own signs."""
     return first is not None and sign.cite.line is not None and sign.cite.line >= first \
-        and sign.kind not in WEDGE_KINDS
+        and sign.kind not in WEDGE_OWN
 
 
 def wedge_findings(ev: Evidence) -> list[Finding]:
@@ -68,25 +99,30 @@ def wedge_findings(ev: Evidence) -> list[Finding]:
         first = marks[0]
         begins = first_wedge_line(observed)
         later = sum(1 for s in observed.signs if after_wedge(begins, s))
-        text = _said(first) + (f"; {later} later lines are the wedge's and left out of the "
-                               "evidence" if later else "")
+        text = _said(first, observed) + (f"; {later} later lines are the wedge's and left "
+                                         "out of the evidence" if later else "")
         found.append(Finding("wedge", 0, text, tuple(s.cite for s in marks[:2])))
     return found
 
 
-def _said(sign: Sign) -> str:
+def _said(sign: Sign, observed: Observed) -> str:
     if sign.kind == "device-wedged":
         trials = sign.facts.get("trials")
         if trials:
             return (f"{FIRST}: {trials} trials began on it ({sign.facts.get('plans')}); they "
                     "are no evidence of depth, the cut or the control")
-        return f"{FIRST}: the recovery check after the failed trial found it so"
+        return f"{FIRST}: the recovery check after the failure found it so"
     if sign.kind == "smu-failed":
         return (f"{FIRST}: the SMU refused the power-off after the timeout, as it does on "
                 "a reload of a wedged NPU")
-    if sign.facts.get("ioctl"):
-        return (f"{FIRST}: every submit on the context is refused -EIO, as the legacy "
-                "driver refuses it once its restart after a hang failed")
+    if sign.kind in DEAD_KINDS:
+        flavour = observed.stack.flavour
+        other = "" if flavour is None or is_flavour(flavour, dkms=True, tree=LEGACY) else (
+            f" (only the legacy tree refuses a submit so; this file shows the "
+            f"{FLAVOURS[flavour].called if flavour in FLAVOURS else flavour} driver)")
+        return (f"{FIRST}: after the timeout a submit on the context is refused -EIO, as the "
+                f"legacy driver refuses every submit once it could not connect the context "
+                f"again{other}")
     return (f"{FIRST}: the driver could not bring the context back after the hang (its "
             "restart failed)")
 

@@ -77,12 +77,29 @@ def read_artefact(path: str | Path) -> Observed | Unread:
                                 + "".join(f"; {note}" for note in claim.notes))
     if not observed.read_as:
         return Unread(text.file, f"none of its {lines} lines is {WHAT_IS_READ}")
+    if free:
+        # what no parser took is named, never dropped unsaid
+        observed.read_as.append(f"{len(free)} line" + ("s" if len(free) != 1 else "")
+                                + f" not read ({line_ranges(sorted(free))})")
     if text.cut:
         observed.read_as.append(text.cut)
     observed.lines = [("line", i + 1, line) for i, line in enumerate(text.lines)
                       if line.strip()]
     _timers(observed, text)
     return observed
+
+
+def line_ranges(indices: list[int], most: int = 6) -> str:
+    """0-based line indices as 1-based ranges: "line 4", "lines 1-3, 7"."""
+    ranges: list[list[int]] = []
+    for index in indices:
+        if ranges and index == ranges[-1][1] + 1:
+            ranges[-1][1] = index
+        else:
+            ranges.append([index, index])
+    shown = [f"{a + 1}" if a == b else f"{a + 1}-{b + 1}" for a, b in ranges[:most]]
+    more = ", ..." if len(ranges) > most else ""
+    return ("line " if len(indices) == 1 else "lines ") + ", ".join(shown) + more
 
 
 def flavour_of_drm(driver: str | None, kernel: str | None) -> str | None:

@@ -4,7 +4,8 @@ ended when it crashed: the shell's ``Segmentation fault (core dumped)``, ``Abort
 ``Killed``, ``Bus error``, ``Illegal instruction``, ``Floating point exception`` (bash
 `siglist.c`; zsh prints them in lower case after ``zsh:``), CPython's ``Fatal Python
 error: ...``, a Rust program's ``thread 'main' panicked at`` (its default panic hook), and
-xrt-capture's ``Application exited with code N``; a tool that found no NPU
+xrt-capture's ``Application exited with code N``; a program's own ``ERROR: ...`` line (its
+own words for a failure, read as one); a tool that found no NPU
 (``No NPU device found``, amdgpu_top's ``There are no the XDNA NPU devices found.``), and a
 client that could not reach its server (`sign_rules.signs_of_text`: curl's, glibc's and the
 Python clients' own texts).
@@ -29,6 +30,9 @@ _EXITED = re.compile(r"^Application exited with code (?P<code>-?\d{1,4})$")
 _NO_NPU = re.compile(r"\b[Nn]o (?:the )?(?:AMD )?(?:XDNA\d? )?NPU devices? (?:was )?(?:found|"
                      r"present|detected)")
 MAX_SHORT = 200                  # a longer line is output, not a program's last words
+# a program's own report of an error, on a line of its own (``ERROR: ...``, ``Error: ...``,
+# ``error: ...``, a test's ``TEST FAILED``): a failure, whatever it names
+_OWN_ERROR = re.compile(r"^(?:ERROR|Error|error|FATAL|Fatal): \S|^TEST FAILED\b")
 
 
 def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | None:
@@ -50,6 +54,9 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
         elif _NO_NPU.search(line) and len(line) < MAX_SHORT:
             claim.lines.add(index)
             observed.sign("no-device", text.cite(index))
+        elif _OWN_ERROR.match(line) and len(line) < MAX_SHORT:
+            claim.lines.add(index)
+            observed.sign("exception", text.cite(index), carrier="app")
         else:
             for kind, facts in signs_of_text(line):
                 claim.lines.add(index)

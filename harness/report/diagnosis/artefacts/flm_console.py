@@ -2,7 +2,8 @@
 
 FastFlowLM prints ``[HEADER]  message`` (`header_print` and its coloured variants in
 ROCm/FastFlowLM `src/include/utils/debug_utils.hpp`: the header in brackets, two spaces,
-the message; `header_print_r` in red on stderr). `flm validate` (`sanity_check_npu_stack`,
+the message (one, where a web page showing the paste collapsed them); `header_print_r` in
+red on stderr). `flm validate` (`sanity_check_npu_stack`,
 `src/src/main.cpp`) prints ``[Linux]  Kernel: <release>`` (``Kernel Version:`` in its
 first releases), ``[Linux]  NPU: /dev/accel/accel0 with 8 columns`` (earlier ``Found AMD
 NPU at``), ``[Linux]  NPU FW Version: 1.1.2.64``, ``[Linux]  amdxdna version: 0.6`` (the
@@ -27,8 +28,9 @@ from harness.report.diagnosis.vocabulary import Fact, Observed
 
 KIND = "flm-output"
 MEMLOCK_NEEDED_MB = 100          # flm validate raises a limit below 100 MiB (main.cpp)
+# two spaces as FastFlowLM prints it, or one where a thread's page collapsed them
 _HEADER = re.compile(r"^\s*\[(?P<header>FLM|Linux|Windows|ERROR|Error|error|Warning|WARNING|"
-                     r"warning|info)\]  (?P<message>.*)$")
+                     r"warning|info)\]  ?(?P<message>\S.*)$")
 _OWN = ("FLM", "Linux", "Windows")
 _VERSION = re.compile(r"^\s*FLM v(?P<version>\d[\w.\-]*)\s*$|^\s*\{\s*\"version\":\s*\""
                       r"(?P<json>\d[\w.\-]*)\"\s*\}\s*$")

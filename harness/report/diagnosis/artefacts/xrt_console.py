@@ -35,6 +35,8 @@ _HEADER_LINES = 12              # the header's eight lines after its version, an
 _MESSAGE = re.compile(r"^\s*\[(?P<tag>[\w.\- ]{1,40})\] (?P<severity>EMERGENCY|ALERT|CRITICAL|"
                       r"ERROR|WARNING|NOTICE|INFO|DEBUG): (?P<message>.*)$")
 SMI = ("xrt-smi", "xbutil")
+# message.cpp's severities that report a failure (xrt_core::message::severity_level)
+FAILING = ("EMERGENCY", "ALERT", "CRITICAL", "ERROR")
 _COMMAND = re.compile(r"(?:^|[$#>]\s+)(?:sudo\s+)?(?:\S*/)?(?P<tool>xrt-smi|xbutil)\s+"
                       r"(?P<sub>[a-z][a-z-]{1,20})\b")
 
@@ -61,9 +63,15 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
         return None
     for index, match in messages.items():
         taken.add(index)
-        for error in find_error_lines([match["message"]]):
+        found = find_error_lines([match["message"]])
+        for error in found:
             for kind, facts in signs_of_error(error):
                 observed.sign(kind, text.cite(index), **facts)
+        if not found and match["severity"] in FAILING:
+            # XRT's own error in words no rule reads (a Windows status, a teardown that
+            # failed): a failure all the same
+            observed.sign("xrt-error", text.cite(index), tag=match["tag"],
+                          severity=match["severity"])
     tool = program if program in SMI else None
     if tool is None:
         tool = next((str(m["tag"]) for m in messages.values() if m["tag"] in SMI), None)
