@@ -17,7 +17,9 @@ def _rare_cut(tmp_path, failures: int, where: str):
     """Staging's 2 s timer: the one runlist completes 6 of 6, and `where` (the cut, or the
     depth-only control) fails `failures` of 12 trials at the timer."""
     def trials(bad: int, chunks: list[int]) -> list:
-        return [failed_trial(i, chunks[0], [min(chunks[0], 24)], "TIMEOUT", wall_ms=2010.0)
+        # XRT's chain split: 24 runs a chain, the rest in the last (42 as 24+18)
+        split = [24] * (chunks[0] // 24) + ([chunks[0] % 24] if chunks[0] % 24 else [])
+        return [failed_trial(i, chunks[0], split, "TIMEOUT", wall_ms=2010.0)
                 if i < bad else completed_trial(i, chunks, ms_per_run=0.05)
                 for i in range(12)]
     plans = [plan("monolithic", "42", [42], [completed_trial(i, [42], ms_per_run=0.05)
