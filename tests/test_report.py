@@ -45,7 +45,7 @@ def test_unknown_schema_is_refused_by_name(tmp_path):
 
 @pytest.mark.parametrize("text, words", [
     ("[1, 2]", "not a report"),
-    ("schema: xdna-runlist-harness/report/v1\n", "malformed report"),
+    ("schema: xdna-runlist-harness/report/v1\n", "its header has no command, harness"),
     ("key: [unclosed\n", "not valid YAML"),
 ])
 def test_broken_reports(tmp_path, text, words):

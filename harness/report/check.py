@@ -33,6 +33,7 @@ from harness.report.model import (
     brief_from_dict,
     is_emulated,
     is_simulated,
+    mapping,
 )
 from harness.report.placeholders import garbled
 from harness.report.reader import HeaderError, ReportReader, TrialEntry
@@ -240,9 +241,7 @@ def _chained(runlists: list[Any]) -> list[str]:
     runs, and a runlist whose do not (runs 10^30 in chains 24+18) was not run so."""
     problems = []
     for at, runlist in enumerate(runlists):
-        if not isinstance(runlist, dict):
-            continue
-        runs, chains = runlist.get("runs"), runlist.get("chains")
+        runs, chains = mapping(runlist).get("runs"), mapping(runlist).get("chains")
         if isinstance(runs, int) and isinstance(chains, list) and \
                 all(isinstance(c, int) for c in chains) and sum(chains) != runs:
             shown = runs if len(str(runs)) <= 12 else f"a number of {len(str(runs))} digits"
