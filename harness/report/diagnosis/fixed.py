@@ -160,14 +160,15 @@ def longer_timer_findings(out: Findings, ev: Evidence, *, outlasts: bool) -> Non
         still = fails_consistently(again) if again.changed else again.always_fails
         if completes:
             out.add(FOR if outlasts else CONTRADICTS, STRONG,
-                    f"with the driver's timer at {timer:g} s ({label}) {original.label} "
-                    f"completes {again.completed} of {again.answered} trials, where it failed "
-                    "at the timer every time: it " + ("ran long, and outlasted the timer"
-                                                      if outlasts else "did not hang (a hang "
-                                                      "outlasts any timer)"),
+                    f"{original.label} failed at the timer every time; with the driver's "
+                    f"timer at {timer:g} s ({label}) the same commands complete "
+                    f"{again.completed} of {again.answered} trials: they "
+                    + ("ran long, and outlasted the timer" if outlasts
+                       else "did not hang (a hang outlasts any timer)"),
                     rate_cite(again), rate_cite(original))
         elif still:
             out.add(AGAINST if outlasts else FOR, STRONG if outlasts else SUPPORT,
-                    f"with the driver's timer at {timer:g} s ({label}) {original.label} "
-                    f"still fails every trial ({again.failed} of {again.answered}): it "
-                    f"does not end within {timer:g} s either", rate_cite(again))
+                    f"with the driver's timer at {timer:g} s ({label}) the commands of "
+                    f"{original.label} still fail every trial ({again.failed} of "
+                    f"{again.answered}): they do not end within {timer:g} s either",
+                    rate_cite(again))
