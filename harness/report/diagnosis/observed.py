@@ -199,9 +199,9 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
     events = [e for e in log.get("events") or [] if isinstance(e, dict)]
     # the wedge's lines, and contexts refused once the runlists ran (the driver's restart,
     # not the set-up): no evidence of a cause of their own
-    for event, found in signs_of_events(events, submitted=bool(runlists)):
+    for event, event_signs in signs_of_events(events, submitted=bool(runlists)):
         arm.events[str(event.get("event"))] += 1
-        for kind, facts in found:
+        for kind, facts in event_signs:
             observed.sign(kind, arm.cite(f"trials[{trial.get('index')}].kernel_log.events",
                                          event.get("event")), **facts)
     if failing is None:
