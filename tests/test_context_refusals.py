@@ -50,3 +50,38 @@ def test_the_firmware_s_noavail_beside_it_says_none_was_left(tmp_path):
     diagnosis = diagnosis_of(tmp_path, NOAVAIL + "[84319.443143] amdxdna 0000:c2:00.1: [drm] "
                              "*ERROR* aie2_hwctx_init: Alloc hw resource failed, ret -22\n")
     assert "refused with none left" in diagnosis.entry("contention").supports[0].text
+
+
+_REFUSED_EVENTS = [
+    {"event": "mailbox_failure", "usec": 60_001_200, "function": "aie2_send_mgmt_msg_wait",
+     "opcode": 2, "status": 0x2000003, "opcode_name": "CREATE_CONTEXT",
+     "status_name": "MGMT_ERT_NOAVAIL"},
+    {"event": "context_refused", "usec": 60_001_200, "function": "aie2_hwctx_init",
+     "ret": -22}]
+
+
+def test_a_context_refused_after_the_runlists_ran_is_not_the_set_up_s(tmp_path):
+    """A trial whose runlist the device timed out made its contexts before it submitted
+    it: a refusal in its kernel log is the driver making one again (its restart of the hung
+    context, which in-tree 7.0 follows with no timeout line of its own: 234824b1
+    aie2_ctx.c aie2_sched_job_timedout), not what failed the runlist. The same refusal in a
+    trial whose set-up failed is the run's own: it speaks for the causes of contexts."""
+    from diagkit import failed_trial, hardware_report, plan, setup_refused
+
+    from harness.report.diagnosis import diagnose
+    ran = [failed_trial(i, 42, [24, 18], "TIMEOUT", wall_ms=60001.2,
+                        events=[dict(e) for e in _REFUSED_EVENTS]) for i in range(3)]
+    after = diagnose([hardware_report(tmp_path, "ran", [plan("monolithic", "42", [42],
+                                                             ran)])])
+    for cause in ("resources", "contention"):
+        assert not after.entry(cause).supports, cause
+    refused = [dict(setup_refused(i, "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22):"
+                                     " Invalid argument"),
+                    kernel_log={"source": "/dev/kmsg", "lines": [],
+                                "events": [dict(e) for e in _REFUSED_EVENTS]})
+               for i in range(3)]
+    before = diagnose([hardware_report(tmp_path, "set-up", [plan("monolithic", "42", [42],
+                                                                 refused)])])
+    assert before.entry("contention").supports
+    assert any("MGMT_ERT_NOAVAIL" in f.text or "none left" in f.text
+               for f in before.entry("contention").supports + before.entry("resources").supports)

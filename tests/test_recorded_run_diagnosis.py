@@ -18,10 +18,13 @@ from harness.app.cli import main
 from harness.report.diagnosis import diagnose
 
 
-@pytest.fixture
-def wedged_run(xclbin, tmp_path):  # noqa: F811 (the fixture above)
-    result = record("--no-capture", "--profile", "staging,hang-at:30,wedge:1", "--out", "run",
-                    "--", *sim_exec(xclbin))
+# every flavour's wedge: in-tree 7.0 logs no timeout line (234824b1 aie2_ctx.c
+# aie2_sched_job_timedout), so only the program's TIMEOUT says the firmware's refusal of a
+# context came after the commands ran (the driver's restart of the hung one)
+@pytest.fixture(params=["staging", "mainline", "oot"])
+def wedged_run(xclbin, tmp_path, request):  # noqa: F811 (the fixture above)
+    result = record("--no-capture", "--profile", f"{request.param},hang-at:30,wedge:1",
+                    "--out", "run", "--", *sim_exec(xclbin))
     assert result.exit_code == 3, result.output
     return tmp_path / "run" / "report.yaml"
 
@@ -32,7 +35,11 @@ def test_the_wedge_s_own_refusals_are_no_evidence_of_contexts_held(wedged_run):
     for cause in ("resources", "contention"):
         assert not diagnosis.entry(cause).supports, cause
     cited = [str(c) for f in diagnosis.wedged for c in f.cites]
-    assert any("engine_run.device_after.state" in c for c in cited)
+    # the legacy tree's check afterwards fails on a dead context, which its restart's own
+    # lines say ("connect failed", part_ctx_start)
+    assert any("engine_run.device_after.state" in c for c in cited) or any(
+        "engine_run.device_after.kernel_log.events = context_connect_failed" in c
+        for c in cited)
 
 
 def test_the_engine_s_run_is_cited_by_the_fields_it_was_read_from(wedged_run):

@@ -39,15 +39,19 @@ def _no_reload_offered(experiment: str) -> None:
     assert "modprobe -r" not in experiment and "/sys/bus/pci/rescan" not in experiment
 
 
-def test_a_simulated_wedge_is_said_and_what_ran_after_it_is_no_evidence(tmp_path):
+# every flavour's wedge, and staging's firmware-dead path: in-tree 7.0 prints no timeout line
+# (234824b1 aie2_ctx.c aie2_sched_job_timedout), so only the trial's TIMEOUT places the
+# firmware refusing the restart's context after the runlists ran
+@pytest.mark.parametrize("profile", ["staging,wedge:1", "mainline,wedge:1", "oot,wedge:1"])
+def test_a_simulated_wedge_is_said_and_what_ran_after_it_is_no_evidence(tmp_path, profile):
     out = tmp_path / "r.yaml"
     CliRunner().invoke(main, ["reproduce", "--trials", "2", "--no-isolate", "--backend", "sim",
-                              "--profile", "staging,wedge:1,hang-at:30", "--out", str(out)])
+                              "--profile", f"{profile},hang-at:30", "--out", str(out)])
     diagnosis = diagnose([out])
     assert diagnosis.wedged, "the wedge is a finding"
     cites = [str(c) for f in diagnosis.wedged for c in f.cites]
-    assert any("wedged_device" in c for c in cites) and any("restart_failed" in c
-                                                           for c in cites)
+    assert any("wedged_device" in c for c in cites)
+    assert profile.startswith("oot") or any("restart_failed" in c for c in cites)
     # the contexts the wedged firmware refused (its restart's included) say nothing of
     # resources or other clients
     for cause in ("resources", "contention"):
@@ -57,6 +61,22 @@ def test_a_simulated_wedge_is_said_and_what_ran_after_it_is_no_evidence(tmp_path
     assert re.search(r"^  wedged: the device stayed wedged: 5 trials began on it", text, re.M)
     first = json.loads(CliRunner().invoke(main, ["diagnose", str(out), "--json"]).stdout)[0]
     assert first["wedged"][0]["cites"] and first["experiment"].startswith("first reboot")
+
+
+def test_a_restart_that_failed_before_a_power_cycle_is_no_wedge(tmp_path):
+    """staging's firmware-dead path (xdna-driver 856409ca aie2_ctx.c: the restart fails on
+    the dead firmware, aie2_hw_reset power-cycles the NPU) leaves a device whose later
+    trials complete: no wedge is said, no reboot offered, and the restart's refusals speak
+    for no cause of contexts."""
+    out = tmp_path / "r.yaml"
+    CliRunner().invoke(main, ["reproduce", "--trials", "2", "--no-isolate", "--backend", "sim",
+                              "--profile", "staging,firmware-dead:1,hang-at:30",
+                              "--out", str(out)])
+    diagnosis = diagnose([out])
+    assert not diagnosis.wedged
+    assert not diagnosis.top.experiment.startswith("first reboot")
+    for cause in ("resources", "contention"):
+        assert not diagnosis.entry(cause).supports, cause
 
 
 def test_a_kernel_log_s_failed_restart_leaves_what_follows_out(tmp_path):

@@ -25,7 +25,11 @@ from typing import Any
 
 from harness.logs.error_lines import ErrorLine
 from harness.model.results import COMPLETED_STATE
-from harness.report.diagnosis.sign_rules import signs_of_error, signs_of_events
+from harness.report.diagnosis.sign_rules import (
+    CONTEXT_KINDS,
+    signs_of_error,
+    signs_of_events,
+)
 from harness.report.diagnosis.vocabulary import WORK, Arm, Cite, Observed, quote
 from harness.report.header import mappings, section
 
@@ -53,7 +57,12 @@ def observe_engine_run(observed: Observed, run: dict[str, Any]) -> None:
                                               quote(found.message)), **facts)
     log = section(run.get("kernel_log"))
     device = section(run.get("device_after"))
-    timeouts = _events(observed, log, section(device.get("kernel_log")))
+    # a command the device failed ran on a context already made: a context refused in the
+    # run's log is then the driver's restart, unless the program's own error is a refusal
+    signs = [kind for e in errors for kind, _ in signs_of_error(_error_line(e))]
+    submitted = any(e.get("xrt") in DEVICE_FAILURES for e in errors) and not any(
+        kind in CONTEXT_KINDS for kind in signs)
+    timeouts = _events(observed, log, section(device.get("kernel_log")), submitted)
     _device_after(observed, device)
     trace = section(run.get("trace_events"))
     timed_out = trace.get("timed_out")
@@ -81,14 +90,16 @@ def _error_line(error: dict[str, Any]) -> ErrorLine:
                      error.get("ioctl"), errno if isinstance(errno, int) else None)
 
 
-def _events(observed: Observed, log: dict[str, Any], after: dict[str, Any]) -> int:
+def _events(observed: Observed, log: dict[str, Any], after: dict[str, Any],
+            submitted: bool) -> int:
     """Signs of the driver's events over the run (`log`) and then the check after it
-    (`after`), read in that order: from where a wedge begins, only its own lines; how many
-    of the run's say its timer fired."""
+    (`after`), read in that order: from where a wedge begins, only its own lines, and once
+    the run's commands were `submitted`, no context refused as a set-up's failure; how
+    many of the run's say its timer fired."""
     during = list(mappings(log.get("events")))
     ordered = during + list(mappings(after.get("events")))
     timeouts = 0
-    for event, found in signs_of_events(ordered):
+    for event, found in signs_of_events(ordered, submitted):
         position = next(i for i, e in enumerate(ordered) if e is event)
         where = "kernel_log" if position < len(during) else "device_after.kernel_log"
         timeouts += position < len(during) and event.get("event") in TIMER_EVENTS

@@ -17,12 +17,7 @@ from harness.logs.error_lines import find_error_lines
 from harness.model.errors import BadInput, ReportError
 from harness.model.results import COMPLETED_STATE
 from harness.report.check import check_report_file
-from harness.report.diagnosis.sign_rules import (
-    WEDGE_KINDS,
-    signs_of_error,
-    signs_of_event,
-    wedge_begins,
-)
+from harness.report.diagnosis.sign_rules import signs_of_error, signs_of_events
 from harness.report.diagnosis.stack_of_report import fill_stack
 from harness.report.diagnosis.vocabulary import (
     HARDWARE,
@@ -166,6 +161,7 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
     status = trial.get("status")
     if status == "completed":
         arm.completed += 1
+        _answered_after_restart(observed, arm, trial)
         clock = observed.timers.clock
         for outcome in trial.get("runlists") or []:
             ms = outcome.get("device_ms") if clock == "device" else outcome.get("wall_ms")
@@ -201,13 +197,11 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
     log = trial.get("kernel_log") if isinstance(trial.get("kernel_log"), dict) else {}
     _keep_lines(observed, arm, trial, log)
     events = [e for e in log.get("events") or [] if isinstance(e, dict)]
-    kinds = [next((kind for kind, _ in signs_of_event(e)), str(e.get("event"))) for e in events]
-    begins = wedge_begins(kinds)
-    for position, event in enumerate(events):
-        if begins is not None and position >= begins and kinds[position] not in WEDGE_KINDS:
-            continue            # the wedge's lines: no evidence of a cause of their own
+    # the wedge's lines, and contexts refused once the runlists ran (the driver's restart,
+    # not the set-up): no evidence of a cause of their own
+    for event, event_signs in signs_of_events(events, submitted=bool(runlists)):
         arm.events[str(event.get("event"))] += 1
-        for kind, facts in signs_of_event(event):
+        for kind, facts in event_signs:
             observed.sign(kind, arm.cite(f"trials[{trial.get('index')}].kernel_log.events",
                                          event.get("event")), **facts)
     if failing is None:
@@ -244,6 +238,17 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
         if outcome.get("state") == COMPLETED_STATE and isinstance(ms, (int, float)) \
                 and outcome.get("runs"):
             arm.run_ms.append(float(ms) / int(outcome["runs"]))
+
+
+def _answered_after_restart(observed: Observed, arm: Arm, trial: dict[str, Any]) -> None:
+    """A trial that completed after an earlier one's restart failed: the device answered a
+    fresh context, so the failed restart left no wedge (staging's firmware-dead path
+    power-cycles the NPU after it, xdna-driver 856409ca aie2_ctx.c aie2_hw_reset). Trials
+    are read in the order they ran, plan after plan."""
+    if any(s.kind == "restart-failed" for s in observed.signs) and not any(
+            s.kind == "device-answered" for s in observed.signs):
+        observed.sign("device-answered", arm.cite(f"trials[{trial.get('index')}].status",
+                                                  "completed"))
 
 
 def _recovery(observed: Observed, arm: Arm, trial: dict[str, Any]) -> None:

@@ -101,6 +101,8 @@ WEDGE_KINDS = ("restart-failed", "device-wedged")
 DEAD_KINDS = ("context-dead",)
 WEDGE_OWN = WEDGE_KINDS + DEAD_KINDS
 TIMEOUT_KINDS = ("driver-timeout",)
+# a hardware context refused (`_context_sign`): a set-up's failure, where no command ran yet
+CONTEXT_KINDS = ("context-unavailable", "context-refused")
 
 
 def ordering_kind(kind: str, facts: dict[str, Any]) -> str:
@@ -129,14 +131,32 @@ def wedge_begins(kinds: Sequence[str]) -> int | None:
     return smu
 
 
-def signs_of_events(events: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], Signs]]:
+def signs_of_events(events: Sequence[dict[str, Any]], submitted: bool = False
+                    ) -> list[tuple[dict[str, Any], Signs]]:
     """Each of a log's events (in its order) with its signs, save the events from where a
     wedge begins that are not the wedge's own: what a wedged device answered is no
-    evidence of a cause of its own."""
+    evidence of a cause of its own.
+
+    `submitted`: the log is of a run whose commands the device took (a trial's runlists
+    ran, a recorded run's command failed on the device), so its contexts were all made
+    before any of its lines: a context refused in it is the driver making one again, its
+    restart of the hung context (every tree's aie2_hwctx_restart after its timeout; in-tree
+    7.0 logs no line of that timeout, 234824b1 aie2_ctx.c aie2_sched_job_timedout), not the
+    set-up, and speaks neither for the stack's limits nor for other clients. The events
+    that say nothing else are left out."""
     kinds = [next((kind for kind, _ in signs_of_event(e)), str(e.get("event"))) for e in events]
     begins = wedge_begins(kinds)
-    return [(event, signs_of_event(event)) for position, event in enumerate(events)
-            if begins is None or position < begins or kinds[position] in WEDGE_OWN]
+    kept = []
+    for position, event in enumerate(events):
+        if begins is not None and position >= begins and kinds[position] not in WEDGE_OWN:
+            continue
+        signs = signs_of_event(event)
+        if submitted and signs:
+            signs = [(kind, facts) for kind, facts in signs if kind not in CONTEXT_KINDS]
+            if not signs:
+                continue
+        kept.append((event, signs))
+    return kept
 
 
 def signs_of_event(event: dict[str, Any]) -> Signs:

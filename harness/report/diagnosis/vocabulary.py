@@ -86,8 +86,9 @@ SIGNS: dict[str, SignKind] = {
     "shim-error": SignKind("the XDNA shim refused an operation, with its errno"),
     "exception": SignKind("the application stopped on an error that carries no XRT text"),
     "xrt-error": SignKind("XRT reported an error in a message of its own ([tag] ERROR: ...)"),
-    "device-answered": SignKind("the check after the run found the device answering (a NOOP "
-                                "run on a fresh context completed)", False),
+    "device-answered": SignKind("the device answered after the failure (the check after the "
+                                "run, or a later trial: a run on a fresh context completed)",
+                                False),
     "app-crash": SignKind("the application crashed or was killed (a signal, a core dump)"),
     "driver-timeout": SignKind("the driver's timeout lines: TDR timeout, no progress, the "
                                "firmware's timeout capture, a context dump"),
