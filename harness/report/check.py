@@ -272,6 +272,8 @@ def _journal_lines(reader: ReportReader) -> dict[tuple, int]:
     for number, (line, _) in enumerate(reader.steps):
         if line:
             lines[("bisect", "log", number)] = line
+    for number, (line, _) in enumerate(reader.cells.values()):
+        lines[("sweep", "cells", number)] = line
     return lines
 
 

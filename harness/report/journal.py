@@ -57,11 +57,14 @@ def _clean_temps(path: Path) -> list[str]:
 
 
 def generated_journal(report: Report) -> bytes:
-    """Journal entries for what a report already holds (its trials, searched plans, steps)."""
+    """Journal entries for what a report already holds (its trials, searched plans, steps,
+    a sweep's cells)."""
     lines = [entry_line("plan", p.declaration()) for p in report.plans[report.declared or 0:]]
     lines += [trial_line(p.name, t) for p in report.plans for t in p.trials]
     lines += [entry_line("step", step)
               for step in (report.sections.get("bisect") or {}).get("log") or []]
+    lines += [entry_line("cell", cell)
+              for cell in (report.sections.get("sweep") or {}).get("cells") or []]
     lines += [entry_line("note", note) for note in report.notes]
     return b"".join(lines)
 

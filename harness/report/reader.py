@@ -26,7 +26,15 @@ from harness.formats.yamlio import (
     load_yaml_with_lines,
 )
 from harness.model.errors import ReportError
-from harness.report.model import ENTRY_KINDS, JOURNAL, JOURNALED, LEGACY_KINDS
+from harness.report.model import (
+    ENTRY_KINDS,
+    JOURNAL,
+    JOURNALED,
+    LEGACY_KINDS,
+    SCHEMA_V1,
+    SCHEMA_V2,
+    SCHEMA_V3,
+)
 
 JOURNAL_KEY = JOURNAL[:-1]
 REWRITTEN_NOTE = ("a YAML tool rewrote this report (its journal is no longer one JSON line "
@@ -158,6 +166,8 @@ class ReportReader:
         self.header: Any = None
         self.lines: dict[KeyPath, int] = {}    # the header's key paths -> their lines
         self.steps: list[tuple[int | None, dict[str, Any]]] = []
+        # a sweep's cells (v4), each cell's last entry by its row and chunk: (line, cell)
+        self.cells: dict[Any, tuple[int, dict[str, Any]]] = {}
         self.journal_notes: list[dict[str, Any]] = []
         self._journal_at: int | None = None
         self._plans: list[_Plan] = []
@@ -378,7 +388,7 @@ class ReportReader:
                                  "holding a mapping")
             return
         body = next(iter(entry.values()))
-        if kind != "trial" and not self.strict:
+        if kind not in ("trial", "cell") and not self.strict:
             seen = json.dumps(entry, sort_keys=True, default=str)
             if seen in self._entries_seen:
                 self._twice(line, self._entries_seen[seen])
@@ -394,6 +404,12 @@ class ReportReader:
             self._place_trial(body.get("plan"), body.get("index"), line, where)
         elif kind == "step":
             self.steps.append((line, body))
+        elif kind == "cell":
+            # a later entry for a cell replaces an earlier one (a stopped sweep wrote
+            # its grid so far, its replay the whole grid), as a trial's does
+            cell = tuple(_key(body.get(part)) for part in ("frame", "depth", "chunk"))
+            self.cells.pop(cell, None)
+            self.cells[cell] = (line, body)
         else:
             self.journal_notes.append(body)
 
@@ -489,7 +505,7 @@ class ReportReader:
     def _from_journal(self) -> bool:
         """Whether anything came from a journal (a v1 header followed by entries is put
         together as a journaled one is)."""
-        return any(line for line, _ in self.steps) or bool(self.journal_notes) \
+        return any(line for line, _ in self.steps) or bool(self.journal_notes or self.cells) \
             or any(plan.line for plan in self._plans) \
             or any(w.line for plan in self._plans for w in plan.trials.values())
 
@@ -517,6 +533,11 @@ class ReportReader:
             found = doc.get("bisect")
             base = found if isinstance(found, dict) else {}
             doc["bisect"] = dict(base, log=[step for _, step in self.steps])
+        found = doc.get("sweep")
+        if self.cells or (isinstance(found, dict) and doc.get("command") == "sweep"
+                          and doc.get("schema") not in _HEADER_CELLS):
+            base = found if isinstance(found, dict) else {}
+            doc["sweep"] = dict(base, cells=[cell for _, cell in self.cells.values()])
         if self.journal_notes:
             listed = doc.get("notes")
             kept = listed if isinstance(listed, list) else []
@@ -528,3 +549,5 @@ class ReportReader:
 
 
 _UNREADABLE = object()
+# the versions whose header holds a sweep's cells (from v4 the journal does)
+_HEADER_CELLS = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3)

@@ -203,6 +203,8 @@ def sweep_command(case_ref, depths_text, frames_text, chunks_text, plot_path, ma
                 else depth_rows(list(asked.get("depths") or [])))
         if not rows or not chunks:
             raise ReportError(f"{replay_path} does not say which depths and chunks it sweeps")
+        # the grid so far (a v3 header's, or the journal's cells) is measured again whole
+        runner.report.sections["sweep"] = sweep_section(rows, chunks, False)
         announce(f"{runner.backend.describe()}\ncontinuing the sweep in {replay_path}",
                  runner.warnings, request.as_json)
     else:
@@ -224,7 +226,7 @@ def sweep_command(case_ref, depths_text, frames_text, chunks_text, plot_path, ma
                            + "; ".join(work.over()) + ". Narrow --depths or --chunks, or "
                            "pass --yes to run it")
         runner = start_run(request, case, [], "sweep", trials=request.trials or 3)
-        runner.report.sections["sweep"] = {**sweep_section([], rows, chunks, False)}
+        runner.report.sections["sweep"] = sweep_section(rows, chunks, False)
         runner.handle.rewrite()          # what was asked is on disk before the first trial
         announce(runner.backend.describe(), runner.warnings, request.as_json)
     k = runner.options.trials
@@ -232,11 +234,13 @@ def sweep_command(case_ref, depths_text, frames_text, chunks_text, plot_path, ma
     kept = sum(len(plan.trials) for plan in runner.report.plans)
     bar = TrialBar(min(total, kept + max_trials if max_trials else total), "sweep", done=kept)
     runner.progress = bar
+    measurer = Measurer(runner, k, max_trials)
     try:
-        cells, complete = run_sweep(Measurer(runner, k, max_trials), rows, chunks, bar.say)
+        cells, complete = run_sweep(measurer, rows, chunks, bar.say)
     finally:
         bar.close()
-    summary = finish_sweep(runner, case.name, cells, rows, chunks, complete)
+    summary = finish_sweep(runner, case.name, cells, rows, chunks, complete,
+                           measurer.trials_held())
     lines = [summary, grid_text(cells, rows, chunks)]
     if plot_path:
         report = runner.report
