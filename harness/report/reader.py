@@ -11,14 +11,14 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness.formats.jsonread import JsonShapeError, loads
+from harness.formats.jsonread import JsonShapeError, loads, loads_counted
 from harness.formats.yamlio import (
     KeyPath,
     ShapeError,
@@ -42,7 +42,7 @@ REWRITTEN_NOTE = ("a YAML tool rewrote this report (its journal is no longer one
                   "next write to it restores its own layout")
 _MARK = ("\n" + JOURNAL + "\n").encode()
 _BLOCK = 1 << 16                  # the header is read this much at a time
-_SCAN_BLOCK = 1 << 20             # the journal, this much
+_SCAN_BLOCK = 1 << 18             # the journal, this much
 _HEAD = 512                       # of a line, what its kind is told from
 # A trial entry as the harness writes it (`entry_line`): the plan and index first.
 _TRIAL_START = b'- {"trial": {"plan": "'
@@ -340,9 +340,12 @@ class ReportReader:
         elif self._journal_at is not None:
             for line, start, end, head in self._journal_lines():
                 match = _TRIAL_KEY.match(head)
-                if match is None and len(head) == _HEAD and head.startswith(_TRIAL_START):
-                    # a plan named at length (a 1,000-run cut is "1+1+...+1"): read on
-                    match = _TRIAL_KEY.match(self._read(start, end - start))
+                prefix = _HEAD
+                while match is None and prefix < end - start and head.startswith(_TRIAL_START):
+                    # a plan named at length (a 1,000-run cut is "1+1+...+1"): read on, as
+                    # far as its name goes, not the whole line (its runlists follow)
+                    prefix *= 8
+                    match = _TRIAL_KEY.match(self._read(start, min(prefix, end - start)))
                 if match is not None:
                     self._place_trial(self._name(match.group(1)), int(match.group(2)), line,
                                       _Where(line, start + 2, end))
@@ -359,14 +362,18 @@ class ReportReader:
         except UnicodeDecodeError:
             raise self._not_utf8() from None
 
-    def _parse(self, raw: bytes, line: int | None, written: bool) -> Any:
+    def _parse(self, raw: bytes, line: int | None, written: bool,
+               colons: Callable[[Any], int] | None = None) -> Any:
         """A journal line's entry (the harness's JSON, or read as parse_entry does);
-        _UNREADABLE, after saying why, when it cannot be read."""
+        _UNREADABLE, after saying why, when it cannot be read. `colons` counts those of an
+        entry of the harness's own (`loads_counted`)."""
         if b"\0" in raw:
             self._fail(line, NUL_PROBLEM, f"{self.path}:{line}: {NUL_PROBLEM}")
             return _UNREADABLE
         try:
-            return loads(raw) if written else parse_entry(raw.decode("utf-8"))
+            if not written:
+                return parse_entry(raw.decode("utf-8"))
+            return loads(raw) if colons is None else loads_counted(raw, colons)
         except UnicodeDecodeError:
             raise self._not_utf8() from None
         except JsonShapeError as err:
@@ -476,7 +483,7 @@ class ReportReader:
                     yield TrialEntry(position, where.body, where.line)
                     continue
                 raw = self._read(where.start, where.end - where.start)
-                entry = self._parse(raw, where.line, where.written)
+                entry = self._parse(raw, where.line, where.written, trial_colons)
                 if entry is _UNREADABLE:
                     continue
                 if entry_kind(entry) != "trial":
@@ -546,6 +553,32 @@ class ReportReader:
             for entry in self.trials():
                 doc["plans"][entry.plan]["trials"].append(entry.body)
         return doc
+
+
+def trial_colons(entry: Any) -> int:
+    """The colons a trial entry's text holds at least, counted from what it parsed
+    (`loads_counted`): a key of the entry, of the trial, of the mappings among its values
+    and of each runlist outcome (nothing is nested in those a sweep writes by the
+    million), and those in the trial's own strings (its start time has two)."""
+    if type(entry) is not dict:
+        return -1
+    colons = len(entry)
+    trial = entry.get("trial")
+    if type(trial) is not dict:
+        return colons
+    colons += len(trial)
+    for value in trial.values():
+        if type(value) is str:
+            colons += value.count(":")
+        elif type(value) is dict:
+            colons += len(value)
+    runlists = trial.get("runlists")
+    if type(runlists) is list:
+        try:
+            colons += sum(map(dict.__len__, runlists))
+        except TypeError:             # not every outcome a mapping: the schema says so
+            pass
+    return colons
 
 
 _UNREADABLE = object()
