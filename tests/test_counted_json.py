@@ -86,3 +86,26 @@ def test_the_harness_s_own_trial_lines_are_read_without_a_call_per_object(tmp_pa
     trials = [line for line in Path(out).read_bytes().splitlines()
               if line.startswith(b'- {"trial": ')]
     assert len(trials) == 3 * 2 * 2 * 2 and not [t for t in slow if b'"trial"' in t]
+
+
+LINES = st.lists(st.sampled_from([b'- {"note": {}}', b"- x: 1", b"", b"-  {", b"  - {", b"- {",
+                                  b"- {" + b"x" * 9]), max_size=12)
+
+
+@given(lines=LINES, torn=st.sampled_from([b"", b"- {", b"junk"]),
+       block=st.integers(1, 12))
+def test_a_journal_is_told_in_flow_by_counting_as_by_reading_each_line(tmp_path_factory,
+                                                                       lines, torn, block):
+    """Whether a YAML tool rewrote a report (a journal line that does not start `- {`),
+    told by counting newlines a block at a time, as reading each whole line tells it."""
+    from harness.report import reader as reading
+    path = tmp_path_factory.mktemp("j") / "r.yaml"
+    path.write_bytes(b"schema: x\njournal:\n" + b"".join(line + b"\n" for line in lines) + torn)
+    with reading.ReportReader(path) as report:
+        by_line = all(head.startswith(b"- {") for _, _, _, head in report._journal_lines())
+        saved = reading._SCAN_BLOCK
+        reading._SCAN_BLOCK = block
+        try:
+            assert report._entries_in_flow() == by_line
+        finally:
+            reading._SCAN_BLOCK = saved

@@ -32,10 +32,13 @@ from harness.report.model import (
     is_emulated,
     is_simulated,
     mapping,
+    runlist_states,
 )
 from harness.report.placeholders import garbled
 from harness.report.reader import HeaderError, ReportReader, TrialEntry
 from harness.report.schema import check, report_schema, trial_schema
+
+_OK_STATES = frozenset({None, COMPLETED_STATE})     # a runlist that did not fail
 
 if TYPE_CHECKING:
     from harness.report.verdict import Verdict
@@ -217,8 +220,12 @@ def _status(trial: dict[str, Any]) -> list[str]:
     every runlist completed, failed that one did not (or the set-up failed), and the state
     is the first failing runlist's, or the status."""
     runlists = trial.get("runlists") or []
-    failing = [r.get("state") for r in runlists
-               if isinstance(r, dict) and r.get("state") not in (None, COMPLETED_STATE)]
+    states = runlist_states(trial)        # a column at a time: a sweep's run to thousands
+    if states is not None and _OK_STATES.issuperset(states):
+        failing: list[Any] = []
+    else:
+        failing = [r.get("state") for r in runlists
+                   if isinstance(r, dict) and r.get("state") not in (None, COMPLETED_STATE)]
     status = trial.get("status")
     problems = []
     if status == "completed" and failing:

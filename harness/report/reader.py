@@ -44,6 +44,7 @@ _MARK = ("\n" + JOURNAL + "\n").encode()
 _BLOCK = 1 << 16                  # the header is read this much at a time
 _SCAN_BLOCK = 1 << 18             # the journal, this much
 _HEAD = 512                       # of a line, what its kind is told from
+_FLOW_ENTRY = b"- {"               # how each journal line the harness writes begins
 # A trial entry as the harness writes it (`entry_line`): the plan and index first.
 _TRIAL_START = b'- {"trial": {"plan": "'
 # (an index past 18 digits is no trial of ours: the line is read whole, and refused)
@@ -247,8 +248,7 @@ class ReportReader:
         if self._header_read:
             return self.header
         text = self._header_text
-        if self._journal_at is not None and not all(
-                head.startswith(b"- {") for _, _, _, head in self._journal_lines()):
+        if self._journal_at is not None and not self._entries_in_flow():
             self.whole = True
             try:
                 text = self._read(0, self._size).decode("utf-8")
@@ -275,6 +275,37 @@ class ReportReader:
             self.whole = self.journal_found = True
         self._header_read = True
         return self.header
+
+    def _entries_in_flow(self) -> bool:
+        """Whether every whole journal line starts ``- {`` (the harness's layout; a torn
+        last line aside), counted a block at a time: each newline before the last one
+        must be followed by ``- {``."""
+        start = self._journal_at or 0
+        last = self._last_newline(start)
+        if last < 0:
+            return True                       # no whole line: nothing to tell it by
+        if self._read(start, 3) != _FLOW_ENTRY:
+            return False
+        pos = start
+        while pos < last:
+            size = min(_SCAN_BLOCK, last - pos)
+            # three bytes more: what follows a newline at the block's end
+            block = self._read(pos, size + len(_FLOW_ENTRY))
+            if block.count(b"\n", 0, size) != block.count(b"\n" + _FLOW_ENTRY):
+                return False
+            pos += size
+        return True
+
+    def _last_newline(self, start: int) -> int:
+        """Where the journal's last newline is (-1: none after `start`)."""
+        end = self._size
+        while end > start:
+            size = min(_SCAN_BLOCK, end - start)
+            at = self._read(end - size, size).rfind(b"\n")
+            if at >= 0:
+                return end - size + at
+            end -= size
+        return -1
 
     @property
     def journaled(self) -> bool:

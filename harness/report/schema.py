@@ -19,9 +19,9 @@ import functools
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -171,14 +171,16 @@ class FlatObjects:
                     (self.allowed is not None and not present <= self.allowed):
                 return False
             keys |= present
+        # one shape (the harness writes every outcome's keys in one order): every column
+        # in one pass, each item's values in its keys' order
+        columns = dict(zip(next(iter(shapes)), zip(*map(dict.values, items), strict=True),
+                           strict=True)) if len(shapes) == 1 else None
         for key in keys:
             rule = self.columns.get(key)
             if rule is None:
                 continue                   # an extra key no rule constrains
-            if len(shapes) == 1:
-                values = list(map(itemgetter(key), items))
-            else:
-                values = [item[key] for item in items if key in item]
+            values: Sequence[Any] = columns[key] if columns is not None else \
+                [item[key] for item in items if key in item]
             if not self._column_ok(rule, values):
                 return False
         return True
@@ -206,7 +208,7 @@ class FlatObjects:
                 return False
         return True
 
-    def _column_ok(self, rule: _Column, values: list[Any]) -> bool:
+    def _column_ok(self, rule: _Column, values: Sequence[Any]) -> bool:
         if rule.walk is not None:
             return all(not check(v, rule.walk, root=self.root) for v in values)
         if rule.types is not None and not set(map(type, values)) <= rule.types:
