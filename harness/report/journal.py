@@ -34,7 +34,7 @@ from harness.model.errors import DiskFault, EnvironmentNotReady, ReportError
 from harness.model.results import TrialResult
 from harness.report.fileformat import entry_line, header_text, load_report, trial_line
 from harness.report.lock import ReportLock
-from harness.report.model import JOURNAL, JOURNALED, PlanRecord, Report, utc_now
+from harness.report.model import JOURNAL, JOURNALED, PlanRecord, Report, mapping, utc_now
 from harness.report.output_file import check_output_path, check_report_name
 from harness.report.redacted_writing import SECTION as REDACTION
 from harness.report.redacted_writing import WriteRedaction, machine_tag
@@ -64,7 +64,7 @@ def generated_journal(report: Report) -> bytes:
     lines += [entry_line("step", step)
               for step in (report.sections.get("bisect") or {}).get("log") or []]
     lines += [entry_line("cell", cell)
-              for cell in (report.sections.get("sweep") or {}).get("cells") or []]
+              for cell in mapping(report.sections.get("sweep")).get("cells") or []]
     lines += [entry_line("note", note) for note in report.notes]
     return b"".join(lines)
 

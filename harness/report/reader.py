@@ -34,6 +34,7 @@ from harness.report.model import (
     SCHEMA_V1,
     SCHEMA_V2,
     SCHEMA_V3,
+    mapping,
 )
 
 JOURNAL_KEY = JOURNAL[:-1]
@@ -571,11 +572,10 @@ class ReportReader:
             found = doc.get("bisect")
             base = found if isinstance(found, dict) else {}
             doc["bisect"] = dict(base, log=[step for _, step in self.steps])
-        found = doc.get("sweep")
-        if self.cells or (isinstance(found, dict) and doc.get("command") == "sweep"
+        asked = mapping(doc.get("sweep"))
+        if self.cells or (asked and doc.get("command") == "sweep"
                           and doc.get("schema") not in _HEADER_CELLS):
-            base = found if isinstance(found, dict) else {}
-            doc["sweep"] = dict(base, cells=[cell for _, cell in self.cells.values()])
+            doc["sweep"] = dict(asked, cells=[cell for _, cell in self.cells.values()])
         if self.journal_notes:
             listed = doc.get("notes")
             kept = listed if isinstance(listed, list) else []
