@@ -21,7 +21,7 @@ Then the families the rows were not tuned on (benchmarks/held_out.py: two causes
 a work hang every cut holds, rates of 3-30%, slow work at the timer, refusals at the first
 and last run, a budget below one hung trial), each with the answers right for it, per
 family and per round; the same three figures over every scenario, tuned and held out; and
-the incident corpus's figure where its runner is in the tree (`incident_corpus_figure`).
+the incident corpus's figure (`incident_corpus_figure`, from benchmarks/incident_corpus.py).
 
 Usage: python benchmarks/diagnose_accuracy.py [--per-cause N] [--per-family N] [--rounds R]
 [--seed S] [--budget MIN] [--quick] (--quick: one scenario per cause and per family, to
@@ -211,17 +211,10 @@ def print_families(measured: list[list[tuple[Scenario, Answer]]]) -> None:
 
 def incident_corpus_figure() -> str:
     """The incident corpus's figure, beside the scenarios': "N of M incidents: right
-    cause first, K undetermined with the right next experiment, 0 confidently wrong". The
-    corpus (tests/incidents/) and its runner (benchmarks/incidents.py, `figure()`) land
-    apart from this benchmark; until they are in the tree this says so."""
-    corpus = Path(__file__).resolve().parents[1] / "tests" / "incidents"
-    try:
-        import incidents  # benchmarks/incidents.py, beside this one
-    except ImportError:
-        missing = "no runner" if corpus.is_dir() else "no corpus"
-        return (f"incident corpus: not measured: {missing} in this tree yet "
-                "(tests/incidents/ and benchmarks/incidents.py)")
-    return f"incident corpus: {incidents.figure()}"
+    cause first, K undetermined with the right next experiment, W confidently wrong"
+    (benchmarks/incident_corpus.py, over tests/incidents/)."""
+    from incident_corpus import corpus_figures  # benchmarks/incident_corpus.py, beside this
+    return f"incident corpus: {corpus_figures().line()}"
 
 
 def main() -> None:

@@ -26,6 +26,8 @@ LAST_FIGURE = {
     "capture_scale.py": r"time ratio " + _FIGURES + r"x for 10x the frames \(target <= 30x",
     "diagnose_accuracy.py": r"median device time per diagnosis +" + _FIGURES
                             + r" min per round \(simulated clock; target under 5 min\)",
+    "incident_corpus.py": r"\d+ of \d+ incidents: right cause first, \d+ undetermined with "
+                          r"the right next experiment, \d+ confidently wrong",
     "emulator_roundtrip.py": r"ratio emulated / simulated: +" + _FIGURES
                              + r"x|emulator: not measured here",
     "harness_overhead.py": r"ratio +" + _FIGURES + r"x +\(target <= 1\.02x\)",

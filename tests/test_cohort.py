@@ -109,3 +109,52 @@ def test_one_machine_s_comparison_that_changes_depth_and_model_is_confounded(tmp
     text = invoke("diagnose", str(tmp_path / "t")).stdout
     assert "confounded: what fails (minicpm5 at 42) and what completes" in text
     assert "differ in depth and in model at once" in text and "reproduce_ert_timeout" in text
+
+
+def test_one_user_s_files_whose_driver_facts_differ_only_in_form_are_one_machine(tmp_path):
+    """amd/xdna-driver#704's two dmesg snippets of one boot (DRM's "Initialized
+    amdxdna_accel_driver 0.0.0", then a [drm] line that tells only the tree), and
+    ROCm/FastFlowLM#655's kernel log beside its `flm validate` ("amdxdna version: 0.8", the
+    DRM version): a DRM version, a package's version and a tree's form are not values of one
+    kind, so they do not tell machines apart."""
+    files = {"a": "[   31.844769] [drm] Initialized amdxdna_accel_driver 0.0.0 for "
+                  "0000:c5:00.1 on minor 0\n",
+             "b": "[ 2497.518269] amdxdna 0000:c5:00.1: [drm] *ERROR* amdxdna_drm_open: SVA "
+                  "bind device failed, ret -19\n",
+             "c": "[Linux]  Kernel: 7.1.3\n[Linux]  amdxdna version: 0.8\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    for names in (("a", "b"), ("b", "c")):
+        paths = [str(tmp_path / n) for n in names]
+        found, _ = machines(of(*paths).reports)
+        assert len(found) == 1, names
+        assert "machines:" not in invoke("diagnose", *paths).stdout
+    # two versions of one kind still tell two machines apart
+    (tmp_path / "d").write_text("[Linux]  Kernel: 7.1.3\n[Linux]  amdxdna version: 0.6\n")
+    found, _ = machines(of(tmp_path / "c", tmp_path / "d").reports)
+    assert len(found) == 2
+
+
+def test_machines_whose_model_and_depth_change_together_are_confounded(tmp_path):
+    """ROCm/FastFlowLM#712's trap across machines: the failing ones run the 42-layer model,
+    the working ones the 36-layer one; the model separating them says nothing apart from
+    the depth, in the text and in --json."""
+    (tmp_path / "t").write_text("machine | depth | result  | model\n"
+                                "halo-a  | 42    | TIMEOUT | minicpm5:2b\n"
+                                "halo-b  | 42    | TIMEOUT | minicpm5:2b\n"
+                                "halo-c  | 36    | ok      | qwen3:4b\n"
+                                "halo-d  | 36    | ok      | qwen3:4b\n")
+    text = invoke("diagnose", str(tmp_path / "t")).stdout
+    assert "  depth: failing 42 x2; working 36 x2 -> separates them" in text
+    assert "confounded: model, depth change together" in text
+    assert "NOOP depth test at the failing depth" in text
+    notes = json.loads(invoke("diagnose", "--json", str(tmp_path / "t")).stdout)[0][
+        "cohort"]["notes"]
+    assert any(note.startswith("confounded: model, depth") for note in notes)
+
+
+def test_one_machine_s_confounded_comparison_is_in_the_json_too(tmp_path):
+    (tmp_path / "t").write_text("layers | result  | model\n42 | TIMEOUT | minicpm5:2b\n"
+                                "36 | ok | qwen3:4b\n")
+    first = json.loads(invoke("diagnose", "--json", str(tmp_path / "t")).stdout)[0]
+    assert first["confounded"][0].startswith("confounded: what fails (minicpm5:2b at 42)")

@@ -213,3 +213,30 @@ def test_the_control_s_buffers_are_compared_as_sizes_not_as_the_words_for_them()
     mixed = replace(case, per_layer=(replace(case.per_layer[0], buffers=(4096, 20)),
                                      replace(case.per_layer[0], buffers=(20, 4096))))
     assert run_buffer_sizes(mixed) is None                 # two commands: not one set
+
+
+def test_a_control_refused_at_its_first_run_is_no_depth_result_on_npu1(tmp_path):
+    """npu1 (Phoenix) has validate artefacts of its own (xrt_smi_phx.a: Xilinx/XRT
+    963c58ee smi.cpp get_validate_archive_path); the control runs Strix's nop.elf, an AIE2P
+    stream (dev_gen 4) the npu1 firmware model refuses at once, its first run ERROR. A
+    failure at run 0 is what a runlist of any depth meets, so the verdict reads it as the
+    control's commands refused, never as "depth alone fails"."""
+    result, out = reproduce(tmp_path, "--profile", "mainline,device:npu1")
+    control = load_report(out).plans[-1]
+    assert control.control and control.trials[0].runlists[0].failing_run == 0
+    assert load_report(out).verdict["control"] == INCONCLUSIVE
+    line = next(x for x in result.output.splitlines() if "control depth-only" in x)
+    assert DEPTH_ALONE not in line and "ERROR at run 0" in line
+    assert "xrt_smi_phx.a" in line
+
+
+def test_judge_reads_a_first_run_error_as_refused_and_a_later_one_as_depth():
+    sim = {"kind": "sim", "profile": "x"}
+    refused = plan("c", ["ERROR"], "control")
+    refused.trials[0].runlists[0].failing_run = 0
+    verdict = judge([plan("m", ["TIMEOUT"]), refused], sim)
+    assert verdict.control == INCONCLUSIVE and "ERROR at run 0" in verdict.reasons[-1]
+    assert "xrt_smi_phx.a" not in verdict.reasons[-1]      # not an npu1 device
+    deep = plan("c", ["ERROR"], "control")
+    deep.trials[0].runlists[0].failing_run = 30           # a run only a deep runlist has
+    assert judge([plan("m", ["TIMEOUT"]), deep], sim).control == DEPTH_ALONE

@@ -195,3 +195,14 @@ def test_the_emulated_driver_answers_create_bo_and_prints_as_the_tree_does(tmp_p
     assert create(uapi.BO_DEV_HEAP, CHUNK) == 0
     assert create(uapi.BO_DEV, 600 * MIB) == -errno.EINVAL
     assert first in (tmp_path / "kmsg").read_text()
+
+
+def test_sim_profiles_says_each_tree_s_heap_once_and_npu1_only_where_it_differs():
+    """`sim profiles` words the heap rule per flavour, naming its tree once, and gives npu1's
+    bound only for staging, whose dev_heap_max_size is 64 MiB there (npu1_regs.c) and 512
+    MiB on npu4/5/6; the in-tree and legacy heaps are 64 MiB everywhere."""
+    from harness.sim.rules import RULES
+    text = next(r.text for r in RULES if r.text.startswith("a cacheable buffer is a device"))
+    assert "staging staging" not in text
+    assert text.count("on npu1") == 1 and "512 MiB (64 MiB on npu1)" in text
+    assert "mainline (in-tree): the device heap" in text and "oot (legacy): the" in text

@@ -72,11 +72,28 @@ def test_content_decides_never_the_name(tmp_path):
 
 
 def test_an_engine_timeout_alone_is_undetermined_with_the_deciding_experiment(tmp_path):
+    """The engine's own commands failed and no NOOP ran: what separates depth, a hang in
+    the work and work that outlasts the timer is those commands captured and run beside
+    NOOPs at the same depth (NOOPs alone tell only depth from the rest)."""
     (tmp_path / "a").write_text('{"error":"runlist failed execution (ERT_CMD_STATE_TIMEOUT)"}')
     lines = invoke("diagnose", str(tmp_path / "a")).stdout.splitlines()
     assert lines[1].startswith("diagnosis: undetermined: ")
+    assert lines[2].startswith("  next: the failing program's own commands beside NOOPs at "
+                               "the same depth: runlist-harness capture record ")
+    assert "-- flm run MODEL, then reproduce_ert_timeout --capture DIR" in lines[2]
+    assert "the depth-only NOOP control" in lines[2]
+    assert "at most 9.0 min of device time" in lines[2]
+    assert "reproduce_ert_timeout on the machine (the NOOP depth test" in lines[2]
+
+
+def test_a_failure_that_names_no_program_s_commands_gets_the_noop_depth_test(tmp_path):
+    """A kernel log's timeout alone says nothing of what ran: the NOOP depth test."""
+    (tmp_path / "a").write_text("[  5.0] amdxdna 0000:c5:00.1: [drm] *ERROR* "
+                                "aie2_tdr_detect: TDR timeout detected\n")
+    lines = invoke("diagnose", str(tmp_path / "a")).stdout.splitlines()
+    assert lines[1].startswith("diagnosis: undetermined: ")
     assert lines[2].startswith("  next: reproduce_ert_timeout on the machine (the NOOP depth "
-                               "test") and "at most 9.0 min of device time" in lines[2]
+                               "test")
 
 
 def test_the_help_names_the_artefacts_it_reads():
@@ -84,3 +101,32 @@ def test_the_help_names_the_artefacts_it_reads():
     for what in ("dmesg", "journalctl -k", "flm serve", "xrt-smi examine", "outcomes table",
                  "never by its name"):
         assert what in " ".join(text.split())
+
+
+STAGING_TDR = (f"[  812.002311] {ERR}aie2_tdr_detect: TDR timeout detected\n"
+               "[  812.002400] amdxdna 0000:c6:00.1: [drm] aie2_tdr_work_func: Device isn't "
+               "making progress\n")
+ENGINE_TIMEOUT = '{"error":"runlist failed execution (ERT_CMD_STATE_TIMEOUT)"}\n'
+
+
+def test_staging_s_own_timeout_lines_name_its_tree_and_timer(tmp_path):
+    """The in-tree driver prints no timeout line of its own (7.0: the trace event only),
+    so [drm] lines from aie2_tdr_detect are the staging tree's (its flavour row), and the
+    deciding experiment's device time is held to staging's timer, not the slowest."""
+    (tmp_path / "a").write_text(STAGING_TDR)
+    (tmp_path / "b").write_text(ENGINE_TIMEOUT)
+    diagnosis = of(tmp_path / "a", tmp_path / "b")
+    assert diagnosis.reports[0].stack.flavour == "staging"
+    assert "the staging driver's" in diagnosis.top.experiment
+    assert "the driver these files show is not known" not in diagnosis.top.experiment
+
+
+def test_a_program_s_failure_alone_is_not_said_to_have_run_noops(tmp_path):
+    """Only the engine's error and the kernel log: nothing ran NOOPs, so work-hang is not
+    'untested because every run carried NOOPs'; it is untested because no runlist of the
+    engine's ran where its runs could be seen."""
+    (tmp_path / "a").write_text(STAGING_TDR)
+    (tmp_path / "b").write_text(ENGINE_TIMEOUT)
+    hang = of(tmp_path / "a", tmp_path / "b").entry("work-hang")
+    assert hang.status == "not tested"
+    assert "NOOPs" not in hang.untested and f"{tmp_path / 'b'}:1" in hang.untested

@@ -28,9 +28,10 @@ def _period(name: str) -> float:
 
 
 def _hang_window(name: str) -> tuple[float, float]:
-    # a check that fires after silent periods: from (checks - 1) whole periods to `checks`
+    # a check that fires after silent periods, a hang alone on the device: from
+    # (checks - 1) whole periods to `checks` (idle connected contexts add checks to it)
     row = FLAVOURS[name]
-    return (row.silent_checks - 1) * _period(name), row.seconds()
+    return (row.silent_checks - 1) * _period(name), row.silent_checks * _period(name)
 
 
 def _number(text: str) -> float:

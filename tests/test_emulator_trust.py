@@ -252,7 +252,10 @@ def test_the_run_folder_of_a_killed_emulate_is_removed_by_the_next(preload, tmp_
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parents = [Path("/dev/shm"), tmp_path]
     left = None
-    for _ in range(400):
+    # a bound on the wait, not a measure: the run's start under a loaded machine's
+    # parallel tests takes seconds
+    until = time.monotonic() + 120
+    while time.monotonic() < until and run.poll() is None:
         for parent in parents:
             for folder in parent.glob("xdna-emu-*"):
                 owners = folder / "owners"

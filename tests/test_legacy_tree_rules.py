@@ -4,8 +4,11 @@ src/driver/amdxdna has them.
 - Its device check first swaps out idle contexts: aie2_tdr.c aie2_tdr_detect returns "no
   hang" whenever aie2_rq_handle_idle_ctx swapped one out, which part_handle_idle_ctx does
   to a connected context with no job in flight on the check where its idle count reaches
-  RQ_CTX_IDLE_COUNT (3, aie2_ctx_runqueue.c). So beside an idle connected context a hang
-  is declared a check later: 8 s instead of 6 s, still the driver's timer.
+  RQ_CTX_IDLE_COUNT (3, aie2_ctx_runqueue.c). Each connected context counts for itself, so
+  beside an idle connected context a hang is declared a check later (8 s instead of 6 s),
+  and beside several that went idle at different checks a check later for each (10 s
+  beside two, 12 s with FastFlowLM's four contexts), at most one per other context the
+  device keeps connected (hwctx_limit, 16: npu4_family.h), all of it the driver's timer.
 - Its module parameters: every module_param of the PCI build (Kbuild's amdxdna-y and PCI
   objects, AMDXDNA_DEVEL from its Makefile), with its default and mode.
 """
@@ -44,13 +47,31 @@ def test_an_idle_connected_context_makes_the_check_that_swaps_it_out_skip(tmp_pa
     assert len(dumped) == 1 and rig.stack.contexts[0].name in dumped[0]
 
 
-def test_a_hang_a_check_late_is_still_the_driver_s_timer():
+def test_idle_contexts_that_went_idle_at_different_checks_each_skip_one(tmp_path):
+    rig = Rig(tmp_path, "oot,hang-at:5")
+    attn, attn_kernel = rig.context("attn")
+    mm, mm_kernel = rig.context("mm")
+    assert outcome(rig.runlist(1, attn, attn_kernel)[0]) == "COMPLETED"
+    rig.stack.run_until(lambda: False, 2e6)               # a check apart
+    assert outcome(rig.runlist(1, mm, mm_kernel)[0]) == "COMPLETED"
+    assert round(hang_time_s(rig)) == 10
+    assert sum("an idle context was swapped out" in line for line in rig.stack.log) == 2
+
+
+def test_a_hang_checks_late_is_still_the_driver_s_timer():
     header = {"backend": {"kind": "sim", "simulated": True, "isolation": False,
                           "driver": {"flavour": "oot", "kernel": "7.0"}},
               "settings": {"isolate": False}, "environment": {}}
     timers = read_timers(stack_timers(header))
-    assert timers is not None and classify(8000.0, timers) == AT_TIMER
-    assert driver_build("oot").worst_seconds == 8.0
+    assert timers is not None
+    for seconds in (8.0, 10.0, 12.0):
+        assert classify(seconds * 1000, timers) == AT_TIMER, seconds
+    build = driver_build("oot")
+    assert [build.worst_seconds_with(n) for n in (1, 2, 3, 4)] == [6.0, 8.0, 10.0, 12.0]
+    # at most one skip per other context the device keeps connected
+    assert build.worst_seconds == build.worst_seconds_with(16) == 2.0 * (3 + 15)
+    assert build.worst_seconds_with(40) == build.worst_seconds
+    assert driver_build("mainline").worst_seconds_with(4) == 60.0      # one timer, no skips
 
 
 def test_the_emulated_sysfs_holds_every_legacy_parameter_as_its_mode_lets_a_user(tmp_path):

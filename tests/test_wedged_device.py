@@ -10,9 +10,11 @@ fatal report, and power-cycles a firmware that answers no health query (aie2_hw_
 the legacy tree reconnects a context with its next job, marks it CTX_STATE_DEAD when that
 fails ("connect failed"), and fails every submit -EIO ("fatal error", 856409ca
 src/driver/amdxdna/aie2_ctx_runqueue.c); a new context on a wedged firmware is refused with
-the ioctl's "Init hwctx failed" (amd/xdna-driver PR #1585, 7.0.0-29); a reload on it fails
-in the SMU ("smu cmd 4 failed, 0xff", "Access power failed, ret -22": #1257's lines; reload
-and FLR did not clear it: 1bit-MONSTER/1bit-MONSTER#1920; a PCI rescan did: #1645).
+the ioctl's "Init hwctx failed" (amd/xdna-driver PR #1585, 7.0.0-29); a reload on it goes
+through and leaves it wedged ("only reloads firmware and does not reset the stuck AIE
+cores", and an FLR left it "not ready after FLR": 1bit-MONSTER/1bit-MONSTER#1920; a PCI
+remove and rescan cleared one: amd/xdna-driver#1645, `wedge:N:reloads`); the SMU lines of
+a failed probe (#1257, #1193) are a cold boot's, not a reload's on a wedged device.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def test_the_legacy_tree_kills_the_context_at_its_next_connect_and_every_submit_
     # the first submit connects, fails and waits in the slow path; later ones fail at once
     assert rig.kernel_lines()[seen:] == [
         f"{PLAIN}aie2_send_mgmt_msg_wait: command opcode 0x2 failed, status 0x2000003",
+        f"{PLAIN}aie2_load_hwctx: create context failed, ret -22",
         f"{PLAIN}aie2_hwctx_start: Alloc hw resource failed, ret -22",
         f"{PLAIN}part_ctx_start: {name} connect failed, err -22",
         f"{PLAIN}rq_submit_enter_slow: {name} fatal error"]
@@ -94,27 +97,35 @@ def test_a_firmware_that_takes_contexts_and_completes_nothing_times_out_every_ru
     rig.context("another")                                # contexts are still made
 
 
-@pytest.mark.parametrize("profile, smu", [
-    ("mainline,wedge:1,hang-at:30", [f"{DRM}aie2_smu_exec: smu cmd 4 failed, 0xff",
-                                     f"{DRM}aie2_smu_init: Access power failed, ret -22"]),
-    ("staging,wedge:1,hang-at:30", [f"{DRM}smu cmd 4 failed, 0xff",     # drm_err, aie_smu.c
-                                    f"{DRM}Access power failed, ret -22"]),
-    ("oot,wedge:1,hang-at:30", [f"{DRM}smu cmd 4 failed, 0xff",
-                                f"{PLAIN}aie2_smu_start: Access power failed, ret -22"]),
-])
-def test_a_reload_on_the_wedged_device_fails_in_the_smu_and_leaves_no_device(tmp_path, profile,
-                                                                             smu):
+def _reloaded(tmp_path) -> Rig:
+    """The same device after `control.reload_module()`, with a context of its own."""
+    rig = Rig.__new__(Rig)
+    rig.folder, rig.stack, rig.dev = tmp_path, control.current(), pyxrt.device(0)
+    return rig
+
+
+@pytest.mark.parametrize("profile", ["mainline,wedge:1,hang-at:30",
+                                     "staging,wedge:1,hang-at:30", "oot,wedge:1,hang-at:30"])
+def test_a_reload_on_the_wedged_device_goes_through_and_leaves_it_wedged(tmp_path, profile):
     rig = Rig(tmp_path, profile)
     hung_then(rig)
     seen = len(rig.kernel_lines())
     del rig
     control.reload_module()
-    lines = [r.text for r in control.current().kernel_log.records][seen:]
-    assert lines[:2] == smu
-    assert lines[-2:][0].endswith("amdxdna_probe: Hardware init failed, ret -22")
-    assert lines[-1] == f"{PLAIN}probe with driver amdxdna failed with error -22"
-    with pytest.raises(RuntimeError, match="No such device with index '0'"):
-        pyxrt.device(0)
+    stack = control.current()
+    assert stack.life.wedged and not stack.refused        # a device, still wedged
+    assert not any("smu cmd 4" in r.text for r in stack.kernel_log.records[seen:])
+    rig = _reloaded(tmp_path)
+    if profile.startswith("oot"):                          # a new context connects at work
+        rig.ctx, rig.kernel = rig.context("layer")
+        rig.instr = rig.instructions(8)
+        rig.bufs = [pyxrt.bo(rig.dev, 4096, pyxrt.bo.host_only, rig.kernel.group_id(3 + i))
+                    for i in range(5)]
+        with pytest.raises(RuntimeError, match=r"EXEC_CMD IOCTL failed \(err=-5\)"):
+            rig.runlist(10)[0].execute()
+    else:                                                  # the firmware still refuses one
+        with pytest.raises(RuntimeError, match=r"CREATE_HWCTX IOCTL failed \(err=-22\)"):
+            rig.context("layer")
 
 
 def test_a_wedge_that_a_reload_clears_works_again_after_it(tmp_path):
@@ -122,10 +133,8 @@ def test_a_wedge_that_a_reload_clears_works_again_after_it(tmp_path):
     hung_then(rig)
     del rig
     control.reload_module()
-    stack = control.current()
-    assert not stack.life.wedged
-    rig = Rig.__new__(Rig)                      # the same device, reloaded
-    rig.folder, rig.stack, rig.dev = tmp_path, stack, pyxrt.device(0)
+    assert not control.current().life.wedged
+    rig = _reloaded(tmp_path)
     rig.ctx, rig.kernel = rig.context("layer")
     rig.instr = rig.instructions(8)
     rig.bufs = [pyxrt.bo(rig.dev, 4096, pyxrt.bo.host_only, rig.kernel.group_id(3 + i))
@@ -136,8 +145,9 @@ def test_a_wedge_that_a_reload_clears_works_again_after_it(tmp_path):
 def test_staging_power_cycles_a_firmware_that_answers_nothing_and_runs_again(tmp_path):
     rig = Rig(tmp_path, "staging,firmware-dead:1,hang-at:30")
     lines = hung_then(rig)
-    assert lines[-4:] == [
+    assert lines[-5:] == [
         f"{DRM}xdna_send_msg_wait: Wait for completion timeout",     # the health query
+        f"{DRM}aie2_query_app_health: Get app health failed, ret -62 status 0xffffffff",
         f"{DRM}aie2_hwctx_restart: Create hwctx failed, ret -19",     # its channel gone
         f"{WARN}aie2_sched_job_timedout: NPU firmware unhealthy (ctx restart ret -19, health "
         "unresponsive) - power-cycling NPU",
@@ -147,12 +157,51 @@ def test_staging_power_cycles_a_firmware_that_answers_nothing_and_runs_again(tmp
     assert rig.stack.life.power_cycles == 1
 
 
-def test_the_in_tree_driver_has_no_firmware_dead_path(tmp_path):
-    rig = Rig(tmp_path, "mainline,firmware-dead:1,hang-at:30")
-    assert hung_then(rig)[-2:] == [f"{DRM}xdna_send_msg_wait: Wait for completion timeout",
-                                   f"{DRM}aie2_hwctx_restart: Create hwctx failed, ret -62"]
+def test_staging_does_not_power_cycle_a_firmware_it_could_not_ask_for_health(tmp_path):
+    """Without AIE2_APP_HEALTH (protocol 6.17) the query is not sent (-EOPNOTSUPP), so
+    fw_dead stays false: the stop's DESTROY_CONTEXT is the message that times out, and the
+    refused restart is only logged (856409ca aie2_ctx.c aie2_sched_job_timedout)."""
+    rig = Rig(tmp_path, "staging,firmware:protocol:6.17,firmware-dead:1,hang-at:30")
+    assert hung_then(rig)[-4:] == [
+        f"{DRM}xdna_send_msg_wait: Wait for completion timeout",
+        f"{WARN}aie2_destroy_context_req: Destroy context failed, ret -62",
+        f"{DRM}aie2_hwctx_restart: Create hwctx failed, ret -19",
+        f"{WARN}aie2_sched_job_timedout: NPU context restart rejected (ret -19) without fatal "
+        "report - not power-cycling"]
+    assert rig.stack.life.power_cycles == 0
+
+
+@pytest.mark.parametrize("profile, first", [
+    # 7.0 asks no health: the stop's DESTROY_CONTEXT is the first message (234824b1
+    # aie2_hwctx_stop -> aie2_destroy_context_req, XDNA_WARN)
+    ("mainline,firmware-dead:1,hang-at:30",
+     f"{WARN}aie2_destroy_context_req: Destroy context failed, ret -62"),
+    # 7.1 asks first (f13c7f41 aie2_query_app_health, status MAX_AIE2_STATUS_CODE); the
+    # destroy then finds no channel, -ENODEV, a debug line only
+    ("mainline,kernel:7.1,firmware-dead:1,hang-at:30",
+     f"{DRM}aie2_query_app_health: Get app health failed, ret -62 status 0x4000009")])
+def test_the_in_tree_driver_has_no_firmware_dead_path(tmp_path, profile, first):
+    rig = Rig(tmp_path, profile)
+    assert hung_then(rig)[-3:] == [f"{DRM}xdna_send_msg_wait: Wait for completion timeout",
+                                   first,
+                                   f"{DRM}aie2_hwctx_restart: Create hwctx failed, ret -19"]
     with pytest.raises(RuntimeError, match=r"\(err=-19\): No such device"):
         rig.context("another")
+
+
+def test_the_legacy_tree_asks_a_silent_firmware_for_health_after_its_dump_line(tmp_path):
+    """aie2_dump_ctx prints "Dumping ctx" and then asks aie2_get_app_health, which prints the
+    status it started with (MAX_AIE2_STATUS_CODE, 0x400000d in src/driver/amdxdna); the stop
+    that follows prints every failed DESTROY_CONTEXT (856409ca src/driver/amdxdna)."""
+    rig = Rig(tmp_path, "oot,firmware-dead:1,hang-at:30")
+    lines = hung_then(rig)
+    dump = next(i for i, line in enumerate(lines) if "Dumping ctx" in line)
+    name = rig.stack.contexts[0].name
+    assert lines[dump + 1:dump + 3] == [
+        f"{PLAIN}xdna_send_msg_wait: Wait for completion timeout",
+        f"{PLAIN}aie2_get_app_health: Get app health got status 0x400000d"]
+    assert lines[-2:] == [f"{PLAIN}aie2_destroy_context: {name} destroy context failed, ret -19",
+                          f"{PLAIN}aie2_unload_hwctx: destroy context failed, ret -19"]
 
 
 # -- the runs after a wedge, as the harness reads them ----------------------------------------
@@ -183,6 +232,32 @@ def _cli(tmp_path, *args):
     from harness.app.cli import main
     return CliRunner().invoke(main, ["reproduce", "--trials", "2", "--out",
                                      str(tmp_path / "r.yaml"), *args])
+
+
+@pytest.mark.parametrize("flavour", ["mainline", "staging", "oot"])
+def test_the_answer_line_counts_the_wedged_trials_of_every_plan(tmp_path, flavour):
+    """After a wedge the runs' real counts are a timeout and wedged trials: the answer says
+    both, for the depth and for the cut, rather than "failed 1/3; +1 more"."""
+    from harness.report.answer import ANSWER_WIDTH
+    done = _cli(tmp_path, "--trials", "3", "--profile", f"{flavour},wedge:1,hang-at:30")
+    answer = next(line for line in done.output.splitlines() if line.startswith("verdict:"))
+    assert answer == ("verdict: 42: TIMEOUT 1/3, wedged 2; 21+21: wedged 3/3 -> "
+                      f"{CUT_WEDGED} [SIMULATED]")
+    assert len(answer.removeprefix("verdict: ")) <= ANSWER_WIDTH
+    assert "more" not in answer and "failed 1/3" not in answer
+
+
+def test_an_answer_too_long_for_its_states_still_says_the_wedged_trials():
+    """One plan's counts too long a list of states: the answer says how many failed and
+    how many ran on a wedged device, never only the failures."""
+    from harness.report.answer import ANSWER_WIDTH, answer_line
+    states = ["TIMEOUT", "ERROR", "ABORT", "NORESPONSE", "SKCRASHED"]
+    plan = PlanRecord("monolithic", "42", [42], trials=[
+        *(_trial(i, state) for i, state in enumerate(states)),
+        _trial(5, "NEW", wedged=True), _trial(6, "NEW", wedged=True)])
+    line = answer_line([plan], "failures", {"kind": "sim", "simulated": True})
+    assert line == "42 in one runlist: failed 5/7, wedged 2 -> failures [SIMULATED]"
+    assert len(line) <= ANSWER_WIDTH
 
 
 @pytest.mark.parametrize("isolate", [[], ["--no-isolate"]])

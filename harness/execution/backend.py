@@ -436,6 +436,24 @@ def _simulated_release(played: Profile) -> dict[str, Any]:
             "source": f"simulated as Xilinx/XRT {release.tag}"}
 
 
+def _emulated_node(node: str, why: str) -> str | None:
+    """What to say of an NPU node that is `runlist-harness emulate`'s when pyxrt does not
+    import (`why`), or None where this process runs under no emulation: that node is the
+    emulator's, not a device of this machine, and emulate runs real XRT over it."""
+    from harness.probe.emulation import emulation, requested
+    if emulation() is not None:
+        whose = f"{node} is the EMULATED NPU of `runlist-harness emulate`, not this machine's"
+    elif requested():
+        whose = (f"this runs under `runlist-harness emulate`, whose library is not mapped "
+                 f"here, so {node} may be this machine's own NPU or the emulator's")
+    else:
+        return None
+    return (f"{whose}, and pyxrt does not import ({why}): emulate runs real XRT over its "
+            "emulated driver, so install or build XRT with the XDNA shim and `source` its "
+            "setup.sh (emulate's first line says whether it found one), or run without "
+            "emulate on the simulated stack: --backend sim")
+
+
 def choose_backend(kind: str = "auto", profile: str | None = None, *,
                    realtime: bool = False, fallback: bool = True) -> Backend:
     """The backend `kind` asks for. `fallback=False` (a `git bisect run` test) never takes
@@ -465,6 +483,8 @@ def choose_backend(kind: str = "auto", profile: str | None = None, *,
             return HardwareBackend(module, reason=reason, stand_in=is_stand_in(module))
         if kind == "xrt" or module is None and nodes:
             # an NPU without pyxrt is a missing `source`, not a wish for the simulator
+            if module is None and nodes and (theirs := _emulated_node(nodes[0], why)):
+                raise EnvironmentNotReady(theirs)
             if module is None:
                 raise EnvironmentNotReady(
                     (f"this machine has an NPU ({nodes[0]}) but " if nodes else "")

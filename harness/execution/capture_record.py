@@ -10,7 +10,11 @@ the disk holding the capture runs low, it is stopped the gentlest way first: SIG
 process group (a program that handles it can still exit normally), then SIGTERM, then
 SIGKILL, each after a grace period; what ended it is said, and what was written is kept.
 The user's Ctrl-C (which reaches only the harness: the program runs in its own session)
-stops it the same way, and another Ctrl-C sends the next signal at once.
+stops it the same way, and another Ctrl-C sends the next signal at once. The program's
+output is read as it comes, its error lines recognised and timed
+(`harness.execution.program_output`), and `tick` is called at every poll (the evidence
+window reads the kernel log meanwhile). With no capture asked (`capture record
+--no-capture`) the same runs without XRT's settings.
 """
 
 from __future__ import annotations
@@ -23,21 +27,18 @@ import shutil
 import signal
 import subprocess
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.execution.program_output import ProgramOutput
 from harness.probe.xrt_loader import mapped_libraries
 
 REPLAY = "replay.json"
-TAIL_LINES = 40
 LINE_CAP = 64 << 10
 # what xrt-capture prints once the program it ran has ended (xrt-capture.cpp)
 _APPLICATION_EXITED = re.compile(r"^Application exited with code (-?\d+)$")
-# FastFlowLM answers a failure as {"error": "..."} (STACK.md 1, 5)
-_ERROR_LINE = re.compile(r'^\s*\{\s*"error"\s*:')
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Recording:
     wrapper: tuple[str, ...] = ()
     grace_s: float = 5.0
     poll_s: float = 0.5
+    capture: bool = True                  # XRT's capture asked (replay.json looked for)
 
 
 @dataclass(frozen=True)
@@ -82,14 +84,34 @@ class Recorded:
     at_deadline: bool = False
     disk_low: bool = False
     interrupted: bool = False             # stopped at the user's Ctrl-C
-    output_tail: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)      # FastFlowLM's error lines seen
+    output: ProgramOutput = field(default_factory=ProgramOutput)
     xrt_libraries: list[dict[str, Any]] = field(default_factory=list)   # what it mapped
+    started_s: float = 0.0                # on this process's monotonic clock
+    ended_at_s: float | None = None       # when it ended, from its start
+    pid: int | None = None
 
     @property
     def ended_by(self) -> str:
         """How it ended, in words: "it exited with status 3", or the stop first."""
         return f"{self.stop}; it {self.how}" if self.stop else f"it {self.how}"
+
+    @property
+    def errors(self) -> list[str]:
+        """The first line of each error it printed, as it printed it."""
+        return [seen.text.strip() for seen in self.output.errors]
+
+    def program(self) -> dict[str, Any]:
+        """How it ended, for the report."""
+        out: dict[str, Any] = {"exit_status": self.exit_code, "signal": self.signal,
+                               "ended": self.how}
+        if self.stop:
+            out["stopped"] = self.stop
+        for name in ("at_deadline", "disk_low", "interrupted"):
+            if getattr(self, name):
+                out[name] = True
+        if self.xrt_libraries:
+            out["xrt_libraries"] = self.xrt_libraries
+        return out
 
 
 def free_bytes(folder: Path) -> int:
@@ -112,16 +134,18 @@ def written(folder: Path) -> tuple[int, int]:
 
 
 def record(job: Recording, progress: Callable[[Snapshot], None],
-           echo: Callable[[str], None]) -> Recorded:
+           echo: Callable[[str], None], tick: Callable[[], None] = lambda: None,
+           started: float | None = None) -> Recorded:
     """Run the program until it exits (or is stopped), passing each line it prints to
-    `echo` and a snapshot to `progress` every `poll_s`. Whatever it leaves running when it
-    exits is ended with it."""
-    started = time.monotonic()
+    `echo`, a snapshot to `progress` and a call to `tick` every `poll_s`. Whatever it
+    leaves running when it exits is ended with it. `started`: when its start is counted
+    from (this process's monotonic clock; default now)."""
+    started = time.monotonic() if started is None else started
     proc = subprocess.Popen([*job.wrapper, *job.command], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=job.environment, start_new_session=True)
     _feed(proc, job.lines)
-    watch = _Watch(proc, echo)
+    watch = _Watch(proc, echo, started)
     stopping: _Stop | None = None
     assert proc.stdout is not None
     output = proc.stdout.fileno()
@@ -143,6 +167,7 @@ def record(job: Recording, progress: Callable[[Snapshot], None],
                     now = time.monotonic()
                     if now - polled >= job.poll_s:
                         polled = now
+                        tick()
                         stopping = stopping or _check(job, proc, watch, progress,
                                                       now - started)
                 except KeyboardInterrupt:
@@ -162,10 +187,13 @@ def record(job: Recording, progress: Callable[[Snapshot], None],
         if proc.poll() is None:
             _Stop(proc, "the harness stopping", 0).kill()
         proc.wait()
+        ended_at = time.monotonic() - started
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)     # what it left running
     watch.flush()
-    return _ended(job, proc, watch, stopping, started)
+    done = _ended(job, proc, watch, stopping, started)
+    done.ended_at_s = ended_at
+    return done
 
 
 def _check(job: Recording, proc: subprocess.Popen[bytes], watch: _Watch,
@@ -271,14 +299,14 @@ def _started_by(pid: int, wrapper: str) -> list[int]:
 
 
 class _Watch:
-    """The program's output as it comes (passed on a line at a time, the last lines and
-    FastFlowLM's error lines kept), and the XRT libraries its processes map."""
+    """The program's output as it comes (passed on a line at a time, kept and read for its
+    error lines: `ProgramOutput`), and the XRT libraries its processes map."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], echo: Callable[[str], None]) -> None:
-        self.proc, self.echo = proc, echo
+    def __init__(self, proc: subprocess.Popen[bytes], echo: Callable[[str], None],
+                 started: float) -> None:
+        self.proc, self.echo, self.started = proc, echo, started
         self.pending = b""
-        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
-        self.errors: list[str] = []
+        self.output = ProgramOutput()
         self.application_code: int | None = None
         self.mapped: dict[str, dict[str, Any]] = {}
 
@@ -295,12 +323,11 @@ class _Watch:
         if self.pending:
             self._line(self.pending.decode(errors="replace"))
             self.pending = b""
+        self.output.finish()
 
     def _line(self, line: str) -> None:
         self.echo(line)
-        self.tail.append(line)
-        if _ERROR_LINE.match(line) and len(self.errors) < 20:
-            self.errors.append(line.strip())
+        self.output.add(line, time.monotonic() - self.started)
         exited = _APPLICATION_EXITED.match(line.strip())
         if exited:
             self.application_code = int(exited.group(1))
@@ -336,12 +363,12 @@ def _ended(job: Recording, proc: subprocess.Popen[bytes], watch: _Watch,
     files, size = written(job.folder)
     replay = job.folder / REPLAY
     since = time.time() - (time.monotonic() - started) - 1.0
-    fresh = replay.is_file() and replay.stat().st_mtime >= since
+    fresh = job.capture and replay.is_file() and replay.stat().st_mtime >= since
     return Recorded(None if killed else code, killed, how, stop, fresh, files, size,
                     free_bytes(job.folder),
                     at_deadline=stopping is not None and not stopping.disk
                     and not stopping.by_user,
                     interrupted=stopping is not None and stopping.by_user,
                     disk_low=stopping is not None and stopping.disk,
-                    output_tail=list(watch.tail), errors=watch.errors,
-                    xrt_libraries=list(watch.mapped.values()))
+                    output=watch.output, xrt_libraries=list(watch.mapped.values()),
+                    started_s=started, pid=proc.pid)

@@ -8,12 +8,13 @@ answers a device whose firmware stopped taking contexts (`harness.model.wedge`):
 context refused by the firmware (in-tree and staging, -EINVAL, or -ENODEV/-ETIME where it
 answers nothing), every submit refused -EIO (the legacy tree's dead context), the command
 back at once never run (a context left without a firmware channel), or no device at all
-(a probe that failed). For such a wedge a module reload or a PCI remove and rescan runs the
-same SMU power-off the wedged firmware refuses, and public reports saw neither clear it:
-the advice is a reboot. For any other failure to answer the sources offer reloading the
-module (its remove and probe re-initialise the firmware) or removing the PCI function and
-rescanning the bus; the AIE2 driver has no PCI reset_prepare/reset_done handlers (only
-``aie4_pci.c`` does), so writing the function's ``reset`` file is not offered.
+(a probe or a reset that failed). For such a wedge the advice is a reboot
+(`harness.model.wedge.REBOOT_FIX`: a module reload and a function-level reset did not clear
+one in the reports, a PCI rescan cleared one once). For any other failure to answer the
+sources offer reloading the module (its remove and probe re-initialise the firmware) or
+removing the PCI function and rescanning the bus; the AIE2 driver has no PCI
+reset_prepare/reset_done handlers (only ``aie4_pci.c`` does), so writing the function's
+``reset`` file is not offered.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ _STATES: tuple[tuple[str, str, bool], ...] = (
      "wedged: the command came back at once, never run (the context has no firmware "
      "channel: the driver's restart after the hang failed)", True),
     (r"No such device",
-     "no device: the driver is not bound to the NPU (a probe that failed: the kernel log "
-     "says why, e.g. 'smu cmd 4 failed, 0xff' on a wedged NPU)", True),
+     "no device: the driver is not bound to the NPU (a probe or a function-level reset that "
+     "failed: the kernel log says why; on a wedged NPU an FLR left it 'not ready after FLR', "
+     "1bit-MONSTER/1bit-MONSTER#1920)", True),
 )
 
 

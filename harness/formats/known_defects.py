@@ -43,6 +43,7 @@ class KnownDefect:
     fixed_in: str
     symptoms: tuple[re.Pattern[str], ...]
     source: str
+    fails: bool = True             # False: it garbles what a failure reports, fails nothing
 
     def affects_version(self, text: str | None) -> bool:
         version = version_of(text)
@@ -62,6 +63,33 @@ def version_of(text: str | None) -> Version | None:
     if parts and parts[0] >= 10000 and len(parts) > 1:      # 202610.2.21.21: a tag
         parts = parts[1:]
     return parts
+
+
+# amd/xdna-driver's package: up to its 1.7 branch (XRT 2.21) the module amdxdna.ko it builds
+# is the legacy tree (src/driver/amdxdna); from 1.8 (2.25) it is the staging tree
+# (drivers/accel/amdxdna), the legacy one beside it as amdxdna_legacy.ko; main-branch builds
+# switched with e9a3bef5 (2026-05-19), and read patch 0 (the table's header says more)
+LAST_LEGACY_MINOR, FIRST_STAGING_MINOR = (2, 21), (2, 25)
+STAGING_FROM = 20260519
+_PACKAGE = re.compile(r"\b(?P<major>\d+)\.(?P<minor>\d+)\.\d+_(?P<date>\d{8})\b")
+
+
+def package_component(text: str | None) -> str | None:
+    """Which tree a DKMS build of amd/xdna-driver is, from its version string
+    (``2.21.0_20251207,<sha>``, after the module's name where a file gives it:
+    ``amdxdna_legacy 2.25.1_...``): ``amdxdna-legacy`` or ``amdxdna-staging``; None where
+    the text holds no such version."""
+    match = _PACKAGE.search(text or "")
+    if match is None:
+        return None
+    if "amdxdna_legacy" in (text or ""):
+        return "amdxdna-legacy"
+    series = (int(match["major"]), int(match["minor"]))
+    if series <= LAST_LEGACY_MINOR:
+        return "amdxdna-legacy"
+    if series >= FIRST_STAGING_MINOR:
+        return "amdxdna-staging"
+    return "amdxdna-legacy" if int(match["date"]) < STAGING_FROM else "amdxdna-staging"
 
 
 def _holds(version: Version, op: str, bound: Version) -> bool:
@@ -113,9 +141,13 @@ def read_defects(text: str, name: str = "known_defects.yaml") -> tuple[KnownDefe
             patterns = tuple(re.compile(str(s)) for s in symptoms)
         except re.error as err:
             raise BadInput(f"{where}: symptoms: {err}") from None
+        fails = entry.get("fails", True)
+        if not isinstance(fails, bool):
+            raise BadInput(f"{where}: fails: expected true or false")
         found.append(KnownDefect(ident, str(entry["component"]), " ".join(
             str(entry["summary"]).split()), parse_affects(entry["affects"], where),
-            str(entry["affects"]), str(entry["fixed_in"]), patterns, str(entry["source"])))
+            str(entry["affects"]), str(entry["fixed_in"]), patterns, str(entry["source"]),
+            fails))
     return tuple(found)
 
 

@@ -87,9 +87,12 @@ _AIE_FIELDS = {"Tile location (Row, Column)": "tile", "Module": "module",
 _SINGLE: tuple[tuple[str, str, str], ...] = (
         ("tdr_timeout", r"^TDR timeout detected$",
          "staging aie2_ctx.c aie2_tdr_detect (>= 6.17), aie2_tdr.c aie2_legacy_tdr_detect"),
-        ("no_progress", r"^Device isn't making progress(?:\.\.\. Count (?P<count>\d{1,20}) "
-                        r"timeout (?P<timeout>\d{1,20}) dump_only (?P<dump_only>\d{1,20}))?$",
-         "staging aie2_tdr.c aie2_tdr_work_func; legacy aie2_tdr.c aie2_tdr_work"),
+        ("no_progress", r"^Device isn't making progress(?:\.\.\. Count (?P<count>\d{1,20})"
+                        r"(?: timeout (?P<timeout>\d{1,20}) dump_only "
+                        r"(?P<dump_only>\d{1,20}))?)?$",
+         "staging aie2_tdr.c aie2_tdr_work_func; legacy aie2_tdr.c aie2_tdr_work (\"... Count "
+         "%d timeout %u dump_only %d\" from bc31fafa; \"... Count %d\" alone before it, from "
+         "e3dca66f (2024-10, amdxdna_tdr.c amdxdna_tdr_work) and 7a1be8d3 (aie2_tdr.c))"),
         ("context_dump", r"^Dumping ctx (?P<context>\S+), hwctx (?P<hwctx>-?\d{1,20}), "
                          r"sub=(?P<submitted>-?\d{1,20}), comp=(?P<completed>-?\d{1,20})$",
          "legacy aie2_ctx.c aie2_dump_ctx"),
@@ -161,6 +164,18 @@ def split_line(text: str) -> DriverLine | None:
     func, message = (func_match["func"], func_match["message"]) if func_match else (None, rest)
     return DriverLine(match["driver"], match["bdf"], DRM if match["drm"] else LEGACY,
                       bool(match["error"]), func, message)
+
+
+def known_message(text: str) -> bool:
+    """Whether `text`, a line with no driver prefix (``aie2_init: Enable PASID failed, ret
+    -19``, as a maintainer quotes it), is ``<func>: <message>`` with a message this module
+    knows the format string of: a driver line that lost its prefix, not any program's."""
+    func_match = re.match(_FUNC, text)
+    if func_match is None:
+        return False
+    message = func_match["message"]
+    return message == CAPTURE_HEADER or any(re.match(pattern, message)
+                                            for _, pattern, _ in _SINGLE + STACK_EVENTS)
 
 
 def _value(text: str) -> Any:

@@ -25,6 +25,10 @@ The texts recognised are the sources' own format strings:
   `` (err=N)``, and XRT's `system_error` adds ``: strerror``; the ioctls say
   ``DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-22): Invalid argument``
   (`host/platform_host.cpp`).
+- A command state named by the application itself (``decode dispatch pos6
+  state=ert_cmd_state.ERT_CMD_STATE_TIMEOUT``: pyxrt's `ert_cmd_state` enum as Python prints
+  it, or the bare ``ERT_CMD_STATE_X`` of XRT's `ert.h`): a run that ended so, in the
+  program's words rather than XRT's (`STATE_NAMED`; COMPLETED is not a failure).
 - A C++ program that does not catch it: libstdc++'s ``terminate called after throwing
   an instance of 'T'`` then ``  what():  message``; Python: ``Traceback (most recent
   call last):``, the frames, then ``Type: message`` (pyxrt raises RuntimeError with
@@ -57,6 +61,7 @@ IOCTL_FAILED = "ioctl-failed"
 SHIM_ERROR = "shim-error"            # another shim_err message, with its errno
 NO_DEVICE = "no-device"
 LIBRARY_FAILED = "library-failed"
+STATE_NAMED = "state-named"          # a failing command state in the program's own words
 
 MAX_LINE = 4096                       # a longer line is read up to here
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -70,6 +75,7 @@ _XRT: tuple[tuple[str, re.Pattern[str]], ...] = (
                               r"\(err=(?P<errno>-?\d{1,4})\)")),
     (NO_DEVICE, re.compile(r"No such device with index '\d{1,6}'")),
     (LIBRARY_FAILED, re.compile(r"Failed to open library '[^']{1,400}'")),
+    (STATE_NAMED, re.compile(r"\bERT_CMD_STATE_(?!COMPLETED\b)[A-Z][A-Z_]{1,19}\b")),
     (SHIM_ERROR, re.compile(r"\S.{0,400}? \(err=(?P<errno>-?\d{1,4})\)(?::|$)")),
 )
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']{1,200})'")
@@ -92,9 +98,10 @@ class ErrorLine:
     error's text (a JSON error's value, what(), the exception's message, the line; XRT's
     health lines that follow a runlist's message are appended, one a line); `xrt`: what
     XRT or its shim said inside it (RUNLIST_FAILED, COMMAND_FAILED, UNEXPECTED_STATE,
-    IOCTL_FAILED, SHIM_ERROR, NO_DEVICE, LIBRARY_FAILED), or None; `state`: the command
-    state it names (``TIMEOUT``), or None; `exception`: the C++ or Python type; `ioctl`,
-    `errno`: the failing ioctl and its errno as printed (``-22``)."""
+    IOCTL_FAILED, SHIM_ERROR, NO_DEVICE, LIBRARY_FAILED, STATE_NAMED), or None; `state`: the
+    command state it names (``TIMEOUT``), or None; `exception`: the C++ or Python type;
+    `ioctl`, `errno`: the failing ioctl and its errno as printed (``-22``; older shims
+    printed it positive, ``err=13``)."""
 
     line: int
     end: int

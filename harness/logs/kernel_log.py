@@ -305,6 +305,9 @@ def open_kernel_log(kmsg: Path, journalctl: str | None,
 
 
 SIMULATED_MARK = "SIMULATED"
+# The simulated driver's clock starts here, 9e9 s (285 years) after boot, an uptime no
+# machine has (`harness.sim.driver_log`): a stamp past it is the simulated device's.
+SIMULATED_BOOT_US = 9_000_000_000_000_000.0
 
 
 def mark_simulated(line: str) -> str:

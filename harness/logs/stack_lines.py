@@ -51,6 +51,7 @@ STACK_EVENTS: tuple[tuple[str, str, str], ...] = (
                    rf"(?P<cret>{_N})|NPU power \S+ failed)\s*$",
      "aie2_smu.c / aie_smu.c aie2_smu_exec, aie2_smu_start/stop, set_dpm; legacy aie2_smu.c"),
     ("suspend_resume_failed", rf"^(?:Suspend firmware failed|Resume firmware failed|"
+                              r"(?:suspend|resume) (?:NPU|IPU) firmware failed|"
                               rf"Suspend_fw failed|suspend_fw failed(?:, ret {_N})?|"
                               rf"Failed to suspend fw, ret {_N}|Resume failed(?::|, ret) "
                               rf"(?P<ret>{_N})|resume failed after NPU reset: {_N}|"
@@ -58,7 +59,8 @@ STACK_EVENTS: tuple[tuple[str, str, str], ...] = (
                               rf"DPT (?:drain/pause on suspend|re-arm on resume) failed: "
                               rf"{_N})$",
      "aie2_pci.c aie2_suspend_fw/aie2_resume_fw, amdxdna_pm.c amdxdna_pm_resume_get, "
-     "aie2_pci.c aie2_hw_reset; legacy aie2_pci.c"),
+     "aie2_pci.c aie2_hw_reset; legacy aie2_pci.c (\"resume NPU firmware failed\"), and its "
+     "first amdxdna_drv.c amdxdna_do_suspend/do_resume (\"IPU\" until adfbafd4, 2024-02)"),
     # host memory and buffers
     ("host_memory_failed", rf"^(?:Map host buf failed, ret (?P<ret>{_N})|"
                            rf"Failed to pin pages ret (?P<pin>{_N})|"
@@ -70,13 +72,18 @@ STACK_EVENTS: tuple[tuple[str, str, str], ...] = (
                            rf"Invalid dev bo size .*|Allocate sgt failed|"
                            rf"Pin BO {_N} failed, ret {_N})$",
      "aie2_ctx.c aie2_hwctx_restart, amdxdna_gem.c, amdxdna_ubuf.c; legacy amdxdna_gem.c"),
+    # a path the driver's build takes on this platform: on its CMA path (CONFIG_CMA, meant
+    # for ARM platforms with a CMA region) it refuses the device heap, -EINVAL
+    ("unsupported_path", r"^Heap BO is not supported on CMA platform$",
+     "amdxdna_gem.c amdxdna_gem_create_cma_object (legacy from 52f63182, 2025-10; staging "
+     "from fc639f65, its npu3a build)"),
     # hardware contexts
     ("context_refused", rf"^(?:Alloc hw resource failed, ret (?P<ret>{_N})|"
                         rf"Allocate AIE resource failed, ret (?P<aie>{_N})|"
                         rf"create context failed, ret (?P<create>{_N})|"
                         rf"Create hwctx failed, ret (?P<hwctx>{_N})|"
                         r"Not allow more than (?P<limit>\d{1,6}) context\(s\)|"
-                        rf"Allocate XRS (?:col )?resource failed, ret {_N}|"
+                        rf"Allocate XRS (?:col )?resource failed, ret (?P<xrs>{_N})|"
                         r"AIE partition not available for hwctx_id=\d{1,10} .*|"
                         rf"(?:Add|Init) ctx .*failed, ret (?P<ctx>{_N}))$",
      "Linux aie2_ctx.c aie2_hwctx_init, staging aie2_pci.c aie2_create_context, "

@@ -52,6 +52,11 @@ TIMEOUT, ABORT, NEW = "TIMEOUT", "ABORT", "NEW"
 # context's job semaphore): the next submit blocks in the ioctl until one ends.
 JOBS_IN_FLIGHT = 4
 KERNELS = ("6.16", "6.17", "6.18", "6.19", "7.0", "7.1")   # the series modelled
+# The most contexts a device keeps connected at once: each holds one of the firmware's
+# hardware contexts, hwctx_limit of them (16 on npu4/5/6, npu4_family.h; 6 on npu1,
+# npu1_regs.c; amd/xdna-driver 856409ca src/driver/amdxdna, aie2_ctx_runqueue.c
+# part->max_hwctx): the bound of the legacy tree's idle-context skips
+MOST_CONNECTED = 16
 DEFAULT_KERNEL = "7.0"          # the ROCm/FastFlowLM#712 machine runs Linux 7.0
 _RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -184,7 +189,8 @@ class DriverBuild:
     writes_timeout_index: bool = True
     # the legacy tree's check is skipped on the pass where another connected context
     # reaches RQ_CTX_IDLE_COUNT idle checks (aie2_tdr.c aie2_tdr_detect ->
-    # aie2_rq_handle_idle_ctx): a hang can be declared one check later
+    # aie2_rq_handle_idle_ctx): a hang can be declared one check later for each other
+    # connected context that goes idle at a check of its own
     idle_context_skips: bool = False
 
     def refuses_firmware(self, npu4_class: bool, protocol: Protocol | None
@@ -211,13 +217,23 @@ class DriverBuild:
 
     @property
     def worst_seconds(self) -> float:
-        """The longest a hang goes unnoticed: one timer period, or three check periods
-        (the two silent ones after the one that saw the last signal), and one more where
-        an idle connected context can make a check skip (the legacy tree: with several
-        contexts a hang lands a check late)."""
+        """The longest a hang goes unnoticed, whatever else is on the device: one timer
+        period, or three check periods (the two silent ones after the one that saw the last
+        signal) and, in the legacy tree, a check more for each other context it can keep
+        connected (`worst_seconds_with`, at the device's most)."""
+        return self.worst_seconds_with(MOST_CONNECTED)
+
+    def worst_seconds_with(self, contexts: int) -> float:
+        """The longest a hang goes unnoticed with `contexts` connected contexts, the hung
+        one among them. In the legacy tree each other one that had work and went idle
+        reaches RQ_CTX_IDLE_COUNT at a check of its own and is swapped out there, and that
+        check declares nothing (aie2_tdr_detect): staggered, each adds a check (2 s: 8 s
+        beside one, 12 s with FastFlowLM's four); a context swapped out stays out until it
+        has work, which is progress, so it skips no second check."""
         if self.detection != DEVICE_TWO_CHECKS:
             return self.period_s
-        return self.period_s * (3 + (1 if self.idle_context_skips else 0))
+        others = max(0, min(contexts, MOST_CONNECTED) - 1) if self.idle_context_skips else 0
+        return self.period_s * (3 + others)
 
     @property
     def earliest_seconds(self) -> float:
@@ -268,11 +284,15 @@ class Flavour:
     wedge: WedgeRule = wedge.IN_TREE
     # the xdna_job trace events it emits (harness.model.trace_tree)
     trace: TraceTree = trace_tree.IN_TREE
+    # the most checks idle connected contexts can make it skip before it declares a hang
+    # (the legacy tree: one for each other connected context, DriverBuild.worst_seconds_with)
+    idle_skips: int = 0
 
     def seconds(self, setting: float | None = None) -> float:
-        """The longest the driver takes to notice a hang, for this parameter setting."""
+        """The longest the driver takes to notice a hang, for this parameter setting (with
+        the checks idle contexts make it skip, at the device's most)."""
         return (setting if setting is not None else self.default) * self.unit_s \
-            * self.silent_checks
+            * (self.silent_checks + self.idle_skips)
 
 
 _RUN_LIST_ID = "reports the firmware's run_list_id as error_index"
@@ -467,18 +487,22 @@ FLAVOURS = {f.name: f for f in (
         "device-wide check every timeout_in_sec (default 2 s) that fires when no job was "
         "submitted or completed during two whole periods (4-6 s after the last submit or "
         "completion, a first job after an idle spell included; a check that swaps out a "
-        "connected context idle for three checks declares nothing, so with several contexts "
-        "a hang can land one check later): every connected context (one with work since it "
-        "was made or last stopped) is dumped, stopped and restarted, every chain in flight "
-        "ends TIMEOUT",
+        "connected context idle for three checks declares nothing, so each other connected "
+        "context that went idle at a check of its own delays it a check: 12 s with four "
+        "contexts, at most 36 s with the 16 a device connects): every connected context "
+        "(one with work since it was made or last stopped) is dumped, stopped and "
+        "restarted, every chain in flight ends TIMEOUT",
         "timeout_in_sec", 2.0, 1.0, 3, _legacy_build,
         "out-of-tree: a device check every timeout_in_sec (2 s from driver load) fires when "
         "no job was submitted or completed during the last two whole periods (a submit "
         "counts as progress: a first job after an idle spell times out 4-6 s later, not "
         "0-2); each check first counts every connected context with no job in flight one "
         "more idle check (one with work starts again from 0) and swaps out one that reaches "
-        "RQ_CTX_IDLE_COUNT, 3, and a check that swaps one out declares no hang, so with "
-        "several contexts a hang can be declared a check later, up to 8 s; every connected "
+        "RQ_CTX_IDLE_COUNT, 3, and a check that swaps one out declares no hang, so each "
+        "other connected context whose count reaches 3 at a check of its own delays the hang "
+        "a check: 8 s beside one idle context, 12 s beside three (FastFlowLM's four), at "
+        "most 36 s with the 16 hardware contexts a device connects (hwctx_limit); every "
+        "connected "
         "context (new contexts start disconnected and connect with their first job; a stop "
         "or a swap-out disconnects) is dumped "
         "(Dumping ctx, the capture block when the firmware gives a report, a JOB[seq % 4] "
@@ -491,7 +515,9 @@ FLAVOURS = {f.name: f for f in (
         "ABORT; without a report the context's data is the zeros it was allocated with (a "
         "version-0 report XRT prints as six zero lines), carried once",
         f"{_LEGACY} aie2_tdr.c aie2_tdr_detect, aie2_ctx_runqueue.c aie2_rq_handle_idle_ctx, "
-        "part_handle_idle_ctx (RQ_CTX_IDLE_COUNT), aie2_rq_is_all_context_stuck, aie2_rq_add "
+        "part_handle_idle_ctx (RQ_CTX_IDLE_COUNT, per connected context), "
+        "part->max_hwctx (npu4_family.h hwctx_limit 16), aie2_rq_is_all_context_stuck, "
+        "aie2_rq_add "
         "(disconn_list), aie2_rq_dump_all and aie2_rq_stop_all (conn_list), aie2_ctx.c "
         "reset_tdr_timer in aie2_cmd_submit and aie2_sched_notify (1471fd97), "
         "aie2_ctx_connect and aie2_message.c aie2_config_cu (ctx->cus, set by XRT's "
@@ -502,7 +528,7 @@ FLAVOURS = {f.name: f for f in (
         module="amdxdna_legacy", dkms=True, log_tree=LEGACY, chain_cap=64,
         context_prefix="ctx", virtual_contexts=True,
         parameters=LEGACY_PARAMETERS, heap=lambda npu4_class: heap.LEGACY,
-        wedge=wedge.LEGACY, trace=trace_tree.LEGACY),
+        wedge=wedge.LEGACY, trace=trace_tree.LEGACY, idle_skips=MOST_CONNECTED - 1),
 )}
 DEFAULT_FLAVOUR = "mainline"   # the #712 machine: in-tree amdxdna on Linux 7.0
 

@@ -94,10 +94,20 @@ SINGLE_PROTOCOL_SOURCE = (
     "feature tables at 234824b1 (Linux 7.0)")
 # What a machine whose driver refused its firmware can do (the probe's fix, and a
 # simulated profile's explanation): public reports on 6.18.9, 6.18.13, 6.19.3 and 6.19.6
-FIRMWARE_REFUSED_FIX = (
+DRIVER_FOR_PROTOCOL_7 = (
     "boot a kernel with f1eac46fe5f7 (Linux 7.0 or later, or a distribution kernel that "
-    "carries it), or install the DKMS driver (amd/xdna-driver), or install NPU firmware "
-    "that speaks mailbox protocol 6 (firmware 1.0.0.63, for one)")
+    "carries it), or install the DKMS driver (amd/xdna-driver)")
+FIRMWARE_REFUSED_FIX = (DRIVER_FOR_PROTOCOL_7 + ", or install NPU firmware that speaks "
+                        "mailbox protocol 6 (firmware 1.0.0.63, for one)")
+# FastFlowLM's own check refuses NPU firmware older than 1.1 (ROCm/FastFlowLM src/src/main.cpp
+# sanity_check_npu_stack, STACK.md 5: 1.0.0.63 and 1.0.0.166 refused in ROCm/FastFlowLM#421
+# and #536), so the older firmware that a driver without f1eac46fe5f7 takes is no fix for it:
+# what it needs is 1.1 or later (protocol 7.2: `RELEASES`) on a driver that takes protocol 7
+FLM_FIRMWARE_MIN = "1.1"
+FIRMWARE_TOO_OLD_FIX = (
+    f"install NPU firmware {FLM_FIRMWARE_MIN} or later (linux-firmware's amdnpu files, or the "
+    "amd/xdna-driver package, which ships 1.1.2.64 and 1.1.2.65) and, for its mailbox "
+    "protocol 7, a driver that takes it: " + DRIVER_FOR_PROTOCOL_7)
 
 
 def single_protocol_refusal(npu4_class: bool, protocol: Protocol | None) -> str | None:

@@ -70,14 +70,16 @@ class HeapRule:
     extra_heap: tuple[Printed, ...] = ()
     source: str = ""
 
-    def rule_text(self) -> str:
-        """The rule in words, for `sim profiles`."""
-        grows = (f"grows from one 64 MiB heap object to {self.most // MIB} MiB as the shim "
-                 "adds them (EAGAIN)" if self.grows else
-                 f"is one heap of {self.most // MIB} MiB that never grows")
-        return (f"{self.tree}: the device heap cacheable buffers come from {grows}; a "
-                "buffer larger than the heap EINVAL, one that does not fit what is left "
-                "ENOSPC")
+    def rule_text(self, npu1: HeapRule | None = None) -> str:
+        """The rule in words, for `sim profiles`; `npu1`: the same tree's rule on npu1,
+        said only where its bound differs."""
+        most = f"{self.most // MIB} MiB" + (f" ({npu1.most // MIB} MiB on npu1)"
+                                            if npu1 is not None and npu1.most != self.most
+                                            else "")
+        grows = (f"grows from one 64 MiB heap object to {most} as the shim adds them "
+                 "(EAGAIN)" if self.grows else f"is one heap of {most} that never grows")
+        return (f"the device heap cacheable buffers come from {grows}; a buffer larger than "
+                "the heap EINVAL, one that does not fit what is left ENOSPC")
 
 
 def _alloc_failed(caller: str | None, ret: int) -> tuple[Printed, ...]:

@@ -27,15 +27,20 @@ management mailbox, so it cannot work where the firmware no longer answers as it
   (`aie2_rq_submit_enter`, "%s fatal error" from the slow path), which XRT's shim raises as
   "DRM_IOCTL_AMDXDNA_EXEC_CMD IOCTL failed (err=-5): Input/output error".
 
-A module reload does not clear it where the firmware is wedged: the probe's SMU power-off
-is refused ("smu cmd 4 failed, 0xff", "Access power failed, ret -22", then "failed to init
-smu", "start npu failed", "Hardware init failed": the probe fails and /dev/accel goes, as
-amd/xdna-driver#1257 and #1193 print it); removing and rescanning the PCI function runs
-the same remove and probe. Public reports: a reload "only reloads firmware and does not
-reset the stuck AIE cores" and a PCI function reset left the device "not ready after FLR"
-(1bit-MONSTER/1bit-MONSTER#1920, in-tree amdxdna 0.7); only a reboot cleared it there. One
-report (amd/xdna-driver#1645) cleared a wedge by PCI remove and rescan: `wedge:N:reloads`
-plays that.
+What clears it, as public reports saw it (one account, used by the recovery check, the
+device after a recorded run, the diagnosis's next step and the docs): on a wedged Strix
+Halo with the in-tree amdxdna 0.7 (1bit-MONSTER/1bit-MONSTER#1920) a module reload went
+through but "only reloads firmware and does not reset the stuck AIE cores", and a PCI
+function-level reset (the function's `reset` file) left the device "not ready after FLR"
+and "aie2_hw_resume: Start hardware failed -22", its /dev/accel node gone; only a reboot
+cleared it there. One report (amd/xdna-driver#1645) cleared a wedge by removing the PCI
+function and rescanning the bus. The SMU lines of a failed probe ("smu cmd 4 failed, 0xff",
+"Access power failed, ret -22", amd/xdna-driver#1257 and #1193) come from a probe that
+failed for another reason (a driver that cannot use the firmware, on a cold boot), not from
+a reload on a wedged device, so they are not played here. The driver's remove and probe
+are the same for a reload and a PCI rescan; whether they clear a wedge is the reports'
+to say: the simulator plays #1920 (a reload goes through and the device stays wedged), and
+`wedge:N:reloads` plays #1645 (it clears).
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from __future__ import annotations
 import errno
 from dataclasses import dataclass
 
-from harness.model.printed import DEV, DRM_ERR, ERR, WARN, Printed
+from harness.model.printed import ERR, WARN, Printed
 
 MSG_OP_CREATE_CONTEXT, MGMT_ERT_NOAVAIL = 0x2, 0x2000003   # aie2_msg_priv.h
 # the errno each firmware state gives the driver's own restart: a refusal comes back
@@ -56,9 +61,9 @@ WEDGE_SOURCES = (
     "aie2_hwctx_restart, aie2_sched_job_run; 856409ca drivers/accel/amdxdna/aie2_ctx.c "
     "aie2_sched_job_timedout, aie2_pci.c aie2_hw_reset; 856409ca src/driver/amdxdna/"
     "aie2_ctx_runqueue.c part_ctx_start, aie2_rq_submit_enter; aie2_smu.c / aie_smu.c; "
-    "public reports amd/xdna-driver PR #1585 (7.0.0-29, refused contexts), #1257 and #1193 "
-    "(the SMU lines), #1645 (cleared by PCI rescan), 1bit-MONSTER/1bit-MONSTER#1920 "
-    "(reload and FLR did not clear it; reboot did)")
+    "public reports amd/xdna-driver PR #1585 (7.0.0-29, refused contexts), #1645 (cleared by "
+    "a PCI remove and rescan), 1bit-MONSTER/1bit-MONSTER#1920 (a reload went through and did "
+    "not clear it, an FLR left it 'not ready after FLR'; a reboot did)")
 
 
 @dataclass(frozen=True)
@@ -67,44 +72,57 @@ class WedgeRule:
     restarts the hung context in its timeout handler (else with the context's next job),
     the lines that restart prints when the firmware refuses it ({ret}, {name} filled in),
     the errno a submit on the dead context gets (None: it is taken and the job ends at
-    once, never sent), and what a module reload prints on the wedged device."""
+    once, never sent), and what a silent firmware's messages print."""
 
     restarts_at_timeout: bool
     restart_failed: tuple[Printed, ...]
     rejected_note: tuple[Printed, ...] = ()    # after a refused restart with no fatal report
     dead_submit_errno: int | None = None
     dead_submit_lines: tuple[Printed, ...] = ()
-    smu_function: str | None = "aie2_smu_exec"     # None: drm_err, no function name
-    access_power_function: str | None = "aie2_smu_init"
     power_cycles: bool = False      # staging: an unanswered health query power-cycles
-
-    def reload_failed(self) -> tuple[Printed, ...]:
-        """A module reload on the wedged device: the probe's SMU power-off refused, and the
-        probe failing on its way out (/dev/accel goes)."""
-        def line(function: str | None, text: str) -> Printed:
-            return Printed(DRM_ERR, "", text) if function is None else Printed(ERR, function,
-                                                                               text)
-        return (line(self.smu_function, "smu cmd 4 failed, 0xff"),
-                line(self.access_power_function, "Access power failed, ret -22"),
-                Printed(ERR, "aie2_hw_start", "failed to init smu, ret -22"),
-                Printed(ERR, "aie2_init", "start npu failed, ret -22"),
-                Printed(ERR, "amdxdna_probe", "Hardware init failed, ret -22"),
-                Printed(DEV, "", "probe with driver amdxdna failed with error -22"))
+    # an app health query the firmware left unanswered ({ret} filled in): the status is
+    # the response's initial value, which the firmware never overwrote (the tree's
+    # DECLARE_*_MSG)
+    health_failed: Printed | None = None
+    # the stop's DESTROY_CONTEXT message failing ({ret}, {name}); `quiet_nodev`: a channel
+    # already gone (-ENODEV) prints only a debug line
+    destroy_failed: tuple[Printed, ...] = ()
+    quiet_nodev: bool = True
 
 
-IN_TREE = WedgeRule(True, (Printed(ERR, "aie2_hwctx_restart", "Create hwctx failed, ret {ret}"),))
+# aie2_destroy_context_req (234824b1 aie2_message.c, 856409ca drivers/accel/amdxdna
+# aie2_message.c): XDNA_WARN unless the channel was already gone (-ENODEV: XDNA_DBG only)
+_DESTROY_FAILED = (Printed(WARN, "aie2_destroy_context_req", "Destroy context failed, ret {ret}"),)
+# aie2_query_app_health: 7.1's DECLARE_AIE2_MSG starts the status at MAX_AIE2_STATUS_CODE
+# (0x4000009, f13c7f41 aie2_msg_priv.h); staging's DECLARE_AIE_MSG at -1 (856409ca aie.h)
+IN_TREE = WedgeRule(
+    True, (Printed(ERR, "aie2_hwctx_restart", "Create hwctx failed, ret {ret}"),),
+    health_failed=Printed(ERR, "aie2_query_app_health",
+                          "Get app health failed, ret {ret} status 0x4000009"),
+    destroy_failed=_DESTROY_FAILED)
 STAGING = WedgeRule(
     True, (Printed(ERR, "aie2_hwctx_restart", "Create hwctx failed, ret {ret}"),),
     rejected_note=(Printed(WARN, "aie2_sched_job_timedout",
                            "NPU context restart rejected (ret {ret}) without fatal report - "
                            "not power-cycling"),),
-    smu_function=None, access_power_function=None, power_cycles=True)
+    power_cycles=True,
+    health_failed=Printed(ERR, "aie2_query_app_health",
+                          "Get app health failed, ret {ret} status 0xffffffff"),
+    destroy_failed=_DESTROY_FAILED)
+# 856409ca src/driver/amdxdna: aie2_hwctx.c aie2_load_hwctx / aie2_hwctx_start and
+# aie2_unload_hwctx, aie2_message.c aie2_destroy_context (any error) and
+# aie2_get_app_health (its DECLARE_AIE2_MSG's MAX_AIE2_STATUS_CODE is 0x400000d there)
 LEGACY = WedgeRule(
-    False, (Printed(ERR, "aie2_hwctx_start", "Alloc hw resource failed, ret {ret}"),
+    False, (Printed(ERR, "aie2_load_hwctx", "create context failed, ret {ret}"),
+            Printed(ERR, "aie2_hwctx_start", "Alloc hw resource failed, ret {ret}"),
             Printed(ERR, "part_ctx_start", "{name} connect failed, err {ret}")),
     dead_submit_errno=errno.EIO,
     dead_submit_lines=(Printed(ERR, "rq_submit_enter_slow", "{name} fatal error"),),
-    smu_function=None, access_power_function="aie2_smu_start")
+    health_failed=Printed(ERR, "aie2_get_app_health", "Get app health got status 0x400000d"),
+    destroy_failed=(Printed(WARN, "aie2_destroy_context",
+                            "{name} destroy context failed, ret {ret}"),
+                    Printed(ERR, "aie2_unload_hwctx", "destroy context failed, ret {ret}")),
+    quiet_nodev=False)
 
 # staging's power-cycle (aie2_sched_job_timedout, aie2_pci.c aie2_hw_reset)
 POWER_CYCLE = (Printed(WARN, "aie2_sched_job_timedout",
@@ -114,8 +132,19 @@ POWER_CYCLE = (Printed(WARN, "aie2_sched_job_timedout",
 # amdxdna_mailbox_helper.c xdna_send_msg_wait: a message the firmware never answers
 MAILBOX_TIMEOUT = Printed(ERR, "xdna_send_msg_wait", "Wait for completion timeout")
 
-# What clears a wedged device, for the harness's advice (the sources above)
-REBOOT_FIX = ("reboot the machine (a full power-off if a reboot does not clear it): a "
-              "module reload or a PCI remove and rescan runs the same SMU power-off the "
-              "wedged firmware refuses (\"smu cmd 4 failed, 0xff\"), and public reports saw "
-              "neither clear it (1bit-MONSTER/1bit-MONSTER#1920)")
+# What clears a wedged device and what does not, as the reports above saw it: the one
+# account every piece of advice and every report section gives
+RELOAD_DID_NOT = ("a module reload: it went through but \"only reloads firmware and does not "
+                  "reset the stuck AIE cores\" (1bit-MONSTER/1bit-MONSTER#1920)")
+FLR_DID_NOT = ("a function-level reset (the PCI function's reset file): it left the device "
+               "\"not ready after FLR\" and without its /dev/accel node (the same report)")
+RESCAN_DID = ("one report cleared a wedge by removing the PCI function and rescanning the "
+              "bus (amd/xdna-driver#1645)")
+WEDGE_CLEARS = ("a reboot (a full power-off where a reboot does not): the only recovery in "
+                f"1bit-MONSTER/1bit-MONSTER#1920; {RESCAN_DID}")
+WEDGE_DOES_NOT_CLEAR = f"{RELOAD_DID_NOT}; {FLR_DID_NOT}; nor does waiting"
+# the advice: a reboot, and why not a reload or a reset
+REBOOT_FIX = ("reboot the machine (a full power-off if a reboot does not clear it): in "
+              "1bit-MONSTER/1bit-MONSTER#1920 a module reload \"only reloads firmware and does "
+              "not reset the stuck AIE cores\" and a function-level reset left the device "
+              f"\"not ready after FLR\"; {RESCAN_DID}")

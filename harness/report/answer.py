@@ -74,21 +74,57 @@ def answer_line(plans: Sequence[PlanRecord], outcome: str, backend: dict[str, An
         phrases = [p.label for p in plans]
     items = [f"{phrase}: {plan.counts_text()}"
              for phrase, plan in zip(phrases, plans, strict=True)]
-    for shown in range(len(items), 0, -1):
+    whole = "; ".join(items) + tail
+    if len(whole) <= ANSWER_WIDTH:
+        return whole
+    if any(_wedged(p) for p in plans):
+        # trials on a wedged device are what the outcome turns on: every plan's counts,
+        # said shorter, before any plan is left to "+N more"
+        short = [f"{_short_phrase(p, phrase)}: {_compact_counts(p)}"
+                 for phrase, p in zip(phrases, plans, strict=True)]
+        line = "; ".join(short) + tail
+        if len(line) <= ANSWER_WIDTH:
+            return line
+    for shown in range(len(items) - 1, 0, -1):
         left = len(items) - shown
-        line = "; ".join(items[:shown]) + (f"; +{left} more" if left else "") + tail
+        line = "; ".join(items[:shown]) + f"; +{left} more" + tail
         if len(line) <= ANSWER_WIDTH:
             return line
     # one plan's counts are too long a list of states, or its cut too long a list of
-    # runlists: say how many trials failed, and how deep in how many runlists
+    # runlists: say how many trials failed (and how many ran on a wedged device), and how
+    # deep in how many runlists
     plan = plans[0]
+    finished = len(plan.finished())
     failed = sum(runlist_failed(t) for t in plan.trials)
+    wedged = _wedged(plan)
+    counts = f"failed {failed}/{finished}" + (f", wedged {wedged}" if wedged else "")
     more = f"; +{len(plans) - 1} more" if len(plans) > 1 else ""
-    for phrase in (phrases[0], _depth_phrase(plan)):
-        line = f"{phrase}: failed {failed}/{len(plan.finished())}{more}{tail}"
+    for phrase in (phrases[0], _depth_phrase(plan), _short_phrase(plan, phrases[0])):
+        line = f"{phrase}: {counts}{more}{tail}"
         if len(line) <= ANSWER_WIDTH:
             break
     return line
+
+
+def _wedged(plan: PlanRecord) -> int:
+    return sum(t.state == WEDGED_STATE for t in plan.finished())
+
+
+def _short_phrase(plan: PlanRecord, phrase: str) -> str:
+    """``42`` or ``21+21``; a plan named by its label keeps it."""
+    return cut_text(plan.chunks) if phrase == plan_phrase(plan) else phrase
+
+
+def _compact_counts(plan: PlanRecord) -> str:
+    """``TIMEOUT 1/3, wedged 2``: the plan's counts with its trials' number said once, the
+    trials on a wedged device last."""
+    by_state = plan.summary()["by_state"]
+    if not by_state:
+        return plan.counts_text()
+    total = sum(by_state.values())
+    parts = sorted(by_state.items(), key=lambda kv: (kv[0] == WEDGED_STATE, -kv[1], kv[0]))
+    return ", ".join(f"{state} {n}/{total}" if i == 0 else f"{state} {n}"
+                     for i, (state, n) in enumerate(parts))
 
 
 def could_not_start_line(error: str, backend: dict[str, Any]) -> str:

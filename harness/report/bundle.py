@@ -36,7 +36,7 @@ from harness.model.errors import BadInput, EnvironmentNotReady, HarnessError, Re
 from harness.report import render as rendering
 from harness.report.digest import Digest, ReportView
 from harness.report.fileformat import entry_line
-from harness.report.header import ReportHeader, read_header
+from harness.report.header import ReportHeader, read_header, section
 from harness.report.model import JOURNAL, continue_command, is_simulated, mapping, source_tag
 from harness.report.placeholders import file_safe, garbled
 from harness.report.provenance import captured_note
@@ -280,17 +280,39 @@ def collect(report: Path, reader: ReportReader, digest: Digest, do_redact: bool,
     if isinstance(control, dict) and "output" in control:
         smi.append((f"{control.get('command')} (the control: {control.get('result')})",
                     control))
-    if smi:
+    engine = section(view.header.get("engine_run"))
+    if smi and not engine:
         contents.files[XRT_SMI] = escape_controls("\n".join(
             f"== {name} (exit {run.get('exit_status')})\n{run['output']}\n"
             for name, run in smi)).encode()
-    _recipes(report, digest, contents, scratch)
+    if engine:                            # capture record's: its window, not trials' recipes
+        from harness.report.engine_run_files import run_files
+        found = run_files(report, engine, is_simulated(view.typed.backend.raw), shown,
+                          _sha256_of)
+        contents.files.update(found.files)
+        contents.left_out += [LeftOut(name, why) for name, why in found.left_out]
+    else:
+        _recipes(report, digest, contents, scratch)
     top = archive or bundle_path(report, shown).name       # the file report.md names
     contents.files[REPORT_MD] = rendering.render_markdown(
         view, bundle=[shipped_name(top, shown), *contents.names()]).encode()
     contents.files[README] = escape_controls(
         _readme(view, member, contents, do_redact, shown)).encode()
     return contents
+
+
+def _start_with(view: ReportView, data: dict[str, Any], contents: Contents) -> str:
+    """Where a maintainer starts: the render, then the driver's lines where the bundle
+    holds them (a run whose driver printed nothing has no kernel-log.txt)."""
+    recorded = bool(section(data.get("engine_run")))
+    start = ("" if recorded else f"{view.failed} failed trial(s). ") + \
+        f"Start with `{REPORT_MD}` (what GitHub shows)"
+    if KERNEL_LOG in contents.files:
+        return start + f", then `{KERNEL_LOG}` for " + (
+            "what the driver said over the recorded window." if recorded else
+            "the driver's lines of every trial.")
+    return start + ("; the driver printed nothing the report kept, so no kernel log is "
+                    "included." if recorded or view.failed else ".")
 
 
 def _readme(view: ReportView, member: str, contents: Contents, redacted: bool,
@@ -310,15 +332,17 @@ def _readme(view: ReportView, member: str, contents: Contents, redacted: bool,
              f"Made by: {rendering.code_span(command)}", "",
              *([f"What ran: {captured}", ""] if (captured := captured_note(data)) else []),
              f"Harness: {rendering.harness_made_by(typed)}.", "",
-             f"{view.failed} failed trial(s). Start with `{REPORT_MD}` (what GitHub shows), "
-             f"then `{KERNEL_LOG}` for the driver's lines of every trial.", "",
+             _start_with(view, data, contents), "",
              "## Files", "",
              f"- `{REPORT_MD}`: the report rendered for an issue",
-             f"- `{member}`: the report itself"
+             f"- `{member}`: a copy of the report"
              + (" (host name, user, home folders, serials and addresses replaced by "
                 "placeholders)" if redacted else ""),
              ]
-    if KERNEL_LOG in contents.files:
+    if section(data.get("engine_run")):
+        from harness.report.engine_run_files import readme_lines
+        lines += readme_lines(list(contents.files))
+    elif KERNEL_LOG in contents.files:
         lines.append(f"- `{KERNEL_LOG}`: the amdxdna and IOMMU kernel-log lines of each "
                      "trial" + (" (simulated lines, each marked SIMULATED)"
                                 if is_simulated(typed.backend.raw) else ""))
@@ -333,7 +357,7 @@ def _readme(view: ReportView, member: str, contents: Contents, redacted: bool,
     if contents.left_out:
         # said with the paths the report names, so redacted as the report is
         lines += ["", "## Not included", ""] + [f"- {shown(str(item))}"
-                                                for item in contents.left_out]
+                                                for item in contents.left_out] + [""]
     if scripts:
         lines += ["", "## Reproduce without Python: XRT's own runner", "",
                   "With XRT installed, each script runs its plan's runlists with "

@@ -179,6 +179,8 @@ def _check(reader: ReportReader, result: ReportCheck, start: Start | None) -> No
     result.problems += found
     if not result.problems:
         result.problems += _consistency(doc, briefs)
+        from harness.report.engine_run_check import problems as engine_run_problems
+        result.problems += engine_run_problems(doc)
     backend = doc.get("backend")
     if isinstance(backend, dict) and isinstance(backend.get("simulated"), bool) and \
             backend["simulated"] != is_simulated(backend):

@@ -40,17 +40,21 @@ by with one scan, and the strings worked out are remembered only up to a bound.
 from __future__ import annotations
 
 import getpass
+import hashlib
+import hmac
 import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
+from harness.report.model import mapping
 from harness.report.redact_names import NameMatcher, fold
 from harness.report.redact_rules import (
     HOME,
     NAMES,
     PERCENT,
+    PLACEHOLDER,
     RULES,
     SERIAL_TEXT,
     VERSION_VALUE,
@@ -255,6 +259,13 @@ class Redactor:
         if system is None and isinstance(data, dict) and isinstance(data.get("system"), dict):
             system = data["system"]           # a probe's fingerprint, not a report
         system = system if isinstance(system, dict) else {}
+        # a report redacted already keeps its placeholders: on the machine that wrote it its
+        # names are learned first, so they take the placeholders they took then; every other
+        # name is numbered after the report's own, so two names never share one
+        numbers = placeholder_numbers_in(data)
+        if numbers and written_here(data):
+            self.learn_machine()
+        self.continue_numbering(numbers)
         for key, kind in IDENTITY_KEYS.items():
             self.add_literal(kind, system.get(key))
         self.learn_machine()
@@ -480,6 +491,8 @@ class Redactor:
             return self.data(dict(value) if isinstance(value, dict) else list(value), key)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and \
                 self._identity(key):
+            if isinstance(value, str) and PLACEHOLDER.fullmatch(value):
+                return value       # redacted already (a redacted report read again): kept
             # A field that *is* an identity is replaced whole, however short its value.
             kind_name = IDENTITY_KEYS.get(key, "serial")
             return self.literals.get(fold(str(value))) or \
@@ -516,6 +529,50 @@ def withheld(what: str, value: str) -> str:
     if WITHHELD.match(value):
         return value
     return f"<{what} withheld: {len(value)} characters>"
+
+
+def machine_tag(run_id: str) -> str | None:
+    """This machine's tag for the run `run_id`: HMAC-SHA256 keyed by its machine id (None
+    where it has none to read)."""
+    try:
+        key = Path("/etc/machine-id").read_text().strip()
+    except OSError:
+        return None
+    if not key:
+        return None
+    message = f"xdna-runlist-harness redaction {run_id}".encode()
+    return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()[:32]
+
+
+def written_here(data: Any) -> bool:
+    """Whether a redacted report's data was written on this machine (its `redaction.machine`
+    is this machine's tag for its run)."""
+    tag = mapping(mapping(data).get("redaction")).get("machine")
+    return tag is not None and tag == machine_tag(str(mapping(data).get("run_id")))
+
+
+_NUMBERED = re.compile(r"<([a-z-]+?)(?:-(\d{1,9}))?>")
+
+
+def placeholder_numbers_in(data: Any) -> dict[str, int]:
+    """The highest number of each kind of placeholder the strings of `data` hold
+    (`<hostname>` counts 1)."""
+    numbers: dict[str, int] = {}
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is str:
+            if "<" in item:
+                for found in PLACEHOLDER.finditer(item):
+                    parts = _NUMBERED.fullmatch(found.group(0))
+                    if parts:
+                        kind, number = parts.group(1), int(parts.group(2) or 1)
+                        numbers[kind] = max(numbers.get(kind, 0), number)
+        elif item.__class__ is dict:
+            stack += item.values()
+        elif item.__class__ is list:
+            stack += [v for v in item if v.__class__ not in _PLAIN]
+    return numbers
 
 
 def redact(data: Any) -> Any:

@@ -19,8 +19,6 @@ id, and two reports of one machine do not share the tag.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import re
 from pathlib import Path
@@ -29,7 +27,7 @@ from typing import Any
 from harness.model.errors import RedactionFault
 from harness.report.model import mapping
 from harness.report.placeholders import garbled
-from harness.report.redact import Redactor
+from harness.report.redact import Redactor, machine_tag
 
 SECTION = "redaction"
 _PLACED = re.compile(rb"<(hostname|domain|user|machine-id|serial|uuid|mac|ip|email|token|wwn|"
@@ -37,19 +35,6 @@ _PLACED = re.compile(rb"<(hostname|domain|user|machine-id|serial|uuid|mac|ip|ema
 _BLOCK = 1 << 20
 # what a key naming a serial holds (harness.report.redact SERIAL_KEY), lowercased
 _SERIAL_KEYS = (b"serial", b"service_tag", b"asset_tag")
-
-
-def machine_tag(run_id: str) -> str | None:
-    """This machine's tag for the run `run_id`: HMAC-SHA256 keyed by its machine id (None
-    where it has none to read)."""
-    try:
-        key = Path("/etc/machine-id").read_text().strip()
-    except OSError:
-        return None
-    if not key:
-        return None
-    message = f"xdna-runlist-harness redaction {run_id}".encode()
-    return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()[:32]
 
 
 class WriteRedaction:

@@ -40,7 +40,13 @@ from harness.report.header import (
     read_environment,
     section,
 )
-from harness.report.model import is_emulated, is_simulated, played_profile, source_tag
+from harness.report.model import (
+    is_emulated,
+    is_simulated,
+    mapping,
+    played_profile,
+    source_tag,
+)
 from harness.report.placeholders import file_safe
 from harness.report.provenance import (
     captured_note,
@@ -374,7 +380,14 @@ def render_markdown(view: ReportView, bundle: list[str] | None = None,
     elif data.get("plans"):
         lines += ["### Plans", ""] + md_table(["plan", "trials", "outcome", "expected",
                                                "time to failure"], plan_rows(view)) + [""]
-    lines += timers_markdown(typed)
+    engine = mapping(data.get("engine_run"))
+    if engine:                            # capture record's report: its own timers' words
+        from harness.report import engine_run_render
+        lines += engine_run_render.markdown(engine, typed.timers, is_simulated(backend),
+                                            cell=_cell, table=md_table,
+                                            longest=_longest_backticks)
+    else:
+        lines += timers_markdown(typed)
     stopped = stopped_text(view)
     if stopped:
         lines += [_cell(stopped) + ".", ""]
@@ -473,9 +486,10 @@ def first_screen_markdown(view: ReportView) -> list[str]:
         lines += ["### What ran", *md_table(["plans", "control code", "buffers", "xclbins"],
                                             rows), ""]
     sequence = sequence_note(data, _labels(view))
-    lines += [f"Submitted as {_cell(flow_text(_flow(view.typed)))}."
-              + (f" {_cell(sequence[0].upper() + sequence[1:])}." if sequence else "")
-              + "".join(f" The {_cell(n)}." for n in control_notes(data)), ""]
+    if not data.get("engine_run"):        # a recorded program's submissions are its own
+        lines += [f"Submitted as {_cell(flow_text(_flow(view.typed)))}."
+                  + (f" {_cell(sequence[0].upper() + sequence[1:])}." if sequence else "")
+                  + "".join(f" The {_cell(n)}." for n in control_notes(data)), ""]
     for table in stack_tables(data, worker_libraries(view)):
         lines += [f"### {_cell(table.title)}", *md_table(["", "", "from"],
                                                          [list(r) for r in table.rows]), ""]
@@ -696,10 +710,11 @@ def render_text(view: ReportView) -> str:
     data = view.header
     typed = view.typed
     answer, *reasons = verdict_lines(data.get("verdict"))
+    engine = mapping(data.get("engine_run"))    # capture record's: no plans, its own runs
     lines = [title(typed), "verdict: " + answer, *[f"  - {reason}" for reason in reasons],
              "command: " + command_line(typed),
              "harness: " + harness_made_by(typed),
-             "runs: " + flow_text(_flow(typed))]
+             *([] if engine else ["runs: " + flow_text(_flow(typed))])]
     lines += [f"ran ({r[0]}): {r[1]}; {r[2]}; xclbins: {r[3]}"
               for r in what_ran_rows(data, _labels(view))]
     sequence = sequence_note(data, _labels(view))
@@ -718,12 +733,15 @@ def render_text(view: ReportView) -> str:
     elif data.get("sweep"):
         header, rows = sweep_table(data["sweep"])
         lines += ["", "  ".join(header)] + ["  ".join(r) for r in rows]
-    else:
+    elif not engine:
         lines += ["", "plans:"] + [f"  {r[0]:<24} {r[2]}" + (f"   (expected {r[3]})"
                                                             if r[3] != "-" else "")
                                    + (f"; {r[4]}" if r[4] != "-" else "")
                                    for r in plan_rows(view)]
-    if typed.timers is not None:
+    if engine:
+        from harness.report import engine_run_render
+        lines += engine_run_render.text(engine, typed.timers, is_simulated(typed.backend.raw))
+    elif typed.timers is not None:
         lines += ["", "timers:"] + [f"  {line}" for line in timers_lines(typed.timers)]
     stopped = stopped_text(view)
     if stopped:

@@ -28,6 +28,7 @@ from harness.report.answer import (
     runlist_failed,
     short_tag,
 )
+from harness.report.header import section
 from harness.report.model import (
     PlanRecord,
     Report,
@@ -182,6 +183,12 @@ def judge(plans: list[PlanRecord], backend: dict[str, Any],
         return verdict
     whole = [p for p in case_plans if len(p.chunks) == 1] or case_plans   # full depth
     answered = [p for p in whole + controls if _failures(p) or _completions(p)]
+    refused = [p for p in controls if _failures(p) and _refused_at_first_run(p)]
+    if refused:
+        # a failure any runlist meets at its first run is no depth result
+        verdict.reasons.append(_control_refused(refused, backend))
+        verdict.control = INCONCLUSIVE
+        return verdict
     if any(_failures(p) for p in controls):
         kind = DEPTH_ALONE
     elif len(answered) < len(whole) + len(controls):
@@ -194,6 +201,35 @@ def judge(plans: list[PlanRecord], backend: dict[str, Any],
     verdict.reasons.append(f"control {control} -> {_said(kind, case)}")
     verdict.control = kind
     return verdict
+
+
+def _refused_at_first_run(plan: PlanRecord) -> bool:
+    """Every failure of `plan` the firmware's error at its first run (ERROR, the run named
+    by the device as run 0): a runlist of one run would meet it as well, so it says nothing
+    of depth (ert.h: ERROR is a command the firmware failed, error_index its run)."""
+    firsts = [next((r for r in t.runlists if r.state not in (None, "COMPLETED")), None)
+              for t in plan.trials if runlist_failed(t)]
+    return bool(firsts) and all(r is not None and r.state == "ERROR" and r.failing_run == 0
+                                for r in firsts)
+
+
+# XRT picks its validate archive by device family (Xilinx/XRT 963c58ee
+# src/runtime_src/core/common/smi/smi.cpp get_validate_archive_path): Phoenix (npu1) has
+# xrt_smi_phx.a, Strix (npu4/5/6) xrt_smi_strx.a, whose nop.elf the control runs
+VALIDATE_ARCHIVES = ("XRT's validate artefacts are per device family, xrt_smi_phx.a for "
+                     "npu1 Phoenix and xrt_smi_strx.a for Strix (smi.cpp "
+                     "get_validate_archive_path), and the control ran Strix's nop.elf, an "
+                     "AIE2P stream, not npu1's own")
+
+
+def _control_refused(plans: list[PlanRecord], backend: dict[str, Any]) -> str:
+    """The control line for a control the stack refused at its first run."""
+    counts = "; ".join(f"{p.label}: {p.counts_text()}" for p in plans)
+    name = str(section(backend.get("device")).get("name") or "")
+    why = f"; {VALIDATE_ARCHIVES}" if name.upper().startswith("NPU1") else ""
+    return (f"control {counts} -> {INCONCLUSIVE}: its first run failed (ERROR at run 0), "
+            "as it would in a runlist of any depth: the stack refused the control's "
+            f"commands, so the control separates nothing{why}")
 
 
 def _said(kind: str, case: dict[str, Any] | None) -> str:

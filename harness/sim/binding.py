@@ -16,14 +16,17 @@ import os
 import sys
 import types
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.formats.elf import ElfError, parse_elf
 from harness.formats.xclbin import Xclbin, read_xclbin_cached
 from harness.model.errors import XclbinError
+from harness.model.heap import HeapRefused
 from harness.sim import control
 from harness.sim.driver_log import BDF
+from harness.sim.firmware_faults import ContextRefused, SubmitRefused
 from harness.sim.pybind import (
     SIZE_T,
     UINT,
@@ -50,6 +53,7 @@ from harness.sim.releases import (
 )
 from harness.sim.stack import Context, Stack
 
+T = TypeVar("T")
 XCL_BO_FLAGS_NONE = 0
 TIMEOUT_VALUE = 8
 NO_CONFIGURATION = "ELF is missing xrt configuration info\n"
@@ -70,6 +74,25 @@ def until(feature: str):
 
 def gated(value: Any, present) -> Gated:
     return Gated(value, present, release)
+
+
+# What the driver model refuses with, its errno and lines kept for the emulated driver;
+# the program is shown none of that. XRT's shim throws xrt_core::system_error (a
+# std::system_error: Xilinx/XRT src/runtime_src/core/common/error.h) and pyxrt registers
+# no translator of its own (src/python/pybind11/src/pyxrt.cpp, 2.20.197 to 963c58ee), so
+# pybind11's default one raises a plain RuntimeError with what() as its text.
+REFUSED = (HeapRefused, ContextRefused, SubmitRefused)
+
+
+def as_xrt_raises(function: Callable[..., T], *args: Any) -> T:
+    """`function(*args)`, a refusal of the driver model raised as the real binding raises
+    it: a RuntimeError of the same text, raised outside the handler so that it carries no
+    context the real one would not."""
+    try:
+        return function(*args)
+    except REFUSED as refused:
+        raised = RuntimeError(str(refused))
+    raise raised
 
 
 def not_initialized(what: str) -> RuntimeError:
@@ -393,7 +416,7 @@ class hw_context:
         part = meta.partition
         start = part.start_columns[0] if part and part.start_columns else 0
         width = part.column_width if part else stack.device.columns
-        ctx = stack.create_context(_stem(x._path), start, width)
+        ctx = as_xrt_raises(stack.create_context, _stem(x._path), start, width)
         ctx.cu_configured = True          # the shim configures an xclbin's CUs (hwctx_kmq)
         self._attach(dev, x, ctx)
 
@@ -437,7 +460,8 @@ class hw_context:
             raise RuntimeError("kernel already exists, cannot use this ELF with this hw ctx\n")
         if self._ctx is None:
             stack = self._device._open()
-            self._attach(self._device, None, stack.create_context(e._label(), 0, columns))
+            ctx = as_xrt_raises(stack.create_context, e._label(), 0, columns)
+            self._attach(self._device, None, ctx)
             self._partition = columns
         self._elfs.update(kernels)
 
@@ -542,7 +566,7 @@ class bo:
         if size != 0 and flags.value not in (_HOST_ONLY, _CACHEABLE):
             raise RuntimeError("Bad BO type. (err=22): Invalid argument")
         if size != 0 and flags.value == _CACHEABLE:
-            offset = stack.device_buffer(size)
+            offset = as_xrt_raises(stack.device_buffer, size)
             # the heap range goes back when the buffer does (XRT's buffer destructor)
             weakref.finalize(self, stack.free_device_buffer, offset, size)
         self._allocate(stack, size, flags, group)

@@ -45,18 +45,32 @@ def reload_module() -> None:
 
 
 def current() -> Stack:
-    """The configured stack; else one from the environment, as for a plain pyxrt script.
-    Under ``HARNESS_ROOT`` (the hardware path on a fabricated machine) with a
-    ``dev/kmsg`` file there, the driver's lines go to that file too, where the harness's
-    kernel-log reader finds them as it would on a real machine."""
+    """The configured stack; else one from the environment, as for a plain pyxrt script
+    (`for_program`)."""
     if _current is None:
-        stack = configure(os.environ.get(PROFILE_ENV))
-        root = os.environ.get(ROOT_ENV)
-        kmsg = Path(root) / "dev" / "kmsg" if root else None
-        if kmsg is not None and kmsg.is_file():
-            stack.kernel_log.sink = kmsg
-        return stack
+        return for_program(os.environ.get(PROFILE_ENV))
     return _current
+
+
+def for_program(profile: Profile | str | None) -> Stack:
+    """The stack a program on the simulated binding plays by itself (a plain pyxrt script,
+    `sim exec`). Under ``HARNESS_ROOT`` (the hardware path on a fabricated machine) with a
+    ``dev/kmsg`` file there, the driver's lines go to that file too, where the harness's
+    kernel-log reader finds them as it would on a real machine; given a machine folder
+    (``HARNESS_SIM_MACHINE``, `harness.sim.machine_folder`), the device starts as the
+    folder says an earlier program left it, and its kernel log, trace buffer and life are
+    kept there for the harness that started the program."""
+    from harness.sim.machine_folder import MACHINE_ENV, attach, saved_life
+    machine = os.environ.get(MACHINE_ENV)
+    folder = Path(machine) if machine else None
+    stack = configure(profile, life=saved_life(folder) if folder else None)
+    root = os.environ.get(ROOT_ENV)
+    kmsg = Path(root) / "dev" / "kmsg" if root else None
+    if folder is not None:
+        attach(stack, folder)
+    elif kmsg is not None and kmsg.is_file():
+        stack.kernel_log.sink = kmsg
+    return stack
 
 
 def refused_at_probe(profile: Profile) -> str | None:

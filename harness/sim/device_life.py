@@ -1,6 +1,6 @@
 """The simulated NPU's life beyond one trial: how many times the driver's timer fired on it,
 whether its firmware has stopped working as it should (a wedge, `wedge:N`; a firmware that
-stopped answering, `firmware-dead:N`), and whether a module reload left it without a device.
+stopped answering, `firmware-dead:N`).
 
 Every trial of the simulated backend gets a fresh `Stack` (no contexts, time zero), as a
 machine's driver restarts a context after a hang; what a restart cannot clear lives here,
@@ -26,12 +26,11 @@ class DeviceLife:
     timeouts: int = 0              # the driver's timer fired (a context or device reset)
     firmware: str = WORKS
     since: str = ""                # how it got there, in words, for reports
-    gone: bool = False             # a module reload failed: no /dev/accel until a reboot
     power_cycles: int = 0          # staging's aie2_hw_reset power-cycled it back
 
     @property
     def wedged(self) -> bool:
-        return self.firmware != WORKS or self.gone
+        return self.firmware != WORKS
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -42,9 +41,6 @@ class DeviceLife:
 
     def state_text(self) -> str:
         """The device's state in words (what a report marks its later runs with)."""
-        if self.gone:
-            return ("no device: a module reload on the wedged NPU failed in its SMU power-off "
-                    "and the driver is not bound (a reboot clears it)")
         return {REFUSES: "wedged: the firmware refuses every context, the driver's own "
                          "restart included",
                 HANGS: "wedged: the firmware takes contexts but completes no command",

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.logs.kernel_log import escape
+from harness.logs.kernel_log import SIMULATED_BOOT_US, escape
 from harness.model import printed as levels
 from harness.model.drivers import LEGACY, Flavour
 from harness.model.firmware import NOT_MODELLED
@@ -33,7 +33,7 @@ from harness.model.printed import Printed
 BDF = "0000:00:00.9"
 DEVICE = f"amdxdna {BDF}: "
 ERR, WARNING, INFO = 3, 4, 6
-BOOT_US = 9_000_000_000_000_000.0
+BOOT_US = SIMULATED_BOOT_US
 RATELIMIT_BURST, RATELIMIT_INTERVAL_US = 10, 5_000_000.0
 # compiled on first use, by re's own cache: a start-up does not pay for it
 _DIGITS = r"\d+"
@@ -65,6 +65,8 @@ class KernelLog:
         self._sites: dict[str, tuple[float, int, int]] = {}   # begin, printed, missed
         self._sink: Path | None = None
         self.sink = sink
+        # called after each record reaches the sink (harness.sim.machine_folder)
+        self.after_emit: Callable[[], None] | None = None
 
     @property
     def sink(self) -> Path | None:
@@ -85,6 +87,8 @@ class KernelLog:
         if self._sink is not None:
             with open(self._sink, "a", encoding="utf-8") as kmsg:
                 kmsg.write(record.kmsg() + "\n")
+            if self.after_emit is not None:
+                self.after_emit()
 
     def kmsg(self, start: int = 0) -> str:
         """The records from `start` on, as reads of /dev/kmsg return them."""

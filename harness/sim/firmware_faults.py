@@ -75,6 +75,7 @@ class _Driver(Protocol):
     _heap: HeapSpace | None
     _firmware_hangs: bool
     _channel_gone: bool
+    _query_unanswered: bool
 
     @property
     def heap(self) -> HeapSpace: ...
@@ -90,6 +91,8 @@ class _Driver(Protocol):
 
     def _restart_fails(self, ctx: _Context) -> None: ...
 
+    def _stop_message(self, ctx: _Context) -> None: ...
+
     def destroy_context(self, ctx: Any) -> None: ...
 
 
@@ -97,6 +100,8 @@ class FirmwareAndHeap:
     """The stack's heap and its firmware's life (see the module's note)."""
 
     _heap: HeapSpace | None = None
+    # this timeout's app health query went unanswered (staging's fw_dead)
+    _query_unanswered: bool = False
 
     # -- the device heap (harness.model.heap) -------------------------------------
 
@@ -175,6 +180,29 @@ class FirmwareAndHeap:
             return TIMED_OUT
         return NO_CHANNEL
 
+    def _health_unanswered(self: _Driver) -> None:
+        """The app health query a silent firmware never answers: the mailbox's timeout
+        (then -ENODEV, the channel gone) and the query's own line (harness.model.wedge)."""
+        ret = self._mgmt_ret()
+        failed = self.flavour.wedge.health_failed
+        if failed is not None:
+            self.kernel_log.line(failed, ret=ret)
+        self._query_unanswered = True
+
+    def _stop_message(self: _Driver, ctx: _Context) -> None:
+        """The stop's DESTROY_CONTEXT on a silent firmware (aie2_hwctx_stop ->
+        aie2_destroy_context): the first unanswered message times out and takes the
+        management channel with it, so the restart after it finds none (-ENODEV). A context
+        left without a firmware channel sends nothing."""
+        if self.life.firmware != SILENT or ctx.dead:
+            return
+        rule = self.flavour.wedge
+        ret = self._mgmt_ret()
+        if ret == NO_CHANNEL and rule.quiet_nodev:
+            return
+        for line in rule.destroy_failed:
+            self.kernel_log.line(line, ret=ret, name=ctx.name)
+
     def _count_timeout(self: _Driver) -> None:
         """The driver's timer fired: counted over the device's life, where `wedge:N` and
         `firmware-dead:N` take effect (the Nth one's restart is the first to meet it)."""
@@ -206,7 +234,9 @@ class FirmwareAndHeap:
         self.note(f"context {ctx.id}: the driver's restart failed ({ret}), no firmware channel")
         if not rule.power_cycles:
             return
-        if self.life.firmware != SILENT:
+        # aie2_sched_job_timedout's fw_dead: the health query went unanswered (a firmware
+        # without AIE2_APP_HEALTH is not asked, -EOPNOTSUPP, so it is not power-cycled)
+        if not self._query_unanswered:
             for line in rule.rejected_note:
                 self.kernel_log.line(line, ret=ret)
             return
@@ -224,22 +254,21 @@ class FirmwareAndHeap:
     def reload_module(self: _Driver) -> None:
         """The driver removed and loaded again (`modprobe -r` and `modprobe`, or the PCI
         function removed and the bus rescanned: the same remove and probe). Every context
-        goes. On a device `wedge:N` wedged (unless it plays `reloads`) the probe's SMU
-        power-off is refused and the probe fails: no device until a reboot; otherwise the
-        firmware is loaded afresh and the device works."""
+        goes, and the probe loads the firmware afresh (a new management channel, a new
+        heap). A device `wedge:N` wedged stays wedged, as 1bit-MONSTER/1bit-MONSTER#1920's
+        did ("only reloads firmware and does not reset the stuck AIE cores"), unless it
+        plays `reloads` (amd/xdna-driver#1645: a PCI rescan cleared one); a firmware that
+        only stopped answering (`firmware-dead:N`) works again."""
         for ctx in list(self.contexts):
             self.destroy_context(ctx)
         life = self.life
         wedge = self.profile.wedge
-        if life.firmware in (REFUSES, HANGS) and wedge is not None and not wedge[2] \
-                or life.gone:
-            lines = self.flavour.wedge.reload_failed()
-            self._print(lines)
-            life.gone = True
-            self.refused = lines
-            self.note("module reload: the probe failed in the SMU; no device until a reboot")
+        self._channel_gone = False
+        self._heap = None
+        if life.firmware in (REFUSES, HANGS) and wedge is not None and not wedge[2]:
+            self.note(f"module reload: the firmware was loaded again, and the device is "
+                      f"still {life.state_text()} (the stuck array is not reset)")
             return
         life.firmware, life.since = WORKS, ""
-        self._firmware_hangs = self._channel_gone = False
-        self._heap = None
+        self._firmware_hangs = False
         self.note("module reload: the firmware was loaded afresh")

@@ -32,7 +32,7 @@ def run_host_script(script: str | Path, argv: list[str], profile: Profile) -> in
     path = Path(script)
     if not path.is_file():
         raise BadInput(f"host script {script} does not exist")
-    control.configure(profile)
+    control.for_program(profile)
     saved_argv, saved_path = sys.argv, list(sys.path)
     saved_module = sys.modules.get("pyxrt")
     sys.modules["pyxrt"] = pyxrt

@@ -411,7 +411,8 @@ def _wedge(token: str, parameter: str) -> tuple[int, str, bool]:
         else:
             raise BadInput(f"profile token {token!r}: use wedge:N or wedge:N:PLAYS, PLAYS "
                            f"'+'-joined from {', '.join(WEDGE_WORDS)} (what the firmware "
-                           "does) and reloads (a module reload clears it), e.g. "
+                           "does) and reloads (a module reload or a PCI rescan clears it), "
+                           "e.g. "
                            "wedge:1:hang+reloads")
     return n, mode, reloads
 
@@ -429,7 +430,8 @@ def _wedge_makes(value: tuple[int, str, bool]) -> str:
     return (f"wedge:{_wedge_shown(value)} makes the firmware {what} from the driver's "
             f"{_ordinal(n)} timeout on: every later runlist and context fails, whatever its "
             "depth or cut, and is marked as run on a wedged device; a module reload "
-            + ("clears it" if reloads else "fails in the SMU, and only a reboot clears it"))
+            + ("clears it" if reloads else "goes through and leaves it wedged: only a reboot "
+               "clears it"))
 
 
 def _firmware_dead(n: int) -> str:
@@ -543,24 +545,34 @@ HYPOTHESES: dict[str, Hypothesis] = {entry.head: entry for entry in (
         "context left without a firmware channel, its later chains NEW at once, new "
         "contexts refused -EINVAL; legacy: the context dies at its next connect and every "
         "submit fails -EIO, 'DRM_IOCTL_AMDXDNA_EXEC_CMD IOCTL failed (err=-5)'); a module "
-        "reload fails in the SMU ('smu cmd 4 failed, 0xff', 'Access power failed, ret "
-        "-22') and leaves no device, unless PLAYS adds reloads",
+        "reload goes through, loading the firmware again, and leaves the device wedged (the "
+        "stuck array is not reset), unless PLAYS adds reloads (a reload or a PCI rescan "
+        "clears it)",
         "hypothesis from public reports: amd/xdna-driver PR #1585 (7.0.0-29: contexts refused "
-        "MGMT_ERT_NOAVAIL once the device degraded), #1257 (the SMU lines), "
-        "1bit-MONSTER/1bit-MONSTER#1920 (reload and FLR did not clear it), #1645 (a PCI "
-        "rescan did); " + WEDGE_SOURCES,
+        "MGMT_ERT_NOAVAIL once the device degraded), 1bit-MONSTER/1bit-MONSTER#1920 (a reload "
+        "went through and did not clear it; an FLR left it 'not ready after FLR'), #1645 (a "
+        "PCI remove and rescan cleared one: reloads); " + WEDGE_SOURCES,
         _wedge_makes, f"{_SIM}.stack and {_SIM}.device_life (what outlives a trial), the "
         "emulator through it", shown=_wedge_shown),
     Hypothesis(
         "firmware-dead", "N", "firmware_dead", _at_least_one,
         "at the driver's Nth timeout the firmware stops answering its mailbox (assumed "
-        "trigger: nothing public says what kills it): the health query gets no answer "
-        "('Wait for completion timeout'), and staging takes its firmware-dead path, 'NPU "
-        "firmware unhealthy (ctx restart ret -19, health unresponsive) - power-cycling NPU', "
+        "trigger: nothing public says what kills it): its first unanswered message times "
+        "out ('Wait for completion timeout', -ETIME) and takes the management channel, so "
+        "every later one gets -ENODEV; staging's health query gets no answer ('Get app "
+        "health failed, ret -62'), and it takes its firmware-dead path, 'NPU firmware "
+        "unhealthy (ctx restart ret -19, health unresponsive) - power-cycling NPU', "
         "aie2_hw_reset reloading the firmware (at most once a minute), after which runs work "
-        "again; the in-tree and legacy trees have no such path and keep a dead device",
-        "staging 856409ca aie2_ctx.c aie2_sched_job_timedout (fw_dead), aie2_pci.c "
-        "aie2_hw_reset (AIE2_HW_RESET_MIN_INTERVAL_MS); amd/xdna-driver PR #1585",
+        "again (without an app health report to ask for, the stop's 'Destroy context failed, "
+        "ret -62' and 'not power-cycling'); the in-tree and legacy trees have no such path "
+        "and keep a dead device (7.0: the stop's 'Destroy context failed, ret -62', then "
+        "'Create hwctx failed, ret -19')",
+        "amd/xdna-driver 856409ca drivers/accel/amdxdna/aie2_ctx.c aie2_sched_job_timedout "
+        "(fw_dead), aie2_message.c aie2_query_app_health, aie2_destroy_context_req, aie.c "
+        "aie_send_mgmt_msg_wait, aie2_pci.c aie2_hw_reset (AIE2_HW_RESET_MIN_INTERVAL_MS); "
+        "234824b1 and f13c7f41 aie2_ctx.c aie2_hwctx_stop, aie2_message.c "
+        "aie2_send_mgmt_msg_wait; 856409ca src/driver/amdxdna aie2_ctx.c aie2_dump_ctx, "
+        "aie2_message.c aie2_get_app_health, aie2_destroy_context; amd/xdna-driver PR #1585",
         _firmware_dead, f"{_SIM}.stack and {_SIM}.device_life, the emulator through it"),
 )}
 

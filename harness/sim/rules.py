@@ -26,6 +26,11 @@ LEGACY = "amd/xdna-driver src/driver/amdxdna"
 MAINLINE_TREE = "amd/xdna-driver f13c7f41 drivers/accel/amdxdna"
 
 
+def _tree_label(flavour: str, tree: str) -> str:
+    """``mainline (in-tree)``; a flavour named as its tree once: ``staging``."""
+    return flavour if flavour == tree else f"{flavour} ({tree})"
+
+
 @dataclass(frozen=True)
 class Rule:
     layer: str          # XRT | pyxrt | driver | firmware | format
@@ -244,13 +249,16 @@ RULES = (
          "power-cycling') and leaves the context without a firmware channel, so its later "
          "jobs end at once, never sent, their commands NEW, and a new context is refused "
          "-EINVAL ('Init hwctx failed'); the legacy tree reconnects a stopped context with "
-         "its next job, which fails ('Alloc hw resource failed', 'connect failed'), marks it "
-         "CTX_STATE_DEAD ('fatal error') and fails that submit and every later one -EIO; a "
-         "firmware that answers nothing gives -ETIME once ('Wait for completion timeout') "
-         "and -ENODEV after, and staging then power-cycles the NPU (aie2_hw_reset) and "
-         "resumes its contexts; a module reload on a wedged NPU fails in the SMU ('smu cmd 4 "
-         "failed, 0xff', 'Access power failed, ret -22', 'Hardware init failed'), leaving no "
-         "device", wedge.WEDGE_SOURCES),
+         "its next job, which fails ('create context failed', 'Alloc hw resource failed', "
+         "'connect failed'), marks it CTX_STATE_DEAD ('fatal error') and fails that submit "
+         "and every later one -EIO; a firmware that answers nothing gives -ETIME once ('Wait "
+         "for completion timeout': the health query's 'Get app health failed', or on 7.0 "
+         "the stop's 'Destroy context failed, ret -62') and -ENODEV after (the restart's "
+         "'Create hwctx failed, ret -19'), and staging, whose health query went unanswered, "
+         "then power-cycles the NPU (aie2_hw_reset) and resumes its contexts; a module "
+         "reload on a wedged NPU goes through, loading the firmware again, and the device stays "
+         "wedged (1bit-MONSTER/1bit-MONSTER#1920: 'only reloads firmware and does not reset "
+         "the stuck AIE cores')", wedge.WEDGE_SOURCES),
     Rule("driver", "each tree's xdna_job trace events, kept with a failed trial as tracefs "
          "prints them and marked SIMULATED: in-tree 'sent to device', 'signaled fence', "
          "'job free' and 'job timedout' (the one record 7.0 keeps of a timeout); staging "
@@ -259,8 +267,9 @@ RULES = (
          "; ".join(dict.fromkeys(row.trace.source for row in FLAVOURS.values()))),
     Rule("driver", "a cacheable buffer is a device buffer in the client's heap, 32 KiB "
          "aligned, each hardware context taking four 4 KiB command buffers from it; "
-         + "; ".join(f"{row.name} {row.heap(True).rule_text()} (npu1: "
-                     f"{row.heap(False).most // heap.MIB} MiB)" for row in FLAVOURS.values())
+         + "; ".join(f"{_tree_label(row.name, row.heap(True).tree)}: "
+                     f"{row.heap(True).rule_text(row.heap(False))}"
+                     for row in FLAVOURS.values())
          + "; XRT's shim grows the heap on EAGAIN and raises any other errno as "
          "'DRM_IOCTL_AMDXDNA_CREATE_BO IOCTL failed (err=-N)'; a host-only buffer (the "
          "driver's shmem) has no such bound",

@@ -39,6 +39,7 @@ from harness.sim.binding import (
     TIMEOUT_VALUE,
     _ctx_stack,
     as_state,
+    as_xrt_raises,
     bo,
     device,
     ert_cmd_state,
@@ -428,9 +429,9 @@ class run:
         self._packet = NEW
         _touched()
         latency, arg_bytes, opcode, fault, hang = _command(self, None)
-        self._job = k._stack.submit(k._context(), [latency], [arg_bytes], [opcode],
-                                    {0: fault} if fault else {}, {0} if hang else set(),
-                                    chained=False)
+        self._job = as_xrt_raises(k._stack.submit, k._context(), [latency], [arg_bytes],
+                                  [opcode], {0: fault} if fault else {},
+                                  {0} if hang else set(), False)
 
     def wait(self, *args: Any, **kwargs: Any) -> PybindEnum:
         if not args and not kwargs:
@@ -834,8 +835,8 @@ class runlist:
         for start in range(0, len(runs), size):
             latencies, arg_bytes, opcodes, faults, hangs = _chain(runs[start:start + size],
                                                                   start, hang_at)
-            jobs.append(stack.submit(context, latencies, arg_bytes, opcodes, faults, hangs,
-                                     True))
+            jobs.append(as_xrt_raises(stack.submit, context, latencies, arg_bytes, opcodes,
+                                      faults, hangs, True))
         self._jobs = jobs
         self._running = True
 

@@ -316,8 +316,6 @@ class Stack(FirmwareAndHeap):
         # printed is in the kernel log from the start
         self.refused = profile.probe_refusal
         self._print(self.refused)
-        if self.life.gone:           # a reload failed on a wedged device, in an earlier trial
-            self.refused = self.flavour.wedge.reload_failed()
 
     # -- time ---------------------------------------------------------------
 
@@ -836,7 +834,7 @@ class Stack(FirmwareAndHeap):
         if not self._health_reported:
             return None
         if self.life.firmware == SILENT:
-            self._mgmt_ret()             # the query unanswered (and the channel gone)
+            self._health_unanswered()
             return None
         return Health(context_id=ctx.id, run_list_id=0)
 
@@ -846,6 +844,7 @@ class Stack(FirmwareAndHeap):
         build = self.build
         hung = ctx.running or ctx.inflight[0]
         rest = [j for j in ctx.inflight if j is not hung]
+        self._query_unanswered = False
         self.trace.timedout(ctx.name, ctx.id, hung.ctx_seq)
         self._print(build.timeout_lines)
         self._count_timeout()
@@ -916,10 +915,10 @@ class Stack(FirmwareAndHeap):
         later ones have it marked ABORT. Without a report the context keeps what it had:
         zeros (a version-0 report) until a capture filled it, and once carried, nothing
         more."""
-        health = self._health(ctx)
         log = self.kernel_log
         log.err("aie2_dump_ctx", f"Dumping ctx {ctx.name}, hwctx {ctx.id}, "
                                  f"sub={ctx.submitted}, comp={ctx.completed_jobs}")
+        health = self._health(ctx)       # asked after that line (aie2_ctx.c aie2_dump_ctx)
         if health is not None:
             log.capture_block("aie2_dump_ctx", health)
             ctx.health_words = health.v1_words
@@ -950,6 +949,7 @@ class Stack(FirmwareAndHeap):
         self._restart(ctx)
 
     def _restart(self, ctx: Context) -> None:
+        self._stop_message(ctx)
         ctx.wedged = False
         ctx.rearmed_at = ctx.last_signal = self._now()
         if self.life.firmware in (REFUSES, SILENT) and self.flavour.wedge.restarts_at_timeout:

@@ -20,7 +20,8 @@ from harness.report.pasted import Pasted
               help="Print the ranking as a JSON list: one entry per cause with its stable id "
                    f"({', '.join(IDS)}), nothing-fails or undetermined first where that is "
                    "the answer; the first entry also says what each file was read as, what "
-                   "could not be read, and the machines' factors.")
+                   "could not be read, the machines' factors, and where the device stayed "
+                   "wedged.")
 @click.option("--redact/--no-redact", "do_redact", default=True, show_default=True,
               help="Replace host name, user, home folders and the other private values in "
                    "what is printed (the files' paths, lines quoted from them) with "

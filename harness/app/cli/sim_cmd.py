@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import textwrap
@@ -51,16 +52,19 @@ def profiles() -> None:
 @sim.command("exec", context_settings={"ignore_unknown_options": True,
                                        "allow_interspersed_args": False})
 @click.option("--profile", default=None,
-              help="Simulated stack profile (see `sim profiles`); default the #712 machine's "
-                   "stack: mainline (in-tree amdxdna) on Linux 7.0, npu5 with firmware "
-                   "1.1.2.65, XRT 2.26.")
+              help="Simulated stack profile (see `sim profiles`); default HARNESS_SIM_PROFILE, "
+                   "else the #712 machine's stack: mainline (in-tree amdxdna) on Linux 7.0, "
+                   "npu5 with firmware 1.1.2.65, XRT 2.26.")
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def exec_script(profile: str | None, script: str, args: tuple[str, ...]) -> int:
     """Run SCRIPT, written for the real pyxrt, with `import pyxrt` bound to the simulator,
     as `python SCRIPT ARGS` would: its folder first on sys.path, its exit status, and for
     an exception it does not catch, Python's traceback and exit 1."""
-    parsed = parse_profile(profile)
+    from harness.sim.control import PROFILE_ENV
+    # a program started on the simulated stack (`capture record -- runlist-harness sim exec`)
+    # plays the profile it was started with, as its `import pyxrt` would
+    parsed = parse_profile(profile or os.environ.get(PROFILE_ENV))
     click.echo(f"backend: simulated stack, profile {parsed.name} (not hardware)", err=True)
     # Ctrl-C is the script's, as under `python SCRIPT`: one it handles lets it end
     # normally (its exit status, and the replay.json XRT's capture writes at a normal

@@ -16,8 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.model.firmware import FIRMWARE_REFUSED_FIX
-from harness.report.diagnosis import judges, stack_judges
+from harness.report.diagnosis import (
+    context_judges,
+    defect_judge,
+    judges,
+    stack_experiments,
+    stack_judges,
+)
 from harness.report.diagnosis.findings import Evidence, Findings
 from harness.report.diagnosis.judges import CANNOT
 from harness.report.verdict import ENGINE_DEFAULT, capture_how
@@ -65,6 +70,13 @@ def _capture_how(ev: Evidence) -> str:
 
 
 def _slow_plan(ev: Evidence) -> str:
+    for slow, done in ev.under_longer_timers()[:1]:
+        # the longer timer already decided it: what is left is the fix, or a cut
+        cut = (f", or cut the runlist so each chain finishes within the shorter one: "
+               f"runlist-harness sweep {_case(ev)} --depths {slow.deepest} --chunks "
+               "1,2,4,8,16,24" if slow.deepest > 1 else "")
+        return (f"keep the driver's timer as long as it was where the same commands completed "
+                f"({done.label}; this changes the machine){cut}")
     for arm in ev.failing:
         timer, per_run = ev.timer_s(arm), ev.faster(arm)
         if timer and per_run:
@@ -159,7 +171,7 @@ CAUSES: tuple[Cause, ...] = (
          "kernel log and firmware": "a refused context (MGMT_ERT_NOAVAIL, 'Not allow more "
                                     "than N context(s)')"},
         "every context is made and every runlist answered",
-        judges.judge_resources,
+        context_judges.judge_resources,
         lambda ev: f"runlist-harness probe (who else holds the NPU), then runlist-harness run "
                    f"{_case(ev)} --plan 1 --trials 1"),
     Cause(
@@ -201,10 +213,7 @@ STACK_CAUSES: tuple[Cause, ...] = (
              "not alive'; flm validate: 'NPU firmware version ... is incompatible'"},
         "the NPU runs commands (any runlist answered by the device), or the firmware lines "
         "are a known defect of the driver's release",
-        stack_judges.judge_firmware_mismatch,
-        lambda ev: "runlist-harness probe (the firmware the driver loaded, its version, and "
-                   "the driver's lines at load); then install firmware this driver takes, "
-                   "e.g. " + FIRMWARE_REFUSED_FIX + " (this changes the machine)"),
+        stack_judges.judge_firmware_mismatch, stack_experiments.firmware_experiment),
     Cause(
         "driver-bug", "a defect of a named driver, XRT or firmware release that a later "
         "release fixes (harness/data/known_defects.yaml)",
@@ -214,7 +223,7 @@ STACK_CAUSES: tuple[Cause, ...] = (
                                     "its entry names"},
         "the same failure on a release the entry says is fixed, or none of the defect's "
         "lines where it has some",
-        stack_judges.judge_driver_bug, stack_judges.driver_bug_experiment),
+        defect_judge.judge_driver_bug, defect_judge.driver_bug_experiment),
     Cause(
         "iommu", "the IOMMU: binding the process's memory (SVA/PASID) fails, or page faults",
         {**_BELOW, "time to failure": "at open (SVA) or during work (page faults)",
@@ -223,11 +232,7 @@ STACK_CAUSES: tuple[Cause, ...] = (
                                     "AMD-Vi IO_PAGE_FAULT; amd_iommu=off or iommu=off on the "
                                     "kernel command line"},
         "runs complete with no IOMMU line, or the faults name another device",
-        stack_judges.judge_iommu,
-        lambda ev: "runlist-harness probe (the NPU's IOMMU group and its type, the kernel "
-                   "command line); then boot without amd_iommu=off or iommu=off (edit "
-                   "GRUB_CMDLINE_LINUX in /etc/default/grub and run `sudo update-grub`: this "
-                   "changes the machine and needs a reboot)"),
+        stack_judges.judge_iommu, stack_experiments.iommu_experiment),
     Cause(
         "power-management", "power management: the SMU, suspend and resume, runtime PM",
         {**_BELOW, "time to failure": "at power-up or after a resume",
@@ -274,7 +279,7 @@ STACK_CAUSES: tuple[Cause, ...] = (
                                     "device gives (MGMT_ERT_NOAVAIL, 'Not allow more than N "
                                     "context(s)'); other holders of /dev/accel"},
         "the failure stays with no other process on the device",
-        stack_judges.judge_contention,
+        context_judges.judge_contention,
         lambda ev: f"runlist-harness probe (who else holds the NPU); stop them, then "
                    f"runlist-harness run {_case(ev)} --plan 1 --trials 1"),
     Cause(

@@ -16,6 +16,7 @@ chance, and the table says so.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,37 @@ from harness.report.diagnosis.vocabulary import (
 FAILING, WORKING, UNKNOWN = "failing", "working", "no outcome"
 MIN_EACH = 2                       # failing and working machines a factor needs
 NOT_KNOWN = "?"
+# the depth the machines' outcomes came at (a table's depth column) is held against the
+# working machines as a factor is: a factor that changes with it cannot be told from it
+DEPTH = "depth"
+ROW_WORDS = {**FACTOR_WORDS, DEPTH: "depth"}
+# a driver fact's forms, each of one kind of version: a DKMS package's own version
+# (2.21.75_20260209, CMake/pkg_driver_source.cmake), the DRM driver's version (flm validate's
+# "amdxdna version: 0.8", DRM's "Initialized amdxdna_accel_driver 0.8.0"), any other version
+# a file prints; a tree told by its lines' form ("[drm] lines: staging or in-tree") has none
+_PACKAGE = re.compile(r"\b(\d+\.\d+\.\d+)_\d{8}\b")
+_DRM = re.compile(r"(?:^DRM |accel_driver )(\d+\.\d+)")
+_VERSION = re.compile(r"\b(\d+\.\d+(?:\.\d+)?)\b")
+
+
+def driver_version(value: str) -> tuple[str, str] | None:
+    """(kind, version) of a driver fact; None where it names no version (a tree, unknown)."""
+    for kind, pattern in (("package", _PACKAGE), ("drm", _DRM), ("version", _VERSION)):
+        match = pattern.search(value)
+        if match:
+            return kind, match[1]
+    return None
+
+
+def _differ(factor: str, mine: str, theirs: str) -> bool:
+    """Whether two values of one factor contradict each other: a release and its longer
+    form agree; two driver facts differ only where both give a version of one kind (a DRM
+    version is not a package's, and a tree's form has none)."""
+    if factor == "driver":
+        one, other = driver_version(mine), driver_version(theirs)
+        return one is not None and other is not None and one[0] == other[0] \
+            and one[1] != other[1]
+    return not (mine.startswith(theirs) or theirs.startswith(mine))
 
 
 @dataclass
@@ -46,6 +78,8 @@ class Machine:
     completions: int = 0
     flavour: str | None = None        # the driver flavour a file tells
     observed: list[Observed] = field(default_factory=list)
+    failing_depths: set[int] = field(default_factory=set)     # a table's rows' depths
+    working_depths: set[int] = field(default_factory=set)
 
     @property
     def outcome(self) -> str:
@@ -58,13 +92,15 @@ class Machine:
         return fact.value if fact else NOT_KNOWN
 
     def agrees(self, other: dict[str, Fact]) -> bool:
-        """No factor both know differs (a release and its longer form agree)."""
-        for factor, fact in other.items():
-            mine = self.facts.get(factor)
-            if mine and not (mine.value.startswith(fact.value) or
-                             fact.value.startswith(mine.value)):
-                return False
-        return True
+        """No factor both know differs (`_differ`)."""
+        return not any((mine := self.facts.get(factor)) is not None
+                       and _differ(factor, mine.value, fact.value)
+                       for factor, fact in other.items())
+
+    def depth_value(self) -> str:
+        depths = self.failing_depths if self.outcome == FAILING else \
+            self.working_depths if self.outcome == WORKING else set()
+        return ", ".join(str(d) for d in sorted(depths)) or NOT_KNOWN
 
     def take(self, observed: Observed, facts: dict[str, Fact], failures: int,
              completions: int) -> None:
@@ -73,7 +109,11 @@ class Machine:
             self.observed.append(observed)
         self.flavour = self.flavour or observed.stack.flavour
         for factor, fact in facts.items():
-            self.facts.setdefault(factor, fact)
+            known = self.facts.get(factor)
+            # a driver fact with a version says more than one that only tells the tree
+            if known is None or (factor == "driver" and driver_version(known.value) is None
+                                 and driver_version(fact.value) is not None):
+                self.facts[factor] = fact
         self.failures += failures
         self.completions += completions
 
@@ -100,6 +140,8 @@ def machines(reports: list[Observed]) -> tuple[list[Machine], list[str]]:
             if arm.model:
                 facts["model"] = Fact(arm.model, arm.cite("model", arm.model))
             machine.take(observed, facts, arm.failed + arm.no_answer, arm.completed)
+            (machine.failing_depths if arm.failed or arm.no_answer
+             else machine.working_depths).add(arm.deepest)
         if labelled and len(labelled) == len(observed.arms):
             continue
         if observed.stack.identity:
@@ -144,13 +186,17 @@ def factor_rows(found: list[Machine]) -> list[FactorRow]:
     failing = [m for m in found if m.outcome == FAILING]
     working = [m for m in found if m.outcome == WORKING]
     rows = []
-    for factor in FACTORS:
-        bad = Counter(m.value(factor) for m in failing)
-        good = Counter(m.value(factor) for m in working)
+    for factor in FACTORS + (DEPTH,):
+        bad = Counter(_row_value(m, factor) for m in failing)
+        good = Counter(_row_value(m, factor) for m in working)
         known_bad, known_good = set(bad) - {NOT_KNOWN}, set(good) - {NOT_KNOWN}
         separates = bool(known_bad and known_good) and not (known_bad & known_good)
         rows.append(FactorRow(factor, bad, good, separates))
     return rows
+
+
+def _row_value(machine: Machine, factor: str) -> str:
+    return machine.depth_value() if factor == DEPTH else machine.value(factor)
 
 
 def cohort_lines(found: list[Machine], unattributed: list[str]) -> list[str]:
@@ -174,7 +220,7 @@ def cohort_lines(found: list[Machine], unattributed: list[str]) -> list[str]:
     for row in rows:
         if set(row.failing) | set(row.working) <= {NOT_KNOWN}:
             continue
-        lines.append(f"  {FACTOR_WORDS[row.factor]}: failing {_counts(row.failing)}; "
+        lines.append(f"  {ROW_WORDS[row.factor]}: failing {_counts(row.failing)}; "
                      f"working {_counts(row.working)}"
                      + (" -> separates them" if row.separates else ""))
     lines += verdict_lines(rows, failing, working)
@@ -182,15 +228,20 @@ def cohort_lines(found: list[Machine], unattributed: list[str]) -> list[str]:
 
 
 def verdict_lines(rows: list[FactorRow], failing: int, working: int) -> list[str]:
-    separating = [FACTOR_WORDS[r.factor] for r in rows if r.separates]
+    separating = [ROW_WORDS[r.factor] for r in rows if r.separates]
     out = []
     if failing < MIN_EACH or working < MIN_EACH:
         out.append(f"  too few machines to tell a factor from chance: {failing} failing and "
                    f"{working} working (at least {MIN_EACH} of each are needed)")
     if len(separating) > 1:
+        # the trap of ROCm/FastFlowLM#712: the failing model is the deeper one
+        depth = (": only a NOOP depth test at the failing depth tells depth from the "
+                 "model's own commands (reproduce_ert_timeout)"
+                 if ROW_WORDS[DEPTH] in separating and ROW_WORDS["model"] in separating
+                 else "")
         out.append(f"  confounded: {', '.join(separating)} change together between the "
                    "failing and the working machines; these machines cannot tell which of "
-                   "them matters")
+                   f"them matters{depth}")
     elif not separating and failing and working:
         out.append("  no factor separates the failing machines from the working ones")
     return out

@@ -109,7 +109,7 @@ class Evidence:
         return self._by_file[arm.file]
 
     def timers_of(self, arm: Arm) -> Timers:
-        return self.report_of(arm).timers
+        return arm.timers or self.report_of(arm).timers
 
     def timer_s(self, arm: Arm) -> tuple[float, float] | None:
         return self.timers_of(arm).driver.window
@@ -132,6 +132,22 @@ class Evidence:
     def timed(self, arms: list[Arm], *kinds: str) -> list[Arm]:
         """Arms whose failures all took a time of one of `kinds` (and that have some)."""
         return [a for a in arms if a.ttf and all(kind in kinds for _, kind in a.ttf)]
+
+    def under_longer_timers(self) -> list[tuple[Arm, Arm]]:
+        """(failing, completing) runs of the same commands that failed in every trial
+        under one driver timer and completed in every trial under a longer one (a table's
+        timer column): what outlasts a timer completes under a longer one, and a hang
+        completes under none."""
+        pairs = []
+        for failing in self.arms:
+            if failing.timer_s is None or failing.timer_longer or not failing.always_fails:
+                continue
+            for done in self.arms:
+                if done.group == failing.group and done.never_fails and \
+                        done.timer_s is not None and (done.timer_s > failing.timer_s or (
+                            done.timer_longer and done.timer_s >= failing.timer_s)):
+                    pairs.append((failing, done))
+        return pairs
 
     def faster(self, arm: Arm) -> float | None:
         """The per-run time of the completed runlists of `arm`'s commands (its group)."""

@@ -128,8 +128,9 @@ def against_a_fixed_cause(out: Findings, ev: Evidence, what: str) -> None:
 
 def with_longer_timer(ev: Evidence) -> list[tuple[Arm, Arm, float]]:
     """Plans run again after the user gave the driver a longer timer, each beside the plan
-    it repeats, which failed at the timer every time: (the repeat, the original, the
-    timer then in seconds)."""
+    it repeats, which failed at the timer every time, and a table's runs of the same
+    commands under a longer timer beside those that failed under a shorter one: (the
+    repeat, the original, the timer then in seconds)."""
     out = []
     for again in ev.changed:
         changed = again.changed or {}
@@ -141,6 +142,10 @@ def with_longer_timer(ev: Evidence) -> list[tuple[Arm, Arm, float]]:
         if original is not None and fails_consistently(original) and \
                 ev.timed([original], *CAUGHT) and again.answered:
             out.append((again, original, float(timer)))
+    # ... and the same commands a table shows under two timers (its timer column)
+    for slow, done in ev.under_longer_timers():
+        if done.timer_s is not None:
+            out.append((done, slow, float(done.timer_s)))
     return out
 
 
@@ -148,16 +153,22 @@ def longer_timer_findings(out: Findings, ev: Evidence, *, outlasts: bool) -> Non
     """What a longer driver timer showed, for a cause that outlasts the timer (`outlasts`:
     slow work, which then completes) or one that never ends (a wedge, a hang)."""
     for again, original, timer in with_longer_timer(ev):
-        label = (again.changed or {}).get("label")
-        if mostly_completes(again):
+        label = (again.changed or {}).get("label") or again.label
+        # a plan the investigation ran again is read by its rate; a table's rows as typed
+        # (one run under each timer is what a user tried by hand, amd/xdna-driver#1083)
+        completes = mostly_completes(again) if again.changed else again.never_fails
+        still = fails_consistently(again) if again.changed else again.always_fails
+        if completes:
             out.add(FOR if outlasts else CONTRADICTS, STRONG,
-                    f"with the driver's timer at {timer:g} s ({label}) {original.label} "
-                    f"completes {again.completed} of {again.answered} trials, where it failed "
-                    "at the timer every time: it " + ("ran long, and outlasted the timer"
-                                                      if outlasts else "did not hang"),
+                    f"{original.label} failed at the timer every time; with the driver's "
+                    f"timer at {timer:g} s ({label}) the same commands complete "
+                    f"{again.completed} of {again.answered} trials: they "
+                    + ("ran long, and outlasted the timer" if outlasts
+                       else "did not hang (a hang outlasts any timer)"),
                     rate_cite(again), rate_cite(original))
-        elif fails_consistently(again):
+        elif still:
             out.add(AGAINST if outlasts else FOR, STRONG if outlasts else SUPPORT,
-                    f"with the driver's timer at {timer:g} s ({label}) {original.label} "
-                    f"still fails every trial ({again.failed} of {again.answered}): it "
-                    f"does not end within {timer:g} s either", rate_cite(again))
+                    f"with the driver's timer at {timer:g} s ({label}) the commands of "
+                    f"{original.label} still fail every trial ({again.failed} of "
+                    f"{again.answered}): they do not end within {timer:g} s either",
+                    rate_cite(again))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.model.drivers import JOBS_IN_FLIGHT
+from harness.report.diagnosis.deciding import PROGRAM_FAILED
 from harness.report.diagnosis.findings import (
     AGAINST,
     CONSISTENT_FAILURES,
@@ -43,28 +43,30 @@ from harness.report.diagnosis.fixed import (
     unexplained,
 )
 from harness.report.diagnosis.observed import (
-    CONTEXT_EVENTS,
     NOOP,
     TIMER_EVENTS,
     TRACE_TIMER_EVENTS,
     WORK,
     Arm,
-    context_refused,
 )
 from harness.report.diagnosis.stack_judges import (
     deep_runlist_tests,
     refusal_states,
-    resources_of_demand,
+    server_path,
     signs,
 )
-from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER, PAST_TIMER
+from harness.report.diagnosis.vocabulary import UNKNOWN_WORK
+from harness.report.timing import AT_DEADLINE, AT_ONCE, AT_TIMER, BEFORE_TIMER
 from harness.report.verdict import and_listed
 
 
 def judge_depth_limit(ev: Evidence) -> Findings:
     out = Findings()
     if not ev.noop() and not signs(ev, "runlist-test-failed", "runlist-test-passed"):
-        out.untested = "no plan ran NOOP runs: depth alone was not tested"
+        out.untested = ("no plan is known to have run NOOP runs (what a table's runs carried "
+                        "it does not say: its workload column): depth alone was not tested"
+                        if any(a.workload == UNKNOWN_WORK for a in ev.arms) else
+                        "no plan ran NOOP runs: depth alone was not tested")
         return out
     failing = sorted((a for a in ev.failing if a.workload == NOOP), key=failing_depth)
     for arm in [a for a in failing if fails_consistently(a)][:1]:
@@ -171,11 +173,28 @@ def _chain_against_timer(failing: list[Arm], ev: Evidence
     return None
 
 
+def _no_work_ran(ev: Evidence) -> str:
+    """Why the files cannot show a hang in the work: what ran were NOOPs, or no runlist ran
+    here at all and a program's failure says nothing of which of its runs hung."""
+    if ev.arms and all(a.workload == NOOP for a in ev.arms):
+        return ("no plan ran the engine's own commands (every run carried NOOPs): a hang in "
+                "the work cannot show")
+    if ev.arms:
+        return ("no plan is known to have run the engine's own commands (what a table's runs "
+                "carried it does not say: its workload column): a hang in the work cannot "
+                "show")
+    failed = [s for r in ev.reports for s in r.signs if s.kind in PROGRAM_FAILED]
+    if failed:
+        return (f"the program's own runlist failed ({failed[0].cite}), but no runlist of its "
+                "commands ran where the harness could see its runs: which of them hung, and "
+                "whether they would complete given longer, cannot show")
+    return "no runlist of the engine's commands ran: a hang in the work cannot show"
+
+
 def judge_work_hang(ev: Evidence) -> Findings:
     out = Findings()
     if not ev.work():
-        out.untested = ("no plan ran the engine's own commands (every run carried NOOPs): a "
-                        "hang in the work cannot show")
+        out.untested = _no_work_ran(ev)
         return out
     failing = [a for a in ev.failing if a.workload == WORK]
     if not failing:
@@ -312,36 +331,6 @@ def judge_refused(ev: Evidence) -> Findings:
     return out
 
 
-def judge_resources(ev: Evidence) -> Findings:
-    out = Findings()
-    refused = [(a, context_refused(a)) for a in ev.arms if context_refused(a)]
-    if refused:
-        arm, errors = refused[0]
-        out.add(FOR, STRONG, f"a hardware context was refused at set-up ({errors[0]})",
-                arm.cite("trials[*].error", errors[0]))
-    mailbox = [a for a in ev.arms if any(a.events.get(kind) for kind in CONTEXT_EVENTS)]
-    if mailbox:
-        out.add(FOR, SUPPORT, "the kernel log has a refused mailbox command (the firmware "
-                "refusing a context: MGMT_ERT_NOAVAIL)",
-                mailbox[0].cite("trials[*].kernel_log.events", "mailbox_failure"))
-    others = [a for a in ev.arms if a.setup_failed and not context_refused(a)]
-    if others:
-        out.add(FOR, WEAK, f"set-up failed ({others[0].setup_errors[0]})",
-                others[0].cite("trials[*].error", others[0].setup_errors[0]))
-    blocked = [a for a in ev.failing if a.chains_of(max(a.failing_depths or [0]))
-               > JOBS_IN_FLIGHT and a.ttf and all(k == PAST_TIMER for _, k in a.ttf)]
-    if blocked and not refused:
-        out.add(FOR, WEAK, f"{blocked[0].label} needs more than {JOBS_IN_FLIGHT} chains in "
-                "flight and failed past the timer: its 5th submit waited for a slot",
-                ttf_cite(blocked[0]))
-    resources_of_demand(out, ev)
-    answered = [a for a in ev.failing if a.failed]
-    if answered and not refused and not mailbox:
-        out.add(AGAINST, SUPPORT, "every context was made and the device answered each "
-                "runlist", rate_cite(answered[0]))
-    return out
-
-
 def judge_nondeterministic(ev: Evidence) -> Findings:
     out = Findings()
     tosses = sorted(coin_tosses(ev), key=lambda a: -(a.rate or 0.0))
@@ -377,6 +366,8 @@ def judge_nondeterministic(ev: Evidence) -> Findings:
 def judge_not_npu_path(ev: Evidence) -> Findings:
     out = Findings()
     servers = [r for r in ev.reports if r.server_requests]
+    if not servers and server_path(out, ev):
+        return out
     if not servers:
         out.untested = ("no serve-probe report: flm serve was not compared with pyxrt "
                         "(investigate --serve URL, or serve-probe)")

@@ -17,7 +17,12 @@ from harness.logs.error_lines import find_error_lines
 from harness.model.errors import BadInput, ReportError
 from harness.model.results import COMPLETED_STATE
 from harness.report.check import check_report_file
-from harness.report.diagnosis.sign_rules import signs_of_error, signs_of_event
+from harness.report.diagnosis.sign_rules import (
+    WEDGE_KINDS,
+    signs_of_error,
+    signs_of_event,
+    wedge_begins,
+)
 from harness.report.diagnosis.stack_of_report import fill_stack
 from harness.report.diagnosis.vocabulary import (
     HARDWARE,
@@ -40,6 +45,8 @@ CONTEXT_REFUSED = ("CREATE_HWCTX", "Failed to create hardware context",
                    "create context failed")
 CONTEXT_EVENTS = ("mailbox_failure",)
 MAX_LINES = 2000               # texts kept a report for the known defects' symptoms
+# the states the recovery check names a device no reload clears by (recovery.device_state)
+WEDGED_STATES = ("wedged", "no device")
 # the driver's trace events, read as its kernel-log lines are: in-tree 7.0 logs nothing on
 # a timeout, and "job timedout" is its one record (harness.logs.trace_events)
 TRACE_TIMER_EVENTS = ("job_timedout",)
@@ -110,6 +117,10 @@ def _header(file: str, doc: dict[str, Any]) -> Observed:
         # serve-probe keeps the tag in its settings; investigate beside its server's answers
         observed.server_model = server.get("model") or header.settings.model
     fill_stack(observed, doc, header)
+    run = section(doc.get("engine_run"))
+    if run:                              # capture record's report: the engine's own run
+        from harness.report.diagnosis.engine_run import observe_engine_run
+        observe_engine_run(observed, run)
     case_noop = case.nop_only and observed.case_kind == "case"
     per_layer = case.runs_per_layer if observed.case_kind == "case" else 1
     for position, plan in enumerate(doc.get("plans") or []):
@@ -133,6 +144,11 @@ def _keep_answered(observed: Observed) -> None:
     observed.wedged = {arm.label: arm.wedged for arm in observed.arms if arm.wedged}
     observed.wedged_state = next((a.wedged_state for a in observed.arms if a.wedged_state),
                                  None)
+    if observed.wedged:
+        plans = ", ".join(f"{label} x{n}" for label, n in observed.wedged.items())
+        observed.sign("device-wedged", observed.cite("plans[*].trials[*].wedged_device.state",
+                                                     quote(observed.wedged_state or "wedged")),
+                      trials=sum(observed.wedged.values()), plans=plans)
     observed.arms = [arm for arm in observed.arms if arm.answered or arm.no_answer
                      or arm.setup_failed]
 
@@ -166,6 +182,7 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
         return
     if status != "failed":
         return
+    _recovery(observed, arm, trial)
     # (the schema checked both: `observe` reads only reports that pass `report check`)
     wedged = trial.get("wedged_device")
     if wedged:
@@ -182,12 +199,16 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
                    None)
     log = trial.get("kernel_log") if isinstance(trial.get("kernel_log"), dict) else {}
     _keep_lines(observed, arm, trial, log)
-    for event in log.get("events") or []:
-        if isinstance(event, dict):
-            arm.events[str(event.get("event"))] += 1
-            for kind, facts in signs_of_event(event):
-                observed.sign(kind, arm.cite(f"trials[{trial.get('index')}].kernel_log.events",
-                                             event.get("event")), **facts)
+    events = [e for e in log.get("events") or [] if isinstance(e, dict)]
+    kinds = [next((kind for kind, _ in signs_of_event(e)), str(e.get("event"))) for e in events]
+    begins = wedge_begins(kinds)
+    for position, event in enumerate(events):
+        if begins is not None and position >= begins and kinds[position] not in WEDGE_KINDS:
+            continue            # the wedge's lines: no evidence of a cause of their own
+        arm.events[str(event.get("event"))] += 1
+        for kind, facts in signs_of_event(event):
+            observed.sign(kind, arm.cite(f"trials[{trial.get('index')}].kernel_log.events",
+                                         event.get("event")), **facts)
     if failing is None:
         error = str(trial.get("error") or "")
         for found in find_error_lines(error.splitlines()[:1]):
@@ -222,6 +243,15 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
         if outcome.get("state") == COMPLETED_STATE and isinstance(ms, (int, float)) \
                 and outcome.get("runs"):
             arm.run_ms.append(float(ms) / int(outcome["runs"]))
+
+
+def _recovery(observed: Observed, arm: Arm, trial: dict[str, Any]) -> None:
+    """The recovery check after a failed trial, where it found the device wedged (its state
+    in words: harness.execution.recovery.device_state)."""
+    state = str(section(trial.get("recovery")).get("state") or "")
+    if state.startswith(WEDGED_STATES):
+        observed.sign("device-wedged", arm.cite(f"trials[{trial.get('index')}].recovery.state",
+                                                quote(state)))
 
 
 def _keep_lines(observed: Observed, arm: Arm, trial: dict[str, Any],

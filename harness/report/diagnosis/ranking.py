@@ -15,7 +15,7 @@ from typing import Any
 from harness.report.diagnosis.artefacts import Unread
 from harness.report.diagnosis.causes import CAUSES, Cause, engine_of, predictions
 from harness.report.diagnosis.causes import _case as case_of
-from harness.report.diagnosis.deciding import deciding_experiment
+from harness.report.diagnosis.deciding import deciding_experiment, noop_test, program_of
 from harness.report.diagnosis.findings import (
     AGAINST,
     CONSISTENT_COMPLETIONS,
@@ -26,6 +26,7 @@ from harness.report.diagnosis.findings import (
 )
 from harness.report.diagnosis.observed import HARDWARE, NOOP, Observed
 from harness.report.diagnosis.sources_text import evidence_lines, sources_json, stack_lines
+from harness.report.diagnosis.wedged import cited, cleared_first, wedge_findings
 from harness.report.model import EMULATED, SIMULATED
 from harness.report.verdict import capture_how
 
@@ -85,6 +86,7 @@ class Diagnosis:
     reports: list[Observed]
     entries: list[Ranked]
     unread: list[Unread] = field(default_factory=list)    # files it could not read
+    wedged: list[Finding] = field(default_factory=list)   # where the device stayed wedged
 
     @property
     def top(self) -> Ranked:
@@ -100,11 +102,22 @@ class Diagnosis:
 
     def to_json(self) -> list[dict[str, Any]]:
         sources = sources_json(self.reports, self.unread)
+        if self.wedged:
+            sources["wedged"] = [f.to_dict() for f in self.wedged]
         return [dict(entry.to_dict(), **(sources if i == 0 else {}))
                 for i, entry in enumerate(self.entries)]
 
 
 def rank(ev: Evidence) -> Diagnosis:
+    """The ranking; where the device stayed wedged, that as findings of their own and the
+    next experiment after what clears it (harness.report.diagnosis.wedged)."""
+    diagnosis = _ranked(ev)
+    diagnosis.wedged = wedge_findings(ev)
+    diagnosis.top.experiment = cleared_first(diagnosis.wedged, diagnosis.top.experiment)
+    return diagnosis
+
+
+def _ranked(ev: Evidence) -> Diagnosis:
     judged = [(cause, cause.judge(ev)) for cause in CAUSES]
     entries = [_entry(cause, findings, cause.experiment(ev)) for cause, findings in judged]
     leaders = sorted((e for e in entries if e.status == CANDIDATE),
@@ -114,12 +127,10 @@ def rank(ev: Evidence) -> Diagnosis:
                   key=lambda e: (order[e.status], -(e.score or 0)))
     ranked = leaders + rest
     if not ev.anything_failed:
-        top = _too_few(ev) or _nothing_fails(ev)
+        top = _nothing_shown(ev) or _too_few(ev) or _nothing_fails(ev)
         return Diagnosis(ev.reports, [top, *ranked])
     if not leaders:
-        top = Ranked(UNDETERMINED, "undetermined", FIRST,
-                    why=_not_started(ev) + "something failed, but no cause in the table fits "
-                        "it without an observation against it",
+        top = Ranked(UNDETERMINED, "undetermined", FIRST, why=_not_started(ev) + _unfit(entries),
                     experiment=deciding_experiment(
                         ev, [], "runlist-harness investigate on the case, for the experiments "
                                 "that tell the rows apart"))
@@ -128,10 +139,15 @@ def rank(ev: Evidence) -> Diagnosis:
     second = leaders[1] if len(leaders) > 1 else None
     if (best.score or 0) < MIN_SCORE or (second is not None and
                                          (best.score or 0) - (second.score or 0) < MARGIN):
-        close = [best] + ([second] if second is not None else [])
+        # a third as close as the second is as open (a refused context: resources,
+        # contention, a pack for another NPU)
+        close = [best] + ([second] if second is not None else []) + [
+            e for e in leaders[2:3] if second is not None and e.score == second.score
+            and (best.score or 0) - (e.score or 0) < MARGIN]
         top = Ranked(UNDETERMINED, "undetermined", FIRST, leading=[e.id for e in close],
                     why=_not_started(ev) + ("the evidence does not separate "
-                         + " from ".join(f"{e.id} (score {e.score})" for e in close)
+                         + f"{close[0].id} (score {close[0].score}) from "
+                         + " and ".join(f"{e.id} (score {e.score})" for e in close[1:])
                          if second is not None else
                          f"only weak evidence for {best.id} (score {best.score}; a lead needs "
                          f"{MIN_SCORE})"),
@@ -140,6 +156,15 @@ def rank(ev: Evidence) -> Diagnosis:
         return Diagnosis(ev.reports, [top, *ranked])
     best.status = FIRST
     return Diagnosis(ev.reports, ranked)
+
+
+def _unfit(entries: list[Ranked]) -> str:
+    """Why no cause leads where something failed: every cause an observation supports is
+    contradicted by another, or no observation supports any."""
+    if any(e.status == CONTRADICTED and e.supports for e in entries):
+        return ("something failed, but no cause in the table fits it without an observation "
+                "against it")
+    return "something failed, but nothing in these files speaks for any cause of the table"
 
 
 def _entry(cause: Cause, findings: Any, experiment: str) -> Ranked:
@@ -168,6 +193,22 @@ def _not_started(ev: Evidence) -> str:
     return (f"the run could not start ({len(refused)} trial" + ("s" if len(refused) != 1
                                                                   else "")
             + f" refused at set-up: {refused[0][1]}), so no runlist ran; ")
+
+
+def _nothing_shown(ev: Evidence) -> Ranked | None:
+    """Plain artefacts only, none of which shows a failure or a run (xrt-smi examine, a clean
+    flm validate): they show the stack, and nothing to diagnose; undetermined, with what
+    would show the failure. None where a file is a report or shows a run."""
+    if ev.arms or any(r.kind != "artefact" for r in ev.reports):
+        return None
+    why = ("this file shows neither a failure nor a run: it shows the stack only (below)"
+           if len(ev.reports) == 1 else f"none of these {len(ev.reports)} files shows a "
+           "failure or a run: they show the stack only (below)")
+    return Ranked(UNDETERMINED, "undetermined", FIRST, why=why,
+                  experiment=("the failing program's own account of its failure, with the "
+                              "kernel log over it: runlist-harness capture record "
+                              f"--no-capture --out DIR -- {program_of(ev)}, then diagnose "
+                              "DIR/report.yaml; to test the stack itself, " + noop_test(ev)))
 
 
 def _too_few(ev: Evidence) -> Ranked | None:
@@ -237,6 +278,7 @@ def text_lines(diagnosis: Diagnosis) -> list[str]:
     top = diagnosis.top
     if top.id in (NOTHING_FAILS, UNDETERMINED):
         lines.append(f"diagnosis: {top.id}: {top.why}")
+        lines += cited(diagnosis.wedged)
         if top.leading:
             lines.append("  leading: " + ", ".join(top.leading))
         lines.append(f"  {'what would decide' if top.id == NOTHING_FAILS else 'next'}: "
@@ -244,6 +286,7 @@ def text_lines(diagnosis: Diagnosis) -> list[str]:
         rest = diagnosis.entries[1:]
     else:
         lines.append(f"diagnosis: {top.id}: {top.title} (score {top.score})")
+        lines += cited(diagnosis.wedged)
         lines += _findings(top)
         lines.append(f"  falsified by: {top.falsifier}")
         lines.append(f"  next: {diagnosis_experiment(diagnosis)}")

@@ -3,15 +3,30 @@ place for reports and artefacts alike: a driver line's event (`harness.logs.driv
 and an error a program printed (`harness.logs.error_lines`).
 
 The meaning of an errno follows the XDNA shim and the driver: a context create refused
-(CREATE_HWCTX: -EINVAL from the firmware's MGMT_ERT_NOAVAIL or the resource solver,
--ENOENT past the legacy tree's virtual context limit, -EBUSY), a buffer the driver could
-not allocate or map (CREATE_BO, SYNC_BO; -ENOMEM, -EFAULT), a node the process may not
-open (-EACCES, -EPERM).
+(CREATE_HWCTX: -ENOENT past the legacy tree's virtual context limit, -ENODEV where the
+resource solver finds no free partition, -EBUSY or -ENOSPC where the columns are taken:
+none left; -EINVAL says less, for every status the firmware refuses a command with becomes
+-EINVAL (staging aie.c aie_send_mgmt_msg_wait: its MGMT_ERT_NOAVAIL, none left, as much as
+any other) and so does a request the solver will not take (aie2_solver.c sanity_check: a
+partition wider than the device, a QoS it cannot meet), so only the kernel log's status
+tells them apart), a submit refused -EIO (only the legacy tree gives it, on a context it
+could not connect to the firmware: src/driver/amdxdna aie2_ctx_runqueue.c part_ctx_start
+marks it CTX_STATE_DEAD on any failed connect, its first one included, and
+aie2_rq_submit_enter refuses every submit on it; a wedge only where a hang came before),
+a buffer the driver could
+not allocate or map (CREATE_BO, SYNC_BO; -ENOMEM, -EFAULT), an ioctl the driver gives root
+only (-EACCES, -EPERM on an open node: DRM_ROOT_ONLY in amdxdna's ioctl table), a node
+the process may not open (-EACCES, -EPERM on open). Older shims printed the errno
+positive (``err=13``): its sign is read, never its printing. A locked mapping the kernel
+refuses with -EAGAIN is past the process's memlock limit (Linux mm/mmap.c do_mmap:
+``mlock_future_ok`` fails for MAP_LOCKED, flag 0x2000, which the shim's heap and host
+buffers map with).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from harness.logs import error_lines as el
@@ -38,8 +53,13 @@ EVENT_SIGNS = {
     "restart_failed": "restart-failed", "context_connect_failed": "restart-failed",
     "context_dead": "restart-failed", "mailbox_timeout": "mailbox-error",
     "reset_skipped": "firmware-recovery", "heap_exists": "host-map-failed",
+    "unsupported_path": "unsupported-path",
 }
-EACCES, EPERM, ENOENT = -13, -1, -2
+EACCES, EPERM, ENOENT, EAGAIN, EIO = -13, -1, -2, -11, -5
+# a context create refused with these says none was left (the module docstring)
+NONE_LEFT = (-2, -19, -16, -28)          # ENOENT, ENODEV, EBUSY, ENOSPC
+MAP_LOCKED = 0x2000             # Linux uapi asm-generic/mman.h
+_MMAP = re.compile(r"\bmmap\((?:.*\bflags=(?P<flags>\d{1,10}))?")
 _BUFFER_IOCTLS = ("CREATE_BO", "SYNC_BO", "GET_BO_INFO")
 # the shim's own refusals of a buffer (amd/xdna-driver src/shim buffer.cpp, device.cpp)
 _BUFFER_TEXT = re.compile(r"mmap_alloc|mmap_range|Heap at max size|Failed to allocate|"
@@ -51,6 +71,19 @@ _BUFFER_KIND_TEXT = re.compile(r"unsupported buffer type|Bad BO type|User pointe
                                re.IGNORECASE)
 _XCLBIN_TEXT = re.compile(r"No valid DPU kernel found in xclbin|PDI for kernel ID|"
                           r"CU name \(.*\) not found")
+# a hardware context the driver would not create, in XRT's words (pcie/linux/shim.cpp
+# "Failed to create hardware context") or a shim's on another OS ("Failed to create context
+# ..."), with no ioctl named
+_CONTEXT_TEXT = re.compile(r"[Ff]ailed to create (?:a |the )?(?:hw |hardware )?context\b")
+# a client that could not reach a server, or lost it: libcurl's CURLE_COULDNT_CONNECT text
+# ("Couldn't connect to server", "Could not connect to server" from curl 7.85), glibc's
+# strerror of ECONNREFUSED and ECONNRESET, the Python HTTP clients' own (urllib3 "Failed to
+# establish a new connection", http.client/httpx "Server disconnected", openai "Connection
+# error.")
+_UNREACHABLE = re.compile(r"Could(?:n't| not) connect to server|Connection refused|"
+                          r"Connection reset by peer|Failed to establish a new connection|"
+                          r"Server disconnected|RemoteDisconnected|APIConnectionError|"
+                          r"Failed to connect to \S+ port \d{1,5}")
 # FastFlowLM's own checks (ROCm/FastFlowLM src/src/main.cpp sanity_check_npu_stack)
 _FLM_TEXT: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("no-device", re.compile(r"No (?:AMD )?NPU device found|No XDNA2 NPU hardware detected")),
@@ -61,6 +94,51 @@ _FLM_TEXT: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+# A wedge in an ordered run of signs (harness.report.diagnosis.wedged): its own signs, and
+# the driver's timeout lines whose restart it is; a dead context (a submit refused -EIO) is
+# the wedge's only after a timeout (else its first connect failed: no hang, no wedge)
+WEDGE_KINDS = ("restart-failed", "device-wedged")
+DEAD_KINDS = ("context-dead",)
+WEDGE_OWN = WEDGE_KINDS + DEAD_KINDS
+TIMEOUT_KINDS = ("driver-timeout",)
+
+
+def ordering_kind(kind: str, facts: dict[str, Any]) -> str:
+    """The kind a sign counts as where a wedge is placed in its file: XRT's TIMEOUT (a
+    chain the driver timed out: xrt_kernel.cpp reads it from the packet the driver marked)
+    counts as the driver's timeout line does."""
+    if kind in ("runlist-failed", "unexpected-state") and facts.get("state") == "TIMEOUT":
+        return TIMEOUT_KINDS[0]
+    return kind
+
+
+def wedge_begins(kinds: Sequence[str]) -> int | None:
+    """Where a wedge's lines begin in `kinds` (one sign kind a line, in the log's order):
+    the restart after the last timeout line before the first failed restart (what the
+    restart printed before it failed, the firmware refusing its context, is the wedge's
+    too), or the first SMU refusal after a timeout (a reload on the wedged device); None
+    where no wedge shows."""
+    timed = [i for i, kind in enumerate(kinds) if kind in TIMEOUT_KINDS]
+    restart = next((i for i, kind in enumerate(kinds) if kind in WEDGE_KINDS or (
+        kind in DEAD_KINDS and timed and timed[0] < i)), None)
+    smu = next((i for i, kind in enumerate(kinds) if kind == "smu-failed" and timed
+                and i > timed[0]), None)
+    if restart is not None and (smu is None or restart < smu):
+        before = [i for i in timed if i < restart]
+        return before[-1] + 1 if before else restart
+    return smu
+
+
+def signs_of_events(events: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], Signs]]:
+    """Each of a log's events (in its order) with its signs, save the events from where a
+    wedge begins that are not the wedge's own: what a wedged device answered is no
+    evidence of a cause of its own."""
+    kinds = [next((kind for kind, _ in signs_of_event(e)), str(e.get("event"))) for e in events]
+    begins = wedge_begins(kinds)
+    return [(event, signs_of_event(event)) for position, event in enumerate(events)
+            if begins is None or position < begins or kinds[position] in WEDGE_OWN]
+
+
 def signs_of_event(event: dict[str, Any]) -> Signs:
     kind = str(event.get("event"))
     facts = {k: v for k, v in event.items() if k not in ("event", "usec")}
@@ -68,6 +146,11 @@ def signs_of_event(event: dict[str, Any]) -> Signs:
         if event.get("status_name") == "MGMT_ERT_NOAVAIL":
             return [("context-unavailable", facts)]
         return [("mailbox-error", facts)]
+    if kind in ("context_refused", "context_init_failed") and "limit" not in event:
+        # "Alloc hw resource failed, ret %d" and the like: the errno says how much it knows
+        rets = [event[k] for k in ("ret", "aie", "create", "hwctx", "xrs", "ctx")
+                if isinstance(event.get(k), int)]
+        return [(_context_sign(rets[0] if rets else None), facts)]
     sign = EVENT_SIGNS.get(kind)
     return [(sign, facts)] if sign else []
 
@@ -79,7 +162,7 @@ def signs_of_error(error: el.ErrorLine) -> Signs:
         if getattr(error, name) is not None:
             facts[name] = getattr(error, name)
     said = error.xrt
-    if said in (el.RUNLIST_FAILED, el.COMMAND_FAILED):
+    if said in (el.RUNLIST_FAILED, el.COMMAND_FAILED, el.STATE_NAMED):
         return [("runlist-failed", dict(facts, what=said))]
     if said == el.UNEXPECTED_STATE:
         return [("unexpected-state", facts)]
@@ -100,26 +183,61 @@ def signs_of_error(error: el.ErrorLine) -> Signs:
         return [("buffer-refused", facts)]
     if _BUFFER_TEXT.search(error.message) or error.exception == "std::bad_alloc":
         return [("buffer-alloc-failed", facts)]
+    if _CONTEXT_TEXT.search(error.message):
+        # the words say it failed, not why: none left, or a request the driver refused
+        return [("context-refused", facts)]
+    if _UNREACHABLE.search(error.message):
+        return [("server-unreachable", facts)]
     return [("exception", facts)]
 
 
+def signs_of_text(message: str) -> Signs:
+    """What a line no error carrier holds says, where it says something the vocabulary
+    knows: a client that could not reach its server."""
+    return [("server-unreachable", {})] if _UNREACHABLE.search(message) else []
+
+
+def _negative(errno: int | None) -> int | None:
+    return None if errno is None else -abs(errno)
+
+
 def _of_ioctl(error: el.ErrorLine, facts: dict[str, Any]) -> Signs:
-    ioctl, errno = error.ioctl or "", error.errno
+    ioctl, errno = error.ioctl or "", _negative(error.errno)
     if errno in (EACCES, EPERM):
-        return [("permission-denied", facts)]
-    if "CREATE_HWCTX" in ioctl:
-        return [("context-unavailable", facts)]
+        # an ioctl runs on a node already open: the driver gives this one to root only
+        return [("ioctl-not-permitted", facts)]
+    if "EXEC_CMD" in ioctl and errno == EIO:
+        # the legacy tree's dead context (the module docstring): its connect failed, the
+        # first one or the one after a hang
+        return [("context-dead", facts)]
+    if "CREATE_HWCTX" in ioctl or "CREATE_CTX" in ioctl:
+        return [(_context_sign(errno), facts)]
     if any(name in ioctl for name in _BUFFER_IOCTLS):
         return [("buffer-alloc-failed", facts)]
     return []
 
 
+def _context_sign(errno: int | None) -> str:
+    """A context the driver refused: none left where its errno says so (or where its line
+    says so and gives none: "AIE partition not available"), else refused with the reason
+    untold (the module docstring)."""
+    if errno is None or _negative(errno) in NONE_LEFT:
+        return "context-unavailable"
+    return "context-refused"
+
+
 def _of_shim(error: el.ErrorLine, facts: dict[str, Any]) -> Signs:
-    message, errno = error.message, error.errno
-    if message.startswith("Open ") and errno in (EACCES, EPERM, -EACCES, -EPERM):
+    message, errno = error.message, _negative(error.errno)
+    if message.startswith("Open ") and errno in (EACCES, EPERM):
         return [("permission-denied", facts)]
-    if message.startswith("Open ") and errno in (ENOENT, -ENOENT):
+    if message.startswith("Open ") and errno == ENOENT:
         return [("no-device", facts)]
+    mapped = _MMAP.search(message)
+    if mapped and errno == EAGAIN and (mapped["flags"] is None
+                                       or int(mapped["flags"]) & MAP_LOCKED):
+        return [("buffer-alloc-failed", facts), ("memlock-refused", facts)]
+    if mapped:
+        return [("buffer-alloc-failed", facts)]
     if _XCLBIN_TEXT.search(message):
         return [("xclbin-mismatch", facts)]
     if _BUFFER_KIND_TEXT.search(message):

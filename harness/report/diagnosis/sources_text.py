@@ -45,9 +45,12 @@ def stack_lines(reports: list[Observed]) -> list[str]:
                 f"{FACTOR_WORDS[f]} {facts[f].value} ({facts[f].cite.file}"
                 + (f":{facts[f].cite.line}" if facts[f].cite.line else "") + ")"
                 for f in FACTORS if f in facts))
-    lines += run_factor_lines([a for r in reports if r.source == HARDWARE
-                               for a in r.arms])
+    lines += _run_factors(reports)
     return lines
+
+
+def _run_factors(reports: list[Observed]) -> list[str]:
+    return run_factor_lines([a for r in reports if r.source == HARDWARE for a in r.arms])
 
 
 def sources_json(reports: list[Observed], unread: list[Unread]) -> dict[str, Any]:
@@ -65,4 +68,7 @@ def sources_json(reports: list[Observed], unread: list[Unread]) -> dict[str, Any
         out["not_read"] = [{"file": u.file, "why": u.why} for u in unread]
     if len(found) > 1:
         out["cohort"] = cohort_json(found, unattributed)
+    confounded = _run_factors(reports)
+    if confounded:                      # within one machine's outcomes, as the text says
+        out["confounded"] = confounded
     return out

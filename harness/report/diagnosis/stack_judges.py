@@ -1,24 +1,27 @@
 """How the causes below the runlist read the observations: the firmware, a known defect
 of a release, the IOMMU, power management, access to the device, host memory, other
-holders of the device, and a binary built for another NPU. Each reads signs
+holders of the device (`context_judges`), and a binary built for another NPU. Each reads signs
 (`vocabulary.SIGNS`) and stacks (`cohort.machines`), never a line's absence alone: a
 cause leads only on what some file shows.
 
-Where `resources` ends and `contention` begins: a context refused with none left is
-`resources` when the run's own demand (one context per xclbin) exceeds what the device
-gives (`hwctx_limit`: 6 on npu1, 16 on npu4/5/6, `npu*_regs.c`; the legacy tree's 32
-virtual contexts, 6 on npu1), and `contention` when it does not, for then other clients
-held the rest. Where the demand is not known (a kernel log alone) both stay open and the
-probe (who holds the NPU) decides.
+Where `resources` ends and `contention` begins is `context_judges`'.
+
+Order within one log tells the first failure from its consequences: the driver's start-up
+stops at its first error and then unwinds (a firmware that did not come up is followed by
+the SMU's power-off failing and the probe failing, `aie2_hw_start` then `aie2_smu_fini` and
+`amdxdna_probe`), so lines after a firmware failure in the same log are its unwinding, not
+a cause of their own. A buffer refused with -ENOMEM, -EAGAIN, -ENOSPC or -EFAULT is memory
+the stack lacked; one refused -EINVAL is a request the driver will not take (a size past
+its limit, or a kind its build does not support here), which the driver's own line tells.
+IO_PAGE_FAULTs with the IOMMU on and the process bound to it are the device touching what
+was not mapped for it: the driver's or the work's mapping as much as the IOMMU's setup, so
+they support `iommu` without deciding it, and another driver build separates them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from harness.formats.known_defects import KnownDefect, known_defects
-from harness.model.drivers import DRM, LEGACY
-from harness.report.diagnosis.cohort import Machine, machines
+from harness.report.diagnosis.cohort import machines
+from harness.report.diagnosis.defect_judge import defect_hits
 from harness.report.diagnosis.findings import (
     AGAINST,
     FOR,
@@ -29,23 +32,24 @@ from harness.report.diagnosis.findings import (
     Findings,
     rate_cite,
 )
-from harness.report.diagnosis.observed import context_refused
-from harness.report.diagnosis.vocabulary import WORK, Cite, Sign, is_flavour, quote
+from harness.report.diagnosis.signs_seen import first_of as _first
+from harness.report.diagnosis.signs_seen import signs
+from harness.report.diagnosis.vocabulary import WORK, Cite, Sign
 
-NPU1_CONTEXTS = 6              # npu1_regs.c hwctx_limit: the fewest any XDNA device gives
-CONTEXTS = 16                  # npu4/5/6_regs.c hwctx_limit
 STORM = 3                      # IO_PAGE_FAULTs that make a storm, not a stray fault
 ANSWERED_STATES = ("TIMEOUT", "ERROR", "ABORT", "COMPLETED")
-
-
-def signs(ev: Evidence, *kinds: str) -> list[Sign]:
-    return [s for r in ev.reports for s in r.signs if s.kind in kinds]
-
-
-def _first(out: Findings, kind: str, weight: int, found: list[Sign], text: str) -> None:
-    if found:
-        out.add(kind, weight, text + (f" ({len(found)} lines)" if len(found) > 1 else ""),
-                found[0].cite)
+FIRMWARE_FAILED = ("firmware-refused", "firmware-missing", "firmware-boot-failed")
+# what stops the driver's start before its device appears, by what it is
+START_FAILED = {**{kind: "its firmware" for kind in FIRMWARE_FAILED},
+                "sva-failed": "the IOMMU's PASID or SVA", "smu-failed": "the SMU"}
+# errnos of memory the stack lacked (asm-generic/errno-base.h): ENOMEM, EAGAIN (a locked
+# mapping past the memlock limit), ENOSPC (a full heap), EFAULT (pages it could not pin)
+SHORT_OF_MEMORY = (-12, -11, -28, -14)
+# what the IOMMU's own setup shows, beside faults: a binding that failed, its mode set
+IOMMU_SETUP = ("sva-failed", "iommu-mode")
+# what the NPU path shows when it failed (XRT's states and texts, the driver's lines)
+NPU_PATH_FAILED = ("runlist-failed", "unexpected-state", "ioctl-failed", "shim-error",
+                   "driver-timeout", "aie-error", "restart-failed")
 
 
 def _each(out: Findings, ev: Evidence, rows: tuple[tuple[str, int, str], ...]) -> None:
@@ -66,6 +70,28 @@ def device_answered(ev: Evidence) -> list[Cite]:
     return cites
 
 
+def unwound_after_firmware(ev: Evidence, found: list[Sign]) -> bool:
+    """Whether every one of `found` comes after a firmware failure in the same log (the
+    driver unwinding its start-up), and there is one at least."""
+    firsts: dict[str, int] = {}
+    for sign in signs(ev, *FIRMWARE_FAILED):
+        if sign.cite.line is not None:
+            firsts[sign.cite.file] = min(firsts.get(sign.cite.file, sign.cite.line),
+                                         sign.cite.line)
+    return bool(found) and all(s.cite.file in firsts and s.cite.line is not None
+                               and s.cite.line > firsts[s.cite.file] for s in found)
+
+
+def _first_error_of_start(ev: Evidence) -> Sign | None:
+    """A firmware failure that is its log's first failure line (what follows unwinds)."""
+    for report in ev.reports:
+        failing = sorted((s for s in report.signs if s.failure and s.cite.line is not None),
+                         key=lambda s: s.cite.line or 0)
+        if failing and failing[0].kind in FIRMWARE_FAILED and len(failing) > 1:
+            return failing[0]
+    return None
+
+
 def judge_firmware_mismatch(ev: Evidence) -> Findings:
     out = Findings()
     refused = signs(ev, "firmware-refused")
@@ -76,6 +102,10 @@ def judge_firmware_mismatch(ev: Evidence) -> Findings:
                                           "or its alive check failed)"),
         ("firmware-too-old", SUPPORT, "FastFlowLM's check refused the firmware version (it "
                                       "needs 1.1 or later)")))
+    first = _first_error_of_start(ev)
+    if first is not None:
+        out.add(FOR, SUPPORT, "the firmware's failure is the first error of the driver's "
+                "start: the lines after it are the driver unwinding", first.cite)
     for hit in defect_hits(ev):
         if hit.line is not None and any(hit.defect.shown_in(s.cite.value) for s in refused):
             out.add(AGAINST, SUPPORT, f"the refusal is a known defect of the release, fixed "
@@ -89,102 +119,19 @@ def judge_firmware_mismatch(ev: Evidence) -> Findings:
     return out
 
 
-@dataclass(frozen=True)
-class DefectHit:
-    """A known defect whose component's version a machine shows, and the line that shows
-    its symptom (None: no symptom seen)."""
-
-    defect: KnownDefect
-    version: Cite
-    line: Cite | None
-
-
-def component_version(machine: Machine, component: str) -> tuple[str, Cite] | None:
-    """The version of `component` a machine shows (amdxdna-mainline: its kernel, unless the
-    driver is a DKMS build; the DKMS flavours: the package's version)."""
-    def fact(factor: str) -> tuple[str, Cite] | None:
-        found = machine.facts.get(factor)
-        return (found.value, found.cite) if found else None
-    driver = fact("driver")
-    dkms = driver is not None and ("DKMS" in driver[0] or "_" in driver[0])
-    if component == "amdxdna-mainline":
-        built_in = machine.flavour is None or is_flavour(machine.flavour, dkms=False)
-        return fact("kernel") if built_in and not dkms else None
-    if component in ("amdxdna-staging", "amdxdna-legacy"):
-        tree = DRM if component == "amdxdna-staging" else LEGACY
-        wanted = machine.flavour is None or is_flavour(machine.flavour, dkms=True, tree=tree)
-        return driver if dkms and wanted else None
-    return fact({"xrt": "xrt", "firmware": "firmware", "fastflowlm": "flm"}[component])
-
-
-def defect_hits(ev: Evidence) -> list[DefectHit]:
-    hits = []
-    for machine in machines(ev.reports)[0]:
-        for defect in known_defects():
-            found = component_version(machine, defect.component)
-            if found is None or not defect.affects_version(found[0]):
-                continue
-            line = next((Cite(o.file, where, quote(text), number) for o in machine.observed
-                         for where, number, text in o.lines if defect.shown_in(text)), None)
-            if line is None and defect.symptoms and machine.flavour is None and \
-                    defect.component == "amdxdna-mainline":
-                continue        # the flavour is not known: only the symptom would tell it
-            hits.append(DefectHit(defect, Cite(found[1].file, found[1].field,
-                                               f"{defect.component} {found[0]}",
-                                               found[1].line), line))
-    return hits
-
-
-def judge_driver_bug(ev: Evidence) -> Findings:
-    out = Findings()
-    found = machines(ev.reports)[0]
-    if not any(m.facts.get(f) for m in found for f in ("kernel", "driver", "xrt", "firmware",
-                                                          "flm")):
-        out.untested = ("no file shows a version of the kernel, the driver, XRT, the "
-                        "firmware or FastFlowLM to hold against the known defects")
-        return out
-    for hit in defect_hits(ev):
-        defect = hit.defect
-        if hit.line is not None:
-            out.add(FOR, STRONG, f"{defect.id}: {defect.summary} This release is affected "
-                    f"({defect.affects_text}) and the line shows it", hit.version, hit.line)
-            out.add(FOR, SUPPORT, f"a later release fixes it: {defect.fixed_in} "
-                    f"({defect.source})", hit.version)
-        elif not defect.symptoms:
-            out.add(FOR, WEAK, f"{defect.id}: this release is affected "
-                    f"({defect.affects_text}; fixed in {defect.fixed_in}), a defect that shows "
-                    f"no line of its own: {defect.summary}", hit.version)
-    return out
-
-
-def driver_bug_experiment(ev: Evidence) -> str:
-    hits = sorted(defect_hits(ev), key=lambda h: h.line is None)
-    if not hits:
-        return ("runlist-harness probe (the versions of the driver, XRT and the firmware), "
-                "then diagnose again with its report")
-    defect = hits[0].defect
-    install = {"amdxdna-mainline": f"boot Linux {defect.fixed_in} or later (or install the "
-                                   "DKMS driver, amd/xdna-driver)",
-               "amdxdna-staging": f"install amdxdna {defect.fixed_in} (DKMS)",
-               "amdxdna-legacy": f"install amdxdna {defect.fixed_in} (DKMS)",
-               "xrt": f"install XRT {defect.fixed_in} or later",
-               "firmware": f"install NPU firmware {defect.fixed_in}",
-               "fastflowlm": f"install FastFlowLM {defect.fixed_in} or later"}[defect.component]
-    return (f"{install} (this changes the machine), then runlist-harness probe and "
-            f"reproduce_ert_timeout: the failure goes with the release ({defect.id}, "
-            f"{defect.source})")
-
-
 def judge_iommu(ev: Evidence) -> Findings:
     out = Findings()
     _first(out, FOR, STRONG, signs(ev, "sva-failed"), "binding the process's memory to the "
            "NPU failed (SVA, PASID or the IOMMU group)")
     faults = signs(ev, "iommu-page-fault")
     if faults:
-        out.add(FOR, STRONG if len(faults) >= STORM else SUPPORT,
+        # faults alone: the device reached what no one mapped for it (the module docstring)
+        out.add(FOR, SUPPORT if len(faults) >= STORM else WEAK,
                 f"the IOMMU logged {len(faults)} IO_PAGE_FAULT" + ("s: a storm"
                                                                    if len(faults) >= STORM
-                                                                   else ""), faults[0].cite)
+                                                                   else "") +
+                " from the NPU: addresses not mapped for it (the driver's or the work's "
+                "mapping, or the IOMMU's setup)", faults[0].cite)
     off = [s for s in signs(ev, "iommu-mode") if "=off" in str(s.facts.get("setting"))]
     _first(out, FOR, SUPPORT, off, "the kernel command line turns the IOMMU off, and the "
            "driver binds each process's memory through it (SVA)")
@@ -201,6 +148,11 @@ def judge_power_management(ev: Evidence) -> Findings:
                                            "command"),
                     ("suspend-resume-failed", STRONG, "suspending or resuming the NPU (or its "
                                                       "firmware) failed")))
+    power = signs(ev, "smu-failed", "suspend-resume-failed")
+    if unwound_after_firmware(ev, power):
+        out.add(AGAINST, STRONG, "the SMU's refusals come after the firmware failed to come up "
+                "in the same log: the driver powering the NPU off on its way out of its start",
+                signs(ev, *FIRMWARE_FAILED)[0].cite, power[0].cite)
     for sleep in signs(ev, "system-suspend"):
         after = [s for r in ev.reports if r.file == sleep.cite.file for s in r.signs
                  if s.failure and (s.cite.line or 0) > (sleep.cite.line or 0)]
@@ -223,11 +175,13 @@ def judge_device_access(ev: Evidence) -> Findings:
         if signs(ev, kind):
             _first(out, FOR, weight, signs(ev, kind), text)
             weight = WEAK
-    firmware = signs(ev, "firmware-refused", "firmware-missing", "firmware-boot-failed")
-    if firmware and signs(ev, "no-device", "driver-probe-failed") and \
+    _first(out, FOR, SUPPORT, signs(ev, "ioctl-not-permitted"), "an ioctl was refused to this "
+           "user: the driver gives it to root only (the device node itself was open)")
+    stopped = signs(ev, *START_FAILED)
+    if stopped and signs(ev, "no-device", "driver-probe-failed") and \
             not signs(ev, "permission-denied", "hypervisor", "plugin-missing"):
-        out.add(AGAINST, STRONG, "the driver stopped at its firmware, so no device follows "
-                "from that, not from access", firmware[0].cite)
+        out.add(AGAINST, STRONG, f"the driver stopped at {START_FAILED[stopped[0].kind]} in "
+                "its start, so no device follows from that, not from access", stopped[0].cite)
     answered = device_answered(ev)
     if answered and out.supported:
         out.add(AGAINST, STRONG, "the NPU was opened and ran commands", answered[0])
@@ -238,70 +192,30 @@ def judge_host_memory(ev: Evidence) -> Findings:
     out = Findings()
     _each(out, ev, (("host-map-failed", STRONG, "the driver could not pin or map host memory "
                                                 "for the NPU"),
-                    ("buffer-alloc-failed", STRONG, "a buffer could not be allocated (or the "
-                                                    "shim refused it)"),
+                    ("memlock-refused", STRONG, "the kernel refused a locked mapping "
+                                                "(EAGAIN): the process's memlock limit is "
+                                                "below it"),
                     ("oom", SUPPORT, "the kernel's out-of-memory killer ended a process")))
+    buffers = signs(ev, "buffer-alloc-failed")
+    short = [s for s in buffers if s.facts.get("errno") is None
+             or -abs(int(s.facts["errno"])) in SHORT_OF_MEMORY]
+    _first(out, FOR, STRONG, short, "a buffer could not be allocated (or the shim refused it)")
+    invalid = [s for s in buffers if s not in short]
+    if invalid and not short:
+        _first(out, FOR, SUPPORT, invalid, f"a buffer was refused as not one the driver takes "
+               f"(err={invalid[0].facts.get('errno')}): a limit on its size or its kind, not "
+               "memory the stack lacked")
     # a low memlock limit is a condition, not a failure: it bites where a buffer or the
     # heap's mmap is refused, at set-up; where the device ran the commands and nothing
     # about memory failed, the failure came later and the limit says nothing of it
-    memory_failed = signs(ev, "host-map-failed", "buffer-alloc-failed", "oom")
+    memory_failed = signs(ev, "host-map-failed", "buffer-alloc-failed", "memlock-refused",
+                          "oom")
     if memory_failed or any(a.setup_failed for a in ev.arms) or not device_answered(ev):
         _first(out, FOR, SUPPORT, signs(ev, "memlock-low"), "the memlock limit is below what "
                "the engine needs (100 MiB for FastFlowLM)")
-    return out
-
-
-def context_demand(ev: Evidence) -> tuple[int, int, Cite] | None:
-    """The run's own demand for contexts, the device's limit, and where the demand was
-    read, from the first report that refused a context and knows both."""
-    for report in ev.reports:
-        refused = [a for a in report.arms if context_refused(a)]
-        if refused and report.contexts:
-            npu = (report.stack.npu.value if report.stack.npu else "").lower()
-            limit = NPU1_CONTEXTS if "npu1" in npu or "phoenix" in npu else CONTEXTS
-            return report.contexts, limit, report.cite("artifacts.xclbins", f"{report.contexts} "
-                                                       "xclbins, a context each")
-    return None
-
-
-def resources_of_demand(out: Findings, ev: Evidence) -> None:
-    """What the run's own demand for contexts says of `resources` (the boundary with
-    `contention`, above)."""
-    demand = context_demand(ev)
-    if demand is not None:
-        asked, limit, cite = demand
-        if asked > limit:
-            out.add(FOR, STRONG, f"the run asks {asked} contexts and the device gives "
-                    f"{limit}: its own demand meets the limit", cite)
-        else:
-            out.add(AGAINST, STRONG, f"the run asks {asked} contexts and the device gives "
-                    f"{limit}: its own demand cannot use them up", cite)
-        return
-    if not any(context_refused(a) for a in ev.arms):
-        _first(out, FOR, SUPPORT, signs(ev, "context-unavailable"), "a hardware context was "
-               "refused with none left (whose demand used them up the files do not say)")
-
-
-def judge_contention(ev: Evidence) -> Findings:
-    out = Findings()
-    demand = context_demand(ev)
-    if demand is not None:
-        asked, limit, cite = demand
-        if asked <= limit:
-            out.add(FOR, STRONG, f"a context was refused though the run asks {asked} and "
-                    f"the device gives {limit}: other clients held the rest", cite)
-            _first(out, FOR, SUPPORT, signs(ev, "context-unavailable"), "the driver or the "
-                   "firmware said no context was left to give")
-    else:
-        refused = signs(ev, "context-unavailable")
-        _first(out, FOR, SUPPORT, refused, "a hardware context was refused with none left "
-               "(whose demand used them up the files do not say)")
-    _first(out, FOR, SUPPORT, signs(ev, "other-holders"), "other processes held the NPU or "
-           "the GPU's compute node during the run")
-    _first(out, FOR, WEAK, signs(ev, "gpu-fault"), "the GPU's driver reported a hang or reset "
-           "beside the NPU run")
-    _first(out, AGAINST, SUPPORT, signs(ev, "no-other-holders"), "the probe saw no other "
-           "process holding the NPU")
+    _first(out, AGAINST, STRONG, signs(ev, "unsupported-path"), "the driver says why it "
+           "refused: its build does not take the request on this platform, whatever memory "
+           "there is")
     return out
 
 
@@ -318,6 +232,11 @@ def judge_wrong_binary(ev: Evidence) -> Findings:
         if ("npu1" in model.lower() or "phoenix" in model.lower()) and "NPU2" in npu:
             out.add(FOR, STRONG, f"a pack built for XDNA 2 ({npu}) on an XDNA 1 NPU ({model})",
                     machine.facts["model"].cite)
+        elif "NPU2" in npu and not model and (refused := signs(ev, "context-unavailable",
+                                                              "context-refused")):
+            out.add(FOR, WEAK, f"a context was refused for a pack built for XDNA 2 ({npu}), "
+                    "and no file shows this NPU's generation (an XDNA 1 NPU cannot take it)",
+                    machine.facts["model"].cite, refused[0].cite)
     done = [a for a in ev.arms if a.workload == WORK and a.completed]
     if done and out.supported:
         out.add(AGAINST, SUPPORT, "runs of the case's own commands completed on this device",
@@ -347,3 +266,20 @@ def refusal_states(out: Findings, ev: Evidence) -> None:
     if [s for s in failed if s.facts.get("state") == "TIMEOUT"]:
         _first(out, AGAINST, SUPPORT, signs(ev, "driver-timeout"), "the driver timed the job "
                "out: it waited for a hang to be noticed, nothing refused it at once")
+
+
+def server_path(out: Findings, ev: Evidence) -> bool:
+    """What plain artefacts say of a server that failed where no serve-probe report ran:
+    a client that could not reach it (for `not-npu-path`: no NPU answered), FastFlowLM
+    stopping its own server, and against it whatever the NPU path reported failing. False
+    when no file shows a server's failure."""
+    unreachable = signs(ev, "server-unreachable")
+    if not unreachable:
+        return False
+    out.add(FOR, SUPPORT, "a client could not reach the server, which was no longer serving: "
+            "the request failed before any NPU could answer it", unreachable[0].cite)
+    _first(out, FOR, SUPPORT, signs(ev, "server-stopped"), "FastFlowLM stopped its own server "
+           "(it leaves its serve loop so when told to exit), with no XRT state or driver line")
+    _first(out, AGAINST, STRONG, signs(ev, *NPU_PATH_FAILED), "XRT or the driver reported a "
+           "failure of the NPU path too")
+    return True

@@ -26,6 +26,7 @@ def fill_stack(observed: Observed, doc: dict[str, Any], header: ReportHeader) ->
                                            or env.npu.ioctl.driver_version) if v)
         stack.set("driver", driver, observed.cite("environment.driver", driver))
         stack.flavour = str(env.driver.flavour) if env.driver.flavour else None
+        stack.module = str(env.driver.module) if env.driver.module else None
         firmware = env.npu.firmware
         stack.set("firmware", firmware, observed.cite("environment.npu.firmware", firmware))
         xrt = section(backend.raw.get("xrt")).get("release") or env.xrt.pyxrt.xrt_version

@@ -87,6 +87,9 @@ SIGNS: dict[str, SignKind] = {
     "ioctl-failed": SignKind("an amdxdna ioctl the XDNA shim issued failed, with its errno"),
     "shim-error": SignKind("the XDNA shim refused an operation, with its errno"),
     "exception": SignKind("the application stopped on an error that carries no XRT text"),
+    "xrt-error": SignKind("XRT reported an error in a message of its own ([tag] ERROR: ...)"),
+    "device-answered": SignKind("the check after the run found the device answering (a NOOP "
+                                "run on a fresh context completed)", False),
     "app-crash": SignKind("the application crashed or was killed (a signal, a core dump)"),
     "driver-timeout": SignKind("the driver's timeout lines: TDR timeout, no progress, the "
                                "firmware's timeout capture, a context dump"),
@@ -99,6 +102,11 @@ SIGNS: dict[str, SignKind] = {
                                "restart's create, map or configure failed; a legacy context "
                                "dead): the device stays wedged, later runs say nothing of "
                                "the runlist"),
+    "context-dead": SignKind("a submit refused -EIO: the legacy driver could not connect the "
+                             "context to the firmware (at its first job, or again after a "
+                             "hang) and refuses every submit on it"),
+    "device-wedged": SignKind("the device stayed wedged: trials began on it, or the "
+                              "recovery check after a failed trial found it so"),
     "validate-failed": SignKind("an xrt-smi validate test failed"),
     "runlist-test-failed": SignKind("xrt-smi validate's deep-runlist test "
                                     "(runlist-latency/-throughput, cmd-chain-*) failed"),
@@ -120,6 +128,8 @@ SIGNS: dict[str, SignKind] = {
     "system-suspend": SignKind("the system suspended and resumed during the log", False),
     "no-device": SignKind("no NPU device was found (no node, XRT sees no device)"),
     "permission-denied": SignKind("the NPU's device node could not be opened: permission"),
+    "ioctl-not-permitted": SignKind("an ioctl the driver gives root only was refused to this "
+                                    "user (the device node itself was open)"),
     "hypervisor": SignKind("the driver refuses to run under a hypervisor"),
     "driver-probe-failed": SignKind("the driver did not bind to the NPU (probe failed)"),
     "plugin-missing": SignKind("XRT could not load its XDNA driver plug-in"),
@@ -129,11 +139,22 @@ SIGNS: dict[str, SignKind] = {
                                "not make (the program's request, not memory)"),
     "host-map-failed": SignKind("the driver could not pin or map host memory for the NPU"),
     "memlock-low": SignKind("the memlock limit is below what the engine needs", False),
+    "memlock-refused": SignKind("the kernel refused a locked mapping (EAGAIN): past the "
+                                "process's memlock limit"),
+    "unsupported-path": SignKind("the driver refused a request its build does not support "
+                                 "on this platform (the device heap on its CMA path)"),
     "oom": SignKind("the kernel's out-of-memory killer ended a process"),
     "context-unavailable": SignKind("a hardware context was refused: none left to give"),
+    "context-refused": SignKind("the driver refused to create a hardware context, with an "
+                                "errno that does not say whether none was left or the request "
+                                "was one it does not take (-EINVAL)"),
     "other-holders": SignKind("other processes hold the NPU or the GPU's compute node",
                               False),
     "no-other-holders": SignKind("the probe saw no other process holding the NPU", False),
+    "server-unreachable": SignKind("a client could not reach its server, or the server "
+                                   "dropped the connection"),
+    "server-stopped": SignKind("FastFlowLM left its serve loop and stopped its server",
+                               False),
     "gpu-fault": SignKind("the GPU's driver reported a hang or reset beside the NPU run",
                           False),
     "wrong-columns": SignKind("a partition did not fit the device's columns"),
@@ -178,6 +199,7 @@ class StackFacts:
     facts: dict[str, Fact] = field(default_factory=dict)
     npu: Fact | None = None
     flavour: str | None = None       # a driver flavour row's name, where the file tells it
+    module: str | None = None        # the driver module's name its lines or probe show
     identity: str | None = None
     label: str | None = None
 
@@ -224,6 +246,11 @@ class Arm:
     wedged: int = 0
     wedged_state: str | None = None
     changed: dict[str, Any] | None = None   # the machine changed for it (investigate)
+    # the driver's timer these trials ran under, where it differs by plan (an outcomes
+    # table's timer column; None: the file's), and whether it was only "longer than" it
+    timers: Timers | None = None
+    timer_s: float | None = None
+    timer_longer: bool = False
     machine: str | None = None     # the machine an outcomes row names
     model: str | None = None       # the model an outcomes row names
     line: int | None = None        # the outcomes row's line (artefacts)
@@ -309,6 +336,7 @@ class Observed:
     signs: list[Sign] = field(default_factory=list)
     stack: StackFacts = field(default_factory=StackFacts)
     contexts: int | None = None    # the hardware contexts the run asks (one per xclbin)
+    capture: str | None = None     # an XRT capture of the engine beside it (its folder)
     # the texts a known defect's symptoms are looked for in: (field, line, text)
     lines: list[tuple[str, int | None, str]] = field(default_factory=list)
 

@@ -5,6 +5,8 @@ its content (never by the file's name):
 - `outcomes_table`: the typed outcomes table a user writes (per depth or per attempt);
 - `flm_json`: FastFlowLM's JSON error body and `flm validate --json`;
 - `smi_examine`, `smi_validate`: `xrt-smi examine` and `xrt-smi validate`;
+- `xrt_console`: XRT's console header and messages (xrt-smi's that stopped before its
+  report, or any program's);
 - `flm_console`: `flm serve`, `flm run` and `flm validate` on the console;
 - `kernel_log_text`: `dmesg` (plain, -T, -r, -x), `journalctl -k`, bare driver lines;
 - `xrt_exception`: XRT's exception text from C++ (terminate, what()) or Python;
@@ -31,6 +33,7 @@ from harness.report.diagnosis.artefacts import (
     outcomes_table,
     smi_examine,
     smi_validate,
+    xrt_console,
     xrt_exception,
 )
 from harness.report.diagnosis.artefacts.artefact_text import ArtefactText, load_text
@@ -39,7 +42,8 @@ from harness.report.header import DriverTimer, Timers
 from harness.report.timing import classify
 
 PARSERS: tuple[ModuleType, ...] = (flm_json, outcomes_table, smi_examine, smi_validate,
-                                   flm_console, kernel_log_text, xrt_exception, app_console)
+                                   xrt_console, flm_console, kernel_log_text, xrt_exception,
+                                   app_console)
 KINDS = tuple(parser.KIND for parser in PARSERS)
 WHAT_IS_READ = ("a harness report, a kernel log (dmesg, journalctl -k), FastFlowLM's "
                 "output or JSON error, xrt-smi examine or validate, XRT's exception text, "
@@ -73,12 +77,29 @@ def read_artefact(path: str | Path) -> Observed | Unread:
                                 + "".join(f"; {note}" for note in claim.notes))
     if not observed.read_as:
         return Unread(text.file, f"none of its {lines} lines is {WHAT_IS_READ}")
+    if free:
+        # what no parser took is named, never dropped unsaid
+        observed.read_as.append(f"{len(free)} line" + ("s" if len(free) != 1 else "")
+                                + f" not read ({line_ranges(sorted(free))})")
     if text.cut:
         observed.read_as.append(text.cut)
     observed.lines = [("line", i + 1, line) for i, line in enumerate(text.lines)
                       if line.strip()]
     _timers(observed, text)
     return observed
+
+
+def line_ranges(indices: list[int], most: int = 6) -> str:
+    """0-based line indices as 1-based ranges: "line 4", "lines 1-3, 7"."""
+    ranges: list[list[int]] = []
+    for index in indices:
+        if ranges and index == ranges[-1][1] + 1:
+            ranges[-1][1] = index
+        else:
+            ranges.append([index, index])
+    shown = [f"{a + 1}" if a == b else f"{a + 1}-{b + 1}" for a, b in ranges[:most]]
+    more = ", ..." if len(ranges) > most else ""
+    return ("line " if len(indices) == 1 else "lines ") + ", ".join(shown) + more
 
 
 def flavour_of_drm(driver: str | None, kernel: str | None) -> str | None:
@@ -110,4 +131,5 @@ def _timers(observed: Observed, text: ArtefactText) -> None:
         latest_s=build.worst_seconds, source=f"the {build.flavour} driver on Linux {kernel}, "
                                              f"as {text.file} shows them"))
     for arm in observed.arms:
-        arm.ttf = [(ms, classify(ms, observed.timers)) for ms, _ in arm.ttf]
+        if arm.timers is None:       # a row's own timer classified its times already
+            arm.ttf = [(ms, classify(ms, observed.timers)) for ms, _ in arm.ttf]

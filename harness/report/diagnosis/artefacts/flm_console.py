@@ -2,7 +2,8 @@
 
 FastFlowLM prints ``[HEADER]  message`` (`header_print` and its coloured variants in
 ROCm/FastFlowLM `src/include/utils/debug_utils.hpp`: the header in brackets, two spaces,
-the message; `header_print_r` in red on stderr). `flm validate` (`sanity_check_npu_stack`,
+the message (one, where a web page showing the paste collapsed them); `header_print_r` in
+red on stderr). `flm validate` (`sanity_check_npu_stack`,
 `src/src/main.cpp`) prints ``[Linux]  Kernel: <release>`` (``Kernel Version:`` in its
 first releases), ``[Linux]  NPU: /dev/accel/accel0 with 8 columns`` (earlier ``Found AMD
 NPU at``), ``[Linux]  NPU FW Version: 1.1.2.64``, ``[Linux]  amdxdna version: 0.6`` (the
@@ -11,8 +12,9 @@ infinity``, ``raised to N MB``), and its refusals as ``[ERROR]  ...``; a failed 
 ``[ERROR]  Error code: -1 on /dev/accel/accelN`` followed by perror's ``Failed to get
 firmware version: <strerror>``. `flm serve`/`flm run` print ``[FLM]  Loading model:
 <folder>``, ``FLM v<version>`` for `--version`, and errors as ``[ERROR]  Failed to load
-model: <what()>`` or ``Error: <what()>``. Only the last part of a model folder is kept
-(the rest is the user's path).
+model: <what()>`` or ``Error: <what()>``, and ``[FLM]  Stopping server...`` when `flm
+serve` leaves its serve loop (told to exit: `main.cpp` before a0306cd, 2026-03). Only the
+last part of a model folder is kept (the rest is the user's path, `/` or Windows' `\\`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from harness.report.diagnosis.vocabulary import Fact, Observed
 
 KIND = "flm-output"
 MEMLOCK_NEEDED_MB = 100          # flm validate raises a limit below 100 MiB (main.cpp)
+# two spaces as FastFlowLM prints it, or one where a thread's page collapsed them
 _HEADER = re.compile(r"^\s*\[(?P<header>FLM|Linux|Windows|ERROR|Error|error|Warning|WARNING|"
-                     r"warning|info)\]  (?P<message>.*)$")
+                     r"warning|info)\]  ?(?P<message>\S.*)$")
 _OWN = ("FLM", "Linux", "Windows")
 _VERSION = re.compile(r"^\s*FLM v(?P<version>\d[\w.\-]*)\s*$|^\s*\{\s*\"version\":\s*\""
                       r"(?P<json>\d[\w.\-]*)\"\s*\}\s*$")
@@ -43,6 +46,8 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _NPU = re.compile(r"^NPU: (?P<node>/dev/accel/accel\d+) with (?P<cols>\d+) columns|"
                   r"^Found AMD NPU at (?P<found>/dev/accel/accel\d+)")
 _MEMLOCK = re.compile(r"^Memlock Limit: (?P<mb>\d+) MB")
+_STOPPING = re.compile(r"^Stopping server\.\.\.$")
+_FOLDERS = re.compile(r"[\\/]")
 
 
 def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | None:
@@ -60,12 +65,14 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
         for factor, pattern in _FACTS:
             fact = pattern.match(message)
             if fact:
-                value = fact["v"].rstrip("/").rsplit("/", 1)[-1] if factor == "model" \
+                value = _FOLDERS.split(fact["v"].rstrip("/\\"))[-1] if factor == "model" \
                     else ("DRM " + fact["v"] if factor == "driver" else fact["v"])
                 stack.set(factor, value, cite)
         npu = _NPU.match(message)
         if npu and stack.npu is None:
             stack.npu = Fact(f"{npu['cols']} columns" if npu["cols"] else "present", cite)
+        if match["header"] == "FLM" and _STOPPING.match(message):
+            observed.sign("server-stopped", cite)
         memlock = _MEMLOCK.match(message)
         if memlock and int(memlock["mb"]) < MEMLOCK_NEEDED_MB:
             observed.sign("memlock-low", cite, limit_mb=int(memlock["mb"]))
