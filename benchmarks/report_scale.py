@@ -10,8 +10,8 @@ round (min / median / max over the rounds; ratios taken round by round):
 - in-process sweeps of depths 1..256 and 1..1024 x 5 chunk sizes (3 trials per cell),
   each in a child process: its peak memory; target flat (the 1..1024 peak within 1.2x
   the 1..256 peak) and under 250 MiB (its report is about 290 MB);
-- reading each sweep's report back: `report check` and `report render` against the
-  baseline, a child that parses each journal line as JSON and nothing else (target: each
+- reading each sweep's report back: `report check`, `report render` and `diagnose`
+  against the baseline, a child that parses each journal line as JSON and nothing else (target: each
   within 3x of it), each with its peak memory (target: flat, the larger report's within
   1.2x the smaller's); and `load_report` in brief (what `sweep --replay` reads).
 
@@ -46,6 +46,8 @@ from harness.report.journal import ReportFile
 from harness.sources.load import load_case
 
 SIZES = (10, 100, 1_000, 10_000)
+# the commands a user runs on a report, each held to parsing its journal lines
+JUDGED_READERS = ("report check", "report render", "diagnose")
 MEASURED = 200                 # trials timed at each size
 CHUNKS = "1,4,8,16,32"
 
@@ -212,7 +214,7 @@ def main() -> None:
             reads.setdefault((name, depths), []).append((seconds, peak))
             return seconds
         names = ("parse each line (baseline)", "report check", "report render",
-                 "load in brief")
+                 "diagnose", "load in brief")
         alternate([lambda name=name, depths=depths: read(name, depths)
                    for depths in (mid, large) for name in names], rounds)
         base = bare_peak() / 2**20
@@ -243,9 +245,9 @@ def main() -> None:
             peak = [p for _, p in reads[(name, depths)]]
             versus = "" if name == names[0] else \
                 f", {spread(ratios(seconds, baseline))}x the baseline" + \
-                (" (target within 3x)" if name in ("report check", "report render") else "")
+                (" (target within 3x)" if name in JUDGED_READERS else "")
             flat = ""
-            if depths == large and name in ("report check", "report render"):
+            if depths == large and name in JUDGED_READERS:
                 smaller = [p for _, p in reads[(name, mid)]]
                 flat = f"; {spread(ratios(peak, smaller))}x its {mid} peak (target flat, " \
                        "within 1.2x)"

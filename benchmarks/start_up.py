@@ -1,8 +1,18 @@
-"""Where `reproduce_ert_timeout --no-isolate` spends its time, against a bare interpreter.
+"""Start-up against a bare interpreter, with and without the package's bytecode, and where
+`reproduce_ert_timeout --no-isolate` spends its time.
 
-Each figure is min / median / max over N fresh processes in this run, alternating with
-a bare interpreter (`python -c pass`, the baseline) so that both see the same load, and
-each ratio is taken against the bare interpreter of the same round:
+First, three commands as fresh processes, each round alternating with a bare interpreter
+(`python -c pass`, the baseline), each ratio taken against the same round's: the
+`reproduce_ert_timeout --help` and `runlist-harness --help` a new user types first, and a
+one-trial run (`run minicpm5-2b-decode --plan 42 --trials 1 --no-isolate`). Each runs
+from a copy of the package in a temporary folder with PYTHONDONTWRITEBYTECODE=1 (as some
+machines set it, this one included), twice: compiled in place as an install leaves it
+(`pip install .`, and `pip install -e .` through harness/app/install.py), and as sources
+alone, compiled again at every start (a checkout never installed, or edited since).
+Target: each under 5x the bare interpreter, with the bytecode.
+
+Then the breakdown, min / median / max over N fresh processes alternating with a bare
+interpreter:
 - the imports of the command's own modules (what `import harness.app.cli.run_cmd` loads);
 - the run: the trials, the report and the recipes beside it, with what the run imports
   as it goes (the simulator, on the simulated stack);
@@ -20,11 +30,15 @@ check that it runs)
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from figures import MIN_ROUNDS, alternate, ratios, spread
 
@@ -95,6 +109,62 @@ def bare(folder: str) -> float:
     return time.perf_counter() - started
 
 
+PROJECT = Path(__file__).resolve().parents[1]
+REPRODUCE_HELP = ["-c", "from harness.app.entry import reproduce; reproduce()", "--help"]
+HELP = ["-m", "harness", "--help"]
+ONE_TRIAL = ["-m", "harness", "run", "minicpm5-2b-decode", "--plan", "42", "--trials", "1",
+             "--no-isolate", "--out", "one.yaml", "--force"]
+COMMANDS = {"reproduce_ert_timeout --help": REPRODUCE_HELP, "runlist-harness --help": HELP,
+            "a one-trial run (--no-isolate)": ONE_TRIAL}
+
+
+def package_copy(folder: Path, compiled: bool) -> dict[str, str]:
+    """The package copied under `folder` (its cases where an install puts them), compiled
+    in place or not; the environment that runs it from there and writes no bytecode."""
+    shutil.copytree(PROJECT / "harness", folder / "harness",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(PROJECT / "cases", folder / "harness" / "cases")
+    if compiled:
+        compileall.compile_dir(str(folder / "harness"), quiet=2)
+    env = {**os.environ, "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1",
+           "XDG_CACHE_HOME": str(folder.parent / "cache")}
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    return env
+
+
+def timed(args: list[str], env: dict[str, str], folder: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, *args], cwd=folder, env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def start_up_figures(repeat: int) -> None:
+    """Each command's start against a bare interpreter, with and without the bytecode."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copies = {way: package_copy(Path(tmp) / way, way == "compiled")
+                  for way in ("compiled", "sources")}
+        run_in = Path(tmp)
+        timed(ONE_TRIAL, copies["compiled"], run_in)        # the stand-in pack, made once
+        sides = [lambda: timed(["-c", "pass"], copies["compiled"], run_in)]
+        for way in copies:
+            sides += [lambda args=args, way=way: timed(args, copies[way], run_in)
+                      for args in COMMANDS.values()]
+        figures = alternate(sides, repeat)
+    bare, rest = figures[0], figures[1:]
+    print(f"start-up, {len(bare)} alternating rounds, this run (min / median / max), each "
+          "from a copy of the package, PYTHONDONTWRITEBYTECODE=1:")
+    print(f"  bare interpreter (python -c pass)     {spread(bare, '.3f')} s")
+    for index, way in enumerate(("with the bytecode an install leaves", "from sources alone, "
+                                                                         "compiled at start")):
+        print(f"  {way}:")
+        for offset, name in enumerate(COMMANDS):
+            seconds = rest[index * len(COMMANDS) + offset]
+            target = "; target under 5x" if index == 0 else ""
+            print(f"    {name:<33} {spread(seconds, '.3f')} s   "
+                  f"({spread(ratios(seconds, bare), '.1f')}x the interpreter{target})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15, help="processes per figure (>= 3)")
@@ -102,6 +172,7 @@ def main() -> None:
     args = parser.parse_args()
     repeat = MIN_ROUNDS if args.quick else args.repeat
     extra = ["--trials", "1", "--no-control"] if args.quick else []
+    start_up_figures(repeat)
     children: list[dict] = []
 
     def one_child() -> float:

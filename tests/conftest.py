@@ -47,8 +47,14 @@ def _bytecode_for_child_processes(tmp_path_factory: pytest.TempPathFactory):
     compile the harness again from source: with PYTHONDONTWRITEBYTECODE set, as some
     machines set it, that was a third of every such process's start-up. Nothing is
     written beside the sources."""
+    # one folder for every parallel worker (pytest-xdist gives each a temp folder of its
+    # own, under one base): Python writes each cache file whole, under a name of its own
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = shared / "pycache"
+    cache.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path_factory.mktemp("pycache")))
+        patch.setenv("PYTHONPYCACHEPREFIX", str(cache))
         patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
         yield
 

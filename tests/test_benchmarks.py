@@ -1,5 +1,5 @@
-"""Every benchmark in benchmarks/ still runs: each in its quick mode, as a real process, all
-at once, so a rename in the harness cannot break one unseen. What they measure is theirs to
+"""Every benchmark in benchmarks/ still runs: each in its quick mode, as a real process, so a
+rename in the harness cannot break one unseen. What they measure is theirs to
 print; this checks only that each ran to its end and printed its figure lines."""
 
 from __future__ import annotations
@@ -54,22 +54,21 @@ def benchmark_scripts() -> list[str]:
                   if 'if __name__ == "__main__":' in p.read_text())
 
 
-def test_every_benchmark_runs_in_its_quick_mode(tmp_path):
+def test_every_benchmark_has_its_figure_line():
     if not BENCHMARKS.is_dir():
         pytest.skip(f"no benchmarks beside the tests ({BENCHMARKS})")
-    scripts = benchmark_scripts()
-    assert scripts == sorted(LAST_FIGURE)          # a new benchmark gets its line here
-    running = {name: subprocess.Popen([sys.executable, str(BENCHMARKS / name), "--quick"],
-                                      cwd=tmp_path, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True)
-               for name in scripts}
-    failed = []
-    for name, process in running.items():
-        out, err = process.communicate(timeout=300)
-        if process.returncode != 0 or not re.search(LAST_FIGURE[name], out):
-            failed.append(f"{name} --quick: exit {process.returncode}\n{out[-1500:]}"
-                          f"{err[-1500:]}")
-    assert not failed, "\n\n".join(failed)
+    assert benchmark_scripts() == sorted(LAST_FIGURE)     # a new benchmark gets its line here
+
+
+# one test a benchmark, so that parallel workers (pytest-xdist) share them out
+@pytest.mark.parametrize("name", sorted(LAST_FIGURE))
+def test_each_benchmark_runs_in_its_quick_mode(tmp_path, name):
+    if not (BENCHMARKS / name).is_file():
+        pytest.skip(f"no {name} beside the tests ({BENCHMARKS})")
+    done = subprocess.run([sys.executable, str(BENCHMARKS / name), "--quick"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and re.search(LAST_FIGURE[name], done.stdout), \
+        f"{name} --quick: exit {done.returncode}\n{done.stdout[-1500:]}{done.stderr[-1500:]}"
 
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"

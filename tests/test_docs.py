@@ -7,6 +7,7 @@ is installed."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 
@@ -102,6 +103,15 @@ def test_the_readme_is_a_front_page():
                         "## What it can and cannot tell you", "## Where to read on"]
     ci = (PROJECT / ".ci" / "run").read_text()
     assert "python3 -m pip install -e '.[test]' && python3 -m pytest -q" in ci
+
+
+def test_the_test_command_runs_the_tests_in_parallel():
+    """`python3 -m pytest -q` (the README's and CI's command) shares the tests out among a
+    worker per core: pytest-xdist is in the test extra and `-n auto` in pytest's options."""
+    project = (PROJECT / "pyproject.toml").read_text()
+    options = re.search(r'^addopts = "([^"]*)"', project, re.M)
+    assert options is not None and "-n auto" in options[1]
+    assert re.search(r'^    "pytest-xdist>=[\d.]+",', project, re.M)
 
 
 def ci_run(tmp_path, failing: str | None) -> tuple[int, list[str]]:

@@ -66,7 +66,7 @@ def test_copying_ahead_changes_no_byte_and_leaves_no_copy_for_later():
 
     def body() -> str:
         before = prefault.snapshot()
-        asked = prefault.copy_ahead(array("Q", [start, end]))
+        asked = prefault.copy_ahead(prefault.copy_plan(array("Q", [start, end])))
         if asked == 0:
             return "no MADV_POPULATE_WRITE here"
         owned = _pages_in(prefault.written_since(before), start, end)
@@ -85,3 +85,12 @@ def test_a_report_round_trips_and_ranges_merge(tmp_path):
     prefault.report(path, ranges)
     assert prefault.read_report(path) == ranges
     assert prefault.read_report(tmp_path / "none") is None
+
+
+def test_a_plan_keeps_only_private_writable_memory_and_says_it_as_lengths():
+    data, start, end = _buffer()
+    mapped = prefault.writable_ranges()
+    below = min(low for low, _ in mapped)
+    # a range that begins below every writable mapping and one in the buffer's pages
+    plan = prefault.copy_plan(array("Q", [0, below, start, end]))
+    assert list(plan) == [start, end - start]

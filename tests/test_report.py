@@ -76,6 +76,29 @@ def test_atomic_write_leaves_old_or_new_never_half(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["r.yaml"]      # no temp file left
 
 
+@pytest.mark.parametrize("sync_every_s, synced_before_finish", [(0.0, True), (0.5, False)])
+def test_a_batched_report_reaches_the_disk_at_its_end_a_hardware_one_at_each_write(
+        tmp_path, monkeypatch, sync_every_s, synced_before_finish):
+    """A hardware run's report is on disk after every write (a hang may take the machine);
+    a simulated run's (nothing simulated can) syncs its header rewrites, like its entries,
+    in batches, and is on disk once it finishes: atomic (a temp file renamed) either way."""
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    report = minimal_report()
+    handle = ReportFile.create(report, out=str(tmp_path / "r.yaml"), sync_every_s=sync_every_s)
+    handle.note("one")           # (a batch's first entry is synced at once)
+    synced.clear()
+    handle.rewrite()
+    assert bool(synced) is synced_before_finish
+    synced.clear()
+    handle.finish()
+    assert synced                                    # the last write is on disk either way
+    handle.close()
+    assert load_report(handle.path).finished
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == ["r.yaml"]
+
+
 def test_write_atomic_without_overwrite_refuses(tmp_path):
     path = tmp_path / "r.yaml"
     write_atomic(path, "mine\n")

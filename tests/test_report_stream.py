@@ -226,6 +226,37 @@ def test_the_column_check_accepts_nothing_the_walk_refuses(items):
     assert (check(items, runlists, root=root) == []) == (walked == [])
 
 
+TRIAL_KEYS = st.sampled_from(["index", "status", "state", "wall_ms", "seed", "started",
+                              "error", "runlists", "kernel_log", "time_to_failure", "other"])
+
+
+FIELD_VALUES = st.one_of(VALUES, st.sampled_from(["completed", "2026-12-07T12:49:25Z"]),
+                        st.lists(st.dictionaries(KEYS, VALUES, max_size=6), max_size=3))
+TRIALS = st.builds(lambda base, more: {**base, **more}, st.fixed_dictionaries({
+    "index": st.integers(-1, 3), "status": st.sampled_from(["completed", "failed", "x"]),
+    "runlists": st.just([]) | st.lists(st.builds(runlist, st.integers(-1, 2)), max_size=3)}),
+    st.dictionaries(TRIAL_KEYS, FIELD_VALUES, max_size=3))
+
+
+@settings(max_examples=400, deadline=None)
+@given(trial=TRIALS)
+def test_a_trial_checked_a_field_at_a_time_is_accepted_only_as_the_walk_accepts_it(trial):
+    root = report_schema()
+    walked: list = []                 # the walk alone, as without the fast path
+    _check(trial, trial_schema(root), root, ("t",), walked)
+    assert check(trial, trial_schema(root), ("t",), root) == walked
+
+
+def test_a_trial_of_plain_fields_is_accepted_a_field_at_a_time():
+    from harness.report.schema import _flat_items
+    root = report_schema()
+    trial = {"index": 0, "status": "completed", "wall_ms": 1.5, "seed": 7,
+             "started": "2026-12-07T12:49:25Z", "state": "COMPLETED",
+             "runlists": [runlist(0), runlist(1)]}
+    assert _flat_items(root, trial_schema(root)).accepts_one(trial)
+    assert not _flat_items(root, trial_schema(root)).accepts_one(dict(trial, seed=-1))
+
+
 def test_a_nan_first_in_a_column_does_not_hide_a_negative_after_it():
     root = report_schema()
     runlists = trial_schema(root)["properties"]["runlists"]
@@ -512,7 +543,8 @@ def test_a_header_dumped_in_parts_is_the_header_dumped_whole(header):
 
 
 def test_a_sweep_s_grid_is_saved_without_its_whole_node_graph(monkeypatch):
-    # the header of a 5,120-cell sweep is written a part of the grid at a time
+    # the header of a 5,120-cell sweep is written a part of its rows at a time; its cells
+    # are the journal's (v4), never the header's
     from harness.formats import yamlio
     from harness.report import fileformat
     report = Report("sweep", {}, {"kind": "sim", "simulated": True}, {}, {})
@@ -528,4 +560,5 @@ def test_a_sweep_s_grid_is_saved_without_its_whole_node_graph(monkeypatch):
         else ())) or real(data))
     text = fileformat.header_text(report)
     assert max(largest) <= yamlio.LIST_PART
-    assert load_yaml_text(text.split("\n" + "journal:")[0])["sweep"] == report.sections["sweep"]
+    assert load_yaml_text(text.split("\n" + "journal:")[0])["sweep"] == \
+        {k: v for k, v in report.sections["sweep"].items() if k != "cells"}

@@ -183,7 +183,7 @@ def _line_of(text: str, needle: str) -> int:
     (lambda t: t.replace('"runs": 42', '"runs": "forty-two"', 1),
      r"line {0}: plans\[0\]\.trials\[0\]\.runlists\[0\]\.runs: expected integer"),
     (lambda t: re.sub(r"^run_id: .*\n", "", t, flags=re.M), r"missing required key 'run_id'"),
-    (lambda t: t.replace("schema: xdna-runlist-harness/report/v3", "schema: other/v3"),
+    (lambda t: t.replace("schema: xdna-runlist-harness/report/v4", "schema: other/v3"),
      "unknown report schema 'other/v3'"),
     (lambda t: t.replace("\njournal:\n", "\n  : [broken\njournal:\n"), "not valid YAML"),
     (lambda t: t.rstrip("\n") + "\n- {not json, nor: [yaml\n", r"line \d+: not a journal entry"),
@@ -258,7 +258,7 @@ def test_a_short_reports_yaml_is_embedded_whole(tmp_path):
     assert summaries[-1] == "Full report (YAML)"
     details = re.findall(r"<details>(.*?)</details>", html, re.S)[-1]
     code = re.search(r'<code class="language-yaml">(.*?)</code>', details, re.S).group(1)
-    assert "schema: xdna-runlist-harness/report/v3" in code
+    assert "schema: xdna-runlist-harness/report/v4" in code
     assert load_yaml_text(code.replace("&lt;", "<").replace("&gt;", ">")
                           .replace("&quot;", '"').replace("&amp;", "&"))["run_id"]
 

@@ -2,7 +2,7 @@
 `from_settings`), used by new runs and continued ones alike, and what a continued report
 refuses is derived from it; the command line hands a run everything in one object
 (`RunRequest`) to one helper (`start_run`). So a new run setting lands in at most three
-files: its field in `RunOptions` (harness/execution/runner.py: recorded, read back, kept on
+files: its field in `RunOptions` (harness/execution/settings.py: recorded, read back, kept on
 resume; the commands' options are made from it), its use, and the docs; the schema takes
 any setting, and what the setting changes in a trial is that change's own."""
 
@@ -21,7 +21,7 @@ from harness.app.cli import main
 from harness.app.cli.options import RunRequest, declared_settings, kept_on_resume, start_run
 from harness.app.cli.run_cmd import reproduce, run
 from harness.app.cli.search_cmd import bisect, sweep
-from harness.execution.runner import RunOptions, Setting
+from harness.execution.settings import RunOptions, Setting
 from harness.report.fileformat import load_report
 from harness.sources.load import load_case
 
@@ -131,7 +131,7 @@ import json, re, sys
 from dataclasses import dataclass
 from pathlib import Path
 from click.testing import CliRunner
-import harness.execution.runner as running
+import harness.execution.settings as running
 
 @dataclass
 class WithWarmup(running.RunOptions):

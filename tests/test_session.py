@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -165,3 +167,78 @@ def test_warming_a_fork_server_never_touches_the_hardware():
         def __getattr__(self, name):
             raise AssertionError(f"the server touched pyxrt.{name}")
     warm(SimpleNamespace(), HardwareBackend(Untouchable()))     # returns before any use
+
+
+def test_a_fork_server_rehearses_on_the_documented_stack_and_no_trial_sees_it(tmp_path):
+    """warm() runs the trial's runlists on throw-away devices of the documented stack below
+    the profile (every hypothesis off, the virtual clock: a real-time hang there would block
+    the server, a seeded fault play out), counts no XRT frame, and a trial after it answers
+    exactly what a trial in a process that never warmed answers."""
+    from harness.execution import session
+    from harness.sim import control
+    from harness.sim.profiles import parse_profile
+
+    profile = "mainline,kernel:7.0,hang-at:3,flaky:0.5,seed:7"
+    base = parse_profile(profile + ",realtime").documented_base()
+    assert base.documented and not base.realtime and base.seed == 0
+    assert (base.flavour, base.kernel) == ("mainline", "7.0")
+    spec = spec_for(tmp_path, [42, 21])
+    cold = run_trial(spec, choose_backend("sim", profile))
+    warmed = choose_backend("sim", profile)
+    frames = session._runlists_executed
+    session.warm(spec, warmed, rehearsals=3)
+    assert control.current().profile == warmed.played.documented_base()
+    assert session._runlists_executed == frames
+    again = run_trial(spec, warmed)
+    assert again.runlists[0].state == "TIMEOUT"
+    def answered(result):                        # all but the host's own wall time
+        return [{k: v for k, v in o.to_json().items() if k != "wall_ms"}
+                for o in result.runlists]
+    assert answered(again) == answered(cold)
+
+
+def test_a_control_code_file_gone_or_changed_between_trials_is_made_again(tmp_path,
+                                                                          monkeypatch):
+    """A trial takes the control code's ELF the previous one found while the file stays as
+    it was, and has it made again when it is not: removed, or rewritten; and a cache
+    elsewhere (XDG_CACHE_HOME) gets a file of its own."""
+    from harness.execution import session
+    from harness.formats.elf_writer import control_code_file
+
+    monkeypatch.setattr(session, "_CONTROL_CODE_FILES", {})     # this test's trials only
+    spec = spec_for(tmp_path, [4])
+    spec.per_layer[0].flow = "elf"
+    backend = choose_backend("sim", "staging")
+    assert run_trial(spec, backend).status.value == "completed"
+    ((stream, _, _), (path, _, _)), = session._CONTROL_CODE_FILES.items()
+    assert str(control_code_file(stream)) == path
+    for change in ("remove", "rewrite"):
+        if change == "remove":
+            os.unlink(path)
+        else:
+            with open(path, "wb") as out:
+                out.write(b"not an ELF")
+        result = run_trial(spec, backend)
+        assert result.status.value == "completed", (change, result.error)
+        assert control_code_file(stream).read_bytes()[:4] == b"\x7fELF"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere"))
+    assert run_trial(spec, backend).status.value == "completed"
+    assert list((tmp_path / "elsewhere").rglob("*.elf"))
+
+
+def test_the_simulated_binding_reads_an_elf_file_again_once_it_changed(tmp_path):
+    """pyxrt.elf(path) reads the file (elf_impl): its parse is kept only while the file's
+    size and time stay the same, so a file rewritten reads as what it now holds."""
+    import harness.sim.pyxrt as pyxrt
+    from harness.formats.elf_writer import control_code_elf
+
+    path = tmp_path / "k.elf"
+    path.write_bytes(control_code_elf(nop_stream(4)))
+    assert pyxrt.elf(str(path))._parsed() is pyxrt.elf(str(path))._parsed()
+    path.write_bytes(b"garbage, and longer than nothing")
+    try:
+        pyxrt.elf(str(path))
+    except RuntimeError as err:
+        assert "not a valid ELF" in str(err)
+    else:
+        raise AssertionError("a file no longer an ELF was read as the old one")

@@ -51,6 +51,16 @@ def test_help_lists_every_command_without_loading_them():
     assert heavy(modules_after("--help")) == []
 
 
+@pytest.mark.parametrize("command", ["run", "reproduce", "sweep", "bisect"])
+def test_a_run_command_s_help_loads_nothing_that_runs_trials(command):
+    """Its options are made from the settings' declarations (harness.execution.settings):
+    neither the runner, the backends, the report's writer nor the cases' YAML reader loads
+    to print them."""
+    loaded = modules_after(command, "--help")
+    assert heavy(loaded) == []
+    assert not {"harness.report.journal", "harness.sources.case", "yaml"} & loaded
+
+
 def test_report_render_loads_neither_numpy_nor_the_simulator():
     from pathlib import Path
     fixture = Path(__file__).parent / "fixtures" / "reports" / "v1-run.yaml"

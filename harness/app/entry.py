@@ -26,17 +26,29 @@ def _early_stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(TERMINATED)
 
 
+class ModulesLoading:
+    """A block that loads modules, run with the cyclic garbage collector paused: loading
+    them makes tens of thousands of objects that live as long as the process, which
+    collections meanwhile walk again and again with nothing to free; they are then frozen
+    (`gc.freeze`), so that later collections skip them too. `reproduce_ert_timeout
+    --no-isolate` spent about a fifth of a bare interpreter's start-up in collections
+    before, a fortieth after (`benchmarks/start_up.py` prints it). A command loads what
+    it runs in one such block (`harness.app.cli.run_cmd`)."""
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        gc.freeze()
+        if self.enabled:
+            gc.enable()
+
+
 def load_command(command_name: str | None) -> click.Command:
     """The click command `command_name` (the group for None), its modules loaded with the
-    cyclic garbage collector paused. Loading them makes tens of thousands of objects that
-    live as long as the process, which collections meanwhile walk again and again with
-    nothing to free; they are then frozen (`gc.freeze`), so that later collections skip
-    them too. `reproduce_ert_timeout --no-isolate` spent about a fifth of a bare
-    interpreter's start-up in collections before, a fortieth after
-    (`benchmarks/start_up.py` prints it)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    collector paused (`ModulesLoading`)."""
+    with ModulesLoading():
         import click
 
         from harness.app.cli import main
@@ -46,10 +58,6 @@ def load_command(command_name: str | None) -> click.Command:
         if command is None:
             raise LookupError(f"no command {command_name!r} in runlist-harness")
         return command
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 def _invoke(args: list[str], prog_name: str, command_name: str | None) -> int:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from harness.execution.settings import KINDS
 from harness.logs.driver_lines import trial_entry
 from harness.logs.kernel_log import reading_of
 from harness.model.drivers import FLAVOURS, driver_build, slowest_seconds, timeout_seconds
@@ -43,7 +44,6 @@ if TYPE_CHECKING:          # the simulator loads only when the simulated backend
     from harness.sim.profiles import Profile
 
 XRT_SUBMIT_SIZE = 24          # STACK.md 2: hard-wired in runlist_impl
-KINDS = ("auto", "xrt", "sim")
 
 
 class BackendKind(TextEnum):
@@ -352,6 +352,15 @@ class SimulatedBackend(PlaysAProfile, Backend):
 
     def device_clock(self) -> Callable[[], float] | None:
         return self._clock
+
+    def prepare_rehearsal(self) -> None:
+        """A fresh simulated device playing the documented stack below this profile (no
+        hypothesis, the virtual clock): what a fork server runs its rehearsals on, where
+        no hang can block and nothing of the profile's plays (`harness.execution.session`
+        `warm`)."""
+        from harness.sim import control
+        self._clock = control.configure(self.played.documented_base(),
+                                        latencies=self.latencies).clock.now
 
     def simulated_kernel_log(self, failed: bool) -> dict[str, Any] | None:
         from harness.sim import control

@@ -16,13 +16,13 @@ is copied ahead and a trial pays its copies itself.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import ctypes
 import functools
 import os
 import re
 from array import array
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +114,33 @@ def read_report(path: Path) -> array | None:
     return ranges if len(ranges) % 2 == 0 else None
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """What a fork server's spares copy: the pages of the last report (start, end pairs,
+    to which the next report adds), the plan that copies them here (`copy_plan`), and
+    which file it was read from (inode, mtime, size)."""
+
+    ranges: array
+    plan: array
+    stamp: tuple[int, int, int]
+
+
+def latest(path: Path, known: Ahead | None) -> Ahead | None:
+    """The pages the last report in `path` lists, read again only when the file changed
+    since `known` (a report comes once in many trials); `known` while there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return known
+    stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+    if known is not None and known.stamp == stamp:
+        return known
+    ranges = read_report(path)
+    if ranges is None:
+        return known
+    return Ahead(ranges, copy_plan(ranges), stamp)
+
+
 @functools.cache
 def libc_madvise() -> Any:
     """libc's madvise, looked up once (a fork server's children inherit it); None where
@@ -126,25 +153,37 @@ def libc_madvise() -> Any:
     return call
 
 
-def copy_ahead(ranges: array) -> int:
-    """Make this process's own copy of every page in `ranges` that lies in its private
-    writable memory, without changing a byte; the number of pages asked for (0 where the
-    kernel cannot: a trial then copies them as it writes them)."""
-    madvise = libc_madvise()
-    if madvise is None:
-        return 0
+def copy_plan(ranges: array) -> array:
+    """`ranges` (sorted start, end pairs) cut to this process's private writable memory,
+    as start, length pairs: worked out once in the fork server, whose children inherit
+    its mappings, so that a spare spends its time copying, not looking up mappings."""
+    plan = array("Q")
     mine = writable_ranges()
-    starts = [low for low, _ in mine]
-    asked = 0
+    at = 0
     for i in range(0, len(ranges) - 1, 2):
         start, end = ranges[i], ranges[i + 1]
-        # only what is mapped here, and writable: from the mapping holding `start` on
-        for low, high in mine[max(0, bisect.bisect_right(starts, start) - 1):]:
+        while at < len(mine) and mine[at][1] <= start:
+            at += 1
+        # from the mapping holding (or following) `start` on, up to `end`
+        for low, high in mine[at:]:
             if low >= end:
                 break
             first, last = max(start, low), min(end, high)
             if first < last:
-                if madvise(first, last - first, MADV_POPULATE_WRITE) != 0:
-                    return asked           # EINVAL: a kernel before 5.14
-                asked += (last - first) // PAGE
-    return asked
+                plan.extend((first, last - first))
+    return plan
+
+
+def copy_ahead(plan: array) -> int:
+    """Make this process's own copy of every page of `plan` (`copy_plan`'s start, length
+    pairs), without changing a byte; the number of pages asked for (0 where the kernel
+    cannot: a trial then copies them as it writes them)."""
+    madvise = libc_madvise()
+    if madvise is None:
+        return 0
+    asked = 0
+    for i in range(0, len(plan) - 1, 2):
+        if madvise(plan[i], plan[i + 1], MADV_POPULATE_WRITE) != 0:
+            break                          # EINVAL: a kernel before 5.14; ENOMEM: gone
+        asked += plan[i + 1]
+    return asked // PAGE

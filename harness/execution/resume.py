@@ -15,7 +15,8 @@ from pathlib import Path
 
 from harness.execution.backend import choose_backend
 from harness.execution.environment import collect_environment, fingerprint_differences
-from harness.execution.runner import Progress, Runner, RunOptions, case_latencies
+from harness.execution.runner import Progress, Runner, case_latencies
+from harness.execution.settings import RunOptions
 from harness.model.errors import CaseError, ReportError
 from harness.model.results import TrialStatus
 from harness.report.journal import ReportFile

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import MISSING, dataclass, field, fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from harness.execution import stop, xrt_smi_control
 from harness.execution.backend import Backend, PlaysAProfile, trial_seed
 from harness.execution.environment import collect_environment
 from harness.execution.session import run_trial, xrt_records
+from harness.execution.settings import RunOptions, Setting, run_setting  # noqa: F401
 from harness.formats.git_head import harness_commit
 from harness.formats.xclbin import read_xclbin_cached
 from harness.logs.driver_lines import trial_entry
@@ -31,14 +32,12 @@ from harness.model.errors import (
     BadInput,
     EnvironmentNotReady,
     Interrupted,
-    ReportError,
     XclbinError,
     stop_behind,
 )
 from harness.model.plan import Plan
 from harness.model.results import (
     ELF_FLOW,
-    FLOWS,
     FULL_ELF,
     CommandSpec,
     TrialResult,
@@ -62,7 +61,6 @@ from harness.report.timing import (
     waits_on,
 )
 from harness.report.verdict import Verdict, report_verdict
-from harness.sources.capture_case import captured_commands
 from harness.sources.case import Case, CaseKind
 from harness.sources.depth_control import control_for
 from harness.sources.pack_identity import check_identity
@@ -78,139 +76,6 @@ if TYPE_CHECKING:              # recovery checks run on the hardware path only
 Progress = Callable[[str, bool], None]
 STARTUP_S = 15.0          # a worker's own start-up (python, numpy, pyxrt) within a deadline
 HELD_RUNLISTS = 5_000     # runlist outcomes memory keeps whole (about 2 MB); then in brief
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One run setting as the command line offers it, declared once beside its field: the
-    option that sets it and the command's parameter that option fills, what the parameter
-    holds (`kind`, with its bounds or choices; bool: a flag), its help (`{default}` names
-    the command's own fallback, `run_request_options`), the commands that take it (None:
-    every command that runs trials), how the parameter's value becomes the field's
-    (`from_option`) and how a refusal names the value a report holds (`shown`)."""
-
-    option: str
-    param: str
-    shown: Callable[[Any], Any] = lambda value: value
-    help: str = ""
-    kind: type = str
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] | None = None
-    option_default: Any = None
-    show_default: bool = False
-    from_option: Callable[[Any], Any] = lambda value: value
-    commands: frozenset[str] | None = None
-    before: Any = None            # what a report older than the setting ran with (None: the
-    # field's default)
-
-
-def run_setting(option: str, param: str, shown: Callable[[Any], Any] = lambda value: value,
-                **declared: Any) -> Any:
-    """A `RunOptions` field that is a run setting: `declared` holds the `Setting`'s own
-    fields and the dataclass field's (`default`)."""
-    kwargs = {name: declared.pop(name) for name in ("default", "default_factory")
-              if name in declared}
-    if declared.get("kind") is bool:
-        declared.setdefault("option_default", False)      # a flag not given
-    return field(metadata={"setting": Setting(option, param, shown, **declared)}, **kwargs)
-
-
-@dataclass
-class RunOptions:
-    """How a run runs its trials, beyond its case and plans. A report records them in its
-    `settings` (`to_settings`); `run --resume` and the searches' `--replay` read them back
-    (`from_settings`) and refuse an option that would change one (`kept_on_resume`). A
-    setting is declared once, as its field here (`run_setting`): the commands' options are
-    made from the declaration (`harness.app.cli.options.run_request_options`), so a new
-    setting is its field and its use."""
-
-    trials: int = run_setting(
-        "--trials", "trials", kind=int, low=1, high=1000,
-        help="Trials per plan (default: {default}).")
-    isolate: bool = run_setting(
-        "--no-isolate", "no_isolate", lambda value: "isolated" if value else "in-process",
-        kind=bool, from_option=lambda no_isolate: not no_isolate, default=True,
-        help="Run trials in this process: fast, but a hang cannot be cut off. Every trial is "
-             "still written to the report as it starts and ends (a killed harness loses "
-             "nothing).")
-    deadline_s: float | None = run_setting(
-        "--deadline", "deadline", lambda value: value or "the default", kind=float, low=0.1,
-        default=None,
-        help="Seconds before a trial's worker is killed (default: derived from the case and "
-             "the driver's timeout).")
-    continue_after_failure: bool = run_setting(
-        "--continue-after-failure", "continue_after_failure", kind=bool, default=False,
-        help="Run a trial's later runlists after one fails (default: record them as "
-             "skipped).")
-    seed: int = run_setting(
-        "--seed", "seed", kind=int, option_default=0, show_default=True, default=0,
-        help="Base seed for flaky profiles; each trial derives its own.")
-    # --flow: overrides the case's (the report records the flow that ran)
-    flow: str | None = run_setting(
-        "--flow", "flow", choices=FLOWS, default=None,
-        help="How runs get their control code: elf (FastFlowLM's: a control-code ELF, module "
-             "and ext.kernel; ERT_START_NPU commands) or instr-bo (an instruction buffer, as "
-             "mlir-aie and IRON; ERT_START_CU). Default: the case's.")
-    redact: bool = run_setting(
-        "--no-redact", "no_redact", lambda value: "redacted" if value else "not redacted",
-        kind=bool, from_option=lambda no_redact: not no_redact, default=True, before=False,
-        help="Write the report with this machine's host name, machine id, user, home "
-             "folders, serials and addresses as they are, and print them so (default: "
-             "replaced by placeholders, as `report render` and `report bundle` do: the "
-             "report gets attached to public issues).")
-    # On hardware, XRT's own runlist-latency test once the case failed (--no-xrt-smi-validate).
-    # Not refused on continuing: --xrt-smi-validate is, for what it runs before the trials.
-    xrt_smi_control: bool = True
-
-    def to_settings(self, flow: str, worker_start: str | None) -> dict[str, Any]:
-        """The report's `settings`: every option as it ran, the flow resolved (`flow_of`)
-        and, for isolated trials, how workers were started."""
-        out: dict[str, Any] = {}
-        for item in fields(self):
-            out[item.name] = flow if item.name == "flow" else getattr(self, item.name)
-            if item.name == "isolate":
-                out["worker_start"] = worker_start if self.isolate else None
-        return out
-
-    @classmethod
-    def from_settings(cls, settings: dict[str, Any]) -> RunOptions:
-        """The options a report's `settings` recorded (`report check` has read them); a
-        setting it does not hold (a report older than the setting) takes its default."""
-        values: dict[str, Any] = {}
-        for item in fields(cls):
-            value = settings.get(item.name)
-            setting = item.metadata.get("setting")
-            if value is None and setting is not None and setting.before is not None:
-                value = setting.before         # a report older than the setting
-            if value is None:
-                if item.default is MISSING:
-                    raise ReportError(f"the report's settings lack {item.name}")
-                value = item.default
-            values[item.name] = _READ.get(str(item.type), _kept)(value)
-        return cls(**values)
-
-    @classmethod
-    def kept_on_resume(cls) -> dict[str, tuple[str, Callable[[dict[str, Any]], Any]]]:
-        """For each setting an option sets: the command's parameter, the option, and the
-        value a report's `settings` hold, as a refusal names it."""
-        return {setting.param: (setting.option, _naming(item.name, setting.shown))
-                for item in fields(cls) if (setting := item.metadata.get("setting"))}
-
-
-def _naming(name: str, shown: Callable[[Any], Any]) -> Callable[[dict[str, Any]], Any]:
-    """How a refusal names the value the report's `settings` hold for setting `name`."""
-    def named(settings: dict[str, Any]) -> Any:
-        return shown(settings.get(name))
-    return named
-
-
-def _kept(value: Any) -> Any:
-    return value
-
-
-# a recorded value as its setting's type: a count an int, a switch a bool
-_READ: dict[str, Callable[[Any], Any]] = {"int": int, "bool": bool}
 
 
 def check_pack(case: Case, pack: ResolvedPack, programs: Programs | None = None) -> list[str]:
@@ -346,6 +211,12 @@ def trial_spec(case: Case, pack: ResolvedPack, plan_name: str, chunks: Sequence[
         programs=programs.files,
         context_cfg={role: numeric for role, cfg in case.context_cfg.items()
                      if (numeric := numeric_cfg(cfg))})
+
+
+def _captured_commands(case: Case) -> dict[str, Any]:
+    # a capture's reader loads with the first capture a run meets, not with every run
+    from harness.sources.capture_case import captured_commands
+    return captured_commands(case)
 
 
 def case_latencies(case: Case) -> dict[str, float]:
@@ -662,7 +533,7 @@ def new_report(case: Case, backend: Backend, pack: ResolvedPack, plans: list[Pla
               **({"reference": case.reference, "recipe_profile": case.recipe_profile}
                  if case.kind is CaseKind.RECIPE else {}),
               **({"engine": case.engine} if case.engine else {}),
-              **(captured_commands(case) if case.kind is CaseKind.CAPTURE else {})},
+              **(_captured_commands(case) if case.kind is CaseKind.CAPTURE else {})},
         settings=options.to_settings(flow_of(case, options),
                                      _worker_start() if options.isolate else None),
         environment=environment,
@@ -712,7 +583,8 @@ def open_run(case: Case, plans: list[Plan] | None, options: RunOptions, *,
     if identity:
         report.artifacts["pack"]["identity"] = identity
     handle = ReportFile.create(report, out=out, name=case.name, force=force,
-                               redact=options.redact)
+                               redact=options.redact,
+                               sync_every_s=0.0 if backend.hardware else SIMULATED_SYNC_S)
     for warning in warnings:
         handle.note(f"warning: {warning}")
     runner = Runner(case, backend, pack, handle, options, progress)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -174,7 +175,7 @@ class _Loaded:
                 else Path(instructions).read_bytes())
 
     def _elf_kernel(self, cmd: CommandSpec) -> Any:
-        path = cmd.elf or str(control_code_file(self._stream(cmd.instructions)))
+        path = cmd.elf or _control_code_path(self._stream(cmd.instructions))
         key: tuple[str, str, str | None] = (cmd.kernel, ELF_FLOW, path)
         if key not in self._kernels:
             module = self._modules.get(path)
@@ -242,6 +243,31 @@ class _Loaded:
                                      *(value for _, value in args))
             runs += one
         return rl, runs
+
+
+# each control code's ELF file as the first trial that needed it found it, by the code and
+# where the cache is (`harness.formats.cache.cache_roots` reads these): (path, size, mtime);
+# a trial after it takes the file while it stays so, and has it made again when not
+_CONTROL_CODE_FILES: dict[tuple[bytes, str | None, str | None], tuple[str, int, int]] = {}
+
+
+def _control_code_path(stream: bytes) -> str:
+    """`control_code_file` of `stream`, looked up in the cache once per process and only
+    stat'ed after (a sweep's trial spent a fifth of its time checking the cache's folders
+    and comparing the file's bytes, the same every time)."""
+    key = (stream, os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
+    known = _CONTROL_CODE_FILES.get(key)
+    if known is not None:
+        try:
+            st = os.stat(known[0])
+            if (st.st_size, st.st_mtime_ns) == known[1:]:
+                return known[0]
+        except OSError:
+            pass
+    path = str(control_code_file(stream))
+    st = os.stat(path)
+    _CONTROL_CODE_FILES[key] = (path, st.st_size, st.st_mtime_ns)
+    return path
 
 
 def _context(xrt: Any, dev: Any, xuid: Any, cfg: dict[str, int] | None) -> Any:
@@ -362,14 +388,41 @@ def _classify_failure(outcome: RunlistOutcome, message: str, runs: list[Any],
         outcome.failing_run_named = run_named(outcome.state, located.index, submit_size)
 
 
-def warm(spec: TrialSpec, backend: Backend) -> None:
+# Rehearsals a fork server runs before it forks: CPython 3.11 rewrites a function's
+# bytecode as it warms up (quickening after 8 calls, then specialising each instruction),
+# and a child that did that itself would write, and so copy, the pages of every code
+# object its trial runs, and run it at half speed (benchmarks/reproduce_wall.py).
+REHEARSALS = 8
+
+
+def warm(spec: TrialSpec, backend: Backend, rehearsals: int = REHEARSALS) -> None:
     """Load what a trial of `spec` loads (xclbins, ELFs, kernels, buffers) on a throw-away
-    simulated device and run nothing, so a fork server's children start with every cache
-    filled. Never on hardware: the server must not open the device."""
+    simulated device, then run its runlists `rehearsals` times on throw-away devices of
+    the documented stack below the profile (`prepare_rehearsal`: no hypothesis plays, no
+    real-time clock waits), so a fork server's children start with every cache filled and
+    the trial's code warmed. Never on hardware: the server must not open the device. No
+    trial's outcome depends on it: each trial gets a fresh device of its own profile."""
+    global _runlists_executed
     if backend.hardware:
         return
     backend.prepare_trial(spec.seed, spec.device)
     _Loaded(backend.xrt, spec)
+    rehearse = getattr(backend, "prepare_rehearsal", None)
+    if rehearse is None:
+        return
+    executed = _runlists_executed            # XRT's frames count the trials' own only
+    try:
+        for _ in range(rehearsals):
+            rehearse()
+            loaded = _Loaded(backend.xrt, spec)
+            start = 0
+            for index, units in enumerate(spec.chunks):
+                _run_chunk(loaded, index, units, start, backend.device_clock(),
+                           backend.submit_size)
+                start += units
+            del loaded
+    finally:
+        _runlists_executed = executed
 
 
 def _loaded(xrt: Any, spec: TrialSpec) -> _Loaded:

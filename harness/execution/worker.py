@@ -20,6 +20,7 @@ does at exit what it does there (write a capture's replay.json: capture.cpp `~fr
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # signal.py's C module: typeshed has no stub
 import argparse
 import atexit
 import ctypes
@@ -31,7 +32,6 @@ import signal
 import sys
 import tempfile
 import traceback
-from array import array
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,8 @@ SPARES = 2             # children a fork server keeps forked ahead of their tria
 PAGES = "pages"        # in the workers' folder: the pages children last owned (prefault)
 SPAWN = "spawn"
 FORK_SERVER = "fork-server"
+_STOP_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))    # a child takes their default
+_DEFAULT_ACTION = int(signal.SIG_DFL)
 
 
 @functools.cache
@@ -120,18 +122,19 @@ def serve(backend_kind: str, profile: str | None, pages: str | None = None) -> i
 
 
 def _serve(children: _Children, backend: Any) -> int:
-    """The server's loop (`serve`); `backend` warmed before the first fork, if given."""
+    """The server's loop (`serve`); `backend` warmed, if given, once the first child is
+    forked (so that the first trial does not wait for it) and before the next."""
     warmed = backend is None
     replies = sys.stdout.buffer
     try:
         for line in sys.stdin.buffer:
-            if not warmed:
-                _warm(json.loads(line), backend)
-                warmed = True
             child = children.take()
             child.give(line)              # as the parent wrote it: not encoded again
             replies.write(b'{"pid": %d}\n' % child.pid)
             replies.flush()
+            if not warmed:                # while the first trial runs, in its own child
+                _warm(json.loads(line), backend)
+                warmed = True
             # the next trial's child, forked (and copying its pages) while this one runs
             children.prepare()
             replies.write(children.answer(child))
@@ -180,6 +183,7 @@ class _Children:
         self.ended: list[int] = []        # pids that sent their result: reaped once ended
         self.owner = os.getpid()          # a child inherits this object; it is not its own
         self.pages = pages                # where the children report the pages they own
+        self.ahead: prefault.Ahead | None = None      # what the last report listed
         self.forked = 0
 
     def take(self) -> _Child:
@@ -189,20 +193,22 @@ class _Children:
         """Fork spares up to `SPARES`; each copies the pages of the last report a child
         wrote in `pages` (none on the hardware path) and reports its own after its trial."""
         self._reap()
-        ahead = prefault.read_report(self.pages) if self.pages is not None else None
+        if self.pages is not None:
+            self.ahead = prefault.latest(self.pages, self.ahead)
         while len(self.spares) < SPARES:
-            self.spares.append(self._fork(ahead))
+            self.spares.append(self._fork(self.ahead))
 
-    def _fork(self, ahead: array | None) -> _Child:
+    def _fork(self, ahead: prefault.Ahead | None) -> _Child:
         orders_read, orders_write = os.pipe()
         done_read, done_write = os.pipe()
         output = _memory_file()
         sys.stdout.flush()
         sys.stderr.flush()
         held = [fd for spare in self.spares for fd in spare.fds()]
-        # the first child reports the pages it owned, and one in REPORT_EVERY after it (a
-        # report costs a child about as much as its trial, after it)
-        reports = self.pages if self.forked % REPORT_EVERY == 0 else None
+        # the second child (the first forked once the server warmed, while the first ran)
+        # reports the pages it owned, and one in REPORT_EVERY after it (a report costs a
+        # child about as much as its trial, after it)
+        reports = self.pages if self.forked % REPORT_EVERY == 1 else None
         self.forked += 1
         pid = os.fork()
         if pid == 0:
@@ -218,8 +224,8 @@ class _Children:
         """The child's answer line: its result once it has sent it whole (the child is
         reaped later: it may still be reporting its pages, and it ends through the
         interpreter's exit), else its exit status and the tail of its output."""
-        with os.fdopen(child.done, "rb") as done:
-            said = done.read()
+        said = _read_to_end(child.done)
+        os.close(child.done)
         child.done = -1
         if said.endswith(b"\n"):
             self.ended.append(child.pid)
@@ -260,6 +266,15 @@ class _Children:
         self._reap(block=True)
 
 
+def _read_to_end(fd: int) -> bytes:
+    """Everything a pipe gives until its writer closes it (no file object: a forked
+    child's every object it makes or touches is a page it copies)."""
+    blocks = []
+    while block := os.read(fd, 1 << 16):
+        blocks.append(block)
+    return b"".join(blocks)
+
+
 def _memory_file() -> int:
     """A file in memory for a child's output, gone with the last descriptor to it."""
     if hasattr(os, "memfd_create"):
@@ -269,9 +284,10 @@ def _memory_file() -> int:
 
 
 def _warm(order: dict[str, Any], backend: Any) -> None:
-    """Before the first fork (simulated stack only): load what its trial loads, so every
-    child inherits the filled caches, then freeze what exists, so children do not copy
-    the pages the collector would touch. A set-up that fails here fails in the child
+    """Once the first child is forked (simulated stack only): load what its trial loads
+    and rehearse its runlists (`harness.execution.session.warm`), so every later child
+    inherits the filled caches and warmed code, then freeze what exists, so children do
+    not copy the pages the collector would touch. A set-up that fails here fails in the child
     too, where it is recorded; here it is only a missed head start."""
     from harness.execution.session import warm
     try:
@@ -292,7 +308,8 @@ class _ChildEnds(BaseException):
         self.code = code
 
 
-def _child(orders: int, done: int, output: int, ahead: array | None, pages: Path | None,
+def _child(orders: int, done: int, output: int, ahead: prefault.Ahead | None,
+           pages: Path | None,
            backend_kind: str, profile: str | None, server: int, backend: Any = None) -> None:
     """A forked trial: its own session (no terminal signals), killed with the server, the
     pages `ahead` copied while its order has not come, its order read from `orders`, its
@@ -308,16 +325,18 @@ def _child(orders: int, done: int, output: int, ahead: array | None, pages: Path
     try:
         os.setsid()
         die_with_parent(server)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # _signal's own call: signal.signal converts to and from enums, some fifty
+        # pages of the server's objects a child would copy
+        for stop in _STOP_SIGNALS:
+            _signal.signal(stop, _DEFAULT_ACTION)
         quiet = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(quiet, fd)           # the server's pipes are not the child's
         if ahead is not None:
-            prefault.copy_ahead(ahead)
+            prefault.copy_ahead(ahead.plan)
         before = prefault.snapshot() if pages is not None else None
-        with os.fdopen(orders, "rb") as pipe:
-            line = pipe.readline()
+        line = _read_to_end(orders)       # the server closes its end once it is written
+        os.close(orders)
         if not line:
             os._exit(0)                  # nothing ran: nothing to do at exit
         os.dup2(output, 1)
@@ -332,7 +351,8 @@ def _child(orders: int, done: int, output: int, ahead: array | None, pages: Path
         os.close(done)                    # the server goes on; what follows is for the next
         code = 0
         if before is not None and pages is not None:
-            prefault.report(pages, prefault.merged(ahead, prefault.written_since(before)))
+            prefault.report(pages, prefault.merged(ahead.ranges if ahead else None,
+                                                   prefault.written_since(before)))
     except BaseException:
         traceback.print_exc()
     finally:

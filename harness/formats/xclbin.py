@@ -19,7 +19,6 @@ import functools
 import hashlib
 import itertools
 import struct
-import uuid as uuidlib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -292,9 +291,9 @@ class _Parser:
         if len(data) not in allowed:
             raise self.fail(304, f"length field says {length} bytes, the file has {len(data)}"
                                  + ("; the file is truncated" if len(data) < length else ""))
-        interface_uuid = _uuid(data[336:352])
+        interface_uuid = uuid_text(data[336:352])
         vbnv = self.cstring(data[352:416], 352, "platform VBNV")
-        xuid = _uuid(data[416:432])
+        xuid = uuid_text(data[416:432])
         count = struct.unpack_from("<I", data, 448)[0]
         if count > MAX_SECTIONS:
             raise self.fail(448, f"absurd section count {count} (limit {MAX_SECTIONS})")
@@ -519,7 +518,7 @@ class _Parser:
             ids = struct.unpack_from(f"<{nids}Q", body, ids_at)
             groups.append(CdoGroup(self.mpo(section, body, name_at, "CDO group name"),
                                    cdo_type, pdi_id, tuple(ids)))
-        return AiePdi(_uuid(body[at:at + 16]), image_size, tuple(groups),
+        return AiePdi(uuid_text(body[at:at + 16]), image_size, tuple(groups),
                       hashlib.sha256(body[image_at:image_at + image_size]).hexdigest())
 
     def mpo(self, section: Section, body: bytes, at: int, what: str) -> str:
@@ -533,5 +532,12 @@ class _Parser:
         return self.cstring(body[at:end], section.offset + at, what)
 
 
-def _uuid(raw: bytes) -> str:
-    return str(uuidlib.UUID(bytes=bytes(raw)))
+def uuid_text(raw: bytes) -> str:
+    """16 bytes as `str(uuid.UUID(bytes=raw))` writes them (8-4-4-4-12 lowercase hex),
+    without the uuid module, which loads platform and its regular expressions at start."""
+    raw = bytes(raw)
+    if len(raw) != 16:
+        raise ValueError("bytes is not a 16-char string")    # as uuid.UUID says
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import struct
-import uuid as uuidlib
 from dataclasses import dataclass, field
 
 from harness.formats.xclbin import (
@@ -24,6 +23,7 @@ from harness.formats.xclbin import (
     SECTION_HEADER_SIZE,
     SYNTHETIC_PROJECT,
     KernelArg,
+    uuid_text,
 )
 
 AIE_PARTITION_STRUCT = 184
@@ -92,8 +92,13 @@ def validate_spec(name: str = "validate") -> XclbinSpec:
                       partition_name=f"synthetic {name}")
 
 
+def _uuid_bytes(text: str) -> bytes:
+    import uuid  # every form uuid.UUID reads; loaded only to write a file
+    return uuid.UUID(text).bytes
+
+
 def _uuid_for(name: str) -> str:
-    return str(uuidlib.UUID(bytes=hashlib.sha256(name.encode()).digest()[:16]))
+    return uuid_text(hashlib.sha256(name.encode()).digest()[:16])
 
 
 def synthesize(spec: XclbinSpec) -> bytes:
@@ -126,7 +131,7 @@ def synthesize(spec: XclbinSpec) -> bytes:
     struct.pack_into("<HBBI", header, 328, patch, major, minor, 0)
     vbnv = spec.vbnv.encode()[:63]
     header[352:352 + len(vbnv)] = vbnv
-    header[416:432] = uuidlib.UUID(spec.uuid).bytes
+    header[416:432] = _uuid_bytes(spec.uuid)
     struct.pack_into("<I", header, 448, len(sections))
     return bytes(header + table + bytes(head_pad) + payload)
 
@@ -210,7 +215,7 @@ def _partition(spec: XclbinSpec) -> bytes:
     struct.pack_into("<II", body, 120, 1, pdi_at)
     body[name_at:name_at + len(name)] = name
     body[cols_at:cols_at + len(cols)] = cols
-    body[pdi_at:pdi_at + 16] = uuidlib.UUID(spec.pdi_uuid).bytes
+    body[pdi_at:pdi_at + 16] = _uuid_bytes(spec.pdi_uuid)
     struct.pack_into("<IIII", body, pdi_at + 16, spec.pdi_size, image_at, 1, group_at)
     body[image_at:image_at + spec.pdi_size] = bytes(spec.pdi_size)
     struct.pack_into("<IB3xQII", body, group_at, group_name_at, 1, 1, 1, ids_at)

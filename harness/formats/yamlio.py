@@ -8,7 +8,6 @@ so a crash leaves either the old file or the new one, never half of one.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -285,6 +284,7 @@ def atomic_file(path: str | Path, *, overwrite: bool = True) -> Iterator[BinaryI
     the check and the rename are one step (a hard link), so a racing writer cannot be
     clobbered either.
     """
+    import tempfile  # loaded to write, not by every reader of YAML
     target = Path(path)
     make_parent(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -12,7 +12,6 @@ Sizes must be positive and add up to the layer count.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -130,6 +129,7 @@ def plan_file_stem(name: str) -> str:
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
     if len(safe) <= 48:
         return safe
+    import hashlib  # a long name only: a report's readers load plans, never name files
     return f"{safe[:32]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
 
 

@@ -198,7 +198,10 @@ class Digest:
                 self._log(plan.name, trial)
             self._logs += 1
         if self.kept is not None:
-            size = len(dump_yaml([trial]))
+            # only a cap on what is held for the render to measure exactly (`render`'s
+            # _yaml_for_embedding): a trial's journal line, where it has one, counted
+            # twice (its YAML is 0.9-1.1 times its JSON), instead of its YAML made to count
+            size = 2 * len(entry.raw) if entry.raw else len(dump_yaml([trial]))
             self._kept_chars += size
             if self._kept_chars > KEEP_CHARS:
                 self.kept = None              # too many to embed: the file holds them

@@ -26,6 +26,13 @@ changes):
   and ``redaction``, a report written redacted (the default since 0.3:
   `harness.report.redacted_writing`), with the tag that tells a continued report the
   machine that began it.
+- ``xdna-runlist-harness/report/v4`` (0.4.0): v3, with a sweep's cells journal entries
+  (``{"cell": {"depth": D, "chunk": C, "plan": NAME, "counts": {...}}}``, a later entry
+  for the same frame, depth and chunk replacing an earlier one), as a bisect's steps are,
+  instead of a list in the header's ``sweep``: a sweep of any size then writes and
+  reads a header of the same few lines, and keeps nothing of a plan once it is measured
+  but its counts. Readers put the cells back in ``sweep.cells``; a v3 report's stay in
+  its header.
 
 Every reader sees one shape whatever the version: the nested document v1 was (plans
 holding their trials), which `report.schema.json` describes. `harness.report.reader`

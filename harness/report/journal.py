@@ -34,11 +34,14 @@ from harness.model.errors import DiskFault, EnvironmentNotReady, ReportError
 from harness.model.results import TrialResult
 from harness.report.fileformat import entry_line, header_text, load_report, trial_line
 from harness.report.lock import ReportLock
-from harness.report.model import JOURNAL, JOURNALED, PlanRecord, Report, utc_now
+from harness.report.model import JOURNAL, JOURNALED, PlanRecord, Report, mapping, utc_now
 from harness.report.output_file import check_output_path, check_report_name
 from harness.report.redacted_writing import SECTION as REDACTION
 from harness.report.redacted_writing import WriteRedaction, machine_tag
 
+# How often a simulated run's report reaches the disk: nothing simulated can hang the
+# machine, so its entries and header rewrites are synced at most this often, and once
+# more when the run finishes; a hardware run's, every entry and every rewrite.
 SIMULATED_SYNC_S = 0.5
 
 
@@ -54,11 +57,14 @@ def _clean_temps(path: Path) -> list[str]:
 
 
 def generated_journal(report: Report) -> bytes:
-    """Journal entries for what a report already holds (its trials, searched plans, steps)."""
+    """Journal entries for what a report already holds (its trials, searched plans, steps,
+    a sweep's cells)."""
     lines = [entry_line("plan", p.declaration()) for p in report.plans[report.declared or 0:]]
     lines += [trial_line(p.name, t) for p in report.plans for t in p.trials]
     lines += [entry_line("step", step)
               for step in (report.sections.get("bisect") or {}).get("log") or []]
+    lines += [entry_line("cell", cell)
+              for cell in mapping(report.sections.get("sweep")).get("cells") or []]
     lines += [entry_line("note", note) for note in report.notes]
     return b"".join(lines)
 
@@ -154,9 +160,11 @@ class ReportFile:
 
     @classmethod
     def create(cls, report: Report, *, out: str | None, folder: str = "reports",
-               name: str = "run", force: bool = False, redact: bool = False) -> ReportFile:
+               name: str = "run", force: bool = False, redact: bool = False,
+               sync_every_s: float = 0.0) -> ReportFile:
         """The report's file, its header and what it already holds written (redacted when
-        `redact`, as `harness.report.redacted_writing` says)."""
+        `redact`, as `harness.report.redacted_writing` says); `sync_every_s` the run's sync
+        policy (0: each entry and rewrite reaches the disk before the run goes on)."""
         if out:
             check_report_name(Path(out))
             path = _through_link(Path(out))
@@ -175,7 +183,7 @@ class ReportFile:
             raise disk_fault(path, err, started=False, resume=None) from None
         _clean_temps(path)
         report.declared = len(report.plans)
-        handle = cls(path, report, lock)
+        handle = cls(path, report, lock, sync_every_s)
         try:
             if redact:
                 report.sections[REDACTION] = {"redacted": True,
@@ -252,9 +260,13 @@ class ReportFile:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def _replace(self, header: bytes, journal: bytes | None, *, new: bool = False) -> None:
-        """Write header + journal atomically; `journal` None copies the file's own."""
-        self.close_journal()
+    def _replace(self, header: bytes, journal: bytes | None, *, new: bool = False,
+                 final: bool = False) -> None:
+        """Write header + journal atomically (a temp file renamed over the report);
+        `journal` None copies the file's own. On disk before it returns unless the run
+        syncs in batches (`sync_every_s`) and this is not its `final` write."""
+        durable = final or not self.sync_every_s
+        self.close_journal(sync=durable)
         target = self.path
         if journal is None:
             _check_space(target, len(header))
@@ -268,14 +280,16 @@ class ReportFile:
                 else:
                     out.write(journal)
                 out.flush()
-                os.fsync(out.fileno())
+                if durable:
+                    os.fsync(out.fileno())
             if new:
                 os.link(tmp, target)
                 os.unlink(tmp)
             else:
                 os.replace(tmp, target)
             tmp = ""
-            fsync_dir(target.parent)
+            if durable:
+                fsync_dir(target.parent)
         finally:
             if tmp and os.path.exists(tmp):
                 os.unlink(tmp)
@@ -304,10 +318,11 @@ class ReportFile:
                 out.write(block)
                 left -= len(block)
 
-    def rewrite(self) -> None:
-        """The header again (verdict, finished, sections), the journal as it is."""
+    def rewrite(self, *, final: bool = False) -> None:
+        """The header again (verdict, finished, sections), the journal as it is; `final`:
+        the run's last write, on disk whatever its sync policy."""
         try:
-            self._replace(self._header(), journal=None)
+            self._replace(self._header(), journal=None, final=final)
         except OSError as err:
             raise disk_fault(self.path, err, started=True, resume=self.resume_command) \
                 from None
@@ -365,16 +380,17 @@ class ReportFile:
     def record_trial(self, plan_name: str, trial: TrialResult) -> None:
         self.append_line(trial_line(plan_name, trial))
 
-    def close_journal(self) -> None:
+    def close_journal(self, *, sync: bool = True) -> None:
         if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.fsync(self._fd)
+            if sync:
+                with contextlib.suppress(OSError):
+                    os.fsync(self._fd)
             os.close(self._fd)
             self._fd = None
 
     def finish(self) -> None:
         self.report.finished = utc_now()
-        self.rewrite()
+        self.rewrite(final=True)
 
     def close(self) -> None:
         self.close_journal()

@@ -32,11 +32,15 @@ from harness.model.results import (
 # The versions and what changed between them: harness.report.fileformat.
 SCHEMA_V1 = "xdna-runlist-harness/report/v1"
 SCHEMA_V2 = "xdna-runlist-harness/report/v2"
-SCHEMA = "xdna-runlist-harness/report/v3"
-KNOWN_SCHEMAS = (SCHEMA_V1, SCHEMA_V2, SCHEMA)
-JOURNALED = (SCHEMA_V2, SCHEMA)         # a header, then a journal of one entry per line
+SCHEMA_V3 = "xdna-runlist-harness/report/v3"
+SCHEMA = "xdna-runlist-harness/report/v4"
+KNOWN_SCHEMAS = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA)
+JOURNALED = (SCHEMA_V2, SCHEMA_V3, SCHEMA)   # a header, then a journal of one entry per line
 JOURNAL = "journal:"
-ENTRY_KINDS = ("trial", "plan", "step", "note")
+ENTRY_KINDS = ("trial", "plan", "step", "note", "cell")
+# A header section's part that the journal holds instead, an entry a line: a bisect's
+# steps (`step`), and from v4 a sweep's cells (`cell`).
+JOURNALED_PARTS = {"bisect": "log", "sweep": "cells"}
 LEGACY_KINDS = {"probe": "step"}        # v2's name for a bisect step
 HEADER_KEYS = ("schema", "run_id", "created", "finished", "command", "harness", "backend",
                "environment", "artifacts", "case", "settings", "plans", "verdict")
@@ -309,8 +313,8 @@ class Report:
             "plans": [p.declaration() for p in declared], "verdict": self.verdict,
         }
         for name, section in self.sections.items():
-            out[name] = {k: v for k, v in section.items() if k != "log"} \
-                if name == "bisect" else section
+            part = JOURNALED_PARTS.get(name)
+            out[name] = {k: v for k, v in section.items() if k != part} if part else section
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -11,14 +11,14 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness.formats.jsonread import JsonShapeError, loads
+from harness.formats.jsonread import JsonShapeError, loads, loads_counted
 from harness.formats.yamlio import (
     KeyPath,
     ShapeError,
@@ -26,7 +26,16 @@ from harness.formats.yamlio import (
     load_yaml_with_lines,
 )
 from harness.model.errors import ReportError
-from harness.report.model import ENTRY_KINDS, JOURNAL, JOURNALED, LEGACY_KINDS
+from harness.report.model import (
+    ENTRY_KINDS,
+    JOURNAL,
+    JOURNALED,
+    LEGACY_KINDS,
+    SCHEMA_V1,
+    SCHEMA_V2,
+    SCHEMA_V3,
+    mapping,
+)
 
 JOURNAL_KEY = JOURNAL[:-1]
 REWRITTEN_NOTE = ("a YAML tool rewrote this report (its journal is no longer one JSON line "
@@ -34,8 +43,9 @@ REWRITTEN_NOTE = ("a YAML tool rewrote this report (its journal is no longer one
                   "next write to it restores its own layout")
 _MARK = ("\n" + JOURNAL + "\n").encode()
 _BLOCK = 1 << 16                  # the header is read this much at a time
-_SCAN_BLOCK = 1 << 20             # the journal, this much
+_SCAN_BLOCK = 1 << 18             # the journal, this much
 _HEAD = 512                       # of a line, what its kind is told from
+_FLOW_ENTRY = b"- {"               # how each journal line the harness writes begins
 # A trial entry as the harness writes it (`entry_line`): the plan and index first.
 _TRIAL_START = b'- {"trial": {"plan": "'
 # (an index past 18 digits is no trial of ours: the line is read whole, and refused)
@@ -158,6 +168,8 @@ class ReportReader:
         self.header: Any = None
         self.lines: dict[KeyPath, int] = {}    # the header's key paths -> their lines
         self.steps: list[tuple[int | None, dict[str, Any]]] = []
+        # a sweep's cells (v4), each cell's last entry by its row and chunk: (line, cell)
+        self.cells: dict[Any, tuple[int, dict[str, Any]]] = {}
         self.journal_notes: list[dict[str, Any]] = []
         self._journal_at: int | None = None
         self._plans: list[_Plan] = []
@@ -237,8 +249,7 @@ class ReportReader:
         if self._header_read:
             return self.header
         text = self._header_text
-        if self._journal_at is not None and not all(
-                head.startswith(b"- {") for _, _, _, head in self._journal_lines()):
+        if self._journal_at is not None and not self._entries_in_flow():
             self.whole = True
             try:
                 text = self._read(0, self._size).decode("utf-8")
@@ -265,6 +276,37 @@ class ReportReader:
             self.whole = self.journal_found = True
         self._header_read = True
         return self.header
+
+    def _entries_in_flow(self) -> bool:
+        """Whether every whole journal line starts ``- {`` (the harness's layout; a torn
+        last line aside), counted a block at a time: each newline before the last one
+        must be followed by ``- {``."""
+        start = self._journal_at or 0
+        last = self._last_newline(start)
+        if last < 0:
+            return True                       # no whole line: nothing to tell it by
+        if self._read(start, 3) != _FLOW_ENTRY:
+            return False
+        pos = start
+        while pos < last:
+            size = min(_SCAN_BLOCK, last - pos)
+            # three bytes more: what follows a newline at the block's end
+            block = self._read(pos, size + len(_FLOW_ENTRY))
+            if block.count(b"\n", 0, size) != block.count(b"\n" + _FLOW_ENTRY):
+                return False
+            pos += size
+        return True
+
+    def _last_newline(self, start: int) -> int:
+        """Where the journal's last newline is (-1: none after `start`)."""
+        end = self._size
+        while end > start:
+            size = min(_SCAN_BLOCK, end - start)
+            at = self._read(end - size, size).rfind(b"\n")
+            if at >= 0:
+                return end - size + at
+            end -= size
+        return -1
 
     @property
     def journaled(self) -> bool:
@@ -330,9 +372,12 @@ class ReportReader:
         elif self._journal_at is not None:
             for line, start, end, head in self._journal_lines():
                 match = _TRIAL_KEY.match(head)
-                if match is None and len(head) == _HEAD and head.startswith(_TRIAL_START):
-                    # a plan named at length (a 1,000-run cut is "1+1+...+1"): read on
-                    match = _TRIAL_KEY.match(self._read(start, end - start))
+                prefix = _HEAD
+                while match is None and prefix < end - start and head.startswith(_TRIAL_START):
+                    # a plan named at length (a 1,000-run cut is "1+1+...+1"): read on, as
+                    # far as its name goes, not the whole line (its runlists follow)
+                    prefix *= 8
+                    match = _TRIAL_KEY.match(self._read(start, min(prefix, end - start)))
                 if match is not None:
                     self._place_trial(self._name(match.group(1)), int(match.group(2)), line,
                                       _Where(line, start + 2, end))
@@ -349,14 +394,18 @@ class ReportReader:
         except UnicodeDecodeError:
             raise self._not_utf8() from None
 
-    def _parse(self, raw: bytes, line: int | None, written: bool) -> Any:
+    def _parse(self, raw: bytes, line: int | None, written: bool,
+               colons: Callable[[Any], int] | None = None) -> Any:
         """A journal line's entry (the harness's JSON, or read as parse_entry does);
-        _UNREADABLE, after saying why, when it cannot be read."""
+        _UNREADABLE, after saying why, when it cannot be read. `colons` counts those of an
+        entry of the harness's own (`loads_counted`)."""
         if b"\0" in raw:
             self._fail(line, NUL_PROBLEM, f"{self.path}:{line}: {NUL_PROBLEM}")
             return _UNREADABLE
         try:
-            return loads(raw) if written else parse_entry(raw.decode("utf-8"))
+            if not written:
+                return parse_entry(raw.decode("utf-8"))
+            return loads(raw) if colons is None else loads_counted(raw, colons)
         except UnicodeDecodeError:
             raise self._not_utf8() from None
         except JsonShapeError as err:
@@ -378,7 +427,7 @@ class ReportReader:
                                  "holding a mapping")
             return
         body = next(iter(entry.values()))
-        if kind != "trial" and not self.strict:
+        if kind not in ("trial", "cell") and not self.strict:
             seen = json.dumps(entry, sort_keys=True, default=str)
             if seen in self._entries_seen:
                 self._twice(line, self._entries_seen[seen])
@@ -394,6 +443,12 @@ class ReportReader:
             self._place_trial(body.get("plan"), body.get("index"), line, where)
         elif kind == "step":
             self.steps.append((line, body))
+        elif kind == "cell":
+            # a later entry for a cell replaces an earlier one (a stopped sweep wrote
+            # its grid so far, its replay the whole grid), as a trial's does
+            cell = tuple(_key(body.get(part)) for part in ("frame", "depth", "chunk"))
+            self.cells.pop(cell, None)
+            self.cells[cell] = (line, body)
         else:
             self.journal_notes.append(body)
 
@@ -460,7 +515,7 @@ class ReportReader:
                     yield TrialEntry(position, where.body, where.line)
                     continue
                 raw = self._read(where.start, where.end - where.start)
-                entry = self._parse(raw, where.line, where.written)
+                entry = self._parse(raw, where.line, where.written, trial_colons)
                 if entry is _UNREADABLE:
                     continue
                 if entry_kind(entry) != "trial":
@@ -489,7 +544,7 @@ class ReportReader:
     def _from_journal(self) -> bool:
         """Whether anything came from a journal (a v1 header followed by entries is put
         together as a journaled one is)."""
-        return any(line for line, _ in self.steps) or bool(self.journal_notes) \
+        return any(line for line, _ in self.steps) or bool(self.journal_notes or self.cells) \
             or any(plan.line for plan in self._plans) \
             or any(w.line for plan in self._plans for w in plan.trials.values())
 
@@ -517,6 +572,10 @@ class ReportReader:
             found = doc.get("bisect")
             base = found if isinstance(found, dict) else {}
             doc["bisect"] = dict(base, log=[step for _, step in self.steps])
+        asked = mapping(doc.get("sweep"))
+        if self.cells or (asked and doc.get("command") == "sweep"
+                          and doc.get("schema") not in _HEADER_CELLS):
+            doc["sweep"] = dict(asked, cells=[cell for _, cell in self.cells.values()])
         if self.journal_notes:
             listed = doc.get("notes")
             kept = listed if isinstance(listed, list) else []
@@ -527,4 +586,32 @@ class ReportReader:
         return doc
 
 
+def trial_colons(entry: Any) -> int:
+    """The colons a trial entry's text holds at least, counted from what it parsed
+    (`loads_counted`): a key of the entry, of the trial, of the mappings among its values
+    and of each runlist outcome (nothing is nested in those a sweep writes by the
+    million), and those in the trial's own strings (its start time has two)."""
+    if type(entry) is not dict:
+        return -1
+    colons = len(entry)
+    trial = entry.get("trial")
+    if type(trial) is not dict:
+        return colons
+    colons += len(trial)
+    for value in trial.values():
+        if type(value) is str:
+            colons += value.count(":")
+        elif type(value) is dict:
+            colons += len(value)
+    runlists = trial.get("runlists")
+    if type(runlists) is list:
+        try:
+            colons += sum(map(dict.__len__, runlists))
+        except TypeError:             # not every outcome a mapping: the schema says so
+            pass
+    return colons
+
+
 _UNREADABLE = object()
+# the versions whose header holds a sweep's cells (from v4 the journal does)
+_HEADER_CELLS = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3)

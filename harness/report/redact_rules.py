@@ -23,6 +23,7 @@ from typing import Protocol
 from urllib.parse import unquote
 
 from harness.model.firmware import DEVICE_FIRMWARE, RELEASES
+from harness.report.placeholders import PLACEHOLDER
 
 
 class RuleHost(Protocol):
@@ -38,8 +39,6 @@ class RuleHost(Protocol):
 
     def redacted(self, value: str, versioned: bool, decoding: bool) -> str: ...
 
-PLACEHOLDER = re.compile(r"<(?:hostname|domain|user|machine-id|serial|uuid|mac|ip|email|"
-                         r"token|wwn|ssid)(?:-\d+)?>|<credentials>|<secret>")
 HEX = "[0-9A-Fa-f]"
 LOW_HEX = "[0-9a-f]"                # in a trigger: the text is lowercased
 UUID_TEXT = rf"{HEX}{{8}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{12}}"

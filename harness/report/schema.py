@@ -19,10 +19,10 @@ import functools
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from itertools import chain
-from operator import itemgetter
+from pathlib import Path
 from typing import Any
 
 from harness.formats.yamlio import KeyPath
@@ -38,10 +38,14 @@ _TYPES = {
 }
 
 
+# The package's own data folder, read as a file (as harness.formats.known reads its
+# table): importlib.resources would load its zip-file readers with every check.
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "data" / "report.schema.json"
+
+
 @functools.cache
 def report_schema() -> dict[str, Any]:
-    text = resources.files("harness").joinpath("data/report.schema.json").read_text("utf-8")
-    return json.loads(text)
+    return json.loads(SCHEMA_FILE.read_text("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,13 @@ def check(instance: Any, schema: dict[str, Any] | None = None, path: KeyPath = (
     """Every problem of `instance` against `schema` (default: the report schema); `path` is
     where the instance sits in its document, `root` the schema its $refs point into."""
     schema = schema or report_schema()
+    root = root or schema
+    if type(instance) is dict:
+        flat = _flat_items(root, _resolve(root, schema))
+        if flat is not None and flat.accepts_one(instance):
+            return []             # a trial of plain fields: what the walk would accept
     problems: list[SchemaProblem] = []
-    _check(instance, schema, root or schema, path, problems)
+    _check(instance, schema, root, path, problems)
     return problems
 
 
@@ -162,19 +171,44 @@ class FlatObjects:
                     (self.allowed is not None and not present <= self.allowed):
                 return False
             keys |= present
+        # one shape (the harness writes every outcome's keys in one order): every column
+        # in one pass, each item's values in its keys' order
+        columns = dict(zip(next(iter(shapes)), zip(*map(dict.values, items), strict=True),
+                           strict=True)) if len(shapes) == 1 else None
         for key in keys:
             rule = self.columns.get(key)
             if rule is None:
                 continue                   # an extra key no rule constrains
-            if len(shapes) == 1:
-                values = list(map(itemgetter(key), items))
-            else:
-                values = [item[key] for item in items if key in item]
+            values: Sequence[Any] = columns[key] if columns is not None else \
+                [item[key] for item in items if key in item]
             if not self._column_ok(rule, values):
                 return False
         return True
 
-    def _column_ok(self, rule: _Column, values: list[Any]) -> bool:
+    def accepts_one(self, item: dict[str, Any]) -> bool:
+        """`accepts([item])` for one object (a trial, checked as it is read), a field at
+        a time instead of a column at a time."""
+        keys = item.keys()
+        if not self.required <= keys or (self.allowed is not None and
+                                          not keys <= self.allowed):
+            return False
+        columns = self.columns
+        for key, value in item.items():
+            rule = columns.get(key)
+            if rule is None:
+                continue                   # an extra key no rule constrains
+            if rule.walk is not None:
+                if check(value, rule.walk, root=self.root):
+                    return False
+                continue
+            if rule.types is not None and type(value) not in rule.types:
+                return False
+            if (rule.enum is not None or rule.minimum is not None or rule.items is not None) \
+                    and not self._column_ok(rule, [value]):
+                return False
+        return True
+
+    def _column_ok(self, rule: _Column, values: Sequence[Any]) -> bool:
         if rule.walk is not None:
             return all(not check(v, rule.walk, root=self.root) for v in values)
         if rule.types is not None and not set(map(type, values)) <= rule.types:

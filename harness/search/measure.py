@@ -33,6 +33,8 @@ class Measurer:
         self.spent = 0
         self.used = used if used is not None else {}
         self._by_name: dict[str, PlanRecord] = {}
+        self.released = 0          # trials of the records let go (`release`)
+        self._let_go: set[int] = set()     # their names' hashes (a name may be long)
 
     def record_for(self, plan: Plan) -> PlanRecord:
         plans = self.runner.report.plans
@@ -42,6 +44,10 @@ class Measurer:
         record = self._by_name.get(plan.name)
         if record is not None:
             return record
+        if hash(plan.name) in self._let_go:
+            # its journal already declares it, and its trials from 0
+            raise ValueError(f"plan {plan.name[:60]} was let go once measured; a search "
+                             "that measures a plan again keeps its record")
         # the plan's own chunks, not a copy: a sweep's plans hold as many as their depth
         record = PlanRecord(plan.name, plan.spec, plan.chunks, frame=plan.frame)
         self.runner.handle.add_plan(record)
@@ -63,6 +69,27 @@ class Measurer:
                 chosen.append(result)
         used.update(t.index for t in chosen)
         return count_states(chosen), [t.index for t in chosen]
+
+    def release(self, plan: Plan) -> None:
+        """Let go of a measured plan's record and its trials, which the report file holds:
+        a search that measures each plan once (a sweep) then keeps no trial in memory. Only
+        for a plan that is not measured again (`record_for` refuses it)."""
+        record = self._by_name.pop(plan.name, None)
+        if record is None:
+            return
+        plans = self.runner.report.plans
+        if plans and plans[-1] is record:
+            plans.pop()
+        else:
+            plans.remove(record)
+        self.used.pop(plan.name, None)
+        self._let_go.add(hash(plan.name))
+        self.released += len(record.trials)
+
+    def trials_held(self) -> int:
+        """How many trials the report holds: those of the records in memory and of those
+        let go."""
+        return self.released + sum(len(plan.trials) for plan in self.runner.report.plans)
 
 
 def used_trials(log: list[dict[str, Any]], plans: list[PlanRecord]) -> dict[str, set[int]]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from harness.execution.runner import Runner
 from harness.model.errors import BadInput, EnvironmentNotReady
@@ -159,28 +160,76 @@ def estimate(rows: list[Row], chunks: list[int], trials: int, runs_per_layer: in
                     len(cells) * trials * TRIAL_BYTES + runlists * trials * RUNLIST_BYTES)
 
 
+Key = tuple[str | None, int, int]      # a distinct plan: (frame, depth, chunk at most depth)
+
+
+def cell_key(row: Row, chunk: int) -> Key:
+    """The distinct plan a cell runs (a chunk at or above the depth is one runlist)."""
+    return (row.frame, row.depth, min(chunk, row.depth))
+
+
+class Grid(Sequence[Cell]):
+    """Every row x chunk cell of a sweep, row by row, each made when it is asked for from
+    the counts of its distinct plan: what a sweep keeps while it runs is those counts, one
+    shared mapping for each distinct outcome, not a cell, a plan and its name per cell (a
+    1..1024 sweep has 5,120 cells, and a 1024 x 1 plan's name is 2,047 characters)."""
+
+    def __init__(self, rows: list[Row], chunks: list[int],
+                 measured: dict[Key, dict[str, int]]) -> None:
+        self.rows, self.chunks, self.measured = rows, chunks, measured
+
+    def __len__(self) -> int:
+        return len(self.rows) * len(self.chunks)
+
+    @overload
+    def __getitem__(self, index: int) -> Cell: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Cell]: ...
+
+    def __getitem__(self, index: int | slice) -> Cell | list[Cell]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not -len(self) <= index < len(self):
+            raise IndexError("grid cell index out of range")
+        row, chunk = divmod(index % len(self), len(self.chunks))
+        return self._cell(self.rows[row], self.chunks[chunk])
+
+    def __iter__(self) -> Iterator[Cell]:
+        for row in self.rows:
+            for chunk in self.chunks:
+                yield self._cell(row, chunk)
+
+    def _cell(self, row: Row, chunk: int) -> Cell:
+        return Cell(row, chunk, cell_plan(row, chunk), self.measured.get(cell_key(row, chunk), {}))
+
+
 def run_sweep(measurer: Measurer, rows: list[Row], chunks: list[int], say: Say
-              ) -> tuple[list[Cell], bool]:
-    """Measure every cell (sharing identical plans); False when the budget ran out."""
-    measured: dict[tuple[str | None, int, int], dict[str, int]] = {}
-    cells: list[Cell] = []
+              ) -> tuple[Grid, bool]:
+    """Measure every cell (sharing identical plans); False when the budget ran out. Each
+    plan's record is let go once it is measured (`Measurer.release`): the report file
+    holds its trials, the grid its counts."""
+    measured: dict[Key, dict[str, int]] = {}
+    alike: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
     complete = True
     for row in rows:
         for chunk in chunks:
+            key = cell_key(row, chunk)
+            if key in measured or not complete:
+                continue
             plan = cell_plan(row, chunk)
-            # (the cut is the depth and the chunk: keyed so, no plan's chunks are hashed)
-            key = (plan.frame, row.depth, min(chunk, row.depth))
-            if key not in measured and complete:
-                try:
-                    measured[key] = measurer.measure(plan)[0]
-                except BudgetReached:
-                    complete = False
-                    say(f"stopped: the budget of {measurer.budget} trials is spent")
-            cells.append(Cell(row, chunk, plan, measured.get(key, {})))
-    return cells, complete
+            try:
+                counts = measurer.measure(plan)[0]
+            except BudgetReached:
+                complete = False
+                say(f"stopped: the budget of {measurer.budget} trials is spent")
+                continue
+            measurer.release(plan)
+            measured[key] = alike.setdefault(tuple(sorted(counts.items())), counts)
+    return Grid(rows, chunks, measured), complete
 
 
-def grid_text(cells: list[Cell], rows: list[Row], chunks: list[int]) -> str:
+def grid_text(cells: Sequence[Cell], rows: list[Row], chunks: list[int]) -> str:
     table = {(c.row.label, c.chunk): c.code() for c in cells}
     width = max([len(v) for v in table.values()] + [len(str(c)) for c in chunks] + [4])
     head = "frame" if any(r.frame for r in rows) else "depth"
@@ -195,24 +244,37 @@ def grid_text(cells: list[Cell], rows: list[Row], chunks: list[int]) -> str:
     return "\n".join(lines)
 
 
-def sweep_section(cells: list[Cell], rows: list[Row], chunks: list[int],
-                  complete: bool) -> dict[str, Any]:
+def sweep_section(rows: list[Row], chunks: list[int], complete: bool) -> dict[str, Any]:
+    """What the header says of a sweep: its rows and chunks, and whether it finished. Its
+    cells are journal entries (`write_cells`), as a bisect's steps are."""
     frames = [r.frame for r in rows if r.frame]
     section: dict[str, Any] = {"frames": frames} if frames else {
         "depths": [r.depth for r in rows]}
-    section.update({"chunks": chunks, "complete": complete,
-                    "cells": [{"depth": c.depth, "chunk": c.chunk, "plan": c.plan.name,
-                               "counts": c.counts, **({"frame": c.row.frame} if c.row.frame
-                                                      else {})} for c in cells]})
+    section.update({"chunks": chunks, "complete": complete})
     return section
 
 
-def finish_sweep(runner: Runner, case_name: str, cells: list[Cell], rows: list[Row],
-                 chunks: list[int], complete: bool) -> str:
+def cell_entry(cell: Cell) -> dict[str, Any]:
+    return {"depth": cell.depth, "chunk": cell.chunk, "plan": cell.plan.name,
+            "counts": cell.counts, **({"frame": cell.row.frame} if cell.row.frame else {})}
+
+
+def write_cells(runner: Runner, cells: Iterable[Cell]) -> None:
+    """Every cell of the grid as a journal entry, a line each (a later entry for a cell
+    replaces an earlier one: a stopped sweep writes its grid so far, and its replay the
+    whole grid)."""
+    for cell in cells:
+        runner.handle.append("cell", cell_entry(cell))
+
+
+def finish_sweep(runner: Runner, case_name: str, cells: Grid, rows: list[Row],
+                 chunks: list[int], complete: bool, trials: int) -> str:
     """Keep the grid in the report, give it its verdict (the answer first), and save it
-    finished; the verdict's lines as the console shows them."""
+    finished; the verdict's lines as the console shows them. `trials`: how many the
+    report holds."""
     report = runner.report
-    report.sections["sweep"] = sweep_section(cells, rows, chunks, complete)
+    report.sections["sweep"] = sweep_section(rows, chunks, complete)
+    write_cells(runner, cells)
     failing = [c.row for c in cells if c.answered and c.counts.get("COMPLETED", 0) == 0]
     silent = sum(1 for c in cells if c.counts and not c.answered)
     noun = "frames" if any(r.frame for r in rows) else "depths"
@@ -227,8 +289,7 @@ def finish_sweep(runner: Runner, case_name: str, cells: list[Cell], rows: list[R
         answer = (f"every answered trial failed in some cell from depth "
                   f"{min(r.depth for r in failing)}")
     summary = (f"sweep of {case_name}: {len(rows)} {noun} x {len(chunks)} "
-               f"chunk size{'s' if len(chunks) != 1 else ''}, "
-               f"{sum(len(p.trials) for p in report.plans)} trials"
+               f"chunk size{'s' if len(chunks) != 1 else ''}, {trials} trials"
                + ("" if complete else " (stopped by the budget)")
                + (f"; {silent} cell{'s' if silent != 1 else ''} got no answer from the stack "
                   "(deadline or crash)" if silent else ""))
@@ -255,7 +316,7 @@ def plot_title(case_name: str, backend: dict[str, Any]) -> str:
     return f"{case_name}: share of trials completed ({source_label(backend) or 'hardware'})"
 
 
-def plot_grid(cells: list[Cell], rows: list[Row], chunks: list[int], path: str,
+def plot_grid(cells: Sequence[Cell], rows: list[Row], chunks: list[int], path: str,
               title: str) -> None:
     """A heatmap of the share of trials that completed, one cell per depth x chunk."""
     import matplotlib

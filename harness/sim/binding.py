@@ -10,7 +10,9 @@ XRT's execution rules live, are in `harness.sim.runs`.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import os
 import sys
 import types
 import weakref
@@ -741,7 +743,7 @@ class elf:
     def _read(self, path: str) -> None:
         # elf_impl / load_elfio: a missing file and a malformed one say the same
         try:
-            parsed = parse_elf(Path(path).read_bytes(), path)
+            parsed = _elf_file(path)
         except (OSError, ElfError):
             raise RuntimeError(f"{path} is not found or is not a valid ELF file") from None
         self._set(parsed, path)
@@ -773,6 +775,18 @@ class elf:
 
     def _label(self) -> str:
         return _stem(self._path).removesuffix(".elf") if self._path else f"elf{self._id}"
+
+
+def _elf_file(path: str) -> Any:
+    """The ELF in file `path`, parsed again only when the file's size or time changed (every
+    trial of a run opens the same control code: its parse was a tenth of a trial)."""
+    st = os.stat(path)
+    return _parsed_elf(path, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_elf(path: str, size: int, mtime_ns: int) -> Any:
+    return parse_elf(Path(path).read_bytes(), path)   # an Elf is frozen: shared by all
 
 
 _ELF_NEW = Overloads("__init__", "elf", [

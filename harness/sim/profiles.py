@@ -279,6 +279,14 @@ class Profile:
     def with_realtime(self, realtime: bool = True) -> Profile:
         return replace(self, realtime=realtime)
 
+    def documented_base(self) -> Profile:
+        """The documented stack this profile deviates from: the same driver, kernel,
+        device, XRT and firmware, no hypothesis, no seed, on the virtual clock."""
+        plain = Profile()
+        return replace(self, seed=0, realtime=False,
+                       **{entry.field: getattr(plain, entry.field)
+                          for entry in HYPOTHESES.values()})
+
 
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")

@@ -25,7 +25,8 @@ from harness.app.cli.options import (
     start_run,
 )
 from harness.app.cli.progress import announce, progress_line
-from harness.app.cli.run_cmd import DEFAULT_CASE, engine_case
+from harness.app.cli.run_cmd import DEFAULT_CASE
+from harness.app.cli.run_outcome import engine_case
 from harness.app.cli.urls import recorded_url_option
 from harness.formats.printable import escape_controls
 from harness.model.errors import BadInput, HarnessError, ReportError

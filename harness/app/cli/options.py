@@ -1,4 +1,7 @@
-"""Options shared by the commands that run trials."""
+"""Options shared by the commands that run trials.
+
+Loaded to make a command's options (its `--help` included), so it imports what runs a
+trial only when a run starts (`tests/test_start_up.py`)."""
 
 from __future__ import annotations
 
@@ -13,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harness.app import exits
-from harness.execution.backend import KINDS, Backend, choose_backend
-from harness.execution.runner import Progress, Runner, RunOptions, Setting, open_run
+from harness.execution.settings import KINDS, RunOptions, Setting
 from harness.model.errors import BadInput
-from harness.model.plan import Plan
-from harness.probe.xrt_config import capturing
-from harness.sources.case import Case, CaseKind
 
 if TYPE_CHECKING:
+    from harness.execution.backend import Backend
+    from harness.execution.runner import Progress, Runner
+    from harness.model.plan import Plan
     from harness.report.model import Report
+    from harness.sources.case import Case
 
 # The longest wait the harness can make: its waits end in system calls that take a C int
 # of milliseconds (poll, epoll), about 24.8 days.
@@ -210,6 +213,7 @@ def run_request_options(fn: Callable | None = None, *,
 
 def make_backend(kind: str, profile: str | None, realtime: bool, *,
                  no_isolate: bool = False) -> Backend:
+    from harness.execution.backend import choose_backend
     backend = choose_backend(kind, profile, realtime=realtime,
                              fallback=exit_convention() != exits.GIT_BISECT)
     if backend.hardware and no_isolate:
@@ -222,6 +226,7 @@ def make_backend(kind: str, profile: str | None, realtime: bool, *,
 def run_options(case: Case, request: RunRequest, *, trials: int | None = None) -> RunOptions:
     """The options a run records, from what the command line asked (`trials`: the command's
     own count, where it has one)."""
+    from harness.sources.case import CaseKind
     if request.no_isolate and request.setting("deadline") is not None:
         raise BadInput("--deadline bounds a trial's worker, and --no-isolate runs trials in this "
                        "process, where nothing can cut a wait off; drop one of them")
@@ -240,6 +245,8 @@ def start_run(request: RunRequest, case: Case, plans: list[Plan] | None, command
     """Open the run the command line asked for: its backend (the one asked for, unless the
     caller has one), its options, the machine probed, the pack found and the report's first
     version written. `plans` None: the case's own; an empty list: added as a search goes."""
+    from harness.execution.runner import open_run
+    from harness.probe.xrt_config import capturing
     if request.out:             # refused before the machine is probed, as it is after
         from harness.report.output_file import check_output_path, check_report_name
         check_report_name(Path(request.out))
@@ -300,6 +307,7 @@ frame_option = click.option(
 def with_frame(case: Case, frame: str | None) -> Case:
     if frame is None:
         return case
+    from harness.sources.case import CaseKind
     if case.kind is not CaseKind.CAPTURE:
         raise BadInput(f"--frame picks a frame of an XRT capture; {case.name} is a {case.kind}")
     from harness.sources.capture_case import frame_case

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,12 +19,11 @@ from harness.app.cli import SuggestingGroup
 from harness.formats.printable import escape_controls
 from harness.formats.yamlio import write_atomic
 from harness.model.errors import BadInput, ReportError
-from harness.report import bundle as bundling
-from harness.report import compare as comparing
-from harness.report import render as rendering
 from harness.report.check import check_report_file, what_it_is
-from harness.report.digest import Digest
 from harness.report.reader import REWRITTEN_NOTE, ReportReader, TrialEntry
+
+if TYPE_CHECKING:         # each command loads what it writes: `report check` renders nothing
+    from harness.report.digest import Digest
 
 
 @click.group(cls=SuggestingGroup)
@@ -37,6 +36,7 @@ def _read(path: str, check: bool, *, kernel_log: bool = False,
     """A report's reader and its digest, refused unless it checks: what checks renders.
     `anyway` says what --no-check does, for a command that has it. The caller closes
     both."""
+    from harness.report.digest import Digest
     if not Path(path).is_file():
         # nothing to check: the hints of an invalid report would mislead
         what = "is a folder, not a report" if Path(path).is_dir() else "does not exist"
@@ -99,6 +99,8 @@ def render(file: str, fmt: str, do_redact: bool | None, out: str | None, check: 
     if not check:
         click.echo(f"warning: rendering {file} without checking it", err=True)
     reader, digest = _read(file, check, anyway="--no-check renders it anyway")
+    from harness.report import bundle as bundling
+    from harness.report import render as rendering
     try:
         if fmt == "md":
             # once the bundle exists, the same text as its report.md, naming what it holds
@@ -131,6 +133,7 @@ def bundle_cmd(file: str, out: str | None, do_redact: bool, force: bool, with_bu
     report, the report, every trial's kernel log, xrt-smi output and the XRT recipes.
     Nothing from outside the report's folder; xclbins are named, not shipped, and so are
     the buffers' data (--with-buffers)."""
+    from harness.report import bundle as bundling
     _check_out(out)
     target = Path(out) if out else bundling.bundle_path(Path(file))
     # (the report itself is refused as such by write_bundle, whatever --force says)
@@ -185,6 +188,7 @@ def compare_cmd(files: tuple[str, ...], fmt: str, do_redact: bool | None,
         headers.append((file, digest.view(do_redact).header))
         digest.close()
     _check_out(out)
+    from harness.report import compare as comparing
     matrix = comparing.build(headers)
     text = comparing.render_markdown(matrix) if fmt == "md" else comparing.render_text(matrix)
     _emit(text, out)

@@ -162,12 +162,11 @@ def _trial(observed: Observed, entry: TrialEntry) -> None:
     if status == "completed":
         arm.completed += 1
         _answered_after_restart(observed, arm, trial)
-        clock = observed.timers.clock
-        for outcome in trial.get("runlists") or []:
-            ms = outcome.get("device_ms") if clock == "device" else outcome.get("wall_ms")
-            runs = outcome.get("runs")
-            if isinstance(ms, (int, float)) and isinstance(runs, int) and runs > 0:
-                arm.run_ms.append(float(ms) / runs)
+        key = "device_ms" if observed.timers.clock == "device" else "wall_ms"
+        # one comprehension over what may be thousands of runlists a trial (a sweep's)
+        arm.run_ms.extend([float(ms) / runs for outcome in trial.get("runlists") or []
+                           if isinstance(ms := outcome.get(key), (int, float))
+                           and isinstance(runs := outcome.get("runs"), int) and runs > 0])
         arm.states[COMPLETED_STATE] += 1
         return
     if status in ("deadline", "crashed"):

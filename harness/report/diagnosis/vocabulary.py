@@ -16,7 +16,9 @@ Every text an artefact contributes reaches the output through `quote`.
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections import Counter
+from collections.abc import MutableSequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,7 +237,8 @@ class Arm:
     named_runs: list[int] = field(default_factory=list)   # runs the device named in failing
     failing_chain_runs: list[int] = field(default_factory=list)
     failing_depths: list[int] = field(default_factory=list)   # the failing runlists' runs
-    run_ms: list[float] = field(default_factory=list)      # completed runlists, per run
+    # completed runlists, per run: 8 bytes each (a sweep's report holds millions)
+    run_ms: MutableSequence[float] = field(default_factory=lambda: array("d"))
     setup_errors: list[str] = field(default_factory=list)
     events: Counter[str] = field(default_factory=Counter)  # kernel-log events, failed trials
     health: int = 0                # failing runlists with the firmware's health data
