@@ -65,7 +65,7 @@ def naive_bisect(folder: Path, seed: int) -> tuple[int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--trials", type=int, default=5, help="K for the harness bisect")
     parser.add_argument("--quick", action="store_true", help="3 seeds: check that it runs")

@@ -97,7 +97,7 @@ def big_report(seed: Path, target: Path, size: int, private: bool = False) -> in
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--size-mb", type=int, default=250,
                         help="the report's size in MB (default 250)")
     parser.add_argument("--rounds", type=int, default=MIN_ROUNDS, help="alternating rounds")

@@ -53,7 +53,7 @@ def one_round(base: Path, number: int) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--repeat", type=int, default=MIN_ROUNDS, help="rounds (>= 3)")
     parser.add_argument("--quick", action="store_true", help="three rounds: check that it runs")
     args = parser.parse_args()

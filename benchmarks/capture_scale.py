@@ -92,7 +92,7 @@ def measure(folder: Path) -> tuple[float, int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--rounds", type=int, default=MIN_ROUNDS, help="alternating rounds")
     parser.add_argument("--quick", action="store_true",
                         help="10 and 100 frames: check that it runs")

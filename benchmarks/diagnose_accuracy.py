@@ -218,7 +218,7 @@ def incident_corpus_figure() -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--per-cause", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=MIN_ROUNDS)
     parser.add_argument("--seed", type=int, default=38)

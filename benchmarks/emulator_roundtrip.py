@@ -185,7 +185,7 @@ def real_xrt(rounds: int, folder: str) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--runlists", type=int, default=200, help="runlists per round")
     parser.add_argument("--ioctls", type=int, default=5000, help="ioctls per round")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (>= 3)")

@@ -46,7 +46,7 @@ def per_run_us(fn, seconds: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--seconds", type=float, default=0.25, help="time per side, per round")
     parser.add_argument("--rounds", type=int, default=20, help="alternating rounds per side")
     parser.add_argument("--quick", action="store_true",

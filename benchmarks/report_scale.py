@@ -166,7 +166,7 @@ def python_child(code: str, report: Path) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--rounds", type=int, default=MIN_ROUNDS, help="alternating rounds")
     parser.add_argument("--quick", action="store_true",
                         help="10 and 100 trials held; sweeps of 1..2 isolated, 1..4 and 1..8 "

@@ -60,7 +60,7 @@ def wall(args: list[str], folder: str, **env: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (>= 3)")
     parser.add_argument("--quick", action="store_true",
                         help="3 rounds, one trial per plan and no control: check that it runs")

@@ -101,7 +101,7 @@ def rate(fn, seconds: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--seconds", type=float, default=0.5, help="time per figure, per round")
     parser.add_argument("--rounds", type=int, default=7, help="alternating rounds (>= 3)")
     parser.add_argument("--quick", action="store_true",

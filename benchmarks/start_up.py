@@ -166,7 +166,7 @@ def start_up_figures(repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--repeat", type=int, default=15, help="processes per figure (>= 3)")
     parser.add_argument("--quick", action="store_true", help="3 processes: check that it runs")
     args = parser.parse_args()

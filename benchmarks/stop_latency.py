@@ -67,7 +67,7 @@ def _read(path: Path) -> bytes:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--tries", type=int, default=9, help="stops per figure (>= 3)")
     parser.add_argument("--quick", action="store_true",
                         help="three stops per figure: check that it runs")

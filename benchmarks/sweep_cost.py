@@ -99,7 +99,7 @@ def timed(command: list[str], folder: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--depth", type=int, default=512, help="sweep depths 1..N")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (>= 3)")
     parser.add_argument("--profile", default=None,
