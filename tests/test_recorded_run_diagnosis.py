@@ -16,6 +16,7 @@ from test_recorded_run import record, sim_exec, xclbin  # noqa: F401 (a fixture)
 
 from harness.app.cli import main
 from harness.report.diagnosis import diagnose
+from harness.report.fileformat import load_report
 
 
 # every flavour's wedge: in-tree 7.0 logs no timeout line (234824b1 aie2_ctx.c
@@ -49,3 +50,18 @@ def test_the_engine_s_run_is_cited_by_the_fields_it_was_read_from(wedged_run):
              for c in f["cites"]]
     assert any("engine_run.time_to_failure = driver-timer" in c for c in cites), cites
     assert not any("plans[" in c or "trials[" in c for c in cites), cites
+
+
+def test_the_device_afterwards_reads_wedged_on_every_flavour(wedged_run):
+    """The check afterwards names the wedge from what the device answered it (the legacy
+    tree's dead context: every submit -EIO, aie2_ctx_runqueue.c aie2_rq_submit_enter; the
+    in-tree and staging firmware refusing the context, PR #1585), not from the simulated
+    trial's own `wedged` mark, and offers a reboot, never a reload or a rescan first
+    (harness.model.wedge)."""
+    after = load_report(wedged_run).sections["engine_run"]["device_after"]
+    assert after["answers"] is False
+    assert after["wedged"] is True and after["state"].startswith("wedged")
+    assert after["recovery"]["last_error"] != "wedged"
+    assert "modprobe" not in after["fix"] and after["fix"].startswith(
+        ("reboot", "close every other program"))
+    assert "reboot" in after["clears"]

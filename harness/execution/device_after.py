@@ -22,13 +22,14 @@ from harness.execution.backend import Backend
 from harness.execution.recovery import (
     DELAYS_S,
     Recovery,
+    check_error,
     check_recovery,
     device_state,
     recovery_fix,
 )
 from harness.model.errors import BadInput, EnvironmentNotReady
 from harness.model.plan import Plan
-from harness.model.results import TrialResult, TrialStatus
+from harness.model.results import TrialResult
 from harness.model.wedge import WEDGE_CLEARS, WEDGE_DOES_NOT_CLEAR
 
 WORKING = "working: a NOP run on a fresh context completed"
@@ -71,9 +72,7 @@ def recovery_check(backend: Backend, *, bdf: str | None, module: str | None
     def attempt() -> str | None:
         answer = run_isolated(spec, report, deadline, backend.latencies)
         last[:] = [answer]
-        if answer.status is TrialStatus.COMPLETED:
-            return None
-        return answer.error or answer.state
+        return check_error(answer)
     # the deadline is a bound on each attempt, not the time it took (recovery.waited_s)
     what = (f"one NOP run (nop.elf on {pack_words(pack.stand_ins)}) on a fresh context, "
             f"in a worker held to a deadline of {deadline:g} s")

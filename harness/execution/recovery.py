@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.model.results import COMPLETED_STATE, TrialResult, TrialStatus
 from harness.model.wedge import REBOOT_FIX
 
 DELAYS_S = (0.0, 2.0, 4.0, 8.0, 16.0)      # one attempt now, then backing off: 30 s in all
@@ -77,6 +78,21 @@ def device_state(error: str | None) -> tuple[str, bool]:
         if re.search(pattern, text):
             return state, wedged
     return f"not answering ({text or 'no error given'})", False
+
+
+def check_error(answer: TrialResult) -> str | None:
+    """What the check's trial answered, as a machine shows it: None where it completed,
+    else the error XRT raised, else the failing runlist's message or state. Not the
+    trial's own `wedged` mark (TrialResult.state), which only the simulated stack sets and
+    which names no state `device_state` reads: a dead context's -EIO names the wedge."""
+    if answer.status is TrialStatus.COMPLETED:
+        return None
+    if answer.error:
+        return answer.error
+    for outcome in answer.runlists:
+        if outcome.state not in (None, COMPLETED_STATE):
+            return outcome.message or outcome.state
+    return answer.state
 
 
 def recovery_fix(module: str | None, bdf: str | None) -> str:

@@ -466,7 +466,7 @@ class Runner:
         return recovery
 
     def _check_recovery(self) -> Recovery:
-        from harness.execution.recovery import check_recovery, recovery_fix
+        from harness.execution.recovery import check_error, check_recovery, recovery_fix
         spec, what = self._recovery_spec()
         deadline = derive_deadline(self.case, Plan("recovery", "1", (1,)), self.backend)
 
@@ -477,9 +477,7 @@ class Runner:
                                       self.backend.latencies)
             else:
                 answer = run_trial(spec, self.backend)
-            if answer.status is TrialStatus.COMPLETED:
-                return None
-            return answer.error or answer.state
+            return check_error(answer)
         environment = self.report.environment
         bdf = (environment.get("npu") or {}).get("bdf")
         module = (environment.get("driver") or {}).get("module")

@@ -66,12 +66,18 @@ STACK_EVENTS: tuple[tuple[str, str, str], ...] = (
                            rf"Failed to pin pages ret (?P<pin>{_N})|"
                            rf"Partially pinned pages {_N}/{_N}|"
                            rf"Dev heap pin failed, ret (?P<heap>{_N})|Failed shmem mmap {_N}|"
-                           rf"Add heap (?:{_N} )?failed.*|Heap size .* exceeds max .*|"
-                           rf"Failed to alloc dev bo memory, ret {_N}|"
+                           rf"Add heap (?:{_N} )?failed.*|"
                            rf"Failed to mmap dma buf {_N}|Vmap bo failed, ret {_N}|"
-                           rf"Invalid dev bo size .*|Allocate sgt failed|"
+                           rf"Allocate sgt failed|"
                            rf"Pin BO {_N} failed, ret {_N})$",
      "aie2_ctx.c aie2_hwctx_restart, amdxdna_gem.c, amdxdna_ubuf.c; legacy amdxdna_gem.c"),
+    # the device heap cacheable buffers are carved from (harness.model.heap): its bound is
+    # the heap object's size (64 MiB in-tree, up to dev_heap_max_size in staging), which
+    # no memlock limit or free host memory moves
+    ("device_heap_failed", rf"^(?:Failed to alloc dev bo memory, ret {_N}|"
+                           r"Invalid dev bo size .*|Heap size .* exceeds max .*)$",
+     "Linux 234824b1 amdxdna_gem.c amdxdna_gem_heap_alloc, amdxdna_drm_alloc_dev_bo; "
+     "staging b9d18f04 amdxdna_gem.c; legacy amdxdna_gem.c amdxdna_drm_create_dev_bo"),
     # a path the driver's build takes on this platform: on its CMA path (CONFIG_CMA, meant
     # for ARM platforms with a CMA region) it refuses the device heap, -EINVAL
     ("unsupported_path", r"^Heap BO is not supported on CMA platform$",

@@ -38,6 +38,12 @@ class Cause:
     falsifier: str
     judge: Callable[[Evidence], Findings]
     experiment: Callable[[Evidence], str]
+    # where what falsifies the cause depends on what the files show (host-memory: the
+    # device heap or the memlock limit)
+    falsifier_of: Callable[[Evidence], str] | None = None
+
+    def falsifier_for(self, ev: Evidence) -> str:
+        return self.falsifier if self.falsifier_of is None else self.falsifier_of(ev)
 
 
 # observations, in the order rows predict them
@@ -265,11 +271,12 @@ STACK_CAUSES: tuple[Cause, ...] = (
          "rate": "every trial at that size",
          "kernel log and firmware": "'Map host buffer failed', 'Failed to pin pages'; the "
                                     "shim's CREATE_BO failing (-ENOMEM); FastFlowLM: "
-                                    "'Memlock limit is too low'"},
-        "the same buffers allocate with an unlimited memlock limit and the run still fails",
+                                    "'Memlock limit is too low'; the device heap: 'Failed "
+                                    "to alloc dev bo memory', 'Invalid dev bo size'"},
+        stack_experiments.MEMLOCK_FALSIFIER,
         stack_judges.judge_host_memory,
-        lambda ev: f"ulimit -l unlimited (this shell only), then runlist-harness run "
-                   f"{_case(ev)} --plan 1 --trials 1; runlist-harness probe reads the limit"),
+        lambda ev: stack_experiments.host_memory_experiment(ev, _case(ev)),
+        stack_experiments.host_memory_falsifier),
     Cause(
         "contention", "other clients hold or share the device (other processes' contexts, "
         "a server, the GPU)",

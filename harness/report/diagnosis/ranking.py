@@ -119,7 +119,8 @@ def rank(ev: Evidence) -> Diagnosis:
 
 def _ranked(ev: Evidence) -> Diagnosis:
     judged = [(cause, cause.judge(ev)) for cause in CAUSES]
-    entries = [_entry(cause, findings, cause.experiment(ev)) for cause, findings in judged]
+    entries = [_entry(cause, findings, cause.experiment(ev), cause.falsifier_for(ev))
+               for cause, findings in judged]
     leaders = sorted((e for e in entries if e.status == CANDIDATE),
                      key=lambda e: -(e.score or 0))
     order = {CANDIDATE: 0, NO_SUPPORT: 1, NOT_TESTED: 2, CONTRADICTED: 3}
@@ -167,11 +168,11 @@ def _unfit(entries: list[Ranked]) -> str:
     return "something failed, but nothing in these files speaks for any cause of the table"
 
 
-def _entry(cause: Cause, findings: Any, experiment: str) -> Ranked:
+def _entry(cause: Cause, findings: Any, experiment: str, falsifier: str) -> Ranked:
     entry = Ranked(cause.id, cause.title, NO_SUPPORT, score=findings.score,
                   supports=findings.of(FOR), against=findings.of(AGAINST),
                   contradictions=findings.of(CONTRADICTS), untested=findings.untested,
-                  falsifier=cause.falsifier, experiment=experiment,
+                  falsifier=falsifier, experiment=experiment,
                   predicts=predictions(cause))
     if findings.untested:
         entry.status, entry.score = NOT_TESTED, None

@@ -47,15 +47,16 @@ EVENT_SIGNS = {
     "sva_failed": "sva-failed", "smu_failed": "smu-failed",
     "suspend_resume_failed": "suspend-resume-failed",
     "map_host_buffer_failed": "host-map-failed", "host_memory_failed": "host-map-failed",
+    "device_heap_failed": "device-heap-refused",
     "context_refused": "context-unavailable", "partition_refused": "wrong-columns",
     "hypervisor_refused": "hypervisor", "hardware_init_failed": "driver-probe-failed",
     "context_init_failed": "context-unavailable",
     "restart_failed": "restart-failed", "context_connect_failed": "restart-failed",
     "context_dead": "restart-failed", "mailbox_timeout": "mailbox-error",
-    "reset_skipped": "firmware-recovery", "heap_exists": "host-map-failed",
+    "reset_skipped": "firmware-recovery", "heap_exists": "device-heap-refused",
     "unsupported_path": "unsupported-path",
 }
-EACCES, EPERM, ENOENT, EAGAIN, EIO = -13, -1, -2, -11, -5
+EACCES, EPERM, ENOENT, EAGAIN, EIO, ENOSPC = -13, -1, -2, -11, -5, -28
 # a context create refused with these says none was left (the module docstring)
 NONE_LEFT = (-2, -19, -16, -28)          # ENOENT, ENODEV, EBUSY, ENOSPC
 MAP_LOCKED = 0x2000             # Linux uapi asm-generic/mman.h
@@ -232,6 +233,10 @@ def _of_ioctl(error: el.ErrorLine, facts: dict[str, Any]) -> Signs:
         return [("context-dead", facts)]
     if "CREATE_HWCTX" in ioctl or "CREATE_CTX" in ioctl:
         return [(_context_sign(errno), facts)]
+    if "CREATE_BO" in ioctl and errno == ENOSPC:
+        # only a device buffer's heap answers -ENOSPC (a full drm_mm range,
+        # amdxdna_gem_heap_alloc); host-only buffers are shmem, short of memory -ENOMEM
+        return [("buffer-alloc-failed", facts), ("device-heap-refused", facts)]
     if any(name in ioctl for name in _BUFFER_IOCTLS):
         return [("buffer-alloc-failed", facts)]
     return []

@@ -1,6 +1,7 @@
 """The experiments of the causes below the runlist where what they need depends on what the
 files show: the firmware (who refused what: the driver its protocol, FastFlowLM its
-version, or a file missing) and the IOMMU (its setup, or a driver build's mapping)."""
+version, or a file missing), the IOMMU (its setup, or a driver build's mapping) and host
+memory (the device heap's size, or the memlock limit on pinning and mapping)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from harness.model.firmware import (
     FIRMWARE_TOO_OLD_FIX,
     FLM_FIRMWARE_MIN,
 )
+from harness.model.heap import CHUNK, MIB, SHIM_MOST
 from harness.report.diagnosis.findings import Evidence
 from harness.report.diagnosis.signs_seen import signs
-from harness.report.diagnosis.stack_judges import IOMMU_SETUP
+from harness.report.diagnosis.stack_judges import IOMMU_SETUP, heap_bound
 
 
 def firmware_experiment(ev: Evidence) -> str:
@@ -55,3 +57,28 @@ def iommu_experiment(ev: Evidence) -> str:
             "amd/xdna-driver, or the kernel's in-tree driver): faults that go with the build "
             "are its mapping's; beside it, runlist-harness probe (the NPU's IOMMU group and "
             "its type)")
+
+
+MEMLOCK_FALSIFIER = ("the same buffers allocate with an unlimited memlock limit and the run "
+                     "still fails")
+HEAP_FALSIFIER = (f"the same buffers, fewer or smaller cacheable ones, fit the device heap "
+                  f"({CHUNK // MIB} MiB on the in-tree and legacy drivers, growing to "
+                  f"{SHIM_MOST // MIB} MiB on staging) and the run still fails")
+
+
+def host_memory_falsifier(ev: Evidence) -> str:
+    return HEAP_FALSIFIER if heap_bound(ev) else MEMLOCK_FALSIFIER
+
+
+def host_memory_experiment(ev: Evidence, case: str) -> str:
+    """For the heap, what fits in it or a driver whose heap is larger; for pinning and
+    mapping, the memlock limit."""
+    if heap_bound(ev):
+        return (f"fewer or smaller cacheable buffers (the in-tree heap holds {CHUNK // MIB} "
+                f"MiB in all, every buffer aligned to 32 KiB), host_only buffers for data "
+                f"the device heap need not hold (the driver's shmem, which no heap bounds), "
+                f"or a driver whose heap grows to {SHIM_MOST // MIB} MiB (amd/xdna-driver's "
+                f"staging build from b9d18f04; this changes the machine); then "
+                f"runlist-harness run {case} --plan 1 --trials 1")
+    return (f"ulimit -l unlimited (this shell only), then runlist-harness run {case} --plan 1 "
+            f"--trials 1; runlist-harness probe reads the limit")

@@ -188,6 +188,17 @@ def judge_device_access(ev: Evidence) -> Findings:
     return out
 
 
+# pinning or mapping host memory, which the memlock limit bounds (mm/mmap.c do_mmap)
+HOST_PIN_KINDS = ("host-map-failed", "memlock-refused", "oom")
+
+
+def heap_bound(ev: Evidence) -> bool:
+    """The device heap refused a buffer and nothing pinning or mapping host memory failed:
+    the bound is the heap object's size (harness.model.heap: in-tree amdxdna_gem_heap_alloc
+    against heap->mem.size, capped at dev_mem_size), which no memlock limit moves."""
+    return bool(signs(ev, "device-heap-refused")) and not signs(ev, *HOST_PIN_KINDS)
+
+
 def judge_host_memory(ev: Evidence) -> Findings:
     out = Findings()
     _each(out, ev, (("host-map-failed", STRONG, "the driver could not pin or map host memory "
@@ -195,6 +206,10 @@ def judge_host_memory(ev: Evidence) -> Findings:
                     ("memlock-refused", STRONG, "the kernel refused a locked mapping "
                                                 "(EAGAIN): the process's memlock limit is "
                                                 "below it"),
+                    ("device-heap-refused", STRONG, "the driver's device heap could not "
+                                                    "hold a cacheable buffer: the heap "
+                                                    "object's size bounds it, not host "
+                                                    "memory or the memlock limit"),
                     ("oom", SUPPORT, "the kernel's out-of-memory killer ended a process")))
     buffers = signs(ev, "buffer-alloc-failed")
     short = [s for s in buffers if s.facts.get("errno") is None
@@ -207,10 +222,12 @@ def judge_host_memory(ev: Evidence) -> Findings:
                "memory the stack lacked")
     # a low memlock limit is a condition, not a failure: it bites where a buffer or the
     # heap's mmap is refused, at set-up; where the device ran the commands and nothing
-    # about memory failed, the failure came later and the limit says nothing of it
+    # about memory failed, the failure came later and the limit says nothing of it; nor
+    # where only the device heap refused, whose size no memlock limit moves
     memory_failed = signs(ev, "host-map-failed", "buffer-alloc-failed", "memlock-refused",
                           "oom")
-    if memory_failed or any(a.setup_failed for a in ev.arms) or not device_answered(ev):
+    if not heap_bound(ev) and (memory_failed or any(a.setup_failed for a in ev.arms)
+                               or not device_answered(ev)):
         _first(out, FOR, SUPPORT, signs(ev, "memlock-low"), "the memlock limit is below what "
                "the engine needs (100 MiB for FastFlowLM)")
     _first(out, AGAINST, STRONG, signs(ev, "unsupported-path"), "the driver says why it "

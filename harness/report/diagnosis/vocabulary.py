@@ -138,6 +138,9 @@ SIGNS: dict[str, SignKind] = {
                                     "heap)"),
     "buffer-refused": SignKind("the XDNA shim refused a buffer of a kind or flags it does "
                                "not make (the program's request, not memory)"),
+    "device-heap-refused": SignKind("the driver's device heap, which cacheable buffers are "
+                                 "carved from, could not hold a buffer (the heap's size, "
+                                 "not host memory or the memlock limit)"),
     "host-map-failed": SignKind("the driver could not pin or map host memory for the NPU"),
     "memlock-low": SignKind("the memlock limit is below what the engine needs", False),
     "memlock-refused": SignKind("the kernel refused a locked mapping (EAGAIN): past the "
