@@ -56,15 +56,18 @@ class TraceLine:
 
 def parse_trace(text: str) -> list[TraceLine]:
     """The event lines of a tracefs `trace` buffer (its `#` header and others skipped)."""
-    out = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = re.match(_LINE, line)
-        if match is None:
-            continue
-        out.append(TraceLine(float(match["ts"]), match["event"], match["text"], line.strip()))
-    return out
+    return [x for line in text.splitlines() if (x := parse_trace_line(line)) is not None]
+
+
+def parse_trace_line(line: str) -> TraceLine | None:
+    """One event line of a trace buffer (`cat trace`, or `trace-cmd report`'s, which prints
+    the same columns), or None for a header line or any other text."""
+    if not line or line.startswith("#"):
+        return None
+    match = re.match(_LINE, line)
+    if match is None:
+        return None
+    return TraceLine(float(match["ts"]), match["event"], match["text"].strip(), line.strip())
 
 
 @dataclass
