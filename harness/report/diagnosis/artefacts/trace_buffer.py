@@ -12,18 +12,22 @@ fence" / "job timedout" without ``, op=N``; staging "job run" with it, and its
 `xdna_job_queue` events; the legacy tree "job run" and "signaling fence" with it (and the
 legacy-only events). Each timed-out job whose send the buffer still holds gives a time to
 failure, from its "sent to device" or "job run" to its "job timedout", the two stamps of
-the same clock (`harness.execution.engine_timeline.trace_jobs` pairs them by fence).
+the same clock (`harness.execution.engine_timeline.trace_jobs` pairs them by fence). A
+simulated run's events, as its report keeps them, carry the SIMULATED mark: such a buffer
+is the simulated stack's, never a machine's.
 """
 
 from __future__ import annotations
 
 from harness.execution.engine_timeline import trace_jobs
+from harness.logs.kernel_log import SIMULATED_MARK
 from harness.logs.trace_events import EVENTS, TraceLine, parse_trace_line
 from harness.model.drivers import FLAVOURS
 from harness.model.trace_tree import FREE, TraceTree
 from harness.report.diagnosis.artefacts.artefact_text import ArtefactText, Claim
 from harness.report.diagnosis.artefacts.outcomes_table import TIMER_UNKNOWN
 from harness.report.diagnosis.vocabulary import UNKNOWN_WORK, Arm, Observed
+from harness.report.model import SIMULATED
 from harness.report.timing import AT_ONCE, classify
 
 KIND = "trace-buffer"
@@ -39,16 +43,23 @@ ENABLE = "echo 1 | sudo tee /sys/kernel/tracing/events/amdxdna/enable"
 def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | None:
     header = [i for i in sorted(free) if text.lines[i].startswith("#")]
     events: list[tuple[int, TraceLine]] = []
+    simulated = False
     for index in sorted(free):
-        line = parse_trace_line(text.lines[index])
+        shown = text.lines[index]
+        marked = shown.startswith(SIMULATED_MARK + " ")
+        # a simulated run's events as its report keeps them (trace_events.trial_entry)
+        line = parse_trace_line(shown[len(SIMULATED_MARK) + 1:] if marked else shown)
         if line is not None:
             events.append((index, line))
+            simulated = simulated or (marked and line.event in EVENTS)
     driver = [(i, x) for i, x in events if x.event in EVENTS]
     traced = any(text.lines[i].startswith(HEADER) for i in header)
     if not driver and not traced:
         return None
     claim = Claim("trace buffer (tracefs)" if traced else "trace events",
                   {i for i, _ in events} | set(header))
+    if simulated:
+        observed.source = SIMULATED
     if not driver:
         claim.notes.append(f"it holds no amdxdna event (they are off unless turned on: "
                            f"{ENABLE})")
@@ -97,7 +108,7 @@ def _timeouts(text: ArtefactText, driver: list[tuple[int, TraceLine]], observed:
     arm = Arm(file=text.file, position=len(observed.arms), name="traced jobs",
               label="the traced jobs", workload=UNKNOWN_WORK, stand_in=False,
               group=f"{text.file}#trace", runs=[], line=timed_lines[0] + 1)
-    for index, (at, key) in zip(timed_lines, timeouts):
+    for index, (at, key) in zip(timed_lines, timeouts, strict=True):
         observed.sign("driver-timeout", text.cite(index), event="job_timedout")
         arm.failed += 1
         arm.states["TIMEOUT"] += 1
