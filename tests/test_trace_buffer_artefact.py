@@ -173,3 +173,12 @@ def artefact(tmp_path, body: str) -> Observed:
     observed = read_artefact(path)
     assert isinstance(observed, Observed), observed
     return observed
+
+
+def test_a_root_prompt_in_the_paste_is_not_the_buffers_header(tmp_path):
+    """A paste from a root shell: its prompt starts with `#` too."""
+    path = tmp_path / "paste.txt"
+    path.write_text("# cat /sys/kernel/tracing/trace\n" + HEADER + in_tree_timeout())
+    observed = read_artefact(path)
+    assert isinstance(observed, Observed)
+    assert observed.read_as == ["trace buffer (tracefs): 17 lines", "1 line not read (line 1)"]

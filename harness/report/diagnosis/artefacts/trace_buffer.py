@@ -41,7 +41,7 @@ ENABLE = "echo 1 | sudo tee /sys/kernel/tracing/events/amdxdna/enable"
 
 
 def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | None:
-    header = [i for i in sorted(free) if text.lines[i].startswith("#")]
+    header = _header_lines(text, free)
     events: list[tuple[int, TraceLine]] = []
     simulated = False
     for index in sorted(free):
@@ -53,11 +53,11 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
             events.append((index, line))
             simulated = simulated or (marked and line.event in EVENTS)
     driver = [(i, x) for i, x in events if x.event in EVENTS]
-    traced = any(text.lines[i].startswith(HEADER) for i in header)
+    traced = bool(header)
     if not driver and not traced:
         return None
     claim = Claim("trace buffer (tracefs)" if traced else "trace events",
-                  {i for i, _ in events} | set(header))
+                  {i for i, _ in events} | header)
     if simulated:
         observed.source = SIMULATED
     if not driver:
@@ -67,6 +67,17 @@ def parse(text: ArtefactText, free: set[int], observed: Observed) -> Claim | Non
     _tree(text, driver, observed)
     _timeouts(text, driver, observed)
     return claim
+
+
+def _header_lines(text: ArtefactText, free: set[int]) -> set[int]:
+    """The `#` block ftrace prints from its ``# tracer:`` line on (a root shell's prompt
+    elsewhere in a paste starts with `#` too, and is not the buffer's)."""
+    out: set[int] = set()
+    for index in sorted(free):
+        if text.lines[index].startswith(HEADER) or (index - 1 in out and
+                                                    text.lines[index].startswith("#")):
+            out.add(index)
+    return out
 
 
 def _tree(text: ArtefactText, driver: list[tuple[int, TraceLine]], observed: Observed
