@@ -12,16 +12,15 @@ fence" / "job timedout" without ``, op=N``; staging "job run" with it, and its
 `xdna_job_queue` events; the legacy tree "job run" and "signaling fence" with it (and the
 legacy-only events). Each timed-out job whose send the buffer still holds gives a time to
 failure, from its "sent to device" or "job run" to its "job timedout", the two stamps of
-the same clock (`harness.execution.engine_timeline.trace_jobs` pairs them by fence). A
+the same clock (`harness.logs.trace_events.trace_jobs` pairs them by fence). A
 simulated run's events, as its report keeps them, carry the SIMULATED mark: such a buffer
 is the simulated stack's, never a machine's.
 """
 
 from __future__ import annotations
 
-from harness.execution.engine_timeline import trace_jobs
 from harness.logs.kernel_log import SIMULATED_MARK
-from harness.logs.trace_events import EVENTS, TraceLine, parse_trace_line
+from harness.logs.trace_events import EVENTS, TraceLine, parse_trace_line, trace_jobs
 from harness.model.drivers import FLAVOURS
 from harness.model.trace_tree import FREE, TraceTree
 from harness.report.diagnosis.artefacts.artefact_text import ArtefactText, Claim
