@@ -194,9 +194,14 @@ def test_a_file_size_limit_in_a_real_process_keeps_the_report(tmp_path):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (24_000, 24_000))
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)    # EFBIG instead of a kill
+    # no bytecode from this process: under the limit importlib's write of a .pyc is cut
+    # short and still installed, and the session's shared cache (conftest) would hand the
+    # cut file to every later process
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run([*HARNESS, "run", "minicpm5-2b-decode", "--plan", "max:1",
                            "--no-isolate", "--trials", "200", "--out", str(out)],
-                          capture_output=True, text=True, timeout=120, preexec_fn=small_files)
+                          capture_output=True, text=True, timeout=120, preexec_fn=small_files,
+                          env=env)
     assert done.returncode == 4, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: cannot write report {out}: File too large (EFBIG)")

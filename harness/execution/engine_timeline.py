@@ -25,16 +25,13 @@ to record them.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from harness.logs.driver_lines import events as driver_events
 from harness.logs.kernel_log import SIMULATED_BOOT_US as BOOT_US
 from harness.logs.kernel_log import LogRecord
-from harness.logs.trace_events import TraceLine
-from harness.model.drivers import FLAVOURS
-from harness.model.trace_tree import FREE
+from harness.logs.trace_events import TracedJob, TraceLine, trace_jobs
 from harness.report.header import Timers
 from harness.report.timing import classify
 
@@ -42,10 +39,7 @@ MACHINE, SIMULATED_DEVICE = "machine", "simulated device"
 # the driver's lines that say its timer fired (harness.logs.driver_lines events)
 TIMEOUT_EVENTS = ("tdr_timeout", "no_progress", "timeout_capture", "context_dump",
                   "timing_out_job")
-QUEUE_SENT, QUEUE_DONE = "sent to device", "job complete"    # staging's xdna_job_queue
 WHAT_LIMIT = 160
-_FENCE = re.compile(r"fence=\(context:(?P<context>\d+), seqno:(?P<seqno>\d+)\)")
-_TAIL = re.compile(r"seq#:\d+ (?P<what>.+?)(?:, op=\d+)?\s*$")
 CLOCK_NOTE = ("seconds from the program's start on this machine's monotonic clock; the "
               "kernel's stamps (its local clock) are placed on it as they are, which keeps "
               "close to it but can drift apart over a long uptime")
@@ -67,19 +61,6 @@ class Stamp:
         return {"at_s": round(self.at_s, 3), "clock": self.clock, "what": self.what}
 
 
-def _trace_starts() -> frozenset[str]:
-    return frozenset({row.trace.run for row in FLAVOURS.values()} | {QUEUE_SENT})
-
-
-def _trace_ends() -> frozenset[str]:
-    return frozenset({text for row in FLAVOURS.values() if (text := row.trace.fence)}
-                     | {FREE, QUEUE_DONE})
-
-
-def _trace_timeouts() -> frozenset[str]:
-    return frozenset(text for row in FLAVOURS.values() if (text := row.trace.timedout))
-
-
 def kernel_seconds(usec: int, started_s: float) -> Stamp:
     """Where a kernel stamp lies: from the program's start on this machine, or in
     simulated device time for the simulated driver's."""
@@ -97,41 +78,6 @@ def _placed(seconds: float, started_s: float, what: str) -> Stamp:
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= WHAT_LIMIT else text[:WHAT_LIMIT - 3] + "..."
-
-
-@dataclass(frozen=True)
-class TracedJob:
-    """A job the trace saw: its fence, when it was sent and when it ended (kernel seconds)."""
-
-    key: tuple[str, str]
-    sent_s: float
-    ended_s: float | None
-
-
-Fence = tuple[str, str]                 # (fence context, seqno), as the trace prints them
-
-
-def trace_jobs(lines: list[TraceLine]) -> tuple[list[TracedJob], list[tuple[float, Fence]]]:
-    """Each job the `xdna_job`/`xdna_job_queue` events show (by its fence), and each "job
-    timedout" with the fence it names."""
-    sent: dict[tuple[str, str], float] = {}
-    ended: dict[tuple[str, str], float] = {}
-    timeouts: list[tuple[float, tuple[str, str]]] = []
-    starts, ends, timed = _trace_starts(), _trace_ends(), _trace_timeouts()
-    for line in lines:
-        fence, tail = _FENCE.search(line.text), _TAIL.search(line.text)
-        if fence is None or tail is None:
-            continue
-        key, what = (fence["context"], fence["seqno"]), tail["what"]
-        if what in starts:
-            sent[key] = min(sent.get(key, line.timestamp), line.timestamp)
-        elif what in ends:
-            ended[key] = min(ended.get(key, line.timestamp), line.timestamp)
-        elif what in timed:
-            timeouts.append((line.timestamp, key))
-    return ([TracedJob(key, at, ended.get(key)) for key, at in sorted(sent.items(),
-                                                                key=lambda kv: kv[1])],
-            timeouts)
 
 
 def first_timeout(records: list[LogRecord], lines: list[TraceLine]

@@ -22,7 +22,9 @@ its trace events still record it. The events, as each tree calls them:
 So timed-out jobs are counted (from "job timedout") only under the in-tree driver.
 tracefs lists the events under `events/<system>/`; a buffer line reads
 ``TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: TEXT``. The reader marks the newest timestamp
-before a trial and keeps the driver's events after it.
+before a trial and keeps the driver's events after it; `trace_jobs` pairs each job's
+send with its end or its "job timedout" by the fence the events print (the tree's
+texts: `harness.model.trace_tree`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.model.drivers import FLAVOURS
+from harness.model.trace_tree import FREE
+
 TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 SYSTEMS = ("amdxdna", "amdxdna_trace")
 EVENTS = ("xdna_job", "amdxdna_debug_point", "xdna_job_queue", "mbox_set_tail",
@@ -39,6 +44,9 @@ EVENTS = ("xdna_job", "amdxdna_debug_point", "xdna_job_queue", "mbox_set_tail",
           "mbox_poll_handle", "__amdxdna_trace_point")
 MAX_READ_BYTES = 16 << 20
 MAX_KEPT_LINES = 200
+QUEUE_SENT, QUEUE_DONE = "sent to device", "job complete"    # staging's xdna_job_queue
+_FENCE = re.compile(r"fence=\(context:(?P<context>\d+), seqno:(?P<seqno>\d+)\)")
+_TAIL = re.compile(r"seq#:\d+ (?P<what>.+?)(?:, op=\d+)?\s*$")
 # compiled on first use, by re's own cache: a start-up does not pay for it
 _LINE = (r"^\s*(?P<task>.+?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]"
          r"\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s?(?P<text>.*)$")
@@ -56,15 +64,18 @@ class TraceLine:
 
 def parse_trace(text: str) -> list[TraceLine]:
     """The event lines of a tracefs `trace` buffer (its `#` header and others skipped)."""
-    out = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = re.match(_LINE, line)
-        if match is None:
-            continue
-        out.append(TraceLine(float(match["ts"]), match["event"], match["text"], line.strip()))
-    return out
+    return [x for line in text.splitlines() if (x := parse_trace_line(line)) is not None]
+
+
+def parse_trace_line(line: str) -> TraceLine | None:
+    """One event line of a trace buffer (`cat trace`, or `trace-cmd report`'s, which prints
+    the same columns), or None for a header line or any other text."""
+    if not line or line.startswith("#"):
+        return None
+    match = re.match(_LINE, line)
+    if match is None:
+        return None
+    return TraceLine(float(match["ts"]), match["event"], match["text"].strip(), line.strip())
 
 
 @dataclass
@@ -123,3 +134,51 @@ def trial_entry(lines: list[TraceLine], source: str, *, simulated: bool = False,
     if simulated:
         entry["simulated"] = True
     return entry
+
+
+def _trace_starts() -> frozenset[str]:
+    return frozenset({row.trace.run for row in FLAVOURS.values()} | {QUEUE_SENT})
+
+
+def _trace_ends() -> frozenset[str]:
+    return frozenset({text for row in FLAVOURS.values() if (text := row.trace.fence)}
+                     | {FREE, QUEUE_DONE})
+
+
+def _trace_timeouts() -> frozenset[str]:
+    return frozenset(text for row in FLAVOURS.values() if (text := row.trace.timedout))
+
+
+@dataclass(frozen=True)
+class TracedJob:
+    """A job the trace saw: its fence, when it was sent and when it ended (kernel seconds)."""
+
+    key: tuple[str, str]
+    sent_s: float
+    ended_s: float | None
+
+
+Fence = tuple[str, str]                 # (fence context, seqno), as the trace prints them
+
+
+def trace_jobs(lines: list[TraceLine]) -> tuple[list[TracedJob], list[tuple[float, Fence]]]:
+    """Each job the `xdna_job`/`xdna_job_queue` events show (by its fence), and each "job
+    timedout" with the fence it names."""
+    sent: dict[tuple[str, str], float] = {}
+    ended: dict[tuple[str, str], float] = {}
+    timeouts: list[tuple[float, tuple[str, str]]] = []
+    starts, ends, timed = _trace_starts(), _trace_ends(), _trace_timeouts()
+    for line in lines:
+        fence, tail = _FENCE.search(line.text), _TAIL.search(line.text)
+        if fence is None or tail is None:
+            continue
+        key, what = (fence["context"], fence["seqno"]), tail["what"]
+        if what in starts:
+            sent[key] = min(sent.get(key, line.timestamp), line.timestamp)
+        elif what in ends:
+            ended[key] = min(ended.get(key, line.timestamp), line.timestamp)
+        elif what in timed:
+            timeouts.append((line.timestamp, key))
+    return ([TracedJob(key, at, ended.get(key)) for key, at in sorted(sent.items(),
+                                                                key=lambda kv: kv[1])],
+            timeouts)

@@ -8,6 +8,8 @@ its content (never by the file's name):
 - `xrt_console`: XRT's console header and messages (xrt-smi's that stopped before its
   report, or any program's);
 - `flm_console`: `flm serve`, `flm run` and `flm validate` on the console;
+- `trace_buffer`: the kernel's trace buffer (`cat /sys/kernel/tracing/trace`) with the
+  amdxdna driver's events;
 - `kernel_log_text`: `dmesg` (plain, -T, -r, -x), `journalctl -k`, bare driver lines;
 - `xrt_exception`: XRT's exception text from C++ (terminate, what()) or Python;
 - `app_console`: the error lines left and how an application crashed.
@@ -33,6 +35,7 @@ from harness.report.diagnosis.artefacts import (
     outcomes_table,
     smi_examine,
     smi_validate,
+    trace_buffer,
     xrt_console,
     xrt_exception,
 )
@@ -42,10 +45,11 @@ from harness.report.header import DriverTimer, Timers
 from harness.report.timing import classify
 
 PARSERS: tuple[ModuleType, ...] = (flm_json, outcomes_table, smi_examine, smi_validate,
-                                   xrt_console, flm_console, kernel_log_text, xrt_exception,
-                                   app_console)
+                                   xrt_console, flm_console, trace_buffer, kernel_log_text,
+                                   xrt_exception, app_console)
 KINDS = tuple(parser.KIND for parser in PARSERS)
-WHAT_IS_READ = ("a harness report, a kernel log (dmesg, journalctl -k), FastFlowLM's "
+WHAT_IS_READ = ("a harness report, a kernel log (dmesg, journalctl -k), the kernel's trace "
+                "buffer with amdxdna's events, FastFlowLM's "
                 "output or JSON error, xrt-smi examine or validate, XRT's exception text, "
                 "an application's console with XRT or FastFlowLM errors, or an outcomes "
                 "table (docs/diagnosis.md)")
